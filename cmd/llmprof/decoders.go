@@ -1,0 +1,9 @@
+package main
+
+import "github.com/llmprof/llmprof/ingest"
+
+// decoders returns the input decoders, in sniffing order: directory formats
+// first, then the formats with unambiguous magic, then the content-shape ones.
+func (f *Factory) decoders() []ingest.Decoder {
+	return []ingest.Decoder{}
+}

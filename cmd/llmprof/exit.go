@@ -1,0 +1,58 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// Exit codes, one table for every command (DESIGN §1).
+const (
+	ExitOK         = 0
+	ExitError      = 1 // I/O error, unusable input
+	ExitUsage      = 2 // bad flags or arguments
+	ExitRegression = 3 // the gate found a regression
+)
+
+// UsageError is a mistake in how the command was called.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
+// usageErrorf returns a UsageError with a formatted message.
+func usageErrorf(format string, args ...any) error {
+	return &UsageError{fmt.Errorf(format, args...)}
+}
+
+// RegressionError means the command ran fine and found a regression; its
+// report has already been written.
+type RegressionError struct{ Summary string }
+
+func (e *RegressionError) Error() string { return e.Summary }
+
+// exitCode maps an error to the process exit code and prints it. It is the
+// only place that decides exit codes.
+func exitCode(err error, stderr io.Writer) int {
+	if err == nil {
+		return ExitOK
+	}
+	var usage *UsageError
+	var regression *RegressionError
+	switch {
+	case errors.As(err, &regression):
+		fmt.Fprintln(stderr, "llmprof: "+regression.Summary)
+		return ExitRegression
+	case errors.As(err, &usage):
+		fmt.Fprintln(stderr, "llmprof: "+usage.Error())
+		fmt.Fprintln(stderr, "Run 'llmprof --help' or 'llmprof <command> --help' for usage.")
+		return ExitUsage
+	case errors.Is(err, context.Canceled):
+		fmt.Fprintln(stderr, "llmprof: interrupted")
+		return ExitError
+	default:
+		fmt.Fprintln(stderr, "llmprof: "+err.Error())
+		return ExitError
+	}
+}

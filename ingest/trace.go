@@ -1,0 +1,348 @@
+package ingest
+
+import (
+	"encoding/hex"
+	"strconv"
+)
+
+// Trace is everything llmprof knows about one run: CPU-side spans, GPU
+// operations, counter samples and where each came from. Decoders fill it,
+// Validate checks it once, align rewrites its times onto the reference clock,
+// and every analysis reads it.
+type Trace struct {
+	Strings *Strings
+
+	Sources []Source
+	Spans   []Span
+	GPUOps  []GPUOp
+	Samples []Sample
+
+	// Resources and Scopes are shared by many spans (OTLP resource and
+	// instrumentation scope); spans refer to them by index.
+	Resources []Resource
+	Scopes    []Scope
+
+	// Arrays and Maps hold the elements of array and map attribute values.
+	Arrays [][]Value
+	Maps   [][]Attr
+
+	Devices   []Device
+	Processes []Process
+	Threads   []Thread
+
+	Warnings Warnings
+}
+
+// New returns an empty Trace with a string table.
+func New() *Trace {
+	return &Trace{Strings: NewStrings()}
+}
+
+// SourceID indexes Trace.Sources.
+type SourceID uint16
+
+// Source describes one input file (or capture directory) and the clock its
+// timestamps are in.
+type Source struct {
+	Path     string
+	Format   string // detailed format, e.g. "otlp-json-lines", "nsys-sqlite"
+	Producer string // what wrote it, when known, e.g. "nsys 2025.1.1.110"
+	Clock    ClockDomain
+	Anchors  []ClockAnchor
+	// Counts of records this source contributed.
+	Spans, GPUOps, Samples int
+	// Meta holds format-specific facts worth showing (export options, schema
+	// version). Never secrets or environment variables.
+	Meta map[string]string
+}
+
+// ClockKind says what kind of clock a domain's timestamps come from.
+type ClockKind uint8
+
+const (
+	// ClockUnknown: the decoder could not tell.
+	ClockUnknown ClockKind = iota
+	// ClockRealtime: a host's CLOCK_REALTIME, Unix ns (OTLP spans, NVML).
+	ClockRealtime
+	// ClockNsysSession: Nsight Systems session time plus its utcEpochNs anchor.
+	ClockNsysSession
+	// ClockMonotonic: a host monotonic clock mapped to Unix ns by clock pairs.
+	ClockMonotonic
+)
+
+var clockKindNames = [...]string{"unknown", "realtime", "nsys-session", "monotonic"}
+
+func (k ClockKind) String() string {
+	if int(k) < len(clockKindNames) {
+		return clockKindNames[k]
+	}
+	return "clock(" + strconv.Itoa(int(k)) + ")"
+}
+
+// ClockDomain names the clock a source's timestamps are on. Sources with the
+// same Name share one alignment fit.
+type ClockDomain struct {
+	Name string // e.g. "realtime@host-a", "nsys:report1.sqlite"
+	Kind ClockKind
+	Host string
+}
+
+// AnchorKind is the strength class of a clock anchor (DESIGN §6).
+type AnchorKind uint8
+
+const (
+	// AnchorClockPair: a bracketed read of the domain clock and the reference
+	// clock; the reference instant lies in [RefLow, RefHigh].
+	AnchorClockPair AnchorKind = iota + 1
+	// AnchorEpoch: the domain declares its own offset to Unix time (nsys
+	// utcEpochNs); the uncertainty is unknown.
+	AnchorEpoch
+)
+
+// ClockAnchor relates an instant in a source's clock domain to the reference
+// clock.
+type ClockAnchor struct {
+	Kind AnchorKind
+	// Local is the instant as stored in the model for this source.
+	Local int64
+	// RefLow and RefHigh bound the same instant on the reference clock.
+	RefLow, RefHigh int64
+}
+
+// Resource is an OTLP resource: the attributes of the process that emitted
+// spans (service.name, host.name, process.pid, ...).
+type Resource struct {
+	Attrs     []Attr
+	SchemaURL StrID
+}
+
+// Scope is an OTLP instrumentation scope.
+type Scope struct {
+	Name, Version StrID
+	Attrs         []Attr
+}
+
+// TraceID is a 16-byte trace identifier.
+type TraceID [16]byte
+
+// SpanID is an 8-byte span identifier.
+type SpanID [8]byte
+
+func (id TraceID) String() string { return hex.EncodeToString(id[:]) }
+func (id SpanID) String() string  { return hex.EncodeToString(id[:]) }
+
+// IsZero reports whether the ID is all zeros (absent).
+func (id TraceID) IsZero() bool { return id == TraceID{} }
+
+// IsZero reports whether the ID is all zeros (absent).
+func (id SpanID) IsZero() bool { return id == SpanID{} }
+
+// SpanKind is the OTLP span kind.
+type SpanKind uint8
+
+// OTLP span kinds.
+const (
+	SpanKindUnspecified SpanKind = iota
+	SpanKindInternal
+	SpanKindServer
+	SpanKindClient
+	SpanKindProducer
+	SpanKindConsumer
+)
+
+var spanKindNames = [...]string{"unspecified", "internal", "server", "client", "producer", "consumer"}
+
+func (k SpanKind) String() string {
+	if int(k) < len(spanKindNames) {
+		return spanKindNames[k]
+	}
+	return "kind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// SpanOrigin says which kind of CPU-side record a span is.
+type SpanOrigin uint8
+
+const (
+	OriginOTLP        SpanOrigin = iota // an OpenTelemetry span
+	OriginNVTX                          // an NVTX push/pop or start/end range (or mark, End == Start)
+	OriginCUDARuntime                   // a CUDA runtime API call
+	OriginCUDADriver                    // a CUDA driver API call
+	OriginOSRuntime                     // an OS runtime call traced by nsys
+)
+
+var originNames = [...]string{"otlp", "nvtx", "cuda-runtime", "cuda-driver", "os-runtime"}
+
+func (o SpanOrigin) String() string {
+	if int(o) < len(originNames) {
+		return originNames[o]
+	}
+	return "origin(" + strconv.Itoa(int(o)) + ")"
+}
+
+// StatusCode is the OTLP status code.
+type StatusCode uint8
+
+// OTLP status codes.
+const (
+	StatusUnset StatusCode = iota
+	StatusOK
+	StatusError
+)
+
+var statusNames = [...]string{"unset", "ok", "error"}
+
+func (c StatusCode) String() string {
+	if int(c) < len(statusNames) {
+		return statusNames[c]
+	}
+	return "status(" + strconv.Itoa(int(c)) + ")"
+}
+
+// Span is a CPU-side interval: an OTLP span, an NVTX range, or a CUDA API call.
+type Span struct {
+	TraceID TraceID
+	ID      SpanID
+	Parent  SpanID
+	Name    StrID
+	Start   int64
+	End     int64
+	Attrs   []Attr
+	Events  []Event
+	Links   []Link
+
+	// Resource and Scope index Trace.Resources and Trace.Scopes; -1 if none.
+	Resource int32
+	Scope    int32
+	// Pid and Tid are the process and thread (0 when unknown, e.g. OTLP).
+	Pid, Tid uint32
+	// Correlation ties a CUDA API call to the GPU ops it launched.
+	Correlation uint32
+
+	Source    SourceID
+	Kind      SpanKind
+	Origin    SpanOrigin
+	Status    StatusCode
+	StatusMsg StrID
+}
+
+// Duration is End − Start.
+func (s *Span) Duration() int64 { return s.End - s.Start }
+
+// Event is a timestamped annotation on a span (an OTLP span event).
+type Event struct {
+	Name  StrID
+	Time  int64
+	Attrs []Attr
+}
+
+// Link points from a span to another span, possibly in another trace.
+type Link struct {
+	TraceID TraceID
+	SpanID  SpanID
+	Attrs   []Attr
+}
+
+// GPUOpKind says what a GPU operation is.
+type GPUOpKind uint8
+
+const (
+	OpKernel GPUOpKind = iota
+	OpMemcpy
+	OpMemset
+	OpSync
+)
+
+var opKindNames = [...]string{"kernel", "memcpy", "memset", "sync"}
+
+func (k GPUOpKind) String() string {
+	if int(k) < len(opKindNames) {
+		return opKindNames[k]
+	}
+	return "op(" + strconv.Itoa(int(k)) + ")"
+}
+
+// CopyKind is the direction of a memcpy (CUPTI's memcpy kinds, simplified).
+type CopyKind uint8
+
+const (
+	CopyUnknown CopyKind = iota
+	CopyHtoD
+	CopyDtoH
+	CopyDtoD
+	CopyHtoH
+	CopyPtoP
+)
+
+var copyKindNames = [...]string{"unknown", "HtoD", "DtoH", "DtoD", "HtoH", "PtoP"}
+
+func (k CopyKind) String() string {
+	if int(k) < len(copyKindNames) {
+		return copyKindNames[k]
+	}
+	return "copy(" + strconv.Itoa(int(k)) + ")"
+}
+
+// GPUOp is one kernel, memcpy, memset or synchronization on a GPU. There can
+// be tens of millions, so it has no attribute map and every string is a StrID.
+type GPUOp struct {
+	Start int64
+	End   int64
+	// Bytes is the size of a memcpy or memset.
+	Bytes uint64
+	Name  StrID
+	// Stream and Correlation as CUPTI reports them; Correlation matches the
+	// launching API call (Span.Correlation) of the same Pid.
+	Stream      uint32
+	Correlation uint32
+	Pid         uint32
+	// Grid and Block are launch dimensions of a kernel.
+	Grid  [3]uint32
+	Block [3]uint16
+	// GraphID is the CUDA graph the kernel was launched from (0 if none).
+	GraphID uint32
+	// Device is the CUDA device ordinal; -1 when unknown.
+	Device int16
+	Source SourceID
+	Kind   GPUOpKind
+	Copy   CopyKind
+}
+
+// Duration is End − Start.
+func (o *GPUOp) Duration() int64 { return o.End - o.Start }
+
+// Sample is one point of a counter time series (NVML, nsys GPU metrics).
+type Sample struct {
+	Time   int64
+	Value  float64
+	Metric StrID
+	// Pid is the process the sample is about (0: device-level).
+	Pid uint32
+	// Device is the GPU ordinal; Instance the MIG GPU instance (-1: none).
+	Device   int16
+	Instance int16
+	Source   SourceID
+}
+
+// Device describes a GPU seen in the input.
+type Device struct {
+	ID          int16
+	Name        string
+	UUID        string
+	SMs         int
+	MemoryBytes uint64
+	Source      SourceID
+}
+
+// Process names a process seen in the input.
+type Process struct {
+	Pid    uint32
+	Name   string
+	Source SourceID
+}
+
+// Thread names a thread seen in the input.
+type Thread struct {
+	Pid, Tid uint32
+	Name     string
+	Source   SourceID
+}

@@ -1,0 +1,96 @@
+package ingest
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"unsafe"
+)
+
+// The model must hold ten million GPU ops in well under 1 GiB (DESIGN §3).
+func TestGPUOpSize(t *testing.T) {
+	if got := unsafe.Sizeof(GPUOp{}); got > 72 {
+		t.Fatalf("GPUOp is %d bytes; 10 M of them must stay well under 1 GiB", got)
+	}
+	if got := unsafe.Sizeof(Attr{}); got != 16 {
+		t.Fatalf("Attr is %d bytes", got)
+	}
+}
+
+func TestWarningsCoalesce(t *testing.T) {
+	var ws Warnings
+	for i := 0; i < 25; i++ {
+		ws.Addf("a.jsonl", "line 1", "bad", "bad %d", i)
+	}
+	ws.Addf("b.jsonl", "", "bad", "other file")
+	if len(ws.List) != maxPerCode+1 {
+		t.Fatalf("kept %d warnings, want %d", len(ws.List), maxPerCode+1)
+	}
+	if ws.Len() != 26 {
+		t.Fatalf("Len = %d, want 26", ws.Len())
+	}
+	if got := ws.List[maxPerCode-1].String(); !strings.Contains(got, "and 15 more like this") || !strings.HasPrefix(got, "a.jsonl:line 1: ") {
+		t.Fatalf("summary line = %q", got)
+	}
+}
+
+func sampleTrace(prefix string) *Trace {
+	t := New()
+	t.Sources = []Source{{Path: prefix + ".json", Format: "test"}}
+	arr := len(t.Arrays)
+	t.Arrays = append(t.Arrays, []Value{StringValue(t.Strings.Intern(prefix + "-r1")), StringValue(t.Strings.Intern("r2"))})
+	t.Resources = append(t.Resources, Resource{Attrs: []Attr{NewAttr(t.Strings.Intern("service.name"), StringValue(t.Strings.Intern(prefix)))}})
+	t.Spans = append(t.Spans, Span{
+		TraceID: TraceID{1}, ID: SpanID{2}, Name: t.Strings.Intern(prefix + ".span"), Start: 10, End: 5,
+		Attrs:    []Attr{NewAttr(t.Strings.Intern("ids"), ArrayValue(arr)), NewAttr(t.Strings.Intern("n"), IntValue(3))},
+		Resource: 0, Scope: -1,
+	})
+	t.GPUOps = append(t.GPUOps, GPUOp{Start: 3, End: 4, Name: t.Strings.Intern(prefix + ".kernel")})
+	return t
+}
+
+func TestMergeRemapsIDs(t *testing.T) {
+	a, b := sampleTrace("a"), sampleTrace("b")
+	m := Merge(a, b)
+	if len(m.Sources) != 2 || len(m.Spans) != 2 || len(m.GPUOps) != 2 {
+		t.Fatalf("merged counts: %d sources %d spans %d ops", len(m.Sources), len(m.Spans), len(m.GPUOps))
+	}
+	if got := m.Str(m.Spans[1].Name); got != "b.span" {
+		t.Errorf("second span name = %q", got)
+	}
+	if got := m.Spans[1].Source; got != 1 {
+		t.Errorf("second span source = %d", got)
+	}
+	v, ok := m.Attr(m.Spans[1].Attrs, "ids")
+	if !ok || strings.Join(m.StringList(v), ",") != "b-r1,r2" {
+		t.Errorf("array attribute after merge = %v", m.StringList(v))
+	}
+	if s, _ := m.AttrString(m.Resources[m.Spans[1].Resource].Attrs, "service.name"); s != "b" {
+		t.Errorf("resource of second span = %q", s)
+	}
+	if got := m.Str(m.GPUOps[1].Name); got != "b.kernel" {
+		t.Errorf("second op name = %q", got)
+	}
+}
+
+func TestValidateClampsAndSorts(t *testing.T) {
+	m := Merge(sampleTrace("a"), sampleTrace("b"))
+	m.Validate()
+	for _, s := range m.Spans {
+		if s.End < s.Start {
+			t.Fatalf("span not clamped: %+v", s)
+		}
+	}
+	if m.Warnings.Len() == 0 || !strings.Contains(m.Warnings.List[0].String(), "a.json: span \"a.span\"") {
+		t.Fatalf("warnings = %v", m.Warnings.List)
+	}
+	var buf bytes.Buffer
+	if err := m.Dump(&buf, DumpOptions{Sources: true, Warnings: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"ids"=["a-r1", "r2"]`, `name="b.kernel"`, "warning a.json"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("dump lacks %q:\n%s", want, buf.String())
+		}
+	}
+}
