@@ -107,6 +107,7 @@ func (t *Trace) absorb(p *Trace) {
 	for i := range p.GPUOps {
 		o := &p.GPUOps[i]
 		o.Name = r.str(o.Name)
+		o.ShortName = r.str(o.ShortName)
 		o.Source += r.src
 	}
 	t.GPUOps = appendOrAdopt(t.GPUOps, p.GPUOps)
@@ -116,6 +117,10 @@ func (t *Trace) absorb(p *Trace) {
 		s.Source += r.src
 	}
 	t.Samples = appendOrAdopt(t.Samples, p.Samples)
+	for i := range p.MemoryEvents {
+		p.MemoryEvents[i].Source += r.src
+	}
+	t.MemoryEvents = appendOrAdopt(t.MemoryEvents, p.MemoryEvents)
 	for _, d := range p.Devices {
 		d.Source += r.src
 		t.Devices = append(t.Devices, d)

@@ -74,7 +74,7 @@ func (t *Trace) checkSpanIDs() {
 	}
 }
 
-// Sort orders spans, GPU ops and samples by start time (stable, so equal
+// Sort orders spans, GPU ops, samples and memory events by start time (stable, so equal
 // starts keep input order). Already sorted slices are detected in O(n).
 func (t *Trace) Sort() {
 	if !slices.IsSortedFunc(t.Spans, cmpSpan) {
@@ -86,8 +86,12 @@ func (t *Trace) Sort() {
 	if !slices.IsSortedFunc(t.Samples, cmpSample) {
 		slices.SortStableFunc(t.Samples, cmpSample)
 	}
+	if !slices.IsSortedFunc(t.MemoryEvents, cmpMemory) {
+		slices.SortStableFunc(t.MemoryEvents, cmpMemory)
+	}
 }
 
-func cmpSpan(a, b Span) int     { return cmp.Compare(a.Start, b.Start) }
-func cmpOp(a, b GPUOp) int      { return cmp.Compare(a.Start, b.Start) }
-func cmpSample(a, b Sample) int { return cmp.Compare(a.Time, b.Time) }
+func cmpSpan(a, b Span) int          { return cmp.Compare(a.Start, b.Start) }
+func cmpOp(a, b GPUOp) int           { return cmp.Compare(a.Start, b.Start) }
+func cmpSample(a, b Sample) int      { return cmp.Compare(a.Time, b.Time) }
+func cmpMemory(a, b MemoryEvent) int { return cmp.Compare(a.Time, b.Time) }
