@@ -185,10 +185,27 @@ func (dec Decoder) decodeFile(ctx context.Context, path string, t *ingest.Trace)
 		d.tables = AllTables
 	}
 	if d.schema, err = readSchema(conn); err != nil {
-		return fmt.Errorf("not a readable SQLite database: %w", err)
+		if !sqlite.IsCorrupt(err) {
+			return fmt.Errorf("not a readable SQLite database: %w", err)
+		}
+		// SQLite refuses a file shorter than its header says. With
+		// writable_schema it reads what is there instead, which is what a
+		// user with a cut-off copy wants; the tables past the cut then fail
+		// one by one, each with its own warning.
+		damage := describeDamage(path, err)
+		if xerr := conn.Exec("PRAGMA writable_schema = ON"); xerr != nil {
+			return fmt.Errorf("not a readable SQLite database: %s", damage)
+		}
+		if d.schema, err = readSchema(conn); err != nil {
+			return fmt.Errorf("not a readable SQLite database: %s", damage)
+		}
+		d.warnf("", "damaged-file", "%s; reading what is there", damage)
 	}
 	if err := d.checkExport(); err != nil {
 		return err
+	}
+	if !d.schema.has("StringIds") {
+		d.warnf("", "missing-table", "no StringIds table: kernel, API and thread names are unknown")
 	}
 	fetch, closeFetch := stringIDFetcher(conn, d.schema.has("StringIds"))
 	defer closeFetch()
@@ -299,6 +316,31 @@ func (d *decoder) attrs(n int) []ingest.Attr {
 	s := d.arena[len(d.arena) : len(d.arena)+n : len(d.arena)+n]
 	d.arena = d.arena[:len(d.arena)+n]
 	return s
+}
+
+// describeDamage says what is wrong with a file SQLite calls corrupt: a
+// truncation is recognized from the header's page count.
+func describeDamage(path string, err error) string {
+	f, ferr := os.Open(path)
+	if ferr != nil {
+		return err.Error()
+	}
+	defer f.Close()
+	var h [100]byte
+	n, _ := io.ReadFull(f, h[:])
+	st, serr := f.Stat()
+	if n < len(h) || serr != nil {
+		return fmt.Sprintf("the file is truncated inside the SQLite header (%d bytes)", st.Size())
+	}
+	pageSize := int64(h[16])<<8 | int64(h[17])
+	if pageSize == 1 {
+		pageSize = 65536
+	}
+	pages := int64(h[28])<<24 | int64(h[29])<<16 | int64(h[30])<<8 | int64(h[31])
+	if want := pageSize * pages; pages > 0 && st.Size() < want {
+		return fmt.Sprintf("the file is truncated: %d of %d bytes (SQLite: %v)", st.Size(), want, err)
+	}
+	return fmt.Sprintf("the file is damaged (SQLite: %v)", err)
 }
 
 // baseName is the file name used in the clock domain's name.

@@ -52,7 +52,7 @@ func globalTid(pid, tid uint32) int64 { return globalPid(pid) | int64(tid&0xFFFF
 func WriteSQLite(path string, t *ingest.Trace, opts WriteOptions) (err error) {
 	tmp := path + ".tmp" + strconv.Itoa(os.Getpid())
 	os.Remove(tmp)
-	conn, err := sqlite.Create(tmp)
+	conn, err := sqlite.OpenReadWrite(tmp)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}

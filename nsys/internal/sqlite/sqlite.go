@@ -68,8 +68,8 @@ func OpenReadOnly(path string) (*Conn, error) {
 	return open(u.String(), lib.SQLITE_OPEN_READONLY|lib.SQLITE_OPEN_URI|lib.SQLITE_OPEN_NOMUTEX)
 }
 
-// Create creates (or truncates to empty) a database file for writing.
-func Create(path string) (*Conn, error) {
+// OpenReadWrite opens a database file for writing, creating it if it does not exist.
+func OpenReadWrite(path string) (*Conn, error) {
 	u := url.URL{Scheme: "file", Path: path, RawQuery: "mode=rwc"}
 	return open(u.String(), lib.SQLITE_OPEN_READWRITE|lib.SQLITE_OPEN_CREATE|lib.SQLITE_OPEN_URI|lib.SQLITE_OPEN_NOMUTEX)
 }

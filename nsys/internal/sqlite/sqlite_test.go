@@ -9,7 +9,7 @@ import (
 
 func TestRoundTrip(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "a b.sqlite") // a space must survive the URI
-	c, err := Create(path)
+	c, err := OpenReadWrite(path)
 	if err != nil {
 		t.Fatal(err)
 	}
