@@ -65,8 +65,8 @@ func TestBadInput(t *testing.T) {
 		kernels, api int
 	}{
 		{name: "kernel whose correlation ID matches nothing",
-			sql:  "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET correlationId = 999 WHERE rowid = 1",
-			warn: []string{`table CUPTI_ACTIVITY_KIND_KERNEL row 1: kernel "void flash_fwd_kernel<Traits>(Params)": correlationId 999 (pid 4242) matches no CUDA API call`},
+			sql:     "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET correlationId = 999 WHERE rowid = 1",
+			warn:    []string{`table CUPTI_ACTIVITY_KIND_KERNEL row 1: kernel "void flash_fwd_kernel<Traits>(Params)": correlationId 999 (pid 4242) matches no CUDA API call`},
 			kernels: 2, api: 6},
 		{name: "NULL start in a kernel",
 			sql:     unconstrained("CUPTI_ACTIVITY_KIND_KERNEL") + "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = NULL WHERE rowid = 2",

@@ -45,7 +45,11 @@ func handTrace(session int64) *ingest.Trace {
 	// Never closed: ends at the last NVTX timestamp (9000).
 	nvtx("unclosed", 950, 9000, 4244, typ(NVTXPushPop), ingest.NewAttr(key("nvtx.unclosed"), ingest.BoolValue(true)))
 
-	op := func(o ingest.GPUOp) { o.Pid = 4242; o.Start, o.End = at(o.Start), at(o.End); t.GPUOps = append(t.GPUOps, o) }
+	op := func(o ingest.GPUOp) {
+		o.Pid = 4242
+		o.Start, o.End = at(o.Start), at(o.End)
+		t.GPUOps = append(t.GPUOps, o)
+	}
 	op(ingest.GPUOp{Kind: ingest.OpKernel, Start: 1000, End: 2000, Name: s("void flash_fwd_kernel<Traits>(Params)"),
 		ShortName: s("flash_fwd_kernel"), Stream: 7, Correlation: 11, Grid: [3]uint32{132, 2, 1}, Block: [3]uint16{128, 1, 1}, Device: 0})
 	op(ingest.GPUOp{Kind: ingest.OpKernel, Start: 2100, End: 2600, Name: s("nvjet_tst_192x192"), ShortName: s("nvjet_tst_192x192"),
