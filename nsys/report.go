@@ -30,6 +30,9 @@ const (
 	ColFloat3
 	// ColText: a name.
 	ColText
+	// ColID: an integer identifier (pid, tid, device, range id), printed
+	// without thousands separators.
+	ColID
 )
 
 // Column is a report column.

@@ -78,7 +78,7 @@ func KernelExecSummary(t *ingest.Trace, kn KernelName) []KernExecSum {
 }
 
 func kernExecSumTable(t *ingest.Trace, o ReportOptions) *Table {
-	cols := []Column{{"PID", ColInt}, {"TID", ColInt}, {"DevId", ColInt}, {"Count", ColInt}, {"QCount", ColInt}}
+	cols := []Column{{"PID", ColID}, {"TID", ColID}, {"DevId", ColID}, {"Count", ColInt}, {"QCount", ColInt}}
 	for _, p := range []string{"T", "A", "Q", "K"} {
 		cols = append(cols, Column{p + "Avg (ns)", ColFloat1}, Column{p + "Med (ns)", ColFloat1}, Column{p + "Min (ns)", ColInt},
 			Column{p + "Max (ns)", ColInt}, Column{p + "StdDev (ns)", ColFloat1})

@@ -166,8 +166,8 @@ func projHierarchy(rows []NVTXProj) {
 
 func nvtxProjTable(t *ingest.Trace, _ ReportOptions) *Table {
 	tab := &Table{Columns: []Column{{"Name", ColText}, {"Projected Start (ns)", ColInt}, {"Projected Duration (ns)", ColInt},
-		{"Orig Start (ns)", ColInt}, {"Orig Duration (ns)", ColInt}, {"Style", ColText}, {"PID", ColInt}, {"TID", ColInt},
-		{"NumGPUOps", ColInt}, {"Lvl", ColInt}, {"NumChild", ColInt}, {"RangeId", ColInt}, {"ParentId", ColInt}, {"RangeStack", ColText}}}
+		{"Orig Start (ns)", ColInt}, {"Orig Duration (ns)", ColInt}, {"Style", ColText}, {"PID", ColID}, {"TID", ColID},
+		{"NumGPUOps", ColInt}, {"Lvl", ColInt}, {"NumChild", ColInt}, {"RangeId", ColID}, {"ParentId", ColID}, {"RangeStack", ColText}}}
 	for _, r := range NVTXProjection(t) {
 		parent := intCell(int64(r.ParentID))
 		if r.ParentID == 0 {
@@ -245,7 +245,7 @@ func NVTXKernelSummary(t *ingest.Trace, kn KernelName) []NVTXKernSum {
 }
 
 func nvtxKernSumTable(t *ingest.Trace, o ReportOptions) *Table {
-	tab := &Table{Columns: []Column{{"NVTX Range", ColText}, {"Style", ColText}, {"PID", ColInt}, {"TID", ColInt},
+	tab := &Table{Columns: []Column{{"NVTX Range", ColText}, {"Style", ColText}, {"PID", ColID}, {"TID", ColID},
 		{"NVTX Inst", ColInt}, {"Kern Inst", ColInt}, {"Total Time (ns)", ColInt}, {"Avg (ns)", ColFloat1}, {"Med (ns)", ColFloat1},
 		{"Min (ns)", ColInt}, {"Max (ns)", ColInt}, {"StdDev (ns)", ColFloat1}, {"Kernel Name", ColText}}}
 	for _, r := range NVTXKernelSummary(t, o.KernelName) {
