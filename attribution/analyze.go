@@ -42,6 +42,8 @@ type Result struct {
 	ByModel  []Summary
 	// Stages totals every stage over all requests.
 	Stages []StageTotal
+	// BlindSpots says what the input cannot explain.
+	BlindSpots BlindSpots
 	// Styles counts requests per recognized convention.
 	Styles map[Style]int
 	// Warnings are problems found while attributing (the trace's own
@@ -156,6 +158,7 @@ func Analyze(t *ingest.Trace, opts Options) *Result {
 	res.ByTenant = groupBy(res.Requests, func(r *Request) string { return r.Tenant }, opts.SLO)
 	res.ByModel = groupBy(res.Requests, func(r *Request) string { return r.Model }, opts.SLO)
 	res.Stages = stageTotals(res.Requests)
+	res.BlindSpots = blindSpots(t, res.Requests)
 	return res
 }
 

@@ -90,6 +90,12 @@ type Request struct {
 
 	// Stages partition E2E: their sum equals End − Arrival exactly.
 	Stages [NumStages]int64
+	// Gaps locate the time in StageOther.
+	Gaps []Gap
+	// CallerExtra is how much longer the calling service's span (the nearest
+	// ancestor from another service) lasted than this request: time the
+	// request span does not see. 0 without a caller span.
+	CallerExtra int64
 
 	// Estimated lists metrics derived under assumptions rather than measured
 	// (e.g. TGI's TTFT from its per-token average).
@@ -271,6 +277,7 @@ func buildRequest(t *ingest.Trace, ix *spanIndex, k *keyCache, i int, style Styl
 		r.Model = "unknown"
 	}
 	r.Tenant = tenantOf(t, ix, k, i, opts)
+	r.CallerExtra = callerExtra(t, ix, k, i)
 	if n, ok := k.count(attrs, keyInputTokens); ok {
 		r.InputTokens = n
 	}
@@ -390,7 +397,7 @@ func buildRequest(t *ingest.Trace, ix *spanIndex, k *keyCache, i int, style Styl
 		}
 	}
 
-	r.Stages, problems = partition(r.Arrival, r.End, ivs, problems)
+	r.Stages, r.Gaps, problems = partition(r.Arrival, r.End, ivs, problems)
 	if q := r.Stages[StageQueue]; hasStage(ivs, StageQueue) {
 		r.Queue = float64(q)
 	}
@@ -461,14 +468,22 @@ func hasStage(ivs []interval, st Stage) bool {
 	return false
 }
 
+// Gap is a stretch of a request that no stage covers (part of StageOther),
+// with the stages on either side of it (StageOther at the request's start or
+// end). Blind-spot analysis names what usually lies there.
+type Gap struct {
+	From, To      int64
+	Before, After Stage
+}
+
 // partition assigns every instant of [from, to) to at most one stage (by
 // stagePriority where claims overlap) and the rest to other. The result sums
 // to to − from exactly. Claims outside the request are clipped, and a claim
 // that sticks out by more than a millisecond is reported.
-func partition(from, to int64, ivs []interval, problems []string) ([NumStages]int64, []string) {
+func partition(from, to int64, ivs []interval, problems []string) ([NumStages]int64, []Gap, []string) {
 	var out [NumStages]int64
 	if to <= from {
-		return out, problems
+		return out, nil, problems
 	}
 	const slack = 1_000_000
 	rank := [NumStages]int{}
@@ -494,7 +509,6 @@ func partition(from, to int64, ivs []interval, problems []string) ([NumStages]in
 	}
 	slices.SortFunc(edges, func(x, y edge) int { return cmp.Compare(x.at, y.at) })
 	var active [NumStages]int
-	cur := from
 	owner := func() Stage {
 		best, bestRank := StageOther, 0
 		for st := Stage(0); st < StageOther; st++ {
@@ -504,20 +518,73 @@ func partition(from, to int64, ivs []interval, problems []string) ([NumStages]in
 		}
 		return best
 	}
+	// Segments of constant owner, adjacent equal owners merged.
+	type segment struct {
+		stage    Stage
+		from, to int64
+	}
+	var segs []segment
+	emit := func(st Stage, a, b int64) {
+		if b <= a {
+			return
+		}
+		if n := len(segs); n > 0 && segs[n-1].stage == st && segs[n-1].to == a {
+			segs[n-1].to = b
+			return
+		}
+		segs = append(segs, segment{st, a, b})
+	}
+	cur := from
 	for _, e := range edges {
 		if e.at > cur {
-			out[owner()] += e.at - cur
+			emit(owner(), cur, e.at)
 			cur = e.at
 		}
 		active[e.stage] += e.delta
 	}
-	out[StageOther] += to - cur
-	return out, problems
+	emit(StageOther, cur, to)
+	var gaps []Gap
+	for i, sg := range segs {
+		out[sg.stage] += sg.to - sg.from
+		if sg.stage != StageOther {
+			continue
+		}
+		g := Gap{From: sg.from, To: sg.to, Before: StageOther, After: StageOther}
+		if i > 0 {
+			g.Before = segs[i-1].stage
+		}
+		if i+1 < len(segs) {
+			g.After = segs[i+1].stage
+		}
+		gaps = append(gaps, g)
+	}
+	return out, gaps, problems
 }
 
 func fmtOutside(iv interval, from, to int64) string {
 	d := max(from-iv.from, iv.to-to)
 	return fmt.Sprintf("%.3f ms", float64(d)/1e6)
+}
+
+// callerExtra finds the nearest ancestor span emitted by another service and
+// returns how much longer than the request span it lasted.
+func callerExtra(t *ingest.Trace, ix *spanIndex, k *keyCache, i int) int64 {
+	own := serviceOf(t, k, i)
+	for p, ok := ix.parent(i); ok; p, ok = ix.parent(p) {
+		if svc := serviceOf(t, k, p); svc != "" && svc != own {
+			return max(0, t.Spans[p].Duration()-t.Spans[i].Duration())
+		}
+	}
+	return 0
+}
+
+func serviceOf(t *ingest.Trace, k *keyCache, i int) string {
+	s := &t.Spans[i]
+	if s.Resource < 0 || int(s.Resource) >= len(t.Resources) {
+		return ""
+	}
+	v, _ := k.str(t.Resources[s.Resource].Attrs, []string{"service.name"})
+	return v
 }
 
 // tenantOf resolves the request's tenant: the configured key (or the default
@@ -537,18 +604,12 @@ func tenantOf(t *ingest.Trace, ix *spanIndex, k *keyCache, i int, opts *Options)
 		}
 	}
 	resourceName := func(n int) string {
-		s := &t.Spans[n]
-		if s.Resource < 0 || int(s.Resource) >= len(t.Resources) {
-			return ""
-		}
-		attrs := t.Resources[s.Resource].Attrs
-		if opts.TenantKey != "" {
-			if v, ok := k.str(attrs, keys); ok {
+		if s := &t.Spans[n]; opts.TenantKey != "" && s.Resource >= 0 && int(s.Resource) < len(t.Resources) {
+			if v, ok := k.str(t.Resources[s.Resource].Attrs, keys); ok {
 				return v
 			}
 		}
-		v, _ := k.str(attrs, []string{"service.name"})
-		return v
+		return serviceOf(t, k, n)
 	}
 	own := resourceName(i)
 	if root != i {

@@ -265,9 +265,13 @@ func TestPartitionOverlapsAndClipping(t *testing.T) {
 	// A prefill span containing the decode span (NIXL disaggregation) and a
 	// stream span sticking out of the request by 5 ms.
 	ivs := []interval{{StagePrefill, 0, 80 * ms}, {StageDecode, 30 * ms, 70 * ms}, {StageStream, 90 * ms, 105 * ms}}
-	got, problems := partition(0, 100*ms, ivs, nil)
+	got, gaps, problems := partition(0, 100*ms, ivs, nil)
 	if got[StagePrefill] != 80*ms || got[StageDecode] != 0 || got[StageStream] != 10*ms || got[StageOther] != 10*ms {
 		t.Fatalf("partition = %v", got)
+	}
+	want := []Gap{{80 * ms, 90 * ms, StagePrefill, StageStream}}
+	if len(gaps) != 1 || gaps[0] != want[0] {
+		t.Fatalf("gaps = %+v, want %+v", gaps, want)
 	}
 	if len(problems) != 1 || !strings.Contains(problems[0], "stream interval lies 5.000 ms outside") {
 		t.Fatalf("problems = %v", problems)

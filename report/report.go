@@ -15,12 +15,13 @@ const Schema = "llmprof.report/v1"
 
 // Report is everything one `llmprof analyze` shows.
 type Report struct {
-	Schema   string                   `json:"schema"`
-	Version  string                   `json:"llmprof_version"`
-	Sources  []Source                 `json:"sources"`
-	Requests *Requests                `json:"requests"`
-	Stages   []attribution.StageTotal `json:"stages"`
-	Warnings []ingest.Warning         `json:"warnings"`
+	Schema     string                   `json:"schema"`
+	Version    string                   `json:"llmprof_version"`
+	Sources    []Source                 `json:"sources"`
+	Requests   *Requests                `json:"requests"`
+	Stages     []attribution.StageTotal `json:"stages"`
+	BlindSpots *attribution.BlindSpots  `json:"blind_spots,omitempty"`
+	Warnings   []ingest.Warning         `json:"warnings"`
 }
 
 // Source is one input file as the report lists it.
@@ -89,6 +90,10 @@ func New(in Input) *Report {
 		}
 		r.Requests = req
 		r.Stages = a.Stages
+		if len(a.Requests) > 0 {
+			bs := a.BlindSpots
+			r.BlindSpots = &bs
+		}
 		r.Warnings = append(r.Warnings, a.Warnings...)
 	}
 	if r.Warnings == nil {

@@ -112,6 +112,9 @@ func (r *Report) WriteText(w io.Writer, opts TextOptions) error {
 						fmtSeconds(s.TotalMs/1e3))
 				}
 			}
+			if bs := r.BlindSpots; bs != nil {
+				blindSpotsText(&b, st, bs)
+			}
 			groupTable(&b, st, "BY TENANT", "tenant", rq.TenantOrder, rq.ByTenant, rq.SLO)
 			groupTable(&b, st, "BY MODEL", "model", rq.ModelOrder, rq.ByModel, rq.SLO)
 		}
@@ -129,6 +132,45 @@ func (r *Report) WriteText(w io.Writer, opts TextOptions) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+func blindSpotsText(b *strings.Builder, st styles, bs *attribution.BlindSpots) {
+	fmt.Fprintf(b, "\n%s  %s\n", st.section.Render("BLIND SPOTS"), st.dim.Render(pct(bs.UnexplainedShare)+" of E2E is in no stage"))
+	var covered, missing []string
+	for _, bp := range bs.Breakpoints {
+		if bp.Covered {
+			covered = append(covered, bp.Name)
+		} else {
+			missing = append(missing, bp.Name)
+		}
+	}
+	fmt.Fprintf(b, "  lifecycle seen:     %s\n", orNone(covered))
+	fmt.Fprintf(b, "  lifecycle not seen: %s\n", orNone(missing))
+	for i, g := range bs.Gaps {
+		if i == 5 {
+			fmt.Fprintf(b, "  %s\n", st.dim.Render(fmt.Sprintf("… %d more gap locations (see --format json)", len(bs.Gaps)-5)))
+			break
+		}
+		where := g.Before + " → " + g.After
+		likely := ""
+		if len(g.Likely) > 0 {
+			likely = " (likely " + strings.Join(g.Likely, ", ") + ")"
+		}
+		fmt.Fprintf(b, "  %-24s %6s of E2E in %s requests%s\n", where, pct(g.Share), commas(g.Requests), likely)
+	}
+	if o := bs.Outside; o != nil {
+		fmt.Fprintf(b, "  %-24s %6s of E2E more seen by callers than by %s request spans\n", "caller → request", pct(o.Share), commas(o.Requests))
+	}
+	if bs.Advice != "" {
+		fmt.Fprintf(b, "  %s %s\n", st.warn.Render("→"), bs.Advice)
+	}
+}
+
+func orNone(xs []string) string {
+	if len(xs) == 0 {
+		return "none"
+	}
+	return strings.Join(xs, ", ")
 }
 
 func metricTable(m attribution.Metrics) *table {
