@@ -42,6 +42,10 @@ type Result struct {
 	ByModel  []Summary
 	// Stages totals every stage over all requests.
 	Stages []StageTotal
+	// ModelEvents are model loads, unloads and reloads.
+	ModelEvents []ModelEvent
+	// KVCache is nil when no request reports the prefix cache.
+	KVCache *KVCache
 	// BlindSpots says what the input cannot explain.
 	BlindSpots BlindSpots
 	// Styles counts requests per recognized convention.
@@ -159,6 +163,8 @@ func Analyze(t *ingest.Trace, opts Options) *Result {
 	res.ByModel = groupBy(res.Requests, func(r *Request) string { return r.Model }, opts.SLO)
 	res.Stages = stageTotals(res.Requests)
 	res.BlindSpots = blindSpots(t, res.Requests)
+	res.KVCache = kvCache(res.Requests)
+	res.ModelEvents = modelEvents(t, k, res.Requests)
 	return res
 }
 

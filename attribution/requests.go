@@ -103,6 +103,12 @@ type Request struct {
 
 	Finish        string
 	CacheHitRatio float64 // NaN when unknown
+	// CacheKnown says whether the input reports the prefix cache for this
+	// request; CacheHit is what it reports, CachedTokens how many prompt
+	// tokens it says were cached (−1 when unknown).
+	CacheKnown   bool
+	CacheHit     bool
+	CachedTokens int
 }
 
 // ITLs returns the gaps between consecutive token emissions, in ns.
@@ -397,6 +403,7 @@ func buildRequest(t *ingest.Trace, ix *spanIndex, k *keyCache, i int, style Styl
 		}
 	}
 
+	r.CacheHit, r.CacheKnown, r.CachedTokens = cacheInfo(t, ix, k, i, desc, &r)
 	r.Stages, r.Gaps, problems = partition(r.Arrival, r.End, ivs, problems)
 	if q := r.Stages[StageQueue]; hasStage(ivs, StageQueue) {
 		r.Queue = float64(q)

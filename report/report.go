@@ -15,13 +15,15 @@ const Schema = "llmprof.report/v1"
 
 // Report is everything one `llmprof analyze` shows.
 type Report struct {
-	Schema     string                   `json:"schema"`
-	Version    string                   `json:"llmprof_version"`
-	Sources    []Source                 `json:"sources"`
-	Requests   *Requests                `json:"requests"`
-	Stages     []attribution.StageTotal `json:"stages"`
-	BlindSpots *attribution.BlindSpots  `json:"blind_spots,omitempty"`
-	Warnings   []ingest.Warning         `json:"warnings"`
+	Schema      string                   `json:"schema"`
+	Version     string                   `json:"llmprof_version"`
+	Sources     []Source                 `json:"sources"`
+	Requests    *Requests                `json:"requests"`
+	Stages      []attribution.StageTotal `json:"stages"`
+	BlindSpots  *attribution.BlindSpots  `json:"blind_spots,omitempty"`
+	KVCache     *attribution.KVCache     `json:"kv_cache,omitempty"`
+	ModelEvents []attribution.ModelEvent `json:"model_events,omitempty"`
+	Warnings    []ingest.Warning         `json:"warnings"`
 }
 
 // Source is one input file as the report lists it.
@@ -94,6 +96,8 @@ func New(in Input) *Report {
 			bs := a.BlindSpots
 			r.BlindSpots = &bs
 		}
+		r.KVCache = a.KVCache
+		r.ModelEvents = a.ModelEvents
 		r.Warnings = append(r.Warnings, a.Warnings...)
 	}
 	if r.Warnings == nil {

@@ -115,6 +115,12 @@ func (r *Report) WriteText(w io.Writer, opts TextOptions) error {
 			if bs := r.BlindSpots; bs != nil {
 				blindSpotsText(&b, st, bs)
 			}
+			if kv := r.KVCache; kv != nil {
+				kvText(&b, st, kv)
+			}
+			if len(r.ModelEvents) > 0 {
+				modelEventsText(&b, st, r.ModelEvents)
+			}
 			groupTable(&b, st, "BY TENANT", "tenant", rq.TenantOrder, rq.ByTenant, rq.SLO)
 			groupTable(&b, st, "BY MODEL", "model", rq.ModelOrder, rq.ByModel, rq.SLO)
 		}
@@ -164,6 +170,41 @@ func blindSpotsText(b *strings.Builder, st styles, bs *attribution.BlindSpots) {
 	if bs.Advice != "" {
 		fmt.Fprintf(b, "  %s %s\n", st.warn.Render("→"), bs.Advice)
 	}
+}
+
+func kvText(b *strings.Builder, st styles, kv *attribution.KVCache) {
+	fmt.Fprintf(b, "\n%s  %s\n", st.section.Render("KV CACHE"),
+		st.dim.Render(fmt.Sprintf("%s of %s requests hit; %s of prompt tokens cached", pct(kv.HitShare), commas(kv.Requests), pct(kv.TokenHitRatio))))
+	t := newTable("", "n", "prefill p50", "prefill p99", "TTFT p50", "TTFT p99")
+	t.row("hits", commas(kv.HitPrefill.N), ms(kv.HitPrefill.P50), ms(kv.HitPrefill.P99), ms(kv.HitTTFT.P50), ms(kv.HitTTFT.P99))
+	t.row("misses", commas(kv.MissPrefill.N), ms(kv.MissPrefill.P50), ms(kv.MissPrefill.P99), ms(kv.MissTTFT.P50), ms(kv.MissTTFT.P99))
+	t.render(b, st, 2)
+	if n := len(kv.Inflated); n > 0 {
+		fmt.Fprintf(b, "  %s %d of %d checked hits prefill like misses (inflated hit ratio): effective hit share %s, not %s\n",
+			st.warn.Render("!"), n, kv.Checked, pct(kv.EffectiveHitShare), pct(kv.HitShare))
+		for i, h := range kv.Inflated {
+			if i == 3 {
+				fmt.Fprintf(b, "    %s\n", st.dim.Render(fmt.Sprintf("… %d more (see --format json)", n-3)))
+				break
+			}
+			fmt.Fprintf(b, "    %s (%s, %s): %s cached of %s, prefill %s ms; a hit should take ~%s ms, a miss ~%s ms\n",
+				h.ID, h.Tenant, h.Model, commas(h.CachedTokens), commas(h.InputTokens), ms(h.PrefillMs), ms(h.ExpectedHitMs), ms(h.ExpectedMissMs))
+		}
+	} else if kv.Checked > 0 {
+		fmt.Fprintf(b, "  %d hits checked: all prefill like hits\n", kv.Checked)
+	}
+	if kv.Note != "" {
+		fmt.Fprintf(b, "  %s\n", st.dim.Render(kv.Note))
+	}
+}
+
+func modelEventsText(b *strings.Builder, st styles, evs []attribution.ModelEvent) {
+	fmt.Fprintf(b, "\n%s\n", st.section.Render("MODEL LIFECYCLE"))
+	t := newTable("event", "model", "duration", "requests in flight", "added TTFT p50 (ms)")
+	for _, e := range evs {
+		t.row(e.Kind, e.Model, fmtSeconds(e.Ms/1e3), commas(e.InFlight), ms(e.AddedTTFTMs))
+	}
+	t.render(b, st, 2)
 }
 
 func orNone(xs []string) string {
