@@ -108,6 +108,13 @@ func (d Distribution) MarshalJSON() ([]byte, error) {
 	return append(b, '}'), nil
 }
 
+// Float is a float64 that marshals NaN and ±Inf as JSON null, for figures
+// the input may not determine.
+type Float float64
+
+// MarshalJSON writes null for NaN and infinities.
+func (f Float) MarshalJSON() ([]byte, error) { return AppendJSONFloat(nil, float64(f)), nil }
+
 // AppendJSONFloat appends v as a JSON number, or null when it is NaN or
 // infinite.
 func AppendJSONFloat(b []byte, v float64) []byte {

@@ -21,7 +21,7 @@ type ModelEvent struct {
 	InFlight int `json:"requests_in_flight"`
 	// AddedTTFTMs is the median TTFT of those requests minus the median TTFT
 	// of the model's other requests (NaN when either group is empty).
-	AddedTTFTMs float64 `json:"added_ttft_ms"`
+	AddedTTFTMs Float `json:"added_ttft_ms"`
 }
 
 // modelEvents finds llm.model.load/unload/reload spans and the requests they
@@ -39,7 +39,7 @@ func modelEvents(t *ingest.Trace, k *keyCache, reqs []Request) []ModelEvent {
 			continue
 		}
 		model, _ := k.str(s.Attrs, []string{"llm.model_id"})
-		ev := ModelEvent{Kind: kind, Model: model, StartNs: s.Start, EndNs: s.End, Ms: float64(s.End-s.Start) / 1e6, AddedTTFTMs: math.NaN()}
+		ev := ModelEvent{Kind: kind, Model: model, StartNs: s.Start, EndNs: s.End, Ms: float64(s.End-s.Start) / 1e6, AddedTTFTMs: Float(math.NaN())}
 		var hit, rest []float64
 		end, _ := slices.BinarySearchFunc(reqs, s.End, func(r Request, t int64) int {
 			if r.Arrival < t {
@@ -66,7 +66,7 @@ func modelEvents(t *ingest.Trace, k *keyCache, reqs []Request) []ModelEvent {
 		if len(hit) > 0 && len(rest) > 0 {
 			slices.Sort(hit)
 			slices.Sort(rest)
-			ev.AddedTTFTMs = (Percentile(hit, 50) - Percentile(rest, 50)) / 1e6
+			ev.AddedTTFTMs = Float((Percentile(hit, 50) - Percentile(rest, 50)) / 1e6)
 		}
 		out = append(out, ev)
 	}

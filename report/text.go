@@ -202,7 +202,7 @@ func modelEventsText(b *strings.Builder, st styles, evs []attribution.ModelEvent
 	fmt.Fprintf(b, "\n%s\n", st.section.Render("MODEL LIFECYCLE"))
 	t := newTable("event", "model", "duration", "requests in flight", "added TTFT p50 (ms)")
 	for _, e := range evs {
-		t.row(e.Kind, e.Model, fmtSeconds(e.Ms/1e3), commas(e.InFlight), ms(e.AddedTTFTMs))
+		t.row(e.Kind, e.Model, fmtSeconds(e.Ms/1e3), commas(e.InFlight), ms(float64(e.AddedTTFTMs)))
 	}
 	t.render(b, st, 2)
 }
