@@ -71,15 +71,6 @@ func (s *jsonScanner) peek() byte {
 	return 0
 }
 
-// null consumes a null literal if one is next.
-func (s *jsonScanner) null() bool {
-	if s.peek() == 'n' {
-		s.literal("null")
-		return true
-	}
-	return false
-}
-
 func (s *jsonScanner) literal(lit string) {
 	if len(s.b)-s.i >= len(lit) && string(s.b[s.i:s.i+len(lit)]) == lit {
 		s.i += len(lit)

@@ -20,8 +20,9 @@ const (
 	// JSON is OTLP/JSON (Content-Type application/json).
 	JSON
 
-	// encAuto: JSON when the payload starts with '{', protobuf otherwise (a
-	// protobuf message cannot start with '{', which would be a group).
+	// encAuto: JSON when the payload starts with '{' (after spaces), protobuf
+	// otherwise (a protobuf message cannot start with '{', which would be a
+	// group).
 	encAuto
 )
 
@@ -76,8 +77,10 @@ func (d *state) payload(b []byte, enc Encoding, limit int64) (kind string, err e
 		suffix = "+gzip"
 	}
 	if enc == encAuto {
+		// Not '\n': a protobuf request starts with 0x0a, the tag of its
+		// first resource_spans, which may well be followed by 0x7b ('{').
 		enc = Proto
-		if t := bytes.TrimLeft(b, " \t\r\n"); len(t) > 0 && t[0] == '{' {
+		if t := bytes.TrimLeft(b, " \t\r"); len(t) > 0 && t[0] == '{' {
 			enc = JSON
 		}
 	}

@@ -219,10 +219,12 @@ func (d *state) protoScopeSpans(r wireReader, end int64, maxRecord int64) error 
 			scopeRaw, hasScope = append(scopeRaw[:0], b...), true
 			continue
 		}
+		d.off = start
 		if err := d.protoSpan(b); err != nil {
 			d.resetSpan()
-			d.warnAt(start, "malformed-span", "span skipped: %v", err)
+			d.warnf("malformed-span", "span skipped: %v", err)
 		}
+		d.off = -1
 	}
 	if len(d.t.Spans) > mark {
 		idx := int32(-1)

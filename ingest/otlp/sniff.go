@@ -3,8 +3,6 @@ package otlp
 import (
 	"bytes"
 	"encoding/binary"
-
-	"github.com/llmprof/llmprof/ingest"
 )
 
 // form is the layout of an input, decided from its first bytes.
@@ -53,7 +51,9 @@ func sniff(head []byte) form {
 	if sniffFramed(head) {
 		return formFramed
 	}
-	if len(head) > 0 && head[0] == 0x0a && plausibleRequest(head, len(head) < ingest.HeadSize) {
+	// A head shorter than HeadSize is the whole input, but a truncated
+	// request is still a request (its complete spans are worth reading).
+	if len(head) > 0 && head[0] == 0x0a && plausibleRequest(head, false) {
 		return formProto
 	}
 	return formNone

@@ -21,6 +21,9 @@ type state struct {
 	// pos is the position of the record being decoded ("line 12", "record 3",
 	// "byte 4096"), prefixed to every warning.
 	pos string
+	// off is the byte offset of the protobuf message being decoded (-1 when
+	// none), added to the position of warnings about it.
+	off int64
 
 	strs [strCacheSize]cachedStr
 
@@ -54,6 +57,7 @@ func newState(t *ingest.Trace, src ingest.SourceID) *state {
 	d := &state{
 		t:            t,
 		src:          src,
+		off:          -1,
 		resByRaw:     map[string]int32{},
 		scopeByRaw:   map[string]int32{},
 		resByValue:   map[string]int32{},
@@ -72,6 +76,10 @@ func newState(t *ingest.Trace, src ingest.SourceID) *state {
 
 // warnf records a warning at the current position.
 func (d *state) warnf(code, format string, args ...any) {
+	if d.off >= 0 {
+		d.warnAt(d.off, code, format, args...)
+		return
+	}
 	d.t.Warnf(d.src, d.pos, code, format, args...)
 }
 

@@ -53,13 +53,13 @@ func Fixture() ptrace.Traces {
 	ss.Scope().SetVersion("0.10.1")
 	ss.Scope().Attributes().PutStr("vllm.process_kind", "engine")
 	for i, r := range []struct {
-		id                       string
-		start, end               int64
-		prompt, completion       int64
-		queue, ttft, e2e         float64
-		prefill, decode, infer   float64
-		temperature, topP        float64
-		maxTokens, n             int64
+		id                     string
+		start, end             int64
+		prompt, completion     int64
+		queue, ttft, e2e       float64
+		prefill, decode, infer float64
+		temperature, topP      float64
+		maxTokens, n           int64
 	}{
 		{"cmpl-7f3a9c1e-0", 0, 1_234_500, 512, 128, 0.0123, 0.0871, 1.2345, 0.0748, 1.1451, 1.2199, 0.7, 0.95, 256, 1},
 		{"cmpl-a01b22d4-0", 20_000, 640_250, 1024, 64, 0.0405, 0.1602, 0.62025, 0.1197, 0.4586, 0.5783, 0, 1, 64, 1},
