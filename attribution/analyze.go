@@ -107,7 +107,8 @@ func (d Distribution) MarshalJSON() ([]byte, error) {
 		b = append(b, `,"`...)
 		b = append(b, f.name...)
 		b = append(b, `":`...)
-		b = AppendJSONFloat(b, f.v)
+		// Milliseconds to the nanosecond: more digits would be float noise.
+		b = AppendJSONFloat(b, math.Round(f.v*1e6)/1e6)
 	}
 	return append(b, '}'), nil
 }

@@ -106,6 +106,9 @@ func (r *Report) WriteText(w io.Writer, opts TextOptions) error {
 				sort.SliceStable(stages, func(i, j int) bool { return stages[i].TotalMs > stages[j].TotalMs })
 				barWidth := max(10, min(40, opts.Width-40))
 				for _, s := range stages {
+					if s.TotalMs == 0 && s.Name != "other" {
+						continue // a stage this input does not have
+					}
 					filled := int(math.Round(s.Share * float64(barWidth)))
 					p("  %-11s %6s  %s%s  %s\n", s.Name, pct(s.Share),
 						st.bar.Render(strings.Repeat("█", filled)), st.barEmpty.Render(strings.Repeat("░", barWidth-filled)),
