@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/ingest/otlp"
 	"github.com/llmprof/llmprof/nsys"
 )
 
@@ -10,5 +11,6 @@ import (
 func (f *Factory) decoders() []ingest.Decoder {
 	return []ingest.Decoder{
 		nsys.Decoder{},
+		&otlp.Decoder{},
 	}
 }
