@@ -8,44 +8,15 @@ import (
 )
 
 // isAPI reports whether a span is a CUDA runtime or driver call.
-func isAPI(s *ingest.Span) bool {
-	return s.Origin == ingest.OriginCUDARuntime || s.Origin == ingest.OriginCUDADriver
-}
+func isAPI(s *ingest.Span) bool { return s.IsCUDAAPI() }
 
-// launchJoin maps each GPU op to the CUDA API call that launched it: same
-// process, same correlation ID (nsys's join on correlationId and the
-// globalPid bits of globalTid). It is a sort-merge join, linear in memory.
-// opCall[i] is the index in t.Spans of op i's call, or -1.
+// launchJoin maps each GPU op that want accepts to the CUDA API call that
+// launched it (ingest.LaunchCalls); opCall[i] is an index in t.Spans or -1.
 func launchJoin(t *ingest.Trace, want func(*ingest.GPUOp) bool) (opCall []int32) {
-	type keyed struct {
-		key uint64
-		idx int32
-	}
-	var calls, ops []keyed
-	for i := range t.Spans {
-		s := &t.Spans[i]
-		if isAPI(s) && s.Correlation != 0 {
-			calls = append(calls, keyed{launchKey(s.Pid, s.Correlation), int32(i)})
-		}
-	}
-	opCall = make([]int32, len(t.GPUOps))
-	for i := range t.GPUOps {
-		opCall[i] = -1
-		o := &t.GPUOps[i]
-		if o.Correlation != 0 && want(o) {
-			ops = append(ops, keyed{launchKey(o.Pid, o.Correlation), int32(i)})
-		}
-	}
-	byKey := func(a, b keyed) int { return cmp.Or(cmp.Compare(a.key, b.key), cmp.Compare(a.idx, b.idx)) }
-	slices.SortFunc(calls, byKey)
-	slices.SortFunc(ops, byKey)
-	j := 0
-	for _, o := range ops {
-		for j < len(calls) && calls[j].key < o.key {
-			j++
-		}
-		if j < len(calls) && calls[j].key == o.key {
-			opCall[o.idx] = calls[j].idx
+	opCall = t.LaunchCalls()
+	for i := range opCall {
+		if opCall[i] >= 0 && !want(&t.GPUOps[i]) {
+			opCall[i] = -1
 		}
 	}
 	return opCall
