@@ -25,7 +25,18 @@ func (t *Trace) LaunchCalls() (calls []int32) {
 		idx int32
 	}
 	key := func(pid, corr uint32) uint64 { return uint64(pid)<<32 | uint64(corr) }
-	var api, ops []keyed
+	nAPI, nOps := 0, 0
+	for i := range t.Spans {
+		if s := &t.Spans[i]; s.IsCUDAAPI() && s.Correlation != 0 {
+			nAPI++
+		}
+	}
+	for i := range t.GPUOps {
+		if t.GPUOps[i].Correlation != 0 {
+			nOps++
+		}
+	}
+	api, ops := make([]keyed, 0, nAPI), make([]keyed, 0, nOps)
 	for i := range t.Spans {
 		if s := &t.Spans[i]; s.IsCUDAAPI() && s.Correlation != 0 {
 			api = append(api, keyed{key(s.Pid, s.Correlation), int32(i)})

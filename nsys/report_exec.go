@@ -38,11 +38,14 @@ func KernelExecSummary(t *ingest.Trace, kn KernelName) []KernExecSum {
 		dev        int16
 		api, kname string
 	}
-	type vals struct{ total, api, queue, kernel []int64 }
-	index := map[key]int{}
+	// Two passes, so that the four duration lists take one exact
+	// allocation each, not a growing slice per group.
+	index := map[key]int32{}
 	var keys []key
-	var vs []*vals
+	var counts, qcounts []int
+	group := make([]int32, len(opCall))
 	for i, c := range opCall {
+		group[i] = -1
 		if c < 0 {
 			continue
 		}
@@ -50,12 +53,42 @@ func KernelExecSummary(t *ingest.Trace, kn KernelName) []KernExecSum {
 		k := key{a.Pid, a.Tid, o.Device, t.Str(a.Name), kernelName(t, o, kn)}
 		j, ok := index[k]
 		if !ok {
-			j = len(keys)
+			j = int32(len(keys))
 			index[k] = j
 			keys = append(keys, k)
-			vs = append(vs, &vals{})
+			counts, qcounts = append(counts, 0), append(qcounts, 0)
 		}
-		v := vs[j]
+		group[i] = j
+		counts[j]++
+		if o.Start >= a.End {
+			qcounts[j]++
+		}
+	}
+	type vals struct{ total, api, queue, kernel []int64 }
+	vs := make([]vals, len(keys))
+	carve := func(sizes []int) [][]int64 {
+		n := 0
+		for _, c := range sizes {
+			n += c
+		}
+		backing, out, off := make([]int64, n), make([][]int64, len(sizes)), 0
+		for j, c := range sizes {
+			out[j] = backing[off : off : off+c]
+			off += c
+		}
+		return out
+	}
+	total, api, queue, kern := carve(counts), carve(counts), carve(qcounts), carve(counts)
+	for j := range vs {
+		vs[j] = vals{total[j], api[j], queue[j], kern[j]}
+	}
+	for i, c := range opCall {
+		j := group[i]
+		if j < 0 {
+			continue
+		}
+		o, a := &t.GPUOps[i], &t.Spans[c]
+		v := &vs[j]
 		v.total = append(v.total, max(a.End, o.End)-a.Start)
 		v.api = append(v.api, a.End-a.Start)
 		if q := o.Start - a.End; q >= 0 {
@@ -65,7 +98,7 @@ func KernelExecSummary(t *ingest.Trace, kn KernelName) []KernExecSum {
 	}
 	out := make([]KernExecSum, len(keys))
 	for i, k := range keys {
-		v := vs[i]
+		v := &vs[i]
 		out[i] = KernExecSum{PID: k.pid, TID: k.tid, Device: k.dev, Count: len(v.kernel), QCount: len(v.queue),
 			Total: summarize(v.total), API: summarize(v.api), Queue: summarize(v.queue), Kernel: summarize(v.kernel),
 			Func: k.api, Name: k.kname}

@@ -16,13 +16,28 @@ type NameSum struct {
 	Stats
 }
 
-// nameSums summarizes groups and orders them by total descending, count,
-// name (nsys's order).
-func nameSums(g *groups[string]) []NameSum {
-	out := make([]NameSum, len(g.keys))
+// nameSums summarizes values grouped by name and orders them by total
+// descending, count, name (nsys's order). Several ids may carry the same
+// name (a kernel's short name, when grouping by it, is one id; but two
+// traces merged can intern one name once): groups are merged by name.
+func nameSums(t *ingest.Trace, ids []ingest.StrID, vals [][]int64) []NameSum {
+	byName := map[string]int{}
+	var names []string
+	var merged [][]int64
+	for j, id := range ids {
+		name := t.Str(id)
+		if k, ok := byName[name]; ok {
+			merged[k] = append(merged[k], vals[j]...)
+			continue
+		}
+		byName[name] = len(names)
+		names = append(names, name)
+		merged = append(merged, vals[j])
+	}
+	out := make([]NameSum, len(names))
 	var grand int64
-	for i, k := range g.keys {
-		out[i] = NameSum{Name: k, Stats: summarize(g.vals[i])}
+	for i, name := range names {
+		out[i] = NameSum{Name: name, Stats: summarize(merged[i])}
 		grand += out[i].Total
 	}
 	for i := range out {
@@ -32,30 +47,36 @@ func nameSums(g *groups[string]) []NameSum {
 	return out
 }
 
+// opSums summarizes the ops that key selects, grouped by the name key
+// returns.
+func opSums(t *ingest.Trace, key func(o *ingest.GPUOp) (ingest.StrID, bool), val func(o *ingest.GPUOp) int64) []NameSum {
+	ids, vals := byID(len(t.GPUOps), func(i int) (ingest.StrID, bool) { return key(&t.GPUOps[i]) },
+		func(i int) int64 { return val(&t.GPUOps[i]) })
+	return nameSums(t, ids, vals)
+}
+
+func opDuration(o *ingest.GPUOp) int64 { return o.End - o.Start }
+
 // KernelSummary is cuda_gpu_kern_sum: the duration of every kernel grouped
 // by name (demangled; kn = KernelShort groups by the short name).
 func KernelSummary(t *ingest.Trace, kn KernelName) []NameSum {
-	g := newGroups[string]()
-	for i := range t.GPUOps {
-		o := &t.GPUOps[i]
-		if o.Kind == ingest.OpKernel {
-			g.add(kernelName(t, o, kn), o.End-o.Start)
+	return opSums(t, func(o *ingest.GPUOp) (ingest.StrID, bool) {
+		if o.Kind != ingest.OpKernel {
+			return 0, false
 		}
-	}
-	return nameSums(g)
+		if kn == KernelShort && o.ShortName != 0 {
+			return o.ShortName, true
+		}
+		return o.Name, true
+	}, opDuration)
 }
 
 // APISummary is cuda_api_sum: the duration of every CUDA runtime and driver
 // call grouped by function name (without nsys's _vNNNN version suffix).
 func APISummary(t *ingest.Trace) []NameSum {
-	g := newGroups[string]()
-	for i := range t.Spans {
-		s := &t.Spans[i]
-		if isAPI(s) {
-			g.add(t.Str(s.Name), s.End-s.Start)
-		}
-	}
-	return nameSums(g)
+	ids, vals := byID(len(t.Spans), func(i int) (ingest.StrID, bool) { return t.Spans[i].Name, isAPI(&t.Spans[i]) },
+		func(i int) int64 { return t.Spans[i].End - t.Spans[i].Start })
+	return nameSums(t, ids, vals)
 }
 
 func isMemOp(o *ingest.GPUOp) bool { return o.Kind == ingest.OpMemcpy || o.Kind == ingest.OpMemset }
@@ -63,27 +84,17 @@ func isMemOp(o *ingest.GPUOp) bool { return o.Kind == ingest.OpMemcpy || o.Kind 
 // MemTimeSummary is cuda_gpu_mem_time_sum: the duration of every memcpy and
 // memset grouped by operation ("[CUDA memcpy Host-to-Device]", "[CUDA memset]").
 func MemTimeSummary(t *ingest.Trace) []NameSum {
-	g := newGroups[string]()
-	for i := range t.GPUOps {
-		if o := &t.GPUOps[i]; isMemOp(o) {
-			g.add(t.Str(o.Name), o.End-o.Start)
-		}
-	}
-	return nameSums(g)
+	return opSums(t, memOpName, opDuration)
 }
 
 // MemSizeSummary is cuda_gpu_mem_size_sum: the bytes of every memcpy and
 // memset grouped by operation; the Stats are in bytes and TimePct is the
 // share of bytes.
 func MemSizeSummary(t *ingest.Trace) []NameSum {
-	g := newGroups[string]()
-	for i := range t.GPUOps {
-		if o := &t.GPUOps[i]; isMemOp(o) {
-			g.add(t.Str(o.Name), int64(o.Bytes))
-		}
-	}
-	return nameSums(g)
+	return opSums(t, memOpName, func(o *ingest.GPUOp) int64 { return int64(o.Bytes) })
 }
+
+func memOpName(o *ingest.GPUOp) (ingest.StrID, bool) { return o.Name, isMemOp(o) }
 
 // NVTX range styles as nsys stats prints them.
 const (

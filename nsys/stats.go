@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"math"
 	"slices"
+
+	"github.com/llmprof/llmprof/ingest"
 )
 
 // Stats summarizes a set of values (durations in ns, or sizes in bytes) the
@@ -82,6 +84,44 @@ func (g *groups[K]) add(k K, v int64) {
 		g.vals = append(g.vals, nil)
 	}
 	g.vals[i] = append(g.vals[i], v)
+}
+
+// byID collects values by a StrID key in two passes, so that the values of
+// ten million ops take one exact allocation instead of a growing slice per
+// key. key reports false for items that do not count.
+func byID(n int, key func(i int) (ingest.StrID, bool), val func(i int) int64) (ids []ingest.StrID, vals [][]int64) {
+	index := map[ingest.StrID]int{}
+	var counts []int
+	total := 0
+	for i := range n {
+		k, ok := key(i)
+		if !ok {
+			continue
+		}
+		j, seen := index[k]
+		if !seen {
+			j = len(ids)
+			index[k] = j
+			ids = append(ids, k)
+			counts = append(counts, 0)
+		}
+		counts[j]++
+		total++
+	}
+	backing := make([]int64, total)
+	vals = make([][]int64, len(ids))
+	off := 0
+	for j, c := range counts {
+		vals[j] = backing[off : off : off+c]
+		off += c
+	}
+	for i := range n {
+		if k, ok := key(i); ok {
+			j := index[k]
+			vals[j] = append(vals[j], val(i))
+		}
+	}
+	return ids, vals
 }
 
 // byTotal orders summary rows as nsys does: total descending, then count,

@@ -3,6 +3,7 @@ package nsys
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strings"
@@ -42,9 +43,19 @@ type cursor[T any] struct {
 
 // openCursor prepares the time-ordered read of table and positions the
 // cursor on the first record. timeCol is the table's time column.
+//
+// The order is always (time, rowid). nsys writes its tables in time order,
+// and then storage (rowid) order is that order: a first pass over the time
+// column alone checks it, which costs a tenth of having SQLite sort the
+// rows (an external merge sort of every selected column, the largest part
+// of reading a big table). Only a table out of order is sorted by SQLite.
 func openCursor[T any](d *decoder, table string, cols []column, where, timeCol string,
 	convert func(*query, *row) (T, bool), time func(*T) int64) (*cursor[T], error) {
-	q, err := d.buildQuery(table, cols, where, quoteIdent(timeCol)+", rowid")
+	order := quoteIdent(timeCol) + ", rowid"
+	if d.inTimeOrder(table, where, timeCol) {
+		order = "rowid"
+	}
+	q, err := d.buildQuery(table, cols, where, order)
 	if err != nil {
 		d.warnf("table "+table, "missing-column", "%v; table not read", err)
 		return &cursor[T]{d: d}, nil
@@ -62,6 +73,49 @@ func (c *cursor[T]) close() {
 	if c.st != nil {
 		c.st.Close()
 		c.st = nil
+	}
+}
+
+// inTimeOrder reports whether the rows of table (those matching where) are
+// stored in time order, so that reading them by rowid reads them ordered by
+// (time, rowid). Rows with a NULL time are dropped by the conversion and do
+// not count. Any error means "not known to be ordered".
+func (d *decoder) inTimeOrder(table, where, timeCol string) bool {
+	if !d.schema.has(table) {
+		return false
+	}
+	if cols, err := d.schema.columns(d.conn, table); err != nil || !cols[timeCol] {
+		return false
+	}
+	sql := "SELECT " + quoteIdent(timeCol) + " FROM " + quoteIdent(table)
+	if where != "" {
+		sql += " WHERE " + where
+	}
+	st, err := d.conn.Prepare(sql + " ORDER BY rowid")
+	if err != nil {
+		return false
+	}
+	defer st.Close()
+	prev := int64(math.MinInt64)
+	for {
+		ok, err := st.Step()
+		if err != nil {
+			return false
+		}
+		if !ok {
+			return true
+		}
+		if d.tick() != nil {
+			return false
+		}
+		if st.IsNull(0) {
+			continue
+		}
+		v := st.Int64(0)
+		if v < prev {
+			return false
+		}
+		prev = v
 	}
 }
 
@@ -247,6 +301,9 @@ func (d *decoder) readSpans() error {
 	}
 	if d.t.Spans == nil {
 		d.t.Spans = make([]ingest.Span, 0, d.capacity(tableRuntime, tableNVTX))
+	}
+	if wantAPI {
+		d.launches = make([]uint64, 0, d.capacity(tableRuntime))
 	}
 	err := merge(cursors, func(_ int, it *item[ingest.Span]) {
 		s := &it.v
