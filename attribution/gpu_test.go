@@ -126,13 +126,13 @@ func TestAnalyzeGPUMemory(t *testing.T) {
 	ev := func(time int64, op ingest.MemoryOp, addr, bytes uint64, kind ingest.MemoryKind) {
 		tr.MemoryEvents = append(tr.MemoryEvents, ingest.MemoryEvent{Time: time, Op: op, Address: addr, Bytes: bytes, Pid: 1, Device: 0, Kind: kind})
 	}
-	ev(1, ingest.MemAlloc, 0x1000, 256, ingest.MemDevice) // A
-	ev(2, ingest.MemAlloc, 0x2000, 256, ingest.MemDevice) // B: live 512 in [0x1000, 0x2100)
+	ev(1, ingest.MemAlloc, 0x1000, 256, ingest.MemDevice)  // A
+	ev(2, ingest.MemAlloc, 0x2000, 256, ingest.MemDevice)  // B: live 512 in [0x1000, 0x2100)
 	ev(2, ingest.MemAlloc, 0x9000, 4096, ingest.MemPinned) // host memory: not counted
-	ev(3, ingest.MemFree, 0x1000, 256, ingest.MemDevice)  // A freed: B alone, contiguous
-	ev(4, ingest.MemAlloc, 0x1000, 128, ingest.MemDevice) // C: live 384 in [0x1000, 0x2100)
-	ev(5, ingest.MemFree, 0x7000, 64, ingest.MemDevice)   // allocated before the capture
-	ev(6, ingest.MemFree, 0x2000, 256, ingest.MemDevice)  // B freed: C alone
+	ev(3, ingest.MemFree, 0x1000, 256, ingest.MemDevice)   // A freed: B alone, contiguous
+	ev(4, ingest.MemAlloc, 0x1000, 128, ingest.MemDevice)  // C: live 384 in [0x1000, 0x2100)
+	ev(5, ingest.MemFree, 0x7000, 64, ingest.MemDevice)    // allocated before the capture
+	ev(6, ingest.MemFree, 0x2000, 256, ingest.MemDevice)   // B freed: C alone
 	g := AnalyzeGPU(tr, GPUOptions{})
 	want := GPUMemory{Device: 0, Allocs: 3, Frees: 2, UnmatchedFrees: 1, PeakBytes: 512, PeakNs: 2, EndBytes: 128,
 		FragmentationAtPeak: 1 - 512.0/0x1100, MaxFragmentation: 1 - 384.0/0x1100,
