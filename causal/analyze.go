@@ -60,10 +60,10 @@ func DefaultOptions() Options {
 	return Options{
 		Metrics:      []Metric{MetricTTFT, MetricTPOT},
 		Controls:     slices.Clone(AllControls),
-		ClusterWidth: 10e9,
+		ClusterWidth: 20e9,
 		Alpha:        0.05,
 		MinRequests:  50,
-		MinClusters:  20,
+		MinClusters:  10,
 		MinBins:      100,
 		MinEffectPct: 1,
 		Leads:        2,

@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"gonum.org/v1/gonum/mat"
 )
 
 // maxLags bounds the automatic number of lags of the source's load.
-const maxLags = 10
+const maxLags = 20
 
 // binSeries is the target's per-bin aggregate for the lag model: the mean log
 // latency and mean controls of the requests whose window ends in the bin.
@@ -61,8 +63,8 @@ func autoLags(rows targetRows, width int64) int {
 		d[i] = float64(rows.obs[i].end - rows.obs[i].start)
 	}
 	slices.Sort(d)
-	p90 := d[int(0.9*float64(len(d)-1))]
-	return min(maxLags, max(1, int(math.Ceil(p90/float64(width)))))
+	p99 := d[int(0.99*float64(len(d)-1))]
+	return min(maxLags, max(1, int(math.Ceil(p99/float64(width)))))
 }
 
 // lagDesign builds the rows of the lag model for an AR order p: bins t with
@@ -73,6 +75,7 @@ type lagDesign struct {
 	times             []int
 	y                 []float64
 	lagCols, leadCols []int
+	arCols            []int
 	srcVaries         bool
 }
 
@@ -98,19 +101,26 @@ func buildLagDesign(s binSeries, load *Load, sourceK, targetK, lags, leads, p in
 		d.leadCols = append(d.leadCols, add(func(t int) float64 { return u[t+m] }))
 	}
 	for j := 1; j <= p; j++ {
-		add(func(t int) float64 { return s.y[t-j] })
+		d.arCols = append(d.arCols, add(func(t int) float64 { return s.y[t-j] }))
 	}
 	for c := range s.ctrl {
 		add(func(t int) float64 { return s.ctrl[c][t] })
 	}
+	// Other tenants enter as controls through their load averaged over the
+	// same L+1 bins: one column each keeps the model small while holding
+	// fixed what moves with A's load.
 	for k := range load.Values {
 		if k == sourceK || k == targetK {
 			continue
 		}
 		v := load.Values[k]
-		for l := 0; l <= lags; l++ {
-			add(func(t int) float64 { return v[t-l] })
-		}
+		add(func(t int) float64 {
+			sum := 0.0
+			for l := 0; l <= lags; l++ {
+				sum += v[t-l]
+			}
+			return sum / float64(lags+1)
+		})
 	}
 	d.times = rows
 	d.y = make([]float64, n)
@@ -146,13 +156,22 @@ func usableBins(s binSeries, lags, leads, p int) []int {
 // lagRegression is layer 2 for one pair (statistics reference B.2):
 //
 //	Y_B(t) = α + δ·t + Σ_{l=0}^{L} β_l u_A(t−l) + Σ_{m=1}^{M} λ_m u_A(t+m)
-//	         + Σ_{j=1}^{p} φ_j Y_B(t−j) + γ'z_B(t) + Σ_{C≠A,B} Σ_l θ_{C,l} u_C(t−l) + ε_t
+//	         + Σ_{j=1}^{p} φ_j Y_B(t−j) + γ'z_B(t) + Σ_{C≠A,B} θ_C ū_C(t) + ε_t
 //
-// by OLS with Newey–West errors (bandwidth floor(4(T/100)^(2/9))). It reports
-// the cumulative effect Σβ_l, a Granger test of β_1..β_L (strict
-// precedence) and the lead placebo λ = 0, both as HAC Wald F tests with
-// (q, T−k) degrees of freedom. The AR order p is chosen by BIC on a common
-// sample.
+// (ū_C the other tenants' load averaged over bins t−L..t, z_B the target's
+// mean controls, δ·t a trend against nonstationarity), fitted twice by OLS:
+//
+//   - the effect model, p = 0, with Newey–West errors (bandwidth
+//     floor(4(T/100)^(2/9))), gives the cumulative effect Σβ_l. Conditioning
+//     on Y_B(t−1), itself moved by A's earlier load, would absorb part of it;
+//   - the test model, p ∈ 1..MaxAR by BIC, gives the Granger test of
+//     β_1..β_L (strict precedence) and the lead placebo λ = 0 as Wald F tests
+//     with (q, T−k) degrees of freedom and HC3 errors: once the own past is
+//     in, the residuals are close to white, and HAC Wald tests of ten or
+//     twenty restrictions over-reject at this T (in the simulator, 8.7% at a
+//     nominal 5% with Newey–West, 5.6% with HC3).
+//
+// When the bins are too sparse for any p ≥ 1 the tests use the effect model.
 func lagRegression(source, target string, rows targetRows, load *Load, o Options, step float64) *LagResult {
 	r := &LagResult{
 		Coef: nan, SE: nan, EffectPct: nan, CILowPct: nan, CIHighPct: nan,
@@ -174,50 +193,110 @@ func lagRegression(source, target string, rows targetRows, load *Load, o Options
 	if targetK >= 0 {
 		others--
 	}
-	params := func(p int) int { return 2 + (lags + 1) + o.Leads + p + len(rows.controls) + others*(lags+1) }
+	params := func(p int) int { return 2 + (lags + 1) + o.Leads + p + len(rows.controls) + others }
 	enough := func(t, p int) bool { return t >= o.MinBins && t >= 10*params(p) }
 
-	// Choose p by BIC on the largest common sample that is big enough.
-	chosen := -1
-	for pmax := o.MaxAR; pmax >= 0 && chosen < 0; pmax-- {
-		common := usableBins(s, lags, o.Leads, pmax)
-		if !enough(len(common), pmax) {
-			continue
-		}
-		best := math.Inf(1)
-		for p := 0; p <= pmax; p++ {
-			d := buildLagDesign(s, load, sourceK, targetK, lags, o.Leads, p, common)
-			keep := independent(d.cols, 1e-8)
-			fit, err := fitOLS(columns(pick(d.cols, keep)), d.y)
-			if err != nil {
-				continue
-			}
-			n := float64(fit.n)
-			bic := n*math.Log(fit.rss/n) + float64(fit.k)*math.Log(n)
-			if bic < best {
-				best, chosen = bic, p
-			}
-		}
-	}
-	if chosen < 0 {
-		t := len(usableBins(s, lags, o.Leads, 0))
+	// The cumulative effect comes from the model without the target's own
+	// past: Y_B(t−1) is itself moved by A's earlier load, so conditioning on
+	// it would absorb part of the effect.
+	if t := len(usableBins(s, lags, o.Leads, 0)); !enough(t, 0) {
 		r.Bins = t
 		r.Reason = fmt.Sprintf("only %d bins with %s requests for %d parameters (need %d and 10 per parameter)", t, target, params(0), o.MinBins)
 		return r
 	}
-	r.AR = chosen
-	bins := usableBins(s, lags, o.Leads, chosen)
-	d := buildLagDesign(s, load, sourceK, targetK, lags, o.Leads, chosen, bins)
-	r.Bins = len(bins)
-	if !d.srcVaries {
-		r.Reason = fmt.Sprintf("%s's load did not vary over the bins", source)
+	eff, reason := fitLagModel(s, load, sourceK, targetK, lags, o.Leads, 0)
+	if reason != "" {
+		r.Reason = fmt.Sprintf("%s's %s", source, reason)
 		return r
 	}
-	keep := independent(d.cols, 1e-8)
+	// The Granger test and the placebo condition on the target's own past,
+	// as Granger's definition does, with p chosen by BIC; when the target's
+	// bins are too sparse for any p ≥ 1 they use the effect model.
+	gr := eff
+	if p := chooseAR(s, load, sourceK, targetK, lags, o, enough); p > 0 {
+		if g, reason := fitLagModel(s, load, sourceK, targetK, lags, o.Leads, p); reason == "" {
+			gr, r.AR = g, p
+		}
+	}
+	r.Bins = eff.fit.n
+	r.NWLags = eff.nwLags
+	sum, variance := 0.0, 0.0
+	for _, a := range eff.lagIdx {
+		sum += eff.fit.beta[a]
+		for _, b := range eff.lagIdx {
+			variance += eff.v.At(a, b)
+		}
+	}
+	seSum := math.Sqrt(math.Max(0, variance))
+	crit := tCritical(o.Alpha, eff.df)
+	r.Estimable = true
+	r.Coef, r.SE = Float(sum), Float(seSum)
+	r.EffectPct = Float(pct(sum, step))
+	r.CILowPct, r.CIHighPct = Float(pct(sum-crit*seSum, step)), Float(pct(sum+crit*seSum, step))
+	if f, err := wald(gr.fit.beta, gr.v, gr.lagIdx[1:]); err == nil {
+		r.GrangerF, r.GrangerP = Float(f), Float(fSurvival(f, len(gr.lagIdx)-1, gr.df))
+	}
+	if f, err := wald(gr.fit.beta, gr.v, gr.leadIdx); err == nil {
+		r.PlaceboF, r.PlaceboP = Float(f), Float(fSurvival(f, len(gr.leadIdx), gr.df))
+	}
+	return r
+}
+
+// chooseAR picks the target's AR order in 1..MaxAR by BIC on the largest
+// common sample that is big enough; 0 when none is.
+func chooseAR(s binSeries, load *Load, sourceK, targetK, lags int, o Options, enough func(t, p int) bool) int {
+	for pmax := o.MaxAR; pmax >= 1; pmax-- {
+		common := usableBins(s, lags, o.Leads, pmax)
+		if !enough(len(common), pmax) {
+			continue
+		}
+		d := buildLagDesign(s, load, sourceK, targetK, lags, o.Leads, pmax, common)
+		best, chosen := math.Inf(1), 0
+		for p := 1; p <= pmax; p++ {
+			use := make([]bool, len(d.cols))
+			for j := range use {
+				use[j] = true
+			}
+			for _, c := range d.arCols[p:] {
+				use[c] = false
+			}
+			fit, _, err := fitColumns(pick(d.cols, use), d.y)
+			if err != nil {
+				continue
+			}
+			n := float64(fit.n)
+			if bic := n*math.Log(fit.rss/n) + float64(fit.k)*math.Log(n); bic < best {
+				best, chosen = bic, p
+			}
+		}
+		return chosen
+	}
+	return 0
+}
+
+// lagFit is one fitted lag model with its HAC covariance.
+type lagFit struct {
+	fit             *olsFit
+	v               *mat.SymDense
+	lagIdx, leadIdx []int
+	df, nwLags      int
+}
+
+// fitLagModel fits the lag model with AR order p on every usable bin, or
+// says why it cannot.
+func fitLagModel(s binSeries, load *Load, sourceK, targetK, lags, leads, p int) (*lagFit, string) {
+	bins := usableBins(s, lags, leads, p)
+	d := buildLagDesign(s, load, sourceK, targetK, lags, leads, p, bins)
+	if !d.srcVaries {
+		return nil, "load did not vary over the bins"
+	}
+	fit, keep, err := fitColumns(d.cols, d.y)
+	if err != nil {
+		return nil, fmt.Sprintf("lag regression failed: %v", err)
+	}
 	for _, c := range append(slices.Clone(d.lagCols), d.leadCols...) {
 		if !keep[c] {
-			r.Reason = fmt.Sprintf("%s's lagged load is collinear with the other regressors", source)
-			return r
+			return nil, "lagged load is collinear with the other regressors"
 		}
 	}
 	remap := make([]int, len(d.cols))
@@ -228,43 +307,20 @@ func lagRegression(source, target string, rows targetRows, load *Load, o Options
 			next++
 		}
 	}
-	fit, err := fitOLS(columns(pick(d.cols, keep)), d.y)
-	if err != nil {
-		r.Reason = fmt.Sprintf("lag regression failed: %v", err)
-		return r
+	lf := &lagFit{fit: fit, df: fit.n - fit.k, nwLags: neweyWestLags(fit.n)}
+	if p == 0 {
+		lf.v = fit.neweyWest(d.times, lf.nwLags)
+	} else {
+		lf.v = fit.hc3()
+		lf.nwLags = 0
 	}
-	r.NWLags = neweyWestLags(fit.n)
-	v := fit.neweyWest(d.times, r.NWLags)
-	df := fit.n - fit.k
-
-	lagIdx := make([]int, len(d.lagCols))
-	for i, c := range d.lagCols {
-		lagIdx[i] = remap[c]
+	for _, c := range d.lagCols {
+		lf.lagIdx = append(lf.lagIdx, remap[c])
 	}
-	leadIdx := make([]int, len(d.leadCols))
-	for i, c := range d.leadCols {
-		leadIdx[i] = remap[c]
+	for _, c := range d.leadCols {
+		lf.leadIdx = append(lf.leadIdx, remap[c])
 	}
-	sum, variance := 0.0, 0.0
-	for _, a := range lagIdx {
-		sum += fit.beta[a]
-		for _, b := range lagIdx {
-			variance += v.At(a, b)
-		}
-	}
-	seSum := math.Sqrt(math.Max(0, variance))
-	crit := tCritical(o.Alpha, df)
-	r.Estimable = true
-	r.Coef, r.SE = Float(sum), Float(seSum)
-	r.EffectPct = Float(pct(sum, step))
-	r.CILowPct, r.CIHighPct = Float(pct(sum-crit*seSum, step)), Float(pct(sum+crit*seSum, step))
-	if f, err := wald(fit.beta, v, lagIdx[1:]); err == nil {
-		r.GrangerF, r.GrangerP = Float(f), Float(fSurvival(f, len(lagIdx)-1, df))
-	}
-	if f, err := wald(fit.beta, v, leadIdx); err == nil {
-		r.PlaceboF, r.PlaceboP = Float(f), Float(fSurvival(f, len(leadIdx), df))
-	}
-	return r
+	return lf, ""
 }
 
 // pick returns the columns marked keep.

@@ -165,16 +165,77 @@ func (f *olsFit) cluster(groups []int) (*mat.SymDense, int) {
 	}
 	meat := mat.NewSymDense(f.k, nil)
 	for _, g := range order {
-		s := scores[g]
-		for a := 0; a < f.k; a++ {
-			for b := a; b < f.k; b++ {
-				meat.SetSym(a, b, meat.At(a, b)+s[a]*s[b])
-			}
-		}
+		meat.SymRankOne(meat, 1, mat.NewVecDense(f.k, scores[g]))
 	}
 	g := len(order)
 	scale := float64(g) / float64(g-1) * float64(f.n-1) / float64(f.n-f.k)
 	return f.sandwich(meat, scale), g
+}
+
+// clusterJackknife is the leave-one-cluster-out covariance CV3
+// (MacKinnon, Nielsen & Webb 2023, "Cluster-robust inference: a guide to
+// empirical practice", J. Econometrics 232:272, who recommend it over CV1):
+//
+//	V = (G−1)/G · Σ_g (β̂₍₋g₎ − β̂)(β̂₍₋g₎ − β̂)',  β̂₍₋g₎ − β̂ = −(X'X − X_g'X_g)⁻¹ X_g'e_g
+//
+// CV1 understates the variance when the regressor of interest is itself
+// correlated within clusters, as a tenant's load is over a few seconds; CV3
+// does not, at the price of being slightly conservative. ok is false when
+// dropping some cluster leaves a singular design (the caller falls back to
+// CV1).
+func (f *olsFit) clusterJackknife(groups []int) (v *mat.SymDense, g int, ok bool) {
+	k := f.k
+	type part struct {
+		xtx   []float64
+		score []float64
+	}
+	parts := map[int]*part{}
+	var order []int
+	xtx := make([]float64, k*k)
+	row := make([]float64, k)
+	for i := 0; i < f.n; i++ {
+		p, seen := parts[groups[i]]
+		if !seen {
+			p = &part{xtx: make([]float64, k*k), score: make([]float64, k)}
+			parts[groups[i]] = p
+			order = append(order, groups[i])
+		}
+		mat.Row(row, i, f.x)
+		e := f.resid[i]
+		for a := 0; a < k; a++ {
+			p.score[a] += row[a] * e
+			for b := a; b < k; b++ {
+				p.xtx[a*k+b] += row[a] * row[b]
+			}
+		}
+	}
+	for _, p := range parts {
+		for a := range xtx {
+			xtx[a] += p.xtx[a]
+		}
+	}
+	acc := mat.NewSymDense(k, nil)
+	a := mat.NewSymDense(k, nil)
+	var ch mat.Cholesky
+	var d mat.VecDense
+	for _, label := range order {
+		p := parts[label]
+		for r := 0; r < k; r++ {
+			for c := r; c < k; c++ {
+				a.SetSym(r, c, xtx[r*k+c]-p.xtx[r*k+c])
+			}
+		}
+		if !ch.Factorize(a) {
+			return nil, len(order), false
+		}
+		if err := ch.SolveVecTo(&d, mat.NewVecDense(k, p.score)); err != nil {
+			return nil, len(order), false
+		}
+		acc.SymRankOne(acc, 1, &d)
+	}
+	g = len(order)
+	acc.ScaleSym(float64(g-1)/float64(g), acc)
+	return acc, g, true
 }
 
 // neweyWest is the Newey–West (1987, Econometrica 55:703) HAC covariance with
@@ -190,39 +251,69 @@ func (f *olsFit) cluster(groups []int) (*mat.SymDense, int) {
 // gaps the same way). It assumes errors whose autocorrelation dies out
 // within L steps.
 func (f *olsFit) neweyWest(times []int, lags int) *mat.SymDense {
-	meat := mat.NewSymDense(f.k, nil)
-	xi := make([]float64, f.k)
-	xj := make([]float64, f.k)
-	acc := make([]float64, f.k*f.k)
+	// With scores h_t = x_t e_t and g_t = Σ_{0<t−s≤L} w(t−s) h_s, the meat is
+	// Σ_t h_t h_t' + Σ_t (h_t g_t' + g_t h_t'): O(n(kL + k²)) instead of
+	// forming every lagged outer product.
+	k := f.k
+	h := make([]float64, f.n*k)
 	for i := 0; i < f.n; i++ {
-		mat.Row(xi, i, f.x)
-		ei := f.resid[i]
-		for a := 0; a < f.k; a++ {
-			for b := 0; b < f.k; b++ {
-				acc[a*f.k+b] += ei * ei * xi[a] * xi[b]
-			}
+		for a := 0; a < k; a++ {
+			h[i*k+a] = f.x.At(i, a) * f.resid[i]
 		}
-		for j := i + 1; j < f.n && times[j]-times[i] <= lags; j++ {
-			l := times[j] - times[i]
+	}
+	acc := make([]float64, k*k)
+	g := make([]float64, k)
+	lo := 0
+	for i := 0; i < f.n; i++ {
+		hi := h[i*k : (i+1)*k]
+		clear(g)
+		for lo < i && times[i]-times[lo] > lags {
+			lo++
+		}
+		for j := lo; j < i; j++ {
+			l := times[i] - times[j]
 			if l <= 0 {
 				continue
 			}
 			w := 1 - float64(l)/float64(lags+1)
-			mat.Row(xj, j, f.x)
-			c := w * ei * f.resid[j]
-			for a := 0; a < f.k; a++ {
-				for b := 0; b < f.k; b++ {
-					acc[a*f.k+b] += c * (xj[a]*xi[b] + xi[a]*xj[b])
-				}
+			hj := h[j*k : (j+1)*k]
+			for a := range g {
+				g[a] += w * hj[a]
+			}
+		}
+		for a := 0; a < k; a++ {
+			for b := a; b < k; b++ {
+				acc[a*k+b] += hi[a]*hi[b] + hi[a]*g[b] + g[a]*hi[b]
 			}
 		}
 	}
-	for a := 0; a < f.k; a++ {
-		for b := a; b < f.k; b++ {
-			meat.SetSym(a, b, (acc[a*f.k+b]+acc[b*f.k+a])/2)
+	meat := mat.NewSymDense(k, nil)
+	for a := 0; a < k; a++ {
+		for b := a; b < k; b++ {
+			meat.SetSym(a, b, acc[a*k+b])
 		}
 	}
 	return f.sandwich(meat, float64(f.n)/float64(f.n-f.k))
+}
+
+// hc3 is the heteroskedasticity-robust covariance HC3 (MacKinnon & White
+// 1985), Stata's `vce(hc3)`:
+//
+//	V = (X'X)⁻¹ [Σ_i e_i²/(1−h_ii)² x_i x_i'] (X'X)⁻¹,  h_ii = x_i'(X'X)⁻¹x_i
+//
+// It assumes uncorrelated errors of any variance; dividing by (1−h)² keeps
+// high-leverage bins from understating it.
+func (f *olsFit) hc3() *mat.SymDense {
+	meat := mat.NewSymDense(f.k, nil)
+	row := make([]float64, f.k)
+	for i := 0; i < f.n; i++ {
+		mat.Row(row, i, f.x)
+		xv := mat.NewVecDense(f.k, row)
+		h := mat.Inner(xv, f.xtxInv, xv)
+		w := f.resid[i] / (1 - h)
+		meat.SymRankOne(meat, w*w, xv)
+	}
+	return f.sandwich(meat, 1)
 }
 
 // neweyWestLags is the automatic bandwidth floor(4·(T/100)^(2/9)) (Newey &

@@ -1,6 +1,7 @@
 package causal
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -149,9 +150,7 @@ func requestRegression(target string, m Metric, rows targetRows, load *Load, o O
 		cols = append(cols, col)
 	}
 	if o.PeriodEffects > 0 {
-		for _, d := range periodDummies(rows.obs, o.PeriodEffects) {
-			cols = append(cols, d)
-		}
+		cols = append(cols, periodDummies(rows.obs, o.PeriodEffects)...)
 	}
 
 	groups := make([]int, n)
@@ -171,14 +170,21 @@ func requestRegression(target string, m Metric, rows targetRows, load *Load, o O
 		return failOpen(pairs, sources, load, target, m, n, fmt.Sprintf("%s's requests fall in only %d time clusters of %s (need %d for cluster-robust errors)", target, g, fmtDuration(o.ClusterWidth), o.MinClusters))
 	}
 
-	keep := independent(cols, 1e-8)
-	var kept [][]float64
+	y := make([]float64, n)
+	for r := range rows.obs {
+		y[r] = rows.obs[r].y
+	}
+	fit, keep, err := fitColumns(cols, y)
+	if err != nil {
+		return failOpen(pairs, sources, load, target, m, n, fmt.Sprintf("regression for %s %s failed: %v", target, m, err))
+	}
 	newIndex := make([]int, len(cols))
+	next := 0
 	for j := range cols {
 		newIndex[j] = -1
 		if keep[j] {
-			newIndex[j] = len(kept)
-			kept = append(kept, cols[j])
+			newIndex[j] = next
+			next++
 		}
 	}
 	for i := range sources {
@@ -191,15 +197,13 @@ func requestRegression(target string, m Metric, rows targetRows, load *Load, o O
 			colOf[i] = newIndex[colOf[i]]
 		}
 	}
-	y := make([]float64, n)
-	for r := range rows.obs {
-		y[r] = rows.obs[r].y
+	// CV3 by default; CV1 only when leaving a cluster out is singular.
+	seKind := SEClusterJackknife
+	cov, g, ok := fit.clusterJackknife(groups)
+	if !ok {
+		seKind = SEClusterCR1
+		cov, g = fit.cluster(groups)
 	}
-	fit, err := fitOLS(columns(kept), y)
-	if err != nil {
-		return failOpen(pairs, sources, load, target, m, n, fmt.Sprintf("regression for %s %s failed: %v", target, m, err))
-	}
-	cov, g := fit.cluster(groups)
 	naive := fit.classical()
 	seCl, seNaive := se(cov), se(naive)
 	df := g - 1
@@ -226,9 +230,10 @@ func requestRegression(target string, m Metric, rows targetRows, load *Load, o O
 			CILowMs:    Float(baselineMs * pct(lo, step) / 100),
 			CIHighMs:   Float(baselineMs * pct(hi, step) / 100),
 			BaselineMs: Float(baselineMs), MeanExposure: Float(stat.Mean(x, nil)),
-			Requests: n, Clusters: g, naiveSE: seNaive[j],
+			Requests: n, Clusters: g, SEKind: seKind, naiveSE: seNaive[j],
 		}
-		sh, a, c := share(rows.obs, x, b), share(rows.obs, x, lo), share(rows.obs, x, hi)
+		base := quietLevel(x)
+		sh, a, c := share(rows.obs, x, base, b), share(rows.obs, x, base, lo), share(rows.obs, x, base, hi)
 		p.Share, p.ShareLow, p.ShareHigh = Float(sh), Float(math.Min(a, c)), Float(math.Max(a, c))
 		pairs[i] = p
 	}
@@ -267,20 +272,23 @@ func variationProblem(x []float64, source, target string, m Metric, kind LoadKin
 func pct(beta, step float64) float64 { return 100 * math.Expm1(beta*step) }
 
 // share is the fraction of the target's total latency attributable to the
-// source's load above its quiet level, Σ y_i (1 − exp(−β(x_i − x_base))) /
-// Σ y_i with x_base the 5th percentile of the exposure (statistics
-// reference B.2: the 5th percentile rather than 0 to avoid extrapolating to
-// a load never seen).
-func share(rows []obs, x []float64, beta float64) float64 {
-	sorted := slices.Clone(x)
-	slices.Sort(sorted)
-	base := stat.Quantile(0.05, stat.LinInterp, sorted, nil)
+// source's load above its quiet level base, Σ y_i (1 − exp(−β(x_i − base)))
+// / Σ y_i (statistics reference B.2).
+func share(rows []obs, x []float64, base, beta float64) float64 {
 	num, den := 0.0, 0.0
 	for i := range rows {
 		num += rows[i].lat * -math.Expm1(-beta*(x[i]-base))
 		den += rows[i].lat
 	}
 	return num / den
+}
+
+// quietLevel is the 5th percentile of the source's exposure: the baseline of
+// share, rather than 0, so as not to extrapolate to a load never seen.
+func quietLevel(x []float64) float64 {
+	sorted := slices.Clone(x)
+	slices.Sort(sorted)
+	return stat.Quantile(0.05, stat.LinInterp, sorted, nil)
 }
 
 // periodDummies returns one indicator column per period after the first
@@ -333,6 +341,24 @@ func columns(cols [][]float64) *mat.Dense {
 		x.SetCol(j, c)
 	}
 	return x
+}
+
+// fitColumns fits y on the columns, leaving out those that add no
+// direction to the earlier ones; keep says which were used. The full design
+// is tried first, so the Gram–Schmidt screen runs only when the QR reports
+// collinearity.
+func fitColumns(cols [][]float64, y []float64) (*olsFit, []bool, error) {
+	keep := make([]bool, len(cols))
+	for j := range keep {
+		keep[j] = true
+	}
+	fit, err := fitOLS(columns(cols), y)
+	if err == nil || !errors.Is(err, errCollinear) {
+		return fit, keep, err
+	}
+	keep = independent(cols, 1e-8)
+	fit, err = fitOLS(columns(pick(cols, keep)), y)
+	return fit, keep, err
 }
 
 // independent reports for each column whether it adds a direction that the

@@ -125,9 +125,10 @@ type Pair struct {
 	CILowPct  Float `json:"ci_low_pct"`
 	CIHighPct Float `json:"ci_high_pct"`
 	// Coef is β, the change of log latency per unit of load, and SE its
-	// cluster-robust standard error.
-	Coef Float `json:"coef"`
-	SE   Float `json:"se"`
+	// cluster-robust standard error, of kind SEKind.
+	Coef   Float  `json:"coef"`
+	SE     Float  `json:"se"`
+	SEKind SEKind `json:"se_kind,omitempty"`
 	// P is the two-sided p-value of β = 0 (t with clusters − 1 degrees of
 	// freedom); Q the false-discovery-rate adjusted p-value across all pairs
 	// and metrics of the result.
@@ -162,28 +163,42 @@ func (p *Pair) Significant(alpha float64) bool {
 	return p.Estimable && !p.Q.IsNaN() && float64(p.Q) < alpha
 }
 
+// SEKind names the cluster-robust variance a pair's SE comes from.
+type SEKind string
+
+// The variance kinds of the request-level regression.
+const (
+	// SEClusterJackknife: leave-one-cluster-out CV3, the default.
+	SEClusterJackknife SEKind = "cluster-jackknife"
+	// SEClusterCR1: CR1, used when leaving some cluster out is singular.
+	SEClusterCR1 SEKind = "cluster-cr1"
+)
+
 // LagResult is the second view of a pair: per bin, the target's mean log
-// latency regressed on the source's load now and in the L previous bins,
-// with Newey–West errors.
+// latency regressed on the source's load now and in the L previous bins.
 type LagResult struct {
 	Estimable bool   `json:"estimable"`
 	Reason    string `json:"reason,omitempty"`
-	// Bins used, lags L of the source's load, leads M (placebo), AR order
-	// of the target's own series (chosen by BIC), and Newey–West bandwidth.
+	// Bins used by the effect model, lags L of the source's load, leads M
+	// (placebo), AR order of the target's own series in the test model
+	// (chosen by BIC; 0 when the bins are too sparse), and the Newey–West
+	// bandwidth of the effect model.
 	Bins   int `json:"bins"`
 	Lags   int `json:"lags"`
 	Leads  int `json:"leads"`
 	AR     int `json:"ar"`
 	NWLags int `json:"nw_lags"`
-	// Coef is the cumulative effect Σ_l β_l per unit of load, SE its HAC
-	// standard error, EffectPct and its CI per Result.Step.
+	// Coef is the cumulative effect Σ_l β_l per unit of load, from the model
+	// without the target's own past, SE its Newey–West standard error,
+	// EffectPct and its CI per Result.Step.
 	Coef      Float `json:"coef"`
 	SE        Float `json:"se"`
 	EffectPct Float `json:"effect_pct"`
 	CILowPct  Float `json:"ci_low_pct"`
 	CIHighPct Float `json:"ci_high_pct"`
 	// GrangerF and GrangerP test H0: β_1 = … = β_L = 0 (the source's past
-	// load does not predict the target), as an HAC Wald test.
+	// load does not predict the target beyond the target's own past), a
+	// Wald F test with HC3 errors in the model with AR(p) terms.
 	GrangerF Float `json:"granger_f"`
 	GrangerP Float `json:"granger_p"`
 	// PlaceboF and PlaceboP test H0: the source's future load does not
