@@ -204,7 +204,7 @@ func lagRegression(source, target string, rows targetRows, load *Load, o Options
 		r.Reason = fmt.Sprintf("only %d bins with %s requests for %d parameters (need %d and 10 per parameter)", t, target, params(0), o.MinBins)
 		return r
 	}
-	eff, reason := fitLagModel(s, load, sourceK, targetK, lags, o.Leads, 0)
+	eff, reason := effectModel(s, load, sourceK, targetK, lags, o.Leads)
 	if reason != "" {
 		r.Reason = fmt.Sprintf("%s's %s", source, reason)
 		return r
@@ -213,10 +213,8 @@ func lagRegression(source, target string, rows targetRows, load *Load, o Options
 	// as Granger's definition does, with p chosen by BIC; when the target's
 	// bins are too sparse for any p ≥ 1 they use the effect model.
 	gr := eff
-	if p := chooseAR(s, load, sourceK, targetK, lags, o, enough); p > 0 {
-		if g, reason := fitLagModel(s, load, sourceK, targetK, lags, o.Leads, p); reason == "" {
-			gr, r.AR = g, p
-		}
+	if g, p := testModel(s, load, sourceK, targetK, lags, o, enough); g != nil {
+		gr, r.AR = g, p
 	}
 	r.Bins = eff.fit.n
 	r.NWLags = eff.nwLags
@@ -242,16 +240,21 @@ func lagRegression(source, target string, rows targetRows, load *Load, o Options
 	return r
 }
 
-// chooseAR picks the target's AR order in 1..MaxAR by BIC on the largest
-// common sample that is big enough; 0 when none is.
-func chooseAR(s binSeries, load *Load, sourceK, targetK, lags int, o Options, enough func(t, p int) bool) int {
+// testModel fits the Granger/placebo model: the AR order p in 1..MaxAR is
+// chosen by BIC on the largest common sample that is big enough, and the
+// chosen fit is returned (nil when no sample is big enough or no fit works).
+func testModel(s binSeries, load *Load, sourceK, targetK, lags int, o Options, enough func(t, p int) bool) (*lagFit, int) {
 	for pmax := o.MaxAR; pmax >= 1; pmax-- {
 		common := usableBins(s, lags, o.Leads, pmax)
 		if !enough(len(common), pmax) {
 			continue
 		}
 		d := buildLagDesign(s, load, sourceK, targetK, lags, o.Leads, pmax, common)
-		best, chosen := math.Inf(1), 0
+		if !d.srcVaries {
+			return nil, 0
+		}
+		var best *lagFit
+		bestBIC, chosen := math.Inf(1), 0
 		for p := 1; p <= pmax; p++ {
 			use := make([]bool, len(d.cols))
 			for j := range use {
@@ -260,21 +263,24 @@ func chooseAR(s binSeries, load *Load, sourceK, targetK, lags int, o Options, en
 			for _, c := range d.arCols[p:] {
 				use[c] = false
 			}
-			fit, _, err := fitColumns(pick(d.cols, use), d.y)
-			if err != nil {
+			lf, reason := fitDesign(d, use)
+			if reason != "" {
 				continue
 			}
-			n := float64(fit.n)
-			if bic := n*math.Log(fit.rss/n) + float64(fit.k)*math.Log(n); bic < best {
-				best, chosen = bic, p
+			n := float64(lf.fit.n)
+			if bic := n*math.Log(lf.fit.rss/n) + float64(lf.fit.k)*math.Log(n); bic < bestBIC {
+				best, bestBIC, chosen = lf, bic, p
 			}
 		}
-		return chosen
+		if best != nil {
+			best.v = best.fit.hc3()
+		}
+		return best, chosen
 	}
-	return 0
+	return nil, 0
 }
 
-// lagFit is one fitted lag model with its HAC covariance.
+// lagFit is one fitted lag model with its covariance.
 type lagFit struct {
 	fit             *olsFit
 	v               *mat.SymDense
@@ -282,43 +288,61 @@ type lagFit struct {
 	df, nwLags      int
 }
 
-// fitLagModel fits the lag model with AR order p on every usable bin, or
-// says why it cannot.
-func fitLagModel(s binSeries, load *Load, sourceK, targetK, lags, leads, p int) (*lagFit, string) {
-	bins := usableBins(s, lags, leads, p)
-	d := buildLagDesign(s, load, sourceK, targetK, lags, leads, p, bins)
+// effectModel fits the lag model without AR terms on every usable bin,
+// with Newey–West errors, or says why it cannot.
+func effectModel(s binSeries, load *Load, sourceK, targetK, lags, leads int) (*lagFit, string) {
+	bins := usableBins(s, lags, leads, 0)
+	d := buildLagDesign(s, load, sourceK, targetK, lags, leads, 0, bins)
 	if !d.srcVaries {
 		return nil, "load did not vary over the bins"
 	}
-	fit, keep, err := fitColumns(d.cols, d.y)
+	use := make([]bool, len(d.cols))
+	for j := range use {
+		use[j] = true
+	}
+	lf, reason := fitDesign(d, use)
+	if reason != "" {
+		return nil, reason
+	}
+	lf.nwLags = neweyWestLags(lf.fit.n)
+	lf.v = lf.fit.neweyWest(d.times, lf.nwLags)
+	return lf, ""
+}
+
+// fitDesign fits the columns of d marked use; the source's lag and lead
+// columns must survive the collinearity screen.
+func fitDesign(d *lagDesign, use []bool) (*lagFit, string) {
+	cols := pick(d.cols, use)
+	fit, keep, err := fitColumns(cols, d.y)
 	if err != nil {
 		return nil, fmt.Sprintf("lag regression failed: %v", err)
 	}
-	for _, c := range append(slices.Clone(d.lagCols), d.leadCols...) {
-		if !keep[c] {
-			return nil, "lagged load is collinear with the other regressors"
-		}
-	}
-	remap := make([]int, len(d.cols))
-	next := 0
+	// index maps a column of d to its position in the fit, or -1.
+	index := make([]int, len(d.cols))
+	pos, next := 0, 0
 	for j := range d.cols {
-		remap[j] = next
-		if keep[j] {
+		index[j] = -1
+		if !use[j] {
+			continue
+		}
+		if keep[pos] {
+			index[j] = next
 			next++
 		}
+		pos++
 	}
-	lf := &lagFit{fit: fit, df: fit.n - fit.k, nwLags: neweyWestLags(fit.n)}
-	if p == 0 {
-		lf.v = fit.neweyWest(d.times, lf.nwLags)
-	} else {
-		lf.v = fit.hc3()
-		lf.nwLags = 0
-	}
+	lf := &lagFit{fit: fit, df: fit.n - fit.k}
 	for _, c := range d.lagCols {
-		lf.lagIdx = append(lf.lagIdx, remap[c])
+		if index[c] < 0 {
+			return nil, "lagged load is collinear with the other regressors"
+		}
+		lf.lagIdx = append(lf.lagIdx, index[c])
 	}
 	for _, c := range d.leadCols {
-		lf.leadIdx = append(lf.leadIdx, remap[c])
+		if index[c] < 0 {
+			return nil, "lagged load is collinear with the other regressors"
+		}
+		lf.leadIdx = append(lf.leadIdx, index[c])
 	}
 	return lf, ""
 }

@@ -286,30 +286,45 @@ func BusyLoad(ops []ingest.GPUOp, tenants *TenantMap, grid Grid) *Load {
 	for pid, name := range tenants.ByPid {
 		byPid[pid] = l.Index(name)
 	}
-	order := kernelsByStart(ops)
 	type open struct {
 		start, end int64
 		ok         bool
 	}
 	cur := make([]open, len(l.Tenants))
 	unmapped, unmappedPids := 0, map[uint32]bool{}
-	for _, i := range order {
-		op := &ops[i]
-		k, ok := byPid[op.Pid]
-		if !ok {
+	lastPid, lastK, lastOK, looked := uint32(0), 0, false, false
+	visit := func(op *ingest.GPUOp) {
+		if op.Kind != ingest.OpKernel {
+			return
+		}
+		// Consecutive kernels mostly come from one process: skip the map.
+		if !looked || op.Pid != lastPid {
+			lastPid, looked = op.Pid, true
+			lastK, lastOK = byPid[op.Pid]
+		}
+		if !lastOK {
 			unmapped++
 			unmappedPids[op.Pid] = true
-			continue
+			return
 		}
-		c := &cur[k]
+		c := &cur[lastK]
 		switch {
 		case !c.ok:
 			*c = open{op.Start, op.End, true}
 		case op.Start <= c.end:
 			c.end = max(c.end, op.End)
 		default:
-			accs[k].add(c.start, c.end, 1)
+			accs[lastK].add(c.start, c.end, 1)
 			*c = open{op.Start, op.End, true}
+		}
+	}
+	if kernelsSorted(ops) {
+		for i := range ops {
+			visit(&ops[i])
+		}
+	} else {
+		for _, i := range kernelsByStart(ops) {
+			visit(&ops[i])
 		}
 	}
 	for k := range cur {
@@ -325,23 +340,44 @@ func BusyLoad(ops []ingest.GPUOp, tenants *TenantMap, grid Grid) *Load {
 	return l
 }
 
-// kernelsByStart returns the indexes of the kernels among ops in start order.
-func kernelsByStart(ops []ingest.GPUOp) []int {
-	order := make([]int, 0, len(ops))
-	sorted := true
-	var last int64 = math.MinInt64
+// kernelsSorted reports whether the kernels among ops are in start order.
+func kernelsSorted(ops []ingest.GPUOp) bool {
+	last := int64(math.MinInt64)
 	for i := range ops {
 		if ops[i].Kind != ingest.OpKernel {
 			continue
 		}
 		if ops[i].Start < last {
-			sorted = false
+			return false
 		}
 		last = ops[i].Start
-		order = append(order, i)
 	}
-	if !sorted {
-		slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(ops[a].Start, ops[b].Start) })
+	return true
+}
+
+// kernelsByStart returns the indexes of the kernels among ops in start order
+// (ties in input order). It sorts compact (start, index) keys rather than
+// indexes into 72-byte ops, which keeps the sort in cache.
+func kernelsByStart(ops []ingest.GPUOp) []int {
+	type key struct {
+		start int64
+		i     int
+	}
+	keys := make([]key, 0, len(ops))
+	for i := range ops {
+		if ops[i].Kind == ingest.OpKernel {
+			keys = append(keys, key{ops[i].Start, i})
+		}
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		if c := cmp.Compare(a.start, b.start); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.i, b.i)
+	})
+	order := make([]int, len(keys))
+	for j, k := range keys {
+		order[j] = k.i
 	}
 	return order
 }
@@ -422,7 +458,7 @@ func SMUtilLoad(t *ingest.Trace, metric string, tenants *TenantMap, grid Grid) (
 	return l, nil
 }
 
-// medianGap is the median spacing of the samples idx (sorted by time); one
+// medianGap is the (lower) median spacing of the samples idx (sorted by time); one
 // second when there are fewer than two.
 func medianGap(samples []ingest.Sample, idx []int) int64 {
 	if len(idx) < 2 {
@@ -438,7 +474,7 @@ func medianGap(samples []ingest.Sample, idx []int) int64 {
 		return 1e9
 	}
 	slices.Sort(gaps)
-	return gaps[len(gaps)/2]
+	return gaps[(len(gaps)-1)/2]
 }
 
 // TokensInFlightLoad builds LoadTokensInFlight from the requests: each
