@@ -246,6 +246,11 @@ func TestSandwichHandWorked(t *testing.T) {
 		// Clusters {1,2} {4,3} {5}: scores −3, 1, 2; meat 14;
 		// V = 3/2 · 4/4 · 14/25 = 0.84.
 		{"cluster CR1", func() float64 { v, _ := fit.cluster([]int{7, 7, 9, 9, 11}); return v.At(0, 0) }, 0.84},
+		// Leave-one-cluster-out means: without {1,2} 4, without {4,3} 8/3,
+		// without {5} 5/2; V = 2/3 · (1² + (1/3)² + (1/2)²) = 49/54.
+		{"cluster jackknife CV3", func() float64 { v, _, _ := fit.clusterJackknife([]int{7, 7, 9, 9, 11}); return v.At(0, 0) }, 49.0 / 54},
+		// HC3: h = 1/5, V = Σ e²/(1−h)² / 25 = 10/(16/25)/25 = 0.625.
+		{"HC3", func() float64 { return fit.hc3().At(0, 0) }, 0.625},
 		// σ̂² = 10/4; V = 2.5/5 = 0.5.
 		{"classical", func() float64 { return fit.classical().At(0, 0) }, 0.5},
 	}
@@ -256,6 +261,79 @@ func TestSandwichHandWorked(t *testing.T) {
 			}
 		})
 	}
+}
+
+// CV3 by its definition: refit without each firm of the Grunfeld data and
+// take (G−1)/G Σ (β̂₍₋g₎ − β̂)(β̂₍₋g₎ − β̂)'. The closed form must agree.
+func TestClusterJackknifeMatchesRefits(t *testing.T) {
+	_, rows := readCSVRows(t, "grunfeld.csv")
+	d := readCSV(t, "grunfeld.csv")
+	ids := map[string]int{}
+	groups := make([]int, len(rows))
+	for i, r := range rows {
+		if _, ok := ids[r[3]]; !ok {
+			ids[r[3]] = len(ids)
+		}
+		groups[i] = ids[r[3]]
+	}
+	x := design(d["value"], d["capital"], constant(len(rows)))
+	fit, err := fitOLS(x, d["invest"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, g, ok := fit.clusterJackknife(groups)
+	if !ok || g != 10 {
+		t.Fatalf("ok %v G %d", ok, g)
+	}
+	want := make([]float64, 9)
+	for out := 0; out < g; out++ {
+		var xs [][]float64
+		var ys []float64
+		for i := range rows {
+			if groups[i] != out {
+				xs = append(xs, []float64{d["value"][i], d["capital"][i], 1})
+				ys = append(ys, d["invest"][i])
+			}
+		}
+		m := design(column(xs, 0), column(xs, 1), column(xs, 2))
+		f, err := fitOLS(m, ys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for a := 0; a < 3; a++ {
+			for b := 0; b < 3; b++ {
+				want[a*3+b] += float64(g-1) / float64(g) * (f.beta[a] - fit.beta[a]) * (f.beta[b] - fit.beta[b])
+			}
+		}
+	}
+	for a := 0; a < 3; a++ {
+		for b := 0; b < 3; b++ {
+			if !near(v.At(a, b), want[a*3+b], 1e-8) {
+				t.Errorf("V[%d,%d] = %.12g, refits give %.12g", a, b, v.At(a, b), want[a*3+b])
+			}
+		}
+	}
+}
+
+func column(rows [][]float64, j int) []float64 {
+	out := make([]float64, len(rows))
+	for i, r := range rows {
+		out[i] = r[j]
+	}
+	return out
+}
+
+// HC3 standard errors of the Longley regression as Stata reports them
+// (regress …, vce(hc3); statsmodels' results_regression.Longley.HC3_se, 5
+// significant digits).
+func TestHC3LongleyStata(t *testing.T) {
+	d := readCSV(t, "longley.csv")
+	x := design(d["GNPDEFL"], d["GNP"], d["UNEMP"], d["ARMED"], d["POP"], d["YEAR"], constant(16))
+	fit, err := fitOLS(x, d["TOTEMP"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAll(t, "HC3 se", se(fit.hc3()), []float64{91.11939, 0.05562, 0.82213, 0.29879, 0.32491, 922.80784, 1799477}, 1e-4)
 }
 
 func TestOLSRejectsBadDesigns(t *testing.T) {
