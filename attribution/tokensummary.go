@@ -81,7 +81,10 @@ type Stalls struct {
 	Count   int            `json:"count"`
 	Share   float64        `json:"share"`
 	ByCause map[string]int `json:"by_cause"`
-	Worst   []Stall        `json:"worst"`
+	// Worst are the slowest stall events: the stalled tokens of one step
+	// (its whole batch waits) count as one event.
+	Worst  []Stall     `json:"worst"`
+	byStep map[int]int // step index → position in Worst while collecting
 }
 
 // Stall is one slow token.
@@ -94,6 +97,10 @@ type Stall struct {
 	// for a decode token) by the most; ExcessMs is by how much.
 	Cause    string  `json:"cause"`
 	ExcessMs float64 `json:"excess_ms"`
+	// Tokens counts the stalled tokens of this event (the batch of the
+	// step), Requests the first few of their requests.
+	Tokens   int      `json:"tokens"`
+	Requests []string `json:"requests,omitempty"`
 	// Step is the request's longest step in the interval (−1: none).
 	Step      int64  `json:"step_id"`
 	StepPhase string `json:"step_phase,omitempty"`
@@ -214,14 +221,37 @@ func findStalls(res *Result, ts *TokenSummary, models map[string]*BucketShares, 
 		ts.Stalls.Count++
 		s := stallOf(res, tb, typical[model])
 		ts.Stalls.ByCause[s.Cause]++
-		ts.Stalls.Worst = append(ts.Stalls.Worst, s)
-		if len(ts.Stalls.Worst) > 4*worstStalls {
-			ts.Stalls.Worst = worst(ts.Stalls.Worst)
-		}
+		ts.Stalls.add(s, tb.Step)
 	})
 	if decodeTokens > 0 {
 		ts.Stalls.Share = float64(ts.Stalls.Count) / float64(decodeTokens)
 	}
+}
+
+// add records a stall, folding the stalled tokens of one step into one
+// event.
+func (st *Stalls) add(s Stall, step int) {
+	s.Tokens, s.Requests = 1, []string{s.Request}
+	if step < 0 {
+		st.Worst = append(st.Worst, s)
+		return
+	}
+	if st.byStep == nil {
+		st.byStep = map[int]int{}
+	}
+	if i, ok := st.byStep[step]; ok {
+		ev := &st.Worst[i]
+		ev.Tokens++
+		if len(ev.Requests) < 5 {
+			ev.Requests = append(ev.Requests, s.Request)
+		}
+		if s.IntervalMs > ev.IntervalMs {
+			ev.IntervalMs, ev.Request, ev.Token, ev.Cause, ev.ExcessMs = s.IntervalMs, s.Request, s.Token, s.Cause, s.ExcessMs
+		}
+		return
+	}
+	st.byStep[step] = len(st.Worst)
+	st.Worst = append(st.Worst, s)
 }
 
 func stallOf(res *Result, tb *TokenBreakdown, typical *[NumBuckets]float64) Stall {

@@ -15,15 +15,16 @@ const Schema = "llmprof.report/v1"
 
 // Report is everything one `llmprof analyze` shows.
 type Report struct {
-	Schema      string                   `json:"schema"`
-	Version     string                   `json:"llmprof_version"`
-	Sources     []Source                 `json:"sources"`
-	Requests    *Requests                `json:"requests"`
-	Stages      []attribution.StageTotal `json:"stages"`
-	BlindSpots  *attribution.BlindSpots  `json:"blind_spots,omitempty"`
-	KVCache     *attribution.KVCache     `json:"kv_cache,omitempty"`
-	ModelEvents []attribution.ModelEvent `json:"model_events,omitempty"`
-	Warnings    []ingest.Warning         `json:"warnings"`
+	Schema      string                    `json:"schema"`
+	Version     string                    `json:"llmprof_version"`
+	Sources     []Source                  `json:"sources"`
+	Requests    *Requests                 `json:"requests"`
+	Stages      []attribution.StageTotal  `json:"stages"`
+	BlindSpots  *attribution.BlindSpots   `json:"blind_spots,omitempty"`
+	KVCache     *attribution.KVCache      `json:"kv_cache,omitempty"`
+	ModelEvents []attribution.ModelEvent  `json:"model_events,omitempty"`
+	Tokens      *attribution.TokenSummary `json:"tokens,omitempty"`
+	Warnings    []ingest.Warning          `json:"warnings"`
 }
 
 // Source is one input file as the report lists it.
@@ -98,6 +99,7 @@ func New(in Input) *Report {
 		}
 		r.KVCache = a.KVCache
 		r.ModelEvents = a.ModelEvents
+		r.Tokens = a.Tokens
 		r.Warnings = append(r.Warnings, a.Warnings...)
 	}
 	if r.Warnings == nil {

@@ -115,6 +115,9 @@ func (r *Report) WriteText(w io.Writer, opts TextOptions) error {
 						fmtSeconds(s.TotalMs/1e3))
 				}
 			}
+			if r.Tokens != nil {
+				tokensText(&b, st, r.Tokens)
+			}
 			if bs := r.BlindSpots; bs != nil {
 				blindSpotsText(&b, st, bs)
 			}
