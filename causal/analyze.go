@@ -25,8 +25,8 @@ type Options struct {
 	// slow common drivers such as a diurnal cycle; 0 (default) adds none.
 	PeriodEffects int64 `json:"period_ns,omitempty"`
 	// Step is the change of load effects are quoted for; default 0.1 (ten
-	// percentage points) for fractions, else a round number near the
-	// standard deviation of the load.
+	// percentage points) for fractions, else a round number within the
+	// smallest tenant's standard deviation of load.
 	Step float64 `json:"step"`
 	// Alpha is the false discovery rate and 1 − confidence level; 0.05.
 	Alpha float64 `json:"alpha"`
@@ -219,14 +219,17 @@ func Analyze(in Input, opts Options) (*Result, error) {
 	return res, nil
 }
 
-// defaultStep is 0.1 for fractions of capacity, otherwise the largest of
-// 1, 2 or 5 × 10^k not above the standard deviation of the busy bins' load.
+// defaultStep is 0.1 for fractions of capacity; otherwise the largest of 1,
+// 2 or 5 × 10^k not above the smallest tenant's standard deviation of load
+// (over its busy bins), so that "+step of A" stays within what every source
+// was seen to vary by and no effect is an extrapolation.
 func defaultStep(l *Load) float64 {
 	if l.Kind.fraction() {
 		return 0.1
 	}
-	var sum, sum2, n float64
+	smallest := math.Inf(1)
 	for _, v := range l.Values {
+		var sum, sum2, n float64
 		for _, x := range v {
 			if x > 0 {
 				sum += x
@@ -234,17 +237,19 @@ func defaultStep(l *Load) float64 {
 				n++
 			}
 		}
+		if n < 2 {
+			continue
+		}
+		if sd := math.Sqrt(math.Max(0, (sum2-sum*sum/n)/(n-1))); sd > 0 {
+			smallest = math.Min(smallest, sd)
+		}
 	}
-	if n < 2 {
+	if math.IsInf(smallest, 1) {
 		return 1
 	}
-	sd := math.Sqrt(math.Max(0, (sum2-sum*sum/n)/(n-1)))
-	if sd <= 0 {
-		return 1
-	}
-	p := math.Pow(10, math.Floor(math.Log10(sd)))
+	p := math.Pow(10, math.Floor(math.Log10(smallest)))
 	for _, m := range []float64{5, 2, 1} {
-		if m*p <= sd {
+		if m*p <= smallest {
 			return m * p
 		}
 	}

@@ -213,8 +213,9 @@ func TestRequestLoads(t *testing.T) {
 func TestDefaultStep(t *testing.T) {
 	g := Grid{Width: 1e9, N: 4}
 	mk := func(kind LoadKind, v ...float64) *Load {
-		l := newLoad(kind, g, []string{"A"})
+		l := newLoad(kind, g, []string{"A", "B"})
 		copy(l.Values[0], v)
+		copy(l.Values[1], []float64{1000, 9000, 5000, 20000})
 		return l
 	}
 	tests := []struct {
@@ -223,8 +224,10 @@ func TestDefaultStep(t *testing.T) {
 		want float64
 	}{
 		{"fractions step 10 pp", mk(LoadGPUBusy, 0.1, 0.9, 0.5, 0.2), 0.1},
-		{"tokens round down to 1-2-5", mk(LoadTokensInFlight, 100, 400, 700, 1000), 200}, // sd 387
-		{"one busy bin", mk(LoadTokensInFlight, 0, 0, 5, 0), 1},
+		// A's sd 387 is the smaller (B's is 8,400): 200.
+		{"tokens round down to 1-2-5 of the smallest sd", mk(LoadTokensInFlight, 100, 400, 700, 1000), 200},
+		// A has one busy bin, so B's sd decides: 5,000.
+		{"one busy bin", mk(LoadTokensInFlight, 0, 0, 5, 0), 5000},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
