@@ -3,15 +3,13 @@ package causal
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite golden files")
+	"github.com/llmprof/llmprof/internal/golden"
+)
 
 // prepared runs the simulator and returns its requests, busy load and map,
 // so a test can change them before Analyze.
@@ -249,22 +247,7 @@ func TestResultGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	got = append(roundFloats(t, got), '\n')
-	path := filepath.Join("testdata", "golden", t.Name()+".json")
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("result differs from %s; run go test ./causal -run %s -update and review the diff", path, t.Name())
-	}
+	golden.Check(t, filepath.Join("testdata", "golden", t.Name()+".json"), got)
 }
 
 // roundFloats rewrites every number in JSON to 6 significant digits, so the
