@@ -90,6 +90,24 @@ func TestOLSLongleyNIST(t *testing.T) {
 	}
 }
 
+// grunfeld reads the Grunfeld table and numbers its firms 0..9.
+func grunfeld(t *testing.T) (map[string][]float64, []int) {
+	t.Helper()
+	head, rows := readCSVRows(t, "grunfeld.csv")
+	if head[3] != "firm" {
+		t.Fatalf("unexpected header %v", head)
+	}
+	ids := map[string]int{}
+	groups := make([]int, len(rows))
+	for i, r := range rows {
+		if _, ok := ids[r[3]]; !ok {
+			ids[r[3]] = len(ids)
+		}
+		groups[i] = ids[r[3]]
+	}
+	return readCSV(t, "grunfeld.csv"), groups
+}
+
 // Grunfeld investment data, firms 1–10 (200 rows), as Stata's
 //
 //	regress invest mvalue kstock, vce(cluster company)
@@ -100,20 +118,8 @@ func TestOLSLongleyNIST(t *testing.T) {
 // copy of the data differs from the published one in the last digits, so
 // even the coefficients agree to 1e-8 only (statsmodels checks to 1e-6).
 func TestClusterRobustGrunfeldStata(t *testing.T) {
-	head, rows := readCSVRows(t, "grunfeld.csv")
-	if head[3] != "firm" {
-		t.Fatalf("unexpected header %v", head)
-	}
-	d := readCSV(t, "grunfeld.csv")
-	ids := map[string]int{}
-	groups := make([]int, len(rows))
-	for i, r := range rows {
-		if _, ok := ids[r[3]]; !ok {
-			ids[r[3]] = len(ids)
-		}
-		groups[i] = ids[r[3]]
-	}
-	x := design(d["value"], d["capital"], constant(len(rows)))
+	d, groups := grunfeld(t)
+	x := design(d["value"], d["capital"], constant(len(groups)))
 	fit, err := fitOLS(x, d["invest"])
 	if err != nil {
 		t.Fatal(err)
@@ -266,17 +272,8 @@ func TestSandwichHandWorked(t *testing.T) {
 // CV3 by its definition: refit without each firm of the Grunfeld data and
 // take (G−1)/G Σ (β̂₍₋g₎ − β̂)(β̂₍₋g₎ − β̂)'. The closed form must agree.
 func TestClusterJackknifeMatchesRefits(t *testing.T) {
-	_, rows := readCSVRows(t, "grunfeld.csv")
-	d := readCSV(t, "grunfeld.csv")
-	ids := map[string]int{}
-	groups := make([]int, len(rows))
-	for i, r := range rows {
-		if _, ok := ids[r[3]]; !ok {
-			ids[r[3]] = len(ids)
-		}
-		groups[i] = ids[r[3]]
-	}
-	x := design(d["value"], d["capital"], constant(len(rows)))
+	d, groups := grunfeld(t)
+	x := design(d["value"], d["capital"], constant(len(groups)))
 	fit, err := fitOLS(x, d["invest"])
 	if err != nil {
 		t.Fatal(err)
@@ -289,7 +286,7 @@ func TestClusterJackknifeMatchesRefits(t *testing.T) {
 	for out := 0; out < g; out++ {
 		var xs [][]float64
 		var ys []float64
-		for i := range rows {
+		for i := range groups {
 			if groups[i] != out {
 				xs = append(xs, []float64{d["value"][i], d["capital"][i], 1})
 				ys = append(ys, d["invest"][i])

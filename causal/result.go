@@ -4,19 +4,18 @@ import (
 	"encoding/json"
 	"math"
 	"slices"
+
+	"github.com/llmprof/llmprof/attribution"
 )
 
 // Float is a float64 that encodes NaN and ±Inf as JSON null: a figure that
 // could not be computed (a pair that is not estimable) is absent, not zero.
 type Float float64
 
-// MarshalJSON writes null for NaN and ±Inf.
+// MarshalJSON writes null for NaN and ±Inf, numbers as attribution's
+// figures are written.
 func (f Float) MarshalJSON() ([]byte, error) {
-	v := float64(f)
-	if math.IsNaN(v) || math.IsInf(v, 0) {
-		return []byte("null"), nil
-	}
-	return json.Marshal(v)
+	return attribution.AppendJSONFloat(nil, float64(f)), nil
 }
 
 // UnmarshalJSON reads null as NaN.
