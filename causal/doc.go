@@ -26,22 +26,26 @@
 //  1. Request level (the effect size): OLS of B's log latency on B's exposure
 //     to each other tenant's load, holding B's batch size and log prompt and
 //     completion lengths fixed, with standard errors clustered by time
-//     (CR1, Liang & Zeger 1986, Stata's finite-sample factor, t with G−1
-//     degrees of freedom). β_A is the pair A → B: +Δ of A's load multiplies
-//     B's latency by exp(β_A·Δ).
+//     (the leave-one-cluster-out jackknife CV3 that MacKinnon, Nielsen &
+//     Webb 2023 recommend over CR1, t with G−1 degrees of freedom). β_A is
+//     the pair A → B: +Δ of A's load multiplies B's latency by exp(β_A·Δ).
 //  2. Bin level (a second view): B's mean log latency per bin on A's load
 //     now and L bins back, A's load M bins ahead as a placebo, B's own past
-//     (AR order by BIC), B's controls, the other tenants' loads and a trend,
-//     with Newey–West (1987) errors; a Granger test of the lags and a Wald
-//     test of the leads.
+//     (AR order by BIC), B's controls, the other tenants' loads and a trend:
+//     the cumulative effect with Newey–West (1987) errors, a Granger test of
+//     the lags and a Wald test of the leads with HC3 errors.
 //  3. Benjamini–Hochberg (1995) q-values across all pairs and metrics
 //     (Benjamini–Yekutieli 2001 on request), and a verdict per pair.
 //
 // gonum supplies the QR factorization and the t and F distributions; the
 // sandwich covariances, Wald and F tests and the FDR adjustment are written
 // here and tested against published reference values (NIST's certified
-// Longley regression, Stata's cluster-robust Grunfeld and Newey–West macro
-// regressions, R's grangertest, R's p.adjust).
+// Longley regression, Stata's cluster-robust Grunfeld, Newey–West macro and
+// HC3 Longley regressions, R's grangertest, R's p.adjust). FromAttribution
+// turns attribution's requests into this package's input.
+//
+// docs/tenants.md explains the method for users and quotes what the
+// simulator tests measure.
 //
 // # Assumptions
 //

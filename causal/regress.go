@@ -98,7 +98,7 @@ func notEstimable(source, target string, m Metric, reason string) *Pair {
 // requestRegression is layer 1 for one target and metric: one OLS of the
 // target's log latency on its exposure to every other tenant's load (each
 // source's coefficient is that pair's effect), the controls and period
-// effects, with CR1 standard errors clustered by time. Statistics reference
+// effects, with standard errors clustered by time (CV3, else CR1). Statistics reference
 // B.2; clustering by time because requests that overlap share the same GPU
 // state, so their errors are correlated.
 func requestRegression(target string, m Metric, rows targetRows, load *Load, o Options, step float64) []*Pair {
