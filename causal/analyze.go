@@ -282,30 +282,49 @@ func summarize(byTenant map[string][]*Request, load *Load, mapping *TenantMap) [
 	return out
 }
 
-// tenantPlacement is the most common device and instance of a tenant's
-// requests, else of its processes in the mapping.
+// tenantPlacement is the most common device and MIG instance among a
+// tenant's requests; either one unknown there is taken from the tenant's
+// processes in the mapping.
 func tenantPlacement(reqs []*Request, name string, mapping *TenantMap) (int16, int16) {
-	type pl struct{ d, i int16 }
-	count := map[pl]int{}
+	var devs, insts []int16
 	for _, r := range reqs {
-		if r.Device >= 0 || r.Instance >= 0 {
-			count[pl{r.Device, r.Instance}]++
-		}
+		devs = append(devs, r.Device)
+		insts = append(insts, r.Instance)
 	}
-	if len(count) == 0 && mapping != nil {
+	dev, inst := mode(devs), mode(insts)
+	if mapping != nil && (dev < 0 || inst < 0) {
+		var mdevs, minsts []int16
 		for _, e := range mapping.Entries {
-			if e.Tenant == name && (e.Device >= 0 || e.Instance >= 0) {
-				count[pl{e.Device, e.Instance}]++
+			if e.Tenant == name {
+				mdevs = append(mdevs, e.Device)
+				minsts = append(minsts, e.Instance)
 			}
 		}
-	}
-	best, bestN := pl{-1, -1}, 0
-	for p, n := range count {
-		if n > bestN || (n == bestN && (p.d < best.d || (p.d == best.d && p.i < best.i))) {
-			best, bestN = p, n
+		if dev < 0 {
+			dev = mode(mdevs)
+		}
+		if inst < 0 {
+			inst = mode(minsts)
 		}
 	}
-	return best.d, best.i
+	return dev, inst
+}
+
+// mode is the most common non-negative value (the smallest on ties), or −1.
+func mode(vs []int16) int16 {
+	count := map[int16]int{}
+	for _, v := range vs {
+		if v >= 0 {
+			count[v]++
+		}
+	}
+	best, bestN := int16(-1), 0
+	for v, n := range count {
+		if n > bestN || (n == bestN && v < best) {
+			best, bestN = v, n
+		}
+	}
+	return best
 }
 
 // markIsolation flags the pairs whose tenants share no GPU resources: on

@@ -359,3 +359,40 @@ func TestAnalyzeNotes(t *testing.T) {
 		t.Errorf("C's pairs should still be estimable without the batch control: %+v", p)
 	}
 }
+
+func TestPlacementAndIsolation(t *testing.T) {
+	mapping := &TenantMap{Entries: []PidTenant{
+		{Pid: 1, Tenant: "A", Device: 0, Instance: 1},
+		{Pid: 2, Tenant: "B", Device: 0, Instance: 2},
+		{Pid: 3, Tenant: "C", Device: 0, Instance: 1},
+	}}
+	reqs := map[string][]*Request{
+		// Requests know the device but not the MIG instance (as from
+		// attribution): the instance comes from the mapping.
+		"A": {{Device: 0, Instance: -1}, {Device: 0, Instance: -1}},
+		"B": {{Device: 0, Instance: -1}},
+		// The requests' own placement wins over the mapping.
+		"C": {{Device: 0, Instance: 2}, {Device: 0, Instance: 2}, {Device: 0, Instance: 1}},
+		// Another GPU entirely.
+		"E": {{Device: 1, Instance: -1}},
+	}
+	want := map[string][2]int16{"A": {0, 1}, "B": {0, 2}, "C": {0, 2}, "E": {1, -1}}
+	res := &Result{}
+	for name, w := range want {
+		d, i := tenantPlacement(reqs[name], name, mapping)
+		if d != w[0] || i != w[1] {
+			t.Errorf("%s placed on %d/%d, want %d/%d", name, d, i, w[0], w[1])
+		}
+		res.Tenants = append(res.Tenants, TenantSummary{Name: name, Device: d, Instance: i})
+	}
+	isolated := map[[2]string]bool{{"A", "B"}: true, {"A", "C"}: true, {"B", "C"}: false, {"A", "E"}: true, {"E", "B"}: true}
+	for pair := range isolated {
+		res.Pairs = append(res.Pairs, Pair{Source: pair[0], Target: pair[1]})
+	}
+	markIsolation(res)
+	for _, p := range res.Pairs {
+		if p.Isolated != isolated[[2]string{p.Source, p.Target}] {
+			t.Errorf("%s→%s isolated = %v", p.Source, p.Target, p.Isolated)
+		}
+	}
+}
