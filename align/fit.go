@@ -522,6 +522,12 @@ func envelopeEstimate(p polygon, hs []halfPlane) vertex {
 			uHi += h.u
 		}
 	}
+	// The vertex sits on bounds loosened by the 1 ns resolution (clipSlack);
+	// lift it onto the bounds themselves.
+	lift := clipSlack
+	if nLo == 0 {
+		lift = -clipSlack
+	}
 	best, bestObj := p[0], math.Inf(1)
 	for _, v := range p {
 		// Minimise slack above the lower bounds, or below the upper ones.
@@ -533,6 +539,7 @@ func envelopeEstimate(p polygon, hs []halfPlane) vertex {
 			best, bestObj = v, obj
 		}
 	}
+	best.a += lift
 	return best
 }
 

@@ -18,10 +18,14 @@ import "math"
 // only: the polygon is open and promises nothing on that side.
 const polyReach = 1e13
 
-// clipSlack absorbs floating-point error when testing a vertex against a
-// constraint, in ns. Timestamps are integers; a sub-ns slack changes nothing
-// a user can see.
-const clipSlack = 1e-3
+// clipSlack loosens every constraint by one ns: timestamps are integers, so
+// a true mapping rounded onto them can miss a bound by up to a ns, and exact
+// data (no jitter at all) must not look contradictory. Guaranteed bounds are
+// therefore guaranteed up to the clock resolution of 1 ns.
+const clipSlack = 1.0
+
+// vertexEps is how close two vertices (ns, ns/s) must be to count as one.
+const vertexEps = 1e-6
 
 type vertex struct{ a, d float64 }
 
@@ -49,7 +53,9 @@ func newBox(dmax float64) polygon {
 	return polygon{{-polyReach, -dmax}, {polyReach, -dmax}, {polyReach, dmax}, {-polyReach, dmax}}
 }
 
-// clip returns p ∩ h, reusing buf for the result.
+// clip returns p ∩ h, with h loosened by clipSlack, reusing buf for the
+// result. The same loosened plane decides inside and places the crossing, so
+// the result stays convex.
 func (p polygon) clip(h halfPlane, buf polygon) polygon {
 	out := buf[:0]
 	n := len(p)
@@ -58,7 +64,7 @@ func (p polygon) clip(h halfPlane, buf polygon) polygon {
 	}
 	allIn := true
 	for _, v := range p {
-		if h.signedSlack(v) < -clipSlack {
+		if h.signedSlack(v)+clipSlack < 0 {
 			allIn = false
 			break
 		}
@@ -68,8 +74,8 @@ func (p polygon) clip(h halfPlane, buf polygon) polygon {
 	}
 	for i := range n {
 		cur, next := p[i], p[(i+1)%n]
-		sc, sn := h.signedSlack(cur), h.signedSlack(next)
-		inC, inN := sc >= -clipSlack, sn >= -clipSlack
+		sc, sn := h.signedSlack(cur)+clipSlack, h.signedSlack(next)+clipSlack
+		inC, inN := sc >= 0, sn >= 0
 		if inC {
 			out = append(out, cur)
 		}
@@ -90,13 +96,13 @@ func dedupe(p polygon) polygon {
 	out := p[:1]
 	for _, v := range p[1:] {
 		last := out[len(out)-1]
-		if math.Abs(v.a-last.a) > clipSlack || math.Abs(v.d-last.d) > 1e-9 {
+		if math.Abs(v.a-last.a) > vertexEps || math.Abs(v.d-last.d) > vertexEps {
 			out = append(out, v)
 		}
 	}
 	if len(out) > 1 {
 		f, l := out[0], out[len(out)-1]
-		if math.Abs(f.a-l.a) <= clipSlack && math.Abs(f.d-l.d) <= 1e-9 {
+		if math.Abs(f.a-l.a) <= vertexEps && math.Abs(f.d-l.d) <= vertexEps {
 			out = out[:len(out)-1]
 		}
 	}
@@ -159,7 +165,7 @@ func (p polygon) contains(v vertex, scale float64) bool {
 	for i := range n {
 		a, b := p[i], p[(i+1)%n]
 		cross := (b.a-a.a)*(v.d-a.d)*scale - (b.d-a.d)*scale*(v.a-a.a)
-		if math.Abs(cross) < clipSlack {
+		if math.Abs(cross) < vertexEps {
 			continue
 		}
 		if sign == 0 {
