@@ -543,3 +543,20 @@ func TestAlignNoLeverage(t *testing.T) {
 	}
 	checkTruthInside(t, f, truth)
 }
+
+func TestMirrors(t *testing.T) {
+	tr, _ := buildSynth(synthSpec{seed: 3, pairs: 30, mismatch: 0, jitterNs: 1000, durationNs: 10e9})
+	if _, err := Align(tr, DefaultOptions()); err != nil {
+		t.Fatal(err)
+	}
+	ms := Mirrors(tr)
+	if len(ms) != 30 {
+		t.Fatalf("%d mirrors, want 30", len(ms))
+	}
+	for _, m := range ms {
+		n, o := &tr.Spans[m.NVTX], &tr.Spans[m.OTLP]
+		if n.Origin != ingest.OriginNVTX || o.Origin != ingest.OriginOTLP || !strings.Contains(tr.Str(n.Name), o.ID.String()) {
+			t.Fatalf("mirror %+v pairs %q with span %s", m, tr.Str(n.Name), o.ID)
+		}
+	}
+}

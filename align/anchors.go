@@ -470,3 +470,24 @@ func (al *aligner) collect(d int) anchorSet {
 	}
 	return set
 }
+
+// Mirror pairs an NVTX range with the OTLP span it mirrors; both are indices
+// into Trace.Spans.
+type Mirror struct {
+	NVTX, OTLP int
+}
+
+// Mirrors returns the NVTX ranges whose text names an OTLP span of another
+// clock domain (span_id=, request_id=, step=), matched exactly as Align
+// matches them. Indices refer to t as it is: call it after Align, which
+// re-sorts the records.
+func Mirrors(t *ingest.Trace) []Mirror {
+	al := &aligner{t: t}
+	al.groupDomains()
+	ms := al.findMirrors()
+	out := make([]Mirror, len(ms))
+	for i, m := range ms {
+		out[i] = Mirror{NVTX: int(m.nvtx), OTLP: int(m.otlp)}
+	}
+	return out
+}
