@@ -42,6 +42,10 @@ type Result struct {
 	ByModel  []Summary
 	// Stages totals every stage over all requests.
 	Stages []StageTotal
+	// Steps are the engine steps (llm.step spans) with their batches and
+	// GPU ops; Engines the processes that ran them.
+	Steps   []Step
+	Engines []Engine
 	// ModelEvents are model loads, unloads and reloads.
 	ModelEvents []ModelEvent
 	// KVCache is nil when no request reports the prefix cache.
@@ -103,7 +107,8 @@ func (d Distribution) MarshalJSON() ([]byte, error) {
 		b = append(b, `,"`...)
 		b = append(b, f.name...)
 		b = append(b, `":`...)
-		b = AppendJSONFloat(b, f.v)
+		// Milliseconds to the nanosecond: more digits would be float noise.
+		b = AppendJSONFloat(b, math.Round(f.v*1e6)/1e6)
 	}
 	return append(b, '}'), nil
 }
@@ -169,8 +174,9 @@ func Analyze(t *ingest.Trace, opts Options) *Result {
 	res.ByTenant = groupBy(res.Requests, func(r *Request) string { return r.Tenant }, opts.SLO)
 	res.ByModel = groupBy(res.Requests, func(r *Request) string { return r.Model }, opts.SLO)
 	res.Stages = stageTotals(res.Requests)
+	res.Steps, res.Engines = findSteps(t, k, res.Requests)
+	res.KVCache = kvCache(res.Requests, res.Steps, res.Engines)
 	res.BlindSpots = blindSpots(t, res.Requests)
-	res.KVCache = kvCache(res.Requests)
 	res.ModelEvents = modelEvents(t, k, res.Requests)
 	return res
 }

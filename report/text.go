@@ -106,6 +106,9 @@ func (r *Report) WriteText(w io.Writer, opts TextOptions) error {
 				sort.SliceStable(stages, func(i, j int) bool { return stages[i].TotalMs > stages[j].TotalMs })
 				barWidth := max(10, min(40, opts.Width-40))
 				for _, s := range stages {
+					if s.TotalMs == 0 && s.Name != "other" {
+						continue // a stage this input does not have
+					}
 					filled := int(math.Round(s.Share * float64(barWidth)))
 					p("  %-11s %6s  %s%s  %s\n", s.Name, pct(s.Share),
 						st.bar.Render(strings.Repeat("█", filled)), st.barEmpty.Render(strings.Repeat("░", barWidth-filled)),
@@ -180,15 +183,19 @@ func kvText(b *strings.Builder, st styles, kv *attribution.KVCache) {
 	t.row("misses", commas(kv.MissPrefill.N), ms(kv.MissPrefill.P50), ms(kv.MissPrefill.P99), ms(kv.MissTTFT.P50), ms(kv.MissTTFT.P99))
 	t.render(b, st, 2)
 	if n := len(kv.Inflated); n > 0 {
-		fmt.Fprintf(b, "  %s %d of %d checked hits prefill like misses (inflated hit ratio): effective hit share %s, not %s\n",
+		fmt.Fprintf(b, "  %s %d of %d checked hits recomputed their prefix (inflated hit ratio): effective hit share %s, not %s\n",
 			st.warn.Render("!"), n, kv.Checked, pct(kv.EffectiveHitShare), pct(kv.HitShare))
 		for i, h := range kv.Inflated {
 			if i == 3 {
 				fmt.Fprintf(b, "    %s\n", st.dim.Render(fmt.Sprintf("… %d more (see --format json)", n-3)))
 				break
 			}
-			fmt.Fprintf(b, "    %s (%s, %s): %s cached of %s, prefill %s ms; a hit should take ~%s ms, a miss ~%s ms\n",
-				h.ID, h.Tenant, h.Model, commas(h.CachedTokens), commas(h.InputTokens), ms(h.PrefillMs), ms(h.ExpectedHitMs), ms(h.ExpectedMissMs))
+			why := "its step computed the whole prompt"
+			if h.Method == "timing" {
+				why = fmt.Sprintf("a hit should take ~%s ms, a miss ~%s ms", ms(float64(h.ExpectedHitMs)), ms(float64(h.ExpectedMissMs)))
+			}
+			fmt.Fprintf(b, "    %s (%s, %s): %s of %s prompt tokens reported cached, prefill %s ms; %s\n",
+				h.ID, h.Tenant, h.Model, commas(h.CachedTokens), commas(h.InputTokens), ms(h.PrefillMs), why)
 		}
 	} else if kv.Checked > 0 {
 		fmt.Fprintf(b, "  %d hits checked: all prefill like hits\n", kv.Checked)
