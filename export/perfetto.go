@@ -80,8 +80,8 @@ type PerfettoStats struct {
 	LaunchFlows int `json:"launch_flows"`
 	LinkFlows   int `json:"link_flows"`
 	// LinksSkipped counts links not drawn: an end out of range, an event
-	// that already carries another link, or a target that starts before its
-	// source (Perfetto drops such arrows).
+	// that already carries another arrow, or a target that starts before a
+	// source with several targets (Perfetto binds arrows in time order).
 	LinksSkipped int `json:"links_skipped"`
 	// OverflowLanes counts extra tracks opened for slices that do not nest.
 	OverflowLanes int `json:"overflow_lanes"`
@@ -715,8 +715,24 @@ func (x *exporter) layoutLinks() {
 		} else {
 			busyTo = x.inSpan[l.To] != 0 || x.outSpan[l.To] != 0 || x.launchedSpan(l.To)
 		}
-		if busyFrom || busyTo || toStart < from.Start {
+		if busyFrom || busyTo {
 			x.stats.LinksSkipped++
+			continue
+		}
+		if toStart < from.Start {
+			// Perfetto binds the arrow's end only after its start, in time
+			// order (and always draws it from the earlier slice): a target
+			// that starts first must carry the start. That works for a span
+			// target whose source has no other arrow; otherwise skip.
+			if isOut || l.ToOp {
+				x.stats.LinksSkipped++
+				continue
+			}
+			id = next
+			next++
+			x.outSpan[l.To] = id
+			x.inSpan[l.From] = id
+			x.stats.LinkFlows++
 			continue
 		}
 		if !isOut {
@@ -823,7 +839,7 @@ func (x *exporter) asyncBegin(i int, pid int64, cookie uint64) {
 	s := &t.Spans[i]
 	ew.begin("b")
 	ew.str("cat", "otlp")
-	ew.str("name", t.Str(s.Name))
+	ew.str("name", nameOr(t.Str(s.Name)))
 	ew.int("pid", pid)
 	ew.int("tid", pid)
 	ew.ts("ts", s.Start)
@@ -859,7 +875,7 @@ func (x *exporter) asyncBegin(i int, pid int64, cookie uint64) {
 	for _, e := range s.Events {
 		ew.begin("n")
 		ew.str("cat", "otlp")
-		ew.str("name", t.Str(e.Name))
+		ew.str("name", nameOr(t.Str(e.Name)))
 		ew.int("pid", pid)
 		ew.int("tid", pid)
 		ew.ts("ts", e.Time)
@@ -877,12 +893,20 @@ func (x *exporter) asyncEnd(s *ingest.Span, pid int64, cookie uint64) {
 	ew := x.ew
 	ew.begin("e")
 	ew.str("cat", "otlp")
-	ew.str("name", x.t.Str(s.Name))
+	ew.str("name", nameOr(x.t.Str(s.Name)))
 	ew.int("pid", pid)
 	ew.int("tid", pid)
 	ew.ts("ts", s.End)
 	ew.raw("id2", cookieJSON(cookie))
 	ew.end()
+}
+
+// nameOr names the unnamed: Perfetto shows an empty name as a null.
+func nameOr(name string) string {
+	if name == "" {
+		return "(unnamed)"
+	}
+	return name
 }
 
 func cookieJSON(c uint64) []byte {
@@ -931,7 +955,7 @@ func (x *exporter) writeThreads() {
 			tid := th.tids[th.lane[j]]
 			ew.begin("X")
 			ew.str("cat", originCategory[s.Origin])
-			ew.str("name", t.Str(s.Name))
+			ew.str("name", nameOr(t.Str(s.Name)))
 			ew.int("pid", pid)
 			ew.int("tid", tid)
 			ew.ts("ts", s.Start)
@@ -985,7 +1009,7 @@ func (x *exporter) writeGPU() {
 				cat = opCategory[o.Kind]
 			}
 			ew.str("cat", cat)
-			ew.str("name", t.Str(o.Name))
+			ew.str("name", nameOr(t.Str(o.Name)))
 			ew.int("pid", pid)
 			ew.int("tid", tid)
 			ew.ts("ts", o.Start)
@@ -1039,7 +1063,7 @@ func (x *exporter) writeCounters() {
 	t, ew := x.t, x.ew
 	for i := range t.Samples {
 		s := &t.Samples[i]
-		name := t.Str(s.Metric)
+		name := nameOr(t.Str(s.Metric))
 		if s.Instance >= 0 {
 			name += " mig" + strconv.Itoa(int(s.Instance))
 		}

@@ -2,15 +2,23 @@ package export
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
-	"math/big"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/llmprof/llmprof/align"
 	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/ingest/otlp"
 	"github.com/llmprof/llmprof/internal/golden"
+	"github.com/llmprof/llmprof/internal/shareddata"
+	"github.com/llmprof/llmprof/synth"
 )
 
 const base = int64(1_700_000_000_000_000_000)
@@ -158,18 +166,22 @@ type parsed struct {
 	TraceEvents     []event        `json:"traceEvents"`
 }
 
-// ns converts an exported µs timestamp back to exact Unix ns.
+// ns converts an exported µs timestamp ("123.456") back to exact Unix ns.
 func ns(t *testing.T, n json.Number, baseNs int64) int64 {
 	t.Helper()
-	r, ok := new(big.Rat).SetString(string(n))
-	if !ok {
-		t.Fatalf("timestamp %q is not a number", n)
+	s := string(n)
+	neg := strings.HasPrefix(s, "-")
+	whole, frac, ok := strings.Cut(strings.TrimPrefix(s, "-"), ".")
+	w, err1 := strconv.ParseInt(whole, 10, 64)
+	f, err2 := strconv.ParseInt(frac, 10, 64)
+	if !ok || len(frac) != 3 || err1 != nil || err2 != nil {
+		t.Fatalf("timestamp %q is not µs with three decimals", n)
 	}
-	r.Mul(r, big.NewRat(1000, 1))
-	if !r.IsInt() {
-		t.Fatalf("timestamp %q has sub-ns digits", n)
+	v := w*1000 + f
+	if neg {
+		v = -v
 	}
-	return r.Num().Int64() + baseNs
+	return v + baseNs
 }
 
 // checkExport parses the export back and checks what every viewer needs:
@@ -417,33 +429,38 @@ func TestPerfettoGrouping(t *testing.T) {
 }
 
 // TestPerfettoLinksSkipped: links that cannot be drawn are counted, not
-// written half way.
+// written half way; a target that starts before its source carries the
+// arrow's start instead.
 func TestPerfettoLinksSkipped(t *testing.T) {
 	tr := smallTrace()
-	var nvtx, launch, otlp []int
+	idx := map[string]int{}
+	var launch []int
 	for i := range tr.Spans {
-		switch tr.Spans[i].Origin {
-		case ingest.OriginNVTX:
-			nvtx = append(nvtx, i)
-		case ingest.OriginCUDARuntime:
+		idx[tr.Str(tr.Spans[i].Name)] = i
+		if tr.Spans[i].Origin == ingest.OriginCUDARuntime {
 			launch = append(launch, i)
-		case ingest.OriginOTLP:
-			otlp = append(otlp, i)
 		}
 	}
 	links := []Link{
-		{From: -1, To: 0},                         // out of range
-		{From: 0, To: len(tr.GPUOps), ToOp: true}, // out of range
-		{From: launch[0], To: nvtx[0]},            // a launch call already carries its arrow
-		{From: nvtx[len(nvtx)-1], To: otlp[0]},    // target starts before its source
-		{From: otlp[0], To: 1, ToOp: true},        // fine: request → memcpy
-		{From: otlp[1], To: 1, ToOp: true},        // the memcpy already has an arrow in
+		{From: -1, To: 0},                                  // out of range
+		{From: 0, To: len(tr.GPUOps), ToOp: true},          // out of range
+		{From: launch[0], To: idx["warmup"]},               // a launch call already carries its arrow
+		{From: idx["llm.queue"], To: 1, ToOp: true},        // drawn: queue → memcpy
+		{From: idx["llm.prefill"], To: 1, ToOp: true},      // the memcpy already has an arrow in
+		{From: idx["llm.stream"], To: idx["warmup"]},       // drawn, reversed: warmup starts first
+		{From: idx["llm.stream"], To: idx["load weights"]}, // llm.stream is now an arrow's end
 	}
 	out, st := export(t, tr, PerfettoOptions{Links: links})
-	if st.LinksSkipped != 5 || st.LinkFlows != 1 {
-		t.Errorf("stats %+v, want 5 skipped and 1 drawn", st)
+	if st.LinksSkipped != 5 || st.LinkFlows != 2 {
+		t.Errorf("stats %+v, want 5 skipped and 2 drawn", st)
 	}
 	checkExport(t, tr, out, st, true)
+	// The reversed arrow starts at warmup.
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.Contains(line, `"name":"warmup"`) && !strings.Contains(line, `"flow_out":true`) {
+			t.Errorf("warmup does not start the reversed arrow: %s", line)
+		}
+	}
 }
 
 // countingWriter records how the export reaches the writer.
@@ -552,4 +569,64 @@ func ExampleWritePerfetto() {
 	// Output:
 	// 5 1000000000 <nil>
 	// {"ph":"X","cat":"kernel","name":"gemm","pid":100000000,"tid":100000001,"ts":500000.000,"dur":2.500,"args":{"device":0,"stream":7,"grid":"[0,0,0]","block":"[0,0,0]"}}
+}
+
+// TestPerfettoRealOTLP exports the shared real OTLP samples (Jaeger, OTLP
+// proto examples) and checks the result like the golden one.
+func TestPerfettoRealOTLP(t *testing.T) {
+	dir := shareddata.Path(t, "testdata/otlp")
+	tr, err := ingest.Open(context.Background(), []string{dir}, []ingest.Decoder{&otlp.Decoder{}}, ingest.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := align.Align(tr, align.DefaultOptions()); err != nil {
+		t.Fatal(err)
+	}
+	out, st := export(t, tr, PerfettoOptions{})
+	checkExport(t, tr, out, st, true)
+	t.Logf("%d spans from %d files → %d events", len(tr.Spans), len(tr.Sources), st.Events)
+}
+
+// TestPerfettoDemoRun exports the demo's serving run — its OTLP file decoded
+// by the OTLP decoder, merged with its GPU-side trace on a second clock,
+// aligned — and checks that it parses back with every field, nesting and
+// arrow in place.
+func TestPerfettoDemoRun(t *testing.T) {
+	cfg := synth.DefaultConfig(1, 500*time.Millisecond)
+	cfg.GPUClock = synth.ClockError{OffsetNs: -1_250_000_000, DriftPPM: 35, JitterNs: 5_000}
+	run, err := synth.Generate(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "demo.jsonl")
+	var buf bytes.Buffer
+	if err := run.WriteOTLP(&buf, synth.StyleLLM, synth.JSONLines); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	spans, err := ingest.Open(context.Background(), []string{path}, []ingest.Decoder{&otlp.Decoder{}}, ingest.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := ingest.Merge(spans, run.GPUTrace())
+	tr.Validate()
+	res, err := align.Align(tr, align.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := res.Fits[1]; f.Status != align.StatusRefined {
+		t.Fatalf("GPU side %s: %v", f.Status, f.Warnings)
+	}
+	var links []Link
+	for _, m := range align.Mirrors(tr) {
+		links = append(links, Link{From: m.OTLP, To: m.NVTX})
+	}
+	out, st := export(t, tr, PerfettoOptions{Links: links, Metadata: map[string]any{"alignment": res.Fits}})
+	checkExport(t, tr, out, st, true)
+	if st.LaunchFlows != len(run.Ops) || st.LinkFlows != len(run.Steps) || st.LinksSkipped != 0 {
+		t.Errorf("stats %+v: want %d launch arrows and %d mirror arrows", st, len(run.Ops), len(run.Steps))
+	}
+	t.Logf("%d spans, %d GPU ops → %d events, %d bytes; %+v", len(tr.Spans), len(tr.GPUOps), st.Events, len(out), st)
 }
