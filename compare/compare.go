@@ -734,8 +734,12 @@ func (c *comparison) computeRequestLevel(specs []spec) {
 	var outs [4]map[string][]float64
 	var wg sync.WaitGroup
 	jobs := []func() map[string][]float64{
-		func() map[string][]float64 { return reqB.run(c.base.n, blockB, c.opts.Reps, c.opts.Seed, "baseline/requests") },
-		func() map[string][]float64 { return reqC.run(c.cand.n, blockC, c.opts.Reps, c.opts.Seed, "candidate/requests") },
+		func() map[string][]float64 {
+			return reqB.run(c.base.n, blockB, c.opts.Reps, c.opts.Seed, "baseline/requests")
+		},
+		func() map[string][]float64 {
+			return reqC.run(c.cand.n, blockC, c.opts.Reps, c.opts.Seed, "candidate/requests")
+		},
 		func() map[string][]float64 {
 			return itlB.run(len(c.base.itl), itlBlock(c.base), c.opts.Reps, c.opts.Seed, "baseline/itl")
 		},

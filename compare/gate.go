@@ -67,7 +67,11 @@ func (g Gate) String() string {
 			unit = "ms"
 		}
 	}
-	return fmt.Sprintf("%s %c %s%s", g.Metric, g.Op, strconv.FormatFloat(g.Threshold, 'f', -1, 64), unit)
+	num := strconv.FormatFloat(g.Threshold, 'f', -1, 64)
+	if g.Threshold >= 0 {
+		num = "+" + num
+	}
+	return fmt.Sprintf("%s %c %s%s", g.Metric, g.Op, num, unit)
 }
 
 // gateRE is metric, operator, signed number, unit.

@@ -230,7 +230,7 @@ func exactU(n1, n2 int) uDist {
 func minAttainableP(n1, n2 int) float64 {
 	// log C(n1+n2, n1) via lgamma keeps this finite for any n.
 	lg := func(x int) float64 { v, _ := math.Lgamma(float64(x) + 1); return v }
-	return min(1, 2*math.Exp(-(lg(n1+n2) - lg(n1) - lg(n2))))
+	return min(1, 2*math.Exp(-(lg(n1+n2)-lg(n1)-lg(n2))))
 }
 
 // minSamplesForU is the smallest n (per side, equal sizes) at which the exact
