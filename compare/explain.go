@@ -12,13 +12,14 @@ import (
 // at or above the side's own p90 or p99 for the tails — so a p99 regression
 // is explained by what the slowest requests spent their time on.
 //
-// The decomposition depends on the metric: TTFT by the first token's buckets
-// (request stages when token buckets are absent), E2E by the request's token
-// buckets (or stages), queue by stages, and TPOT and ITL per output token
-// (decode tokens' buckets divided by output tokens − 1 when the first token's
-// buckets are known). Time attributed to other tenants is added as
-// "tenant:NAME". Deltas for a tail statistic explain the tail's mean, so they
-// need not sum exactly to the quantile's change.
+// The decomposition depends on the metric: TTFT by the first token's
+// buckets (request stages when token buckets are absent), E2E by the
+// request's token buckets (or stages), TPOT and ITL per output token (decode
+// tokens' buckets divided by output tokens − 1 when the first token's
+// buckets are known), and queue by nothing but other tenants, since it is a
+// single stage. Time attributed to another tenant is added as "tenant:NAME".
+// Deltas for a tail statistic explain the tail's mean, so they need not sum
+// exactly to the quantile's change.
 func (c *comparison) explain(w *work) {
 	s := w.spec
 	if s.series == "" || s.rate != "" {
@@ -42,7 +43,9 @@ func (c *comparison) explain(w *work) {
 			fam = famTokens
 		}
 	}
-	if fam < 0 && both(famStages) {
+	// Queueing is one stage: the buckets say nothing about it, other
+	// tenants' load may.
+	if fam < 0 && both(famStages) && s.series != "queue" {
 		fam, w.m.Breakdown = famStages, "request stages"
 	}
 	if perToken {

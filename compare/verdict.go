@@ -168,7 +168,11 @@ func (c *comparison) decide(out *GateOutcome, m *Metric, w *work, holmRejected b
 	default:
 		out.Verdict = Inconclusive
 		out.Reason = fmt.Sprintf("%s contains %s", ci, thr)
-		if n := c.neededN(m, w, g, lo, hi, est); n > 0 {
+		n := c.neededN(m, g, lo, hi, est)
+		switch {
+		case n > 100*max(m.NBaseline, m.NCandidate):
+			out.Reason += fmt.Sprintf("; the estimate (%s) is too close to the threshold for more %s to settle it soon", fmtChange(est, g), w.unitsOf)
+		case n > 0:
 			out.NeededN = n
 			out.Reason += fmt.Sprintf("; about %d %s per side would settle it", n, w.unitsOf)
 		}
@@ -205,7 +209,7 @@ func fmtChange(v float64, g Gate) string {
 // interval's half-width shrinks as 1/√n, so n·((z_{1−α/2}+z_{power})·SE/|est−δ|)²,
 // with SE read off the current interval. 0 when it cannot be estimated or the
 // current n should already suffice (an unlucky draw, not a lack of data).
-func (c *comparison) neededN(m *Metric, w *work, g Gate, lo, hi, est float64) int {
+func (c *comparison) neededN(m *Metric, g Gate, lo, hi, est float64) int {
 	if math.IsInf(lo, 0) || math.IsInf(hi, 0) || math.IsNaN(est) {
 		return 0
 	}
