@@ -104,10 +104,17 @@ func newSortedView(values []float64) sortedView {
 }
 
 // total is the resample's size restricted to this series' known units.
-func (s sortedView) total(counts []int32) int {
+// values is the series the view was built from; walking it in unit order
+// keeps the memory access sequential.
+func (s sortedView) total(values []float64, counts []int32) int {
+	if len(s.order) == len(values) {
+		return len(values) // no unknowns: multiplicities sum to n
+	}
 	t := 0
-	for _, u := range s.order {
-		t += int(counts[u])
+	for i, v := range values {
+		if !math.IsNaN(v) {
+			t += int(counts[i])
+		}
 	}
 	return t
 }
@@ -161,14 +168,14 @@ func (s sortedView) orderPair(counts []int32, total, p, p2 int) (float64, float6
 
 // resampledMean returns the mean of the series' known values in the
 // resample.
-func resampledMean(values []float64, view sortedView, counts []int32, total int) float64 {
+func resampledMean(values []float64, counts []int32, total int) float64 {
 	if total == 0 {
 		return math.NaN()
 	}
 	var s float64
-	for _, u := range view.order {
-		if c := counts[u]; c != 0 {
-			s += float64(c) * values[u]
+	for i, v := range values {
+		if c := counts[i]; c != 0 && !math.IsNaN(v) {
+			s += float64(c) * v
 		}
 	}
 	return s / float64(total)

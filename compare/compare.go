@@ -966,10 +966,10 @@ func (b *bootPlan) run(n, block, reps int, seed uint64, stream string) map[strin
 	for rep := range reps {
 		counts := rs.next()
 		for _, ps := range b.series {
-			total := ps.view.total(counts)
+			total := ps.view.total(ps.values, counts)
 			for _, s := range ps.stats {
 				if s.stat == "mean" {
-					out[s.name][rep] = resampledMean(ps.values, ps.view, counts, total)
+					out[s.name][rep] = resampledMean(ps.values, counts, total)
 				} else {
 					out[s.name][rep] = ps.view.quantile(counts, total, s.q)
 				}

@@ -74,7 +74,7 @@ type Run struct {
 	Stages     map[string]Series `json:"stages_ms,omitempty"`
 	Tokens     map[string]Series `json:"tokens_ms,omitempty"`
 	FirstToken map[string]Series `json:"first_token_ms,omitempty"`
-	Tenants    map[string]Series `json:"tenants_ms,omitempty"`
+	Tenants    map[string]Series `json:"tenants_ms"`
 
 	TokensEstimated bool `json:"tokens_estimated,omitempty"`
 }
