@@ -197,11 +197,14 @@ func fmtChange(v float64, g Gate) string {
 		}
 		return "-inf"
 	}
-	if g.Relative {
-		return strconv.FormatFloat(v, 'f', 1, 64) + "%"
+	sign := ""
+	if v >= 0 {
+		sign = "+"
 	}
-	unit := metricUnit(g.Metric)
-	return strconv.FormatFloat(v, 'g', 3, 64) + unit
+	if g.Relative {
+		return sign + strconv.FormatFloat(v, 'f', 1, 64) + "%"
+	}
+	return sign + strconv.FormatFloat(v, 'g', 3, 64) + metricUnit(g.Metric)
 }
 
 // neededN estimates the units per side at which an interval around the
