@@ -136,8 +136,12 @@ var diffFormats = map[string]func(w io.Writer, res *compare.Result, o report.Dif
 	"text":     report.WriteDiffText,
 	"markdown": report.WriteDiffMarkdown,
 	"md":       report.WriteDiffMarkdown,
-	"json":     func(w io.Writer, res *compare.Result, _ report.DiffOptions) error { return report.WriteDiffJSON(w, res) },
-	"junit":    func(w io.Writer, res *compare.Result, _ report.DiffOptions) error { return report.WriteDiffJUnit(w, res) },
+	"json": func(w io.Writer, res *compare.Result, _ report.DiffOptions) error {
+		return report.WriteDiffJSON(w, res)
+	},
+	"junit": func(w io.Writer, res *compare.Result, _ report.DiffOptions) error {
+		return report.WriteDiffJUnit(w, res)
+	},
 }
 
 func runDiff(ctx context.Context, opts *DiffOptions) error {
