@@ -29,9 +29,9 @@ type Shift struct {
 // Assumptions: independent observations and a shift model, y ~ x + Δ. The
 // interval is [D_(k), D_(M+1−k)] over the M = n1·n2 sorted pairwise
 // differences D, with k the largest integer such that P_H0(U ≤ k−1) ≤ α/2:
-// exact when there are no ties and both n ≤ 50, else from the normal
-// approximation with tie correction. Its coverage is at least 1−α in the
-// continuous case.
+// from the exact distribution of U up to 50 per side (with ties it is an
+// approximation), from the tie-corrected normal approximation beyond. Its
+// coverage is at least 1−α in the continuous case.
 //
 // The M differences are never formed: D_(k) is selected in the implicit
 // sorted matrix (x and y sorted, D_ij = y_j − x_i increasing along rows and
@@ -62,12 +62,20 @@ func HodgesLehmann(xs, ys []float64, alpha float64) Shift {
 	return Shift{Estimate: est, Low: sel.kth(k), High: sel.kth(m + 1 - k), K: k}
 }
 
-// mosesK is the largest k with P_H0(U ≤ k−1) ≤ α/2, or 0 if none.
+// mosesK is the largest k with P_H0(U ≤ k−1) ≤ α/2, or 0 if none. Up to 50
+// per side it reads k from the exact distribution of U, also when there are
+// ties (where that table is an approximation, as is the normal one; ties
+// among ms-rounded latencies are few relative to n). Beyond, the normal
+// approximation with tie correction. Samples too small for any exact tail
+// of α/2 get no interval, and neither do samples whose pooled values are all
+// equal (σ_U = 0: the approximation would return a single point).
 func mosesK(xs, ys []float64, alpha float64) int64 {
 	n1, n2 := len(xs), len(ys)
 	m := int64(n1) * int64(n2)
-	ties := hasTies(xs, ys)
-	if !ties && n1 <= exactUMax && n2 <= exactUMax {
+	if minAttainableP(n1, n2)/2 > alpha/2*(1+1e-9) || xs[0] == xs[n1-1] && ys[0] == ys[n2-1] && xs[0] == ys[0] {
+		return 0
+	}
+	if n1 <= exactUMax && n2 <= exactUMax {
 		d := exactU(n1, n2)
 		var k int64
 		for u := 0; u <= n1*n2; u++ {
@@ -80,6 +88,9 @@ func mosesK(xs, ys []float64, alpha float64) int64 {
 	}
 	_, tieSum := uStatistic(xs, ys)
 	_, sigma := uMoments(n1, n2, tieSum)
+	if sigma == 0 {
+		return 0
+	}
 	z := distuv.UnitNormal.Quantile(1 - alpha/2)
 	// P(U ≤ k−1) ≈ Φ((k−1+½−M/2)/σ) ≤ α/2  ⇔  k ≤ M/2 − zσ + ½.
 	k := int64(math.Floor(float64(m)/2 - z*sigma + 0.5))

@@ -270,3 +270,37 @@ func TestDiffOutputs(t *testing.T) {
 		t.Error("colour escapes in non-terminal output")
 	}
 }
+
+// FuzzLoadSide: whatever a file holds, loading it returns runs or an error
+// that names the file, never a panic.
+func FuzzLoadSide(f *testing.F) {
+	for _, s := range []string{
+		`{"schema":"llmprof.report/v1","samples":{"requests":2,"ttft_ms":[1,null]}}`,
+		`{"schema":"llmprof.samples/v1","requests":1,"ttft_ms":[1]}`,
+		`[{"requests":1,"e2e_ms":[3]}]`,
+		`{"resourceSpans":[]}`,
+		`{"schema":"llmprof.report/v1","samples":[]}`,
+		"SQLite format 3\x00",
+		`{"requests":1}{"requests":2}`,
+		"\x1f\x8b\x08\x00",
+	} {
+		f.Add([]byte(s))
+	}
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p := filepath.Join(dir, "in.json")
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		runs, err := loadSide(context.Background(), []string{p})
+		if err != nil {
+			if !strings.Contains(err.Error(), "in.json") {
+				t.Errorf("error does not name the file: %v", err)
+			}
+			return
+		}
+		if len(runs) == 0 {
+			t.Error("no error and no runs")
+		}
+	})
+}
