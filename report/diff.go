@@ -75,7 +75,7 @@ type diffMetricDoc struct {
 	CIHigh      jnum            `json:"ci_high"`
 	CILowPct    jnum            `json:"ci_low_pct"`
 	CIHighPct   jnum            `json:"ci_high_pct"`
-	P           jnum            `json:"p"`
+	P           jprob           `json:"p"`
 	Significant bool            `json:"significant"`
 	MDE         jnum            `json:"mde"`
 	MDEPct      jnum            `json:"mde_pct"`
@@ -90,8 +90,8 @@ type diffMetricDoc struct {
 type diffRuleDoc struct {
 	Rule      string `json:"rule"`
 	Reason    string `json:"reason"`
-	PFail     jnum   `json:"p_fail"`
-	HolmLevel jnum   `json:"holm_level"`
+	PFail     jprob  `json:"p_fail"`
+	HolmLevel jprob  `json:"holm_level"`
 	NeededN   int    `json:"needed_n,omitempty"`
 }
 
@@ -110,18 +110,31 @@ type diffGateDoc struct {
 	Rules              []string        `json:"rules"`
 }
 
-// jnum is a float written with 6 significant digits (stable across
-// platforms whose last bits may differ) and as null when it is not finite.
+// jnum is a measurement written with 6 significant digits and at most 6
+// decimals, so the last bits that differ between platforms (fused
+// multiply-add, summation order) never reach a consumer or a golden file,
+// and a rounding residue such as -8.9e-14 reads as 0. Not finite: null.
 type jnum float64
 
 func (v jnum) MarshalJSON() ([]byte, error) {
-	f := float64(v)
+	return marshalRounded(math.Round(float64(v)*1e6) / 1e6)
+}
+
+// jprob is a probability: 6 significant digits, small values kept.
+type jprob float64
+
+func (v jprob) MarshalJSON() ([]byte, error) { return marshalRounded(float64(v)) }
+
+func marshalRounded(f float64) ([]byte, error) {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return []byte("null"), nil
 	}
 	r, err := strconv.ParseFloat(strconv.FormatFloat(f, 'g', 6, 64), 64)
 	if err != nil {
 		return nil, err
+	}
+	if r == 0 {
+		r = 0 // no "-0"
 	}
 	return strconv.AppendFloat(nil, r, 'g', -1, 64), nil
 }
@@ -147,7 +160,7 @@ func WriteDiffJSON(w io.Writer, res *compare.Result) error {
 			Baseline: jnum(m.Baseline), Candidate: jnum(m.Candidate),
 			Delta: jnum(m.Delta), DeltaPct: jnum(m.DeltaPct),
 			CILow: jnum(m.CILow), CIHigh: jnum(m.CIHigh), CILowPct: jnum(m.CILowPct), CIHighPct: jnum(m.CIHighPct),
-			P: jnum(m.P), Significant: m.Significant, MDE: jnum(m.MDE), MDEPct: jnum(m.MDEPct), MinN: m.MinN,
+			P: jprob(m.P), Significant: m.Significant, MDE: jnum(m.MDE), MDEPct: jnum(m.MDEPct), MinN: m.MinN,
 			Note: m.Note, Breakdown: m.Breakdown, Explanation: []diffBucketDoc{},
 		}
 		for _, e := range m.Explanation {
@@ -155,7 +168,7 @@ func WriteDiffJSON(w io.Writer, res *compare.Result) error {
 		}
 		if g := m.Gate; g != nil {
 			md.Verdict = g.Verdict
-			md.Gate = &diffRuleDoc{Rule: g.Rule.String(), Reason: g.Reason, PFail: jnum(g.PFail), HolmLevel: jnum(g.HolmLevel), NeededN: g.NeededN}
+			md.Gate = &diffRuleDoc{Rule: g.Rule.String(), Reason: g.Reason, PFail: jprob(g.PFail), HolmLevel: jprob(g.HolmLevel), NeededN: g.NeededN}
 			doc.Gate.Rules = append(doc.Gate.Rules, g.Rule.String())
 		}
 		doc.Metrics = append(doc.Metrics, md)
