@@ -28,6 +28,9 @@ type resampler struct {
 	block  int
 	counts []int32
 	diff   []int32
+	// spans are the drawn blocks [start, end) of the last block resample,
+	// so sums over it cost O(blocks) with prefix sums.
+	spans [][2]int32
 }
 
 func newResampler(n, block int, seed uint64, stream string) *resampler {
@@ -54,6 +57,7 @@ func (r *resampler) next() []int32 {
 		return r.counts
 	}
 	clear(r.diff)
+	r.spans = r.spans[:0]
 	blocks := (n + l - 1) / l
 	for b := range blocks {
 		length := l
@@ -63,6 +67,7 @@ func (r *resampler) next() []int32 {
 		s := r.rng.IntN(n - l + 1)
 		r.diff[s]++
 		r.diff[s+length]--
+		r.spans = append(r.spans, [2]int32{int32(s), int32(s + length)})
 	}
 	var acc int32
 	for i := range n {
@@ -164,6 +169,35 @@ func (s sortedView) orderPair(counts []int32, total, p, p2 int) (float64, float6
 		}
 	}
 	return s.vals[0], b
+}
+
+// prefixSums returns the running sums of a series' known values and of
+// their count (unknowns count 0), for block resamples.
+func prefixSums(values []float64) (sum []float64, known []int32) {
+	sum = make([]float64, len(values)+1)
+	known = make([]int32, len(values)+1)
+	for i, v := range values {
+		sum[i+1], known[i+1] = sum[i], known[i]
+		if !math.IsNaN(v) {
+			sum[i+1] += v
+			known[i+1]++
+		}
+	}
+	return sum, known
+}
+
+// blockMean is the resample's mean over its blocks: O(blocks), not O(n).
+// It returns NaN when the blocks hold no known value.
+func blockMean(spans [][2]int32, sum []float64, known []int32) (mean float64, total int) {
+	var s float64
+	for _, b := range spans {
+		s += sum[b[1]] - sum[b[0]]
+		total += int(known[b[1]] - known[b[0]])
+	}
+	if total == 0 {
+		return math.NaN(), 0
+	}
+	return s / float64(total), total
 }
 
 // resampledMean returns the mean of the series' known values in the

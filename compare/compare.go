@@ -924,6 +924,9 @@ type planSeries struct {
 	values []float64
 	view   sortedView
 	stats  []spec
+	// Prefix sums for block resamples (nil until needed).
+	sum   []float64
+	known []int32
 }
 
 type planRatio struct {
@@ -963,14 +966,29 @@ func (b *bootPlan) run(n, block, reps int, seed uint64, stream string) map[strin
 		out[pr.name] = make([]float64, reps)
 	}
 	rs := newResampler(n, block, seed, stream)
+	blocks := rs.block > 1
+	if blocks {
+		for i := range b.series {
+			b.series[i].sum, b.series[i].known = prefixSums(b.series[i].values)
+		}
+	}
 	for rep := range reps {
 		counts := rs.next()
 		for _, ps := range b.series {
-			total := ps.view.total(ps.values, counts)
+			var total int
+			var blockAvg float64
+			if blocks {
+				blockAvg, total = blockMean(rs.spans, ps.sum, ps.known)
+			} else {
+				total = ps.view.total(ps.values, counts)
+			}
 			for _, s := range ps.stats {
-				if s.stat == "mean" {
+				switch {
+				case s.stat == "mean" && blocks:
+					out[s.name][rep] = blockAvg
+				case s.stat == "mean":
 					out[s.name][rep] = resampledMean(ps.values, counts, total)
-				} else {
+				default:
 					out[s.name][rep] = ps.view.quantile(counts, total, s.q)
 				}
 			}

@@ -361,3 +361,18 @@ func FuzzSeriesJSON(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkCompare is a full comparison of two 2000-request runs with token
+// buckets (about 220k ITL gaps per side) at the default 2000 replicates.
+func BenchmarkCompare(b *testing.B) {
+	base := comparetest.Workload{Requests: 2000, Seed: 1}.Run()
+	cand := comparetest.Workload{Requests: 2000, Seed: 2, AttentionFactor: 1.2}.Run()
+	opts := fastOptions("ttft.p99<+10%", "tpot.p50<+5%", "itl.p99<+10%")
+	opts.Reps = compare.DefaultOptions().Reps
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := compare.Compare(side("b", base), side("c", cand), opts); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -102,6 +102,7 @@ func TestResampledStatisticsMatchMaterialized(t *testing.T) {
 		{"blocks", 200, 7, false, false},
 		{"unknowns", 150, 1, true, false},
 		{"ties", 100, 5, false, true},
+		{"blocks with unknowns", 120, 9, true, false},
 		{"tiny", 3, 1, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -140,6 +141,13 @@ func TestResampledStatisticsMatchMaterialized(t *testing.T) {
 				}
 				if got, want := resampledMean(values, counts, total), mean(ref); math.Abs(got-want) > 1e-9*math.Abs(want) {
 					t.Fatalf("mean %v, want %v", got, want)
+				}
+				if tc.block > 1 {
+					sum, known := prefixSums(values)
+					got, n := blockMean(rs.spans, sum, known)
+					if n != total || math.Abs(got-mean(ref)) > 1e-9*math.Abs(mean(ref)) {
+						t.Fatalf("block mean %v over %d, want %v over %d", got, n, mean(ref), total)
+					}
 				}
 			}
 		})
