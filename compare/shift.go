@@ -107,25 +107,6 @@ func hasDup(a []float64) bool {
 	return false
 }
 
-// hasTies reports whether the pooled sorted samples contain equal values.
-func hasTies(xs, ys []float64) bool {
-	if hasDup(xs) || hasDup(ys) {
-		return true
-	}
-	i, j := 0, 0
-	for i < len(xs) && j < len(ys) {
-		switch {
-		case xs[i] < ys[j]:
-			i++
-		case xs[i] > ys[j]:
-			j++
-		default:
-			return true
-		}
-	}
-	return false
-}
-
 // diffSelector selects order statistics of D_ij = y_j − x_i without forming
 // the n1·n2 differences.
 type diffSelector struct {

@@ -59,9 +59,8 @@ func MannWhitney(x, y []float64) UResult {
 // sample, by ranking the pooled sample once (mid-ranks for ties).
 func uStatistic(x, y []float64) (u, tieSum float64) {
 	type obs struct {
-		v    float64
-		isY  bool
-		rank float64
+		v   float64
+		isY bool
 	}
 	pool := make([]obs, 0, len(x)+len(y))
 	for _, v := range x {
