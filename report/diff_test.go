@@ -4,17 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
-	"flag"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/llmprof/llmprof/compare"
 	"github.com/llmprof/llmprof/compare/comparetest"
+	"github.com/llmprof/llmprof/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 // diffCase builds a comparison from synthetic runs with known truth.
 func diffCase(t *testing.T, name string) *compare.Result {
@@ -59,42 +55,11 @@ func diffCase(t *testing.T, name string) *compare.Result {
 	return res
 }
 
-func golden(t *testing.T, name string, got []byte) {
+// diffGolden checks one rendered format against testdata/diff_NAME.EXT.
+func diffGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./report -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the golden file (go test ./report -update rewrites it; review the diff):\n%s", path, firstDiff(string(want), string(got)))
-	}
+	golden.Check(t, filepath.Join("testdata", name), got)
 }
-
-func firstDiff(want, got string) string {
-	wl, gl := strings.Split(want, "\n"), strings.Split(got, "\n")
-	for i := range max(len(wl), len(gl)) {
-		var w, g string
-		if i < len(wl) {
-			w = wl[i]
-		}
-		if i < len(gl) {
-			g = gl[i]
-		}
-		if w != g {
-			return "line " + strconvItoa(i+1) + ":\n  want: " + w + "\n  got:  " + g
-		}
-	}
-	return ""
-}
-
-func strconvItoa(i int) string { b, _ := json.Marshal(i); return string(b) }
 
 func TestDiffGolden(t *testing.T) {
 	for _, name := range []string{"regression", "pass", "report", "replication"} {
@@ -113,10 +78,10 @@ func TestDiffGolden(t *testing.T) {
 			if err := WriteDiffJUnit(&junit, res); err != nil {
 				t.Fatal(err)
 			}
-			golden(t, "diff_"+name+".txt", text.Bytes())
-			golden(t, "diff_"+name+".md", md.Bytes())
-			golden(t, "diff_"+name+".json", js.Bytes())
-			golden(t, "diff_"+name+".xml", junit.Bytes())
+			diffGolden(t, "diff_"+name+".txt", text.Bytes())
+			diffGolden(t, "diff_"+name+".md", md.Bytes())
+			diffGolden(t, "diff_"+name+".json", js.Bytes())
+			diffGolden(t, "diff_"+name+".xml", junit.Bytes())
 		})
 	}
 }
