@@ -16,10 +16,10 @@ import (
 // buckets (request stages when token buckets are absent), E2E by the
 // request's token buckets (or stages), TPOT and ITL per output token (decode
 // tokens' buckets divided by output tokens − 1 when the first token's
-// buckets are known), and queue by nothing but other tenants, since it is a
-// single stage. Time attributed to another tenant is added as "tenant:NAME".
-// Deltas for a tail statistic explain the tail's mean, so they need not sum
-// exactly to the quantile's change.
+// buckets are known). Time attributed to another tenant, "tenant:NAME", is
+// whole-request time, so it joins E2E, TPOT and ITL but not TTFT. Queue is a
+// single stage and gets no explanation. Deltas for a tail statistic explain
+// the tail's mean, so they need not sum exactly to the quantile's change.
 func (c *comparison) explain(w *work) {
 	s := w.spec
 	if s.series == "" || s.rate != "" {
@@ -43,9 +43,11 @@ func (c *comparison) explain(w *work) {
 			fam = famTokens
 		}
 	}
-	// Queueing is one stage: the buckets say nothing about it, other
-	// tenants' load may.
-	if fam < 0 && both(famStages) && s.series != "queue" {
+	// Queueing is one stage: there is nothing to decompose.
+	if s.series == "queue" {
+		return
+	}
+	if fam < 0 && both(famStages) {
 		fam, w.m.Breakdown = famStages, "request stages"
 	}
 	if perToken {
@@ -64,7 +66,9 @@ func (c *comparison) explain(w *work) {
 			sources = append(sources, source{bucket, fam})
 		}
 	}
-	if both(famTenants) {
+	// Tenant time is attributed over the whole request, so it explains E2E
+	// and, per token, TPOT and ITL — not TTFT.
+	if both(famTenants) && s.series != "ttft" {
 		for _, t := range sortedKeys(b.fam[famTenants]) {
 			sources = append(sources, source{"tenant:" + t, famTenants})
 		}

@@ -110,6 +110,7 @@ func (r *Run) UnmarshalJSON(b []byte) error {
 // SchemaError is a saved file written for a schema this llmprof cannot read.
 type SchemaError struct{ Got, Want string }
 
+// Error says which schema was found and which is supported.
 func (e *SchemaError) Error() string {
 	return fmt.Sprintf("schema %q is not supported (this llmprof reads %q)", e.Got, e.Want)
 }

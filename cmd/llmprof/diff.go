@@ -183,7 +183,7 @@ func runDiff(ctx context.Context, opts *DiffOptions) error {
 		return err
 	}
 
-	_, noColor := os.LookupEnv("NO_COLOR")
+	noColor := os.Getenv("NO_COLOR") != "" // no-color.org: present and not empty
 	ropts := report.DiffOptions{All: opts.All, Color: opts.IO.OutTTY && !noColor && opts.Format == "text"}
 	if err := render(opts.IO.Out, res, ropts); err != nil {
 		return err
