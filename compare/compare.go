@@ -447,24 +447,29 @@ func (c *comparison) specs() []spec {
 		}
 		return out
 	}
-	for f, prefix := range map[int]string{famStages: prefixStage, famTokens: prefixToken, famTenants: prefixTenant} {
-		if !b.hasFam[f] || !k.hasFam[f] {
-			if b.hasFam[f] || k.hasFam[f] {
-				why := fmt.Sprintf("%s has no %s", cmpSide(!b.hasFam[f], b.label, k.label), famNames[f])
-				c.absent[prefix] = why
-				if f == famTenants {
-					c.warnf("tenants: not compared: %s (tenant attribution did not run there)", why)
-				}
-			} else {
-				c.absent[prefix] = fmt.Sprintf("neither side has %s", famNames[f])
+	perToken := []struct {
+		fam    int
+		prefix string
+	}{{famStages, prefixStage}, {famTokens, prefixToken}, {famTenants, prefixTenant}}
+	for _, pt := range perToken {
+		f, prefix := pt.fam, pt.prefix
+		switch {
+		case b.hasFam[f] && k.hasFam[f]:
+		case b.hasFam[f] || k.hasFam[f]:
+			why := fmt.Sprintf("%s has no %s", cmpSide(!b.hasFam[f], b.label, k.label), famNames[f])
+			c.absent[prefix] = why
+			if f == famTenants {
+				c.warnf("tenants: not compared: %s (tenant attribution did not run there)", why)
 			}
+		default:
+			c.absent[prefix] = fmt.Sprintf("neither side has %s", famNames[f])
 		}
 	}
-	for _, f := range []int{famStages, famTokens, famTenants} {
+	for _, pt := range perToken {
+		f, prefix := pt.fam, pt.prefix
 		if !b.hasFam[f] || !k.hasFam[f] {
 			continue
 		}
-		prefix := map[int]string{famStages: prefixStage, famTokens: prefixToken, famTenants: prefixTenant}[f]
 		order := sortedKeys(b.fam[f])
 		switch f {
 		case famStages:
