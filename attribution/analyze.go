@@ -18,6 +18,9 @@ type Options struct {
 	TenantKey string `json:"tenant_key,omitempty"`
 	// SLO sets the goodput thresholds; zero fields are not checked.
 	SLO SLO `json:"slo"`
+	// StallThreshold marks decode tokens slower than this as stalls; zero
+	// means 3× the run's median inter-token latency.
+	StallThreshold time.Duration `json:"stall_threshold_ns,omitempty"`
 }
 
 // DefaultOptions are the defaults documented on Options.
@@ -58,6 +61,11 @@ type Result struct {
 	// warnings stay on the trace).
 	Warnings []ingest.Warning
 	Options  Options
+	// Tokens summarizes the token breakdown (nil when no request has token
+	// times, observed or estimated).
+	Tokens *TokenSummary
+
+	trace *ingest.Trace // for EachToken
 }
 
 // Summary is the latency distribution of a group of requests.
@@ -149,7 +157,7 @@ type StageTotal struct {
 
 // Analyze finds the requests in t and attributes their latency.
 func Analyze(t *ingest.Trace, opts Options) *Result {
-	res := &Result{Options: opts, Styles: map[Style]int{}}
+	res := &Result{Options: opts, Styles: map[Style]int{}, trace: t}
 	k := newKeyCache(t)
 	ix := newSpanIndex(t)
 	cands, nested := findRequests(t, ix, k)
@@ -178,6 +186,9 @@ func Analyze(t *ingest.Trace, opts Options) *Result {
 	res.KVCache = kvCache(res.Requests, res.Steps, res.Engines)
 	res.BlindSpots = blindSpots(t, res.Requests)
 	res.ModelEvents = modelEvents(t, k, res.Requests)
+	if ts := summarizeTokens(res, opts.StallThreshold); ts.Tokens > 0 {
+		res.Tokens = ts
+	}
 	return res
 }
 
