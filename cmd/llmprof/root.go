@@ -48,6 +48,7 @@ var commands = []func(*Factory) *cobra.Command{
 	NewCmdDemo,
 	NewCmdExport,
 	NewCmdVersion,
+	NewCmdDiff,
 }
 
 // Main runs llmprof with the given arguments and returns the exit code.
