@@ -8,6 +8,8 @@ import (
 	"math"
 	"slices"
 	"strconv"
+
+	"github.com/llmprof/llmprof/attribution"
 )
 
 // SamplesSchema names the JSON shape of a Run. `analyze --format json`
@@ -17,18 +19,14 @@ import (
 const SamplesSchema = "llmprof.samples/v1"
 
 // StageBuckets are the request-stage attribution buckets (DESIGN §7, request
-// level), in display order. Each is the time one request spent in that stage.
-var StageBuckets = []string{"queue", "prefill", "decode", "tokenize", "detokenize", "stream", "other"}
+// level), as attribution names them. Each is the time one request spent in
+// that stage.
+var StageBuckets = attribution.StageNames()
 
 // TokenBuckets are the token-level attribution buckets (DESIGN §7, token
-// level), in display order. For one output token they partition the interval
-// since the previous token; a Run carries their per-request sums.
-var TokenBuckets = []string{
-	"queue", "preempted", "cpu.schedule",
-	"gpu.gemm", "gpu.attention", "gpu.communication", "gpu.norm_activation",
-	"gpu.sampling", "gpu.memcpy", "gpu.other", "gpu.idle",
-	"cpu.postprocess", "other",
-}
+// level), as attribution names them. For one output token they partition the
+// interval since the previous token; a Run carries their per-request sums.
+var TokenBuckets = attribution.BucketNames()
 
 // Run is one side's observations from one run of a workload: everything diff
 // needs to compare runs statistically, and nothing it does not. Per-request

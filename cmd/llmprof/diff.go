@@ -21,6 +21,9 @@ import (
 // DiffOptions are the parsed flags and arguments of `llmprof diff`.
 type DiffOptions struct {
 	IO *IOStreams
+	// analyzeRaw takes a raw trace input (file or directory) through the
+	// analyze pipeline.
+	analyzeRaw func(ctx context.Context, path string) (compare.Run, error)
 
 	// Baseline and Candidate are the two sides, each one or more paths.
 	Baseline, Candidate []string
@@ -48,6 +51,18 @@ type DiffOptions struct {
 func NewCmdDiff(f *Factory) *cobra.Command {
 	def := compare.DefaultOptions()
 	opts := &DiffOptions{IO: f.IO}
+	opts.analyzeRaw = func(ctx context.Context, path string) (compare.Run, error) {
+		a, err := analyzeInputs(ctx, f, []string{path}, pipelineOptions{})
+		if err != nil {
+			return compare.Run{}, err
+		}
+		if len(a.Attr.Requests) == 0 {
+			return compare.Run{}, fmt.Errorf("%s: no requests found (no span in a request convention llmprof knows)", path)
+		}
+		run := compare.FromAttribution(a.Attr)
+		run.RunID = path
+		return run, nil
+	}
 	cmd := &cobra.Command{
 		Use:   "diff [flags] <baseline> <candidate>",
 		Short: "Compare two runs statistically; with --gate it is the CI regression gate",
@@ -57,9 +72,11 @@ E2E and queue at p50/p90/p99/mean, throughput, goodput, and each attribution
 bucket's time per output token), and say whether the candidate is confidently
 worse, confidently fine, or whether the data cannot tell.
 
-Each side is a saved analysis (llmprof analyze --format json), a samples file
-(JSON of one run or an array of runs), or a comma-separated list of those.
-Several runs per side make the run the replication unit.
+Each side is a raw run (a trace file or a directory of them: OTLP, nsys,
+captures — analyzed as 'llmprof analyze' would), a saved analysis (llmprof
+analyze --format json), a samples file (JSON of one run or an array of runs),
+or a comma-separated list of those. Several runs per side make the run the
+replication unit.
 
 Medians use the Mann–Whitney U test and the Hodges–Lehmann shift with its Moses
 interval on log latency; tails, means and per-token buckets a seeded bootstrap
@@ -167,11 +184,11 @@ func runDiff(ctx context.Context, opts *DiffOptions) error {
 		outputs = append(outputs, output{r, path})
 	}
 
-	base, err := loadSide(ctx, opts.Baseline)
+	base, err := loadSide(ctx, opts.Baseline, opts.analyzeRaw)
 	if err != nil {
 		return err
 	}
-	cand, err := loadSide(ctx, opts.Candidate)
+	cand, err := loadSide(ctx, opts.Candidate, opts.analyzeRaw)
 	if err != nil {
 		return err
 	}
@@ -286,21 +303,37 @@ func gateSummary(res *compare.Result) string {
 // whose "samples" key holds the runs diff compares.
 const AnalysisSchema = "llmprof.report/v1"
 
-// errRawInput marks a trace input (OTLP, nsys, capture) that diff cannot
-// read directly yet: it needs the analyze pipeline.
-var errRawInput = errors.New("is a raw trace input; diff reads saved analyses for now: run 'llmprof analyze --format json' on it and diff the result")
+// errRawInput marks a trace input (OTLP, nsys, capture) rather than saved
+// samples: it goes through the analyze pipeline.
+var errRawInput = errors.New("is a raw trace input")
 
 // loadSide reads one side's inputs, deciding per path what it is: a saved
-// analysis, a samples file (one run or an array of runs), or a raw trace.
-func loadSide(ctx context.Context, paths []string) ([]compare.Run, error) {
+// analysis, a samples file (one run or an array of runs), or a raw trace (a
+// file or directory), which analyzeRaw turns into one run. Without
+// analyzeRaw a raw input is an error.
+func loadSide(ctx context.Context, paths []string, analyzeRaw func(context.Context, string) (compare.Run, error)) ([]compare.Run, error) {
 	var runs []compare.Run
+	raw := func(p string) error {
+		if analyzeRaw == nil {
+			return fmt.Errorf("%s %w", p, errRawInput)
+		}
+		run, err := analyzeRaw(ctx, p)
+		if err != nil {
+			return err
+		}
+		runs = append(runs, run)
+		return nil
+	}
 	for _, p := range paths {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		if st, err := os.Stat(p); err == nil && st.IsDir() {
 			// A capture directory or a folder of traces.
-			return nil, fmt.Errorf("%s %w", p, errRawInput)
+			if err := raw(p); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		in, err := ingest.NewInput(p)
 		if err != nil {
@@ -312,13 +345,19 @@ func loadSide(ctx context.Context, paths []string) ([]compare.Run, error) {
 		}
 		if head[0] != '{' && head[0] != '[' {
 			// SQLite (nsys), protobuf (OTLP), Arrow (captures).
-			return nil, fmt.Errorf("%s %w", p, errRawInput)
+			if err := raw(p); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		rs, err := readSamples(in)
-		if err != nil {
-			if errors.Is(err, errRawInput) {
-				return nil, fmt.Errorf("%s %w", p, err)
+		if errors.Is(err, errRawInput) {
+			if err := raw(p); err != nil {
+				return nil, err
 			}
+			continue
+		}
+		if err != nil {
 			return nil, fmt.Errorf("%s: %w", p, err)
 		}
 		runs = append(runs, rs...)

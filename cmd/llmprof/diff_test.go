@@ -9,9 +9,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/llmprof/llmprof/compare"
 	"github.com/llmprof/llmprof/compare/comparetest"
+	"github.com/llmprof/llmprof/synth"
 )
 
 // runLLMProf runs the command line with fake streams.
@@ -125,10 +127,10 @@ func TestDiffBadInputs(t *testing.T) {
 		content    []byte
 		want       string
 	}{
-		{"raw OTLP JSON", "trace.json", []byte(otlp), "raw trace input"},
-		{"raw OTLP JSON Lines", "trace.jsonl", []byte(otlp + "\n" + otlp + "\n"), "raw trace input"},
-		{"nsys export", "profile.sqlite", append([]byte("SQLite format 3\x00"), make([]byte, 100)...), "raw trace input"},
-		{"protobuf", "trace.pb", []byte{0x0a, 0x10, 0x0a, 0x02}, "raw trace input"},
+		{"raw OTLP JSON without requests", "trace.json", []byte(otlp), "no requests found"},
+		{"raw OTLP JSON Lines without requests", "trace.jsonl", []byte(otlp + "\n" + otlp + "\n"), "no requests found"},
+		{"broken nsys export", "profile.sqlite", append([]byte("SQLite format 3\x00"), make([]byte, 100)...), "Nsight Systems"},
+		{"protobuf without requests", "trace.pb", []byte{0x0a, 0x10, 0x0a, 0x02}, "no requests found"},
 		{"other analysis schema", "old.json", []byte(`{"schema":"llmprof.report/v2","samples":{}}`), `schema "llmprof.report/v2" is not supported`},
 		{"analysis without samples", "nosamples.json", []byte(`{"schema":"llmprof.report/v1","requests":{"count":3}}`), `has no "samples"`},
 		{"other samples schema", "s.json", []byte(`{"schema":"llmprof.samples/v9","requests":3}`), `schema "llmprof.samples/v9" is not supported`},
@@ -141,7 +143,7 @@ func TestDiffBadInputs(t *testing.T) {
 		{"inconsistent run", "bad.json", []byte(`{"requests":3,"ttft_ms":[1,2]}`), "ttft_ms has 2 values for 3 requests"},
 		{"other model", "mistral.json", mustJSON(t, analysis(comparetest.Workload{Requests: 50, Seed: 3, Model: "mistral-7b"}.Run())), "different models"},
 		{"no overlapping metric", "e2eonly.json", []byte(`{"requests":3,"e2e_ms":[1,2,3]}`), "no metric in common"},
-		{"gzip raw trace", "trace.json.gz", gz([]byte(otlp)), "raw trace input"},
+		{"gzip raw trace without requests", "trace.json.gz", gz([]byte(otlp)), "no requests found"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			base := fx.base
@@ -166,7 +168,7 @@ func TestDiffBadInputs(t *testing.T) {
 	}
 	t.Run("directory", func(t *testing.T) {
 		code, _, stderr := runLLMProf(t, "diff", fx.base, dir)
-		if code != ExitError || !strings.Contains(stderr, "raw trace input") {
+		if code != ExitError || !strings.Contains(stderr, "no requests found") {
 			t.Errorf("exit %d, stderr %s", code, stderr)
 		}
 	})
@@ -292,7 +294,7 @@ func FuzzLoadSide(f *testing.F) {
 		if err := os.WriteFile(p, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		runs, err := loadSide(context.Background(), []string{p})
+		runs, err := loadSide(context.Background(), []string{p}, nil)
 		if err != nil {
 			if !strings.Contains(err.Error(), "in.json") {
 				t.Errorf("error does not name the file: %v", err)
@@ -303,4 +305,61 @@ func FuzzLoadSide(f *testing.F) {
 			t.Error("no error and no runs")
 		}
 	})
+}
+
+// TestDiffRawRuns diffs two raw runs (OTLP directories written by the
+// simulator) through the analyze pipeline: the candidate's llama engine is
+// 40% slower, so its TPOT regression fails the gate and the explanation
+// blames engine-step time, not queueing.
+func TestDiffRawRuns(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, speed float64) string {
+		cfg := synth.DefaultConfig(21, 8*time.Second)
+		cfg.Models[0].Speed = speed
+		run, err := synth.Generate(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := filepath.Join(dir, name)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Create(filepath.Join(d, "trace.pbf"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if err := run.WriteOTLP(f, synth.StyleLLM, synth.ProtoFramed); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	base, cand := write("base", 1.0), write("cand", 1.4)
+	code, stdout, stderr := runLLMProf(t, "diff", "--format", "json", "--gate", "tpot.p50<+10%", "--gate", "queue.p50<+1000%", base, cand)
+	if code != ExitRegression {
+		t.Fatalf("exit %d, want %d; stderr %s", code, ExitRegression, stderr)
+	}
+	var doc struct {
+		Metrics []struct {
+			Name        string
+			Verdict     string
+			Explanation []struct {
+				Bucket  string
+				DeltaMs float64 `json:"delta_ms"`
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range doc.Metrics {
+		if m.Name != "tpot.p50" {
+			continue
+		}
+		if m.Verdict != "fail" || len(m.Explanation) == 0 || m.Explanation[0].Bucket == "queue" {
+			t.Fatalf("tpot.p50: verdict %s, explanation %+v", m.Verdict, m.Explanation)
+		}
+		return
+	}
+	t.Fatalf("no tpot.p50 metric in %s", stdout)
 }

@@ -145,7 +145,7 @@ func TestExportUsage(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			stdout, stderr, code := run(t, tc.args...)
+			code, stdout, stderr := runLLMProf(t, tc.args...)
 			if code != tc.code || !strings.Contains(stdout+stderr, tc.want) {
 				t.Fatalf("exit %d (want %d), output lacks %q:\n%s%s", code, tc.code, tc.want, stdout, stderr)
 			}
