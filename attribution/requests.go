@@ -32,6 +32,9 @@ const (
 
 var stageNames = [...]string{"tokenize", "queue", "prefill", "decode", "inference", "detokenize", "stream", "other"}
 
+// StageNames lists the stage names in Stage order.
+func StageNames() []string { return append([]string(nil), stageNames[:]...) }
+
 func (s Stage) String() string {
 	if int(s) < len(stageNames) {
 		return stageNames[s]

@@ -47,6 +47,9 @@ var bucketNames = [...]string{
 	"gpu.idle", "cpu.postprocess", "other",
 }
 
+// BucketNames lists the token bucket names in Bucket order.
+func BucketNames() []string { return append([]string(nil), bucketNames[:]...) }
+
 func (b Bucket) String() string {
 	if int(b) < len(bucketNames) {
 		return bucketNames[b]

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llmprof/llmprof/attribution"
+	"github.com/llmprof/llmprof/compare"
 	"github.com/llmprof/llmprof/ingest"
 	"github.com/llmprof/llmprof/report"
 )
@@ -79,12 +80,13 @@ func runAnalyze(ctx context.Context, f *Factory, opts *AnalyzeOptions) error {
 	if err != nil {
 		return err
 	}
-	t, err := openInputs(ctx, f, opts.Inputs)
+	a, err := analyzeInputs(ctx, f, opts.Inputs, pipelineOptions{TenantKey: opts.TenantKey, SLO: slo, Stall: opts.Stall})
 	if err != nil {
 		return err
 	}
-	res := attribution.Analyze(t, attribution.Options{TenantKey: opts.TenantKey, SLO: slo, StallThreshold: opts.Stall})
-	rep := report.New(report.Input{Version: versionString(), Trace: t, Attr: res})
+	res := a.Attr
+	samples := compare.FromAttribution(res)
+	rep := report.New(report.Input{Version: versionString(), Trace: a.Trace, Align: a.Align, Attr: res, Samples: &samples})
 	if opts.Strict && len(rep.Warnings) > 0 {
 		for _, w := range rep.Warnings {
 			fmt.Fprintln(opts.IO.ErrOut, "llmprof: "+w.String())
