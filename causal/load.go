@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/llmprof/llmprof/ingest"
 )
@@ -527,4 +528,72 @@ func requestLoad(kind LoadKind, reqs []Request, grid Grid, span func(*Request) (
 	}
 	l.finish()
 	return l
+}
+
+// LoadOptions configures BuildLoad.
+type LoadOptions struct {
+	// Kind is the load to build; nil picks the best available (see
+	// BuildLoad).
+	Kind *LoadKind
+	// BinWidth of the grid; 0 means DefaultBinWidth.
+	BinWidth int64
+	// SMUtilMetric names the NVML per-process SM series; "" tries
+	// DefaultSMUtilMetrics.
+	SMUtilMetric string
+}
+
+// BuildLoad builds every tenant's load on a grid covering the requests. With
+// no Kind it takes the first of gpu_busy, sm_util and tokens_in_flight that
+// gives at least two tenants some load (the order of preference of the
+// statistics reference, B.1: kernel busy time is exact, NVML samples are
+// coarse, tokens need no GPU data), and a note on the load says which was
+// taken and why the better ones were not.
+func BuildLoad(t *ingest.Trace, reqs []Request, tenants *TenantMap, opts LoadOptions) (*Load, error) {
+	grid := GridFor(reqs, opts.BinWidth)
+	if opts.Kind != nil {
+		switch *opts.Kind {
+		case LoadGPUBusy:
+			return BusyLoad(t.GPUOps, tenants, grid), nil
+		case LoadSMUtil:
+			return SMUtilLoad(t, opts.SMUtilMetric, tenants, grid)
+		case LoadTokensInFlight:
+			return TokensInFlightLoad(reqs, grid), nil
+		case LoadPrefillTokens:
+			return PrefillTokensLoad(reqs, grid), nil
+		}
+		return nil, fmt.Errorf("unknown load kind %d", *opts.Kind)
+	}
+	var why []string
+	busy := BusyLoad(t.GPUOps, tenants, grid)
+	if n := loaded(busy); n >= 2 {
+		busy.Notes = append(busy.Notes, fmt.Sprintf("load: gpu_busy, from the kernels of %d tenants", n))
+		return busy, nil
+	} else {
+		why = append(why, fmt.Sprintf("kernels of %d tenants", n))
+	}
+	if sm, err := SMUtilLoad(t, opts.SMUtilMetric, tenants, grid); err != nil {
+		why = append(why, "no NVML per-process samples")
+	} else if n := loaded(sm); n >= 2 {
+		sm.Notes = append(sm.Notes, fmt.Sprintf("load: sm_util, from NVML per-process samples of %d tenants (%s)", n, why[0]))
+		return sm, nil
+	} else {
+		why = append(why, fmt.Sprintf("NVML samples of %d tenants", n))
+	}
+	tok := TokensInFlightLoad(reqs, grid)
+	tok.Notes = append(tok.Notes, fmt.Sprintf("load: tokens_in_flight, from the requests (no per-tenant GPU load: %s)", strings.Join(why, ", ")))
+	return tok, nil
+}
+
+// loaded counts the tenants with any load.
+func loaded(l *Load) int {
+	n := 0
+	for _, v := range l.Values {
+		for _, x := range v {
+			if x > 0 {
+				n++
+				break
+			}
+		}
+	}
+	return n
 }

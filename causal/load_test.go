@@ -256,3 +256,51 @@ func TestParseNames(t *testing.T) {
 		t.Error("ParseLoadKind accepted power")
 	}
 }
+
+func TestBuildLoadPicksTheBestAvailable(t *testing.T) {
+	reqs := []Request{
+		{Tenant: "A", Arrival: 0, End: 2e9, InputTokens: 10, OutputTokens: 10},
+		{Tenant: "B", Arrival: 1e9, End: 3e9, InputTokens: 10, OutputTokens: 10},
+	}
+	tm := NewTenantMap(map[uint32]string{1: "A", 2: "B"})
+	sample := func(tr *ingest.Trace, pid uint32) ingest.Sample {
+		return ingest.Sample{Time: 1e9, Value: 50, Metric: tr.Strings.Intern("nvml.process.sm_util"), Pid: pid, Instance: -1}
+	}
+	busy := LoadGPUBusy
+	tests := []struct {
+		name  string
+		build func(tr *ingest.Trace)
+		kind  *LoadKind
+		want  LoadKind
+		note  string
+	}{
+		{"kernels of two tenants", func(tr *ingest.Trace) {
+			tr.GPUOps = opsTrace(kernel(1, 1, 0, 1e8), kernel(2, 1, 2e8, 3e8))
+		}, nil, LoadGPUBusy, "load: gpu_busy, from the kernels of 2 tenants"},
+		{"one engine process: NVML samples", func(tr *ingest.Trace) {
+			tr.GPUOps = opsTrace(kernel(1, 1, 0, 1e8))
+			tr.Samples = []ingest.Sample{sample(tr, 1), sample(tr, 2)}
+		}, nil, LoadSMUtil, "load: sm_util, from NVML per-process samples of 2 tenants (kernels of 1 tenants)"},
+		{"no per-tenant GPU data: tokens", func(tr *ingest.Trace) {
+			tr.Samples = []ingest.Sample{sample(tr, 1)}
+		}, nil, LoadTokensInFlight, "no per-tenant GPU load: kernels of 0 tenants, NVML samples of 1 tenants"},
+		{"no samples at all", func(*ingest.Trace) {}, nil, LoadTokensInFlight, "kernels of 0 tenants, no NVML per-process samples"},
+		{"asked for", func(*ingest.Trace) {}, &busy, LoadGPUBusy, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := ingest.New()
+			tc.build(tr)
+			l, err := BuildLoad(tr, reqs, tm, LoadOptions{Kind: tc.kind})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if l.Kind != tc.want {
+				t.Errorf("kind %v, want %v", l.Kind, tc.want)
+			}
+			if notes := strings.Join(l.Notes, "; "); !strings.Contains(notes, tc.note) {
+				t.Errorf("notes %q lack %q", notes, tc.note)
+			}
+		})
+	}
+}
