@@ -253,7 +253,7 @@ func AnalyzeGPU(t *ingest.Trace, opts GPUOptions) *GPU {
 			continue
 		}
 		d := o.End - o.Start
-		cat := cats.Op(o)
+		cat := cats.Of(o)
 		catTotal[cat] += d
 		if o.Kind == ingest.OpKernel {
 			name := o.ShortName

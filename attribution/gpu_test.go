@@ -238,11 +238,11 @@ func TestAnalyzeGPUSynthTruth(t *testing.T) {
 	cache := NewCategoryCache(tr)
 	for i := range tr.GPUOps {
 		o := &tr.GPUOps[i]
-		got := cache.Op(o).String()
+		got := cache.Of(o).String()
 		if want := truth[tr.Str(o.Name)]; got != want {
 			t.Fatalf("%q: category %s, synth truth %s", tr.Str(o.Name), got, want)
 		}
-		totals[cache.Op(o)] += o.End - o.Start
+		totals[cache.Of(o)] += o.End - o.Start
 	}
 	g := AnalyzeGPU(tr, GPUOptions{})
 	checkGPUInvariants(t, "synth", g)

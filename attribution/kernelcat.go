@@ -14,15 +14,15 @@ type KernelCategory uint8
 
 // The kernel categories, in report order.
 const (
-	CatGEMM KernelCategory = iota
-	CatAttention
-	CatCommunication
-	CatNormActivation
-	CatSampling
-	CatMemcpy
-	CatOther
+	CategoryGEMM KernelCategory = iota
+	CategoryAttention
+	CategoryCommunication
+	CategoryNormActivation
+	CategorySampling
+	CategoryMemcpy
+	CategoryOther
 	// NumKernelCategories counts the categories.
-	NumKernelCategories = int(CatOther) + 1
+	NumKernelCategories = int(CategoryOther) + 1
 )
 
 var kernelCategoryNames = [NumKernelCategories]string{"gemm", "attention", "communication", "norm/activation", "sampling", "memcpy", "other"}
@@ -50,37 +50,37 @@ var kernelPatterns = []struct {
 	// Collectives first: an all-reduce fused with a norm (TensorRT-LLM's
 	// allreduce_fusion, vLLM's fused all-reduce + RMSNorm) is communication
 	// time on the critical path.
-	{CatCommunication, []string{"nccl", "allreduce", "all_reduce", "allgather", "all_gather", "reducescatter", "reduce_scatter",
+	{CategoryCommunication, []string{"nccl", "allreduce", "all_reduce", "allgather", "all_gather", "reducescatter", "reduce_scatter",
 		"alltoall", "all_to_all", "cross_device_reduce", "mscclpp", "nvshmem", "deep_ep"}},
 	// Attention before GEMM: FlashAttention's demangled names carry
 	// cutlass types (cutlass::bfloat16_t, cutlass::device_kernel<flash::…>).
 	// KV-cache writes and rotary embeddings are part of the attention block.
 	// "flash::" and not "flash": FlashInfer's norm and sampling kernels live
 	// in flashinfer::norm and flashinfer::sampling.
-	{CatAttention, []string{"attention", "attn", "flash_fwd", "flash_bwd", "flash::", "flashattn", "flash_mla", "fmha", "mha",
+	{CategoryAttention, []string{"attention", "attn", "flash_fwd", "flash_bwd", "flash::", "flashattn", "flash_mla", "fmha", "mha",
 		"xformers", "xqa", "prefillwith", "decodewith", "splitkv", "pagedkv", "paged_kv", "kvcache", "kv_cache",
 		"reshape_and_cache", "concat_and_cache", "rotary", "_rope", "rope_", "_mla", "mla_"}},
 	// Dense and grouped matrix products, whatever the library: cuBLAS
 	// (…gemm…, gemv, splitKreduce), cuBLASLt's nvjet, CUTLASS, DeepGEMM,
 	// Marlin, Triton matmuls, implicit-GEMM convolutions (sm80_xmma_fprop_
 	// implicit_gemm). "xmma" alone would take sm50_xmma_pooling.
-	{CatGEMM, []string{"gemm", "gemv", "cublas", "cutlass", "nvjet", "matmul", "bmm", "_mm_", "splitkreduce", "dot_kernel",
+	{CategoryGEMM, []string{"gemm", "gemv", "cublas", "cutlass", "nvjet", "matmul", "bmm", "_mm_", "splitkreduce", "dot_kernel",
 		"fused_moe_kernel", "marlin", "tensorop", "wgmma"}},
 	// MoE routing (gating softmax, top-k of experts, token sorting) is not
 	// token sampling, though it says "topk" and "softmax".
-	{CatOther, []string{"moe_align", "topkgating", "moe_sum", "grouped_topk", "moe_fused_gate", "moe_permute", "moe_unpermute", "expert"}},
+	{CategoryOther, []string{"moe_align", "topkgating", "moe_sum", "grouped_topk", "moe_fused_gate", "moe_permute", "moe_unpermute", "expert"}},
 	// Normalization and activation, including torch.compile's fused RMSNorm
 	// (triton_red_fused_…_mean_…_rsqrt).
-	{CatNormActivation, []string{"layernorm", "layer_norm", "rmsnorm", "rms_norm", "groupnorm", "group_norm", "batchnorm", "batch_norm",
+	{CategoryNormActivation, []string{"layernorm", "layer_norm", "rmsnorm", "rms_norm", "groupnorm", "group_norm", "batchnorm", "batch_norm",
 		"l2norm", "rsqrt", "silu", "gelu", "swiglu", "geglu", "relu", "sigmoid", "swish", "tanh", "softplus", "mish",
 		"act_and_mul", "activation"}},
 	// Turning logits into tokens: softmax, top-k/top-p, sampling, argmax,
 	// penalties.
-	{CatSampling, []string{"sampl", "topk", "top_k", "topp", "top_p", "softmax", "argmax", "multinomial", "gumbel", "penalt"}},
+	{CategorySampling, []string{"sampl", "topk", "top_k", "topp", "top_p", "softmax", "argmax", "multinomial", "gumbel", "penalt"}},
 }
 
 // Categorize returns the category of a kernel name by the pattern table;
-// CatOther when no row matches. It never returns CatMemcpy: copies are told
+// CategoryOther when no row matches. It never returns CategoryMemcpy: copies are told
 // by their op kind (CategorizeOp).
 func Categorize(name string) KernelCategory {
 	lower := strings.ToLower(name)
@@ -91,26 +91,26 @@ func Categorize(name string) KernelCategory {
 			}
 		}
 	}
-	return CatOther
+	return CategoryOther
 }
 
 // CategorizeOp returns the category of a GPU op: memcpy and memset ops are
-// CatMemcpy; a kernel is categorized by its full name, or by its short name
+// CategoryMemcpy; a kernel is categorized by its full name, or by its short name
 // when the full one matches nothing (a short name can be more telling than
 // a templated wrapper); whole-graph executions and synchronizations are
-// CatOther. For many ops use a CategoryCache.
+// CategoryOther. For many ops use a CategoryCache.
 func CategorizeOp(t *ingest.Trace, op *ingest.GPUOp) KernelCategory {
 	switch op.Kind {
 	case ingest.OpMemcpy, ingest.OpMemset:
-		return CatMemcpy
+		return CategoryMemcpy
 	case ingest.OpKernel:
 		c := Categorize(t.Str(op.Name))
-		if c == CatOther && op.ShortName != 0 && op.ShortName != op.Name {
+		if c == CategoryOther && op.ShortName != 0 && op.ShortName != op.Name {
 			c = Categorize(t.Str(op.ShortName))
 		}
 		return c
 	}
-	return CatOther
+	return CategoryOther
 }
 
 // CategoryCache categorizes the ops of one trace, matching each distinct
@@ -128,8 +128,8 @@ func NewCategoryCache(t *ingest.Trace) *CategoryCache {
 	return &CategoryCache{t: t, byName: make([]uint8, t.Strings.Len())}
 }
 
-// Op returns CategorizeOp(t, op).
-func (c *CategoryCache) Op(op *ingest.GPUOp) KernelCategory {
+// Of returns CategorizeOp(t, op).
+func (c *CategoryCache) Of(op *ingest.GPUOp) KernelCategory {
 	if op.Kind != ingest.OpKernel {
 		return CategorizeOp(c.t, op)
 	}
