@@ -165,7 +165,8 @@ func TestNotAnExport(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Close()
-	_, err = openAll(t, path)
+	// Given as an export, it is an error saying what it lacks.
+	_, err = Decoder{}.DecodeFile(context.Background(), path)
 	var ie *ingest.InputError
 	if !errors.As(err, &ie) || ie.Path != path {
 		t.Fatalf("error %v does not name the file", err)
@@ -174,6 +175,16 @@ func TestNotAnExport(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q lacks %q", err, want)
 		}
+	}
+	// Among other inputs, it is not taken for an export.
+	_, err = openAll(t, path)
+	if !errors.Is(err, ingest.ErrUnknownFormat) || !strings.Contains(err.Error(), path) ||
+		!strings.Contains(err.Error(), "an SQLite database, but not an Nsight Systems export") {
+		t.Errorf("Open: %v", err)
+	}
+	dir := filepath.Dir(path)
+	if _, err := openAll(t, dir); !errors.Is(err, ingest.ErrUnknownFormat) {
+		t.Errorf("a directory holding only a non-export: %v", err)
 	}
 }
 
@@ -264,4 +275,45 @@ func TestDamagedRealFile(t *testing.T) {
 			t.Logf("kept %d/%d spans, %d/%d ops; warnings: %v", len(tr.Spans), len(intact.Spans), len(tr.GPUOps), len(intact.GPUOps), tr.Warnings.List)
 		})
 	}
+}
+
+func TestSniff(t *testing.T) {
+	written := damaged(t, "")
+	cases := []struct {
+		name string
+		path string
+		want bool
+	}{
+		{"written export", written, true},
+		{"SQLite header only", writeTemp(t, append([]byte("SQLite format 3\x00"), make([]byte, 100)...)), false},
+		{"text", writeTemp(t, []byte("StringIds are not enough without the SQLite header")), false},
+	}
+	for _, p := range shareddata.Glob(t, "testdata/nsys/*.sqlite") {
+		cases = append(cases, struct {
+			name string
+			path string
+			want bool
+		}{filepath.Base(p), p, true})
+	}
+	for _, c := range cases {
+		in, err := ingest.NewInput(c.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := (Decoder{}).Sniff(in); got != c.want {
+			t.Errorf("%s: Sniff = %v, want %v", c.name, got, c.want)
+		}
+	}
+	if (Decoder{}).Sniff(&ingest.Input{Path: t.TempDir(), Dir: true}) {
+		t.Error("a directory was taken for an export")
+	}
+}
+
+func writeTemp(t *testing.T, data []byte) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(p, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

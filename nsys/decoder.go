@@ -73,10 +73,29 @@ type Decoder struct {
 // Name implements ingest.Decoder.
 func (Decoder) Name() string { return "nsys" }
 
-// Sniff implements ingest.Decoder: any SQLite database is offered to this
-// decoder, which then says clearly if it is not an Nsight Systems export.
+// exportMarkers are table names of which at least one appears in the first
+// pages of every Nsight Systems export: nsys creates StringIds and
+// TARGET_INFO_SESSION_START_TIME first (all five real exports from 2023.1 to
+// 2026.1 name both within their first 64 KiB), so their CREATE statements
+// sit at the start of the file.
+var exportMarkers = [][]byte{[]byte("StringIds"), []byte("TARGET_INFO_SESSION_START_TIME"), []byte("META_DATA_EXPORT"),
+	[]byte("EXPORT_META_DATA"), []byte("CUPTI_ACTIVITY_KIND_"), []byte("NVTX_EVENTS")}
+
+// Sniff implements ingest.Decoder: an SQLite database whose first pages name
+// an nsys table. Any other SQLite file is left to Open, which calls it "an
+// SQLite database, but not an Nsight Systems export" (and skips it inside a
+// directory); DecodeFile, for a file known to be meant as an export, takes
+// any SQLite file and says what it lacks.
 func (Decoder) Sniff(in *ingest.Input) bool {
-	return !in.Dir && bytes.HasPrefix(in.Head, sqliteMagic)
+	if in.Dir || !bytes.HasPrefix(in.Head, sqliteMagic) {
+		return false
+	}
+	for _, m := range exportMarkers {
+		if bytes.Contains(in.Head, m) {
+			return true
+		}
+	}
+	return false
 }
 
 // Decode implements ingest.Decoder.
@@ -95,14 +114,15 @@ func (dec Decoder) Decode(ctx context.Context, in *ingest.Input, t *ingest.Trace
 }
 
 // DecodeFile decodes the export at path into a new Trace (Validate is run).
-// It is Open for a single known nsys file.
+// It is Open for a single file meant as an nsys export: any SQLite file is
+// tried, and one that is not an export is an error saying what it lacks.
 func (dec Decoder) DecodeFile(ctx context.Context, path string) (*ingest.Trace, error) {
 	in, err := ingest.NewInput(path)
 	if err != nil {
 		return nil, err
 	}
-	if !dec.Sniff(in) {
-		return nil, &ingest.InputError{Path: path, Err: fmt.Errorf("not an SQLite database (%w)", ingest.ErrUnknownFormat)}
+	if in.Dir || !bytes.HasPrefix(in.Head, sqliteMagic) {
+		return nil, &ingest.InputError{Path: path, Err: fmt.Errorf("not an SQLite database, so not an Nsight Systems export (%w)", ingest.ErrUnknownFormat)}
 	}
 	t := ingest.New()
 	t.Sources = []ingest.Source{{Path: path, Format: dec.Name()}}
