@@ -434,3 +434,92 @@ func TestFuserValidationFigures(t *testing.T) {
 		t.Errorf("join: %d/%d kernels matched, min gap %d; want 18/18, -3150", matched, kernels, minGap)
 	}
 }
+
+// cuda_kern_exec_sum against SQL: per thread, device, API function and
+// kernel, the launch count, the launches with a queue time, and the sums and
+// extremes of the total, API, queue and kernel times.
+func TestKernelExecSummaryMatchesSQL(t *testing.T) {
+	for _, path := range realFiles(t) {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			tr := decodeReal(t, path)
+			rows := sqlite3Rows(t, path, `WITH j AS (
+  SELECT (r.globalTid >> 24) & 16777215 AS pid, r.globalTid & 16777215 AS tid, k.deviceId AS dev, s.value AS api, kn.value AS kernel,
+         max(r."end", k."end") - r.start AS total, r."end" - r.start AS a, k.start - r."end" AS q, k."end" - k.start AS kd
+  FROM CUPTI_ACTIVITY_KIND_KERNEL k
+  JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = k.correlationId AND (r.globalTid & -16777216) = k.globalPid
+  JOIN StringIds s ON s.id = r.nameId JOIN StringIds kn ON kn.id = k.demangledName)
+SELECT pid, tid, dev, api, kernel, count(*), sum(q >= 0), sum(total), min(total), max(total), sum(a), sum(CASE WHEN q >= 0 THEN q END), sum(kd)
+FROM j GROUP BY pid, tid, dev, api, kernel`)
+			want := map[string]string{}
+			for _, r := range rows {
+				want[strings.Join(r[:5], "|")] = strings.Join(r[5:], "|")
+			}
+			got := KernelExecSummary(tr, KernelDemangled)
+			if len(got) != len(want) {
+				t.Errorf("%d groups, SQL has %d", len(got), len(want))
+			}
+			sum := func(s Stats) string {
+				if s.Count == 0 {
+					return ""
+				}
+				return itoa(s.Total)
+			}
+			for _, g := range got {
+				// The API name keeps nsys's version suffix in SQL.
+				key := ""
+				for k := range want {
+					parts := strings.Split(k, "|")
+					if parts[0] == itoa(int64(g.PID)) && parts[1] == itoa(int64(g.TID)) && parts[2] == itoa(int64(g.Device)) &&
+						StripAPIVersion(parts[3]) == g.Func && parts[4] == g.Name {
+						key = k
+					}
+				}
+				line := strings.Join([]string{itoa(int64(g.Count)), itoa(int64(g.QCount)), itoa(g.Total.Total), itoa(g.Total.Min),
+					itoa(g.Total.Max), itoa(g.API.Total), sum(g.Queue), itoa(g.Kernel.Total)}, "|")
+				if key == "" || want[key] != line {
+					t.Errorf("%s / %.60s: Go %s, SQL %s", g.Func, g.Name, line, want[key])
+				}
+			}
+		})
+	}
+}
+
+// nvtx_kern_sum against SQL: every (range, kernel) pair where the range
+// encloses the kernel's launching call on its thread.
+func TestNVTXKernelSummaryMatchesSQL(t *testing.T) {
+	for _, path := range realFiles(t) {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			tr := decodeReal(t, path)
+			got := NVTXKernelSummary(tr, KernelDemangled)
+			if !hasNVTX(t, path) {
+				if len(got) != 0 {
+					t.Fatalf("no NVTX, yet %d rows", len(got))
+				}
+				return
+			}
+			rows := sqlite3Rows(t, path, `WITH `+nvtxRangesSQL+`,
+j AS (SELECT r.globalTid AS tid, r.start AS ast, r."end" AS aen, k."end" - k.start AS d, kn.value AS kernel
+      FROM CUPTI_ACTIVITY_KIND_KERNEL k
+      JOIN CUPTI_ACTIVITY_KIND_RUNTIME r ON r.correlationId = k.correlationId AND (r.globalTid & -16777216) = k.globalPid
+      JOIN StringIds kn ON kn.id = k.demangledName)
+SELECT g.name, g.style, (g.globalTid >> 24) & 16777215, g.globalTid & 16777215, j.kernel, count(DISTINCT g.ordinal), count(*), sum(j.d), min(j.d), max(j.d)
+FROM rng g JOIN j ON j.tid = g.globalTid AND g.start <= j.ast AND g.en >= j.aen
+WHERE g.endGlobalTid IS NULL
+GROUP BY g.name, g.style, g.globalTid, j.kernel`)
+			want := map[string]string{}
+			for _, r := range rows {
+				want[strings.Join(r[:5], "|")] = strings.Join(r[5:], "|")
+			}
+			if len(got) != len(want) {
+				t.Errorf("%d rows, SQL has %d", len(got), len(want))
+			}
+			for _, g := range got {
+				key := strings.Join([]string{g.Range, g.Style, itoa(int64(g.PID)), itoa(int64(g.TID)), g.Kernel}, "|")
+				line := strings.Join([]string{itoa(int64(g.Ranges)), itoa(int64(g.Count)), itoa(g.Total), itoa(g.Min), itoa(g.Max)}, "|")
+				if want[key] != line {
+					t.Errorf("%.80s: Go %s, SQL %s", key, line, want[key])
+				}
+			}
+		})
+	}
+}
