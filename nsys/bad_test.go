@@ -1,6 +1,8 @@
 package nsys
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"os"
@@ -316,4 +318,69 @@ func writeTemp(t *testing.T, data []byte) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// Several exports decode in parallel through Open and merge.
+func TestOpenSeveralExports(t *testing.T) {
+	files := shareddata.Glob(t, "testdata/nsys/*.sqlite")
+	tr, err := ingest.Open(context.Background(), files, []ingest.Decoder{Decoder{}}, ingest.OpenOptions{Parallelism: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops, spans := 0, 0
+	for _, f := range files {
+		one := decodeReal(t, f)
+		ops += len(one.GPUOps)
+		spans += len(one.Spans)
+	}
+	if len(tr.Sources) != len(files) || len(tr.GPUOps) != ops || len(tr.Spans) != spans {
+		t.Errorf("merged %d sources, %d ops, %d spans; want %d, %d, %d", len(tr.Sources), len(tr.GPUOps), len(tr.Spans), len(files), ops, spans)
+	}
+}
+
+// A gzip-compressed export is decompressed to a temporary file and read.
+func TestCompressedExport(t *testing.T) {
+	plain := damaged(t, "")
+	raw, err := os.ReadFile(plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Write(raw)
+	zw.Close()
+	path := filepath.Join(t.TempDir(), "report.sqlite.gz")
+	if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := openAll(t, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := openAll(t, plain)
+	if dump(t, tr) != dump(t, want) {
+		t.Error("the compressed export decodes differently")
+	}
+	if tr.Sources[0].Path != path || tr.Sources[0].Clock.Name != "nsys:report.sqlite.gz" {
+		t.Errorf("source %+v", tr.Sources[0])
+	}
+}
+
+// Decoding stops when the context is cancelled.
+func TestDecodeCancelled(t *testing.T) {
+	tr := ingest.New()
+	tr.Sources = []ingest.Source{{Path: "big"}}
+	name := tr.Strings.Intern("k")
+	for i := range 100_000 {
+		tr.GPUOps = append(tr.GPUOps, ingest.GPUOp{Kind: ingest.OpKernel, Name: name, Start: int64(i), End: int64(i + 1)})
+	}
+	path := filepath.Join(t.TempDir(), "big.sqlite")
+	if err := WriteSQLite(path, tr, WriteOptions{SessionStart: 1}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := (Decoder{}).DecodeFile(ctx, path); !errors.Is(err, context.Canceled) {
+		t.Errorf("error = %v, want context.Canceled", err)
+	}
 }
