@@ -51,11 +51,11 @@ Times are in nanoseconds; trace reports print them relative to the session
 start, as nsys does. Averages, medians and standard deviations (the sample
 standard deviation) are rounded to 0.1, percentages of the report's total
 to 0.1.`),
-		Example: strings.TrimSpace(`
+		Example: strings.Trim(`
   llmprof stats cuda_gpu_kern_sum report1.sqlite
   llmprof stats cuda_gpu_kern_sum:base report1.sqlite report2.sqlite
   llmprof stats nvtx_sum --format csv report1.sqlite > nvtx.csv
-  llmprof stats nvtx_gpu_proj_trace --format json report1.sqlite | jq '.files[0].rows[0]'`),
+  llmprof stats nvtx_gpu_proj_trace --format json report1.sqlite | jq '.files[0].rows[0]'`, "\n"),
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Report, opts.Files = args[0], args[1:]
