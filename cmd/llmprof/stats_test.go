@@ -1,57 +1,16 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/llmprof/llmprof/internal/golden"
 	"github.com/llmprof/llmprof/internal/shareddata"
 	"github.com/llmprof/llmprof/nsys"
 )
-
-// The -update flag rewrites golden files. Another test file of this package
-// may define it too; whichever is initialized first wins.
-func init() {
-	if flag.Lookup("update") == nil {
-		flag.Bool("update", false, "rewrite golden files")
-	}
-}
-
-func updateGolden() bool {
-	f := flag.Lookup("update")
-	return f != nil && f.Value.String() == "true"
-}
-
-// runMain runs llmprof with args and returns stdout, stderr and the exit code.
-func runMain(t *testing.T, args ...string) (string, string, int) {
-	t.Helper()
-	var out, errOut bytes.Buffer
-	code := Main(context.Background(), args, &IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
-	return out.String(), errOut.String(), code
-}
-
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", "stats", name)
-	if updateGolden() {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./cmd/llmprof -run %s -update to create it)", err, t.Name())
-	}
-	if got != string(want) {
-		t.Errorf("output differs from %s (rerun with -update and review the diff):\n%s", path, got)
-	}
-}
 
 // Golden text and CSV output of every report on the NVIDIA/Fuser export
 // (BSD-licensed), whose figures the reference doc lists.
@@ -60,11 +19,11 @@ func TestStatsGolden(t *testing.T) {
 	for _, r := range nsys.Reports() {
 		for _, format := range []string{"text", "csv"} {
 			t.Run(r.Name+"/"+format, func(t *testing.T) {
-				out, errOut, code := runMain(t, "stats", r.Name, "--format", format, file)
+				code, out, errOut := runLLMProf(t, "stats", r.Name, "--format", format, file)
 				if code != 0 {
 					t.Fatalf("exit %d: %s", code, errOut)
 				}
-				golden(t, r.Name+"."+format, strings.ReplaceAll(out, file, "report1.sqlite"))
+				golden.Check(t, filepath.Join("testdata", "stats", r.Name+"."+format), []byte(strings.ReplaceAll(out, file, "report1.sqlite")))
 			})
 		}
 	}
@@ -72,7 +31,7 @@ func TestStatsGolden(t *testing.T) {
 
 func TestStatsJSON(t *testing.T) {
 	file := shareddata.Path(t, "testdata/nsys/nvidia-fuser-report1-nsys2025.1.1.sqlite")
-	out, errOut, code := runMain(t, "stats", "cuda_gpu_kern_sum:base", "--format", "json", file, file)
+	code, out, errOut := runLLMProf(t, "stats", "cuda_gpu_kern_sum:base", "--format", "json", file, file)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -121,7 +80,7 @@ func TestStatsErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, errOut, code := runMain(t, c.args...)
+			code, _, errOut := runLLMProf(t, c.args...)
 			if code != c.code || !strings.Contains(errOut, c.msg) {
 				t.Errorf("exit %d, stderr %q; want exit %d and %q", code, errOut, c.code, c.msg)
 			}
@@ -130,7 +89,7 @@ func TestStatsErrors(t *testing.T) {
 }
 
 func TestStatsHelpListsReports(t *testing.T) {
-	out, _, code := runMain(t, "stats", "--help")
+	code, out, _ := runLLMProf(t, "stats", "--help")
 	if code != 0 {
 		t.Fatalf("exit %d", code)
 	}
