@@ -105,6 +105,7 @@ const (
 
 var idleCauseNames = [...]string{"no_work", "waiting_cpu", "unknown"}
 
+// String is the cause as the JSON report writes it.
 func (c IdleCause) String() string {
 	if int(c) < len(idleCauseNames) {
 		return idleCauseNames[c]

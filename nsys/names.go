@@ -15,13 +15,14 @@ type nameCache struct {
 	strs *ingest.Strings
 	// fetch returns the StringIds value of id; ok is false when there is none.
 	fetch func(id int64) (string, bool, error)
-	// dense caches small ids (StringIds ids are dense from 0); 0 = not yet
-	// fetched, since every real name gets a nonzero StrID... except "".
+	// dense and known cache ids below denseLimit (StringIds ids are dense
+	// from 0), sparse the others; missing remembers ids StringIds lacks.
 	dense   []ingest.StrID
 	known   []bool
 	sparse  map[int64]ingest.StrID
 	missing map[int64]bool
-	err     error
+	// err is the first error reading StringIds.
+	err error
 }
 
 // denseLimit bounds the slice cache; larger ids go to the map.
