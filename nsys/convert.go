@@ -148,6 +148,22 @@ func (d *decoder) time(table string, r *row, col string, ts int64) (int64, bool)
 	return t, true
 }
 
+// interval converts a row's start and end columns, clamping an end before
+// the start (with a warning).
+func (d *decoder) interval(q *query, r *row, startCol, endCol int) (start, end int64, ok bool) {
+	if start, ok = d.time(q.table, r, "start", r.cells[startCol].v); !ok {
+		return 0, 0, false
+	}
+	if end, ok = d.time(q.table, r, "end", r.cells[endCol].v); !ok {
+		return 0, 0, false
+	}
+	if end < start {
+		d.warnf(rowPos(q.table, r.rowid), "end-before-start", "ends %d ns before it starts; clamped to zero length", start-end)
+		end = start
+	}
+	return start, end, true
+}
+
 // checkNulls reports NULLs in NOT NULL columns. A NULL in a required column
 // drops the row; elsewhere the value is taken as 0 and the row kept.
 func (d *decoder) checkNulls(q *query, r *row) bool {
@@ -177,15 +193,8 @@ func (d *decoder) gpuOp(q *query, r *row, kind ingest.GPUOpKind) (ingest.GPUOp, 
 	c := r.cells
 	op := ingest.GPUOp{Kind: kind, Device: -1}
 	var ok bool
-	if op.Start, ok = d.time(q.table, r, "start", c[gStart].v); !ok {
+	if op.Start, op.End, ok = d.interval(q, r, gStart, gEnd); !ok {
 		return op, false
-	}
-	if op.End, ok = d.time(q.table, r, "end", c[gEnd].v); !ok {
-		return op, false
-	}
-	if op.End < op.Start {
-		d.warnf(rowPos(q.table, r.rowid), "end-before-start", "ends %d ns before it starts; clamped to zero length", op.Start-op.End)
-		op.End = op.Start
 	}
 	if !c[gDevice].null {
 		if op.Device, ok = int16Of(c[gDevice].v); !ok {
@@ -395,15 +404,8 @@ func (d *decoder) runtime(q *query, r *row) (ingest.Span, bool) {
 	c := r.cells
 	s := ingest.Span{Resource: -1, Scope: -1, Origin: ingest.OriginCUDARuntime}
 	var ok bool
-	if s.Start, ok = d.time(q.table, r, "start", c[rStart].v); !ok {
+	if s.Start, s.End, ok = d.interval(q, r, rStart, rEnd); !ok {
 		return s, false
-	}
-	if s.End, ok = d.time(q.table, r, "end", c[rEnd].v); !ok {
-		return s, false
-	}
-	if s.End < s.Start {
-		d.warnf(rowPos(q.table, r.rowid), "end-before-start", "ends %d ns before it starts; clamped to zero length", s.Start-s.End)
-		s.End = s.Start
 	}
 	// ENUM_NSYS_EVENT_CLASS: 0 CUDA runtime, 1 CUDA driver.
 	if c[rClass].v == 1 {
@@ -460,12 +462,8 @@ func (d *decoder) nvtx(q *query, r *row, domains map[nvtxRef]ingest.StrID) (inge
 		s.End = max(d.nvtxEnd, s.Start)
 		d.warnf(rowPos(q.table, r.rowid), "nvtx-unclosed", "NVTX range was never closed; it is taken to end at the last NVTX timestamp")
 	default:
-		if s.End, ok = d.time(q.table, r, "end", c[nEnd].v); !ok {
+		if s.Start, s.End, ok = d.interval(q, r, nStart, nEnd); !ok {
 			return s, false
-		}
-		if s.End < s.Start {
-			d.warnf(rowPos(q.table, r.rowid), "end-before-start", "ends %d ns before it starts; clamped to zero length", s.Start-s.End)
-			s.End = s.Start
 		}
 	}
 	s.Pid, s.Tid = pidOf(c[nTid].v), tidOf(c[nTid].v)

@@ -19,21 +19,13 @@ type schema struct {
 // readSchema lists the tables. Columns are read on demand with PRAGMA
 // table_info, since an export has up to 90 tables and we read a dozen.
 func readSchema(c *sqlite.Conn) (*schema, error) {
-	st, err := c.Prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
+	names, err := c.Strings("SELECT name FROM sqlite_master WHERE type = 'table'")
 	if err != nil {
 		return nil, err
 	}
-	defer st.Close()
 	s := &schema{tables: map[string]map[string]bool{}}
-	for {
-		ok, err := st.Step()
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			break
-		}
-		s.tables[st.Text(0)] = nil
+	for _, n := range names {
+		s.tables[n] = nil
 	}
 	return s, nil
 }
@@ -52,21 +44,13 @@ func (s *schema) columns(c *sqlite.Conn, table string) (map[string]bool, error) 
 	if cols != nil {
 		return cols, nil
 	}
-	st, err := c.Prepare("SELECT name FROM pragma_table_info(" + quoteString(table) + ")")
+	names, err := c.Strings("SELECT name FROM pragma_table_info(" + quoteString(table) + ")")
 	if err != nil {
 		return nil, err
 	}
-	defer st.Close()
 	cols = map[string]bool{}
-	for {
-		ok, err := st.Step()
-		if err != nil {
-			return nil, err
-		}
-		if !ok {
-			break
-		}
-		cols[st.Text(0)] = true
+	for _, n := range names {
+		cols[n] = true
 	}
 	s.tables[table] = cols
 	return cols, nil

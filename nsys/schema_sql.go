@@ -5,6 +5,17 @@ package nsys
 // decoder and nsys stats read, with nsys's names, types and NOT NULL
 // constraints. Like nsys, the writer creates an activity table only when it
 // has rows for it.
+// ddlActivityColumns are the columns every CUPTI activity table begins with.
+const ddlActivityColumns = `    start INTEGER NOT NULL, -- Event start timestamp (ns).
+    end INTEGER NOT NULL, -- Event end timestamp (ns).
+    deviceId INTEGER NOT NULL, -- Device ID.
+    contextId INTEGER NOT NULL, -- Context ID.
+    greenContextId INTEGER, -- Green context ID.
+    streamId INTEGER NOT NULL, -- Stream ID.
+    correlationId INTEGER, -- REFERENCES CUPTI_ACTIVITY_KIND_RUNTIME(correlationId)
+    globalPid INTEGER, -- Serialized GlobalId.
+`
+
 const (
 	ddlStringIds = `CREATE TABLE StringIds (
     id INTEGER NOT NULL PRIMARY KEY, -- ID reference value.
@@ -51,15 +62,7 @@ const (
     label TEXT -- Enum human name.
 )`
 	ddlKernel = `CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (
-    start INTEGER NOT NULL, -- Event start timestamp (ns).
-    end INTEGER NOT NULL, -- Event end timestamp (ns).
-    deviceId INTEGER NOT NULL, -- Device ID.
-    contextId INTEGER NOT NULL, -- Context ID.
-    greenContextId INTEGER, -- Green context ID.
-    streamId INTEGER NOT NULL, -- Stream ID.
-    correlationId INTEGER, -- REFERENCES CUPTI_ACTIVITY_KIND_RUNTIME(correlationId)
-    globalPid INTEGER, -- Serialized GlobalId.
-    demangledName INTEGER NOT NULL, -- REFERENCES StringIds(id) -- Kernel function name w/ templates
+` + ddlActivityColumns + `    demangledName INTEGER NOT NULL, -- REFERENCES StringIds(id) -- Kernel function name w/ templates
     shortName INTEGER NOT NULL, -- REFERENCES StringIds(id) -- Base kernel function name
     mangledName INTEGER, -- REFERENCES StringIds(id) -- Raw C++ mangled kernel function name
     launchType INTEGER, -- REFERENCES ENUM_CUDA_KERNEL_LAUNCH_TYPE(id)
@@ -103,15 +106,7 @@ const (
     callchainId INTEGER -- REFERENCES CUDA_CALLCHAINS(id)
 )`
 	ddlMemcpy = `CREATE TABLE CUPTI_ACTIVITY_KIND_MEMCPY (
-    start INTEGER NOT NULL, -- Event start timestamp (ns).
-    end INTEGER NOT NULL, -- Event end timestamp (ns).
-    deviceId INTEGER NOT NULL, -- Device ID.
-    contextId INTEGER NOT NULL, -- Context ID.
-    greenContextId INTEGER, -- Green context ID.
-    streamId INTEGER NOT NULL, -- Stream ID.
-    correlationId INTEGER, -- REFERENCES CUPTI_ACTIVITY_KIND_RUNTIME(correlationId)
-    globalPid INTEGER, -- Serialized GlobalId.
-    bytes INTEGER NOT NULL, -- Number of bytes transferred (B).
+` + ddlActivityColumns + `    bytes INTEGER NOT NULL, -- Number of bytes transferred (B).
     copyKind INTEGER NOT NULL, -- REFERENCES ENUM_CUDA_MEMCPY_OPER(id)
     deprecatedSrcId INTEGER, -- Deprecated, use srcDeviceId instead.
     srcKind INTEGER, -- REFERENCES ENUM_CUDA_MEM_KIND(id)
@@ -126,15 +121,7 @@ const (
     copyCount INTEGER -- The total number of memcopy operations traced in this record.
 )`
 	ddlMemset = `CREATE TABLE CUPTI_ACTIVITY_KIND_MEMSET (
-    start INTEGER NOT NULL, -- Event start timestamp (ns).
-    end INTEGER NOT NULL, -- Event end timestamp (ns).
-    deviceId INTEGER NOT NULL, -- Device ID.
-    contextId INTEGER NOT NULL, -- Context ID.
-    greenContextId INTEGER, -- Green context ID.
-    streamId INTEGER NOT NULL, -- Stream ID.
-    correlationId INTEGER, -- REFERENCES CUPTI_ACTIVITY_KIND_RUNTIME(correlationId)
-    globalPid INTEGER, -- Serialized GlobalId.
-    value INTEGER NOT NULL, -- Value assigned to memory.
+` + ddlActivityColumns + `    value INTEGER NOT NULL, -- Value assigned to memory.
     bytes INTEGER NOT NULL, -- Number of bytes set (B).
     graphNodeId INTEGER, -- REFERENCES CUDA_GRAPH_NODE_EVENTS(graphNodeId)
     memKind INTEGER -- REFERENCES ENUM_CUDA_MEM_KIND(id)
@@ -154,15 +141,7 @@ const (
     eventSyncId INTEGER -- CUDA Event Sync ID to link the synchronization API to associated event record API.
 )`
 	ddlGraphTrace = `CREATE TABLE CUPTI_ACTIVITY_KIND_GRAPH_TRACE (
-    start INTEGER NOT NULL, -- Event start timestamp (ns).
-    end INTEGER NOT NULL, -- Event end timestamp (ns).
-    deviceId INTEGER NOT NULL, -- Device ID.
-    contextId INTEGER NOT NULL, -- Context ID.
-    greenContextId INTEGER, -- Green context ID.
-    streamId INTEGER NOT NULL, -- Stream ID.
-    correlationId INTEGER, -- REFERENCES CUPTI_ACTIVITY_KIND_RUNTIME(correlationId)
-    globalPid INTEGER, -- Serialized GlobalId.
-    graphId INTEGER NOT NULL, -- REFERENCES CUDA_GRAPH_EVENTS(graphId)
+` + ddlActivityColumns + `    graphId INTEGER NOT NULL, -- REFERENCES CUDA_GRAPH_EVENTS(graphId)
     graphExecId INTEGER NOT NULL -- REFERENCES CUDA_GRAPH_EVENTS(graphExecId)
 )`
 	ddlNVTX = `CREATE TABLE NVTX_EVENTS (

@@ -173,6 +173,23 @@ func (c *Conn) Exec(sql string) error {
 	return nil
 }
 
+// Strings runs a query and returns the first column of every row as text.
+func (c *Conn) Strings(sql string) ([]string, error) {
+	st, err := c.Prepare(sql)
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	var out []string
+	for {
+		ok, err := st.Step()
+		if err != nil || !ok {
+			return out, err
+		}
+		out = append(out, st.Text(0))
+	}
+}
+
 // Stmt is a prepared statement.
 type Stmt struct {
 	c *Conn
