@@ -238,7 +238,7 @@ func AnalyzeGPU(t *ingest.Trace, opts GPUOptions) *GPU {
 		open      bool
 	}
 	streams := map[streamKey]*streamState{}
-	gaps := &gapHeap{}
+	gaps := newLongestGaps()
 	var catTotal [NumKernelCategories]int64
 	type kernelAgg struct {
 		count int
@@ -475,36 +475,46 @@ func (tc *threadCalls) longest(k threadKey, start, end int64) int32 {
 	return best
 }
 
-// gapHeap keeps the longest gaps seen (a min-heap on length).
-type gapHeap []gap
-
-func (h gapHeap) Len() int { return len(h) }
-func (h gapHeap) Less(i, j int) bool {
-	return h[i].len() < h[j].len() || (h[i].len() == h[j].len() && h[i].start > h[j].start)
+// minHeap is a container/heap over a slice, ordered by less.
+type minHeap[T any] struct {
+	items []T
+	less  func(a, b T) bool
 }
-func (h gapHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *gapHeap) Push(x any)   { *h = append(*h, x.(gap)) }
-func (h *gapHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
+
+func (h *minHeap[T]) Len() int           { return len(h.items) }
+func (h *minHeap[T]) Less(i, j int) bool { return h.less(h.items[i], h.items[j]) }
+func (h *minHeap[T]) Swap(i, j int)      { h.items[i], h.items[j] = h.items[j], h.items[i] }
+func (h *minHeap[T]) Push(x any)         { h.items = append(h.items, x.(T)) }
+func (h *minHeap[T]) Pop() any {
+	x := h.items[len(h.items)-1]
+	h.items = h.items[:len(h.items)-1]
 	return x
 }
 
-func (h *gapHeap) offer(g gap, limit int) {
-	if h.Len() < limit {
-		heap.Push(h, g)
+// longestGaps keeps the longest gaps seen: a min-heap on length, so the
+// shortest kept is the one to replace.
+type longestGaps struct{ h minHeap[gap] }
+
+func newLongestGaps() *longestGaps {
+	return &longestGaps{minHeap[gap]{less: func(a, b gap) bool {
+		return a.len() < b.len() || (a.len() == b.len() && a.start > b.start)
+	}}}
+}
+
+func (l *longestGaps) offer(g gap, limit int) {
+	if l.h.Len() < limit {
+		heap.Push(&l.h, g)
 		return
 	}
-	if (*h)[0].len() < g.len() {
-		(*h)[0] = g
-		heap.Fix(h, 0)
+	if l.h.items[0].len() < g.len() {
+		l.h.items[0] = g
+		heap.Fix(&l.h, 0)
 	}
 }
 
 // sorted returns the gaps longest first (ties: earlier first).
-func (h *gapHeap) sorted() []gap {
-	out := slices.Clone(*h)
+func (l *longestGaps) sorted() []gap {
+	out := slices.Clone(l.h.items)
 	slices.SortFunc(out, func(a, b gap) int { return cmp.Or(cmp.Compare(b.len(), a.len()), cmp.Compare(a.start, b.start)) })
 	return out
 }
@@ -542,7 +552,7 @@ func memoryUsage(t *ingest.Trace, points int) []GPUMemory {
 		}
 		dm := devs[e.Device]
 		if dm == nil {
-			dm = &devMem{m: GPUMemory{Device: e.Device}, live: map[liveKey]alloc{}}
+			dm = &devMem{m: GPUMemory{Device: e.Device}, live: map[liveKey]alloc{}, lows: newAddrHeap(), highs: newAddrHeap()}
 			devs[e.Device] = dm
 		}
 		k := liveKey{e.Pid, e.Address}
@@ -556,8 +566,8 @@ func memoryUsage(t *ingest.Trace, points int) []GPUMemory {
 			a := alloc{int64(e.Bytes), dm.gen}
 			dm.live[k] = a
 			dm.liveBytes += a.bytes
-			heap.Push(&dm.lows, addrEntry{int64(e.Address), k.pid, e.Address, a.gen})
-			heap.Push(&dm.highs, addrEntry{-int64(e.Address + e.Bytes), k.pid, e.Address, a.gen})
+			heap.Push(&dm.lows.minHeap, addrEntry{int64(e.Address), k.pid, e.Address, a.gen})
+			heap.Push(&dm.highs.minHeap, addrEntry{-int64(e.Address + e.Bytes), k.pid, e.Address, a.gen})
 		case ingest.MemFree:
 			old, ok := dm.live[k]
 			if !ok {
@@ -634,26 +644,20 @@ type addrEntry struct {
 	gen  int64
 }
 
-type addrHeap []addrEntry
+// addrHeap is a min-heap of addrEntry by key.
+type addrHeap struct{ minHeap[addrEntry] }
 
-func (h addrHeap) Len() int           { return len(h) }
-func (h addrHeap) Less(i, j int) bool { return h[i].key < h[j].key }
-func (h addrHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *addrHeap) Push(x any)        { *h = append(*h, x.(addrEntry)) }
-func (h *addrHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+func newAddrHeap() addrHeap {
+	return addrHeap{minHeap[addrEntry]{less: func(a, b addrEntry) bool { return a.key < b.key }}}
 }
 
 // top returns the smallest key among live entries, dropping dead ones.
 func (h *addrHeap) top(live func(addrEntry) bool) (int64, bool) {
 	for h.Len() > 0 {
-		if live((*h)[0]) {
-			return (*h)[0].key, true
+		if live(h.items[0]) {
+			return h.items[0].key, true
 		}
-		heap.Pop(h)
+		heap.Pop(&h.minHeap)
 	}
 	return 0, false
 }

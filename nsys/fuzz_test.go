@@ -88,22 +88,23 @@ func FuzzNsys(f *testing.F) {
 				}
 			}
 		}
-		switch table % 9 {
-		case 0:
-			o, ok := d.kernel(allPresent(tableKernel, kernelCols), fuzzRow(kernelCols, data))
-			checkOp(o, ok, ingest.OpKernel)
-		case 1:
-			o, ok := d.memcpy(allPresent(tableMemcpy, memcpyCols), fuzzRow(memcpyCols, data))
-			checkOp(o, ok, ingest.OpMemcpy)
-		case 2:
-			o, ok := d.memset(allPresent(tableMemset, memsetCols), fuzzRow(memsetCols, data))
-			checkOp(o, ok, ingest.OpMemset)
-		case 3:
-			o, ok := d.sync(allPresent(tableSync, syncCols), fuzzRow(syncCols, data))
-			checkOp(o, ok, ingest.OpSync)
-		case 4:
-			o, ok := d.graph(allPresent(tableGraph, graphCols), fuzzRow(graphCols, data))
-			checkOp(o, ok, ingest.OpGraph)
+		opTables := []struct {
+			table string
+			cols  []column
+			conv  func(*query, *row) (ingest.GPUOp, bool)
+			kind  ingest.GPUOpKind
+		}{
+			{tableKernel, kernelCols, d.kernel, ingest.OpKernel},
+			{tableMemcpy, memcpyCols, d.memcpy, ingest.OpMemcpy},
+			{tableMemset, memsetCols, d.memset, ingest.OpMemset},
+			{tableSync, syncCols, d.sync, ingest.OpSync},
+			{tableGraph, graphCols, d.graph, ingest.OpGraph},
+		}
+		switch k := int(table % 9); k {
+		case 0, 1, 2, 3, 4:
+			c := opTables[k]
+			o, ok := c.conv(allPresent(c.table, c.cols), fuzzRow(c.cols, data))
+			checkOp(o, ok, c.kind)
 		case 5:
 			s, ok := d.runtime(allPresent(tableRuntime, runtimeCols), fuzzRow(runtimeCols, data))
 			checkSpan(s, ok)

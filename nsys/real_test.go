@@ -264,15 +264,25 @@ func hasNVTX(t *testing.T, path string) bool {
 	return len(sqlite3Rows(t, path, "SELECT name FROM sqlite_master WHERE name = 'NVTX_EVENTS'")) > 0
 }
 
+// withoutNVTX reports whether the export has no NVTX table, failing the test
+// if a report found rows in it anyway.
+func withoutNVTX(t *testing.T, path string, rows int) bool {
+	t.Helper()
+	if hasNVTX(t, path) {
+		return false
+	}
+	if rows != 0 {
+		t.Fatalf("no NVTX_EVENTS, yet %d rows", rows)
+	}
+	return true
+}
+
 func TestNVTXSummaryMatchesSQL(t *testing.T) {
 	for _, path := range realFiles(t) {
 		t.Run(filepath.Base(path), func(t *testing.T) {
 			tr := decodeReal(t, path)
 			got := NVTXSummary(tr)
-			if !hasNVTX(t, path) {
-				if len(got) != 0 {
-					t.Fatalf("no NVTX_EVENTS, yet %d summary rows", len(got))
-				}
+			if withoutNVTX(t, path, len(got)) {
 				return
 			}
 			q := `WITH ` + nvtxRangesSQL + `, named AS (SELECT style || '|' || name AS name, en - start AS d FROM rng), ` +
@@ -318,10 +328,7 @@ func TestNVTXProjectionMatchesSQL(t *testing.T) {
 		t.Run(filepath.Base(path), func(t *testing.T) {
 			tr := decodeReal(t, path)
 			got := NVTXProjection(tr)
-			if !hasNVTX(t, path) {
-				if len(got) != 0 {
-					t.Fatalf("no NVTX_EVENTS, yet %d projected ranges", len(got))
-				}
+			if withoutNVTX(t, path, len(got)) {
 				return
 			}
 			memset := ""
@@ -491,10 +498,7 @@ func TestNVTXKernelSummaryMatchesSQL(t *testing.T) {
 		t.Run(filepath.Base(path), func(t *testing.T) {
 			tr := decodeReal(t, path)
 			got := NVTXKernelSummary(tr, KernelDemangled)
-			if !hasNVTX(t, path) {
-				if len(got) != 0 {
-					t.Fatalf("no NVTX, yet %d rows", len(got))
-				}
+			if withoutNVTX(t, path, len(got)) {
 				return
 			}
 			rows := sqlite3Rows(t, path, `WITH `+nvtxRangesSQL+`,
