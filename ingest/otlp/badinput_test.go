@@ -16,7 +16,7 @@ import (
 
 	"github.com/llmprof/llmprof/ingest"
 	"github.com/llmprof/llmprof/ingest/otlp"
-	"github.com/llmprof/llmprof/ingest/otlp/internal/otlptest"
+	"github.com/llmprof/llmprof/ingest/otlp/otlptest"
 )
 
 // batch is a small batch of n spans named name-0…, with the given span IDs

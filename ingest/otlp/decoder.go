@@ -412,11 +412,19 @@ func (d *state) readFramed(ctx context.Context, r *bufio.Reader, limit int64) er
 			}
 			continue
 		}
-		if int64(cap(buf)) < size {
-			buf = make([]byte, size)
+		// A record that fits the read buffer is decoded where it lies.
+		var payload []byte
+		var got int
+		if size <= int64(r.Size()) {
+			payload, err = r.Peek(int(size))
+			got = len(payload)
+		} else {
+			if int64(cap(buf)) < size {
+				buf = make([]byte, size)
+			}
+			payload = buf[:size]
+			got, err = io.ReadFull(r, payload)
 		}
-		payload := buf[:size]
-		got, err := io.ReadFull(r, payload)
 		off += int64(got)
 		if err == io.EOF || err == io.ErrUnexpectedEOF {
 			d.warnf("truncated", "the file ends inside the record (%d of %d bytes); every record before it kept", got, size)
@@ -426,6 +434,9 @@ func (d *state) readFramed(ctx context.Context, r *bufio.Reader, limit int64) er
 			return err
 		}
 		kind, err := d.payload(payload, encAuto, limit)
+		if size <= int64(r.Size()) {
+			r.Discard(int(size))
+		}
 		payloads[kind]++
 		if err != nil {
 			d.warnf("malformed-record", "%v", err)

@@ -25,7 +25,10 @@ type state struct {
 	// none), added to the position of warnings about it.
 	off int64
 
-	strs [strCacheSize]cachedStr
+	strs       [strCacheSize]cachedStr
+	slotSets   [slotSetCount]slotSet // see protoSpanAttr
+	slotSet    int                   // the set of the span being decoded
+	slotVictim int
 
 	attrSlab  slab[ingest.Attr]
 	eventSlab slab[ingest.Event]
@@ -115,7 +118,9 @@ func (d *state) intern(b []byte) ingest.StrID {
 	if e.s == string(b) {
 		return e.id
 	}
-	id := d.t.Strings.InternBytes(b)
+	// Most strings that miss the cache are new (request IDs, prompts), so
+	// the copy is made up front and the table looked up once, not twice.
+	id := d.t.Strings.Intern(string(b))
 	e.s, e.id = d.t.Strings.Get(id), id
 	return id
 }
@@ -167,6 +172,13 @@ func (d *state) appendSpan(sp *ingest.Span) {
 	sp.Source = d.src
 	sp.Origin = ingest.OriginOTLP
 	d.spanAttrs, d.events, d.links = d.spanAttrs[:0], d.events[:0], d.links[:0]
+	if len(d.t.Spans) == cap(d.t.Spans) {
+		// append grows a large slice by a quarter at a time, copying the
+		// spans about five times over; doubling copies them about twice.
+		grown := make([]ingest.Span, len(d.t.Spans), max(2*cap(d.t.Spans), 1024))
+		copy(grown, d.t.Spans)
+		d.t.Spans = grown
+	}
 	d.t.Spans = append(d.t.Spans, *sp)
 	d.spans++
 }
