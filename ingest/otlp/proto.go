@@ -332,6 +332,7 @@ func malformed(msg string, num uint64) error {
 
 // protoSpan decodes one Span message and appends it.
 func (d *state) protoSpan(b []byte) error {
+	d.beginSpan()
 	sp := ingest.Span{Resource: -1, Scope: -1}
 	p := pbuf{b: b}
 	for p.more() {

@@ -31,6 +31,8 @@ type state struct {
 	slotVictim int
 
 	attrSlab  slab[ingest.Attr]
+	spanSlab  slab[ingest.Attr] // span attributes, decoded in place (see beginSpan)
+	tailCap   int
 	eventSlab slab[ingest.Event]
 	linkSlab  slab[ingest.Link]
 
@@ -163,15 +165,48 @@ func (s *slab[T]) carve(items []T) []T {
 	return s.buf[start:len(s.buf):len(s.buf)]
 }
 
-// appendSpan adds a finished span, carving its parts from the slabs. The
-// scratch slices are left empty for the next span.
+// take hands out the next n elements of the free space, which the caller has
+// filled through a slice from tail.
+func (s *slab[T]) take(n int) []T {
+	start := len(s.buf)
+	s.buf = s.buf[:start+n]
+	return s.buf[start : start+n : start+n]
+}
+
+// tail returns an empty slice over the slab's free space, at least minFree
+// long, to append to in place.
+func (s *slab[T]) tail(minFree int) []T {
+	if cap(s.buf)-len(s.buf) < minFree {
+		if s.next == 0 {
+			s.next = slabFirst
+		}
+		s.buf = make([]T, 0, max(s.next, minFree))
+		s.next = min(s.next*2, slabMax)
+	}
+	return s.buf[len(s.buf):len(s.buf)]
+}
+
+// beginSpan readies the scratch slices for a new span. Its attributes are
+// appended straight into the slab's free space, so that keeping them costs no
+// copy unless there were more than the space held.
+func (d *state) beginSpan() {
+	d.spanAttrs = d.spanSlab.tail(64)
+	d.tailCap = cap(d.spanAttrs)
+	d.events, d.links = d.events[:0], d.links[:0]
+}
+
+// appendSpan adds a finished span, carving its parts from the slabs.
 func (d *state) appendSpan(sp *ingest.Span) {
-	sp.Attrs = d.attrSlab.carve(d.spanAttrs)
+	if cap(d.spanAttrs) == d.tailCap && len(d.spanAttrs) > 0 {
+		sp.Attrs = d.spanSlab.take(len(d.spanAttrs)) // still where tail put them
+	} else {
+		sp.Attrs = d.spanSlab.carve(d.spanAttrs)
+	}
 	sp.Events = d.eventSlab.carve(d.events)
 	sp.Links = d.linkSlab.carve(d.links)
 	sp.Source = d.src
 	sp.Origin = ingest.OriginOTLP
-	d.spanAttrs, d.events, d.links = d.spanAttrs[:0], d.events[:0], d.links[:0]
+	d.spanAttrs, d.events, d.links = nil, d.events[:0], d.links[:0]
 	if len(d.t.Spans) == cap(d.t.Spans) {
 		// append grows a large slice by a quarter at a time, copying the
 		// spans about five times over; doubling copies them about twice.
@@ -185,7 +220,7 @@ func (d *state) appendSpan(sp *ingest.Span) {
 
 // resetSpan clears the scratch slices after a span that was not kept.
 func (d *state) resetSpan() {
-	d.spanAttrs, d.events, d.links = d.spanAttrs[:0], d.events[:0], d.links[:0]
+	d.spanAttrs, d.events, d.links = nil, d.events[:0], d.links[:0]
 	d.eventAttrs, d.linkAttrs = d.eventAttrs[:0], d.linkAttrs[:0]
 }
 
