@@ -352,6 +352,7 @@ func (d *state) readProto(ctx context.Context, r *bufio.Reader, limit int64) err
 		return err
 	}
 	sr := &streamReader{r: r}
+	d.ctx = ctx
 	before := d.spans
 	err := d.protoRequest(sr, -1, limit)
 	if err == nil {

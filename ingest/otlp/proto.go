@@ -66,6 +66,9 @@ func (d *state) protoRequest(r wireReader, end int64, maxRecord int64) error {
 		if err != nil {
 			return &protoErr{start, "resource_spans", err}
 		}
+		if d.ctx != nil && d.ctx.Err() != nil {
+			return d.ctx.Err()
+		}
 		if err := d.protoResourceSpans(r, r.offset()+n, maxRecord); err != nil {
 			return err
 		}

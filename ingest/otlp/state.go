@@ -1,6 +1,7 @@
 package otlp
 
 import (
+	"context"
 	"encoding/binary"
 	"math"
 
@@ -56,6 +57,9 @@ type state struct {
 
 	// spans counts the spans this state appended.
 	spans int
+	// ctx, when set, is checked between the resource spans of a raw
+	// protobuf stream, which has no records to check it between.
+	ctx context.Context
 }
 
 func newState(t *ingest.Trace, src ingest.SourceID) *state {
