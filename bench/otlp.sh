@@ -47,7 +47,7 @@ echo
 echo "== memory: peak RSS of decoding each file in a fresh process (ingest.Open: decode and Validate)"
 go build -o "$work/otlpmem" ./bench/otlpmem
 "$work/otlpmem" gen -dir "$work" -mb "$mb"
-for f in dump.pb dump-raw.pb dump.jsonl; do
+for f in dump.pb dump-raw.pb dump.jsonl dump-doc.json; do
 	/usr/bin/time -v "$work/otlpmem" decode "$work/$f" 2>"$work/time.txt"
 	awk -v f="$f" '/Maximum resident set size/ { printf "  %s: /usr/bin/time max RSS %d MiB\n", f, $NF / 1024 }' "$work/time.txt"
 done

@@ -3,13 +3,15 @@
 // decodes one in a fresh process through ingest.Open (decode, merge,
 // Validate) and reports the peak resident set. bench/otlp.sh runs it.
 //
-//	otlpmem gen -dir DIR [-mb 100]   write DIR/dump.pb (framed), DIR/dump-raw.pb, DIR/dump.jsonl
+//	otlpmem gen -dir DIR [-mb 100]   write DIR/dump.pb (framed), DIR/dump-raw.pb, DIR/dump.jsonl, DIR/dump-doc.json
 //	otlpmem decode FILE              decode FILE; print spans, seconds, peak RSS and RSS/size
 package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -55,11 +57,14 @@ func run(args []string, w io.Writer) error {
 
 // gen writes the same synthetic batches in three forms: the file exporter's
 // framed protobuf, one raw ExportTraceServiceRequest (the batches
-// concatenated: protobuf merges repeated fields), and JSON Lines.
+// concatenated: protobuf merges repeated fields), and JSON Lines; and the
+// first of them, up to about mb MiB, as one pretty-printed OTLP/JSON document
+// (read whole, unlike the others).
 func gen(dir string, mb int, w io.Writer) error {
 	files := map[string]*bufio.Writer{}
 	var closers []*os.File
-	for _, name := range []string{"dump.pb", "dump-raw.pb", "dump.jsonl"} {
+	names := []string{"dump.pb", "dump-raw.pb", "dump.jsonl", "dump-doc.json"}
+	for _, name := range names {
 		f, err := os.Create(filepath.Join(dir, name))
 		if err != nil {
 			return err
@@ -68,7 +73,9 @@ func gen(dir string, mb int, w io.Writer) error {
 		files[name] = bufio.NewWriterSize(f, 1<<20)
 	}
 	g := &otlptest.Synthetic{Seed: 1}
-	var size, spans int
+	var size, docSize, spans int
+	doc := files["dump-doc.json"]
+	doc.WriteString("{\n  \"resourceSpans\": [")
 	for size < mb<<20 {
 		td := g.Next()
 		spans += td.SpanCount()
@@ -76,10 +83,26 @@ func gen(dir string, mb int, w io.Writer) error {
 		size += 4 + len(p)
 		files["dump.pb"].Write(otlptest.Frame(p))
 		files["dump-raw.pb"].Write(p)
-		files["dump.jsonl"].Write(otlptest.JSON(td))
+		js := otlptest.JSON(td)
+		files["dump.jsonl"].Write(js)
 		files["dump.jsonl"].WriteByte('\n')
+		if docSize < mb<<20 {
+			// The batch's resource spans, indented, as elements of one array.
+			inner := bytes.TrimSuffix(bytes.TrimPrefix(js, []byte(`{"resourceSpans":[`)), []byte("]}"))
+			var buf bytes.Buffer
+			if err := json.Indent(&buf, inner, "    ", "  "); err != nil {
+				return err
+			}
+			if docSize > 0 {
+				doc.WriteByte(',')
+			}
+			doc.WriteString("\n    ")
+			n, _ := doc.Write(buf.Bytes())
+			docSize += n
+		}
 	}
-	for i, name := range []string{"dump.pb", "dump-raw.pb", "dump.jsonl"} {
+	doc.WriteString("\n  ]\n}\n")
+	for i, name := range names {
 		if err := files[name].Flush(); err != nil {
 			return err
 		}

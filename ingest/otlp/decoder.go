@@ -69,10 +69,13 @@ func (dec *Decoder) Decode(ctx context.Context, in *ingest.Input, t *ingest.Trac
 		return err
 	}
 	defer rc.Close()
+	var sizeHint int64
 	if in.Compression != ingest.CompressionNone {
 		setMeta(&t.Sources[0], "compression", in.Compression.String())
+	} else {
+		sizeHint = in.Size
 	}
-	return dec.decode(ctx, bufio.NewReaderSize(rc, readBufSize), f, t, 0)
+	return dec.decode(ctx, bufio.NewReaderSize(rc, readBufSize), f, t, 0, sizeHint)
 }
 
 // readBufSize is the read buffer: large enough that nearly every JSON line and
@@ -123,7 +126,7 @@ func (dec *Decoder) DecodeReader(ctx context.Context, path string, r io.Reader) 
 	if f == formNone {
 		return nil, &ingest.InputError{Path: path, Err: fmt.Errorf("%w (%s)", ingest.ErrUnknownFormat, describeJSON(head))}
 	}
-	if err := dec.decode(ctx, br, f, t, 0); err != nil {
+	if err := dec.decode(ctx, br, f, t, 0, 0); err != nil {
 		return nil, &ingest.InputError{Path: path, Err: err}
 	}
 	return t, nil
@@ -159,8 +162,10 @@ func setMeta(s *ingest.Source, k, v string) {
 }
 
 // decode runs the form's reader and fills in the source.
-func (dec *Decoder) decode(ctx context.Context, r *bufio.Reader, f form, t *ingest.Trace, src ingest.SourceID) error {
+// sizeHint, when known, is the input's size; documents read whole use it.
+func (dec *Decoder) decode(ctx context.Context, r *bufio.Reader, f form, t *ingest.Trace, src ingest.SourceID, sizeHint int64) error {
 	d := newState(t, src)
+	d.sizeHint = sizeHint
 	first := len(t.Spans)
 	limit := dec.Options.maxRecord()
 	var (
@@ -270,7 +275,7 @@ func jsonProblem(err error) string {
 // readJSONDocument decodes an OTLP/JSON document that spans lines (pretty
 // printed), or several concatenated ones. It is read whole, up to the limit.
 func (d *state) readJSONDocument(r io.Reader, limit int64) (string, error) {
-	b, tooLarge, err := readAllLimit(r, limit)
+	b, tooLarge, err := d.readAllLimit(r, limit)
 	if err != nil {
 		return "", err
 	}
@@ -308,9 +313,20 @@ func (d *state) readJSONDocument(r io.Reader, limit int64) (string, error) {
 }
 
 // readAllLimit reads r whole unless it is longer than limit, in which case it
-// reads and discards the rest and reports tooLarge.
-func readAllLimit(r io.Reader, limit int64) (b []byte, tooLarge bool, err error) {
-	b, err = io.ReadAll(io.LimitReader(r, limit+1))
+// reads and discards the rest and reports tooLarge. With the size known
+// (sizeHint > 0) it allocates once; otherwise it reads in chunks and copies
+// them once into place, so that the peak is twice the text, not the three
+// times of a doubling buffer.
+func (d *state) readAllLimit(r io.Reader, limit int64) (b []byte, tooLarge bool, err error) {
+	lr := io.LimitReader(r, limit+1)
+	if d.sizeHint > 0 && d.sizeHint <= limit {
+		var buf bytes.Buffer
+		buf.Grow(int(d.sizeHint) + bytes.MinRead)
+		_, err = buf.ReadFrom(lr)
+		b = buf.Bytes()
+	} else {
+		b, err = readChunks(lr)
+	}
 	if err != nil {
 		return nil, false, err
 	}
@@ -321,8 +337,33 @@ func readAllLimit(r io.Reader, limit int64) (b []byte, tooLarge bool, err error)
 	return b, false, nil
 }
 
+func readChunks(r io.Reader) ([]byte, error) {
+	var chunks [][]byte
+	total := 0
+	for size := 1 << 20; ; size = min(2*size, 64<<20) {
+		chunk := make([]byte, size)
+		n, err := io.ReadFull(r, chunk)
+		chunks = append(chunks, chunk[:n])
+		total += n
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(chunks) == 1 {
+		return chunks[0], nil
+	}
+	b := make([]byte, 0, total)
+	for _, c := range chunks {
+		b = append(b, c...)
+	}
+	return b, nil
+}
+
 func (d *state) readJaeger(r io.Reader, limit int64) error {
-	b, tooLarge, err := readAllLimit(r, limit)
+	b, tooLarge, err := d.readAllLimit(r, limit)
 	if err != nil {
 		return err
 	}

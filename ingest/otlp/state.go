@@ -57,6 +57,8 @@ type state struct {
 
 	// spans counts the spans this state appended.
 	spans int
+	// sizeHint is the input's size when known (see readAllLimit).
+	sizeHint int64
 	// ctx, when set, is checked between the resource spans of a raw
 	// protobuf stream, which has no records to check it between.
 	ctx context.Context
