@@ -128,8 +128,13 @@ func (d *state) intern(b []byte) ingest.StrID {
 	}
 	// Most strings that miss the cache are new (request IDs, prompts), so
 	// the copy is made up front and the table looked up once, not twice.
+	n0 := d.t.Strings.Len()
 	id := d.t.Strings.Intern(string(b))
-	e.s, e.id = d.t.Strings.Get(id), id
+	// A string seen for the first time is likely unique (an ID): it does not
+	// evict a cached one. One that recurs is cached when it is seen again.
+	if int(id) < n0 || e.s == "" {
+		e.s, e.id = d.t.Strings.Get(id), id
+	}
 	return id
 }
 
