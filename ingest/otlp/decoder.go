@@ -225,9 +225,9 @@ func (d *state) readJSONLines(ctx context.Context, r *bufio.Reader, limit int64)
 			return "", ctx.Err()
 		}
 		s.reset(line)
-		tempo = d.jsonRecord(&s, "line") || tempo
+		tempo = d.jsonLine(&s) || tempo
 	}
-	d.t.Sources[d.src].Meta = withMeta(d.t.Sources[d.src].Meta, "records", strconv.Itoa(records))
+	setMeta(&d.t.Sources[d.src], "records", strconv.Itoa(records))
 	switch {
 	case tempo:
 		return "tempo-json", nil
@@ -237,17 +237,9 @@ func (d *state) readJSONLines(ctx context.Context, r *bufio.Reader, limit int64)
 	return "otlp-json", nil
 }
 
-func withMeta(m map[string]string, k, v string) map[string]string {
-	if m == nil {
-		m = map[string]string{}
-	}
-	m[k] = v
-	return m
-}
-
-// jsonRecord decodes one JSON record (a line, a framed payload) held by s and
-// warns about what went wrong. It reports whether the record was Tempo's.
-func (d *state) jsonRecord(s *jsonScanner, unit string) (tempo bool) {
+// jsonLine decodes the JSON line held by s and warns about what went wrong.
+// It reports whether the line was Tempo's.
+func (d *state) jsonLine(s *jsonScanner) (tempo bool) {
 	before := d.spans
 	shape := d.jsonDocument(s)
 	if s.err == nil {
@@ -256,7 +248,7 @@ func (d *state) jsonRecord(s *jsonScanner, unit string) (tempo bool) {
 		}
 	}
 	if s.err != nil {
-		d.warnf("malformed-record", "%s: %v; %d complete span(s) before it on this %s kept", jsonProblem(s.err), s.err, d.spans-before, unit)
+		d.warnf("malformed-record", "%s: %v; %d complete span(s) before it on this line kept", jsonProblem(s.err), s.err, d.spans-before)
 		return shape.tempo
 	}
 	if !shape.otlp && !shape.tempo {
@@ -288,6 +280,7 @@ func (d *state) readJSONDocument(r io.Reader, limit int64) (string, error) {
 	tempo, docs := false, 0
 	for s.ws(); s.i < len(s.b); s.ws() {
 		docs++
+		d.pos = "document " + strconv.Itoa(docs)
 		before := d.spans
 		shape := d.jsonDocument(&s)
 		tempo = tempo || shape.tempo
@@ -302,7 +295,6 @@ func (d *state) readJSONDocument(r io.Reader, limit int64) (string, error) {
 			break
 		}
 		if !shape.otlp && !shape.tempo {
-			d.pos = "document " + strconv.Itoa(docs)
 			d.warnf("not-otlp", "JSON object without resourceSpans (keys: %s); skipped", strings.Join(shape.other, ", "))
 		}
 	}
@@ -485,7 +477,7 @@ func (d *state) readFramed(ctx context.Context, r *bufio.Reader, limit int64) er
 		}
 	}
 	src := &d.t.Sources[d.src]
-	src.Meta = withMeta(src.Meta, "records", strconv.Itoa(rec))
+	setMeta(src, "records", strconv.Itoa(rec))
 	var kinds []string
 	for _, k := range []string{"proto", "proto+zstd", "json", "json+zstd"} {
 		if payloads[k] > 0 {
@@ -493,7 +485,7 @@ func (d *state) readFramed(ctx context.Context, r *bufio.Reader, limit int64) er
 		}
 	}
 	if len(kinds) > 0 {
-		src.Meta["payloads"] = strings.Join(kinds, ",")
+		setMeta(src, "payloads", strings.Join(kinds, ","))
 	}
 	return nil
 }
