@@ -12,6 +12,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 	"github.com/muesli/termenv"
 
+	"github.com/llmprof/llmprof/align"
 	"github.com/llmprof/llmprof/attribution"
 )
 
@@ -80,6 +81,8 @@ func (r *Report) WriteText(w io.Writer, opts TextOptions) error {
 	}
 	src.render(&b, st, 2)
 
+	alignmentText(&b, st, r)
+
 	if rq := r.Requests; rq != nil {
 		p("\n%s", st.section.Render("REQUESTS"))
 		if rq.Count == 0 {
@@ -115,6 +118,9 @@ func (r *Report) WriteText(w io.Writer, opts TextOptions) error {
 						fmtSeconds(s.TotalMs/1e3))
 				}
 			}
+			if r.Tokens != nil {
+				tokensText(&b, st, r.Tokens)
+			}
 			if bs := r.BlindSpots; bs != nil {
 				blindSpotsText(&b, st, bs)
 			}
@@ -141,6 +147,73 @@ func (r *Report) WriteText(w io.Writer, opts TextOptions) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// alignmentText shows the clock alignment when there is more than one
+// clock: every report that joins records across clocks says how well it can.
+func alignmentText(b *strings.Builder, st styles, r *Report) {
+	if len(r.Alignment) < 2 {
+		return
+	}
+	ref := ""
+	for _, f := range r.Alignment {
+		if f.Status == align.StatusReference {
+			ref = f.Domain
+		}
+	}
+	fmt.Fprintf(b, "\n%s  %s\n", st.section.Render("CLOCK ALIGNMENT"), st.dim.Render("reference: "+ref))
+	t := newTable("domain", "status", "anchors", "offset", "drift", "residual p99", "bound")
+	for _, f := range r.Alignment {
+		if f.Status == align.StatusReference {
+			continue
+		}
+		offset, drift, res, bound := "—", "—", "—", "—"
+		if f.Status != align.StatusCannotAlign {
+			offset = fmtNs(f.OffsetNs, true)
+			if f.DriftFitted {
+				drift = fmt.Sprintf("%+.2f ppm", f.DriftPPM)
+			} else {
+				drift = "not fitted"
+			}
+		}
+		if f.ResidualP99Ns != nil {
+			res = fmtNs(*f.ResidualP99Ns, false)
+		}
+		if f.BoundNs != nil {
+			bound = "±" + fmtNs(*f.BoundNs, false)
+		}
+		status := string(f.Status)
+		if f.Status == align.StatusUnrefined || f.Status == align.StatusCannotAlign {
+			status = st.warn.Render(status)
+		}
+		t.row(f.Domain, status, f.Anchors.String(), offset, drift, res, bound)
+	}
+	t.render(b, st, 2)
+	if c := r.Causality; c != nil && c.Checked > 0 {
+		line := fmt.Sprintf("causality: %s of %s GPU ops start before their launch call", commas(c.Violations), commas(c.Checked))
+		if c.Violations > 0 {
+			line += fmt.Sprintf(" (largest lead %s)", fmtNs(c.LargestNs, false))
+		}
+		fmt.Fprintf(b, "  %s\n", line)
+	}
+}
+
+// fmtNs prints a duration in the unit that suits it.
+func fmtNs(ns int64, signed bool) string {
+	sign := ""
+	if signed && ns >= 0 {
+		sign = "+"
+	}
+	a := math.Abs(float64(ns))
+	switch {
+	case a >= 1e9:
+		return fmt.Sprintf("%s%.6f s", sign, float64(ns)/1e9)
+	case a >= 1e6:
+		return fmt.Sprintf("%s%.3f ms", sign, float64(ns)/1e6)
+	case a >= 1e3:
+		return fmt.Sprintf("%s%.1f µs", sign, float64(ns)/1e3)
+	}
+	return fmt.Sprintf("%s%d ns", sign, ns)
 }
 
 func blindSpotsText(b *strings.Builder, st styles, bs *attribution.BlindSpots) {

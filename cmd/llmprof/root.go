@@ -46,7 +46,9 @@ idle gaps and other tenants.`),
 var commands = []func(*Factory) *cobra.Command{
 	NewCmdAnalyze,
 	NewCmdDemo,
+	NewCmdExport,
 	NewCmdVersion,
+	NewCmdDiff,
 }
 
 // Main runs llmprof with the given arguments and returns the exit code.
