@@ -38,7 +38,6 @@ var (
 	keyInference = []string{"gen_ai.latency.time_in_model_inference", "inference_time"}
 	// keyTokenize: TGI's validation step includes tokenization.
 	keyTokenize   = []string{"validation_time"}
-	keyTGITotal   = []string{"total_time"}
 	keyTGIPerTok  = []string{"time_per_token"}
 	keyCacheRatio = []string{"llm.cache_hit_ratio"}
 	keyFinish     = []string{"llm.finish_reason", "gen_ai.response.finish_reasons", "llm.response.finish_reason"}

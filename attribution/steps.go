@@ -173,14 +173,26 @@ func stepOps(t *ingest.Trace, steps []Step, engines []Engine) {
 			apis[k] = append(apis[k], i)
 		}
 	}
-	type corrKey struct{ pid, corr uint32 }
-	var opByCorr map[corrKey]int32
+	// The ops each API call launched (a CUDA graph launch has many), as
+	// CSR arrays over the calls: opsOf(call) = launched[first[call]:first[call+1]].
+	var first, launched []int32
 	if len(bySpanID)+len(byStepNo) > 0 {
-		opByCorr = make(map[corrKey]int32, len(t.GPUOps))
-		for i := range t.GPUOps {
-			o := &t.GPUOps[i]
-			if o.Correlation != 0 {
-				opByCorr[corrKey{o.Pid, o.Correlation}] = int32(i)
+		calls := t.LaunchCalls()
+		first = make([]int32, len(t.Spans)+1)
+		for _, c := range calls {
+			if c >= 0 {
+				first[c+1]++
+			}
+		}
+		for i := 1; i < len(first); i++ {
+			first[i] += first[i-1]
+		}
+		launched = make([]int32, first[len(t.Spans)])
+		fill := slices.Clone(first[:len(t.Spans)])
+		for oi, c := range calls {
+			if c >= 0 {
+				launched[fill[c]] = int32(oi)
+				fill[c]++
 			}
 		}
 	}
@@ -210,9 +222,7 @@ func stepOps(t *ingest.Trace, steps []Step, engines []Engine) {
 				if a.Start > r.End {
 					break
 				}
-				if oi, ok := opByCorr[corrKey{a.Pid, a.Correlation}]; ok {
-					st.Ops = append(st.Ops, oi)
-				}
+				st.Ops = append(st.Ops, launched[first[ai]:first[ai+1]]...)
 			}
 			slices.SortFunc(st.Ops, func(a, b int32) int {
 				return compareInt64(t.GPUOps[a].Start, t.GPUOps[b].Start)

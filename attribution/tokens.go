@@ -111,11 +111,10 @@ type tokenWalker struct {
 }
 
 type stepParts struct {
-	done         bool
-	hasOps       bool
-	first, last  int64 // GPU region, clipped to the step
-	gpu          [NumBuckets]int64
-	opsInWindows bool
+	done        bool
+	hasOps      bool
+	first, last int64 // GPU region, clipped to the step
+	gpu         [NumBuckets]int64
 }
 
 func newTokenWalker(t *ingest.Trace, res *Result) *tokenWalker {
@@ -143,8 +142,12 @@ func (w *tokenWalker) split(si int) *stepParts {
 	}
 	first, last := int64(math.MaxInt64), int64(math.MinInt64)
 	for _, oi := range st.Ops {
-		o := &w.t.GPUOps[oi]
-		first, last = min(first, o.Start), max(last, o.End)
+		if o := &w.t.GPUOps[oi]; o.Kind != ingest.OpSync {
+			first, last = min(first, o.Start), max(last, o.End)
+		}
+	}
+	if first > last {
+		return p // only synchronizations: no GPU work seen
 	}
 	p.hasOps = true
 	p.first = min(max(first, st.Start), st.End)
@@ -169,6 +172,9 @@ func (w *tokenWalker) gpuSweep(st *Step, lo, hi int64, out *[NumBuckets]int64) {
 	prevEnd := int64(math.MinInt64)
 	for _, oi := range st.Ops {
 		o := &w.t.GPUOps[oi]
+		if o.Kind == ingest.OpSync {
+			continue // a CPU-side wait recorded on the GPU timeline, not GPU work
+		}
 		a, b := max(o.Start, lo), min(o.End, hi)
 		if b <= a {
 			continue

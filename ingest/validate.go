@@ -82,24 +82,47 @@ func (t *Trace) checkSpanIDs() {
 	}
 }
 
-// Sort orders spans, GPU ops, samples and memory events by start time (stable, so equal
-// starts keep input order). Already sorted slices are detected in O(n).
+// Sort orders spans, GPU ops, samples and memory events by time (stable, so
+// equal times keep input order). Already sorted slices are detected in O(n).
 func (t *Trace) Sort() {
-	if !slices.IsSortedFunc(t.Spans, cmpSpan) {
-		slices.SortStableFunc(t.Spans, cmpSpan)
-	}
-	if !slices.IsSortedFunc(t.GPUOps, cmpOp) {
-		slices.SortStableFunc(t.GPUOps, cmpOp)
-	}
-	if !slices.IsSortedFunc(t.Samples, cmpSample) {
-		slices.SortStableFunc(t.Samples, cmpSample)
-	}
-	if !slices.IsSortedFunc(t.MemoryEvents, cmpMemory) {
-		slices.SortStableFunc(t.MemoryEvents, cmpMemory)
-	}
+	t.Spans = sortByTime(t.Spans, func(s *Span) int64 { return s.Start })
+	t.GPUOps = sortByTime(t.GPUOps, func(o *GPUOp) int64 { return o.Start })
+	t.Samples = sortByTime(t.Samples, func(s *Sample) int64 { return s.Time })
+	t.MemoryEvents = sortByTime(t.MemoryEvents, func(m *MemoryEvent) int64 { return m.Time })
 }
 
-func cmpSpan(a, b Span) int          { return cmp.Compare(a.Start, b.Start) }
-func cmpOp(a, b GPUOp) int           { return cmp.Compare(a.Start, b.Start) }
-func cmpSample(a, b Sample) int      { return cmp.Compare(a.Time, b.Time) }
-func cmpMemory(a, b MemoryEvent) int { return cmp.Compare(a.Time, b.Time) }
+// sortByTime sorts records stably by a time key. Records are large (a Span
+// is 160 bytes), so instead of moving them through a stable sort's merges it
+// sorts (key, index) pairs — the index breaks ties, which makes the order
+// stable — and moves each record once into a new slice.
+func sortByTime[T any](recs []T, key func(*T) int64) []T {
+	sorted := true
+	for i := 1; i < len(recs); i++ {
+		if key(&recs[i]) < key(&recs[i-1]) {
+			sorted = false
+			break
+		}
+	}
+	if sorted {
+		return recs
+	}
+	type ref struct {
+		at  int64
+		idx int
+	}
+	refs := make([]ref, len(recs))
+	for i := range recs {
+		refs[i] = ref{key(&recs[i]), i}
+	}
+	slices.SortFunc(refs, func(a, b ref) int {
+		if c := cmp.Compare(a.at, b.at); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.idx, b.idx)
+	})
+	out := make([]T, len(recs))
+	for i, r := range refs {
+		out[i] = recs[r.idx]
+	}
+	return out
+}

@@ -2,7 +2,9 @@ package nsys
 
 import (
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -287,7 +289,10 @@ func (w *writer) writeEnums() error {
 		if err != nil {
 			return err
 		}
-		for id, label := range e.labels {
+		// In id order (not map order), so that the same trace always writes the
+		// same bytes.
+		for _, id := range slices.Sorted(maps.Keys(e.labels)) {
+			label := e.labels[id]
 			sym := e.prefix + strings.ToUpper(strings.NewReplacer(" ", "_", "-", "_").Replace(label))
 			if err := ins.int(int64(id)).text(sym).text(label).exec(); err != nil {
 				ins.close()

@@ -31,6 +31,8 @@ type Report struct {
 	KVCache     *attribution.KVCache      `json:"kv_cache,omitempty"`
 	ModelEvents []attribution.ModelEvent  `json:"model_events,omitempty"`
 	Tokens      *attribution.TokenSummary `json:"tokens,omitempty"`
+	// GPU is the GPU section (DESIGN §11 gpu.kernel_categories[]).
+	GPU *attribution.GPU `json:"gpu,omitempty"`
 	// Tenants is the tenant causal regression (DESIGN §11 tenants.pairs[]);
 	// TenantsNote says why it is absent.
 	Tenants     *causal.Result   `json:"tenants,omitempty"`
@@ -76,6 +78,7 @@ type Input struct {
 	Samples     *compare.Run
 	Tenants     *causal.Result
 	TenantsNote string
+	GPU         *attribution.GPU
 }
 
 // New assembles a report. It copies and arranges; it does not analyse.
@@ -101,6 +104,7 @@ func New(in Input) *Report {
 	}
 	r.Samples = in.Samples
 	r.Tenants, r.TenantsNote = in.Tenants, in.TenantsNote
+	r.GPU = in.GPU
 	if a := in.Attr; a != nil {
 		req := &Requests{
 			Count: len(a.Requests), Styles: map[string]int{}, Metrics: a.Overall.Metrics, Summary: a.Overall,

@@ -19,6 +19,21 @@ func tenantsText(b *strings.Builder, st styles, res *causal.Result, note string,
 		}
 		return
 	}
+	estimable := 0
+	reasons := map[string]int{}
+	top := ""
+	for _, p := range res.Pairs {
+		if p.Estimable {
+			estimable++
+		} else if reasons[p.Reason]++; reasons[p.Reason] > reasons[top] {
+			top = p.Reason
+		}
+	}
+	if estimable == 0 && !full {
+		fmt.Fprintf(b, "\n%s  %s\n", st.section.Render("TENANTS"), st.dim.Render(fmt.Sprintf(
+			"no pair of tenants is estimable (%d pairs; mostly: %s)", len(res.Pairs), top)))
+		return
+	}
 	fmt.Fprintf(b, "\n%s  %s\n", st.section.Render("TENANTS"), st.dim.Render(fmt.Sprintf(
 		"effect of each tenant's load (%s) on the others' latency, per %s of the source's load; %s at q < %g",
 		res.Load, stepString(res), res.Correction, res.Alpha)))
@@ -36,17 +51,17 @@ func tenantsText(b *strings.Builder, st styles, res *causal.Result, note string,
 	}
 	// Pairs that cannot be estimated are grouped by reason: the reason is
 	// usually the target's, shared by every source.
-	var reasons []string
+	var order []string
 	byReason := map[string][]string{}
 	for _, p := range found {
 		if !p.Estimable {
 			if _, seen := byReason[p.Reason]; !seen {
-				reasons = append(reasons, p.Reason)
+				order = append(order, p.Reason)
 			}
 			byReason[p.Reason] = append(byReason[p.Reason], fmt.Sprintf("%s→%s %s", p.Source, p.Target, p.Metric))
 		}
 	}
-	for _, r := range reasons {
+	for _, r := range order {
 		pairs := byReason[r]
 		list := strings.Join(pairs, ", ")
 		if len(pairs) > 6 {

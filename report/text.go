@@ -82,6 +82,9 @@ func (r *Report) WriteText(w io.Writer, opts TextOptions) error {
 	src.render(&b, st, 2)
 
 	alignmentText(&b, st, r)
+	if r.GPU != nil {
+		gpuText(&b, st, r.GPU, opts.Width)
+	}
 
 	if rq := r.Requests; rq != nil {
 		p("\n%s", st.section.Render("REQUESTS"))

@@ -27,7 +27,12 @@ func (r *Run) GPUClockTime(t int64) int64 {
 // mirrored llm.step span's ID ("step 12 span_id=<hex>"), process, thread and
 // device names. Jitter (Config.GPUClock.JitterNs, half-normal, inward) is
 // applied to the NVTX ranges only, so launch/kernel causality holds exactly.
-func (r *Run) GPUTrace() *ingest.Trace {
+func (r *Run) GPUTrace() *ingest.Trace { return r.GPUTraceWindow(math.MinInt64, math.MaxInt64) }
+
+// GPUTraceWindow is GPUTrace for the steps that start in [from, to) on the
+// reference clock — what `nsys profile --delay --duration` captures of a
+// long run.
+func (r *Run) GPUTraceWindow(from, to int64) *ingest.Trace {
 	t := ingest.New()
 	t.Sources = []ingest.Source{{
 		Path: "synth", Format: "synth-gpu", Producer: "llmprof synth",
@@ -57,6 +62,9 @@ func (r *Run) GPUTrace() *ingest.Trace {
 	}
 	for si := range r.Steps {
 		st := &r.Steps[si]
+		if st.Start < from || st.Start >= to {
+			continue
+		}
 		eng := &r.Engines[st.Engine]
 		text := fmt.Sprintf("step %d span_id=%s", st.Index, hex.EncodeToString(st.SpanID[:]))
 		t.Spans = append(t.Spans, ingest.Span{

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/spf13/cobra"
 
+	"github.com/llmprof/llmprof/nsys"
 	"github.com/llmprof/llmprof/synth"
 )
 
@@ -23,6 +25,9 @@ type DemoOptions struct {
 	Style    string
 	Encoding string
 	Gzip     bool
+	// NsysWindow is how much of the run the simulated Nsight Systems capture
+	// covers (0: none); it starts a third of the way into the run.
+	NsysWindow time.Duration
 }
 
 // NewCmdDemo builds `llmprof demo`.
@@ -36,7 +41,13 @@ Simulates a multi-tenant LLM serving run — three tenants (one bursty) on two
 models, continuous batching with prefill and decode steps, KV-cache hits and
 misses, preemptions under KV pressure — and writes it to dir (default
 ./llmprof-demo) as OTLP, the way an instrumented server would export it. The
-same seed always writes the same bytes.`),
+same seed always writes the same bytes.
+
+Like a real deployment profiled for a few seconds with nsys profile --delay
+--duration, it also writes gpu.nsys.sqlite: an Nsight Systems export of part
+of the run (kernels launched by CUDA runtime calls on each engine's thread,
+NVTX ranges mirroring the engine steps), on a GPU-side clock that is 1.734 s
+off the OTLP clock and drifts 35 ppm — for llmprof to align.`),
 		Example: strings.TrimSpace(`
   llmprof demo ./run && llmprof analyze ./run
   llmprof demo --duration 5m --seed 7 ./big
@@ -55,7 +66,8 @@ same seed always writes the same bytes.`),
 	fl.DurationVar(&opts.Duration, "duration", 30*time.Second, "span of request arrivals")
 	fl.StringVar(&opts.Style, "style", "llmprof", "span conventions: llmprof (llm.* spans, token events, steps) or vllm (stock llm_request spans)")
 	fl.StringVar(&opts.Encoding, "encoding", "jsonl", "OTLP file form: jsonl, json, proto or proto-framed")
-	fl.BoolVar(&opts.Gzip, "gzip", false, "gzip the OTLP file")
+	fl.BoolVar(&opts.Gzip, "gzip", false, "gzip the files written")
+	fl.DurationVar(&opts.NsysWindow, "nsys", 3*time.Second, "length of the simulated nsys capture (0: no GPU data)")
 	return cmd
 }
 
@@ -83,7 +95,9 @@ func runDemo(opts *DemoOptions) error {
 	if opts.Duration <= 0 {
 		return usageErrorf("--duration must be positive")
 	}
-	run, err := synth.Generate(synth.DefaultConfig(opts.Seed, opts.Duration))
+	cfg := synth.DefaultConfig(opts.Seed, opts.Duration)
+	cfg.GPUClock = synth.ClockError{OffsetNs: 1_734_000_000, DriftPPM: 35, JitterNs: 20_000}
+	run, err := synth.Generate(cfg)
 	if err != nil {
 		return err
 	}
@@ -108,7 +122,43 @@ func runDemo(opts *DemoOptions) error {
 	}
 	fmt.Fprintf(opts.IO.ErrOut, "wrote %s: %d requests, %d engine steps, %d GPU ops simulated\n",
 		name, len(run.Requests), len(run.Steps), len(run.Ops))
+	if opts.NsysWindow > 0 {
+		from := cfg.Start + opts.Duration.Nanoseconds()/3
+		gpu := run.GPUTraceWindow(from, from+opts.NsysWindow.Nanoseconds())
+		path := filepath.Join(opts.Dir, "gpu.nsys.sqlite")
+		if err := nsys.WriteSQLite(path, gpu, nsys.WriteOptions{}); err != nil {
+			return err
+		}
+		if opts.Gzip {
+			if path, err = gzipFile(path); err != nil {
+				return err
+			}
+		}
+		fmt.Fprintf(opts.IO.ErrOut, "wrote %s: %s of GPU activity, %d GPU ops, %d CUDA calls and NVTX ranges\n",
+			path, opts.NsysWindow, len(gpu.GPUOps), len(gpu.Spans))
+	}
 	return nil
+}
+
+// gzipFile replaces path by path.gz.
+func gzipFile(path string) (string, error) {
+	in, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer in.Close()
+	out := path + ".gz"
+	err = writeFileAtomic(out, func(w *bufio.Writer) error {
+		zw := gzip.NewWriter(w)
+		if _, err := io.Copy(zw, in); err != nil {
+			return err
+		}
+		return zw.Close()
+	})
+	if err != nil {
+		return "", err
+	}
+	return out, os.Remove(path)
 }
 
 // writeFileAtomic writes a file through a temporary name in the same folder.

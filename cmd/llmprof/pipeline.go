@@ -44,6 +44,8 @@ type pipelineResult struct {
 	Trace *ingest.Trace
 	Align *align.Result
 	Attr  *attribution.Result
+	// GPU is the GPU section (nil without GPU ops).
+	GPU *attribution.GPU
 	// Tenants is nil when the tenant regression did not run; TenantsNote
 	// then says why.
 	Tenants     *causal.Result
@@ -64,6 +66,9 @@ func analyzeInputs(ctx context.Context, f *Factory, paths []string, opts pipelin
 	}
 	res := attribution.Analyze(t, attribution.Options{TenantKey: opts.TenantKey, SLO: opts.SLO, StallThreshold: opts.Stall, Alignment: ar})
 	out := &pipelineResult{Trace: t, Align: ar, Attr: res}
+	if len(t.GPUOps) > 0 {
+		out.GPU = attribution.AnalyzeGPU(t, attribution.DefaultGPUOptions)
+	}
 	if !opts.Tenants.Skip {
 		out.Tenants, out.TenantsNote, err = tenantRegression(t, res, opts)
 		if err != nil {

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"path/filepath"
 	"unsafe"
 
 	"modernc.org/libc"
@@ -64,14 +65,23 @@ type Conn struct {
 // opened as immutable: SQLite takes no locks and looks for no journal, so a
 // file on a read-only medium or one being copied elsewhere reads the same.
 func OpenReadOnly(path string) (*Conn, error) {
-	u := url.URL{Scheme: "file", Path: path, RawQuery: "mode=ro&immutable=1"}
+	u := url.URL{Scheme: "file", Path: absolute(path), RawQuery: "mode=ro&immutable=1"}
 	return open(u.String(), lib.SQLITE_OPEN_READONLY|lib.SQLITE_OPEN_URI|lib.SQLITE_OPEN_NOMUTEX)
 }
 
 // OpenReadWrite opens a database file for writing, creating it if it does not exist.
 func OpenReadWrite(path string) (*Conn, error) {
-	u := url.URL{Scheme: "file", Path: path, RawQuery: "mode=rwc"}
+	u := url.URL{Scheme: "file", Path: absolute(path), RawQuery: "mode=rwc"}
 	return open(u.String(), lib.SQLITE_OPEN_READWRITE|lib.SQLITE_OPEN_CREATE|lib.SQLITE_OPEN_URI|lib.SQLITE_OPEN_NOMUTEX)
+}
+
+// absolute makes a path absolute for the file: URI: a relative path would be
+// read as the URI's authority ("file://testdata/x" names host "testdata").
+func absolute(path string) string {
+	if abs, err := filepath.Abs(path); err == nil {
+		return abs
+	}
+	return path
 }
 
 func open(uri string, flags int32) (*Conn, error) {

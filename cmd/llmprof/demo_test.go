@@ -1,0 +1,55 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/llmprof/llmprof/internal/golden"
+)
+
+// demoArgs write the run committed under testdata/demo for the README.
+var demoArgs = []string{"demo", "--duration", "10s", "--nsys", "2s", "--gzip"}
+
+// TestDemoFixtureUpToDate regenerates the committed demo run: the same seed
+// must write the same bytes, so the fixture is reproducible (and -update
+// rewrites it after a deliberate change to the simulator).
+func TestDemoFixtureUpToDate(t *testing.T) {
+	dir := t.TempDir()
+	if code, _, stderr := runLLMProf(t, append(demoArgs, dir)...); code != ExitOK {
+		t.Fatalf("demo exited %d: %s", code, stderr)
+	}
+	fixture := filepath.Join("..", "..", "testdata", "demo")
+	for _, name := range []string{"trace.otlp.jsonl.gz", "gpu.nsys.sqlite.gz"} {
+		got, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if golden.Update() {
+			if err := os.MkdirAll(fixture, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(fixture, name), got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(filepath.Join(fixture, name))
+		if err != nil {
+			t.Fatalf("%v (run the test with -update)", err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("testdata/demo/%s is not what `llmprof %v` writes now; rerun with -update if the change is deliberate", name, demoArgs)
+		}
+	}
+}
+
+// TestAnalyzeDemoGolden is the README's first command, whole.
+func TestAnalyzeDemoGolden(t *testing.T) {
+	code, stdout, stderr := runLLMProf(t, "analyze", filepath.Join("..", "..", "testdata", "demo"))
+	if code != ExitOK {
+		t.Fatalf("analyze exited %d: %s", code, stderr)
+	}
+	golden.Check(t, filepath.Join("testdata", "analyze-demo.txt"), []byte(stdout))
+}
