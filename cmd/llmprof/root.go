@@ -45,6 +45,7 @@ idle gaps and other tenants.`),
 // commands lists the subcommand constructors; each lives in its own file.
 var commands = []func(*Factory) *cobra.Command{
 	NewCmdVersion,
+	NewCmdRecord,
 }
 
 // Main runs llmprof with the given arguments and returns the exit code.
