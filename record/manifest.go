@@ -2,8 +2,11 @@ package record
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -280,4 +283,21 @@ func hostInfo() HostInfo {
 		}
 	}
 	return h
+}
+
+// verifyChecksum checks a file against the manifest's sha256.
+func verifyChecksum(path, want string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return err
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); got != want {
+		return fmt.Errorf("%s: sha256 %s, manifest says %s", filepath.Base(path), got, want)
+	}
+	return nil
 }

@@ -1,6 +1,8 @@
 package record
 
 import (
+	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -88,6 +90,8 @@ type errCallback struct{ err error }
 
 func (e errCallback) Error() string { return e.err.Error() }
 
+var arrowContinuation = []byte{0xff, 0xff, 0xff, 0xff}
+
 // readStream reads an Arrow IPC stream of table ts. A file that ends early
 // (no batches, or a partial one) marks res Truncated; so does a corrupt
 // batch, which the Arrow reader may even panic on — the input is untrusted,
@@ -104,7 +108,13 @@ func readStream(r io.Reader, ts *tableSchema, fn func(row reflect.Value) error, 
 			err = cb.err
 		}
 	}()
-	rd, err := ipc.NewReader(r, ipc.WithAllocator(memory.DefaultAllocator))
+	br := bufio.NewReader(r)
+	if head, _ := br.Peek(4); len(head) > 0 && !bytes.HasPrefix(arrowContinuation, head) {
+		// Every message of a stream written since Arrow 0.15 starts with
+		// the continuation marker; anything else is not a capture table.
+		return fmt.Errorf("%s: not an Arrow IPC stream (starts with % x)", filepath.Base(res.Path), head)
+	}
+	rd, err := ipc.NewReader(br, ipc.WithAllocator(memory.DefaultAllocator))
 	if err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 			// Killed before its first batch reached the disk.

@@ -18,7 +18,6 @@ import (
 	"google.golang.org/grpc/codes"
 	_ "google.golang.org/grpc/encoding/gzip" // accept gzip-compressed gRPC exports
 	"google.golang.org/grpc/mem"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -236,11 +235,6 @@ func (r *Receiver) grpcHandler(signal string) grpc.MethodHandler {
 		}
 		if pr, ok := peer.FromContext(ctx); ok && pr.Addr != nil {
 			p.Peer = pr.Addr.String()
-		}
-		if md, ok := metadata.FromIncomingContext(ctx); ok {
-			if enc := md.Get("grpc-encoding"); len(enc) > 0 && enc[0] != "identity" {
-				p.ContentEncoding = enc[0]
-			}
 		}
 		n, err := countItems(signal, EncodingProto, in.b)
 		if err != nil {

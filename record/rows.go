@@ -32,8 +32,10 @@ type OTLPPayload struct {
 	// Encoding of Payload: "proto" (ExportXServiceRequest protobuf) or "json"
 	// (OTLP/JSON).
 	Encoding string `arrow:"encoding"`
-	// ContentEncoding is the compression the body arrived with ("" or
-	// "gzip"); Payload is stored decompressed.
+	// ContentEncoding is the compression an HTTP body arrived with ("",
+	// "gzip" or "zstd"); Payload is stored decompressed. gRPC undoes its
+	// own message compression before the receiver sees it, so it is not
+	// recorded for gRPC.
 	ContentEncoding string `arrow:"content_encoding"`
 	Peer            string `arrow:"peer"`
 	// Items counts spans (traces), metrics (metrics) or log records (logs).
