@@ -44,6 +44,8 @@ idle gaps and other tenants.`),
 
 // commands lists the subcommand constructors; each lives in its own file.
 var commands = []func(*Factory) *cobra.Command{
+	NewCmdAnalyze,
+	NewCmdDemo,
 	NewCmdVersion,
 	NewCmdRecord,
 }

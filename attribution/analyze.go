@@ -1,0 +1,357 @@
+package attribution
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/llmprof/llmprof/ingest"
+)
+
+// Options tune the request analysis. The zero value is DefaultOptions.
+type Options struct {
+	// TenantKey is the attribute naming a request's tenant; empty searches
+	// llm.tenant, tenant.id, enduser.id, then the calling service's name.
+	TenantKey string `json:"tenant_key,omitempty"`
+	// SLO sets the goodput thresholds; zero fields are not checked.
+	SLO SLO `json:"slo"`
+}
+
+// DefaultOptions are the defaults documented on Options.
+var DefaultOptions = Options{}
+
+// SLO is a per-request service-level objective.
+type SLO struct {
+	TTFT time.Duration `json:"ttft_ns,omitempty"`
+	TPOT time.Duration `json:"tpot_ns,omitempty"`
+	E2E  time.Duration `json:"e2e_ns,omitempty"`
+}
+
+// IsZero reports whether no threshold is set.
+func (s SLO) IsZero() bool { return s.TTFT == 0 && s.TPOT == 0 && s.E2E == 0 }
+
+// Result is the request-level attribution of one run.
+type Result struct {
+	Requests []Request
+	// Overall, ByTenant and ByModel summarize the requests.
+	Overall  Summary
+	ByTenant []Summary
+	ByModel  []Summary
+	// Stages totals every stage over all requests.
+	Stages []StageTotal
+	// ModelEvents are model loads, unloads and reloads.
+	ModelEvents []ModelEvent
+	// KVCache is nil when no request reports the prefix cache.
+	KVCache *KVCache
+	// BlindSpots says what the input cannot explain.
+	BlindSpots BlindSpots
+	// Styles counts requests per recognized convention.
+	Styles map[Style]int
+	// Warnings are problems found while attributing (the trace's own
+	// warnings stay on the trace).
+	Warnings []ingest.Warning
+	Options  Options
+}
+
+// Summary is the latency distribution of a group of requests.
+type Summary struct {
+	Name     string  `json:"-"`
+	Requests int     `json:"count"`
+	Metrics  Metrics `json:"metrics"`
+	// Duration is first arrival to last end, in seconds.
+	Duration     float64 `json:"duration_s"`
+	InputTokens  int64   `json:"input_tokens"`
+	OutputTokens int64   `json:"output_tokens"`
+	// Throughput is output tokens per second over Duration.
+	Throughput float64  `json:"output_tokens_per_s"`
+	Goodput    *Goodput `json:"goodput,omitempty"`
+}
+
+// Metrics holds one distribution per latency metric.
+type Metrics struct {
+	TTFT  Distribution `json:"ttft"`
+	TPOT  Distribution `json:"tpot"`
+	ITL   Distribution `json:"itl"`
+	E2E   Distribution `json:"e2e"`
+	Queue Distribution `json:"queue"`
+}
+
+// Distribution summarizes values in milliseconds. N counts the values known;
+// with N = 0 every field is NaN and renderers print "—".
+type Distribution struct {
+	N    int     `json:"n"`
+	P50  float64 `json:"p50"`
+	P90  float64 `json:"p90"`
+	P95  float64 `json:"p95"`
+	P99  float64 `json:"p99"`
+	Max  float64 `json:"max"`
+	Mean float64 `json:"mean"`
+}
+
+// MarshalJSON writes unknown values (NaN) as null: JSON has no NaN, and a
+// missing metric must not read as zero.
+func (d Distribution) MarshalJSON() ([]byte, error) {
+	b := []byte(`{"n":`)
+	b = strconv.AppendInt(b, int64(d.N), 10)
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"p50", d.P50}, {"p90", d.P90}, {"p95", d.P95}, {"p99", d.P99}, {"max", d.Max}, {"mean", d.Mean}} {
+		b = append(b, `,"`...)
+		b = append(b, f.name...)
+		b = append(b, `":`...)
+		b = AppendJSONFloat(b, f.v)
+	}
+	return append(b, '}'), nil
+}
+
+// Float is a float64 that marshals NaN and ±Inf as JSON null, for figures
+// the input may not determine.
+type Float float64
+
+// MarshalJSON writes null for NaN and infinities.
+func (f Float) MarshalJSON() ([]byte, error) { return AppendJSONFloat(nil, float64(f)), nil }
+
+// AppendJSONFloat appends v as a JSON number, or null when it is NaN or
+// infinite.
+func AppendJSONFloat(b []byte, v float64) []byte {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return append(b, "null"...)
+	}
+	return strconv.AppendFloat(b, v, 'f', -1, 64)
+}
+
+// Goodput is the share of requests that met every SLO threshold.
+type Goodput struct {
+	Good  int     `json:"good"`
+	Share float64 `json:"share"`
+	// PerSecond is good requests per second of the run.
+	PerSecond float64 `json:"per_s"`
+	// Unknown counts requests a threshold could not be checked for (a metric
+	// the input lacks); they are not counted as good.
+	Unknown int `json:"unknown,omitempty"`
+}
+
+// StageTotal is one stage's time over all requests.
+type StageTotal struct {
+	Name    string  `json:"name"`
+	TotalMs float64 `json:"total_ms"`
+	Share   float64 `json:"share"`
+}
+
+// Analyze finds the requests in t and attributes their latency.
+func Analyze(t *ingest.Trace, opts Options) *Result {
+	res := &Result{Options: opts, Styles: map[Style]int{}}
+	k := newKeyCache(t)
+	ix := newSpanIndex(t)
+	cands, nested := findRequests(t, ix, k)
+	order := make([]int, 0, len(cands))
+	for i := range cands {
+		order = append(order, i)
+	}
+	slices.Sort(order) // spans are sorted by start: requests come out by arrival
+	for _, i := range order {
+		r, problems := buildRequest(t, ix, k, i, cands[i], &opts)
+		for _, p := range problems {
+			res.warn(t, r.Source, "request "+r.ID, "stage-clipped", p)
+		}
+		res.Requests = append(res.Requests, r)
+		res.Styles[r.Style]++
+	}
+	if nested > 0 {
+		res.warn(t, 0, "", "nested-request-spans",
+			fmt.Sprintf("%d request span(s) nested in a richer request span of the same request were merged into it", nested))
+	}
+	res.Overall = summarize("all", res.Requests, opts.SLO)
+	res.ByTenant = groupBy(res.Requests, func(r *Request) string { return r.Tenant }, opts.SLO)
+	res.ByModel = groupBy(res.Requests, func(r *Request) string { return r.Model }, opts.SLO)
+	res.Stages = stageTotals(res.Requests)
+	res.BlindSpots = blindSpots(t, res.Requests)
+	res.KVCache = kvCache(res.Requests)
+	res.ModelEvents = modelEvents(t, k, res.Requests)
+	return res
+}
+
+func (res *Result) warn(t *ingest.Trace, src ingest.SourceID, pos, code, msg string) {
+	path := ""
+	if int(src) < len(t.Sources) {
+		path = t.Sources[src].Path
+	}
+	w := ingest.Warning{Path: path, Pos: pos, Code: code, Msg: msg}
+	// Keep at most a handful per code, like the trace's warnings.
+	n := 0
+	for i := range res.Warnings {
+		if res.Warnings[i].Code == code {
+			n++
+			if n >= 10 {
+				res.Warnings[i].More++
+				return
+			}
+		}
+	}
+	res.Warnings = append(res.Warnings, w)
+}
+
+func groupBy(reqs []Request, key func(*Request) string, slo SLO) []Summary {
+	groups := map[string][]Request{}
+	for i := range reqs {
+		k := key(&reqs[i])
+		groups[k] = append(groups[k], reqs[i])
+	}
+	out := make([]Summary, 0, len(groups))
+	for name, rs := range groups {
+		out = append(out, summarize(name, rs, slo))
+	}
+	slices.SortFunc(out, func(a, b Summary) int {
+		if c := cmp.Compare(b.Requests, a.Requests); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Name, b.Name)
+	})
+	return out
+}
+
+func summarize(name string, reqs []Request, slo SLO) Summary {
+	s := Summary{Name: name, Requests: len(reqs)}
+	var ttft, tpot, itl, e2e, queue []float64
+	first, last := int64(math.MaxInt64), int64(math.MinInt64)
+	for i := range reqs {
+		r := &reqs[i]
+		ttft = appendKnown(ttft, r.TTFT)
+		tpot = appendKnown(tpot, r.TPOT)
+		e2e = appendKnown(e2e, r.E2E)
+		queue = appendKnown(queue, r.Queue)
+		for _, g := range r.ITLs() {
+			itl = append(itl, float64(g))
+		}
+		first, last = min(first, r.Arrival), max(last, r.End)
+		if r.InputTokens > 0 {
+			s.InputTokens += int64(r.InputTokens)
+		}
+		if r.OutputTokens > 0 {
+			s.OutputTokens += int64(r.OutputTokens)
+		}
+	}
+	s.Metrics = Metrics{TTFT: distribution(ttft), TPOT: distribution(tpot), ITL: distribution(itl), E2E: distribution(e2e), Queue: distribution(queue)}
+	if len(reqs) > 0 && last > first {
+		s.Duration = float64(last-first) / 1e9
+		s.Throughput = float64(s.OutputTokens) / s.Duration
+	}
+	if !slo.IsZero() {
+		s.Goodput = goodput(reqs, slo, s.Duration)
+	}
+	return s
+}
+
+func appendKnown(xs []float64, v float64) []float64 {
+	if math.IsNaN(v) {
+		return xs
+	}
+	return append(xs, v)
+}
+
+// distribution converts ns values to a millisecond summary.
+func distribution(ns []float64) Distribution {
+	d := Distribution{N: len(ns)}
+	if len(ns) == 0 {
+		nan := math.NaN()
+		d.P50, d.P90, d.P95, d.P99, d.Max, d.Mean = nan, nan, nan, nan, nan, nan
+		return d
+	}
+	slices.Sort(ns)
+	var sum float64
+	for _, v := range ns {
+		sum += v
+	}
+	d.P50 = Percentile(ns, 50) / 1e6
+	d.P90 = Percentile(ns, 90) / 1e6
+	d.P95 = Percentile(ns, 95) / 1e6
+	d.P99 = Percentile(ns, 99) / 1e6
+	d.Max = ns[len(ns)-1] / 1e6
+	d.Mean = sum / float64(len(ns)) / 1e6
+	return d
+}
+
+// Percentile returns the p-th percentile (0–100) of sorted values with linear
+// interpolation between order statistics — numpy.percentile's default
+// ("linear", Hyndman & Fan type 7).
+func Percentile(sorted []float64, p float64) float64 {
+	n := len(sorted)
+	if n == 0 {
+		return math.NaN()
+	}
+	if n == 1 {
+		return sorted[0]
+	}
+	h := (float64(n) - 1) * p / 100
+	lo := int(math.Floor(h))
+	if lo >= n-1 {
+		return sorted[n-1]
+	}
+	return sorted[lo] + (h-float64(lo))*(sorted[lo+1]-sorted[lo])
+}
+
+func goodput(reqs []Request, slo SLO, duration float64) *Goodput {
+	g := &Goodput{}
+	for i := range reqs {
+		r := &reqs[i]
+		ok, unknown := true, false
+		check := func(limit time.Duration, v float64, undefinedOK bool) {
+			if limit == 0 {
+				return
+			}
+			if math.IsNaN(v) {
+				if !undefinedOK {
+					unknown = true
+				}
+				return
+			}
+			if v > float64(limit.Nanoseconds()) {
+				ok = false
+			}
+		}
+		check(slo.TTFT, r.TTFT, false)
+		// A one-token response has no TPOT; it cannot miss a TPOT objective.
+		check(slo.TPOT, r.TPOT, r.OutputTokens == 1)
+		check(slo.E2E, r.E2E, false)
+		switch {
+		case unknown:
+			g.Unknown++
+		case ok:
+			g.Good++
+		}
+	}
+	if len(reqs) > 0 {
+		g.Share = float64(g.Good) / float64(len(reqs))
+	}
+	if duration > 0 {
+		g.PerSecond = float64(g.Good) / duration
+	}
+	return g
+}
+
+func stageTotals(reqs []Request) []StageTotal {
+	var sums [NumStages]int64
+	var total int64
+	for i := range reqs {
+		for st, v := range reqs[i].Stages {
+			sums[st] += v
+			total += v
+		}
+	}
+	out := make([]StageTotal, 0, NumStages)
+	for st := Stage(0); st < NumStages; st++ {
+		if sums[st] == 0 && st == StageInference {
+			continue // only present for sources that do not split prefill/decode
+		}
+		share := 0.0
+		if total > 0 {
+			share = float64(sums[st]) / float64(total)
+		}
+		out = append(out, StageTotal{Name: st.String(), TotalMs: float64(sums[st]) / 1e6, Share: share})
+	}
+	return out
+}

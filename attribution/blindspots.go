@@ -1,0 +1,295 @@
+package attribution
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/llmprof/llmprof/ingest"
+)
+
+// BlindSpots says where the input cannot see: which request-lifecycle
+// breakpoints no span covers, how much of E2E no stage explains, where in the
+// request that time lies, and which span would close the largest gap.
+type BlindSpots struct {
+	// Unexplained is the share of all requests' E2E in StageOther.
+	UnexplainedShare float64 `json:"unexplained_share"`
+	UnexplainedMs    float64 `json:"unexplained_ms"`
+	// Gaps groups the unexplained time by where it lies, largest first.
+	Gaps []GapSummary `json:"gaps"`
+	// Outside is time the calling service saw that the request span does
+	// not cover (the caller's span minus the request's E2E), over the
+	// requests that have a caller span.
+	Outside *GapSummary `json:"outside_request,omitempty"`
+	// Breakpoints is the coverage of the request lifecycle (the seed
+	// article's breakpoints), in lifecycle order.
+	Breakpoints []Breakpoint `json:"breakpoints"`
+	// Advice names the span or data source that would close the largest gap.
+	Advice string `json:"advice,omitempty"`
+}
+
+// GapSummary is the unexplained time found at one place in the requests.
+type GapSummary struct {
+	// Before and After are the stages around the gap ("start" and "end" at
+	// the request's edges).
+	Before string `json:"before"`
+	After  string `json:"after"`
+	// Likely lists the stages that normally lie there but are missing.
+	Likely   []string `json:"likely,omitempty"`
+	Requests int      `json:"requests"`
+	TotalMs  float64  `json:"total_ms"`
+	// Share is of all requests' E2E.
+	Share float64 `json:"share"`
+	// Span is what to instrument to close the gap.
+	Span string `json:"span,omitempty"`
+}
+
+// Breakpoint is one step of a request's life and whether the input shows it.
+type Breakpoint struct {
+	Name    string `json:"name"`
+	Covered bool   `json:"covered"`
+	// Spans counts the spans that show it; Via says how they were recognized.
+	Spans int    `json:"spans"`
+	Via   string `json:"via,omitempty"`
+}
+
+// canonicalOrder is the order stages happen in; a gap between two stages is
+// where the missing ones between them would be.
+var canonicalOrder = []Stage{StageTokenize, StageQueue, StagePrefill, StageDecode, StageDetokenize, StageStream}
+
+var stageSpan = map[Stage]string{
+	StageTokenize: "llm.tokenize", StageQueue: "llm.queue", StagePrefill: "llm.prefill",
+	StageDecode: "llm.decode", StageDetokenize: "llm.detokenize", StageStream: "llm.stream",
+}
+
+func edgeName(st Stage, start bool) string {
+	if st == StageOther {
+		if start {
+			return "start"
+		}
+		return "end"
+	}
+	return st.String()
+}
+
+// likelyMissing returns the canonical stages between before and after that
+// the request does not have.
+func likelyMissing(r *Request, before, after Stage) []Stage {
+	pos := func(st Stage, dflt int) int {
+		if st == StageInference {
+			st = StagePrefill
+		}
+		if i := slices.Index(canonicalOrder, st); i >= 0 {
+			return i
+		}
+		return dflt
+	}
+	lo := pos(before, -1)
+	hi := pos(after, len(canonicalOrder))
+	if after == StageInference {
+		hi = pos(StagePrefill, hi)
+	}
+	var out []Stage
+	for i := lo + 1; i < hi; i++ {
+		st := canonicalOrder[i]
+		if r.Stages[st] == 0 && !(r.Stages[StageInference] > 0 && (st == StagePrefill || st == StageDecode)) {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// blindSpots computes the section from the attributed requests and the
+// trace's span names.
+func blindSpots(t *ingest.Trace, reqs []Request) BlindSpots {
+	var bs BlindSpots
+	var total, other int64
+	type key struct{ before, after Stage }
+	type acc struct {
+		ns     int64
+		reqs   int
+		likely map[Stage]int
+	}
+	groups := map[key]*acc{}
+	var outside acc
+	for i := range reqs {
+		r := &reqs[i]
+		total += r.End - r.Arrival
+		other += r.Stages[StageOther]
+		seen := map[key]bool{}
+		for _, g := range r.Gaps {
+			k := key{g.Before, g.After}
+			a := groups[k]
+			if a == nil {
+				a = &acc{likely: map[Stage]int{}}
+				groups[k] = a
+			}
+			a.ns += g.To - g.From
+			if !seen[k] {
+				a.reqs++
+				seen[k] = true
+				for _, st := range likelyMissing(r, g.Before, g.After) {
+					a.likely[st]++
+				}
+			}
+		}
+		if r.CallerExtra > 0 {
+			outside.ns += r.CallerExtra
+			outside.reqs++
+		}
+	}
+	if total > 0 {
+		bs.UnexplainedShare = float64(other) / float64(total)
+	}
+	bs.UnexplainedMs = float64(other) / 1e6
+	for k, a := range groups {
+		gs := GapSummary{
+			Before: edgeName(k.before, true), After: edgeName(k.after, false),
+			Requests: a.reqs, TotalMs: float64(a.ns) / 1e6,
+		}
+		if total > 0 {
+			gs.Share = float64(a.ns) / float64(total)
+		}
+		// Likely stages: those missing in most requests with this gap.
+		for _, st := range canonicalOrder {
+			if a.likely[st]*2 > a.reqs {
+				gs.Likely = append(gs.Likely, st.String())
+			}
+		}
+		switch {
+		case len(gs.Likely) > 0:
+			var spans []string
+			for _, n := range gs.Likely {
+				for st, sn := range stageSpan {
+					if st.String() == n {
+						spans = append(spans, sn)
+					}
+				}
+			}
+			gs.Span = strings.Join(spans, ", ")
+		case k.before == StageOther && k.after == StageOther:
+			gs.Span = "llm.* stage spans (the request has none)"
+		default:
+			gs.Span = "a span covering the hand-off between " + gs.Before + " and " + gs.After
+		}
+		bs.Gaps = append(bs.Gaps, gs)
+	}
+	slices.SortFunc(bs.Gaps, func(a, b GapSummary) int {
+		if c := cmp.Compare(b.TotalMs, a.TotalMs); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Before+a.After, b.Before+b.After)
+	})
+	if outside.reqs > 0 {
+		bs.Outside = &GapSummary{Before: "caller", After: "request", Requests: outside.reqs,
+			TotalMs: float64(outside.ns) / 1e6, Span: "server spans from ingress (HTTP receive, auth, tokenization) to the engine's arrival"}
+		if total > 0 {
+			bs.Outside.Share = float64(outside.ns) / float64(total)
+		}
+	}
+	bs.Breakpoints = breakpoints(t, reqs)
+	largest := 0.0
+	if len(bs.Gaps) > 0 {
+		largest = bs.Gaps[0].Share
+		bs.Advice = "add " + bs.Gaps[0].Span + ": it would explain " + pctString(bs.Gaps[0].Share) + " of E2E (" + bs.Gaps[0].Before + " → " + bs.Gaps[0].After + ")"
+	}
+	if bs.Outside != nil && bs.Outside.Share > largest {
+		bs.Advice = "instrument the server before the engine (" + bs.Outside.Span + "): callers see " + pctString(bs.Outside.Share) + " of E2E more than the request spans"
+	}
+	return bs
+}
+
+func pctString(share float64) string {
+	return strconv.FormatFloat(100*share, 'f', 1, 64) + "%"
+}
+
+// lifecycle breakpoints (the seed article §2.1) and how a span is recognized
+// as showing one: by name fragments (lower case) or by a stage it maps to.
+var lifecycle = []struct {
+	name   string
+	names  []string
+	staged bool // stage is set
+	stage  Stage
+	attrs  []string
+}{
+	{name: "ingress", names: []string{"post /", "get /", "http receive", "http_recv", "ingress"}, attrs: []string{"http.request.method", "http.method"}},
+	{name: "auth", names: []string{"auth"}},
+	{name: "body decode", names: []string{"decode_body", "parse_request", "deserialize", "validate"}},
+	{name: "prompt templating", names: []string{"template", "chat_template"}},
+	{name: "routing", names: []string{"route", "router", "dispatch"}},
+	{name: "tokenize", names: []string{"tokenize", "validation"}, staged: true, stage: StageTokenize},
+	{name: "queue", names: []string{"queue", "waiting"}, staged: true, stage: StageQueue},
+	{name: "prefill", names: []string{"prefill"}, staged: true, stage: StagePrefill},
+	{name: "decode steps", names: []string{"llm.step", "decode_loop", "llm.decode"}, staged: true, stage: StageDecode},
+	{name: "streaming", names: []string{"llm.stream", "stream"}, staged: true, stage: StageStream},
+	{name: "egress", names: []string{"egress", "http send", "http_send", "send_response"}},
+}
+
+func breakpoints(t *ingest.Trace, reqs []Request) []Breakpoint {
+	out := make([]Breakpoint, len(lifecycle))
+	attrIDs := make([][]ingest.StrID, len(lifecycle))
+	for i, bp := range lifecycle {
+		out[i].Name = bp.name
+		for _, a := range bp.attrs {
+			if id, ok := t.Key(a); ok {
+				attrIDs[i] = append(attrIDs[i], id)
+			}
+		}
+	}
+	nameHit := map[ingest.StrID]int{} // span name → breakpoint index+1 (0: none)
+	for si := range t.Spans {
+		s := &t.Spans[si]
+		if s.Origin != ingest.OriginOTLP {
+			continue
+		}
+		hit, ok := nameHit[s.Name]
+		if !ok {
+			lower := strings.ToLower(t.Str(s.Name))
+			for i, bp := range lifecycle {
+				if strings.Contains(lower, "detokeniz") {
+					break // output processing, not one of the breakpoints
+				}
+				for _, frag := range bp.names {
+					if strings.Contains(lower, frag) {
+						hit = i + 1
+						break
+					}
+				}
+				if hit != 0 {
+					break
+				}
+			}
+			nameHit[s.Name] = hit
+		}
+		if hit != 0 {
+			out[hit-1].Spans++
+			out[hit-1].Via = "span names"
+			continue
+		}
+		for i, ids := range attrIDs {
+			for _, id := range ids {
+				if _, ok := ingest.Get(s.Attrs, id); ok {
+					out[i].Spans++
+					out[i].Via = "span attributes"
+				}
+			}
+		}
+	}
+	// Stages carried as attributes (vLLM's latencies) count as coverage too.
+	for i, bp := range lifecycle {
+		if out[i].Spans > 0 || !bp.staged {
+			continue
+		}
+		for r := range reqs {
+			if reqs[r].Stages[bp.stage] > 0 {
+				out[i].Spans++
+				out[i].Via = "request attributes"
+			}
+		}
+	}
+	for i := range out {
+		out[i].Covered = out[i].Spans > 0
+	}
+	return out
+}

@@ -1,0 +1,65 @@
+package attribution
+
+import (
+	"math"
+	"testing"
+
+	"github.com/llmprof/llmprof/ingest"
+)
+
+func TestBlindSpotsNameMissingStages(t *testing.T) {
+	b := newBuilder()
+	res := b.resource("engine")
+	// Two requests instrumented without llm.tokenize and llm.stream: 3 ms
+	// before the queue and 5 ms after detokenize are unexplained.
+	for tr := byte(1); tr <= 2; tr++ {
+		off := int64(tr) * 1000 * ms
+		r := b.span(tr, ingest.SpanID{}, res, "llm.request", off, off+100*ms, "llm.request.id", "r")
+		b.span(tr, r, res, "llm.queue", off+3*ms, off+10*ms)
+		b.span(tr, r, res, "llm.prefill", off+10*ms, off+40*ms)
+		b.span(tr, r, res, "llm.decode", off+40*ms, off+93*ms)
+		b.span(tr, r, res, "llm.detokenize", off+93*ms, off+95*ms)
+	}
+	out := b.analyze(DefaultOptions)
+	bs := out.BlindSpots
+	if math.Abs(bs.UnexplainedShare-0.08) > 1e-12 {
+		t.Fatalf("unexplained share = %v, want 0.08", bs.UnexplainedShare)
+	}
+	if len(bs.Gaps) != 2 {
+		t.Fatalf("gaps = %+v", bs.Gaps)
+	}
+	stream, tok := bs.Gaps[0], bs.Gaps[1]
+	if stream.Before != "detokenize" || stream.After != "end" || len(stream.Likely) != 1 || stream.Likely[0] != "stream" ||
+		stream.Span != "llm.stream" || math.Abs(stream.Share-0.05) > 1e-12 || stream.Requests != 2 {
+		t.Errorf("largest gap = %+v", stream)
+	}
+	if tok.Before != "start" || tok.After != "queue" || len(tok.Likely) != 1 || tok.Likely[0] != "tokenize" ||
+		tok.Span != "llm.tokenize" || math.Abs(tok.Share-0.03) > 1e-12 {
+		t.Errorf("second gap = %+v", tok)
+	}
+	if bs.Advice != "add llm.stream: it would explain 5.0% of E2E (detokenize → end)" {
+		t.Errorf("advice = %q", bs.Advice)
+	}
+	covered := map[string]bool{}
+	for _, bp := range bs.Breakpoints {
+		covered[bp.Name] = bp.Covered
+	}
+	for name, want := range map[string]bool{"queue": true, "prefill": true, "decode steps": true, "tokenize": false, "streaming": false, "auth": false} {
+		if covered[name] != want {
+			t.Errorf("breakpoint %s covered = %v, want %v", name, covered[name], want)
+		}
+	}
+}
+
+func TestBlindSpotsCallerSeesMore(t *testing.T) {
+	b := newBuilder()
+	client := b.span(1, ingest.SpanID{}, b.resource("app"), "POST /v1/chat/completions", 0, 1000*ms, "http.request.method", "POST")
+	b.span(1, client, b.resource("vllm"), "llm_request", 400*ms, 1000*ms, "gen_ai.latency.e2e", 0.6, "gen_ai.latency.time_to_first_token", 0.1)
+	bs := b.analyze(DefaultOptions).BlindSpots
+	if bs.Outside == nil || bs.Outside.TotalMs != 400 || bs.Outside.Requests != 1 {
+		t.Fatalf("outside = %+v", bs.Outside)
+	}
+	if bs.Advice == "" || bs.Breakpoints[0].Name != "ingress" || !bs.Breakpoints[0].Covered {
+		t.Fatalf("advice %q, ingress %+v", bs.Advice, bs.Breakpoints[0])
+	}
+}

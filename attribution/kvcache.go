@@ -1,0 +1,269 @@
+package attribution
+
+import (
+	"cmp"
+	"math"
+	"slices"
+
+	"github.com/llmprof/llmprof/ingest"
+)
+
+// KV-cache facts come from llm.kv_cache.lookup spans below the request
+// (llm.kv_cache.hit, llm.kv_cache.hit_tokens) or from cached-token counts on
+// the request span (GenAI semantic conventions, OpenInference, vLLM).
+var (
+	keyKVHit       = []string{"llm.kv_cache.hit"}
+	keyKVHitTokens = []string{"llm.kv_cache.hit_tokens", "gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cached_tokens", "llm.token_count.prompt_details.cache_read"}
+)
+
+// KVCache is the KV-cache section: how often prompts hit the prefix cache,
+// what a hit buys, and which reported hits behave like misses.
+type KVCache struct {
+	// Requests counts requests with cache information.
+	Requests int `json:"requests"`
+	Hits     int `json:"hits"`
+	// HitShare is Hits / Requests; TokenHitRatio cached / input tokens.
+	HitShare      float64 `json:"hit_share"`
+	TokenHitRatio float64 `json:"token_hit_ratio"`
+	// Prefill and TTFT of hits and misses, in ms.
+	HitPrefill  Distribution `json:"hit_prefill"`
+	MissPrefill Distribution `json:"miss_prefill"`
+	HitTTFT     Distribution `json:"hit_ttft"`
+	MissTTFT    Distribution `json:"miss_ttft"`
+	// Inflated lists reported hits whose prefill time matches a miss of the
+	// same length: the cache key ignored something and the prefix was
+	// recomputed (the seed article's "inflated hit ratio", §2.4).
+	Inflated []InflatedHit `json:"inflated"`
+	// Checked counts hits the test could judge: a hit whose saving is
+	// smaller than the prefill noise cannot be told from a miss.
+	Checked int `json:"checked"`
+	// EffectiveHitShare is the hit share once inflated hits count as misses.
+	EffectiveHitShare float64 `json:"effective_hit_share"`
+	// Groups breaks hits down per model and tenant.
+	ByModel  []KVGroup `json:"by_model"`
+	ByTenant []KVGroup `json:"by_tenant"`
+	// Note explains what could not be computed.
+	Note string `json:"note,omitempty"`
+}
+
+// KVGroup is the cache summary of one model or tenant.
+type KVGroup struct {
+	Name     string  `json:"name"`
+	Requests int     `json:"requests"`
+	Hits     int     `json:"hits"`
+	HitShare float64 `json:"hit_share"`
+	Inflated int     `json:"inflated"`
+}
+
+// InflatedHit is one suspicious hit.
+type InflatedHit struct {
+	ID           string  `json:"id"`
+	Tenant       string  `json:"tenant"`
+	Model        string  `json:"model"`
+	InputTokens  int     `json:"input_tokens"`
+	CachedTokens int     `json:"cached_tokens"`
+	PrefillMs    float64 `json:"prefill_ms"`
+	// ExpectedHitMs and ExpectedMissMs are the prefill times the misses'
+	// fit predicts for this request as a real hit and as a miss.
+	ExpectedHitMs  float64 `json:"expected_hit_ms"`
+	ExpectedMissMs float64 `json:"expected_miss_ms"`
+}
+
+// cacheInfo reads a request's cache facts; cached = −1 when unknown.
+func cacheInfo(t *ingest.Trace, ix *spanIndex, k *keyCache, i int, desc []int, r *Request) (hit bool, known bool, cached int) {
+	cached = -1
+	read := func(attrs []ingest.Attr) {
+		if _, v, ok := k.first(attrs, keyKVHit); ok && v.Kind() == ingest.KindBool {
+			hit, known = v.Bool(), true
+		}
+		if n, ok := k.count(attrs, keyKVHitTokens); ok {
+			cached = n
+			if !known {
+				hit, known = n > 0, true
+			}
+		}
+	}
+	read(t.Spans[i].Attrs)
+	for _, d := range desc {
+		if t.Str(t.Spans[d].Name) == "llm.kv_cache.lookup" {
+			read(t.Spans[d].Attrs)
+		}
+	}
+	if !known && !math.IsNaN(r.CacheHitRatio) {
+		hit, known = r.CacheHitRatio > 0, true
+		if r.InputTokens > 0 {
+			cached = int(math.Round(r.CacheHitRatio * float64(r.InputTokens)))
+		}
+	}
+	return hit, known, cached
+}
+
+// kvCache builds the section. The inflated-hit test fits prefill time
+// against prompt length on the misses of each model (Theil–Sen, robust to
+// the batching noise of continuous batching), then asks of every hit whether
+// its prefill is closer to the fit's prediction for a miss than for a hit of
+// its cached length. A hit is judged only when the saving the fit predicts
+// exceeds twice the misses' median absolute residual.
+func kvCache(reqs []Request) *KVCache {
+	kv := &KVCache{}
+	var hitPrefill, missPrefill, hitTTFT, missTTFT []float64
+	var cachedTok, inputTok int64
+	byModel := map[string][]int{}
+	for i := range reqs {
+		r := &reqs[i]
+		if !r.CacheKnown {
+			continue
+		}
+		kv.Requests++
+		pre := float64(r.Stages[StagePrefill])
+		if r.CacheHit {
+			kv.Hits++
+			hitPrefill = append(hitPrefill, pre)
+			hitTTFT = appendKnown(hitTTFT, r.TTFT)
+		} else {
+			missPrefill = append(missPrefill, pre)
+			missTTFT = appendKnown(missTTFT, r.TTFT)
+		}
+		if r.CachedTokens > 0 && r.InputTokens > 0 {
+			cachedTok += int64(r.CachedTokens)
+		}
+		if r.InputTokens > 0 {
+			inputTok += int64(r.InputTokens)
+		}
+		byModel[r.Model] = append(byModel[r.Model], i)
+	}
+	if kv.Requests == 0 {
+		return nil
+	}
+	kv.HitShare = float64(kv.Hits) / float64(kv.Requests)
+	if inputTok > 0 {
+		kv.TokenHitRatio = float64(cachedTok) / float64(inputTok)
+	}
+	kv.HitPrefill, kv.MissPrefill = distribution(hitPrefill), distribution(missPrefill)
+	kv.HitTTFT, kv.MissTTFT = distribution(hitTTFT), distribution(missTTFT)
+
+	inflated := map[int]bool{}
+	models := make([]string, 0, len(byModel))
+	for m := range byModel {
+		models = append(models, m)
+	}
+	slices.Sort(models)
+	for _, m := range models {
+		idx := byModel[m]
+		var xs, ys []float64
+		for _, i := range idx {
+			r := &reqs[i]
+			if !r.CacheHit && r.InputTokens > 0 && r.Stages[StagePrefill] > 0 {
+				xs = append(xs, float64(r.InputTokens))
+				ys = append(ys, float64(r.Stages[StagePrefill]))
+			}
+		}
+		if len(xs) < 10 {
+			kv.Note = "too few misses to model prefill time for model " + m + " (need 10)"
+			continue
+		}
+		a, b := theilSen(xs, ys, 2000)
+		if b <= 0 {
+			kv.Note = "prefill time does not grow with prompt length for model " + m + "; inflated hits cannot be told apart"
+			continue
+		}
+		res := make([]float64, len(xs))
+		for j := range xs {
+			res[j] = math.Abs(ys[j] - (a + b*xs[j]))
+		}
+		slices.Sort(res)
+		mad := Percentile(res, 50)
+		for _, i := range idx {
+			r := &reqs[i]
+			if !r.CacheHit || r.CachedTokens <= 0 || r.InputTokens <= 0 || r.Stages[StagePrefill] <= 0 {
+				continue
+			}
+			saving := b * float64(r.CachedTokens)
+			if saving <= 2*mad {
+				continue
+			}
+			kv.Checked++
+			expHit := a + b*float64(r.InputTokens-r.CachedTokens)
+			expMiss := a + b*float64(r.InputTokens)
+			pre := float64(r.Stages[StagePrefill])
+			if pre > (expHit+expMiss)/2 {
+				inflated[i] = true
+				kv.Inflated = append(kv.Inflated, InflatedHit{
+					ID: r.ID, Tenant: r.Tenant, Model: r.Model, InputTokens: r.InputTokens, CachedTokens: r.CachedTokens,
+					PrefillMs: pre / 1e6, ExpectedHitMs: expHit / 1e6, ExpectedMissMs: expMiss / 1e6,
+				})
+			}
+		}
+	}
+	kv.EffectiveHitShare = float64(kv.Hits-len(kv.Inflated)) / float64(kv.Requests)
+	kv.ByModel = kvGroups(reqs, inflated, func(r *Request) string { return r.Model })
+	kv.ByTenant = kvGroups(reqs, inflated, func(r *Request) string { return r.Tenant })
+	return kv
+}
+
+func kvGroups(reqs []Request, inflated map[int]bool, key func(*Request) string) []KVGroup {
+	groups := map[string]*KVGroup{}
+	for i := range reqs {
+		r := &reqs[i]
+		if !r.CacheKnown {
+			continue
+		}
+		g := groups[key(r)]
+		if g == nil {
+			g = &KVGroup{Name: key(r)}
+			groups[key(r)] = g
+		}
+		g.Requests++
+		if r.CacheHit {
+			g.Hits++
+		}
+		if inflated[i] {
+			g.Inflated++
+		}
+	}
+	out := make([]KVGroup, 0, len(groups))
+	for _, g := range groups {
+		g.HitShare = float64(g.Hits) / float64(g.Requests)
+		out = append(out, *g)
+	}
+	slices.SortFunc(out, func(a, b KVGroup) int { return cmp.Compare(a.Name, b.Name) })
+	return out
+}
+
+// theilSen fits y = a + b·x robustly: b is the median of pairwise slopes
+// (Theil 1950, Sen 1968), a the median of y − b·x. Above maxPoints points it
+// uses an evenly spaced subsample by x, keeping the cost O(maxPoints²).
+func theilSen(xs, ys []float64, maxPoints int) (a, b float64) {
+	type pt struct{ x, y float64 }
+	pts := make([]pt, len(xs))
+	for i := range xs {
+		pts[i] = pt{xs[i], ys[i]}
+	}
+	slices.SortFunc(pts, func(p, q pt) int { return cmp.Compare(p.x, q.x) })
+	if len(pts) > maxPoints {
+		sub := make([]pt, maxPoints)
+		for i := range sub {
+			sub[i] = pts[i*len(pts)/maxPoints]
+		}
+		pts = sub
+	}
+	slopes := make([]float64, 0, len(pts)*(len(pts)-1)/2)
+	for i := range pts {
+		for j := i + 1; j < len(pts); j++ {
+			if dx := pts[j].x - pts[i].x; dx > 0 {
+				slopes = append(slopes, (pts[j].y-pts[i].y)/dx)
+			}
+		}
+	}
+	if len(slopes) == 0 {
+		return math.NaN(), 0
+	}
+	slices.Sort(slopes)
+	b = Percentile(slopes, 50)
+	icpt := make([]float64, len(pts))
+	for i, p := range pts {
+		icpt[i] = p.y - b*p.x
+	}
+	slices.Sort(icpt)
+	return Percentile(icpt, 50), b
+}

@@ -1,0 +1,79 @@
+package attribution
+
+import (
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/llmprof/llmprof/ingest"
+)
+
+func TestInflatedHitsFlagged(t *testing.T) {
+	b := newBuilder()
+	res := b.resource("engine")
+	rng := rand.New(rand.NewPCG(1, 2))
+	var wantInflated []string
+	tr := byte(0)
+	add := func(id string, input, cached int, prefillTokens int, hit bool) {
+		tr++
+		start := int64(tr) * 10_000 * ms
+		prefill := 2*ms + int64(prefillTokens)*20_000 + int64(rng.IntN(200_000)) // 20 µs/token + noise
+		r := b.span(tr, ingest.SpanID{}, res, "llm.request", start, start+prefill+50*ms,
+			"llm.request.id", id, "llm.input_length", input, "llm.model_id", "m")
+		kv := b.span(tr, r, res, "llm.kv_cache.lookup", start, start+ms)
+		for i := range b.t.Spans {
+			if b.t.Spans[i].ID == kv {
+				b.t.Spans[i].Attrs = append(b.t.Spans[i].Attrs, b.attr("llm.kv_cache.hit", hit), b.attr("llm.kv_cache.hit_tokens", cached))
+			}
+		}
+		b.span(tr, r, res, "llm.prefill", start, start+prefill)
+	}
+	for i := 0; i < 40; i++ {
+		in := 200 + rng.IntN(1800)
+		add("miss", in, 0, in, false)
+	}
+	for i := 0; i < 20; i++ {
+		in := 500 + rng.IntN(1500)
+		add("hit", in, in*8/10, in-in*8/10, true)
+	}
+	for i := 0; i < 5; i++ {
+		in := 600 + rng.IntN(1400)
+		id := "inflated-" + string(rune('a'+i))
+		wantInflated = append(wantInflated, id)
+		add(id, in, in*8/10, in, true) // reported hit, full recompute
+	}
+	kv := b.analyze(DefaultOptions).KVCache
+	if kv == nil || kv.Requests != 65 || kv.Hits != 25 {
+		t.Fatalf("kv = %+v", kv)
+	}
+	var got []string
+	for _, h := range kv.Inflated {
+		got = append(got, h.ID)
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, wantInflated) {
+		t.Fatalf("inflated hits = %v, want %v", got, wantInflated)
+	}
+	if kv.Checked != 25 || kv.EffectiveHitShare != 20.0/65 {
+		t.Fatalf("checked %d, effective share %v", kv.Checked, kv.EffectiveHitShare)
+	}
+}
+
+func TestModelReloadDelaysRequestsInFlight(t *testing.T) {
+	b := newBuilder()
+	res := b.resource("engine")
+	b.span(100, ingest.SpanID{}, res, "llm.model.reload", 1000*ms, 3000*ms, "llm.model_id", "m")
+	for i := 0; i < 6; i++ {
+		arr := int64(i) * 1000 * ms
+		ttft := 50 * ms
+		if arr >= 1000*ms && arr < 3000*ms {
+			ttft = 3000*ms - arr + 50*ms // waits for the reload
+		}
+		r := b.span(byte(i+1), ingest.SpanID{}, res, "llm.request", arr, arr+ttft+100*ms, "llm.model_id", "m")
+		b.event(r, "llm.token", arr+ttft)
+	}
+	evs := b.analyze(DefaultOptions).ModelEvents
+	if len(evs) != 1 || evs[0].Kind != "reload" || evs[0].InFlight != 2 || evs[0].AddedTTFTMs != 1500 {
+		t.Fatalf("events = %+v", evs)
+	}
+}

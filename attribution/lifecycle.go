@@ -1,0 +1,74 @@
+package attribution
+
+import (
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/llmprof/llmprof/ingest"
+)
+
+// ModelEvent is a model load, unload or reload (llm.model.* spans) and its
+// effect on the requests in flight during it (the seed article §2.5).
+type ModelEvent struct {
+	Kind    string  `json:"kind"` // load, unload, reload
+	Model   string  `json:"model"`
+	StartNs int64   `json:"start_ns"`
+	EndNs   int64   `json:"end_ns"`
+	Ms      float64 `json:"duration_ms"`
+	// InFlight counts requests of the same model (or of unknown model) that
+	// were waiting for their first token while the event ran.
+	InFlight int `json:"requests_in_flight"`
+	// AddedTTFTMs is the median TTFT of those requests minus the median TTFT
+	// of the model's other requests (NaN when either group is empty).
+	AddedTTFTMs Float `json:"added_ttft_ms"`
+}
+
+// modelEvents finds llm.model.load/unload/reload spans and the requests they
+// delayed. Requests are sorted by arrival, so each event is a binary search
+// plus a scan of the requests that arrived before it ended.
+func modelEvents(t *ingest.Trace, k *keyCache, reqs []Request) []ModelEvent {
+	var out []ModelEvent
+	for i := range t.Spans {
+		s := &t.Spans[i]
+		if s.Origin != ingest.OriginOTLP {
+			continue
+		}
+		kind, ok := strings.CutPrefix(t.Str(s.Name), "llm.model.")
+		if !ok || (kind != "load" && kind != "unload" && kind != "reload") {
+			continue
+		}
+		model, _ := k.str(s.Attrs, []string{"llm.model_id"})
+		ev := ModelEvent{Kind: kind, Model: model, StartNs: s.Start, EndNs: s.End, Ms: float64(s.End-s.Start) / 1e6, AddedTTFTMs: Float(math.NaN())}
+		var hit, rest []float64
+		end, _ := slices.BinarySearchFunc(reqs, s.End, func(r Request, t int64) int {
+			if r.Arrival < t {
+				return -1
+			}
+			return 1
+		})
+		for j := range reqs {
+			r := &reqs[j]
+			if model != "" && r.Model != model && r.Model != "unknown" {
+				continue
+			}
+			firstToken := r.End
+			if r.FirstToken != 0 {
+				firstToken = r.FirstToken
+			}
+			if j < end && firstToken > s.Start {
+				ev.InFlight++
+				hit = appendKnown(hit, r.TTFT)
+			} else {
+				rest = appendKnown(rest, r.TTFT)
+			}
+		}
+		if len(hit) > 0 && len(rest) > 0 {
+			slices.Sort(hit)
+			slices.Sort(rest)
+			ev.AddedTTFTMs = Float((Percentile(hit, 50) - Percentile(rest, 50)) / 1e6)
+		}
+		out = append(out, ev)
+	}
+	return out
+}

@@ -1,0 +1,247 @@
+package attribution
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/llmprof/llmprof/ingest"
+)
+
+// The normalization table: for each concept llmprof needs, the attribute keys
+// that carry it in the servers and SDKs in use, in priority order (the first
+// present wins). Sources: ../shared/docs/otlp-inputs.md §1–§3 (vLLM
+// vllm/tracing.py and v1/engine/output_processor.py, SGLang trace.py, TGI
+// router server.rs, Triton tracer.cc, OTel GenAI semantic conventions,
+// OpenLIT, OpenLLMetry, OpenInference, Langfuse) and DESIGN §5 for llm.*.
+//
+// Durations are in float seconds unless the key is listed in durationStrings
+// (TGI records Rust Duration Debug strings such as "12.345ms").
+var (
+	keyRequestID = []string{"llm.request.id", "gen_ai.request.id", "gen_ai.response.id", "triton.request_id", "rid", "request_id"}
+	keyModel     = []string{"llm.model_id", "gen_ai.response.model", "gen_ai.request.model", "triton.model_name", "llm.model_name", "langfuse.observation.model.name"}
+	// Default tenant search (DESIGN §5); --tenant-key replaces it.
+	keyTenant = []string{"llm.tenant", "tenant.id", "enduser.id"}
+
+	keyInputTokens  = []string{"llm.input_length", "gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt", "llm.usage.prompt_tokens", "x-prompt-tokens"}
+	keyOutputTokens = []string{"llm.output_length", "gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens", "llm.token_count.completion", "x-generated-tokens"}
+
+	keyTTFT   = []string{"gen_ai.latency.time_to_first_token", "gen_ai.server.time_to_first_token", "gen_ai.response.time_to_first_chunk"}
+	keyTPOT   = []string{"gen_ai.server.time_per_output_token"}
+	keyQueue  = []string{"gen_ai.latency.time_in_queue", "queue_time"}
+	keyE2E    = []string{"gen_ai.latency.e2e"}
+	keyPrefil = []string{"gen_ai.latency.time_in_model_prefill"}
+	keyDecode = []string{"gen_ai.latency.time_in_model_decode"}
+	// keyInference is prefill and decode together, when a source does not
+	// split them (vLLM's time_in_model_inference, TGI's inference_time).
+	keyInference = []string{"gen_ai.latency.time_in_model_inference", "inference_time"}
+	// keyTokenize: TGI's validation step includes tokenization.
+	keyTokenize   = []string{"validation_time"}
+	keyTGITotal   = []string{"total_time"}
+	keyTGIPerTok  = []string{"time_per_token"}
+	keyCacheRatio = []string{"llm.cache_hit_ratio"}
+	keyFinish     = []string{"llm.finish_reason", "gen_ai.response.finish_reasons", "llm.response.finish_reason"}
+	// Langfuse's TTFT is an absolute ISO-8601 timestamp (JSON-quoted by its SDK).
+	keyCompletionStart = []string{"langfuse.observation.completion_start_time"}
+)
+
+// durationStrings are keys whose values may be Rust Duration Debug strings.
+var durationStrings = map[string]bool{
+	"queue_time": true, "inference_time": true, "validation_time": true,
+	"total_time": true, "time_per_token": true,
+}
+
+// Stage names of request spans (llm.* conventions and SGLang's RequestStage
+// slices) and of Triton's timestamp events.
+var stageSpanNames = map[string]Stage{
+	"llm.tokenize":   StageTokenize,
+	"llm.queue":      StageQueue,
+	"llm.prefill":    StagePrefill,
+	"llm.decode":     StageDecode,
+	"llm.detokenize": StageDetokenize,
+	"llm.stream":     StageStream,
+	// SGLang (python/sglang/srt/managers/schedule_batch.py RequestStage).
+	"tokenize":                  StageTokenize,
+	"dispatch":                  StageQueue,
+	"dc_dispatch":               StageQueue,
+	"prefill_waiting":           StageQueue,
+	"decode_waiting":            StageQueue,
+	"request_process":           StageQueue,
+	"prefill_prepare":           StagePrefill,
+	"prefill_bootstrap":         StagePrefill,
+	"prefill_forward":           StagePrefill,
+	"chunked_prefill":           StagePrefill,
+	"prefill_transfer_kv_cache": StagePrefill,
+	"decode_prepare":            StageDecode,
+	"decode_bootstrap":          StageDecode,
+	"decode_transferred":        StageDecode,
+	"decode_loop":               StageDecode,
+}
+
+// attrs is the attribute view of one span (and its resource) used while
+// normalizing; keys are looked up by name once per trace.
+type keyCache struct {
+	t    *ingest.Trace
+	ids  map[string]ingest.StrID
+	miss map[string]bool
+}
+
+func newKeyCache(t *ingest.Trace) *keyCache {
+	return &keyCache{t: t, ids: map[string]ingest.StrID{}, miss: map[string]bool{}}
+}
+
+func (k *keyCache) id(name string) (ingest.StrID, bool) {
+	if id, ok := k.ids[name]; ok {
+		return id, true
+	}
+	if k.miss[name] {
+		return 0, false
+	}
+	id, ok := k.t.Key(name)
+	if ok {
+		k.ids[name] = id
+	} else {
+		k.miss[name] = true
+	}
+	return id, ok
+}
+
+// first returns the first of keys present in attrs.
+func (k *keyCache) first(attrs []ingest.Attr, keys []string) (string, ingest.Value, bool) {
+	for _, name := range keys {
+		id, ok := k.id(name)
+		if !ok {
+			continue
+		}
+		if v, ok := ingest.Get(attrs, id); ok {
+			return name, v, true
+		}
+	}
+	return "", ingest.Value{}, false
+}
+
+func (k *keyCache) str(attrs []ingest.Attr, keys []string) (string, bool) {
+	_, v, ok := k.first(attrs, keys)
+	if !ok {
+		return "", false
+	}
+	switch v.Kind() {
+	case ingest.KindString:
+		s := k.t.Str(v.Str())
+		return s, s != ""
+	case ingest.KindArray:
+		l := k.t.StringList(v)
+		return strings.Join(l, ","), len(l) > 0
+	case ingest.KindEmpty:
+		return "", false
+	}
+	return k.t.FormatValue(v), true
+}
+
+// count reads a token count (int, double, or a numeric string).
+func (k *keyCache) count(attrs []ingest.Attr, keys []string) (int, bool) {
+	_, v, ok := k.first(attrs, keys)
+	if !ok {
+		return 0, false
+	}
+	switch v.Kind() {
+	case ingest.KindInt, ingest.KindDouble:
+		f := v.Double()
+		if math.IsNaN(f) || f < 0 || f > 1e12 {
+			return 0, false
+		}
+		return int(f), true
+	case ingest.KindString:
+		n, err := strconv.ParseInt(strings.TrimSpace(k.t.Str(v.Str())), 10, 64)
+		return int(n), err == nil && n >= 0
+	}
+	return 0, false
+}
+
+// duration reads a duration in ns: a number is seconds; a string is either a
+// number of seconds or a Duration with a unit (TGI's "12.345ms", "850µs").
+func (k *keyCache) duration(attrs []ingest.Attr, keys []string) (int64, bool) {
+	key, v, ok := k.first(attrs, keys)
+	if !ok {
+		return 0, false
+	}
+	switch v.Kind() {
+	case ingest.KindDouble, ingest.KindInt:
+		s := v.Double()
+		if math.IsNaN(s) || math.IsInf(s, 0) || s < 0 {
+			return 0, false
+		}
+		return int64(math.Round(s * 1e9)), true
+	case ingest.KindString:
+		str := k.t.Str(v.Str())
+		if d, ok := parseRustDuration(str); ok {
+			return d, true
+		}
+		if !durationStrings[key] {
+			if s, err := strconv.ParseFloat(strings.TrimSpace(str), 64); err == nil && s >= 0 {
+				return int64(math.Round(s * 1e9)), true
+			}
+		}
+	}
+	return 0, false
+}
+
+// parseRustDuration parses the Debug form of std::time::Duration ("1.2s",
+// "12.345ms", "850µs", "850us", "42ns", also "1m2s" as Go prints it).
+func parseRustDuration(s string) (int64, bool) {
+	s = strings.TrimSpace(strings.Trim(strings.TrimSpace(s), `"`))
+	if s == "" {
+		return 0, false
+	}
+	units := []struct {
+		suffix string
+		ns     float64
+	}{{"ns", 1}, {"µs", 1e3}, {"μs", 1e3}, {"us", 1e3}, {"ms", 1e6}, {"s", 1e9}}
+	for _, u := range units {
+		if num, ok := strings.CutSuffix(s, u.suffix); ok {
+			f, err := strconv.ParseFloat(num, 64)
+			if err != nil {
+				break // "1m2s": fall through to Go's parser
+			}
+			if f < 0 || math.IsNaN(f) || math.IsInf(f, 0) {
+				return 0, false
+			}
+			return int64(math.Round(f * u.ns)), true
+		}
+	}
+	if d, err := time.ParseDuration(strings.ReplaceAll(s, "µs", "us")); err == nil && d >= 0 {
+		return d.Nanoseconds(), true
+	}
+	return 0, false
+}
+
+// timestamp reads an absolute time: an ISO-8601 string (possibly JSON-quoted,
+// as Langfuse's SDK writes it) or Unix ns as a number.
+func (k *keyCache) timestamp(attrs []ingest.Attr, keys []string) (int64, bool) {
+	_, v, ok := k.first(attrs, keys)
+	if !ok {
+		return 0, false
+	}
+	switch v.Kind() {
+	case ingest.KindString:
+		s := strings.Trim(strings.TrimSpace(k.t.Str(v.Str())), `"`)
+		for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "2006-01-02 15:04:05.999999999Z07:00"} {
+			if ts, err := time.Parse(layout, s); err == nil {
+				return ts.UnixNano(), true
+			}
+		}
+	case ingest.KindInt:
+		return v.Int(), v.Int() > 0
+	}
+	return 0, false
+}
+
+func (k *keyCache) float(attrs []ingest.Attr, keys []string) (float64, bool) {
+	_, v, ok := k.first(attrs, keys)
+	if !ok {
+		return 0, false
+	}
+	f := v.Double()
+	return f, !math.IsNaN(f)
+}

@@ -1,0 +1,631 @@
+package attribution
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/llmprof/llmprof/ingest"
+)
+
+// Stage is a request-level latency bucket. The stages of a request are
+// disjoint and, with Other, sum exactly to its E2E.
+type Stage uint8
+
+const (
+	StageTokenize Stage = iota
+	StageQueue
+	StagePrefill
+	StageDecode
+	// StageInference is prefill and decode together, used only when the
+	// source does not split them (TGI's inference_time, Triton's compute).
+	StageInference
+	StageDetokenize
+	StageStream
+	// StageOther is the explicit remainder: time inside the request that no
+	// stage covers.
+	StageOther
+	NumStages
+)
+
+var stageNames = [...]string{"tokenize", "queue", "prefill", "decode", "inference", "detokenize", "stream", "other"}
+
+func (s Stage) String() string {
+	if int(s) < len(stageNames) {
+		return stageNames[s]
+	}
+	return fmt.Sprintf("stage(%d)", int(s))
+}
+
+// stagePriority decides which stage owns an instant covered by several
+// (overlapping spans, e.g. a prefill span that contains the decode span under
+// disaggregated serving): the earlier in this list wins.
+var stagePriority = []Stage{StageQueue, StagePrefill, StageDecode, StageInference, StageTokenize, StageDetokenize, StageStream}
+
+// Style names the convention a request was recognized in.
+type Style string
+
+const (
+	StyleLLMProf Style = "llmprof" // llm.request and llm.* stage spans
+	StyleVLLM    Style = "vllm"    // llm_request with gen_ai.latency.* (also TensorRT-LLM)
+	StyleSGLang  Style = "sglang"  // "<role> Req <rid>" with stage slices
+	StyleTGI     Style = "tgi"     // generate / generate_stream handler spans
+	StyleTriton  Style = "triton"  // InferRequest with timestamp events
+	StyleGenAI   Style = "genai"   // client-side GenAI / OpenLIT / OpenLLMetry / Langfuse
+)
+
+// stylePriority ranks conventions when two request spans describe the same
+// request (one nested in the other): the richer, server-side view wins.
+var stylePriority = map[Style]int{StyleLLMProf: 6, StyleVLLM: 5, StyleSGLang: 4, StyleTGI: 3, StyleTriton: 2, StyleGenAI: 1}
+
+// Request is one request's latency facts. Times are ns on the reference
+// clock; metric fields are NaN when the input cannot tell.
+type Request struct {
+	ID     string
+	Tenant string
+	Model  string
+	Style  Style
+	// Span indexes the request span in the trace.
+	Span   int
+	Source ingest.SourceID
+
+	Arrival int64
+	End     int64
+	// Tokens are token emission times, when the input has per-token events.
+	Tokens []int64
+	// FirstToken and LastToken are emission times (0 when unknown).
+	FirstToken int64
+	LastToken  int64
+
+	InputTokens  int // −1 when unknown
+	OutputTokens int // −1 when unknown
+
+	// Metrics in ns (NaN when unknown).
+	TTFT  float64
+	TPOT  float64
+	E2E   float64
+	Queue float64
+
+	// Stages partition E2E: their sum equals End − Arrival exactly.
+	Stages [NumStages]int64
+	// Gaps locate the time in StageOther.
+	Gaps []Gap
+	// CallerExtra is how much longer the calling service's span (the nearest
+	// ancestor from another service) lasted than this request: time the
+	// request span does not see. 0 without a caller span.
+	CallerExtra int64
+
+	// Estimated lists metrics derived under assumptions rather than measured
+	// (e.g. TGI's TTFT from its per-token average).
+	Estimated []string
+
+	Finish        string
+	CacheHitRatio float64 // NaN when unknown
+	// CacheKnown says whether the input reports the prefix cache for this
+	// request; CacheHit is what it reports, CachedTokens how many prompt
+	// tokens it says were cached (−1 when unknown).
+	CacheKnown   bool
+	CacheHit     bool
+	CachedTokens int
+}
+
+// ITLs returns the gaps between consecutive token emissions, in ns.
+func (r *Request) ITLs() []int64 {
+	if len(r.Tokens) < 2 {
+		return nil
+	}
+	out := make([]int64, len(r.Tokens)-1)
+	for i := 1; i < len(r.Tokens); i++ {
+		out[i-1] = r.Tokens[i] - r.Tokens[i-1]
+	}
+	return out
+}
+
+func (r *Request) estimated(metric string) { r.Estimated = append(r.Estimated, metric) }
+
+// spanIndex finds spans by ID and lists children, for walking request trees.
+type spanIndex struct {
+	t        *ingest.Trace
+	byID     map[spanKey]int
+	children map[int][]int
+}
+
+type spanKey struct {
+	trace ingest.TraceID
+	span  ingest.SpanID
+}
+
+func newSpanIndex(t *ingest.Trace) *spanIndex {
+	ix := &spanIndex{t: t, byID: make(map[spanKey]int), children: make(map[int][]int)}
+	for i := range t.Spans {
+		s := &t.Spans[i]
+		if s.Origin == ingest.OriginOTLP && !s.ID.IsZero() {
+			if _, dup := ix.byID[spanKey{s.TraceID, s.ID}]; !dup {
+				ix.byID[spanKey{s.TraceID, s.ID}] = i
+			}
+		}
+	}
+	for i := range t.Spans {
+		s := &t.Spans[i]
+		if s.Origin != ingest.OriginOTLP || s.Parent.IsZero() {
+			continue
+		}
+		if p, ok := ix.byID[spanKey{s.TraceID, s.Parent}]; ok {
+			ix.children[p] = append(ix.children[p], i)
+		}
+	}
+	return ix
+}
+
+func (ix *spanIndex) parent(i int) (int, bool) {
+	s := &ix.t.Spans[i]
+	if s.Parent.IsZero() {
+		return 0, false
+	}
+	p, ok := ix.byID[spanKey{s.TraceID, s.Parent}]
+	return p, ok
+}
+
+// descendants returns the subtree below span i (not i itself).
+func (ix *spanIndex) descendants(i int) []int {
+	var out []int
+	stack := slices.Clone(ix.children[i])
+	for len(stack) > 0 && len(out) < 1_000_000 {
+		n := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		out = append(out, n)
+		stack = append(stack, ix.children[n]...)
+	}
+	return out
+}
+
+// classify says whether span i is a request span, and in which convention.
+func classify(t *ingest.Trace, k *keyCache, s *ingest.Span) (Style, bool) {
+	if s.Origin != ingest.OriginOTLP {
+		return "", false
+	}
+	name := t.Str(s.Name)
+	switch name {
+	case "llm.request":
+		return StyleLLMProf, true
+	case "llm_request":
+		return StyleVLLM, true
+	case "InferRequest":
+		return StyleTriton, true
+	}
+	if _, _, ok := k.first(s.Attrs, keyE2E); ok {
+		return StyleVLLM, true
+	}
+	if _, _, ok := k.first(s.Attrs, keyTTFT); ok {
+		return StyleGenAI, true
+	}
+	if strings.Contains(name, " Req ") {
+		if _, ok := k.str(s.Attrs, []string{"rid"}); ok {
+			return StyleSGLang, true
+		}
+	}
+	if _, _, ok := k.first(s.Attrs, []string{"total_time", "inference_time"}); ok {
+		return StyleTGI, true
+	}
+	if op, ok := k.str(s.Attrs, []string{"gen_ai.operation.name"}); ok {
+		switch op {
+		case "chat", "text_completion", "generate_content":
+			return StyleGenAI, true
+		}
+	}
+	if kind, ok := k.str(s.Attrs, []string{"openinference.span.kind"}); ok && kind == "LLM" {
+		return StyleGenAI, true
+	}
+	if _, _, ok := k.first(s.Attrs, keyCompletionStart); ok {
+		return StyleGenAI, true
+	}
+	return "", false
+}
+
+// findRequests returns the request spans, dropping a request span nested in
+// another that describes the same request in a richer convention.
+func findRequests(t *ingest.Trace, ix *spanIndex, k *keyCache) (map[int]Style, int) {
+	cands := map[int]Style{}
+	for i := range t.Spans {
+		if st, ok := classify(t, k, &t.Spans[i]); ok {
+			cands[i] = st
+		}
+	}
+	dropped := map[int]bool{}
+	for i, st := range cands {
+		for p, ok := ix.parent(i); ok; p, ok = ix.parent(p) {
+			pst, isReq := cands[p]
+			if !isReq {
+				continue
+			}
+			if stylePriority[pst] >= stylePriority[st] {
+				dropped[i] = true
+			} else {
+				dropped[p] = true
+			}
+		}
+	}
+	for i := range dropped {
+		delete(cands, i)
+	}
+	return cands, len(dropped)
+}
+
+// interval is a stage's claim on part of a request's life.
+type interval struct {
+	stage    Stage
+	from, to int64
+}
+
+// buildRequest derives one request's facts from its span, descendants and
+// attributes.
+func buildRequest(t *ingest.Trace, ix *spanIndex, k *keyCache, i int, style Style, opts *Options) (Request, []string) {
+	s := &t.Spans[i]
+	var problems []string
+	r := Request{
+		Span: i, Source: s.Source, Style: style,
+		Arrival: s.Start, End: s.End,
+		InputTokens: -1, OutputTokens: -1,
+		TTFT: math.NaN(), TPOT: math.NaN(), Queue: math.NaN(), CacheHitRatio: math.NaN(),
+	}
+	r.E2E = float64(r.End - r.Arrival)
+	desc := ix.descendants(i)
+	attrs := s.Attrs
+
+	r.ID, _ = k.str(attrs, keyRequestID)
+	if r.ID == "" {
+		r.ID = s.TraceID.String()[:16] + "/" + s.ID.String()
+	}
+	r.Model, _ = k.str(attrs, keyModel)
+	if r.Model == "" {
+		r.Model = "unknown"
+	}
+	r.Tenant = tenantOf(t, ix, k, i, opts)
+	r.CallerExtra = callerExtra(t, ix, k, i)
+	if n, ok := k.count(attrs, keyInputTokens); ok {
+		r.InputTokens = n
+	}
+	if f, ok := k.float(attrs, keyCacheRatio); ok {
+		r.CacheHitRatio = f
+	}
+	if fin, ok := k.str(attrs, keyFinish); ok {
+		r.Finish = fin
+	}
+	if s.Status == ingest.StatusError {
+		r.Finish = "error"
+	}
+
+	// Token events: llm.token on the request span or any descendant.
+	tokenName, hasTokenName := t.Key("llm.token")
+	collect := func(sp *ingest.Span) {
+		if !hasTokenName {
+			return
+		}
+		for _, e := range sp.Events {
+			if e.Name == tokenName {
+				r.Tokens = append(r.Tokens, e.Time)
+			}
+		}
+	}
+	collect(s)
+	for _, d := range desc {
+		collect(&t.Spans[d])
+	}
+	slices.Sort(r.Tokens)
+	if n, ok := k.count(attrs, keyOutputTokens); ok {
+		r.OutputTokens = n
+	} else if len(r.Tokens) > 0 {
+		r.OutputTokens = len(r.Tokens)
+	}
+
+	// Stage intervals from stage spans and Triton timestamp events.
+	var ivs []interval
+	eventTimes := map[string]int64{}
+	grab := func(sp *ingest.Span) {
+		for _, e := range sp.Events {
+			switch name := t.Str(e.Name); name {
+			case "QUEUE_START", "COMPUTE_START", "COMPUTE_END":
+				if _, seen := eventTimes[name]; !seen {
+					eventTimes[name] = e.Time
+				}
+			}
+		}
+	}
+	grab(s)
+	for _, d := range desc {
+		ds := &t.Spans[d]
+		grab(ds)
+		if st, ok := stageSpanNames[t.Str(ds.Name)]; ok {
+			ivs = append(ivs, interval{st, ds.Start, ds.End})
+		}
+	}
+	if q, ok := eventTimes["QUEUE_START"]; ok {
+		if c, ok := eventTimes["COMPUTE_START"]; ok {
+			ivs = append(ivs, interval{StageQueue, q, c})
+			if e, ok := eventTimes["COMPUTE_END"]; ok {
+				ivs = append(ivs, interval{StageInference, c, e})
+			}
+		}
+	}
+	ttftAttr, hasTTFT := k.duration(attrs, keyTTFT)
+	if len(ivs) == 0 {
+		ivs = r.attributeStages(k, attrs, ttftAttr, hasTTFT)
+	}
+
+	// Token times, then the metrics.
+	switch {
+	case len(r.Tokens) > 0:
+		r.FirstToken, r.LastToken = r.Tokens[0], r.Tokens[len(r.Tokens)-1]
+	case hasTTFT:
+		r.FirstToken = r.Arrival + ttftAttr
+		if d, ok := k.duration(attrs, keyDecode); ok {
+			r.LastToken = r.FirstToken + d
+		} else if e2e, ok := k.duration(attrs, keyE2E); ok && style == StyleVLLM {
+			r.LastToken = r.Arrival + e2e
+		}
+	default:
+		if ts, ok := k.timestamp(attrs, keyCompletionStart); ok && ts >= r.Arrival {
+			r.FirstToken = ts
+		} else if end, ok := stageEnd(ivs, StagePrefill); ok {
+			// SGLang: the first token leaves when the prefill forward ends.
+			r.FirstToken = end
+			r.estimated("ttft")
+		}
+		if end, ok := stageEnd(ivs, StageDecode); ok {
+			r.LastToken = end
+		}
+	}
+	if r.FirstToken != 0 {
+		r.TTFT = float64(r.FirstToken - r.Arrival)
+	}
+	n := r.OutputTokens
+	switch {
+	case r.FirstToken != 0 && r.LastToken != 0 && n >= 2:
+		r.TPOT = float64(r.LastToken-r.FirstToken) / float64(n-1)
+	case n == 1:
+		// One token: TPOT is undefined, not zero.
+	default:
+		if d, ok := k.duration(attrs, keyTPOT); ok {
+			r.TPOT = float64(d)
+		} else if d, ok := k.duration(attrs, keyTGIPerTok); ok {
+			// TGI's time_per_token is inference time / generated tokens,
+			// including the first: an estimate of TPOT.
+			r.TPOT = float64(d)
+			r.estimated("tpot")
+			if math.IsNaN(r.TTFT) {
+				if end, ok := stageEnd(ivs, StageQueue); ok {
+					r.TTFT = float64(end-r.Arrival) + float64(d)
+					r.estimated("ttft")
+				}
+			}
+		}
+	}
+
+	r.CacheHit, r.CacheKnown, r.CachedTokens = cacheInfo(t, ix, k, i, desc, &r)
+	r.Stages, r.Gaps, problems = partition(r.Arrival, r.End, ivs, problems)
+	if q := r.Stages[StageQueue]; hasStage(ivs, StageQueue) {
+		r.Queue = float64(q)
+	}
+	return r, problems
+}
+
+// attributeStages places stage durations carried as attributes (vLLM,
+// TensorRT-LLM, TGI) one after another from arrival, in the order the server
+// runs them: tokenize/validate, queue, prefill, decode (or inference).
+func (r *Request) attributeStages(k *keyCache, attrs []ingest.Attr, ttft int64, hasTTFT bool) []interval {
+	var ivs []interval
+	at := r.Arrival
+	place := func(st Stage, d int64) {
+		ivs = append(ivs, interval{st, at, at + d})
+		at += d
+	}
+	if d, ok := k.duration(attrs, keyTokenize); ok {
+		place(StageTokenize, d)
+	}
+	queue, hasQueue := k.duration(attrs, keyQueue)
+	if hasQueue {
+		place(StageQueue, queue)
+	}
+	prefill, hasPrefill := k.duration(attrs, keyPrefil)
+	decode, hasDecode := k.duration(attrs, keyDecode)
+	switch {
+	case hasPrefill || hasDecode:
+		if hasPrefill {
+			place(StagePrefill, prefill)
+		}
+		if hasDecode {
+			place(StageDecode, decode)
+		}
+	case hasTTFT && hasQueue && r.Style == StyleVLLM:
+		// vLLM V0 exports no prefill/decode split: the first token marks it.
+		if ttft >= queue {
+			place(StagePrefill, ttft-queue)
+			r.estimated("prefill")
+		}
+		if e2e, ok := k.duration(attrs, keyE2E); ok && e2e >= ttft {
+			place(StageDecode, e2e-ttft)
+		}
+	default:
+		if d, ok := k.duration(attrs, keyInference); ok {
+			place(StageInference, d)
+		}
+	}
+	return ivs
+}
+
+func stageEnd(ivs []interval, st Stage) (int64, bool) {
+	var end int64
+	found := false
+	for _, iv := range ivs {
+		if iv.stage == st && (!found || iv.to > end) {
+			end, found = iv.to, true
+		}
+	}
+	return end, found
+}
+
+func hasStage(ivs []interval, st Stage) bool {
+	for _, iv := range ivs {
+		if iv.stage == st {
+			return true
+		}
+	}
+	return false
+}
+
+// Gap is a stretch of a request that no stage covers (part of StageOther),
+// with the stages on either side of it (StageOther at the request's start or
+// end). Blind-spot analysis names what usually lies there.
+type Gap struct {
+	From, To      int64
+	Before, After Stage
+}
+
+// partition assigns every instant of [from, to) to at most one stage (by
+// stagePriority where claims overlap) and the rest to other. The result sums
+// to to − from exactly. Claims outside the request are clipped, and a claim
+// that sticks out by more than a millisecond is reported.
+func partition(from, to int64, ivs []interval, problems []string) ([NumStages]int64, []Gap, []string) {
+	var out [NumStages]int64
+	if to <= from {
+		return out, nil, problems
+	}
+	const slack = 1_000_000
+	rank := [NumStages]int{}
+	for i, st := range stagePriority {
+		rank[st] = len(stagePriority) - i
+	}
+	// Sweep over the claims' boundaries.
+	type edge struct {
+		at    int64
+		stage Stage
+		delta int
+	}
+	edges := make([]edge, 0, 2*len(ivs))
+	for _, iv := range ivs {
+		if iv.from < from-slack || iv.to > to+slack {
+			problems = append(problems, fmt.Sprintf("%s interval lies %s outside the request span; clipped", iv.stage, fmtOutside(iv, from, to)))
+		}
+		a, b := max(iv.from, from), min(iv.to, to)
+		if b <= a {
+			continue
+		}
+		edges = append(edges, edge{a, iv.stage, +1}, edge{b, iv.stage, -1})
+	}
+	slices.SortFunc(edges, func(x, y edge) int { return cmp.Compare(x.at, y.at) })
+	var active [NumStages]int
+	owner := func() Stage {
+		best, bestRank := StageOther, 0
+		for st := Stage(0); st < StageOther; st++ {
+			if active[st] > 0 && rank[st] > bestRank {
+				best, bestRank = st, rank[st]
+			}
+		}
+		return best
+	}
+	// Segments of constant owner, adjacent equal owners merged.
+	type segment struct {
+		stage    Stage
+		from, to int64
+	}
+	var segs []segment
+	emit := func(st Stage, a, b int64) {
+		if b <= a {
+			return
+		}
+		if n := len(segs); n > 0 && segs[n-1].stage == st && segs[n-1].to == a {
+			segs[n-1].to = b
+			return
+		}
+		segs = append(segs, segment{st, a, b})
+	}
+	cur := from
+	for _, e := range edges {
+		if e.at > cur {
+			emit(owner(), cur, e.at)
+			cur = e.at
+		}
+		active[e.stage] += e.delta
+	}
+	emit(StageOther, cur, to)
+	var gaps []Gap
+	for i, sg := range segs {
+		out[sg.stage] += sg.to - sg.from
+		if sg.stage != StageOther {
+			continue
+		}
+		g := Gap{From: sg.from, To: sg.to, Before: StageOther, After: StageOther}
+		if i > 0 {
+			g.Before = segs[i-1].stage
+		}
+		if i+1 < len(segs) {
+			g.After = segs[i+1].stage
+		}
+		gaps = append(gaps, g)
+	}
+	return out, gaps, problems
+}
+
+func fmtOutside(iv interval, from, to int64) string {
+	d := max(from-iv.from, iv.to-to)
+	return fmt.Sprintf("%.3f ms", float64(d)/1e6)
+}
+
+// callerExtra finds the nearest ancestor span emitted by another service and
+// returns how much longer than the request span it lasted.
+func callerExtra(t *ingest.Trace, ix *spanIndex, k *keyCache, i int) int64 {
+	own := serviceOf(t, k, i)
+	for p, ok := ix.parent(i); ok; p, ok = ix.parent(p) {
+		if svc := serviceOf(t, k, p); svc != "" && svc != own {
+			return max(0, t.Spans[p].Duration()-t.Spans[i].Duration())
+		}
+	}
+	return 0
+}
+
+func serviceOf(t *ingest.Trace, k *keyCache, i int) string {
+	s := &t.Spans[i]
+	if s.Resource < 0 || int(s.Resource) >= len(t.Resources) {
+		return ""
+	}
+	v, _ := k.str(t.Resources[s.Resource].Attrs, []string{"service.name"})
+	return v
+}
+
+// tenantOf resolves the request's tenant: the configured key (or the default
+// search list) on the request span and its ancestors; else the service that
+// called the server (the trace root's service.name, when the root belongs to
+// another service); else the request span's own service.name.
+func tenantOf(t *ingest.Trace, ix *spanIndex, k *keyCache, i int, opts *Options) string {
+	keys := keyTenant
+	if opts.TenantKey != "" {
+		keys = []string{opts.TenantKey}
+	}
+	root := i
+	for n, ok := i, true; ok; n, ok = ix.parent(n) {
+		root = n
+		if v, ok := k.str(t.Spans[n].Attrs, keys); ok {
+			return v
+		}
+	}
+	resourceName := func(n int) string {
+		if s := &t.Spans[n]; opts.TenantKey != "" && s.Resource >= 0 && int(s.Resource) < len(t.Resources) {
+			if v, ok := k.str(t.Resources[s.Resource].Attrs, keys); ok {
+				return v
+			}
+		}
+		return serviceOf(t, k, n)
+	}
+	own := resourceName(i)
+	if root != i {
+		if caller := resourceName(root); caller != "" && caller != own {
+			return caller
+		}
+	}
+	if own == "" {
+		return "unknown"
+	}
+	return own
+}

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/llmprof/llmprof/attribution"
+	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/report"
+)
+
+// AnalyzeOptions are the flags of `llmprof analyze`.
+type AnalyzeOptions struct {
+	IO     *IOStreams
+	Inputs []string
+
+	Format    string
+	Output    string
+	Strict    bool
+	TenantKey string
+	SLO       string
+}
+
+// NewCmdAnalyze builds `llmprof analyze`.
+func NewCmdAnalyze(f *Factory) *cobra.Command {
+	opts := &AnalyzeOptions{IO: f.IO}
+	cmd := &cobra.Command{
+		Use:   "analyze [flags] <input>...",
+		Short: "Attribute each request's latency to stages, GPU work and tenants",
+		Long: strings.TrimSpace(`
+Reads OTLP trace dumps (JSON, JSON Lines, protobuf, framed protobuf, gzip or
+zstd; Jaeger and Tempo JSON too), Nsight Systems SQLite exports and llmprof
+captures — files or directories, formats detected from content — and reports
+per-request latency (TTFT, TPOT, ITL, E2E, queue) overall, per tenant and per
+model, and where the time went: tokenize, queue, prefill, decode, detokenize,
+stream, and an explicit remainder.
+
+Problems with the input (a truncated record, a span ending before it starts)
+are warnings shown in every report; --strict turns them into an error.`),
+		Example: strings.TrimSpace(`
+  # the bundled demo run
+  llmprof analyze testdata/demo
+
+  # a collector file-exporter dump, per-customer, with SLOs for goodput
+  llmprof analyze --tenant-key customer.id --slo ttft=200ms,tpot=50ms traces.jsonl
+
+  # machine-readable, for CI or a notebook
+  llmprof analyze --format json -o report.json traces.jsonl`),
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Inputs = args
+			return runAnalyze(cmd.Context(), f, opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.Format, "format", "text", "output format: text or json")
+	fl.StringVarP(&opts.Output, "output", "o", "", "write the report to `FILE` instead of stdout")
+	fl.BoolVar(&opts.Strict, "strict", false, "treat input warnings as errors")
+	fl.StringVar(&opts.TenantKey, "tenant-key", "", "attribute naming a request's tenant (default: llm.tenant, tenant.id, enduser.id, then the calling service)")
+	fl.StringVar(&opts.SLO, "slo", "", "goodput objectives, e.g. `ttft=200ms,tpot=50ms,e2e=10s`")
+	return cmd
+}
+
+func runAnalyze(ctx context.Context, f *Factory, opts *AnalyzeOptions) error {
+	if opts.Format != "text" && opts.Format != "json" {
+		return usageErrorf("--format must be text or json, not %q", opts.Format)
+	}
+	slo, err := parseSLO(opts.SLO)
+	if err != nil {
+		return err
+	}
+	t, err := openInputs(ctx, f, opts.Inputs)
+	if err != nil {
+		return err
+	}
+	res := attribution.Analyze(t, attribution.Options{TenantKey: opts.TenantKey, SLO: slo})
+	rep := report.New(report.Input{Version: versionString(), Trace: t, Attr: res})
+	if opts.Strict && len(rep.Warnings) > 0 {
+		for _, w := range rep.Warnings {
+			fmt.Fprintln(opts.IO.ErrOut, "llmprof: "+w.String())
+		}
+		return fmt.Errorf("%d warning(s) and --strict is set", len(rep.Warnings))
+	}
+	return writeOutput(opts.IO, opts.Output, func(w io.Writer, tty bool) error {
+		if opts.Format == "json" {
+			return rep.WriteJSON(w)
+		}
+		return rep.WriteText(w, report.TextOptions{Color: report.ColorFor(tty)})
+	})
+}
+
+// openInputs decodes and merges the inputs, with a progress line on a
+// terminal when there are several.
+func openInputs(ctx context.Context, f *Factory, paths []string) (*ingest.Trace, error) {
+	var progress func(done, total int, path string)
+	if f.IO.ErrTTY {
+		progress = func(done, total int, path string) {
+			if total > 1 {
+				fmt.Fprintf(f.IO.ErrOut, "\r\033[Kread %d/%d  %s", done, total, path)
+				if done == total {
+					fmt.Fprint(f.IO.ErrOut, "\r\033[K")
+				}
+			}
+		}
+	}
+	return ingest.Open(ctx, paths, f.decoders(), ingest.OpenOptions{Progress: progress})
+}
+
+// writeOutput runs render on stdout or on the named file (written whole, then
+// renamed into place, so a failed run never leaves half a report).
+func writeOutput(ios *IOStreams, path string, render func(w io.Writer, tty bool) error) error {
+	if path == "" || path == "-" {
+		return render(ios.Out, ios.OutTTY)
+	}
+	return writeFileAtomic(path, func(w *bufio.Writer) error { return render(w, false) })
+}
+
+// parseSLO reads "ttft=200ms,tpot=50ms,e2e=10s".
+func parseSLO(s string) (attribution.SLO, error) {
+	var slo attribution.SLO
+	if strings.TrimSpace(s) == "" {
+		return slo, nil
+	}
+	for _, part := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if !ok {
+			return slo, usageErrorf("--slo: %q is not metric=duration (e.g. ttft=200ms)", part)
+		}
+		d, err := time.ParseDuration(strings.TrimSpace(v))
+		if err != nil || d <= 0 {
+			return slo, usageErrorf("--slo: %q is not a positive duration such as 200ms", v)
+		}
+		switch strings.ToLower(strings.TrimSpace(k)) {
+		case "ttft":
+			slo.TTFT = d
+		case "tpot":
+			slo.TPOT = d
+		case "e2e":
+			slo.E2E = d
+		default:
+			return slo, usageErrorf("--slo: unknown metric %q (want ttft, tpot or e2e)", k)
+		}
+	}
+	return slo, nil
+}

@@ -1,0 +1,559 @@
+package otlp
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/llmprof/llmprof/ingest"
+)
+
+// DefaultMaxRecordBytes is the default of Options.MaxRecordBytes: far above
+// any batch an OTLP exporter sends (the collector's default gRPC message limit
+// is 4 MiB), far below a line that would exhaust memory.
+const DefaultMaxRecordBytes = 256 << 20
+
+// Options tune a Decoder. The zero value means the defaults.
+type Options struct {
+	// MaxRecordBytes bounds one JSON line, one JSON document, one framed
+	// record (after decompression) and one span message of a raw protobuf
+	// file. A larger one is skipped with a warning, without being loaded
+	// whole, and decoding goes on after it. 0 means DefaultMaxRecordBytes.
+	MaxRecordBytes int64 `json:"max_record_bytes"`
+}
+
+func (o Options) maxRecord() int64 {
+	if o.MaxRecordBytes <= 0 {
+		return DefaultMaxRecordBytes
+	}
+	return o.MaxRecordBytes
+}
+
+// Decoder reads OTLP traces in every form an exporter, collector or trace
+// store writes them (see the package documentation) into an ingest.Trace. It
+// implements ingest.Decoder; the zero value is ready to use, and one Decoder
+// may decode many inputs at once.
+type Decoder struct {
+	Options Options
+}
+
+var _ ingest.Decoder = (*Decoder)(nil)
+
+// Name is "otlp".
+func (*Decoder) Name() string { return "otlp" }
+
+// Sniff reports whether the input's content is OTLP (JSON, JSON Lines,
+// protobuf, framed protobuf), Tempo JSON or Jaeger JSON.
+func (*Decoder) Sniff(in *ingest.Input) bool {
+	return !in.Dir && sniff(in.Head) != formNone
+}
+
+// Decode decodes the input into t, whose Sources[0] names it. Whole-file
+// gzip or zstd has already been undone by in.Open.
+func (dec *Decoder) Decode(ctx context.Context, in *ingest.Input, t *ingest.Trace) error {
+	f := sniff(in.Head)
+	if f == formNone {
+		return fmt.Errorf("not OTLP, Tempo or Jaeger trace data")
+	}
+	rc, err := in.Open()
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	if in.Compression != ingest.CompressionNone {
+		setMeta(&t.Sources[0], "compression", in.Compression.String())
+	}
+	return dec.decode(ctx, bufio.NewReaderSize(rc, readBufSize), f, t, 0)
+}
+
+// readBufSize is the read buffer: large enough that nearly every JSON line and
+// span message is decoded in place, without a copy.
+const readBufSize = 1 << 20
+
+// DecodeReader decodes an input read from r (a pipe, stdin, a test stream)
+// into a new Trace whose one source has the given path. It detects the form
+// as Decode does and undoes whole-file gzip or zstd itself. The trace is not
+// validated; ingest.Open does that for files.
+func (dec *Decoder) DecodeReader(ctx context.Context, path string, r io.Reader) (*ingest.Trace, error) {
+	t := ingest.New()
+	t.Sources = []ingest.Source{{Path: path, Format: "otlp"}}
+	br := bufio.NewReaderSize(r, readBufSize)
+	head, err := br.Peek(ingest.HeadSize)
+	if err != nil && err != io.EOF && err != bufio.ErrBufferFull {
+		return nil, &ingest.InputError{Path: path, Err: err}
+	}
+	var compression string
+	switch {
+	case bytes.HasPrefix(head, gzipMagic):
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, &ingest.InputError{Path: path, Err: fmt.Errorf("gzip: %w", err)}
+		}
+		defer zr.Close()
+		br, compression = bufio.NewReaderSize(zr, readBufSize), "gzip"
+	case bytes.HasPrefix(head, zstdMagic):
+		zr, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(1<<30))
+		if err != nil {
+			return nil, &ingest.InputError{Path: path, Err: fmt.Errorf("zstd: %w", err)}
+		}
+		defer zr.Close()
+		br, compression = bufio.NewReaderSize(zr, readBufSize), "zstd"
+	}
+	if compression != "" {
+		setMeta(&t.Sources[0], "compression", compression)
+		if head, err = br.Peek(ingest.HeadSize); err != nil && err != io.EOF && err != bufio.ErrBufferFull && len(head) == 0 {
+			return nil, &ingest.InputError{Path: path, Err: fmt.Errorf("%s: %w", compression, err)}
+		}
+	}
+	if len(head) == 0 {
+		t.Sources[0].Format = "empty"
+		t.Warnf(0, "", "empty-file", "empty input: nothing to read")
+		return t, nil
+	}
+	f := sniff(head)
+	if f == formNone {
+		return nil, &ingest.InputError{Path: path, Err: fmt.Errorf("%w (%s)", ingest.ErrUnknownFormat, describeJSON(head))}
+	}
+	if err := dec.decode(ctx, br, f, t, 0); err != nil {
+		return nil, &ingest.InputError{Path: path, Err: err}
+	}
+	return t, nil
+}
+
+// describeJSON says what an unrecognized input looks like.
+func describeJSON(head []byte) string {
+	text := bytes.TrimLeft(bytes.TrimPrefix(head, utf8BOM), " \t\r\n")
+	if len(text) == 0 || text[0] != '{' {
+		n := min(len(head), 8)
+		return fmt.Sprintf("starts with bytes % x", head[:n])
+	}
+	var s jsonScanner
+	s.reset(text)
+	var keys []string
+	if s.open('{') {
+		for first := true; s.member(&first) && len(keys) < 5; {
+			keys = append(keys, strconv.Quote(string(s.key)))
+			s.skip()
+		}
+	}
+	if len(keys) == 0 {
+		return "JSON, but not OTLP, Tempo or Jaeger trace JSON"
+	}
+	return "a JSON object with keys " + strings.Join(keys, ", ") + "; OTLP has resourceSpans, Tempo batches, Jaeger data or traceID and spans"
+}
+
+func setMeta(s *ingest.Source, k, v string) {
+	if s.Meta == nil {
+		s.Meta = map[string]string{}
+	}
+	s.Meta[k] = v
+}
+
+// decode runs the form's reader and fills in the source.
+func (dec *Decoder) decode(ctx context.Context, r *bufio.Reader, f form, t *ingest.Trace, src ingest.SourceID) error {
+	d := newState(t, src)
+	first := len(t.Spans)
+	limit := dec.Options.maxRecord()
+	var (
+		format string
+		err    error
+	)
+	switch f {
+	case formJSONLines:
+		format, err = d.readJSONLines(ctx, r, limit)
+	case formJSONDoc:
+		format, err = d.readJSONDocument(r, limit)
+	case formJaeger:
+		format, err = "jaeger-json", d.readJaeger(r, limit)
+	case formProto:
+		format, err = "otlp-proto", d.readProto(ctx, r, limit)
+	case formFramed:
+		format, err = "otlp-proto-framed", d.readFramed(ctx, r, limit)
+	}
+	if err != nil {
+		return err
+	}
+	s := &t.Sources[src]
+	s.Format = format
+	s.Spans += d.spans
+	s.Clock = clockDomain(t, src, first)
+	return nil
+}
+
+// readJSONLines decodes one OTLP/JSON object per line. A line that is too
+// long, truncated or malformed is a warning naming the line; the spans it
+// completed before the problem and every other line are kept.
+func (d *state) readJSONLines(ctx context.Context, r *bufio.Reader, limit int64) (string, error) {
+	lr := lineReader{r: r, max: limit}
+	var s jsonScanner
+	records, tempo := 0, false
+	for {
+		line, tooLong, err := lr.next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return "", err
+		}
+		d.pos = "line " + strconv.Itoa(lr.line)
+		if tooLong > 0 {
+			d.warnf("record-too-large", "line of %d bytes is over the %d-byte limit (otlp Options.MaxRecordBytes); skipped without reading it", tooLong, limit)
+			continue
+		}
+		line = bytes.TrimSpace(line)
+		if lr.line == 1 {
+			line = bytes.TrimPrefix(line, utf8BOM)
+		}
+		if len(line) == 0 {
+			continue
+		}
+		if records++; records%1024 == 0 && ctx.Err() != nil {
+			return "", ctx.Err()
+		}
+		s.reset(line)
+		tempo = d.jsonRecord(&s, "line") || tempo
+	}
+	d.t.Sources[d.src].Meta = withMeta(d.t.Sources[d.src].Meta, "records", strconv.Itoa(records))
+	switch {
+	case tempo:
+		return "tempo-json", nil
+	case records > 1:
+		return "otlp-json-lines", nil
+	}
+	return "otlp-json", nil
+}
+
+func withMeta(m map[string]string, k, v string) map[string]string {
+	if m == nil {
+		m = map[string]string{}
+	}
+	m[k] = v
+	return m
+}
+
+// jsonRecord decodes one JSON record (a line, a framed payload) held by s and
+// warns about what went wrong. It reports whether the record was Tempo's.
+func (d *state) jsonRecord(s *jsonScanner, unit string) (tempo bool) {
+	before := d.spans
+	shape := d.jsonDocument(s)
+	if s.err == nil {
+		if s.ws(); s.i < len(s.b) {
+			s.fail("unexpected data after the JSON object")
+		}
+	}
+	if s.err != nil {
+		d.warnf("malformed-record", "%s: %v; %d complete span(s) before it on this %s kept", jsonProblem(s.err), s.err, d.spans-before, unit)
+		return shape.tempo
+	}
+	if !shape.otlp && !shape.tempo {
+		d.warnf("not-otlp", "JSON object without resourceSpans (keys: %s); skipped", strings.Join(shape.other, ", "))
+	}
+	return shape.tempo
+}
+
+func jsonProblem(err error) string {
+	if strings.Contains(err.Error(), "unexpected end of input") {
+		return "truncated JSON"
+	}
+	return "malformed JSON"
+}
+
+// readJSONDocument decodes an OTLP/JSON document that spans lines (pretty
+// printed), or several concatenated ones. It is read whole, up to the limit.
+func (d *state) readJSONDocument(r io.Reader, limit int64) (string, error) {
+	b, tooLarge, err := readAllLimit(r, limit)
+	if err != nil {
+		return "", err
+	}
+	if tooLarge {
+		d.warnf("record-too-large", "JSON document is over the %d-byte limit (otlp Options.MaxRecordBytes); skipped", limit)
+		return "otlp-json", nil
+	}
+	var s jsonScanner
+	s.reset(bytes.TrimPrefix(b, utf8BOM))
+	tempo, docs := false, 0
+	for s.ws(); s.i < len(s.b); s.ws() {
+		docs++
+		before := d.spans
+		shape := d.jsonDocument(&s)
+		tempo = tempo || shape.tempo
+		if s.err != nil {
+			var je *jsonError
+			off := len(s.b)
+			if errors.As(s.err, &je) {
+				off = je.off
+			}
+			d.pos = "line " + strconv.Itoa(1+bytes.Count(s.b[:min(off, len(s.b))], []byte{'\n'}))
+			d.warnf("malformed-record", "%s: %v; %d complete span(s) before it kept, the rest of the document skipped", jsonProblem(s.err), s.err, d.spans-before)
+			break
+		}
+		if !shape.otlp && !shape.tempo {
+			d.pos = "document " + strconv.Itoa(docs)
+			d.warnf("not-otlp", "JSON object without resourceSpans (keys: %s); skipped", strings.Join(shape.other, ", "))
+		}
+	}
+	if tempo {
+		return "tempo-json", nil
+	}
+	return "otlp-json", nil
+}
+
+// readAllLimit reads r whole unless it is longer than limit, in which case it
+// reads and discards the rest and reports tooLarge.
+func readAllLimit(r io.Reader, limit int64) (b []byte, tooLarge bool, err error) {
+	b, err = io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, false, err
+	}
+	if int64(len(b)) > limit {
+		_, err = io.Copy(io.Discard, r)
+		return nil, true, err
+	}
+	return b, false, nil
+}
+
+func (d *state) readJaeger(r io.Reader, limit int64) error {
+	b, tooLarge, err := readAllLimit(r, limit)
+	if err != nil {
+		return err
+	}
+	if tooLarge {
+		d.warnf("record-too-large", "Jaeger JSON document is over the %d-byte limit (otlp Options.MaxRecordBytes); skipped", limit)
+		return nil
+	}
+	b = bytes.TrimPrefix(b, utf8BOM)
+	before := d.spans
+	if err := d.jaegerDocument(b); err != nil {
+		var je *jsonError
+		off := len(b)
+		if errors.As(err, &je) {
+			off = je.off
+		}
+		d.pos = "line " + strconv.Itoa(1+bytes.Count(b[:min(off, len(b))], []byte{'\n'}))
+		d.warnf("malformed-record", "%s: %v; %d complete span(s) before it kept", jsonProblem(err), err, d.spans-before)
+	}
+	return nil
+}
+
+// readProto decodes a raw ExportTraceServiceRequest as a stream, one span
+// message at a time, so that its size is not bounded by memory. When it is
+// truncated or corrupt, every span before the problem is kept.
+func (d *state) readProto(ctx context.Context, r *bufio.Reader, limit int64) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	sr := &streamReader{r: r}
+	before := d.spans
+	err := d.protoRequest(sr, -1, limit)
+	if err == nil {
+		return nil
+	}
+	var pe *protoErr
+	switch {
+	case errors.Is(err, errTruncated):
+		d.warnAt(sr.offset(), "truncated", "the file ends inside a message (%v); %d complete span(s) before it kept", err, d.spans-before)
+	case errors.As(err, &pe):
+		d.warnAt(pe.off, "malformed-record", "malformed protobuf: %v; %d complete span(s) before it kept, the rest of the file skipped", err, d.spans-before)
+	default:
+		return err
+	}
+	return nil
+}
+
+// readFramed decodes the collector file exporter's framed layout: records of
+// a 4-byte big-endian length and a payload (protobuf or JSON, each optionally
+// its own zstd frame). A truncated last record is a warning; every record
+// before it is kept.
+func (d *state) readFramed(ctx context.Context, r *bufio.Reader, limit int64) error {
+	var (
+		hdr      [4]byte
+		buf      []byte
+		payloads = map[string]int{}
+		rec      int
+		off      int64
+	)
+	defer d.closeZstd()
+	for {
+		rec++
+		d.pos = "record " + strconv.Itoa(rec)
+		n, err := io.ReadFull(r, hdr[:])
+		if err == io.EOF {
+			rec--
+			break
+		}
+		if err == io.ErrUnexpectedEOF {
+			d.warnf("truncated", "the file ends inside a record header (%d of 4 bytes at byte %d); every record before it kept", n, off)
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if rec%256 == 0 && ctx.Err() != nil {
+			return ctx.Err()
+		}
+		size := int64(binary.BigEndian.Uint32(hdr[:]))
+		off += 4
+		if size > limit {
+			d.warnf("record-too-large", "record of %d bytes is over the %d-byte limit (otlp Options.MaxRecordBytes); skipped", size, limit)
+			got, err := r.Discard(int(size))
+			off += int64(got)
+			if err != nil {
+				d.warnf("truncated", "the file ends inside the record (%d of %d bytes)", got, size)
+				break
+			}
+			continue
+		}
+		if int64(cap(buf)) < size {
+			buf = make([]byte, size)
+		}
+		payload := buf[:size]
+		got, err := io.ReadFull(r, payload)
+		off += int64(got)
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			d.warnf("truncated", "the file ends inside the record (%d of %d bytes); every record before it kept", got, size)
+			break
+		}
+		if err != nil {
+			return err
+		}
+		kind, err := d.payload(payload, encAuto, limit)
+		payloads[kind]++
+		if err != nil {
+			d.warnf("malformed-record", "%v", err)
+		}
+	}
+	src := &d.t.Sources[d.src]
+	src.Meta = withMeta(src.Meta, "records", strconv.Itoa(rec))
+	var kinds []string
+	for _, k := range []string{"proto", "proto+zstd", "json", "json+zstd"} {
+		if payloads[k] > 0 {
+			kinds = append(kinds, k)
+		}
+	}
+	if len(kinds) > 0 {
+		src.Meta["payloads"] = strings.Join(kinds, ",")
+	}
+	return nil
+}
+
+// lineReader reads lines of at most max bytes from r. A longer line is
+// skipped without being held in memory; next reports its length.
+type lineReader struct {
+	r    *bufio.Reader
+	max  int64
+	buf  []byte
+	line int
+}
+
+// next returns the next line without its newline; the slice is valid until
+// the next call. tooLong > 0 means the line was skipped and had that many
+// bytes. err is io.EOF after the last line.
+func (lr *lineReader) next() (line []byte, tooLong int64, err error) {
+	frag, err := lr.r.ReadSlice('\n')
+	if err == nil || (err == io.EOF && len(frag) > 0) {
+		// The common case: the whole line is in the read buffer.
+		lr.line++
+		if int64(len(frag)) > lr.max+1 {
+			return nil, int64(len(frag)), nil
+		}
+		return trimNewline(frag), 0, nil
+	}
+	if err == io.EOF {
+		return nil, 0, io.EOF
+	}
+	if err != bufio.ErrBufferFull {
+		return nil, 0, err
+	}
+	lr.line++
+	n := int64(len(frag))
+	lr.buf = append(lr.buf[:0], frag...)
+	for {
+		frag, err = lr.r.ReadSlice('\n')
+		n += int64(len(frag))
+		if tooLong == 0 && n > lr.max+1 {
+			tooLong = n
+			lr.buf = lr.buf[:0]
+			if cap(lr.buf) > readBufSize*4 {
+				lr.buf = nil // do not keep a huge buffer for the rest of the file
+			}
+		}
+		if tooLong == 0 {
+			lr.buf = append(lr.buf, frag...)
+		} else {
+			tooLong = n
+		}
+		switch err {
+		case bufio.ErrBufferFull:
+			continue
+		case nil, io.EOF:
+			if tooLong > 0 {
+				return nil, tooLong, nil
+			}
+			return trimNewline(lr.buf), 0, nil
+		default:
+			return nil, 0, err
+		}
+	}
+}
+
+func trimNewline(b []byte) []byte {
+	if n := len(b); n > 0 && b[n-1] == '\n' {
+		b = b[:n-1]
+	}
+	if n := len(b); n > 0 && b[n-1] == '\r' {
+		b = b[:n-1]
+	}
+	return b
+}
+
+// clockDomain is the clock of the spans of source src from index first on:
+// OTLP timestamps are the emitting host's CLOCK_REALTIME, so the domain is
+// named after that host when every span's resource names the same host.name.
+func clockDomain(t *ingest.Trace, src ingest.SourceID, first int) ingest.ClockDomain {
+	host, agree := "", true
+	hostOf := map[int32]string{}
+	key, hasKey := t.Key("host.name")
+	for i := first; i < len(t.Spans) && agree; i++ {
+		s := &t.Spans[i]
+		if s.Source != src {
+			continue
+		}
+		h, seen := hostOf[s.Resource]
+		if !seen {
+			if hasKey && s.Resource >= 0 && int(s.Resource) < len(t.Resources) {
+				if v, ok := ingest.Get(t.Resources[s.Resource].Attrs, key); ok && v.Kind() == ingest.KindString {
+					h = t.Str(v.Str())
+				}
+			}
+			hostOf[s.Resource] = h
+		}
+		switch {
+		case h == "":
+			agree = false
+		case host == "":
+			host = h
+		case h != host:
+			agree = false
+		}
+	}
+	if !agree || host == "" {
+		return ingest.ClockDomain{Name: "realtime", Kind: ingest.ClockRealtime}
+	}
+	return ingest.ClockDomain{Name: "realtime@" + host, Kind: ingest.ClockRealtime, Host: host}
+}
+
+// ClockDomain returns the clock domain of the spans of source src: realtime,
+// named after the host when all their resources carry the same host.name.
+// The record package uses it for the payloads it decodes with DecodePayload.
+func ClockDomain(t *ingest.Trace, src ingest.SourceID) ingest.ClockDomain {
+	return clockDomain(t, src, 0)
+}

@@ -1,0 +1,121 @@
+package otlp_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/ingest/otlp"
+	"github.com/llmprof/llmprof/ingest/otlp/internal/otlptest"
+	"github.com/llmprof/llmprof/internal/shareddata"
+)
+
+// FuzzOTLP feeds arbitrary bytes to every entry point — form detection and
+// every form's reader (DecodeReader), and DecodePayload in both encodings —
+// and checks that nothing panics and that what comes out is a consistent
+// model. Seeds: the fixture in every form, Jaeger, the shared samples.
+// Crashers found are kept in testdata/fuzz/FuzzOTLP.
+func FuzzOTLP(f *testing.F) {
+	td := otlptest.Fixture()
+	for _, e := range fixtureForms(td) {
+		f.Add(e.data)
+	}
+	f.Add(otlptest.Jaeger(td, false))
+	f.Add(otlptest.Jaeger(td, true))
+	for _, p := range otlptest.Split(td) {
+		f.Add(otlptest.Proto(p))
+	}
+	if root, ok := shareddata.Root(); ok {
+		files, _ := filepath.Glob(filepath.Join(root, "testdata", "otlp", "*.json"))
+		for _, file := range files {
+			if b, err := os.ReadFile(file); err == nil {
+				f.Add(b)
+			}
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		dec := &otlp.Decoder{Options: otlp.Options{MaxRecordBytes: 1 << 20}}
+		if tr, err := dec.DecodeReader(context.Background(), "fuzz", bytes.NewReader(data)); err == nil {
+			checkModel(t, tr)
+		}
+		for _, enc := range []otlp.Encoding{otlp.Proto, otlp.JSON} {
+			tr := ingest.New()
+			tr.Sources = []ingest.Source{{Path: "payload"}}
+			_ = otlp.DecodePayload(tr, 0, data, enc, "payload")
+			checkModel(t, tr)
+		}
+	})
+}
+
+// checkModel checks the invariants every consumer of a Trace relies on.
+func checkModel(t *testing.T, tr *ingest.Trace) {
+	t.Helper()
+	nstr := ingest.StrID(tr.Strings.Len())
+	var checkValue func(v ingest.Value, depth int)
+	checkAttrs := func(as []ingest.Attr, depth int) {
+		for _, a := range as {
+			if a.Key >= nstr {
+				t.Fatalf("attribute key %d out of range", a.Key)
+			}
+			checkValue(a.Value(), depth)
+		}
+	}
+	checkValue = func(v ingest.Value, depth int) {
+		if depth > 100 {
+			t.Fatal("values nested too deep")
+		}
+		switch v.Kind() {
+		case ingest.KindString, ingest.KindBytes:
+			if v.Str() >= nstr {
+				t.Fatalf("string value %d out of range", v.Str())
+			}
+		case ingest.KindArray:
+			if v.Index() >= len(tr.Arrays) {
+				t.Fatalf("array %d out of range", v.Index())
+			}
+			for _, e := range tr.Arrays[v.Index()] {
+				checkValue(e, depth+1)
+			}
+		case ingest.KindMap:
+			if v.Index() >= len(tr.Maps) {
+				t.Fatalf("map %d out of range", v.Index())
+			}
+			checkAttrs(tr.Maps[v.Index()], depth+1)
+		}
+	}
+	for _, r := range tr.Resources {
+		checkAttrs(r.Attrs, 0)
+	}
+	for _, s := range tr.Scopes {
+		checkAttrs(s.Attrs, 0)
+	}
+	spans := 0
+	for i := range tr.Spans {
+		s := &tr.Spans[i]
+		if s.Resource < -1 || int(s.Resource) >= len(tr.Resources) || s.Scope < -1 || int(s.Scope) >= len(tr.Scopes) {
+			t.Fatalf("span %d: resource %d scope %d out of range", i, s.Resource, s.Scope)
+		}
+		if int(s.Source) >= len(tr.Sources) || s.Name >= nstr || s.StatusMsg >= nstr {
+			t.Fatalf("span %d: source or string out of range", i)
+		}
+		checkAttrs(s.Attrs, 0)
+		for _, e := range s.Events {
+			checkAttrs(e.Attrs, 0)
+		}
+		for _, l := range s.Links {
+			checkAttrs(l.Attrs, 0)
+		}
+		spans++
+	}
+	if tr.Sources[0].Spans != spans {
+		t.Fatalf("Source.Spans = %d, have %d spans", tr.Sources[0].Spans, spans)
+	}
+	tr.Validate()
+	if err := tr.Dump(io.Discard, ingest.DumpOptions{Sources: true, Warnings: true}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,727 @@
+package otlp
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/llmprof/llmprof/ingest"
+)
+
+// Field numbers of opentelemetry/proto/trace/v1/trace.proto and
+// common/v1/common.proto (see ../shared/docs/otlp-inputs.md §4c).
+const (
+	fieldResourceSpans = 1 // ExportTraceServiceRequest, TracesData
+
+	fieldRSResource   = 1 // ResourceSpans
+	fieldRSScopeSpans = 2
+	fieldRSSchemaURL  = 3
+	fieldRSLegacyILS  = 1000 // instrumentation_library_spans, removed in proto v0.19
+
+	fieldSSScope = 1 // ScopeSpans (and InstrumentationLibrarySpans)
+	fieldSSSpans = 2
+)
+
+// protoErr is a problem inside one message, with the byte offset where the
+// message starts.
+type protoErr struct {
+	off  int64
+	what string
+	err  error
+}
+
+func (e *protoErr) Error() string {
+	return fmt.Sprintf("%s at byte %d: %v", e.what, e.off, e.err)
+}
+
+func (e *protoErr) Unwrap() error { return e.err }
+
+// protoRequest decodes the fields of an ExportTraceServiceRequest from r up to
+// end (to the end of input when end < 0). A malformed resource or scope
+// message is skipped with a warning, and decoding continues after it; an
+// error is returned only when the input ends early or the request itself is
+// malformed, and every span decoded before it is kept.
+func (d *state) protoRequest(r wireReader, end int64, maxRecord int64) error {
+	for end < 0 || r.offset() < end {
+		start := r.offset()
+		key, err := r.varint()
+		if err == io.EOF && end < 0 {
+			return nil
+		}
+		if err != nil {
+			return &protoErr{start, "ExportTraceServiceRequest field", eofIsTruncated(err)}
+		}
+		num, typ := key>>3, int(key&7)
+		if num != fieldResourceSpans || typ != wireBytes {
+			if num == 0 {
+				return &protoErr{start, "ExportTraceServiceRequest field", fmt.Errorf("invalid field number 0")}
+			}
+			if err := skipField(r, typ, end); err != nil {
+				return &protoErr{start, "ExportTraceServiceRequest field " + strconv.FormatUint(num, 10), err}
+			}
+			continue
+		}
+		n, err := readLen(r, end)
+		if err != nil {
+			return &protoErr{start, "resource_spans", err}
+		}
+		if err := d.protoResourceSpans(r, r.offset()+n, maxRecord); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func eofIsTruncated(err error) error {
+	if err == io.EOF {
+		return errTruncated
+	}
+	return err
+}
+
+// skipRest passes over what is left of a message ending at end after a
+// malformed field; it fails only when the input ends first.
+func skipRest(r wireReader, end int64) error {
+	if n := end - r.offset(); n > 0 {
+		return r.skip(n)
+	}
+	return nil
+}
+
+// protoResourceSpans decodes one ResourceSpans message ending at end. Its
+// resource is decoded last (fields may come in any order) and set on the
+// spans decoded here.
+func (d *state) protoResourceSpans(r wireReader, end int64, maxRecord int64) error {
+	mark := len(d.t.Spans)
+	var (
+		resRaw    []byte
+		hasRes    bool
+		schema    ingest.StrID
+		resultErr error
+	)
+	for r.offset() < end {
+		start := r.offset()
+		key, err := r.varint()
+		if err != nil {
+			resultErr = &protoErr{start, "resource_spans field", eofIsTruncated(err)}
+			break
+		}
+		num, typ := key>>3, int(key&7)
+		if typ != wireBytes || (num != fieldRSResource && num != fieldRSScopeSpans && num != fieldRSSchemaURL && num != fieldRSLegacyILS) {
+			if err := skipField(r, typ, end); err != nil {
+				resultErr = &protoErr{start, "resource_spans field " + strconv.FormatUint(num, 10), err}
+				break
+			}
+			continue
+		}
+		n, err := readLen(r, end)
+		if err != nil {
+			resultErr = &protoErr{start, "resource_spans field " + strconv.FormatUint(num, 10), err}
+			break
+		}
+		fieldEnd := r.offset() + n
+		switch num {
+		case fieldRSResource:
+			if n > maxRecord {
+				d.warnAt(start, "record-too-large", "resource of %d bytes is over the %d-byte limit; skipped", n, maxRecord)
+				err = r.skip(n)
+				break
+			}
+			var b []byte
+			if b, err = r.next(int(n)); err == nil {
+				resRaw, hasRes = append(resRaw[:0], b...), true
+			}
+		case fieldRSSchemaURL:
+			var b []byte
+			if b, err = r.next(int(n)); err == nil {
+				schema = d.intern(b)
+			}
+		default:
+			err = d.protoScopeSpans(r, r.offset()+n, maxRecord)
+		}
+		if err != nil {
+			if errors.Is(err, errTruncated) || !isProtoErr(err) {
+				resultErr = err
+				break
+			}
+			// A malformed scope: warn, skip what is left of it, go on.
+			d.warnAt(start, "malformed-record", "%v; the rest of this scope_spans skipped", err)
+			if err := skipRest(r, fieldEnd); err != nil {
+				resultErr = err
+				break
+			}
+		}
+	}
+	if len(d.t.Spans) > mark {
+		idx := int32(-1)
+		if hasRes || schema != 0 {
+			idx = d.protoResource(resRaw, schema)
+		}
+		d.setResource(mark, idx)
+	}
+	if resultErr != nil && !errors.Is(resultErr, errTruncated) && isProtoErr(resultErr) {
+		// The ResourceSpans itself is malformed: skip what is left of it.
+		d.warnAt(r.offset(), "malformed-record", "%v; the rest of this resource_spans skipped", resultErr)
+		return skipRest(r, end)
+	}
+	return resultErr
+}
+
+func isProtoErr(err error) bool {
+	var pe *protoErr
+	return errors.As(err, &pe)
+}
+
+// protoScopeSpans decodes one ScopeSpans (or legacy
+// InstrumentationLibrarySpans) message ending at end.
+func (d *state) protoScopeSpans(r wireReader, end int64, maxRecord int64) error {
+	mark := len(d.t.Spans)
+	var (
+		scopeRaw  []byte
+		hasScope  bool
+		resultErr error
+	)
+	for r.offset() < end {
+		start := r.offset()
+		key, err := r.varint()
+		if err != nil {
+			resultErr = &protoErr{start, "scope_spans field", eofIsTruncated(err)}
+			break
+		}
+		num, typ := key>>3, int(key&7)
+		if typ != wireBytes || (num != fieldSSScope && num != fieldSSSpans) {
+			if err := skipField(r, typ, end); err != nil {
+				resultErr = &protoErr{start, "scope_spans field " + strconv.FormatUint(num, 10), err}
+				break
+			}
+			continue
+		}
+		n, err := readLen(r, end)
+		if err != nil {
+			resultErr = &protoErr{start, "scope_spans field " + strconv.FormatUint(num, 10), err}
+			break
+		}
+		if n > maxRecord {
+			d.warnAt(start, "record-too-large", "message of %d bytes is over the %d-byte limit; skipped", n, maxRecord)
+			if err := r.skip(n); err != nil {
+				resultErr = err
+				break
+			}
+			continue
+		}
+		b, err := r.next(int(n))
+		if err != nil {
+			resultErr = err
+			break
+		}
+		if num == fieldSSScope {
+			scopeRaw, hasScope = append(scopeRaw[:0], b...), true
+			continue
+		}
+		d.off = start
+		if err := d.protoSpan(b); err != nil {
+			d.resetSpan()
+			d.warnf("malformed-span", "span skipped: %v", err)
+		}
+		d.off = -1
+	}
+	if len(d.t.Spans) > mark {
+		idx := int32(-1)
+		if hasScope {
+			idx = d.protoScope(scopeRaw)
+		}
+		d.setScope(mark, idx)
+	}
+	return resultErr
+}
+
+// warnAt warns about the message at byte off of the current record.
+func (d *state) warnAt(off int64, code, format string, args ...any) {
+	pos := "byte " + strconv.FormatInt(off, 10)
+	if d.pos != "" {
+		pos = d.pos + ", " + pos
+	}
+	d.t.Warnf(d.src, pos, code, format, args...)
+}
+
+// protoResource returns the index of the resource encoded in raw.
+func (d *state) protoResource(raw []byte, schema ingest.StrID) int32 {
+	rk := d.rawKey('P', schema, raw)
+	if idx, ok := d.resByRaw[string(rk)]; ok {
+		return idx
+	}
+	m := d.markTables()
+	attrs := d.ownerAttrs[:0]
+	p := pbuf{b: raw}
+	for p.more() {
+		num, typ, ok := p.tag()
+		if !ok {
+			d.warnf("malformed-record", "malformed resource; attributes after byte %d dropped", p.i)
+			break
+		}
+		if num == 1 && typ == wireBytes {
+			b, ok := p.bytes()
+			if !ok {
+				d.warnf("malformed-record", "malformed resource attribute; attributes after byte %d dropped", p.i)
+				break
+			}
+			if err := d.protoKeyValue(b, &attrs, 0); err != nil {
+				d.warnf("malformed-record", "resource attribute skipped: %v", err)
+			}
+			continue
+		}
+		if !p.skip(typ) {
+			break
+		}
+	}
+	idx := d.addResource(attrs, schema, m)
+	d.ownerAttrs = attrs[:0]
+	d.resByRaw[string(d.rawKey('P', schema, raw))] = idx
+	return idx
+}
+
+// protoScope returns the index of the instrumentation scope encoded in raw.
+func (d *state) protoScope(raw []byte) int32 {
+	rk := d.rawKey('P', 0, raw)
+	if idx, ok := d.scopeByRaw[string(rk)]; ok {
+		return idx
+	}
+	m := d.markTables()
+	attrs := d.ownerAttrs[:0]
+	var name, version ingest.StrID
+	p := pbuf{b: raw}
+	for p.more() {
+		num, typ, ok := p.tag()
+		if !ok {
+			d.warnf("malformed-record", "malformed instrumentation scope")
+			break
+		}
+		if typ == wireBytes && num >= 1 && num <= 3 {
+			b, ok := p.bytes()
+			if !ok {
+				d.warnf("malformed-record", "malformed instrumentation scope")
+				break
+			}
+			switch num {
+			case 1:
+				name = d.intern(b)
+			case 2:
+				version = d.intern(b)
+			case 3:
+				if err := d.protoKeyValue(b, &attrs, 0); err != nil {
+					d.warnf("malformed-record", "scope attribute skipped: %v", err)
+				}
+			}
+			continue
+		}
+		if !p.skip(typ) {
+			break
+		}
+	}
+	idx := d.addScope(name, version, attrs, m)
+	d.ownerAttrs = attrs[:0]
+	d.scopeByRaw[string(d.rawKey('P', 0, raw))] = idx
+	return idx
+}
+
+// malformed names the field of a message that could not be read.
+func malformed(msg string, num uint64) error {
+	return fmt.Errorf("malformed %s field %d", msg, num)
+}
+
+// protoSpan decodes one Span message and appends it.
+func (d *state) protoSpan(b []byte) error {
+	sp := ingest.Span{Resource: -1, Scope: -1}
+	p := pbuf{b: b}
+	for p.more() {
+		num, typ, ok := p.tag()
+		if !ok {
+			return fmt.Errorf("malformed span field key at byte %d", p.i)
+		}
+		switch num {
+		case 1, 2, 4: // trace_id, span_id, parent_span_id
+			v, ok := p.bytes()
+			if !ok || typ != wireBytes {
+				return malformed("span", num)
+			}
+			switch num {
+			case 1:
+				d.protoID(sp.TraceID[:], v, "trace_id")
+			case 2:
+				d.protoID(sp.ID[:], v, "span_id")
+			default:
+				d.protoID(sp.Parent[:], v, "parent_span_id")
+			}
+		case 5: // name
+			v, ok := p.bytes()
+			if !ok || typ != wireBytes {
+				return malformed("span", num)
+			}
+			sp.Name = d.intern(v)
+		case 6: // kind
+			v, ok := p.varint()
+			if !ok || typ != wireVarint {
+				return malformed("span", num)
+			}
+			sp.Kind = d.spanKind(int64(v))
+		case 7, 8: // start_time_unix_nano, end_time_unix_nano
+			if typ != wireFixed64 {
+				return malformed("span", num)
+			}
+			v, ok := p.fixed64()
+			if !ok {
+				return malformed("span", num)
+			}
+			if num == 7 {
+				sp.Start = int64(v)
+			} else {
+				sp.End = int64(v)
+			}
+		case 9: // attributes
+			v, ok := p.bytes()
+			if !ok || typ != wireBytes {
+				return malformed("span", num)
+			}
+			if err := d.protoKeyValue(v, &d.spanAttrs, 0); err != nil {
+				return err
+			}
+		case 11: // events
+			v, ok := p.bytes()
+			if !ok || typ != wireBytes {
+				return malformed("span", num)
+			}
+			if err := d.protoEvent(v); err != nil {
+				return err
+			}
+		case 13: // links
+			v, ok := p.bytes()
+			if !ok || typ != wireBytes {
+				return malformed("span", num)
+			}
+			if err := d.protoLink(v); err != nil {
+				return err
+			}
+		case 15: // status
+			v, ok := p.bytes()
+			if !ok || typ != wireBytes {
+				return malformed("span", num)
+			}
+			if err := d.protoStatus(v, &sp); err != nil {
+				return err
+			}
+		default:
+			if !p.skip(typ) {
+				return malformed("span", num)
+			}
+		}
+	}
+	d.appendSpan(&sp)
+	return nil
+}
+
+// protoID copies an ID of the expected length; another length is a warning
+// and leaves the ID zero (absent).
+func (d *state) protoID(dst, v []byte, field string) {
+	if len(v) == len(dst) {
+		copy(dst, v)
+		return
+	}
+	if len(v) != 0 {
+		d.warnf("bad-id", "%s of %d bytes, want %d; treated as absent", field, len(v), len(dst))
+	}
+}
+
+func (d *state) spanKind(v int64) ingest.SpanKind {
+	if v < 0 || v > int64(ingest.SpanKindConsumer) {
+		d.warnf("bad-enum", "span kind %d is not an OTLP SpanKind; treated as unspecified", v)
+		return ingest.SpanKindUnspecified
+	}
+	return ingest.SpanKind(v)
+}
+
+func (d *state) statusCode(v int64) ingest.StatusCode {
+	if v < 0 || v > int64(ingest.StatusError) {
+		d.warnf("bad-enum", "status code %d is not an OTLP StatusCode; treated as unset", v)
+		return ingest.StatusUnset
+	}
+	return ingest.StatusCode(v)
+}
+
+func (d *state) protoEvent(b []byte) error {
+	var ev ingest.Event
+	attrs := d.eventAttrs[:0]
+	p := pbuf{b: b}
+	for p.more() {
+		num, typ, ok := p.tag()
+		if !ok {
+			return fmt.Errorf("malformed event")
+		}
+		switch {
+		case num == 1 && typ == wireFixed64:
+			v, ok := p.fixed64()
+			if !ok {
+				return malformed("event", num)
+			}
+			ev.Time = int64(v)
+		case num == 2 && typ == wireBytes:
+			v, ok := p.bytes()
+			if !ok {
+				return malformed("event", num)
+			}
+			ev.Name = d.intern(v)
+		case num == 3 && typ == wireBytes:
+			v, ok := p.bytes()
+			if !ok {
+				return malformed("event", num)
+			}
+			if err := d.protoKeyValue(v, &attrs, 0); err != nil {
+				return err
+			}
+		default:
+			if num <= 3 || !p.skip(typ) {
+				return malformed("event", num)
+			}
+		}
+	}
+	ev.Attrs = d.attrSlab.carve(attrs)
+	d.eventAttrs = attrs[:0]
+	d.events = append(d.events, ev)
+	return nil
+}
+
+func (d *state) protoLink(b []byte) error {
+	var l ingest.Link
+	attrs := d.linkAttrs[:0]
+	p := pbuf{b: b}
+	for p.more() {
+		num, typ, ok := p.tag()
+		if !ok {
+			return fmt.Errorf("malformed link")
+		}
+		switch {
+		case (num == 1 || num == 2) && typ == wireBytes:
+			v, ok := p.bytes()
+			if !ok {
+				return malformed("link", num)
+			}
+			if num == 1 {
+				d.protoID(l.TraceID[:], v, "link trace_id")
+			} else {
+				d.protoID(l.SpanID[:], v, "link span_id")
+			}
+		case num == 4 && typ == wireBytes:
+			v, ok := p.bytes()
+			if !ok {
+				return malformed("link", num)
+			}
+			if err := d.protoKeyValue(v, &attrs, 0); err != nil {
+				return err
+			}
+		default:
+			if num == 1 || num == 2 || num == 4 || !p.skip(typ) {
+				return malformed("link", num)
+			}
+		}
+	}
+	l.Attrs = d.attrSlab.carve(attrs)
+	d.linkAttrs = attrs[:0]
+	d.links = append(d.links, l)
+	return nil
+}
+
+func (d *state) protoStatus(b []byte, sp *ingest.Span) error {
+	p := pbuf{b: b}
+	for p.more() {
+		num, typ, ok := p.tag()
+		if !ok {
+			return fmt.Errorf("malformed status")
+		}
+		switch {
+		case num == 2 && typ == wireBytes:
+			v, ok := p.bytes()
+			if !ok {
+				return malformed("status", num)
+			}
+			sp.StatusMsg = d.intern(v)
+		case num == 3 && typ == wireVarint:
+			v, ok := p.varint()
+			if !ok {
+				return malformed("status", num)
+			}
+			sp.Status = d.statusCode(int64(v))
+		default:
+			if !p.skip(typ) {
+				return malformed("status", num)
+			}
+		}
+	}
+	return nil
+}
+
+// protoKeyValue decodes a KeyValue and appends it to dst. A value of a type
+// this decoder does not know is a warning naming the key, and the attribute
+// is dropped.
+func (d *state) protoKeyValue(b []byte, dst *[]ingest.Attr, depth int) error {
+	var key, val []byte
+	p := pbuf{b: b}
+	for p.more() {
+		num, typ, ok := p.tag()
+		if !ok {
+			return fmt.Errorf("malformed attribute")
+		}
+		if (num == 1 || num == 2) && typ == wireBytes {
+			v, ok := p.bytes()
+			if !ok {
+				return fmt.Errorf("malformed attribute")
+			}
+			if num == 1 {
+				key = v
+			} else {
+				val = v
+			}
+			continue
+		}
+		if !p.skip(typ) {
+			return fmt.Errorf("malformed attribute")
+		}
+	}
+	k := d.intern(key)
+	v, ok, err := d.protoAnyValue(val, k, depth)
+	if err != nil {
+		return fmt.Errorf("attribute %q: %w", d.t.Str(k), err)
+	}
+	if ok {
+		*dst = append(*dst, ingest.NewAttr(k, v))
+	}
+	return nil
+}
+
+// protoAnyValue decodes an AnyValue. ok is false for a value of unknown type
+// (warned about, naming key).
+func (d *state) protoAnyValue(b []byte, key ingest.StrID, depth int) (v ingest.Value, ok bool, err error) {
+	if depth > maxDepth {
+		return v, false, fmt.Errorf("values nested more than %d deep", maxDepth)
+	}
+	known := len(b) == 0
+	var unknown uint64
+	p := pbuf{b: b}
+	for p.more() {
+		num, typ, ok := p.tag()
+		if !ok {
+			return v, false, fmt.Errorf("malformed value")
+		}
+		switch {
+		case (num == 1 || num == 7) && typ == wireBytes:
+			s, ok := p.bytes()
+			if !ok {
+				return v, false, fmt.Errorf("malformed value")
+			}
+			if num == 1 {
+				v = ingest.StringValue(d.intern(s))
+			} else {
+				v = ingest.BytesValue(d.intern(s))
+			}
+		case (num == 2 || num == 3) && typ == wireVarint:
+			x, ok := p.varint()
+			if !ok {
+				return v, false, fmt.Errorf("malformed value")
+			}
+			if num == 2 {
+				v = ingest.BoolValue(x != 0)
+			} else {
+				v = ingest.IntValue(int64(x))
+			}
+		case num == 4 && typ == wireFixed64:
+			x, ok := p.fixed64()
+			if !ok {
+				return v, false, fmt.Errorf("malformed value")
+			}
+			v = ingest.DoubleValue(float64frombits(x))
+		case (num == 5 || num == 6) && typ == wireBytes:
+			s, ok := p.bytes()
+			if !ok {
+				return v, false, fmt.Errorf("malformed value")
+			}
+			if num == 5 {
+				v, err = d.protoArray(s, key, depth+1)
+			} else {
+				v, err = d.protoKvlist(s, depth+1)
+			}
+			if err != nil {
+				return v, false, err
+			}
+		default:
+			if num >= 1 && num <= 7 || !p.skip(typ) {
+				return v, false, fmt.Errorf("malformed value")
+			}
+			unknown = num
+			continue
+		}
+		known = true
+	}
+	if !known {
+		if unknown == 0 {
+			return ingest.EmptyValue(), true, nil
+		}
+		d.warnf("unknown-value-type", "attribute %q has a value of unknown type (AnyValue field %d); dropped", d.t.Str(key), unknown)
+		return v, false, nil
+	}
+	return v, true, nil
+}
+
+func (d *state) protoArray(b []byte, key ingest.StrID, depth int) (ingest.Value, error) {
+	var vals []ingest.Value
+	p := pbuf{b: b}
+	for p.more() {
+		num, typ, ok := p.tag()
+		if !ok {
+			return ingest.Value{}, fmt.Errorf("malformed array")
+		}
+		if num != 1 || typ != wireBytes {
+			if !p.skip(typ) {
+				return ingest.Value{}, fmt.Errorf("malformed array")
+			}
+			continue
+		}
+		e, ok := p.bytes()
+		if !ok {
+			return ingest.Value{}, fmt.Errorf("malformed array")
+		}
+		v, ok, err := d.protoAnyValue(e, key, depth)
+		if err != nil {
+			return v, err
+		}
+		if ok {
+			vals = append(vals, v)
+		}
+	}
+	d.t.Arrays = append(d.t.Arrays, vals)
+	return ingest.ArrayValue(len(d.t.Arrays) - 1), nil
+}
+
+func (d *state) protoKvlist(b []byte, depth int) (ingest.Value, error) {
+	var attrs []ingest.Attr
+	p := pbuf{b: b}
+	for p.more() {
+		num, typ, ok := p.tag()
+		if !ok {
+			return ingest.Value{}, fmt.Errorf("malformed kvlist")
+		}
+		if num != 1 || typ != wireBytes {
+			if !p.skip(typ) {
+				return ingest.Value{}, fmt.Errorf("malformed kvlist")
+			}
+			continue
+		}
+		e, ok := p.bytes()
+		if !ok {
+			return ingest.Value{}, fmt.Errorf("malformed kvlist")
+		}
+		if err := d.protoKeyValue(e, &attrs, depth); err != nil {
+			return ingest.Value{}, err
+		}
+	}
+	d.t.Maps = append(d.t.Maps, attrs)
+	return ingest.MapValue(len(d.t.Maps) - 1), nil
+}

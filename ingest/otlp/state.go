@@ -1,0 +1,322 @@
+package otlp
+
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/llmprof/llmprof/ingest"
+)
+
+// state is everything one decode call owns: the trace it appends to, the
+// string cache, the slabs that attributes, events and links are carved from,
+// the scratch slices a span is assembled in, and the tables that let repeated
+// resources and scopes (every JSON line repeats its resource) share one entry.
+// A Decoder keeps no state between calls, so one Decoder may decode many
+// inputs in parallel.
+type state struct {
+	t   *ingest.Trace
+	src ingest.SourceID
+	// pos is the position of the record being decoded ("line 12", "record 3",
+	// "byte 4096"), prefixed to every warning.
+	pos string
+	// off is the byte offset of the protobuf message being decoded (-1 when
+	// none), added to the position of warnings about it.
+	off int64
+
+	strs [strCacheSize]cachedStr
+
+	attrSlab  slab[ingest.Attr]
+	eventSlab slab[ingest.Event]
+	linkSlab  slab[ingest.Link]
+
+	// Scratch slices a span is assembled in before its parts are carved.
+	spanAttrs, eventAttrs, linkAttrs []ingest.Attr
+	ownerAttrs                       []ingest.Attr // of a resource or scope
+	events                           []ingest.Event
+	links                            []ingest.Link
+
+	// Resources and scopes are looked up first by their encoded bytes (cheap,
+	// and it skips decoding a repeated resource altogether), then by value.
+	resByRaw, scopeByRaw     map[string]int32
+	resByValue, scopeByValue map[string]int32
+	keyBuf, rawBuf           []byte
+
+	sub    *jsonScanner // for deferred resources and scopes
+	b64buf []byte
+
+	zstd *zstd.Decoder // for zstd-compressed records, made on first use
+	zbuf []byte
+
+	// spans counts the spans this state appended.
+	spans int
+}
+
+func newState(t *ingest.Trace, src ingest.SourceID) *state {
+	d := &state{
+		t:            t,
+		src:          src,
+		off:          -1,
+		resByRaw:     map[string]int32{},
+		scopeByRaw:   map[string]int32{},
+		resByValue:   map[string]int32{},
+		scopeByValue: map[string]int32{},
+	}
+	// A trace that already holds resources (DecodePayload called once per
+	// captured payload) shares them rather than adding a copy per call.
+	for i, r := range t.Resources {
+		d.resByValue[string(d.resourceKey(r.Attrs, r.SchemaURL))] = int32(i)
+	}
+	for i, s := range t.Scopes {
+		d.scopeByValue[string(d.scopeKey(s.Name, s.Version, s.Attrs))] = int32(i)
+	}
+	return d
+}
+
+// warnf records a warning at the current position.
+func (d *state) warnf(code, format string, args ...any) {
+	if d.off >= 0 {
+		d.warnAt(d.off, code, format, args...)
+		return
+	}
+	d.t.Warnf(d.src, d.pos, code, format, args...)
+}
+
+// strCacheSize is the number of entries of the direct-mapped string cache.
+// Attribute keys, span names and most string values repeat from span to span,
+// so a small cache answers most lookups with one hash of a few loads and one
+// comparison, before the intern table's map is consulted.
+const strCacheSize = 1 << strCacheBits
+
+const strCacheBits = 10
+
+type cachedStr struct {
+	s  string
+	id ingest.StrID
+}
+
+// intern returns the StrID of b, interning it in the trace's table.
+func (d *state) intern(b []byte) ingest.StrID {
+	n := len(b)
+	if n == 0 {
+		return 0
+	}
+	var h uint64
+	if n >= 8 {
+		h = binary.LittleEndian.Uint64(b) ^ binary.LittleEndian.Uint64(b[n-8:])*0x9E3779B97F4A7C15
+	} else {
+		for _, c := range b {
+			h = h<<8 | uint64(c)
+		}
+	}
+	h = (h ^ uint64(n)) * 0xff51afd7ed558ccd
+	e := &d.strs[h>>(64-strCacheBits)]
+	if e.s == string(b) {
+		return e.id
+	}
+	id := d.t.Strings.InternBytes(b)
+	e.s, e.id = d.t.Strings.Get(id), id
+	return id
+}
+
+// internString is intern for a string.
+func (d *state) internString(s string) ingest.StrID {
+	return d.t.Strings.Intern(s)
+}
+
+// slab hands out sub-slices of large chunks, so that a span's attributes,
+// events and links cost no allocation of their own. Chunks grow from small (a
+// single small payload wastes little) to large.
+type slab[T any] struct {
+	buf  []T
+	next int
+}
+
+const (
+	slabFirst = 256
+	slabMax   = 32 << 10
+)
+
+// carve copies items into the slab and returns the copy, capped so that an
+// append to it can never overwrite a neighbour.
+func (s *slab[T]) carve(items []T) []T {
+	n := len(items)
+	if n == 0 {
+		return nil
+	}
+	if cap(s.buf)-len(s.buf) < n {
+		if s.next == 0 {
+			s.next = slabFirst
+		}
+		size := max(s.next, n)
+		s.next = min(s.next*2, slabMax)
+		s.buf = make([]T, 0, size)
+	}
+	start := len(s.buf)
+	s.buf = append(s.buf, items...)
+	return s.buf[start:len(s.buf):len(s.buf)]
+}
+
+// appendSpan adds a finished span, carving its parts from the slabs. The
+// scratch slices are left empty for the next span.
+func (d *state) appendSpan(sp *ingest.Span) {
+	sp.Attrs = d.attrSlab.carve(d.spanAttrs)
+	sp.Events = d.eventSlab.carve(d.events)
+	sp.Links = d.linkSlab.carve(d.links)
+	sp.Source = d.src
+	sp.Origin = ingest.OriginOTLP
+	d.spanAttrs, d.events, d.links = d.spanAttrs[:0], d.events[:0], d.links[:0]
+	d.t.Spans = append(d.t.Spans, *sp)
+	d.spans++
+}
+
+// resetSpan clears the scratch slices after a span that was not kept.
+func (d *state) resetSpan() {
+	d.spanAttrs, d.events, d.links = d.spanAttrs[:0], d.events[:0], d.links[:0]
+	d.eventAttrs, d.linkAttrs = d.eventAttrs[:0], d.linkAttrs[:0]
+}
+
+// setResource points spans[from:] that have no resource yet at idx.
+func (d *state) setResource(from int, idx int32) {
+	for i := from; i < len(d.t.Spans); i++ {
+		if d.t.Spans[i].Resource < 0 {
+			d.t.Spans[i].Resource = idx
+		}
+	}
+}
+
+// setScope points spans[from:] that have no scope yet at idx.
+func (d *state) setScope(from int, idx int32) {
+	for i := from; i < len(d.t.Spans); i++ {
+		if d.t.Spans[i].Scope < 0 {
+			d.t.Spans[i].Scope = idx
+		}
+	}
+}
+
+// tableMark remembers how long the value tables were, so that the arrays and
+// maps of a resource or scope that turns out to be a repeat can be dropped.
+type tableMark struct{ arrays, maps int }
+
+func (d *state) markTables() tableMark { return tableMark{len(d.t.Arrays), len(d.t.Maps)} }
+
+// dropTables forgets arrays and maps appended since m. Only valid when
+// nothing appended since m is referenced.
+func (d *state) dropTables(m tableMark) {
+	clear(d.t.Arrays[m.arrays:])
+	clear(d.t.Maps[m.maps:])
+	d.t.Arrays = d.t.Arrays[:m.arrays]
+	d.t.Maps = d.t.Maps[:m.maps]
+}
+
+// addResource returns the index of the resource with these attributes and
+// schema, adding it when no equal resource exists. attrs is copied. Arrays and
+// maps appended since m belong to attrs alone and are dropped on a repeat.
+// An empty resource is no resource: -1.
+func (d *state) addResource(attrs []ingest.Attr, schema ingest.StrID, m tableMark) int32 {
+	if len(attrs) == 0 && schema == 0 {
+		d.dropTables(m)
+		return -1
+	}
+	d.keyBuf = d.resourceKey(attrs, schema)
+	if idx, ok := d.resByValue[string(d.keyBuf)]; ok {
+		d.dropTables(m)
+		return idx
+	}
+	idx := int32(len(d.t.Resources))
+	d.t.Resources = append(d.t.Resources, ingest.Resource{Attrs: d.attrSlab.carve(attrs), SchemaURL: schema})
+	d.resByValue[string(d.keyBuf)] = idx
+	return idx
+}
+
+// addScope is addResource for instrumentation scopes.
+func (d *state) addScope(name, version ingest.StrID, attrs []ingest.Attr, m tableMark) int32 {
+	if len(attrs) == 0 && name == 0 && version == 0 {
+		d.dropTables(m)
+		return -1
+	}
+	d.keyBuf = d.scopeKey(name, version, attrs)
+	if idx, ok := d.scopeByValue[string(d.keyBuf)]; ok {
+		d.dropTables(m)
+		return idx
+	}
+	idx := int32(len(d.t.Scopes))
+	d.t.Scopes = append(d.t.Scopes, ingest.Scope{Name: name, Version: version, Attrs: d.attrSlab.carve(attrs)})
+	d.scopeByValue[string(d.keyBuf)] = idx
+	return idx
+}
+
+// resourceKey and scopeKey serialize a resource or scope by value (array and
+// map contents included, not their table indices), so equal ones compare
+// equal whatever encoding or record they came from.
+func (d *state) resourceKey(attrs []ingest.Attr, schema ingest.StrID) []byte {
+	b := binary.AppendUvarint(d.keyBuf[:0], uint64(schema))
+	return d.appendAttrsKey(b, attrs, 0)
+}
+
+func (d *state) scopeKey(name, version ingest.StrID, attrs []ingest.Attr) []byte {
+	b := binary.AppendUvarint(d.keyBuf[:0], uint64(name))
+	b = binary.AppendUvarint(b, uint64(version))
+	return d.appendAttrsKey(b, attrs, 0)
+}
+
+func (d *state) appendAttrsKey(b []byte, attrs []ingest.Attr, depth int) []byte {
+	b = binary.AppendUvarint(b, uint64(len(attrs)))
+	for _, a := range attrs {
+		b = binary.AppendUvarint(b, uint64(a.Key))
+		b = d.appendValueKey(b, a.Value(), depth)
+	}
+	return b
+}
+
+func (d *state) appendValueKey(b []byte, v ingest.Value, depth int) []byte {
+	b = append(b, byte(v.Kind()))
+	if depth > maxDepth {
+		return b
+	}
+	switch v.Kind() {
+	case ingest.KindArray:
+		var vals []ingest.Value
+		if v.Index() < len(d.t.Arrays) {
+			vals = d.t.Arrays[v.Index()]
+		}
+		b = binary.AppendUvarint(b, uint64(len(vals)))
+		for _, e := range vals {
+			b = d.appendValueKey(b, e, depth+1)
+		}
+	case ingest.KindMap:
+		var m []ingest.Attr
+		if v.Index() < len(d.t.Maps) {
+			m = d.t.Maps[v.Index()]
+		}
+		b = d.appendAttrsKey(b, m, depth+1)
+	case ingest.KindString, ingest.KindBytes:
+		b = binary.AppendUvarint(b, uint64(v.Str()))
+	case ingest.KindInt:
+		b = binary.AppendVarint(b, v.Int())
+	case ingest.KindDouble:
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v.Double()))
+	case ingest.KindBool:
+		if v.Bool() {
+			b = append(b, 1)
+		} else {
+			b = append(b, 0)
+		}
+	}
+	return b
+}
+
+// rawKey builds the lookup key of an encoded resource or scope: the encoding
+// tag, the schema ID and the raw bytes.
+func (d *state) rawKey(enc byte, schema ingest.StrID, raw []byte) []byte {
+	b := append(d.rawBuf[:0], enc)
+	b = binary.AppendUvarint(b, uint64(schema))
+	b = append(b, raw...)
+	d.rawBuf = b
+	return b
+}
+
+// maxDepth bounds the nesting of array and map values (and of JSON skipped
+// over), so that hostile input cannot exhaust the stack.
+const maxDepth = 64

@@ -1,0 +1,107 @@
+// Package report renders analysis results: it is the last stage of the
+// pipeline. A Report value is assembled from the results of attribution (and
+// align, causal, …) once, then handed to every renderer — terminal text,
+// JSON, Markdown — so that no renderer computes anything beyond formatting.
+package report
+
+import (
+	"github.com/llmprof/llmprof/attribution"
+	"github.com/llmprof/llmprof/ingest"
+)
+
+// Schema is the version of the JSON report; renaming or removing a field
+// bumps it (DESIGN §11).
+const Schema = "llmprof.report/v1"
+
+// Report is everything one `llmprof analyze` shows.
+type Report struct {
+	Schema      string                   `json:"schema"`
+	Version     string                   `json:"llmprof_version"`
+	Sources     []Source                 `json:"sources"`
+	Requests    *Requests                `json:"requests"`
+	Stages      []attribution.StageTotal `json:"stages"`
+	BlindSpots  *attribution.BlindSpots  `json:"blind_spots,omitempty"`
+	KVCache     *attribution.KVCache     `json:"kv_cache,omitempty"`
+	ModelEvents []attribution.ModelEvent `json:"model_events,omitempty"`
+	Warnings    []ingest.Warning         `json:"warnings"`
+}
+
+// Source is one input file as the report lists it.
+type Source struct {
+	Path     string `json:"path"`
+	Format   string `json:"format"`
+	Producer string `json:"producer,omitempty"`
+	Spans    int    `json:"spans"`
+	GPUOps   int    `json:"gpu_ops"`
+	Samples  int    `json:"samples"`
+	Warnings int    `json:"warnings"`
+}
+
+// Requests is the request-level section.
+type Requests struct {
+	Count    int                            `json:"count"`
+	Styles   map[string]int                 `json:"conventions"`
+	Metrics  attribution.Metrics            `json:"metrics"`
+	Summary  attribution.Summary            `json:"summary"`
+	ByTenant map[string]attribution.Summary `json:"by_tenant"`
+	ByModel  map[string]attribution.Summary `json:"by_model"`
+	// TenantOrder and ModelOrder keep the renderers' row order (largest
+	// group first); maps alone would not.
+	TenantOrder []string        `json:"-"`
+	ModelOrder  []string        `json:"-"`
+	SLO         attribution.SLO `json:"slo"`
+}
+
+// Input bundles the results a report is built from.
+type Input struct {
+	Version string
+	Trace   *ingest.Trace
+	Attr    *attribution.Result
+}
+
+// New assembles a report. It copies and arranges; it does not analyse.
+func New(in Input) *Report {
+	r := &Report{Schema: Schema, Version: in.Version}
+	t := in.Trace
+	warnPerSource := map[string]int{}
+	for _, w := range t.Warnings.List {
+		warnPerSource[w.Path] += 1 + w.More
+	}
+	for _, s := range t.Sources {
+		r.Sources = append(r.Sources, Source{
+			Path: s.Path, Format: s.Format, Producer: s.Producer,
+			Spans: s.Spans, GPUOps: s.GPUOps, Samples: s.Samples, Warnings: warnPerSource[s.Path],
+		})
+	}
+	r.Warnings = append(r.Warnings, t.Warnings.List...)
+	if a := in.Attr; a != nil {
+		req := &Requests{
+			Count: len(a.Requests), Styles: map[string]int{}, Metrics: a.Overall.Metrics, Summary: a.Overall,
+			ByTenant: map[string]attribution.Summary{}, ByModel: map[string]attribution.Summary{}, SLO: a.Options.SLO,
+		}
+		for st, n := range a.Styles {
+			req.Styles[string(st)] = n
+		}
+		for _, s := range a.ByTenant {
+			req.ByTenant[s.Name] = s
+			req.TenantOrder = append(req.TenantOrder, s.Name)
+		}
+		for _, s := range a.ByModel {
+			req.ByModel[s.Name] = s
+			req.ModelOrder = append(req.ModelOrder, s.Name)
+		}
+		r.Requests = req
+		r.Stages = a.Stages
+		if len(a.Requests) > 0 {
+			bs := a.BlindSpots
+			r.BlindSpots = &bs
+		}
+		r.KVCache = a.KVCache
+		r.ModelEvents = a.ModelEvents
+		r.Warnings = append(r.Warnings, a.Warnings...)
+	}
+	if r.Warnings == nil {
+		r.Warnings = []ingest.Warning{}
+	}
+	return r
+}

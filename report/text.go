@@ -1,0 +1,379 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/charmbracelet/lipgloss"
+	"github.com/muesli/termenv"
+
+	"github.com/llmprof/llmprof/attribution"
+)
+
+// TextOptions control the terminal renderer.
+type TextOptions struct {
+	// Color enables ANSI styling. Callers pass true only for a terminal
+	// without NO_COLOR (see ColorFor).
+	Color bool
+	// Width is the terminal width used for bars (default 100).
+	Width int
+}
+
+// ColorFor reports whether output to a stream should be coloured: only a
+// terminal, and never when NO_COLOR is set (https://no-color.org).
+func ColorFor(isTTY bool) bool {
+	if _, set := os.LookupEnv("NO_COLOR"); set {
+		return false
+	}
+	return isTTY
+}
+
+// styles holds every style the text renderer uses, in one place.
+type styles struct {
+	title, section, header, dim, warn, bar, barEmpty, good, bad lipgloss.Style
+}
+
+func newStyles(w io.Writer, color bool) styles {
+	r := lipgloss.NewRenderer(w)
+	if color {
+		r.SetColorProfile(termenv.ANSI256)
+	} else {
+		r.SetColorProfile(termenv.Ascii)
+	}
+	return styles{
+		title:    r.NewStyle().Bold(true),
+		section:  r.NewStyle().Bold(true).Foreground(lipgloss.Color("39")),
+		header:   r.NewStyle().Faint(true),
+		dim:      r.NewStyle().Faint(true),
+		warn:     r.NewStyle().Foreground(lipgloss.Color("214")),
+		bar:      r.NewStyle().Foreground(lipgloss.Color("39")),
+		barEmpty: r.NewStyle().Faint(true),
+		good:     r.NewStyle().Foreground(lipgloss.Color("42")),
+		bad:      r.NewStyle().Foreground(lipgloss.Color("203")),
+	}
+}
+
+// WriteText renders the report for a terminal.
+func (r *Report) WriteText(w io.Writer, opts TextOptions) error {
+	if opts.Width <= 0 {
+		opts.Width = 100
+	}
+	st := newStyles(w, opts.Color)
+	var b strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+
+	title := "llmprof analyze"
+	if r.Requests != nil && r.Requests.Count > 0 {
+		title += fmt.Sprintf(" — %s requests over %s", commas(r.Requests.Count), fmtSeconds(r.Requests.Summary.Duration))
+	}
+	p("%s\n\n", st.title.Render(title))
+
+	p("%s\n", st.section.Render("SOURCES"))
+	src := newTable("path", "format", "spans", "GPU ops", "samples", "warnings")
+	for _, s := range r.Sources {
+		src.row(s.Path, s.Format, commas(s.Spans), commas(s.GPUOps), commas(s.Samples), commas(s.Warnings))
+	}
+	src.render(&b, st, 2)
+
+	if rq := r.Requests; rq != nil {
+		p("\n%s", st.section.Render("REQUESTS"))
+		if rq.Count == 0 {
+			p("\n  %s\n", st.warn.Render("no request spans found: nothing in the input uses a request convention llmprof knows (llm.request, vLLM llm_request, SGLang, TGI, Triton, OTel GenAI); see the README's span conventions"))
+		} else {
+			p("  %s  %s output tok/s", commas(rq.Count), fmtFloat(rq.Summary.Throughput, 0))
+			p("  %s\n", st.dim.Render("("+conventions(rq.Styles)+")"))
+			if g := rq.Summary.Goodput; g != nil {
+				p("  goodput %s of requests (%s/s) meet %s", pct(g.Share), fmtFloat(g.PerSecond, 2), sloString(rq.SLO))
+				if g.Unknown > 0 {
+					p("%s", st.warn.Render(fmt.Sprintf("; %d could not be checked (metric missing)", g.Unknown)))
+				}
+				p("\n")
+			}
+			metricTable(rq.Metrics).render(&b, st, 2)
+
+			if len(r.Stages) > 0 {
+				var total float64
+				for _, s := range r.Stages {
+					total += s.TotalMs
+				}
+				p("\n%s  %s\n", st.section.Render("WHERE THE TIME WENT"), st.dim.Render("share of all requests' E2E ("+fmtSeconds(total/1e3)+" in all)"))
+				stages := append([]attribution.StageTotal(nil), r.Stages...)
+				sort.SliceStable(stages, func(i, j int) bool { return stages[i].TotalMs > stages[j].TotalMs })
+				barWidth := max(10, min(40, opts.Width-40))
+				for _, s := range stages {
+					filled := int(math.Round(s.Share * float64(barWidth)))
+					p("  %-11s %6s  %s%s  %s\n", s.Name, pct(s.Share),
+						st.bar.Render(strings.Repeat("█", filled)), st.barEmpty.Render(strings.Repeat("░", barWidth-filled)),
+						fmtSeconds(s.TotalMs/1e3))
+				}
+			}
+			if bs := r.BlindSpots; bs != nil {
+				blindSpotsText(&b, st, bs)
+			}
+			if kv := r.KVCache; kv != nil {
+				kvText(&b, st, kv)
+			}
+			if len(r.ModelEvents) > 0 {
+				modelEventsText(&b, st, r.ModelEvents)
+			}
+			groupTable(&b, st, "BY TENANT", "tenant", rq.TenantOrder, rq.ByTenant, rq.SLO)
+			groupTable(&b, st, "BY MODEL", "model", rq.ModelOrder, rq.ByModel, rq.SLO)
+		}
+	}
+
+	if len(r.Warnings) > 0 {
+		n := 0
+		for _, w := range r.Warnings {
+			n += 1 + w.More
+		}
+		p("\n%s\n", st.section.Render(fmt.Sprintf("WARNINGS (%s)", commas(n))))
+		for _, w := range r.Warnings {
+			p("  %s\n", st.warn.Render(w.String()))
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func blindSpotsText(b *strings.Builder, st styles, bs *attribution.BlindSpots) {
+	fmt.Fprintf(b, "\n%s  %s\n", st.section.Render("BLIND SPOTS"), st.dim.Render(pct(bs.UnexplainedShare)+" of E2E is in no stage"))
+	var covered, missing []string
+	for _, bp := range bs.Breakpoints {
+		if bp.Covered {
+			covered = append(covered, bp.Name)
+		} else {
+			missing = append(missing, bp.Name)
+		}
+	}
+	fmt.Fprintf(b, "  lifecycle seen:     %s\n", orNone(covered))
+	fmt.Fprintf(b, "  lifecycle not seen: %s\n", orNone(missing))
+	for i, g := range bs.Gaps {
+		if i == 5 {
+			fmt.Fprintf(b, "  %s\n", st.dim.Render(fmt.Sprintf("… %d more gap locations (see --format json)", len(bs.Gaps)-5)))
+			break
+		}
+		where := g.Before + " → " + g.After
+		likely := ""
+		if len(g.Likely) > 0 {
+			likely = " (likely " + strings.Join(g.Likely, ", ") + ")"
+		}
+		fmt.Fprintf(b, "  %-24s %6s of E2E in %s requests%s\n", where, pct(g.Share), commas(g.Requests), likely)
+	}
+	if o := bs.Outside; o != nil {
+		fmt.Fprintf(b, "  %-24s %6s of E2E more seen by callers than by %s request spans\n", "caller → request", pct(o.Share), commas(o.Requests))
+	}
+	if bs.Advice != "" {
+		fmt.Fprintf(b, "  %s %s\n", st.warn.Render("→"), bs.Advice)
+	}
+}
+
+func kvText(b *strings.Builder, st styles, kv *attribution.KVCache) {
+	fmt.Fprintf(b, "\n%s  %s\n", st.section.Render("KV CACHE"),
+		st.dim.Render(fmt.Sprintf("%s of %s requests hit; %s of prompt tokens cached", pct(kv.HitShare), commas(kv.Requests), pct(kv.TokenHitRatio))))
+	t := newTable("", "n", "prefill p50", "prefill p99", "TTFT p50", "TTFT p99")
+	t.row("hits", commas(kv.HitPrefill.N), ms(kv.HitPrefill.P50), ms(kv.HitPrefill.P99), ms(kv.HitTTFT.P50), ms(kv.HitTTFT.P99))
+	t.row("misses", commas(kv.MissPrefill.N), ms(kv.MissPrefill.P50), ms(kv.MissPrefill.P99), ms(kv.MissTTFT.P50), ms(kv.MissTTFT.P99))
+	t.render(b, st, 2)
+	if n := len(kv.Inflated); n > 0 {
+		fmt.Fprintf(b, "  %s %d of %d checked hits prefill like misses (inflated hit ratio): effective hit share %s, not %s\n",
+			st.warn.Render("!"), n, kv.Checked, pct(kv.EffectiveHitShare), pct(kv.HitShare))
+		for i, h := range kv.Inflated {
+			if i == 3 {
+				fmt.Fprintf(b, "    %s\n", st.dim.Render(fmt.Sprintf("… %d more (see --format json)", n-3)))
+				break
+			}
+			fmt.Fprintf(b, "    %s (%s, %s): %s cached of %s, prefill %s ms; a hit should take ~%s ms, a miss ~%s ms\n",
+				h.ID, h.Tenant, h.Model, commas(h.CachedTokens), commas(h.InputTokens), ms(h.PrefillMs), ms(h.ExpectedHitMs), ms(h.ExpectedMissMs))
+		}
+	} else if kv.Checked > 0 {
+		fmt.Fprintf(b, "  %d hits checked: all prefill like hits\n", kv.Checked)
+	}
+	if kv.Note != "" {
+		fmt.Fprintf(b, "  %s\n", st.dim.Render(kv.Note))
+	}
+}
+
+func modelEventsText(b *strings.Builder, st styles, evs []attribution.ModelEvent) {
+	fmt.Fprintf(b, "\n%s\n", st.section.Render("MODEL LIFECYCLE"))
+	t := newTable("event", "model", "duration", "requests in flight", "added TTFT p50 (ms)")
+	for _, e := range evs {
+		t.row(e.Kind, e.Model, fmtSeconds(e.Ms/1e3), commas(e.InFlight), ms(float64(e.AddedTTFTMs)))
+	}
+	t.render(b, st, 2)
+}
+
+func orNone(xs []string) string {
+	if len(xs) == 0 {
+		return "none"
+	}
+	return strings.Join(xs, ", ")
+}
+
+func metricTable(m attribution.Metrics) *table {
+	t := newTable("metric (ms)", "n", "p50", "p90", "p95", "p99", "max", "mean")
+	for _, row := range []struct {
+		name string
+		d    attribution.Distribution
+	}{{"TTFT", m.TTFT}, {"TPOT", m.TPOT}, {"ITL", m.ITL}, {"E2E", m.E2E}, {"queue", m.Queue}} {
+		d := row.d
+		t.row(row.name, commas(d.N), ms(d.P50), ms(d.P90), ms(d.P95), ms(d.P99), ms(d.Max), ms(d.Mean))
+	}
+	return t
+}
+
+func groupTable(b *strings.Builder, st styles, title, key string, order []string, groups map[string]attribution.Summary, slo attribution.SLO) {
+	if len(order) < 2 {
+		return // one group repeats the totals above
+	}
+	fmt.Fprintf(b, "\n%s\n", st.section.Render(title))
+	cols := []string{key, "requests", "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "E2E p99", "tok/s"}
+	if !slo.IsZero() {
+		cols = append(cols, "goodput")
+	}
+	t := newTable(cols...)
+	for _, name := range order {
+		g := groups[name]
+		m := g.Metrics
+		row := []string{name, commas(g.Requests), ms(m.TTFT.P50), ms(m.TTFT.P99), ms(m.TPOT.P50), ms(m.TPOT.P99), ms(m.E2E.P99), fmtFloat(g.Throughput, 0)}
+		if g.Goodput != nil {
+			row = append(row, pct(g.Goodput.Share))
+		}
+		t.row(row...)
+	}
+	t.render(b, st, 2)
+}
+
+func conventions(styles map[string]int) string {
+	names := make([]string, 0, len(styles))
+	for n := range styles {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = fmt.Sprintf("%s: %s", n, commas(styles[n]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func sloString(s attribution.SLO) string {
+	var parts []string
+	if s.TTFT > 0 {
+		parts = append(parts, "ttft≤"+s.TTFT.String())
+	}
+	if s.TPOT > 0 {
+		parts = append(parts, "tpot≤"+s.TPOT.String())
+	}
+	if s.E2E > 0 {
+		parts = append(parts, "e2e≤"+s.E2E.String())
+	}
+	return strings.Join(parts, ", ")
+}
+
+// ms formats a millisecond value with three significant decimals where it
+// matters; NaN (unknown) prints as an em dash.
+func ms(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "—"
+	case v >= 1000:
+		return fmtFloat(v, 0)
+	case v >= 100:
+		return fmtFloat(v, 1)
+	case v >= 10:
+		return fmtFloat(v, 2)
+	}
+	return fmtFloat(v, 3)
+}
+
+func fmtFloat(v float64, prec int) string {
+	if math.IsNaN(v) {
+		return "—"
+	}
+	s := fmt.Sprintf("%.*f", prec, v)
+	intPart, frac, _ := strings.Cut(s, ".")
+	neg := strings.HasPrefix(intPart, "-")
+	intPart = strings.TrimPrefix(intPart, "-")
+	n := len(intPart)
+	var out strings.Builder
+	if neg {
+		out.WriteByte('-')
+	}
+	for i, c := range intPart {
+		if i > 0 && (n-i)%3 == 0 {
+			out.WriteByte(',')
+		}
+		out.WriteRune(c)
+	}
+	if frac != "" {
+		out.WriteByte('.')
+		out.WriteString(frac)
+	}
+	return out.String()
+}
+
+func commas(n int) string { return fmtFloat(float64(n), 0) }
+
+func pct(share float64) string {
+	if math.IsNaN(share) {
+		return "—"
+	}
+	return fmt.Sprintf("%.1f%%", 100*share)
+}
+
+func fmtSeconds(s float64) string {
+	if math.IsNaN(s) {
+		return "—"
+	}
+	return time.Duration(s * 1e9).Round(time.Millisecond).String()
+}
+
+// table is a minimal aligned text table: left-aligned first column, numbers
+// right-aligned, header faint.
+type table struct {
+	cols []string
+	rows [][]string
+}
+
+func newTable(cols ...string) *table { return &table{cols: cols} }
+
+func (t *table) row(cells ...string) { t.rows = append(t.rows, cells) }
+
+func (t *table) render(b *strings.Builder, st styles, indent int) {
+	widths := make([]int, len(t.cols))
+	for i, c := range t.cols {
+		widths[i] = lipgloss.Width(c)
+	}
+	for _, r := range t.rows {
+		for i, c := range r {
+			if i < len(widths) {
+				widths[i] = max(widths[i], lipgloss.Width(c))
+			}
+		}
+	}
+	line := func(cells []string, style *lipgloss.Style) {
+		var parts []string
+		for i, c := range cells {
+			pad := widths[i] - lipgloss.Width(c)
+			if i == 0 {
+				parts = append(parts, c+strings.Repeat(" ", pad))
+			} else {
+				parts = append(parts, strings.Repeat(" ", pad)+c)
+			}
+		}
+		s := strings.TrimRight(strings.Join(parts, "  "), " ")
+		if style != nil {
+			s = style.Render(s)
+		}
+		b.WriteString(strings.Repeat(" ", indent) + s + "\n")
+	}
+	line(t.cols, &st.header)
+	for _, r := range t.rows {
+		line(r, nil)
+	}
+}

@@ -1,0 +1,191 @@
+package synth
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Config describes a synthetic run. DefaultConfig is a realistic starting
+// point; every field has a documented default applied by Generate when zero.
+type Config struct {
+	Seed int64
+	// Start is the Unix ns time of the run's first instant.
+	Start int64
+	// Duration is the span of request arrivals; the run lasts until the last
+	// request finishes.
+	Duration time.Duration
+	Tenants  []Tenant
+	Models   []Model
+
+	// Engine timing (per step), in ns. Zero takes the default.
+	ScheduleBaseNs     int64 // CPU scheduling before the first launch (default 300 µs)
+	SchedulePerReqNs   int64 // + per request in the batch (default 10 µs)
+	PostprocessBaseNs  int64 // CPU work after the last GPU op (default 150 µs)
+	PostprocessPerReq  int64 // + per request (default 8 µs)
+	LaunchNs           int64 // CPU cost of one kernel launch (default 5 µs)
+	LoopGapNs          int64 // engine loop overhead between steps (default 40 µs)
+	StallProbability   float64
+	StallNs            int64 // a CPU stall (GC, Python) delaying launches (default 600 µs)
+	TokenizeNsPerToken int64 // default 1 µs per input token (+ 100 µs)
+	DetokenizeNs       int64 // after the last token (default 200 µs)
+	StreamNs           int64 // flushing the response (default 500 µs)
+
+	// InflatedHitProbability is the share of reported KV-cache hits whose
+	// cache key ignored something, so the prefix is recomputed anyway: the
+	// span says hit, the latency says miss (the seed article's §2.4).
+	InflatedHitProbability float64
+
+	// GPUClock puts the GPU side (what nsys would record) on a second clock.
+	GPUClock ClockError
+}
+
+// ClockError is how a second clock differs from the reference:
+// t_gpu = t_ref + OffsetNs + DriftPPM·1e-6·(t_ref − Start) + jitter, with a
+// step of StepNs added from StepAt on.
+type ClockError struct {
+	OffsetNs int64
+	DriftPPM float64
+	// JitterNs is the standard deviation of Gaussian noise added to every
+	// timestamp of mirrored (matched) events.
+	JitterNs int64
+	StepAt   int64 // Unix ns on the reference clock; 0: no step
+	StepNs   int64
+}
+
+// Tenant is a client population sending requests to one model.
+type Tenant struct {
+	Name  string
+	Model string
+	// Rate is the mean arrival rate in requests per second.
+	Rate float64
+	// Bursty switches arrivals to an on/off process with the same mean rate:
+	// bursts at BurstFactor×Rate, silence in between.
+	Bursty      bool
+	BurstFactor float64 // default 5
+	// InputTokens and OutputTokens are the medians of log-normal lengths.
+	InputTokens  int
+	OutputTokens int
+	// CacheHitProbability is the chance that a prompt's prefix is cached.
+	CacheHitProbability float64
+	// CachedFraction is the share of the prompt a hit covers (default 0.8).
+	CachedFraction float64
+}
+
+// Model is one served model: an engine process on one GPU.
+type Model struct {
+	Name   string
+	Device int
+	// TP is the tensor-parallel degree; > 1 adds all-reduce kernels.
+	TP int
+	// MaxBatch is the most requests in one step (default 64).
+	MaxBatch int
+	// MaxBatchTokens bounds prefill tokens per step (default 4096).
+	MaxBatchTokens int
+	// KVTokens is the KV-cache capacity in tokens (default 200k).
+	KVTokens int
+	// Layers is how many transformer blocks the kernel sequence repeats
+	// (default 8; each stands for several real layers).
+	Layers int
+	// Speed scales every kernel duration (1 = default; 2 = twice as slow).
+	Speed float64
+}
+
+// DefaultConfig is a three-tenant, two-model run of the given length.
+func DefaultConfig(seed int64, d time.Duration) Config {
+	return Config{
+		Seed:     seed,
+		Start:    time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC).UnixNano(),
+		Duration: d,
+		Tenants: []Tenant{
+			{Name: "search", Model: "llama-3.1-8b", Rate: 12, InputTokens: 300, OutputTokens: 40, CacheHitProbability: 0.6},
+			{Name: "chat", Model: "llama-3.1-8b", Rate: 6, InputTokens: 800, OutputTokens: 180, CacheHitProbability: 0.3},
+			{Name: "batch-eval", Model: "qwen2.5-7b", Rate: 4, Bursty: true, InputTokens: 1500, OutputTokens: 120},
+		},
+		Models: []Model{
+			{Name: "llama-3.1-8b", Device: 0, MaxBatch: 64, KVTokens: 12_000},
+			{Name: "qwen2.5-7b", Device: 1, TP: 2, MaxBatch: 48, KVTokens: 90_000},
+		},
+		StallProbability:       0.02,
+		InflatedHitProbability: 0.15,
+	}
+}
+
+func (c *Config) applyDefaults() {
+	def := func(p *int64, v int64) {
+		if *p == 0 {
+			*p = v
+		}
+	}
+	def(&c.ScheduleBaseNs, 300_000)
+	def(&c.SchedulePerReqNs, 10_000)
+	def(&c.PostprocessBaseNs, 150_000)
+	def(&c.PostprocessPerReq, 8_000)
+	def(&c.LaunchNs, 5_000)
+	def(&c.LoopGapNs, 40_000)
+	def(&c.StallNs, 600_000)
+	def(&c.TokenizeNsPerToken, 1_000)
+	def(&c.DetokenizeNs, 200_000)
+	def(&c.StreamNs, 500_000)
+	for i := range c.Tenants {
+		t := &c.Tenants[i]
+		if t.BurstFactor == 0 {
+			t.BurstFactor = 5
+		}
+		if t.CachedFraction == 0 {
+			t.CachedFraction = 0.8
+		}
+		if t.InputTokens == 0 {
+			t.InputTokens = 512
+		}
+		if t.OutputTokens == 0 {
+			t.OutputTokens = 128
+		}
+	}
+	for i := range c.Models {
+		m := &c.Models[i]
+		if m.TP == 0 {
+			m.TP = 1
+		}
+		if m.MaxBatch == 0 {
+			m.MaxBatch = 64
+		}
+		if m.MaxBatchTokens == 0 {
+			m.MaxBatchTokens = 4096
+		}
+		if m.KVTokens == 0 {
+			m.KVTokens = 200_000
+		}
+		if m.Layers == 0 {
+			m.Layers = 8
+		}
+		if m.Speed == 0 {
+			m.Speed = 1
+		}
+	}
+}
+
+func (c *Config) validate() error {
+	if c.Duration <= 0 {
+		return errors.New("synth: Duration must be positive")
+	}
+	if len(c.Tenants) == 0 || len(c.Models) == 0 {
+		return errors.New("synth: need at least one tenant and one model")
+	}
+	models := map[string]bool{}
+	for _, m := range c.Models {
+		if models[m.Name] {
+			return fmt.Errorf("synth: model %q defined twice", m.Name)
+		}
+		models[m.Name] = true
+	}
+	for _, t := range c.Tenants {
+		if !models[t.Model] {
+			return fmt.Errorf("synth: tenant %q uses undefined model %q", t.Name, t.Model)
+		}
+		if t.Rate <= 0 {
+			return fmt.Errorf("synth: tenant %q has rate %g; must be positive", t.Name, t.Rate)
+		}
+	}
+	return nil
+}

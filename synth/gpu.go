@@ -1,0 +1,100 @@
+package synth
+
+import (
+	"encoding/hex"
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/llmprof/llmprof/ingest"
+)
+
+// GPUClockTime maps a reference-clock instant onto the configured GPU-side
+// clock, without jitter.
+func (r *Run) GPUClockTime(t int64) int64 {
+	c := r.Config.GPUClock
+	out := t + c.OffsetNs + int64(math.Round(c.DriftPPM*1e-6*float64(t-r.Config.Start)))
+	if c.StepAt != 0 && t >= c.StepAt {
+		out += c.StepNs
+	}
+	return out
+}
+
+// GPUTrace returns what Nsight Systems would have recorded of the run, on the
+// configured GPU-side clock: every kernel and copy with the CUDA runtime call
+// that launched it (matching correlation IDs), the engine thread's stream
+// synchronizations, an NVTX range per engine step whose text carries the
+// mirrored llm.step span's ID ("step 12 span_id=<hex>"), process, thread and
+// device names. Jitter (Config.GPUClock.JitterNs) is applied to the NVTX
+// ranges only, so launch/kernel causality holds exactly.
+func (r *Run) GPUTrace() *ingest.Trace {
+	t := ingest.New()
+	t.Sources = []ingest.Source{{
+		Path: "synth", Format: "synth-gpu", Producer: "llmprof synth",
+		Clock: ingest.ClockDomain{Name: "nsys:synth", Kind: ingest.ClockNsysSession},
+	}}
+	rng := rand.New(rand.NewPCG(uint64(r.Config.Seed), 0x6e767478)) // "nvtx"
+	jit := func() int64 {
+		if r.Config.GPUClock.JitterNs == 0 {
+			return 0
+		}
+		return int64(rng.NormFloat64() * float64(r.Config.GPUClock.JitterNs))
+	}
+	ts := r.GPUClockTime
+	launchK := t.Strings.Intern("cudaLaunchKernel")
+	memcpyAsync := t.Strings.Intern("cudaMemcpyAsync")
+	syncName := t.Strings.Intern("cudaStreamSynchronize")
+	for e, eng := range r.Engines {
+		t.Processes = append(t.Processes, ingest.Process{Pid: eng.Pid, Name: "python3 -m vllm.entrypoints.openai.api_server --model " + eng.Model})
+		t.Threads = append(t.Threads, ingest.Thread{Pid: eng.Pid, Tid: eng.Tid, Name: "EngineCore_" + fmt.Sprint(e)})
+		t.Devices = append(t.Devices, ingest.Device{ID: int16(eng.Device), Name: "NVIDIA H200", SMs: 132, MemoryBytes: 143771336704})
+	}
+	for si := range r.Steps {
+		st := &r.Steps[si]
+		eng := &r.Engines[st.Engine]
+		text := fmt.Sprintf("step %d span_id=%s", st.Index, hex.EncodeToString(st.SpanID[:]))
+		t.Spans = append(t.Spans, ingest.Span{
+			Name: t.Strings.Intern(text), Start: ts(st.Start) + jit(), End: ts(st.End) + jit(),
+			Pid: eng.Pid, Tid: eng.Tid, Origin: ingest.OriginNVTX, Resource: -1, Scope: -1,
+		})
+		var lastLaunchEnd, gpuEnd int64
+		for oi := st.FirstOp; oi < st.EndOp; oi++ {
+			op := &r.Ops[oi]
+			api := launchK
+			kind := ingest.OpKernel
+			cp := ingest.CopyUnknown
+			switch op.Kind {
+			case MemcpyHtoD:
+				api, kind, cp = memcpyAsync, ingest.OpMemcpy, ingest.CopyHtoD
+			case MemcpyDtoH:
+				api, kind, cp = memcpyAsync, ingest.OpMemcpy, ingest.CopyDtoH
+			}
+			t.Spans = append(t.Spans, ingest.Span{
+				Name: api, Start: ts(op.LaunchStart), End: ts(op.LaunchEnd),
+				Pid: eng.Pid, Tid: eng.Tid, Correlation: op.Correlation,
+				Origin: ingest.OriginCUDARuntime, Resource: -1, Scope: -1,
+			})
+			g := ingest.GPUOp{
+				Start: ts(op.Start), End: ts(op.End), Name: t.Strings.Intern(op.Name),
+				Stream: 7, Correlation: op.Correlation, Pid: eng.Pid, Device: int16(eng.Device),
+				Kind: kind, Copy: cp, Bytes: op.Bytes,
+			}
+			if kind == ingest.OpKernel {
+				g.Grid = [3]uint32{max(op.GridX, 1), 1, 1}
+				g.Block = [3]uint16{uint16(max(op.BlockX, 1)), 1, 1}
+			}
+			t.GPUOps = append(t.GPUOps, g)
+			lastLaunchEnd, gpuEnd = op.LaunchEnd, op.End
+		}
+		if st.EndOp > st.FirstOp {
+			t.Spans = append(t.Spans, ingest.Span{
+				Name: syncName, Start: ts(lastLaunchEnd), End: ts(max(lastLaunchEnd, gpuEnd) + 2_000),
+				Pid: eng.Pid, Tid: eng.Tid, Origin: ingest.OriginCUDARuntime, Resource: -1, Scope: -1,
+			})
+		}
+	}
+	t.Sources[0].Spans = len(t.Spans)
+	t.Sources[0].GPUOps = len(t.GPUOps)
+	t.Sort()
+	return t
+}

@@ -1,0 +1,130 @@
+package synth
+
+import (
+	"bytes"
+	"testing"
+	"time"
+)
+
+func smallRun(t testing.TB, seed int64) *Run {
+	t.Helper()
+	r, err := Generate(DefaultConfig(seed, 20*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestGenerateInvariants(t *testing.T) {
+	r := smallRun(t, 1)
+	if len(r.Requests) < 100 {
+		t.Fatalf("only %d requests in 20 s of three tenants", len(r.Requests))
+	}
+	preempted := 0
+	for i := range r.Requests {
+		q := &r.Requests[i]
+		if len(q.Tokens) != q.OutputTokens {
+			t.Fatalf("%s: %d tokens emitted, %d wanted", q.ID, len(q.Tokens), q.OutputTokens)
+		}
+		if len(q.Steps) != len(q.Tokens) {
+			t.Fatalf("%s: %d steps for %d tokens", q.ID, len(q.Steps), len(q.Tokens))
+		}
+		stages := q.Tokenize() + q.Queue() + q.Prefill() + q.Decode() + q.Detokenize() + q.Stream()
+		if stages != q.E2E() {
+			t.Fatalf("%s: stages sum to %d, E2E is %d", q.ID, stages, q.E2E())
+		}
+		for _, d := range []int64{q.Tokenize(), q.Queue(), q.Prefill(), q.Decode(), q.Detokenize(), q.Stream()} {
+			if d < 0 {
+				t.Fatalf("%s: negative stage %d", q.ID, d)
+			}
+		}
+		for k, tt := range r.TokenTruths(q) {
+			if tt.Sum() != tt.To-tt.From {
+				t.Fatalf("%s token %d: buckets sum to %d, interval is %d (%+v)", q.ID, k, tt.Sum(), tt.To-tt.From, tt)
+			}
+			if tt.Other < 0 || tt.GPUIdle < 0 || tt.CPUSchedule <= 0 || tt.CPUPostprocess <= 0 {
+				t.Fatalf("%s token %d: impossible bucket %+v", q.ID, k, tt)
+			}
+		}
+		if len(q.Preemptions) > 0 {
+			preempted++
+		}
+	}
+	// Ops of a step are sequential and launched before they run.
+	for i := range r.Ops {
+		op := &r.Ops[i]
+		if op.Start < op.LaunchEnd || op.End <= op.Start {
+			t.Fatalf("op %d violates causality: %+v", i, op)
+		}
+		if i > 0 && r.Ops[i-1].Step == op.Step && op.Start < r.Ops[i-1].End {
+			t.Fatalf("op %d overlaps its predecessor", i)
+		}
+	}
+	t.Logf("%d requests, %d steps, %d ops, %d requests preempted", len(r.Requests), len(r.Steps), len(r.Ops), preempted)
+}
+
+func TestPreemptionUnderKVPressure(t *testing.T) {
+	cfg := DefaultConfig(3, 20*time.Second)
+	cfg.Models[0].KVTokens = 9_000
+	r, err := Generate(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for i := range r.Requests {
+		q := &r.Requests[i]
+		for _, p := range q.Preemptions {
+			n++
+			if p.To <= p.From {
+				t.Fatalf("%s: empty preemption %+v", q.ID, p)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("a 9k-token KV cache under this load must preempt")
+	}
+}
+
+func TestDeterministic(t *testing.T) {
+	var a, b bytes.Buffer
+	if err := smallRun(t, 7).WriteOTLP(&a, StyleLLM, JSONLines); err != nil {
+		t.Fatal(err)
+	}
+	if err := smallRun(t, 7).WriteOTLP(&b, StyleLLM, JSONLines); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a.Bytes(), b.Bytes()) {
+		t.Fatal("same seed, different output")
+	}
+	var c bytes.Buffer
+	if err := smallRun(t, 8).WriteOTLP(&c, StyleLLM, JSONLines); err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Equal(a.Bytes(), c.Bytes()) {
+		t.Fatal("different seeds, same output")
+	}
+}
+
+func TestGPUTraceClock(t *testing.T) {
+	cfg := DefaultConfig(2, 5*time.Second)
+	cfg.GPUClock = ClockError{OffsetNs: 2_500_000_000, DriftPPM: 50}
+	r, err := Generate(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := r.GPUTrace()
+	if len(g.GPUOps) != len(r.Ops) {
+		t.Fatalf("%d GPU ops, run has %d", len(g.GPUOps), len(r.Ops))
+	}
+	// The first op of the run, on the GPU clock.
+	want := r.Ops[0].Start + cfg.GPUClock.OffsetNs + int64(50e-6*float64(r.Ops[0].Start-cfg.Start)+0.5)
+	found := false
+	for _, op := range g.GPUOps {
+		if op.Correlation == r.Ops[0].Correlation && op.Start == want {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("first op not found at %d on the GPU clock", want)
+	}
+}
