@@ -99,9 +99,9 @@ func (d *CaptureDecoder) Decode(ctx context.Context, in *ingest.Input, t *ingest
 
 // captureReader carries one Decode.
 type captureReader struct {
-	ctx  context.Context
-	c    *Capture
-	t    *ingest.Trace
+	ctx context.Context
+	c   *Capture
+	t   *ingest.Trace
 	// mono is the monotonic source, once a recorder-stamped row needs it.
 	mono    ingest.SourceID
 	hasMono bool
