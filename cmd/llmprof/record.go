@@ -32,22 +32,21 @@ type RecordOptions struct {
 	ClockInterval time.Duration
 	FlushInterval time.Duration
 
-	NoNVML         bool
-	RequireGPU     bool
-	NVMLLib        string
-	NVMLInterval   time.Duration
-	DrainInterval  time.Duration
-	GPMInterval    time.Duration
-	Nsys           bool
-	NsysArgs       []string
-	nowForDefaults func() time.Time
+	NoNVML        bool
+	RequireGPU    bool
+	NVMLLib       string
+	NVMLInterval  time.Duration
+	DrainInterval time.Duration
+	GPMInterval   time.Duration
+	Nsys          bool
+	NsysArgs      []string
 }
 
 // NewCmdRecord captures a live workload.
 func NewCmdRecord(f *Factory) *cobra.Command { return newCmdRecord(f, runRecord) }
 
 func newCmdRecord(f *Factory, runF func(context.Context, *RecordOptions) error) *cobra.Command {
-	opts := &RecordOptions{IO: f.IO, nowForDefaults: time.Now}
+	opts := &RecordOptions{IO: f.IO}
 	cmd := &cobra.Command{
 		Use:   "record [flags] [--] <command> [args...]",
 		Short: "Capture a workload: OTLP spans, NVML GPU telemetry, clock anchors (and nsys)",
@@ -92,7 +91,7 @@ status (128+n if signal n killed it).`),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Command = args
 			if opts.Output == "" {
-				opts.Output = "run-" + opts.nowForDefaults().UTC().Format("20060102T150405Z") + ".llmprof"
+				opts.Output = "run-" + time.Now().UTC().Format("20060102T150405Z") + ".llmprof"
 			}
 			switch opts.Protocol {
 			case record.ProtocolGRPC, record.ProtocolHTTPProtobuf, record.ProtocolHTTPJSON:
