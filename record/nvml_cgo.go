@@ -312,8 +312,6 @@ func (s *nvmlSampler) ok(g *gpuState, off map[string]bool, query string, ret nvm
 	return false
 }
 
-func ptr[T any](v T) *T { return &v }
-
 // pollDevice reads the device-level counters of one GPU (and of its MIG
 // instances, which support fewer of them).
 func (s *nvmlSampler) pollDevice(g *gpuState) {

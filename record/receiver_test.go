@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 )
@@ -309,3 +310,5 @@ func TestCountItems(t *testing.T) {
 		})
 	}
 }
+
+func insecureCreds() credentials.TransportCredentials { return insecure.NewCredentials() }

@@ -478,14 +478,34 @@ func (r *recording) warnVLLM() {
 
 // subscribe starts listening for stop signals unless the caller supplies
 // them.
+//
+// A signal record was started with ignored stays ignored: under nohup a
+// hangup must not stop the run, and a background job of a script does not
+// take the terminal's Ctrl-C. (Subscribing would also un-ignore it for the
+// child, which inherits the disposition.)
 func (r *recording) subscribe() func() {
 	if r.opts.Signals != nil {
 		return func() {}
 	}
 	ch := make(chan os.Signal, 4)
-	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	for _, sig := range []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
+		if !signal.Ignored(sig) {
+			signal.Notify(ch, sig)
+		}
+	}
 	r.opts.Signals = ch
 	return func() { signal.Stop(ch) }
+}
+
+// stopSignal is what record sends when it decides to stop the child
+// (--duration, cancellation): SIGINT, as a user at the terminal would, unless
+// SIGINT is ignored here — then the child inherited that and only SIGTERM
+// reaches it.
+func stopSignal() syscall.Signal {
+	if signal.Ignored(syscall.SIGINT) {
+		return syscall.SIGTERM
+	}
+	return syscall.SIGINT
 }
 
 // supervise waits for the child to exit, forwarding the first stop request
@@ -536,13 +556,13 @@ func (r *recording) supervise(ctx context.Context, c *child) (status, detail str
 			if status == "" {
 				status, detail = StatusInterrupted, "recording cancelled"
 			}
-			stop(syscall.SIGTERM, "cancelled")
+			stop(stopSignal(), "cancelled")
 		case <-deadline:
 			deadline = nil
 			if status == "" {
 				status, detail = StatusComplete, fmt.Sprintf("stopped after --duration %s", r.opts.Duration)
 			}
-			stop(syscall.SIGINT, "--duration elapsed")
+			stop(stopSignal(), "--duration elapsed")
 		case <-grace:
 			grace = nil
 			stops = max(stops, 1)

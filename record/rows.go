@@ -162,20 +162,16 @@ type GPMSample struct {
 }
 
 var (
-	otlpSchema        = newTableSchema[OTLPPayload](TableOTLP)
-	clockSchema       = newTableSchema[ClockPair](TableClock)
-	eventSchema       = newTableSchema[Event](TableEvents)
-	deviceSchema      = newTableSchema[DeviceSample](TableGPUDevice)
-	bufferedSchema    = newTableSchema[BufferedSample](TableGPUBuffered)
-	processSchema     = newTableSchema[ProcessSample](TableGPUProcess)
-	gpmSchema         = newTableSchema[GPMSample](TableGPUGPM)
-	allTableSchemas   = []*tableSchema{otlpSchema, clockSchema, eventSchema, deviceSchema, bufferedSchema, processSchema, gpmSchema}
-	nvmlTableSchemas  = []*tableSchema{deviceSchema, bufferedSchema, processSchema, gpmSchema}
-	tableSchemaByName = func() map[string]*tableSchema {
-		m := map[string]*tableSchema{}
-		for _, ts := range allTableSchemas {
-			m[ts.name] = ts
-		}
-		return m
-	}()
+	otlpSchema      = newTableSchema[OTLPPayload](TableOTLP)
+	clockSchema     = newTableSchema[ClockPair](TableClock)
+	eventSchema     = newTableSchema[Event](TableEvents)
+	deviceSchema    = newTableSchema[DeviceSample](TableGPUDevice)
+	bufferedSchema  = newTableSchema[BufferedSample](TableGPUBuffered)
+	processSchema   = newTableSchema[ProcessSample](TableGPUProcess)
+	gpmSchema       = newTableSchema[GPMSample](TableGPUGPM)
+	allTableSchemas = []*tableSchema{otlpSchema, clockSchema, eventSchema, deviceSchema, bufferedSchema, processSchema, gpmSchema}
 )
+
+// ptr returns a pointer to a copy of v: a non-NULL value for a nullable
+// column.
+func ptr[T any](v T) *T { return &v }

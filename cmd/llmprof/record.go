@@ -133,7 +133,7 @@ status (128+n if signal n killed it).`),
 	fl.DurationVar(&opts.NVMLInterval, "nvml-interval", record.DefaultDeviceInterval, "device telemetry period (utilization, memory, clocks, power, PCIe, NVLink)")
 	fl.DurationVar(&opts.DrainInterval, "nvml-drain-interval", record.DefaultDrainInterval, "period of NVML ring-buffer drains and per-process polls")
 	fl.DurationVar(&opts.GPMInterval, "gpm-interval", record.DefaultGPMInterval, "GPM metrics period on Hopper and newer (at least 100ms)")
-	fl.BoolVar(&opts.Nsys, "nsys", false, "run the command under `nsys profile` and export SQLite into the capture")
+	fl.BoolVar(&opts.Nsys, "nsys", false, "run the command under nsys profile and export its SQLite into the capture")
 	fl.StringArrayVar(&opts.NsysArgs, "nsys-arg", nil, "extra `flag` for nsys profile (repeatable), e.g. --nsys-arg=--gpu-metrics-devices=0")
 	return cmd
 }
