@@ -322,20 +322,43 @@ func (r *captureReader) readDevice() error {
 	})
 }
 
-func (r *captureReader) readBuffered() error {
-	names := map[uint8]ingest.StrID{}
-	scales := map[uint8]float64{}
-	for _, b := range bufferedTypes {
-		names[b.typ], scales[b.typ] = r.t.Strings.Intern(b.name), b.scale
+// metricNames interns the names of one metric table once per decode; a
+// code the table does not know gets a name made from it, and scale 1.
+type metricNames[K comparable] struct {
+	t       *ingest.Trace
+	defs    map[K]metricDef[K]
+	ids     map[K]ingest.StrID
+	unknown string // format of the name of an unknown code
+}
+
+func newMetricNames[K comparable](t *ingest.Trace, defs []metricDef[K], unknown string) *metricNames[K] {
+	m := &metricNames[K]{t: t, defs: map[K]metricDef[K]{}, ids: map[K]ingest.StrID{}, unknown: unknown}
+	for _, d := range defs {
+		m.defs[d.code] = d
 	}
+	return m
+}
+
+func (m *metricNames[K]) get(code K) (ingest.StrID, float64) {
+	d, known := m.defs[code]
+	if !known {
+		d = metricDef[K]{code: code, name: fmt.Sprintf(m.unknown, code), scale: 1}
+		m.defs[code] = d
+	}
+	id, ok := m.ids[code]
+	if !ok {
+		id = m.t.Strings.Intern(d.name)
+		m.ids[code] = id
+	}
+	return id, d.scale
+}
+
+func (r *captureReader) readBuffered() error {
+	names := newMetricNames(r.t, bufferedTypes, "nvml.buffered.type%d")
 	return readTable(r, TableGPUBuffered, func(_ int, b *BufferedSample) {
-		id, ok := names[b.SamplingType]
-		if !ok {
-			id = r.t.Strings.Intern(fmt.Sprintf("nvml.buffered.type%d", b.SamplingType))
-			names[b.SamplingType], scales[b.SamplingType] = id, 1
-		}
+		id, scale := names.get(b.SamplingType)
 		// Stamped by the driver: NVML's CPU timestamp, realtime µs.
-		r.sample(srcCapture, int64(b.NVMLTimestampUs)*1000, id, b.Value*scales[b.SamplingType], b.GPU, -1, 0)
+		r.sample(srcCapture, int64(b.NVMLTimestampUs)*1000, id, b.Value*scale, b.GPU, -1, 0)
 	})
 }
 
@@ -360,20 +383,12 @@ func (r *captureReader) readProcess() error {
 }
 
 func (r *captureReader) readGPM() error {
-	names := map[uint16]ingest.StrID{}
-	scales := map[uint16]float64{}
-	for _, m := range gpmMetrics {
-		names[m.id], scales[m.id] = r.t.Strings.Intern(m.name), m.scale
-	}
+	names := newMetricNames(r.t, gpmMetrics, "gpm.metric%d")
 	return readTable(r, TableGPUGPM, func(_ int, g *GPMSample) {
-		id, ok := names[g.MetricID]
-		if !ok {
-			id = r.t.Strings.Intern(fmt.Sprintf("gpm.metric%d", g.MetricID))
-			names[g.MetricID], scales[g.MetricID] = id, 1
-		}
+		id, scale := names.get(g.MetricID)
 		// A GPM metric is an average over [T0, T1]; like NVML's own
 		// utilizations it is stamped at the end of its period.
-		r.sample(r.monoSource(), g.T1MonoNs, id, g.Value*scales[g.MetricID], g.GPU, instanceOf(g.GI), 0)
+		r.sample(r.monoSource(), g.T1MonoNs, id, g.Value*scale, g.GPU, instanceOf(g.GI), 0)
 	})
 }
 

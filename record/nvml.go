@@ -83,16 +83,19 @@ type gpuSampler interface {
 	Close()
 }
 
+// metricDef names an NVML code (a GPM metric id, a sampling type) for the
+// capture reader; scale converts NVML's unit to the one the name says.
+type metricDef[K comparable] struct {
+	code  K
+	name  string
+	scale float64
+}
+
 // GPM metrics sampled on Hopper and newer: nvmlGpmMetricId_t values and the
 // metric names the capture reader gives them. Definitions and units are
 // NVML's (nvml.h, nvmlGpmMetricId_t): utilizations in percent, PCIe and
 // NVLink rates in MiB/s, converted to bytes/s by the reader.
-var gpmMetrics = []struct {
-	id   uint16
-	name string
-	// scale converts NVML's unit to the metric's (MiB/s → bytes/s).
-	scale float64
-}{
+var gpmMetrics = []metricDef[uint16]{
 	{1, "gpm.graphics_util_pct", 1},
 	{2, "gpm.sm_util_pct", 1},
 	{3, "gpm.sm_occupancy_pct", 1},
@@ -114,11 +117,7 @@ var gpmMetrics = []struct {
 // NVML sampling types drained from the driver's ring buffers, with the
 // reader's metric names and the factor to the metric's unit. Power samples
 // are mW, clocks MHz, utilizations percent (nvml.h, nvmlSamplingType_t).
-var bufferedTypes = []struct {
-	typ   uint8
-	name  string
-	scale float64
-}{
+var bufferedTypes = []metricDef[uint8]{
 	{0, "nvml.buffered.power_w", 1e-3},
 	{1, "nvml.buffered.gpu_util_pct", 1},
 	{2, "nvml.buffered.mem_util_pct", 1},

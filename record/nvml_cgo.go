@@ -456,7 +456,7 @@ func (s *nvmlSampler) drain() {
 		now := monoNow()
 		if !g.mig { // sample buffers and process utilization are unsupported under MIG
 			for _, bt := range bufferedTypes {
-				s.drainBuffer(g, now, nvml.SamplingType(bt.typ))
+				s.drainBuffer(g, now, nvml.SamplingType(bt.code))
 			}
 			s.drainProcessUtil(g, now, desc)
 		}
@@ -600,7 +600,7 @@ func (s *nvmlSampler) gpmStep(g *gpuState, p *gpmPair, gi *int32, get func(nvml.
 		// NVML header (210, 333, 477 entries across go-nvml tags).
 		var mg nvml.GpmMetricsGetType
 		for i, m := range gpmMetrics {
-			mg.Metrics[i].MetricId = uint32(m.id)
+			mg.Metrics[i].MetricId = uint32(m.code)
 		}
 		mg.NumMetrics = uint32(len(gpmMetrics))
 		mg.Sample1, mg.Sample2 = p.prev, p.cur
@@ -610,7 +610,7 @@ func (s *nvmlSampler) gpmStep(g *gpuState, p *gpmPair, gi *int32, get func(nvml.
 					continue
 				}
 				s.sinks.gpm(GPMSample{T0MonoNs: p.prevT, T1MonoNs: t, GPU: int16(g.info.Index),
-					GPUUUID: g.info.UUID, GI: gi, MetricID: m.id, Value: mg.Metrics[i].Value})
+					GPUUUID: g.info.UUID, GI: gi, MetricID: m.code, Value: mg.Metrics[i].Value})
 			}
 		}
 	}

@@ -179,6 +179,19 @@ func (r *rowSink) sinks() samplerSinks {
 	}
 }
 
+// openMocked opens a sampler on mocks with its rows collected.
+func openMocked(t *testing.T, srv *server.Server) (*nvmlSampler, *rowSink) {
+	t.Helper()
+	s, err := newNVMLSampler(srv, NVMLOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	rs := &rowSink{}
+	s.sinks = rs.sinks()
+	return s, rs
+}
+
 func TestNVMLInitFailureTouchesNothingElse(t *testing.T) {
 	// Every function but Init is nil: any call after the failed Init
 	// panics, like the real library aborts the process (E4).
@@ -318,13 +331,7 @@ func TestNVMLSamplerFailures(t *testing.T) {
 	dev := srv.Devices[0].(*server.Device)
 	dev.GetPowerUsageFunc = func() (uint32, nvml.Return) { return 0, nvml.ERROR_NOT_SUPPORTED }
 	dev.GetTemperatureFunc = func(nvml.TemperatureSensors) (uint32, nvml.Return) { return 0, nvml.ERROR_UNKNOWN }
-	s, err := newNVMLSampler(srv, NVMLOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	rs := &rowSink{}
-	s.sinks = rs.sinks()
+	s, rs := openMocked(t, srv)
 	for range 3 {
 		s.pollDevice(s.gpus[0])
 	}
@@ -373,17 +380,11 @@ func TestNVMLSamplerMIG(t *testing.T) {
 		migGPM = append(migGPM, gi)
 		return nvml.SUCCESS
 	}
-	s, err := newNVMLSampler(srv, NVMLOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, rs := openMocked(t, srv)
 	_, gpus := s.Info()
 	if gpus[0].MIG == nil || len(gpus[0].MIG.Instances) != 1 || gpus[0].MIG.Instances[0] != (MIGInstance{UUID: "MIG-abc", GI: 3, CI: 0}) {
 		t.Fatalf("MIG info %+v", gpus[0].MIG)
 	}
-	rs := &rowSink{}
-	s.sinks = rs.sinks()
 	g := s.gpus[0]
 	s.pollDevice(g)
 	s.pollGPM(g)
@@ -417,13 +418,7 @@ func TestNVMLSamplerOldDriver(t *testing.T) {
 	dev := srv.Devices[0].(*server.Device)
 	dev.GpmQueryDeviceSupportFunc, dev.GpmSampleGetFunc, dev.GetCurrentClocksEventReasonsFunc = nil, nil, nil
 	srv.GpmSampleAllocFunc = nil
-	s, err := newNVMLSampler(srv, NVMLOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	rs := &rowSink{}
-	s.sinks = rs.sinks()
+	s, rs := openMocked(t, srv)
 	s.pollDevice(s.gpus[0])
 	s.pollGPM(s.gpus[0])
 	if _, g := s.Info(); g[0].GPMSupported || rs.device[0].ClocksEventReasons != nil || rs.device[0].PowerAvgMW == nil {
