@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/llmprof/llmprof/align"
 	"github.com/llmprof/llmprof/ingest"
 )
 
@@ -18,6 +19,13 @@ type Options struct {
 	TenantKey string `json:"tenant_key,omitempty"`
 	// SLO sets the goodput thresholds; zero fields are not checked.
 	SLO SLO `json:"slo"`
+	// StallThreshold marks decode tokens slower than this as stalls; zero
+	// means 3× the run's median inter-token latency.
+	StallThreshold time.Duration `json:"stall_threshold_ns,omitempty"`
+	// Alignment, when the trace was aligned, says how far apart records of
+	// different clock domains may really be: GPU time joined to steps by
+	// time window is flagged where it is finer than that.
+	Alignment *align.Result `json:"-"`
 }
 
 // DefaultOptions are the defaults documented on Options.
@@ -42,6 +50,10 @@ type Result struct {
 	ByModel  []Summary
 	// Stages totals every stage over all requests.
 	Stages []StageTotal
+	// Steps are the engine steps (llm.step spans) with their batches and
+	// GPU ops; Engines the processes that ran them.
+	Steps   []Step
+	Engines []Engine
 	// ModelEvents are model loads, unloads and reloads.
 	ModelEvents []ModelEvent
 	// KVCache is nil when no request reports the prefix cache.
@@ -54,6 +66,11 @@ type Result struct {
 	// warnings stay on the trace).
 	Warnings []ingest.Warning
 	Options  Options
+	// Tokens summarizes the token breakdown (nil when no request has token
+	// times, observed or estimated).
+	Tokens *TokenSummary
+
+	trace *ingest.Trace // for EachToken
 }
 
 // Summary is the latency distribution of a group of requests.
@@ -103,7 +120,8 @@ func (d Distribution) MarshalJSON() ([]byte, error) {
 		b = append(b, `,"`...)
 		b = append(b, f.name...)
 		b = append(b, `":`...)
-		b = AppendJSONFloat(b, f.v)
+		// Milliseconds to the nanosecond: more digits would be float noise.
+		b = AppendJSONFloat(b, math.Round(f.v*1e6)/1e6)
 	}
 	return append(b, '}'), nil
 }
@@ -144,7 +162,7 @@ type StageTotal struct {
 
 // Analyze finds the requests in t and attributes their latency.
 func Analyze(t *ingest.Trace, opts Options) *Result {
-	res := &Result{Options: opts, Styles: map[Style]int{}}
+	res := &Result{Options: opts, Styles: map[Style]int{}, trace: t}
 	k := newKeyCache(t)
 	ix := newSpanIndex(t)
 	cands, nested := findRequests(t, ix, k)
@@ -169,9 +187,14 @@ func Analyze(t *ingest.Trace, opts Options) *Result {
 	res.ByTenant = groupBy(res.Requests, func(r *Request) string { return r.Tenant }, opts.SLO)
 	res.ByModel = groupBy(res.Requests, func(r *Request) string { return r.Model }, opts.SLO)
 	res.Stages = stageTotals(res.Requests)
+	res.Steps, res.Engines = findSteps(t, k, res.Requests)
+	res.KVCache = kvCache(res.Requests, res.Steps, res.Engines)
+	res.alignmentCaveats(t, opts.Alignment)
 	res.BlindSpots = blindSpots(t, res.Requests)
-	res.KVCache = kvCache(res.Requests)
 	res.ModelEvents = modelEvents(t, k, res.Requests)
+	if ts := summarizeTokens(res, opts.StallThreshold); ts.Tokens > 0 {
+		res.Tokens = ts
+	}
 	return res
 }
 
@@ -354,4 +377,43 @@ func stageTotals(reqs []Request) []StageTotal {
 		out = append(out, StageTotal{Name: st.String(), TotalMs: float64(sums[st]) / 1e6, Share: share})
 	}
 	return out
+}
+
+// alignmentCaveats warns when steps got their GPU ops by time window across
+// clock domains whose alignment is coarser than a tenth of a typical step:
+// the GPU buckets of those steps are then finer than the clocks can vouch for.
+// (Ops found by NVTX projection are exact whatever the alignment.)
+func (res *Result) alignmentCaveats(t *ingest.Trace, ar *align.Result) {
+	if ar == nil {
+		return
+	}
+	var durations []float64
+	var worst int64
+	unknown, window := 0, 0
+	for i := range res.Steps {
+		st := &res.Steps[i]
+		durations = append(durations, float64(st.End-st.Start))
+		if st.OpsVia != OpsWindow || len(st.Ops) == 0 {
+			continue
+		}
+		window++
+		u, known := ar.Uncertainty(t.Spans[st.Span].Source, t.GPUOps[st.Ops[0]].Source)
+		if !known {
+			unknown++
+		}
+		worst = max(worst, u)
+	}
+	if window == 0 {
+		return
+	}
+	slices.Sort(durations)
+	tenth := Percentile(durations, 50) / 10
+	switch {
+	case unknown > 0:
+		res.warn(t, 0, "", "finer-than-alignment", fmt.Sprintf(
+			"%d step(s) got their GPU ops by time window across clocks whose alignment has no known bound (unrefined): their GPU buckets may belong to neighbouring steps; mirror steps in NVTX (span_id=<hex>) to join them exactly", unknown))
+	case float64(worst) > tenth:
+		res.warn(t, 0, "", "finer-than-alignment", fmt.Sprintf(
+			"%d step(s) got their GPU ops by time window across clocks aligned to ±%.1f µs, more than a tenth of a typical step (%.1f µs): per-token GPU buckets are finer than the alignment", window, float64(worst)/1e3, tenth/1e3))
+	}
 }

@@ -34,9 +34,13 @@ type KVCache struct {
 	// same length: the cache key ignored something and the prefix was
 	// recomputed (the seed article's "inflated hit ratio", §2.4).
 	Inflated []InflatedHit `json:"inflated"`
-	// Checked counts hits the test could judge: a hit whose saving is
-	// smaller than the prefill noise cannot be told from a miss.
-	Checked int `json:"checked"`
+	// Checked counts hits a test could judge: by step accounting (exact,
+	// when llm.step spans report the tokens each step computed) or by
+	// timing (a hit whose saving is smaller than the prefill noise cannot be
+	// told from a miss).
+	Checked      int `json:"checked"`
+	ByAccounting int `json:"checked_by_step_accounting"`
+	ByTiming     int `json:"checked_by_timing"`
 	// EffectiveHitShare is the hit share once inflated hits count as misses.
 	EffectiveHitShare float64 `json:"effective_hit_share"`
 	// Groups breaks hits down per model and tenant.
@@ -63,10 +67,13 @@ type InflatedHit struct {
 	InputTokens  int     `json:"input_tokens"`
 	CachedTokens int     `json:"cached_tokens"`
 	PrefillMs    float64 `json:"prefill_ms"`
+	// Method is "step-accounting" or "timing".
+	Method string `json:"method"`
 	// ExpectedHitMs and ExpectedMissMs are the prefill times the misses'
-	// fit predicts for this request as a real hit and as a miss.
-	ExpectedHitMs  float64 `json:"expected_hit_ms"`
-	ExpectedMissMs float64 `json:"expected_miss_ms"`
+	// fit predicts for this request as a real hit and as a miss (null when
+	// step accounting decided).
+	ExpectedHitMs  Float `json:"expected_hit_ms"`
+	ExpectedMissMs Float `json:"expected_miss_ms"`
 }
 
 // cacheInfo reads a request's cache facts; cached = −1 when unknown.
@@ -104,8 +111,9 @@ func cacheInfo(t *ingest.Trace, ix *spanIndex, k *keyCache, i int, desc []int, r
 // its prefill is closer to the fit's prediction for a miss than for a hit of
 // its cached length. A hit is judged only when the saving the fit predicts
 // exceeds twice the misses' median absolute residual.
-func kvCache(reqs []Request) *KVCache {
+func kvCache(reqs []Request, steps []Step, engines []Engine) *KVCache {
 	kv := &KVCache{}
+	verdict := stepAccounting(reqs, steps, engines)
 	var hitPrefill, missPrefill, hitTTFT, missTTFT []float64
 	var cachedTok, inputTok int64
 	byModel := map[string][]int{}
@@ -143,6 +151,22 @@ func kvCache(reqs []Request) *KVCache {
 	kv.HitTTFT, kv.MissTTFT = distribution(hitTTFT), distribution(missTTFT)
 
 	inflated := map[int]bool{}
+	flag := func(i int, method string, expHit, expMiss float64) {
+		r := &reqs[i]
+		inflated[i] = true
+		kv.Inflated = append(kv.Inflated, InflatedHit{
+			ID: r.ID, Tenant: r.Tenant, Model: r.Model, InputTokens: r.InputTokens, CachedTokens: r.CachedTokens,
+			PrefillMs: float64(r.Stages[StagePrefill]) / 1e6, Method: method,
+			ExpectedHitMs: Float(expHit / 1e6), ExpectedMissMs: Float(expMiss / 1e6),
+		})
+	}
+	for i, v := range verdict {
+		kv.Checked++
+		kv.ByAccounting++
+		if v > 0 {
+			flag(i, "step-accounting", math.NaN(), math.NaN())
+		}
+	}
 	models := make([]string, 0, len(byModel))
 	for m := range byModel {
 		models = append(models, m)
@@ -175,7 +199,7 @@ func kvCache(reqs []Request) *KVCache {
 		mad := Percentile(res, 50)
 		for _, i := range idx {
 			r := &reqs[i]
-			if !r.CacheHit || r.CachedTokens <= 0 || r.InputTokens <= 0 || r.Stages[StagePrefill] <= 0 {
+			if _, decided := verdict[i]; decided || !r.CacheHit || r.CachedTokens <= 0 || r.InputTokens <= 0 || r.Stages[StagePrefill] <= 0 {
 				continue
 			}
 			saving := b * float64(r.CachedTokens)
@@ -183,18 +207,15 @@ func kvCache(reqs []Request) *KVCache {
 				continue
 			}
 			kv.Checked++
+			kv.ByTiming++
 			expHit := a + b*float64(r.InputTokens-r.CachedTokens)
 			expMiss := a + b*float64(r.InputTokens)
-			pre := float64(r.Stages[StagePrefill])
-			if pre > (expHit+expMiss)/2 {
-				inflated[i] = true
-				kv.Inflated = append(kv.Inflated, InflatedHit{
-					ID: r.ID, Tenant: r.Tenant, Model: r.Model, InputTokens: r.InputTokens, CachedTokens: r.CachedTokens,
-					PrefillMs: pre / 1e6, ExpectedHitMs: expHit / 1e6, ExpectedMissMs: expMiss / 1e6,
-				})
+			if float64(r.Stages[StagePrefill]) > (expHit+expMiss)/2 {
+				flag(i, "timing", expHit, expMiss)
 			}
 		}
 	}
+	slices.SortFunc(kv.Inflated, func(a, b InflatedHit) int { return cmp.Compare(a.ID, b.ID) })
 	kv.EffectiveHitShare = float64(kv.Hits-len(kv.Inflated)) / float64(kv.Requests)
 	kv.ByModel = kvGroups(reqs, inflated, func(r *Request) string { return r.Model })
 	kv.ByTenant = kvGroups(reqs, inflated, func(r *Request) string { return r.Tenant })
@@ -266,4 +287,89 @@ func theilSen(xs, ys []float64, maxPoints int) (a, b float64) {
 	}
 	slices.Sort(icpt)
 	return Percentile(icpt, 50), b
+}
+
+// stepAccounting decides reported hits exactly where steps report the tokens
+// they computed (llm.batch.tokens = prompt tokens computed + one per decoding
+// request). In each step, the requests new to the batch prefill: a first
+// admission computes its prompt minus what the cache holds, a re-admission
+// after preemption recomputes prompt and output so far. The tokens left over
+// once those are accounted for must be the cached prefixes that were
+// recomputed anyway; when exactly one subset of the step's hits explains them,
+// those hits were inflated and the others genuine. Returns +1 (inflated) or
+// −1 (genuine) per decided request.
+func stepAccounting(reqs []Request, steps []Step, engines []Engine) map[int]int8 {
+	verdict := map[int]int8{}
+	for _, e := range engines {
+		prev := map[int32]bool{}
+		done := map[int32]int{} // steps each request took part in so far
+		for _, si := range e.Steps {
+			st := &steps[si]
+			cur := make(map[int32]bool, len(st.Requests))
+			var fresh []int32
+			for _, q := range st.Requests {
+				cur[q] = true
+				if !prev[q] {
+					fresh = append(fresh, q)
+				}
+			}
+			ok := st.Tokens >= 0 && len(st.Requests) == st.Size
+			residual := st.Tokens - (len(st.Requests) - len(fresh))
+			var hits []int32
+			for _, q := range fresh {
+				r := &reqs[q]
+				if r.InputTokens < 0 {
+					ok = false
+					break
+				}
+				switch {
+				case done[q] > 0: // re-admitted after preemption: full recompute
+					residual -= r.InputTokens + done[q]
+				case r.CacheHit && r.CachedTokens > 0:
+					residual -= r.InputTokens - r.CachedTokens
+					hits = append(hits, q)
+				default:
+					residual -= r.InputTokens
+				}
+			}
+			if ok && len(hits) > 0 && len(hits) <= 12 && residual >= 0 {
+				if subset, unique := uniqueSubset(reqs, hits, residual); unique {
+					for j, q := range hits {
+						if subset&(1<<j) != 0 {
+							verdict[int(q)] = 1
+						} else {
+							verdict[int(q)] = -1
+						}
+					}
+				}
+			}
+			for _, q := range st.Requests {
+				done[q]++
+			}
+			prev = cur
+		}
+	}
+	return verdict
+}
+
+// uniqueSubset finds the one subset of hits whose cached tokens sum to
+// target (as a bit mask), if exactly one does.
+func uniqueSubset(reqs []Request, hits []int32, target int) (uint32, bool) {
+	found, count := uint32(0), 0
+	for mask := uint32(0); mask < 1<<len(hits); mask++ {
+		sum := 0
+		for j, q := range hits {
+			if mask&(1<<j) != 0 {
+				sum += reqs[q].CachedTokens
+			}
+		}
+		if sum == target {
+			found = mask
+			count++
+			if count > 1 {
+				return 0, false
+			}
+		}
+	}
+	return found, count == 1
 }

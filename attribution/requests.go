@@ -32,6 +32,9 @@ const (
 
 var stageNames = [...]string{"tokenize", "queue", "prefill", "decode", "inference", "detokenize", "stream", "other"}
 
+// StageNames lists the stage names in Stage order.
+func StageNames() []string { return append([]string(nil), stageNames[:]...) }
+
 func (s Stage) String() string {
 	if int(s) < len(stageNames) {
 		return stageNames[s]
@@ -92,6 +95,9 @@ type Request struct {
 	Stages [NumStages]int64
 	// Gaps locate the time in StageOther.
 	Gaps []Gap
+	// TokenizeEnd and QueueEnd are where the tokenize and queue stages end
+	// (0 when the input has no such stage).
+	TokenizeEnd, QueueEnd int64
 	// CallerExtra is how much longer the calling service's span (the nearest
 	// ancestor from another service) lasted than this request: time the
 	// request span does not see. 0 without a caller span.
@@ -404,6 +410,8 @@ func buildRequest(t *ingest.Trace, ix *spanIndex, k *keyCache, i int, style Styl
 	}
 
 	r.CacheHit, r.CacheKnown, r.CachedTokens = cacheInfo(t, ix, k, i, desc, &r)
+	r.TokenizeEnd, _ = stageEnd(ivs, StageTokenize)
+	r.QueueEnd, _ = stageEnd(ivs, StageQueue)
 	r.Stages, r.Gaps, problems = partition(r.Arrival, r.End, ivs, problems)
 	if q := r.Stages[StageQueue]; hasStage(ivs, StageQueue) {
 		r.Queue = float64(q)

@@ -5,7 +5,9 @@
 package report
 
 import (
+	"github.com/llmprof/llmprof/align"
 	"github.com/llmprof/llmprof/attribution"
+	"github.com/llmprof/llmprof/compare"
 	"github.com/llmprof/llmprof/ingest"
 )
 
@@ -15,15 +17,23 @@ const Schema = "llmprof.report/v1"
 
 // Report is everything one `llmprof analyze` shows.
 type Report struct {
-	Schema      string                   `json:"schema"`
-	Version     string                   `json:"llmprof_version"`
-	Sources     []Source                 `json:"sources"`
-	Requests    *Requests                `json:"requests"`
-	Stages      []attribution.StageTotal `json:"stages"`
-	BlindSpots  *attribution.BlindSpots  `json:"blind_spots,omitempty"`
-	KVCache     *attribution.KVCache     `json:"kv_cache,omitempty"`
-	ModelEvents []attribution.ModelEvent `json:"model_events,omitempty"`
-	Warnings    []ingest.Warning         `json:"warnings"`
+	Schema  string   `json:"schema"`
+	Version string   `json:"llmprof_version"`
+	Sources []Source `json:"sources"`
+	// Alignment has one fit per clock domain (DESIGN §11 alignment[]);
+	// Causality counts GPU ops that start before their launch, after it.
+	Alignment   []align.Fit               `json:"alignment"`
+	Causality   *align.Causality          `json:"causality,omitempty"`
+	Requests    *Requests                 `json:"requests"`
+	Stages      []attribution.StageTotal  `json:"stages"`
+	BlindSpots  *attribution.BlindSpots   `json:"blind_spots,omitempty"`
+	KVCache     *attribution.KVCache      `json:"kv_cache,omitempty"`
+	ModelEvents []attribution.ModelEvent  `json:"model_events,omitempty"`
+	Tokens      *attribution.TokenSummary `json:"tokens,omitempty"`
+	Warnings    []ingest.Warning          `json:"warnings"`
+	// Samples are the per-request observations `llmprof diff` compares, so
+	// that a saved analysis can be a diff baseline.
+	Samples *compare.Run `json:"samples,omitempty"`
 }
 
 // Source is one input file as the report lists it.
@@ -56,7 +66,9 @@ type Requests struct {
 type Input struct {
 	Version string
 	Trace   *ingest.Trace
+	Align   *align.Result
 	Attr    *attribution.Result
+	Samples *compare.Run
 }
 
 // New assembles a report. It copies and arranges; it does not analyse.
@@ -74,6 +86,13 @@ func New(in Input) *Report {
 		})
 	}
 	r.Warnings = append(r.Warnings, t.Warnings.List...)
+	r.Alignment = []align.Fit{}
+	if in.Align != nil {
+		r.Alignment = in.Align.Fits
+		c := in.Align.Causality
+		r.Causality = &c
+	}
+	r.Samples = in.Samples
 	if a := in.Attr; a != nil {
 		req := &Requests{
 			Count: len(a.Requests), Styles: map[string]int{}, Metrics: a.Overall.Metrics, Summary: a.Overall,
@@ -98,6 +117,7 @@ func New(in Input) *Report {
 		}
 		r.KVCache = a.KVCache
 		r.ModelEvents = a.ModelEvents
+		r.Tokens = a.Tokens
 		r.Warnings = append(r.Warnings, a.Warnings...)
 	}
 	if r.Warnings == nil {

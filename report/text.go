@@ -12,6 +12,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 	"github.com/muesli/termenv"
 
+	"github.com/llmprof/llmprof/align"
 	"github.com/llmprof/llmprof/attribution"
 )
 
@@ -80,6 +81,8 @@ func (r *Report) WriteText(w io.Writer, opts TextOptions) error {
 	}
 	src.render(&b, st, 2)
 
+	alignmentText(&b, st, r)
+
 	if rq := r.Requests; rq != nil {
 		p("\n%s", st.section.Render("REQUESTS"))
 		if rq.Count == 0 {
@@ -106,11 +109,17 @@ func (r *Report) WriteText(w io.Writer, opts TextOptions) error {
 				sort.SliceStable(stages, func(i, j int) bool { return stages[i].TotalMs > stages[j].TotalMs })
 				barWidth := max(10, min(40, opts.Width-40))
 				for _, s := range stages {
+					if s.TotalMs == 0 && s.Name != "other" {
+						continue // a stage this input does not have
+					}
 					filled := int(math.Round(s.Share * float64(barWidth)))
 					p("  %-11s %6s  %s%s  %s\n", s.Name, pct(s.Share),
 						st.bar.Render(strings.Repeat("█", filled)), st.barEmpty.Render(strings.Repeat("░", barWidth-filled)),
 						fmtSeconds(s.TotalMs/1e3))
 				}
+			}
+			if r.Tokens != nil {
+				tokensText(&b, st, r.Tokens)
 			}
 			if bs := r.BlindSpots; bs != nil {
 				blindSpotsText(&b, st, bs)
@@ -138,6 +147,73 @@ func (r *Report) WriteText(w io.Writer, opts TextOptions) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// alignmentText shows the clock alignment when there is more than one
+// clock: every report that joins records across clocks says how well it can.
+func alignmentText(b *strings.Builder, st styles, r *Report) {
+	if len(r.Alignment) < 2 {
+		return
+	}
+	ref := ""
+	for _, f := range r.Alignment {
+		if f.Status == align.StatusReference {
+			ref = f.Domain
+		}
+	}
+	fmt.Fprintf(b, "\n%s  %s\n", st.section.Render("CLOCK ALIGNMENT"), st.dim.Render("reference: "+ref))
+	t := newTable("domain", "status", "anchors", "offset", "drift", "residual p99", "bound")
+	for _, f := range r.Alignment {
+		if f.Status == align.StatusReference {
+			continue
+		}
+		offset, drift, res, bound := "—", "—", "—", "—"
+		if f.Status != align.StatusCannotAlign {
+			offset = fmtNs(f.OffsetNs, true)
+			if f.DriftFitted {
+				drift = fmt.Sprintf("%+.2f ppm", f.DriftPPM)
+			} else {
+				drift = "not fitted"
+			}
+		}
+		if f.ResidualP99Ns != nil {
+			res = fmtNs(*f.ResidualP99Ns, false)
+		}
+		if f.BoundNs != nil {
+			bound = "±" + fmtNs(*f.BoundNs, false)
+		}
+		status := string(f.Status)
+		if f.Status == align.StatusUnrefined || f.Status == align.StatusCannotAlign {
+			status = st.warn.Render(status)
+		}
+		t.row(f.Domain, status, f.Anchors.String(), offset, drift, res, bound)
+	}
+	t.render(b, st, 2)
+	if c := r.Causality; c != nil && c.Checked > 0 {
+		line := fmt.Sprintf("causality: %s of %s GPU ops start before their launch call", commas(c.Violations), commas(c.Checked))
+		if c.Violations > 0 {
+			line += fmt.Sprintf(" (largest lead %s)", fmtNs(c.LargestNs, false))
+		}
+		fmt.Fprintf(b, "  %s\n", line)
+	}
+}
+
+// fmtNs prints a duration in the unit that suits it.
+func fmtNs(ns int64, signed bool) string {
+	sign := ""
+	if signed && ns >= 0 {
+		sign = "+"
+	}
+	a := math.Abs(float64(ns))
+	switch {
+	case a >= 1e9:
+		return fmt.Sprintf("%s%.6f s", sign, float64(ns)/1e9)
+	case a >= 1e6:
+		return fmt.Sprintf("%s%.3f ms", sign, float64(ns)/1e6)
+	case a >= 1e3:
+		return fmt.Sprintf("%s%.1f µs", sign, float64(ns)/1e3)
+	}
+	return fmt.Sprintf("%s%d ns", sign, ns)
 }
 
 func blindSpotsText(b *strings.Builder, st styles, bs *attribution.BlindSpots) {
@@ -180,15 +256,19 @@ func kvText(b *strings.Builder, st styles, kv *attribution.KVCache) {
 	t.row("misses", commas(kv.MissPrefill.N), ms(kv.MissPrefill.P50), ms(kv.MissPrefill.P99), ms(kv.MissTTFT.P50), ms(kv.MissTTFT.P99))
 	t.render(b, st, 2)
 	if n := len(kv.Inflated); n > 0 {
-		fmt.Fprintf(b, "  %s %d of %d checked hits prefill like misses (inflated hit ratio): effective hit share %s, not %s\n",
+		fmt.Fprintf(b, "  %s %d of %d checked hits recomputed their prefix (inflated hit ratio): effective hit share %s, not %s\n",
 			st.warn.Render("!"), n, kv.Checked, pct(kv.EffectiveHitShare), pct(kv.HitShare))
 		for i, h := range kv.Inflated {
 			if i == 3 {
 				fmt.Fprintf(b, "    %s\n", st.dim.Render(fmt.Sprintf("… %d more (see --format json)", n-3)))
 				break
 			}
-			fmt.Fprintf(b, "    %s (%s, %s): %s cached of %s, prefill %s ms; a hit should take ~%s ms, a miss ~%s ms\n",
-				h.ID, h.Tenant, h.Model, commas(h.CachedTokens), commas(h.InputTokens), ms(h.PrefillMs), ms(h.ExpectedHitMs), ms(h.ExpectedMissMs))
+			why := "its step computed the whole prompt"
+			if h.Method == "timing" {
+				why = fmt.Sprintf("a hit should take ~%s ms, a miss ~%s ms", ms(float64(h.ExpectedHitMs)), ms(float64(h.ExpectedMissMs)))
+			}
+			fmt.Fprintf(b, "    %s (%s, %s): %s of %s prompt tokens reported cached, prefill %s ms; %s\n",
+				h.ID, h.Tenant, h.Model, commas(h.CachedTokens), commas(h.InputTokens), ms(h.PrefillMs), why)
 		}
 	} else if kv.Checked > 0 {
 		fmt.Fprintf(b, "  %d hits checked: all prefill like hits\n", kv.Checked)

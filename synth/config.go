@@ -26,7 +26,7 @@ type Config struct {
 	LaunchNs           int64 // CPU cost of one kernel launch (default 5 µs)
 	LoopGapNs          int64 // engine loop overhead between steps (default 40 µs)
 	StallProbability   float64
-	StallNs            int64 // a CPU stall (GC, Python) delaying launches (default 600 µs)
+	StallNs            int64 // a CPU stall (a GC pause) delaying launches (default 25 ms)
 	TokenizeNsPerToken int64 // default 1 µs per input token (+ 100 µs)
 	DetokenizeNs       int64 // after the last token (default 200 µs)
 	StreamNs           int64 // flushing the response (default 500 µs)
@@ -106,7 +106,7 @@ func DefaultConfig(seed int64, d time.Duration) Config {
 			{Name: "llama-3.1-8b", Device: 0, MaxBatch: 64, KVTokens: 12_000},
 			{Name: "qwen2.5-7b", Device: 1, TP: 2, MaxBatch: 48, KVTokens: 90_000},
 		},
-		StallProbability:       0.02,
+		StallProbability:       0.003,
 		InflatedHitProbability: 0.15,
 	}
 }
@@ -123,7 +123,7 @@ func (c *Config) applyDefaults() {
 	def(&c.PostprocessPerReq, 8_000)
 	def(&c.LaunchNs, 5_000)
 	def(&c.LoopGapNs, 40_000)
-	def(&c.StallNs, 600_000)
+	def(&c.StallNs, 25_000_000)
 	def(&c.TokenizeNsPerToken, 1_000)
 	def(&c.DetokenizeNs, 200_000)
 	def(&c.StreamNs, 500_000)

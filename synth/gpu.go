@@ -25,8 +25,8 @@ func (r *Run) GPUClockTime(t int64) int64 {
 // that launched it (matching correlation IDs), the engine thread's stream
 // synchronizations, an NVTX range per engine step whose text carries the
 // mirrored llm.step span's ID ("step 12 span_id=<hex>"), process, thread and
-// device names. Jitter (Config.GPUClock.JitterNs) is applied to the NVTX
-// ranges only, so launch/kernel causality holds exactly.
+// device names. Jitter (Config.GPUClock.JitterNs, half-normal, inward) is
+// applied to the NVTX ranges only, so launch/kernel causality holds exactly.
 func (r *Run) GPUTrace() *ingest.Trace {
 	t := ingest.New()
 	t.Sources = []ingest.Source{{
@@ -34,11 +34,14 @@ func (r *Run) GPUTrace() *ingest.Trace {
 		Clock: ingest.ClockDomain{Name: "nsys:synth", Kind: ingest.ClockNsysSession},
 	}}
 	rng := rand.New(rand.NewPCG(uint64(r.Config.Seed), 0x6e767478)) // "nvtx"
+	// The NVTX push happens a little after the span starts and the pop a
+	// little before it ends (a range nests inside the span it mirrors), so
+	// the jitter is one-sided, inward.
 	jit := func() int64 {
 		if r.Config.GPUClock.JitterNs == 0 {
 			return 0
 		}
-		return int64(rng.NormFloat64() * float64(r.Config.GPUClock.JitterNs))
+		return int64(math.Abs(rng.NormFloat64()) * float64(r.Config.GPUClock.JitterNs))
 	}
 	ts := r.GPUClockTime
 	launchK := t.Strings.Intern("cudaLaunchKernel")
@@ -54,7 +57,7 @@ func (r *Run) GPUTrace() *ingest.Trace {
 		eng := &r.Engines[st.Engine]
 		text := fmt.Sprintf("step %d span_id=%s", st.Index, hex.EncodeToString(st.SpanID[:]))
 		t.Spans = append(t.Spans, ingest.Span{
-			Name: t.Strings.Intern(text), Start: ts(st.Start) + jit(), End: ts(st.End) + jit(),
+			Name: t.Strings.Intern(text), Start: ts(st.Start) + jit(), End: max(ts(st.End)-jit(), ts(st.Start)),
 			Pid: eng.Pid, Tid: eng.Tid, Origin: ingest.OriginNVTX, Resource: -1, Scope: -1,
 		})
 		var lastLaunchEnd, gpuEnd int64

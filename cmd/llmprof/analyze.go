@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llmprof/llmprof/attribution"
+	"github.com/llmprof/llmprof/compare"
 	"github.com/llmprof/llmprof/ingest"
 	"github.com/llmprof/llmprof/report"
 )
@@ -25,6 +26,8 @@ type AnalyzeOptions struct {
 	Strict    bool
 	TenantKey string
 	SLO       string
+	Tokens    string
+	Stall     time.Duration
 }
 
 // NewCmdAnalyze builds `llmprof analyze`.
@@ -50,8 +53,8 @@ are warnings shown in every report; --strict turns them into an error.`),
   # a collector file-exporter dump, per-customer, with SLOs for goodput
   llmprof analyze --tenant-key customer.id --slo ttft=200ms,tpot=50ms traces.jsonl
 
-  # machine-readable, for CI or a notebook
-  llmprof analyze --format json -o report.json traces.jsonl`),
+  # machine-readable, for CI or a notebook; one row per token for pandas
+  llmprof analyze --format json -o report.json --tokens tokens.csv traces.jsonl`),
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Inputs = args
@@ -64,6 +67,8 @@ are warnings shown in every report; --strict turns them into an error.`),
 	fl.BoolVar(&opts.Strict, "strict", false, "treat input warnings as errors")
 	fl.StringVar(&opts.TenantKey, "tenant-key", "", "attribute naming a request's tenant (default: llm.tenant, tenant.id, enduser.id, then the calling service)")
 	fl.StringVar(&opts.SLO, "slo", "", "goodput objectives, e.g. `ttft=200ms,tpot=50ms,e2e=10s`")
+	fl.StringVar(&opts.Tokens, "tokens", "", "also write one row per output token to `FILE` (CSV, or JSON Lines if it ends in .jsonl)")
+	fl.DurationVar(&opts.Stall, "stall", 0, "a decode token slower than this is a stall (default: 3× the model's median inter-token latency)")
 	return cmd
 }
 
@@ -75,17 +80,24 @@ func runAnalyze(ctx context.Context, f *Factory, opts *AnalyzeOptions) error {
 	if err != nil {
 		return err
 	}
-	t, err := openInputs(ctx, f, opts.Inputs)
+	a, err := analyzeInputs(ctx, f, opts.Inputs, pipelineOptions{TenantKey: opts.TenantKey, SLO: slo, Stall: opts.Stall})
 	if err != nil {
 		return err
 	}
-	res := attribution.Analyze(t, attribution.Options{TenantKey: opts.TenantKey, SLO: slo})
-	rep := report.New(report.Input{Version: versionString(), Trace: t, Attr: res})
+	res := a.Attr
+	samples := compare.FromAttribution(res)
+	rep := report.New(report.Input{Version: versionString(), Trace: a.Trace, Align: a.Align, Attr: res, Samples: &samples})
 	if opts.Strict && len(rep.Warnings) > 0 {
 		for _, w := range rep.Warnings {
 			fmt.Fprintln(opts.IO.ErrOut, "llmprof: "+w.String())
 		}
 		return fmt.Errorf("%d warning(s) and --strict is set", len(rep.Warnings))
+	}
+	if opts.Tokens != "" {
+		jsonl := strings.HasSuffix(opts.Tokens, ".jsonl")
+		if err := writeFileAtomic(opts.Tokens, func(w *bufio.Writer) error { return report.WriteTokens(w, res, jsonl) }); err != nil {
+			return fmt.Errorf("--tokens %s: %w", opts.Tokens, err)
+		}
 	}
 	return writeOutput(opts.IO, opts.Output, func(w io.Writer, tty bool) error {
 		if opts.Format == "json" {

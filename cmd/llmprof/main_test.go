@@ -2,18 +2,8 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"testing"
 )
-
-// run executes llmprof with fake streams and returns stdout, stderr and the
-// exit code.
-func run(t testing.TB, args ...string) (stdout, stderr string, code int) {
-	t.Helper()
-	var out, errOut bytes.Buffer
-	code = Main(context.Background(), args, &IOStreams{Out: &out, ErrOut: &errOut, In: &bytes.Buffer{}})
-	return out.String(), errOut.String(), code
-}
 
 func TestExitCodes(t *testing.T) {
 	cases := []struct {
@@ -32,7 +22,7 @@ func TestExitCodes(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, stderr, code := run(t, tc.args...)
+			code, _, stderr := runLLMProf(t, tc.args...)
 			if code != tc.code {
 				t.Fatalf("exit code %d, want %d (stderr: %s)", code, tc.code, stderr)
 			}

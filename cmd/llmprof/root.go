@@ -46,7 +46,9 @@ idle gaps and other tenants.`),
 var commands = []func(*Factory) *cobra.Command{
 	NewCmdAnalyze,
 	NewCmdDemo,
+	NewCmdExport,
 	NewCmdVersion,
+	NewCmdDiff,
 	NewCmdRecord,
 }
 

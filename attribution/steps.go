@@ -1,0 +1,283 @@
+package attribution
+
+import (
+	"encoding/hex"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/llmprof/llmprof/ingest"
+)
+
+// OpsVia says how a step's GPU operations were found.
+type OpsVia uint8
+
+const (
+	// OpsNone: no GPU data for this step.
+	OpsNone OpsVia = iota
+	// OpsNVTX: the ops launched from CUDA API calls inside the NVTX range
+	// that mirrors the step (its text carries span_id=<hex> or step=<n>), on
+	// the range's thread — the NVTX→GPU projection of nsys stats. Exact
+	// whatever the clock alignment's error.
+	OpsNVTX
+	// OpsWindow: the engine process's ops that started inside the step's
+	// aligned time window. Only as good as the alignment.
+	OpsWindow
+)
+
+func (v OpsVia) String() string {
+	switch v {
+	case OpsNVTX:
+		return "nvtx"
+	case OpsWindow:
+		return "window"
+	}
+	return "none"
+}
+
+// Step is one engine iteration (an llm.step span) with its batch and GPU work.
+type Step struct {
+	Span   int
+	ID     int64
+	Engine int
+	Start  int64
+	End    int64
+	Phase  string
+	// Size is llm.batch.size (the batch's request count when absent);
+	// Tokens is llm.batch.tokens (−1 when absent).
+	Size, Tokens int
+	// Requests are indices into Result.Requests, in batch order.
+	Requests []int32
+	// Ops are indices into the trace's GPUOps, by start time.
+	Ops    []int32
+	OpsVia OpsVia
+}
+
+// Engine is one serving process that emits steps.
+type Engine struct {
+	Name string
+	Pid  uint32
+	// Steps are indices into Result.Steps, by start time.
+	Steps []int
+}
+
+var (
+	keyStepID   = []string{"llm.step.id"}
+	keyPhase    = []string{"llm.step.phase"}
+	keyBatchIDs = []string{"llm.batch.request_ids"}
+	keyBatchSz  = []string{"llm.batch.size"}
+	keyBatchTok = []string{"llm.batch.tokens"}
+)
+
+// findSteps collects llm.step spans, resolves their batches to requests and
+// finds each step's GPU operations.
+func findSteps(t *ingest.Trace, k *keyCache, reqs []Request) ([]Step, []Engine) {
+	stepName, ok := t.Key("llm.step")
+	if !ok {
+		return nil, nil
+	}
+	byID := make(map[string]int32, len(reqs))
+	for i := range reqs {
+		if _, dup := byID[reqs[i].ID]; !dup {
+			byID[reqs[i].ID] = int32(i)
+		}
+	}
+	engineOf := map[string]int{}
+	var steps []Step
+	var engines []Engine
+	for i := range t.Spans {
+		s := &t.Spans[i]
+		if s.Name != stepName || s.Origin != ingest.OriginOTLP {
+			continue
+		}
+		name, pid := engineIdentity(t, k, s)
+		e, ok := engineOf[name]
+		if !ok {
+			e = len(engines)
+			engineOf[name] = e
+			engines = append(engines, Engine{Name: name, Pid: pid})
+		}
+		st := Step{Span: i, Engine: e, Start: s.Start, End: s.End, Tokens: -1, ID: int64(len(engines[e].Steps))}
+		if _, v, ok := k.first(s.Attrs, keyStepID); ok && v.Kind() == ingest.KindInt {
+			st.ID = v.Int()
+		}
+		st.Phase, _ = k.str(s.Attrs, keyPhase)
+		if _, v, ok := k.first(s.Attrs, keyBatchIDs); ok {
+			for _, id := range t.StringList(v) {
+				if r, ok := byID[id]; ok {
+					st.Requests = append(st.Requests, r)
+				}
+			}
+		}
+		st.Size = len(st.Requests)
+		if n, ok := k.count(s.Attrs, keyBatchSz); ok {
+			st.Size = n
+		}
+		if n, ok := k.count(s.Attrs, keyBatchTok); ok {
+			st.Tokens = n
+		}
+		engines[e].Steps = append(engines[e].Steps, len(steps))
+		steps = append(steps, st)
+	}
+	stepOps(t, steps, engines)
+	return steps, engines
+}
+
+// engineIdentity names the process a step span came from: its resource's
+// service.name and process.pid.
+func engineIdentity(t *ingest.Trace, k *keyCache, s *ingest.Span) (string, uint32) {
+	if s.Resource < 0 || int(s.Resource) >= len(t.Resources) {
+		return "engine", 0
+	}
+	attrs := t.Resources[s.Resource].Attrs
+	name, _ := k.str(attrs, []string{"service.name"})
+	var pid uint32
+	if n, ok := k.count(attrs, []string{"process.pid"}); ok {
+		pid = uint32(n)
+		name += " (pid " + strconv.Itoa(n) + ")"
+	}
+	if name == "" {
+		name = "engine"
+	}
+	return name, pid
+}
+
+// stepOps attaches GPU ops to steps: by NVTX projection where a mirrored
+// range exists, else by the engine's ops inside the step's window.
+func stepOps(t *ingest.Trace, steps []Step, engines []Engine) {
+	if len(t.GPUOps) == 0 || len(steps) == 0 {
+		return
+	}
+	// NVTX ranges that mirror a span, by the span's ID, and by step number.
+	bySpanID := map[ingest.SpanID]int{}
+	byStepNo := map[int64][]int{}
+	for i := range t.Spans {
+		s := &t.Spans[i]
+		if s.Origin != ingest.OriginNVTX {
+			continue
+		}
+		text := t.Str(s.Name)
+		if id, ok := mirroredSpanID(text); ok {
+			bySpanID[id] = i
+		} else if n, ok := mirroredStep(text); ok {
+			byStepNo[n] = append(byStepNo[n], i)
+		}
+	}
+	// CUDA API calls per thread, by start; ops by (pid, correlation).
+	type thread struct{ pid, tid uint32 }
+	apis := map[thread][]int{}
+	for i := range t.Spans {
+		s := &t.Spans[i]
+		if (s.Origin == ingest.OriginCUDARuntime || s.Origin == ingest.OriginCUDADriver) && s.Correlation != 0 {
+			k := thread{s.Pid, s.Tid}
+			apis[k] = append(apis[k], i)
+		}
+	}
+	type corrKey struct{ pid, corr uint32 }
+	var opByCorr map[corrKey]int32
+	if len(bySpanID)+len(byStepNo) > 0 {
+		opByCorr = make(map[corrKey]int32, len(t.GPUOps))
+		for i := range t.GPUOps {
+			o := &t.GPUOps[i]
+			if o.Correlation != 0 {
+				opByCorr[corrKey{o.Pid, o.Correlation}] = int32(i)
+			}
+		}
+	}
+	for si := range steps {
+		st := &steps[si]
+		span := &t.Spans[st.Span]
+		nv, ok := bySpanID[span.ID]
+		if !ok {
+			for _, cand := range byStepNo[st.ID] {
+				if p := engines[st.Engine].Pid; p == 0 || t.Spans[cand].Pid == p {
+					nv, ok = cand, true
+					break
+				}
+			}
+		}
+		if ok {
+			r := &t.Spans[nv]
+			list := apis[thread{r.Pid, r.Tid}]
+			lo, _ := slices.BinarySearchFunc(list, r.Start, func(i int, at int64) int {
+				if t.Spans[i].Start < at {
+					return -1
+				}
+				return 1
+			})
+			for _, ai := range list[lo:] {
+				a := &t.Spans[ai]
+				if a.Start > r.End {
+					break
+				}
+				if oi, ok := opByCorr[corrKey{a.Pid, a.Correlation}]; ok {
+					st.Ops = append(st.Ops, oi)
+				}
+			}
+			slices.SortFunc(st.Ops, func(a, b int32) int {
+				return compareInt64(t.GPUOps[a].Start, t.GPUOps[b].Start)
+			})
+			st.OpsVia = OpsNVTX
+			continue
+		}
+		pid := engines[st.Engine].Pid
+		lo, _ := slices.BinarySearchFunc(t.GPUOps, st.Start, func(o ingest.GPUOp, at int64) int {
+			if o.Start < at {
+				return -1
+			}
+			return 1
+		})
+		for oi := lo; oi < len(t.GPUOps) && t.GPUOps[oi].Start < st.End; oi++ {
+			if o := &t.GPUOps[oi]; pid == 0 || o.Pid == pid || o.Pid == 0 {
+				st.Ops = append(st.Ops, int32(oi))
+			}
+		}
+		if len(st.Ops) > 0 {
+			st.OpsVia = OpsWindow
+		}
+	}
+}
+
+func compareInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// mirroredSpanID extracts the span ID from NVTX text carrying
+// "span_id=<16 hex>".
+func mirroredSpanID(text string) (ingest.SpanID, bool) {
+	var id ingest.SpanID
+	i := strings.Index(text, "span_id=")
+	if i < 0 || len(text) < i+8+16 {
+		return id, false
+	}
+	if _, err := hex.Decode(id[:], []byte(text[i+8:i+8+16])); err != nil {
+		return id, false
+	}
+	return id, true
+}
+
+// mirroredStep extracts n from NVTX text carrying "step=<n>" (or "step <n>"
+// at the start, as vLLM's profiler ranges read).
+func mirroredStep(text string) (int64, bool) {
+	rest, ok := "", false
+	if i := strings.Index(text, "step="); i >= 0 {
+		rest, ok = text[i+5:], true
+	} else if strings.HasPrefix(text, "step ") {
+		rest, ok = text[5:], true
+	}
+	if !ok {
+		return 0, false
+	}
+	end := 0
+	for end < len(rest) && rest[end] >= '0' && rest[end] <= '9' {
+		end++
+	}
+	n, err := strconv.ParseInt(rest[:end], 10, 64)
+	return n, err == nil
+}

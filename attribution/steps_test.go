@@ -1,0 +1,123 @@
+package attribution_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/llmprof/llmprof/attribution"
+	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/ingest/otlp"
+	"github.com/llmprof/llmprof/synth"
+)
+
+// decodeWithGPU decodes a run's OTLP and merges the GPU side as nsys would
+// record it (on the reference clock: these tests need no alignment).
+func decodeWithGPU(t *testing.T, run *synth.Run, dropNVTX bool) *ingest.Trace {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := run.WriteOTLP(&buf, synth.StyleLLM, synth.ProtoFramed); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "trace.pbf")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := ingest.Open(context.Background(), []string{path}, []ingest.Decoder{&otlp.Decoder{}}, ingest.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpu := run.GPUTrace()
+	if dropNVTX {
+		kept := gpu.Spans[:0]
+		for _, s := range gpu.Spans {
+			if s.Origin != ingest.OriginNVTX {
+				kept = append(kept, s)
+			}
+		}
+		gpu.Spans = kept
+	}
+	m := ingest.Merge(tr, gpu)
+	m.Validate()
+	return m
+}
+
+func TestStepsFindTheirGPUOps(t *testing.T) {
+	run, err := synth.Generate(synth.DefaultConfig(4, 5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		dropNVTX bool
+		via      attribution.OpsVia
+	}{{"nvtx projection", false, attribution.OpsNVTX}, {"time window", true, attribution.OpsWindow}} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := decodeWithGPU(t, run, tc.dropNVTX)
+			res := attribution.Analyze(tr, attribution.DefaultOptions)
+			if len(res.Steps) != len(run.Steps) || len(res.Engines) != len(run.Engines) {
+				t.Fatalf("%d steps on %d engines, want %d on %d", len(res.Steps), len(res.Engines), len(run.Steps), len(run.Engines))
+			}
+			truth := map[int64]*synth.Step{}
+			for i := range run.Steps {
+				truth[int64(run.Steps[i].Index)] = &run.Steps[i]
+			}
+			for _, st := range res.Steps {
+				want := truth[st.ID]
+				if st.OpsVia != tc.via || len(st.Ops) != want.EndOp-want.FirstOp || len(st.Requests) != len(want.Requests) {
+					t.Fatalf("step %d: %d ops via %s, %d requests; want %d ops via %s, %d requests",
+						st.ID, len(st.Ops), st.OpsVia, len(st.Requests), want.EndOp-want.FirstOp, tc.via, len(want.Requests))
+				}
+				for j, oi := range st.Ops {
+					if tr.GPUOps[oi].Correlation != run.Ops[want.FirstOp+j].Correlation {
+						t.Fatalf("step %d op %d: correlation %d, want %d", st.ID, j, tr.GPUOps[oi].Correlation, run.Ops[want.FirstOp+j].Correlation)
+					}
+				}
+			}
+		})
+	}
+}
+
+// With steps that report the tokens they computed, inflated hits are found
+// exactly (the simulator knows which hits recomputed their prefix).
+func TestInflatedHitsByStepAccounting(t *testing.T) {
+	for _, seed := range []int64{1, 2} {
+		run, err := synth.Generate(synth.DefaultConfig(seed, 20*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := attribution.Analyze(decodeWithGPU(t, run, false), attribution.DefaultOptions)
+		truth := map[string]bool{}
+		hits := 0
+		for _, q := range run.Requests {
+			if q.CacheHit {
+				hits++
+			}
+			if q.InflatedHit {
+				truth[q.ID] = true
+			}
+		}
+		kv := res.KVCache
+		got := map[string]bool{}
+		for _, h := range kv.Inflated {
+			got[h.ID] = true
+			if !truth[h.ID] {
+				t.Errorf("seed %d: %s flagged inflated but was a genuine hit", seed, h.ID)
+			}
+		}
+		decided := float64(kv.ByAccounting) / float64(hits)
+		missed := 0
+		for id := range truth {
+			if !got[id] {
+				missed++
+			}
+		}
+		t.Logf("seed %d: %d hits, %d inflated; %d decided by accounting, %d by timing; %d flagged, %d missed", seed, hits, len(truth), kv.ByAccounting, kv.ByTiming, len(kv.Inflated), missed)
+		if decided < 0.9 || float64(missed) > 0.1*float64(len(truth)) {
+			t.Fatalf("seed %d: step accounting decided only %.0f%% of hits and missed %d of %d inflated", seed, 100*decided, missed, len(truth))
+		}
+	}
+}

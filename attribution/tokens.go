@@ -1,0 +1,361 @@
+package attribution
+
+import (
+	"cmp"
+	"math"
+	"slices"
+
+	"github.com/llmprof/llmprof/ingest"
+)
+
+// Bucket is a token-level latency bucket (DESIGN §7). The buckets of a token
+// are disjoint and sum exactly to its interval.
+type Bucket uint8
+
+const (
+	// BucketQueue: the request was not yet scheduled.
+	BucketQueue Bucket = iota
+	// BucketPreempted: scheduled before, but the engine ran steps without it.
+	BucketPreempted
+	// BucketStepUnsplit: inside one of the request's steps, but the input
+	// has no GPU data to split the step into the buckets below.
+	BucketStepUnsplit
+	// BucketCPUSchedule: step start to its first GPU op.
+	BucketCPUSchedule
+	// The GPU buckets: busy time by kernel category.
+	BucketGPUGEMM
+	BucketGPUAttention
+	BucketGPUCommunication
+	BucketGPUNormActivation
+	BucketGPUSampling
+	BucketGPUMemcpy
+	BucketGPUOther
+	// BucketGPUIdle: gaps between a step's GPU ops (launch-bound time).
+	BucketGPUIdle
+	// BucketCPUPostprocess: a step's last GPU op to its end.
+	BucketCPUPostprocess
+	// BucketOther: the explicit remainder — pre-queue CPU work such as
+	// tokenization, the engine loop between steps, output processing after
+	// a step.
+	BucketOther
+	NumBuckets
+)
+
+var bucketNames = [...]string{
+	"queue", "preempted", "step_unsplit", "cpu.schedule",
+	"gpu.gemm", "gpu.attention", "gpu.communication", "gpu.norm_activation", "gpu.sampling", "gpu.memcpy", "gpu.other",
+	"gpu.idle", "cpu.postprocess", "other",
+}
+
+// BucketNames lists the token bucket names in Bucket order.
+func BucketNames() []string { return append([]string(nil), bucketNames[:]...) }
+
+func (b Bucket) String() string {
+	if int(b) < len(bucketNames) {
+		return bucketNames[b]
+	}
+	return "bucket"
+}
+
+// gpuBucket maps a kernel category to its token bucket.
+func gpuBucket(c KernelCategory) Bucket {
+	switch c {
+	case CategoryGEMM:
+		return BucketGPUGEMM
+	case CategoryAttention:
+		return BucketGPUAttention
+	case CategoryCommunication:
+		return BucketGPUCommunication
+	case CategoryNormActivation:
+		return BucketGPUNormActivation
+	case CategorySampling:
+		return BucketGPUSampling
+	case CategoryMemcpy:
+		return BucketGPUMemcpy
+	}
+	return BucketGPUOther
+}
+
+// gpuPriority decides which op owns an instant when ops overlap on several
+// streams: compute first, so a collective hidden behind a GEMM costs
+// nothing; lower value wins.
+var gpuPriority = [NumBuckets]int{
+	BucketGPUAttention: 1, BucketGPUGEMM: 2, BucketGPUNormActivation: 3, BucketGPUSampling: 4,
+	BucketGPUOther: 5, BucketGPUMemcpy: 6, BucketGPUCommunication: 7,
+}
+
+// TokenBreakdown decomposes one output token's interval (previous token,
+// this token] — (arrival, first token] for the first.
+type TokenBreakdown struct {
+	Request   int
+	Index     int
+	EmittedAt int64
+	Interval  int64
+	Buckets   [NumBuckets]int64
+	// Estimated marks a token time derived from request-level figures
+	// (first token, TPOT) rather than observed.
+	Estimated bool
+	// Step is the request's step that took longest in this interval, the
+	// likely cause of a slow token (−1: none).
+	Step int
+}
+
+// tokenWalker computes token breakdowns. It caches each step's split (a step
+// is shared by its whole batch) and is reused for every request.
+type tokenWalker struct {
+	t       *ingest.Trace
+	res     *Result
+	cats    *CategoryCache
+	parts   []stepParts
+	reqStep [][]int32 // per request, its steps by start
+}
+
+type stepParts struct {
+	done         bool
+	hasOps       bool
+	first, last  int64 // GPU region, clipped to the step
+	gpu          [NumBuckets]int64
+	opsInWindows bool
+}
+
+func newTokenWalker(t *ingest.Trace, res *Result) *tokenWalker {
+	w := &tokenWalker{t: t, res: res, cats: NewCategoryCache(t), parts: make([]stepParts, len(res.Steps)),
+		reqStep: make([][]int32, len(res.Requests))}
+	for si := range res.Steps {
+		for _, r := range res.Steps[si].Requests {
+			w.reqStep[r] = append(w.reqStep[r], int32(si))
+		}
+	}
+	return w
+}
+
+// split returns the step's cached parts.
+func (w *tokenWalker) split(si int) *stepParts {
+	p := &w.parts[si]
+	if p.done {
+		return p
+	}
+	p.done = true
+	st := &w.res.Steps[si]
+	p.first, p.last = st.Start, st.Start
+	if len(st.Ops) == 0 {
+		return p
+	}
+	first, last := int64(math.MaxInt64), int64(math.MinInt64)
+	for _, oi := range st.Ops {
+		o := &w.t.GPUOps[oi]
+		first, last = min(first, o.Start), max(last, o.End)
+	}
+	p.hasOps = true
+	p.first = min(max(first, st.Start), st.End)
+	p.last = max(min(last, st.End), p.first)
+	w.gpuSweep(st, p.first, p.last, &p.gpu)
+	return p
+}
+
+// gpuSweep adds to out the GPU buckets of [lo, hi) for the step's ops: busy
+// time by category (overlaps resolved by gpuPriority) and idle time.
+func (w *tokenWalker) gpuSweep(st *Step, lo, hi int64, out *[NumBuckets]int64) {
+	if hi <= lo {
+		return
+	}
+	type edge struct {
+		at    int64
+		b     Bucket
+		delta int
+	}
+	edges := make([]edge, 0, 2*len(st.Ops))
+	sequential := true
+	prevEnd := int64(math.MinInt64)
+	for _, oi := range st.Ops {
+		o := &w.t.GPUOps[oi]
+		a, b := max(o.Start, lo), min(o.End, hi)
+		if b <= a {
+			continue
+		}
+		if a < prevEnd {
+			sequential = false
+		}
+		prevEnd = max(prevEnd, b)
+		bk := gpuBucket(w.cats.Of(o))
+		edges = append(edges, edge{a, bk, +1}, edge{b, bk, -1})
+	}
+	if sequential {
+		// One stream, ops in order: busy time per op, idle in between.
+		var busy int64
+		for i := 0; i < len(edges); i += 2 {
+			d := edges[i+1].at - edges[i].at
+			out[edges[i].b] += d
+			busy += d
+		}
+		out[BucketGPUIdle] += (hi - lo) - busy
+		return
+	}
+	slices.SortFunc(edges, func(x, y edge) int { return cmp.Compare(x.at, y.at) })
+	var active [NumBuckets]int
+	cur := lo
+	owner := func() Bucket {
+		best, bp := BucketGPUIdle, math.MaxInt
+		for b := BucketGPUGEMM; b <= BucketGPUOther; b++ {
+			if active[b] > 0 && gpuPriority[b] < bp {
+				best, bp = b, gpuPriority[b]
+			}
+		}
+		return best
+	}
+	for _, e := range edges {
+		if e.at > cur {
+			out[owner()] += e.at - cur
+			cur = e.at
+		}
+		active[e.b] += e.delta
+	}
+	out[BucketGPUIdle] += hi - cur
+}
+
+// addStep attributes [lo, hi) ∩ step si to buckets.
+func (w *tokenWalker) addStep(si int, lo, hi int64, out *[NumBuckets]int64) {
+	st := &w.res.Steps[si]
+	lo, hi = max(lo, st.Start), min(hi, st.End)
+	if hi <= lo {
+		return
+	}
+	p := w.split(si)
+	if !p.hasOps {
+		out[BucketStepUnsplit] += hi - lo
+		return
+	}
+	out[BucketCPUSchedule] += overlap(lo, hi, st.Start, p.first)
+	out[BucketCPUPostprocess] += overlap(lo, hi, p.last, st.End)
+	if lo <= p.first && hi >= p.last {
+		for b := BucketGPUGEMM; b <= BucketGPUIdle; b++ {
+			out[b] += p.gpu[b]
+		}
+		return
+	}
+	w.gpuSweep(st, max(lo, p.first), min(hi, p.last), out)
+}
+
+func overlap(a, b, c, d int64) int64 { return max(0, min(b, d)-max(a, c)) }
+
+// tokenTimes returns the request's token emission times, estimating them
+// evenly between first and last token when the input has no token events
+// (no variance is invented: every gap is the mean).
+func tokenTimes(r *Request) ([]int64, bool) {
+	if len(r.Tokens) > 0 {
+		return r.Tokens, false
+	}
+	if r.FirstToken == 0 || r.OutputTokens < 1 {
+		return nil, false
+	}
+	n := r.OutputTokens
+	if n == 1 || r.LastToken <= r.FirstToken {
+		return []int64{r.FirstToken}, true
+	}
+	out := make([]int64, n)
+	span := r.LastToken - r.FirstToken
+	for i := range out {
+		out[i] = r.FirstToken + int64(float64(span)*float64(i)/float64(n-1))
+	}
+	out[n-1] = r.LastToken
+	return out, true
+}
+
+// request walks one request's tokens, calling fn with each breakdown (the
+// value is reused between calls).
+func (w *tokenWalker) request(ri int, fn func(*TokenBreakdown)) {
+	r := &w.res.Requests[ri]
+	times, estimated := tokenTimes(r)
+	if len(times) == 0 {
+		return
+	}
+	steps := w.reqStep[ri]
+	// First scheduling: the first step, else the end of the queue stage.
+	firstSched := int64(math.MaxInt64)
+	if len(steps) > 0 {
+		firstSched = w.res.Steps[steps[0]].Start
+	} else if r.QueueEnd != 0 {
+		firstSched = r.QueueEnd
+	}
+	var engineSteps []int
+	if len(steps) > 0 {
+		engineSteps = w.res.Engines[w.res.Steps[steps[0]].Engine].Steps
+	}
+	var tb TokenBreakdown
+	p := 0 // next of the request's steps to consider
+	for i, to := range times {
+		from := r.Arrival
+		if i > 0 {
+			from = times[i-1]
+		}
+		tb = TokenBreakdown{Request: ri, Index: i, EmittedAt: to, Interval: to - from, Estimated: estimated, Step: -1}
+		if to < from { // out-of-order token events: nothing to split
+			tb.Interval = 0
+			fn(&tb)
+			continue
+		}
+		cursor := from
+		var longest int64
+		for p < len(steps) {
+			si := int(steps[p])
+			st := &w.res.Steps[si]
+			if st.End <= cursor {
+				p++
+				continue
+			}
+			if st.Start >= to {
+				break
+			}
+			w.gap(r, cursor, st.Start, firstSched, engineSteps, true, &tb.Buckets)
+			lo, hi := max(st.Start, cursor), min(st.End, to)
+			w.addStep(si, lo, hi, &tb.Buckets)
+			if hi-lo > longest {
+				longest, tb.Step = hi-lo, si
+			}
+			cursor = max(cursor, hi)
+			if st.End > to {
+				break
+			}
+			p++
+		}
+		w.gap(r, cursor, to, firstSched, engineSteps, p < len(steps), &tb.Buckets)
+		fn(&tb)
+	}
+}
+
+// gap attributes [x, y), a stretch of the request's life outside its steps:
+// before first scheduling it is queue (tokenization → other); after, it is
+// preempted from the first engine step that ran without the request, when the
+// request has a step still to come, and other otherwise.
+func (w *tokenWalker) gap(r *Request, x, y, firstSched int64, engineSteps []int, moreSteps bool, out *[NumBuckets]int64) {
+	if y <= x {
+		return
+	}
+	if x < firstSched {
+		pre := min(y, firstSched)
+		tok := overlap(x, pre, r.Arrival, r.TokenizeEnd)
+		out[BucketOther] += tok
+		out[BucketQueue] += pre - x - tok
+		x = pre
+		if y <= x {
+			return
+		}
+	}
+	if moreSteps && len(engineSteps) > 0 {
+		k, _ := slices.BinarySearchFunc(engineSteps, x, func(si int, at int64) int {
+			if w.res.Steps[si].End <= at {
+				return -1
+			}
+			return 1
+		})
+		if k < len(engineSteps) {
+			if s := w.res.Steps[engineSteps[k]].Start; s < y {
+				p := max(s, x)
+				out[BucketOther] += p - x
+				out[BucketPreempted] += y - p
+				return
+			}
+		}
+	}
+	out[BucketOther] += y - x
+}

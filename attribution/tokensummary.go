@@ -1,0 +1,327 @@
+package attribution
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+)
+
+// TokenSummary aggregates the token breakdowns of a run. The breakdowns
+// themselves are streamed (Result.EachToken), never all held: a run of 100 k
+// requests × 200 tokens would need gigabytes.
+type TokenSummary struct {
+	Tokens    int `json:"tokens"`
+	Estimated int `json:"estimated"`
+	// First and Decode split the time of first tokens (TTFT) and of the
+	// tokens after them.
+	First  BucketShares `json:"first_token"`
+	Decode BucketShares `json:"decode_tokens"`
+	// ByPosition groups tokens by their index in the response.
+	ByPosition []BucketShares `json:"by_position"`
+	// ByTenant and ByModel cover decode tokens.
+	ByTenant []BucketShares `json:"by_tenant"`
+	ByModel  []BucketShares `json:"by_model"`
+	Stalls   Stalls         `json:"stalls"`
+	// Unfilled says which buckets this input cannot fill, and why.
+	Unfilled []string `json:"unfilled,omitempty"`
+	// StepsGPUVia counts the steps whose GPU ops were found each way.
+	StepsGPUVia map[string]int `json:"steps_gpu_via,omitempty"`
+}
+
+// BucketShares is the bucket split of a group of tokens.
+type BucketShares struct {
+	Name       string        `json:"name,omitempty"`
+	Tokens     int           `json:"tokens"`
+	MeanMs     float64       `json:"mean_interval_ms"`
+	Buckets    []BucketShare `json:"buckets"`
+	intervalNs int64
+	sums       [NumBuckets]int64
+}
+
+// BucketShare is one bucket's time in a group.
+type BucketShare struct {
+	Name    string  `json:"name"`
+	TotalMs float64 `json:"total_ms"`
+	Share   float64 `json:"share"`
+}
+
+func (g *BucketShares) add(tb *TokenBreakdown) {
+	g.Tokens++
+	g.intervalNs += tb.Interval
+	for b, v := range tb.Buckets {
+		g.sums[b] += v
+	}
+}
+
+func (g *BucketShares) finish() {
+	if g.Tokens > 0 {
+		g.MeanMs = float64(g.intervalNs) / float64(g.Tokens) / 1e6
+	}
+	g.Buckets = g.Buckets[:0]
+	for b := Bucket(0); b < NumBuckets; b++ {
+		share := 0.0
+		if g.intervalNs > 0 {
+			share = float64(g.sums[b]) / float64(g.intervalNs)
+		}
+		g.Buckets = append(g.Buckets, BucketShare{Name: b.String(), TotalMs: float64(g.sums[b]) / 1e6, Share: share})
+	}
+}
+
+// Stalls are decode tokens that took much longer than usual, with the step
+// that caused each (Etalon-style per-token deadlines: a token misses when its
+// interval exceeds the threshold).
+type Stalls struct {
+	// ThresholdMs is the stall threshold per model: the one given, or 3× the
+	// model's median inter-token latency.
+	ThresholdMs map[string]float64 `json:"threshold_ms"`
+	// Auto is true when the thresholds are derived from the medians.
+	Auto    bool           `json:"auto"`
+	Count   int            `json:"count"`
+	Share   float64        `json:"share"`
+	ByCause map[string]int `json:"by_cause"`
+	// Worst are the slowest stall events: the stalled tokens of one step
+	// (its whole batch waits) count as one event.
+	Worst  []Stall     `json:"worst"`
+	byStep map[int]int // step index → position in Worst while collecting
+}
+
+// Stall is one slow token.
+type Stall struct {
+	Request    string  `json:"request_id"`
+	Tenant     string  `json:"tenant"`
+	Token      int     `json:"token_index"`
+	IntervalMs float64 `json:"interval_ms"`
+	// Cause is the bucket that exceeded its typical time (the model's mean
+	// for a decode token) by the most; ExcessMs is by how much.
+	Cause    string  `json:"cause"`
+	ExcessMs float64 `json:"excess_ms"`
+	// Tokens counts the stalled tokens of this event (the batch of the
+	// step), Requests the first few of their requests.
+	Tokens   int      `json:"tokens"`
+	Requests []string `json:"requests,omitempty"`
+	// Step is the request's longest step in the interval (−1: none).
+	Step      int64  `json:"step_id"`
+	StepPhase string `json:"step_phase,omitempty"`
+	StepBatch int    `json:"step_batch,omitempty"`
+}
+
+const worstStalls = 10
+
+// EachToken streams every token breakdown of the run, request by request in
+// arrival order. The value passed to fn is reused: copy what you keep.
+func (res *Result) EachToken(fn func(*TokenBreakdown)) {
+	if res.trace == nil {
+		return
+	}
+	w := newTokenWalker(res.trace, res)
+	for ri := range res.Requests {
+		w.request(ri, fn)
+	}
+}
+
+// summarizeTokens walks every token once and aggregates.
+func summarizeTokens(res *Result, stall time.Duration) *TokenSummary {
+	ts := &TokenSummary{First: BucketShares{Name: "first"}, Decode: BucketShares{Name: "decode"}}
+	positions := []struct {
+		name   string
+		lo, hi int
+	}{{"0", 0, 1}, {"1", 1, 2}, {"2–9", 2, 10}, {"10–99", 10, 100}, {"100+", 100, 1 << 62}}
+	ts.ByPosition = make([]BucketShares, len(positions))
+	for i, p := range positions {
+		ts.ByPosition[i].Name = p.name
+	}
+	tenants, models := map[string]*BucketShares{}, map[string]*BucketShares{}
+	group := func(m map[string]*BucketShares, name string) *BucketShares {
+		g := m[name]
+		if g == nil {
+			g = &BucketShares{Name: name}
+			m[name] = g
+		}
+		return g
+	}
+	var decodeTokens int
+	res.EachToken(func(tb *TokenBreakdown) {
+		r := &res.Requests[tb.Request]
+		ts.Tokens++
+		if tb.Estimated {
+			ts.Estimated++
+		}
+		for i, p := range positions {
+			if tb.Index >= p.lo && tb.Index < p.hi {
+				ts.ByPosition[i].add(tb)
+			}
+		}
+		if tb.Index == 0 {
+			ts.First.add(tb)
+			return
+		}
+		decodeTokens++
+		ts.Decode.add(tb)
+		group(tenants, r.Tenant).add(tb)
+		group(models, r.Model).add(tb)
+	})
+	findStalls(res, ts, models, stall, decodeTokens)
+	ts.Stalls.Worst = worst(ts.Stalls.Worst)
+	ts.First.finish()
+	ts.Decode.finish()
+	for i := range ts.ByPosition {
+		ts.ByPosition[i].finish()
+	}
+	ts.ByTenant = sortedGroups(tenants)
+	ts.ByModel = sortedGroups(models)
+	ts.Unfilled, ts.StepsGPUVia = unfilled(res, ts)
+	return ts
+}
+
+// findStalls walks the tokens a second time, now that each model's typical
+// decode token is known, and keeps the decode tokens over the threshold.
+func findStalls(res *Result, ts *TokenSummary, models map[string]*BucketShares, stall time.Duration, decodeTokens int) {
+	thr := map[string]int64{}
+	typical := map[string]*[NumBuckets]float64{}
+	ts.Stalls.ThresholdMs = map[string]float64{}
+	ts.Stalls.ByCause = map[string]int{}
+	ts.Stalls.Auto = stall <= 0
+	for _, m := range res.ByModel {
+		g := models[m.Name]
+		if g == nil || g.Tokens == 0 {
+			continue
+		}
+		v := stall.Nanoseconds()
+		if v <= 0 {
+			med := m.Metrics.ITL.P50
+			if m.Metrics.ITL.N == 0 {
+				med = m.Metrics.TPOT.P50
+			}
+			v = int64(3 * med * 1e6)
+		}
+		if v <= 0 {
+			continue
+		}
+		thr[m.Name] = v
+		ts.Stalls.ThresholdMs[m.Name] = float64(v) / 1e6
+		var mean [NumBuckets]float64
+		for b := range mean {
+			mean[b] = float64(g.sums[b]) / float64(g.Tokens)
+		}
+		typical[m.Name] = &mean
+	}
+	if len(thr) == 0 {
+		return
+	}
+	res.EachToken(func(tb *TokenBreakdown) {
+		if tb.Index == 0 {
+			return
+		}
+		model := res.Requests[tb.Request].Model
+		if limit, ok := thr[model]; !ok || tb.Interval <= limit {
+			return
+		}
+		ts.Stalls.Count++
+		s := stallOf(res, tb, typical[model])
+		ts.Stalls.ByCause[s.Cause]++
+		ts.Stalls.add(s, tb.Step)
+	})
+	if decodeTokens > 0 {
+		ts.Stalls.Share = float64(ts.Stalls.Count) / float64(decodeTokens)
+	}
+}
+
+// add records a stall, folding the stalled tokens of one step into one
+// event.
+func (st *Stalls) add(s Stall, step int) {
+	s.Tokens, s.Requests = 1, []string{s.Request}
+	if step < 0 {
+		st.Worst = append(st.Worst, s)
+		return
+	}
+	if st.byStep == nil {
+		st.byStep = map[int]int{}
+	}
+	if i, ok := st.byStep[step]; ok {
+		ev := &st.Worst[i]
+		ev.Tokens++
+		if len(ev.Requests) < 5 {
+			ev.Requests = append(ev.Requests, s.Request)
+		}
+		if s.IntervalMs > ev.IntervalMs {
+			ev.IntervalMs, ev.Request, ev.Token, ev.Cause, ev.ExcessMs = s.IntervalMs, s.Request, s.Token, s.Cause, s.ExcessMs
+		}
+		return
+	}
+	st.byStep[step] = len(st.Worst)
+	st.Worst = append(st.Worst, s)
+}
+
+func stallOf(res *Result, tb *TokenBreakdown, typical *[NumBuckets]float64) Stall {
+	r := &res.Requests[tb.Request]
+	s := Stall{Request: r.ID, Tenant: r.Tenant, Token: tb.Index, IntervalMs: float64(tb.Interval) / 1e6, Step: -1}
+	cause, excess := BucketOther, math.Inf(-1)
+	for b := Bucket(0); b < NumBuckets; b++ {
+		if d := float64(tb.Buckets[b]) - typical[b]; d > excess {
+			cause, excess = b, d
+		}
+	}
+	s.Cause, s.ExcessMs = cause.String(), excess/1e6
+	if tb.Step >= 0 {
+		st := &res.Steps[tb.Step]
+		s.Step, s.StepPhase, s.StepBatch = st.ID, st.Phase, st.Size
+	}
+	return s
+}
+
+func worst(ss []Stall) []Stall {
+	slices.SortFunc(ss, func(a, b Stall) int {
+		if c := cmp.Compare(b.IntervalMs, a.IntervalMs); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.Request, b.Request); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Token, b.Token)
+	})
+	if len(ss) > worstStalls {
+		ss = ss[:worstStalls]
+	}
+	return ss
+}
+
+func sortedGroups(m map[string]*BucketShares) []BucketShares {
+	out := make([]BucketShares, 0, len(m))
+	for _, g := range m {
+		g.finish()
+		out = append(out, *g)
+	}
+	slices.SortFunc(out, func(a, b BucketShares) int {
+		if c := cmp.Compare(b.Tokens, a.Tokens); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Name, b.Name)
+	})
+	return out
+}
+
+// unfilled says which buckets the input cannot fill instead of guessing them.
+func unfilled(res *Result, ts *TokenSummary) ([]string, map[string]int) {
+	var out []string
+	via := map[string]int{}
+	for i := range res.Steps {
+		via[res.Steps[i].OpsVia.String()]++
+	}
+	switch {
+	case len(res.Steps) == 0:
+		out = append(out, "cpu.schedule, gpu.*, gpu.idle, cpu.postprocess, preempted: no llm.step spans (engine steps with their batches); engine time is in other")
+	case via["none"] == len(res.Steps):
+		out = append(out, "gpu.*, gpu.idle, cpu.schedule, cpu.postprocess: no GPU data for the steps (add an nsys export of the engine); step time is in step_unsplit")
+	case via["none"] > 0:
+		out = append(out, fmt.Sprintf("%d of %d steps have no GPU ops; their time is in step_unsplit", via["none"], len(res.Steps)))
+	}
+	if ts.Estimated > 0 {
+		out = append(out, fmt.Sprintf("%d token times estimated evenly from TTFT and TPOT (no llm.token events): per-token variance is not observed", ts.Estimated))
+	}
+	if len(via) == 0 {
+		via = nil
+	}
+	return out, via
+}

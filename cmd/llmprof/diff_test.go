@@ -1,0 +1,365 @@
+package main
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/llmprof/llmprof/compare"
+	"github.com/llmprof/llmprof/compare/comparetest"
+	"github.com/llmprof/llmprof/synth"
+)
+
+// runLLMProf runs the command line with fake streams.
+func runLLMProf(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = Main(context.Background(), args, &IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut})
+	return code, out.String(), errOut.String()
+}
+
+func writeJSON(t *testing.T, dir, name string, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return writeFile(t, dir, name, b)
+}
+
+func writeFile(t *testing.T, dir, name string, b []byte) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// analysis wraps runs as a saved analysis (analyze --format json).
+func analysis(samples any) map[string]any {
+	return map[string]any{"schema": "llmprof.report/v1", "requests": map[string]any{"count": 1}, "samples": samples}
+}
+
+// fixtures writes a baseline, an unchanged candidate and a regressed one.
+type fixtures struct{ dir, base, same, slow string }
+
+func newFixtures(t *testing.T) fixtures {
+	t.Helper()
+	dir := t.TempDir()
+	return fixtures{
+		dir:  dir,
+		base: writeJSON(t, dir, "base.json", analysis(comparetest.Workload{Requests: 400, Seed: 1}.Run())),
+		same: writeJSON(t, dir, "same.json", analysis(comparetest.Workload{Requests: 400, Seed: 1}.Run())),
+		slow: writeJSON(t, dir, "slow.json", analysis(comparetest.Workload{Requests: 400, Seed: 2, AttentionFactor: 1.5}.Run())),
+	}
+}
+
+const fast = "--bootstrap=300"
+
+func TestDiffExitCodes(t *testing.T) {
+	fx := newFixtures(t)
+	gateFile := writeFile(t, fx.dir, "gate.yaml", []byte("gates:\n  - tpot.p50 < +5%\n  - ttft.p99 < +200%\n"))
+	strictFile := writeFile(t, fx.dir, "strict.yaml", []byte("gates: ['throughput > -5%']\nfail_on_inconclusive: true\n"))
+	for _, tc := range []struct {
+		name   string
+		args   []string
+		code   int
+		stdout string
+		stderr string
+	}{
+		{"regression fails the gate", []string{"diff", fast, fx.base, fx.slow, "--gate", "tpot.p50<+5%"}, ExitRegression, "FAIL", "gate failed: 1 of 1 rules failed (tpot.p50 < +5%)"},
+		{"same run passes", []string{"diff", fast, fx.base, fx.same, "--gate", "tpot.p50<+5%", "--gate", "ttft.p99<+10%"}, ExitOK, "gate: PASS", ""},
+		{"no gate is a report", []string{"diff", fast, fx.base, fx.slow}, ExitOK, "no gate rules", ""},
+		{"gate file", []string{"diff", fast, "--gate-file", gateFile, fx.base, fx.slow}, ExitRegression, "tpot.p50 < +5%", "gate failed"},
+		{"inconclusive passes by default", []string{"diff", fast, fx.base, fx.same, "--gate", "throughput>-5%"}, ExitOK, "INCONCLUSIVE", ""},
+		{"inconclusive fails when asked", []string{"diff", fast, fx.base, fx.same, "--gate", "throughput>-5%", "--fail-on-inconclusive"}, ExitRegression, "INCONCLUSIVE", "inconclusive under --fail-on-inconclusive"},
+		{"inconclusive fails from the gate file", []string{"diff", fast, "--gate-file", strictFile, fx.base, fx.same}, ExitRegression, "", "throughput > -5%"},
+		{"bad gate", []string{"diff", fx.base, fx.slow, "--gate", "ttft.p99<10"}, ExitUsage, "", "needs a unit"},
+		{"unknown metric", []string{"diff", fx.base, fx.slow, "--gate", "ttfb.p99<+10%"}, ExitUsage, "", "unknown metric"},
+		{"duplicate rule", []string{"diff", fx.base, fx.slow, "--gate", "ttft.p99<+10%", "--gate", "ttft.p99<+5ms"}, ExitUsage, "", "one rule per metric"},
+		{"one argument", []string{"diff", fx.base}, ExitUsage, "", "accepts 2 arg"},
+		{"bad format", []string{"diff", "--format", "xml", fx.base, fx.slow}, ExitUsage, "", "unknown --format"},
+		{"bad out", []string{"diff", "--out", "summary.md", fx.base, fx.slow}, ExitUsage, "", "FORMAT=PATH"},
+		{"bad block", []string{"diff", "--block", "huge", fx.base, fx.slow}, ExitUsage, "", "block"},
+		{"bad alpha", []string{"diff", "--alpha", "0.9", fx.base, fx.slow}, ExitUsage, "", "--alpha"},
+		{"empty list item", []string{"diff", fx.base + ",", fx.slow}, ExitUsage, "", "empty input"},
+		{"missing gate file", []string{"diff", "--gate-file", filepath.Join(fx.dir, "nope.yaml"), fx.base, fx.slow}, ExitError, "", "nope.yaml"},
+		{"bad gate file", []string{"diff", "--gate-file", writeFile(t, fx.dir, "bad.yaml", []byte("gate: [x]\n")), fx.base, fx.slow}, ExitUsage, "", "bad.yaml"},
+		{"missing input", []string{"diff", fx.base, filepath.Join(fx.dir, "missing.json")}, ExitError, "", "missing.json"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runLLMProf(t, tc.args...)
+			if code != tc.code {
+				t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.code, stdout, stderr)
+			}
+			if !strings.Contains(stdout, tc.stdout) {
+				t.Errorf("stdout lacks %q:\n%s", tc.stdout, stdout)
+			}
+			if !strings.Contains(stderr, tc.stderr) {
+				t.Errorf("stderr lacks %q:\n%s", tc.stderr, stderr)
+			}
+		})
+	}
+}
+
+// TestDiffBadInputs: unusable inputs exit 1 with a message naming the file;
+// none of them passes.
+func TestDiffBadInputs(t *testing.T) {
+	fx := newFixtures(t)
+	dir := fx.dir
+	gz := func(b []byte) []byte {
+		var buf bytes.Buffer
+		w := gzip.NewWriter(&buf)
+		w.Write(b)
+		w.Close()
+		return buf.Bytes()
+	}
+	otlp := `{"resourceSpans":[{"resource":{},"scopeSpans":[]}]}`
+	for _, tc := range []struct {
+		name, file string
+		content    []byte
+		want       string
+	}{
+		{"raw OTLP JSON without requests", "trace.json", []byte(otlp), "no requests found"},
+		{"raw OTLP JSON Lines without requests", "trace.jsonl", []byte(otlp + "\n" + otlp + "\n"), "no requests found"},
+		{"broken nsys export", "profile.sqlite", append([]byte("SQLite format 3\x00"), make([]byte, 100)...), "Nsight Systems"},
+		{"protobuf without requests", "trace.pb", []byte{0x0a, 0x10, 0x0a, 0x02}, "no requests found"},
+		{"other analysis schema", "old.json", []byte(`{"schema":"llmprof.report/v2","samples":{}}`), `schema "llmprof.report/v2" is not supported`},
+		{"analysis without samples", "nosamples.json", []byte(`{"schema":"llmprof.report/v1","requests":{"count":3}}`), `has no "samples"`},
+		{"other samples schema", "s.json", []byte(`{"schema":"llmprof.samples/v9","requests":3}`), `schema "llmprof.samples/v9" is not supported`},
+		{"a diff report", "d.json", []byte(`{"schema":"llmprof.diff/v1","metrics":[]}`), "is a diff report"},
+		{"unknown JSON", "x.json", []byte(`{"hello":1}`), "not a saved analysis"},
+		{"empty file", "empty.json", nil, "empty file"},
+		{"broken JSON", "broken.json", []byte(`{"schema":`), "not valid JSON"},
+		{"empty run", "emptyrun.json", []byte(`{"schema":"llmprof.samples/v1","requests":0}`), "empty run"},
+		{"empty array", "none.json", []byte(`[]`), "no runs"},
+		{"inconsistent run", "bad.json", []byte(`{"requests":3,"ttft_ms":[1,2]}`), "ttft_ms has 2 values for 3 requests"},
+		{"other model", "mistral.json", mustJSON(t, analysis(comparetest.Workload{Requests: 50, Seed: 3, Model: "mistral-7b"}.Run())), "different models"},
+		{"no overlapping metric", "e2eonly.json", []byte(`{"requests":3,"e2e_ms":[1,2,3]}`), "no metric in common"},
+		{"gzip raw trace without requests", "trace.json.gz", gz([]byte(otlp)), "no requests found"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base := fx.base
+			if tc.name == "no overlapping metric" {
+				base = writeFile(t, dir, "ttftonly.json", []byte(`{"requests":3,"ttft_ms":[1,2,3]}`))
+			}
+			p := writeFile(t, dir, tc.file, tc.content)
+			code, stdout, stderr := runLLMProf(t, "diff", fast, "--gate", "ttft.p50<+50%", base, p)
+			if code != ExitError {
+				t.Errorf("exit %d, want %d (stdout %q)", code, ExitError, stdout)
+			}
+			if !strings.Contains(stderr, tc.want) {
+				t.Errorf("stderr lacks %q: %s", tc.want, stderr)
+			}
+			if !strings.Contains(stderr, filepath.Base(tc.file)) && tc.name != "no overlapping metric" {
+				t.Errorf("stderr does not name the file %s: %s", tc.file, stderr)
+			}
+			if strings.Contains(stdout, "PASS") {
+				t.Errorf("bad input reported a pass:\n%s", stdout)
+			}
+		})
+	}
+	t.Run("directory", func(t *testing.T) {
+		code, _, stderr := runLLMProf(t, "diff", fx.base, dir)
+		if code != ExitError || !strings.Contains(stderr, "no requests found") {
+			t.Errorf("exit %d, stderr %s", code, stderr)
+		}
+	})
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestDiffInputKinds: samples files, arrays, gzip, comma-separated lists and
+// saved analyses all load; several runs per side compare run by run.
+func TestDiffInputKinds(t *testing.T) {
+	dir := t.TempDir()
+	var bs, cs []string
+	var arr []compare.Run
+	for i := range uint64(5) {
+		b := comparetest.Workload{Requests: 80, Seed: 10 + i}.Run()
+		c := comparetest.Workload{Requests: 80, Seed: 20 + i, NeighbourMS: 3}.Run()
+		arr = append(arr, c)
+		bs = append(bs, writeJSON(t, dir, "b"+string(rune('0'+i))+".json", b)) // bare samples
+		cs = append(cs, writeJSON(t, dir, "c"+string(rune('0'+i))+".json", analysis(c)))
+	}
+	arrPath := writeJSON(t, dir, "cands.json", arr)
+	var gzBuf bytes.Buffer
+	zw := gzip.NewWriter(&gzBuf)
+	zw.Write(mustJSON(t, analysis(arr)))
+	zw.Close()
+	gzPath := writeFile(t, dir, "cands.json.gz", gzBuf.Bytes())
+	for _, tc := range []struct{ name, cand string }{
+		{"list of analyses", strings.Join(cs, ",")},
+		{"array of runs", arrPath},
+		{"gzip analysis with an array", gzPath},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := runLLMProf(t, "diff", fast, "--format", "json", "--gate", "tpot.p50<+5%", strings.Join(bs, ","), tc.cand)
+			if code != ExitRegression {
+				t.Fatalf("exit %d, want 3; stderr %s", code, stderr)
+			}
+			var doc struct {
+				Unit    string
+				Metrics []struct {
+					Name        string
+					Method      string
+					NBaseline   int `json:"n_baseline"`
+					Verdict     string
+					Explanation []struct{ Bucket string }
+				}
+			}
+			if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+				t.Fatal(err)
+			}
+			if doc.Unit != "run" {
+				t.Errorf("unit %s, want run", doc.Unit)
+			}
+			for _, m := range doc.Metrics {
+				if m.Name == "tpot.p50" {
+					if m.Method != "run-level" || m.NBaseline != 5 || m.Verdict != "fail" || len(m.Explanation) == 0 || m.Explanation[0].Bucket != "tenant:noisy" {
+						t.Errorf("tpot.p50: %+v", m)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestDiffOutputs: --format picks stdout's renderer; --out writes more.
+func TestDiffOutputs(t *testing.T) {
+	fx := newFixtures(t)
+	md, junit, js := filepath.Join(fx.dir, "summary.md"), filepath.Join(fx.dir, "diff.xml"), filepath.Join(fx.dir, "diff.json")
+	code, stdout, _ := runLLMProf(t, "diff", fast, "--format", "markdown", "--gate", "tpot.p50<+5%",
+		"--out", "junit="+junit, "--out", "json="+js, "--out", "md="+md, fx.base, fx.slow)
+	if code != ExitRegression {
+		t.Fatalf("exit %d", code)
+	}
+	if !strings.HasPrefix(stdout, "### ❌ llmprof diff: FAIL") {
+		t.Errorf("markdown on stdout starts %q", stdout[:min(40, len(stdout))])
+	}
+	for path, want := range map[string]string{md: "### ❌ llmprof diff: FAIL", junit: "<testsuites", js: `"schema": "llmprof.diff/v1"`} {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), want) {
+			t.Errorf("%s lacks %q", filepath.Base(path), want)
+		}
+	}
+	// Same seed, same inputs: byte-identical JSON.
+	_, again, _ := runLLMProf(t, "diff", fast, "--format", "json", "--gate", "tpot.p50<+5%", fx.base, fx.slow)
+	first, _ := os.ReadFile(js)
+	if again != string(first) {
+		t.Error("the same diff twice gave different JSON")
+	}
+	// Not a terminal: no colour.
+	_, text, _ := runLLMProf(t, "diff", fast, fx.base, fx.slow)
+	if strings.Contains(text, "\x1b[") {
+		t.Error("colour escapes in non-terminal output")
+	}
+}
+
+// FuzzLoadSide: whatever a file holds, loading it returns runs or an error
+// that names the file, never a panic.
+func FuzzLoadSide(f *testing.F) {
+	for _, s := range []string{
+		`{"schema":"llmprof.report/v1","samples":{"requests":2,"ttft_ms":[1,null]}}`,
+		`{"schema":"llmprof.samples/v1","requests":1,"ttft_ms":[1]}`,
+		`[{"requests":1,"e2e_ms":[3]}]`,
+		`{"resourceSpans":[]}`,
+		`{"schema":"llmprof.report/v1","samples":[]}`,
+		"SQLite format 3\x00",
+		`{"requests":1}{"requests":2}`,
+		"\x1f\x8b\x08\x00",
+	} {
+		f.Add([]byte(s))
+	}
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p := filepath.Join(dir, "in.json")
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		runs, err := loadSide(context.Background(), []string{p}, nil)
+		if err != nil {
+			if !strings.Contains(err.Error(), "in.json") {
+				t.Errorf("error does not name the file: %v", err)
+			}
+			return
+		}
+		if len(runs) == 0 {
+			t.Error("no error and no runs")
+		}
+	})
+}
+
+// TestDiffRawRuns diffs two raw runs (OTLP directories written by the
+// simulator) through the analyze pipeline: the candidate's llama engine is
+// 40% slower, so its TPOT regression fails the gate and the explanation
+// blames engine-step time, not queueing.
+func TestDiffRawRuns(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, speed float64) string {
+		cfg := synth.DefaultConfig(21, 8*time.Second)
+		cfg.Models[0].Speed = speed
+		run, err := synth.Generate(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := filepath.Join(dir, name)
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Create(filepath.Join(d, "trace.pbf"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if err := run.WriteOTLP(f, synth.StyleLLM, synth.ProtoFramed); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	base, cand := write("base", 1.0), write("cand", 1.4)
+	code, stdout, stderr := runLLMProf(t, "diff", "--format", "json", "--gate", "tpot.p50<+10%", "--gate", "queue.p50<+1000%", base, cand)
+	if code != ExitRegression {
+		t.Fatalf("exit %d, want %d; stderr %s", code, ExitRegression, stderr)
+	}
+	var doc struct {
+		Metrics []struct {
+			Name        string
+			Verdict     string
+			Explanation []struct {
+				Bucket  string
+				DeltaMs float64 `json:"delta_ms"`
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range doc.Metrics {
+		if m.Name != "tpot.p50" {
+			continue
+		}
+		if m.Verdict != "fail" || len(m.Explanation) == 0 || m.Explanation[0].Bucket == "queue" {
+			t.Fatalf("tpot.p50: verdict %s, explanation %+v", m.Verdict, m.Explanation)
+		}
+		return
+	}
+	t.Fatalf("no tpot.p50 metric in %s", stdout)
+}

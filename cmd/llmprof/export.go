@@ -1,0 +1,174 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/klauspost/compress/gzip"
+	"github.com/spf13/cobra"
+
+	"github.com/llmprof/llmprof/align"
+	"github.com/llmprof/llmprof/export"
+	"github.com/llmprof/llmprof/ingest"
+)
+
+// ExportOptions are the flags of `llmprof export`.
+type ExportOptions struct {
+	IO     *IOStreams
+	Inputs []string
+	// Decoders are the input decoders (the Factory's; tests substitute).
+	Decoders []ingest.Decoder
+
+	Perfetto     string
+	Reference    string
+	NoSpanEvents bool
+}
+
+// NewCmdExport builds `llmprof export`.
+func NewCmdExport(f *Factory) *cobra.Command {
+	opts := &ExportOptions{IO: f.IO}
+	cmd := &cobra.Command{
+		Use:   "export --perfetto FILE [flags] <input>...",
+		Short: "Write the merged, aligned timeline for Perfetto",
+		Long: strings.TrimSpace(`
+Reads the inputs like analyze, puts every record on one clock (the alignment
+table goes to stderr), and writes the merged timeline as Chrome trace JSON
+that ui.perfetto.dev and chrome://tracing open: OTLP spans grouped by
+service, each CPU thread with its NVTX ranges and CUDA API calls, each GPU
+stream with its kernels and copies, counters, and arrows from every launch
+call to its kernel and from every OTLP span to the NVTX range mirroring it.
+A FILE ending in .gz is gzip-compressed (Perfetto opens it as is); "-" writes
+to stdout. The file is written whole, then renamed into place.`),
+		Example: strings.TrimSpace(`
+  # OTLP spans and an nsys export of the same run, merged on one clock
+  llmprof export --perfetto run.json traces.jsonl report1.sqlite
+
+  # compressed, for a large run; then drag run.json.gz into ui.perfetto.dev
+  llmprof export --perfetto run.json.gz ./capture.llmprof
+
+  # align onto the nsys clock instead of the OTLP host's
+  llmprof export --perfetto run.json --reference nsys:report1 traces.jsonl report1.sqlite`),
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.Inputs = args
+			if opts.Decoders == nil {
+				opts.Decoders = f.decoders()
+			}
+			return runExport(cmd.Context(), opts)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&opts.Perfetto, "perfetto", "", "write Chrome trace JSON for Perfetto to `FILE` (.gz: compressed; -: stdout)")
+	fl.StringVar(&opts.Reference, "reference", "", "clock `DOMAIN` to align onto (default: the OTLP spans' host clock)")
+	fl.BoolVar(&opts.NoSpanEvents, "no-span-events", false, "leave out OTLP span events (token events can be numerous)")
+	return cmd
+}
+
+func runExport(ctx context.Context, opts *ExportOptions) error {
+	if opts.Perfetto == "" {
+		return usageErrorf("nothing to export: give --perfetto FILE (Parquet tables will come later)")
+	}
+	t, err := ingest.Open(ctx, opts.Inputs, opts.Decoders, ingest.OpenOptions{})
+	if err != nil {
+		return err
+	}
+	aopts := align.DefaultOptions()
+	aopts.Reference = opts.Reference
+	res, err := align.Align(t, aopts)
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
+	writeAlignment(opts.IO.ErrOut, res)
+	var links []export.Link
+	for _, m := range align.Mirrors(t) {
+		links = append(links, export.Link{From: m.OTLP, To: m.NVTX})
+	}
+	popts := export.PerfettoOptions{
+		Links:        links,
+		NoSpanEvents: opts.NoSpanEvents,
+		Metadata: map[string]any{
+			"inputs":    opts.Inputs,
+			"alignment": res.Fits,
+			"causality": res.Causality,
+		},
+	}
+	var st export.PerfettoStats
+	write := func(w io.Writer) error {
+		if strings.HasSuffix(opts.Perfetto, ".gz") {
+			zw := gzip.NewWriter(w)
+			if st, err = export.WritePerfetto(zw, t, popts); err != nil {
+				return err
+			}
+			return zw.Close()
+		}
+		st, err = export.WritePerfetto(w, t, popts)
+		return err
+	}
+	if opts.Perfetto == "-" {
+		err = write(opts.IO.Out)
+	} else {
+		err = writeFileAtomic(opts.Perfetto, func(w *bufio.Writer) error { return write(w) })
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", opts.Perfetto, err)
+	}
+	for _, w := range t.Warnings.List {
+		fmt.Fprintln(opts.IO.ErrOut, "warning: "+w.String())
+	}
+	if opts.Perfetto != "-" {
+		fmt.Fprintf(opts.IO.ErrOut, "wrote %d events (%d launch arrows, %d span→NVTX arrows) to %s; open it in ui.perfetto.dev or chrome://tracing\n",
+			st.Events, st.LaunchFlows, st.LinkFlows, opts.Perfetto)
+	}
+	return nil
+}
+
+// writeAlignment prints the alignment table: one line per clock domain, with
+// no figure the anchors cannot back.
+func writeAlignment(w io.Writer, res *align.Result) {
+	if len(res.Fits) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "clock alignment onto %s:\n", res.Reference)
+	for _, f := range res.Fits {
+		line := fmt.Sprintf("  %-28s %-12s", f.Domain, f.Status)
+		switch f.Status {
+		case align.StatusRefined:
+			line += fmt.Sprintf(" offset %s, drift %+.3f ppm", fmtDurationNs(f.OffsetNs), f.DriftPPM)
+			if f.ResidualP99Ns != nil {
+				line += fmt.Sprintf(", residual p50/p99 %s/%s", fmtDurationNs(*f.ResidualP50Ns), fmtDurationNs(*f.ResidualP99Ns))
+			}
+			if f.BoundNs != nil {
+				line += ", bound ±" + fmtDurationNs(*f.BoundNs)
+			} else {
+				line += ", no guaranteed bound"
+			}
+			line += " (" + f.Anchors.String() + ")"
+		case align.StatusUnrefined:
+			line += " uncertainty unknown (" + f.Anchors.String() + ")"
+		}
+		fmt.Fprintln(w, line)
+	}
+	if c := res.Causality; c.Checked > 0 {
+		fmt.Fprintf(w, "  GPU ops starting before their launch call: %d of %d (largest %s)\n", c.Violations, c.Checked, fmtDurationNs(c.LargestNs))
+	}
+}
+
+// fmtDurationNs prints ns in the largest unit that keeps it readable.
+func fmtDurationNs(ns int64) string {
+	a := ns
+	if a < 0 {
+		a = -a
+	}
+	switch {
+	case a >= 1e9:
+		return fmt.Sprintf("%.3f s", float64(ns)/1e9)
+	case a >= 1e6:
+		return fmt.Sprintf("%.3f ms", float64(ns)/1e6)
+	case a >= 1e3:
+		return fmt.Sprintf("%.1f µs", float64(ns)/1e3)
+	}
+	return fmt.Sprintf("%d ns", ns)
+}

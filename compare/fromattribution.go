@@ -1,0 +1,118 @@
+package compare
+
+import (
+	"maps"
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/llmprof/llmprof/attribution"
+)
+
+// FromAttribution converts an attributed run into the observations diff
+// compares: per-request metrics in arrival order, per-token gaps, and the
+// per-request sums of every stage and token bucket, so that a regression can
+// be explained by the buckets that moved.
+func FromAttribution(res *attribution.Result) Run {
+	n := len(res.Requests)
+	run := Run{
+		DurationMS: res.Overall.Duration * 1e3,
+		Requests:   n,
+		TTFT:       make(Series, n), TPOT: make(Series, n), E2E: make(Series, n), Queue: make(Series, n),
+		OutputTokens: make(Series, n),
+		Stages:       map[string]Series{},
+	}
+	models := map[string]bool{}
+	for i := range res.Requests {
+		r := &res.Requests[i]
+		models[r.Model] = true
+		if r.Finish != "error" {
+			run.Completed++
+		}
+		run.TTFT[i] = r.TTFT / 1e6
+		run.TPOT[i] = r.TPOT / 1e6
+		run.E2E[i] = r.E2E / 1e6
+		run.Queue[i] = r.Queue / 1e6
+		run.OutputTokens[i] = math.NaN()
+		if r.OutputTokens >= 0 {
+			run.OutputTokens[i] = float64(r.OutputTokens)
+		}
+		for _, g := range r.ITLs() {
+			run.ITL = append(run.ITL, float64(g)/1e6)
+		}
+		for st := attribution.Stage(0); st < attribution.NumStages; st++ {
+			if r.Stages[st] == 0 && !stagePresent(res, st) {
+				continue
+			}
+			name := st.String()
+			if run.Stages[name] == nil {
+				run.Stages[name] = make(Series, n)
+			}
+			run.Stages[name][i] = float64(r.Stages[st]) / 1e6
+		}
+	}
+	run.Models = slices.Sorted(maps.Keys(models))
+	if slo := res.Options.SLO; !slo.IsZero() && res.Overall.Goodput != nil {
+		run.SLO = sloString(slo)
+		run.Good = res.Overall.Goodput.Good
+	}
+	if res.Tokens != nil {
+		run.TokensEstimated = res.Tokens.Estimated > 0
+		run.Tokens, run.FirstToken = map[string]Series{}, map[string]Series{}
+		for b := attribution.Bucket(0); b < attribution.NumBuckets; b++ {
+			run.Tokens[b.String()] = make(Series, n)
+			run.FirstToken[b.String()] = make(Series, n)
+		}
+		res.EachToken(func(tb *attribution.TokenBreakdown) {
+			for b := attribution.Bucket(0); b < attribution.NumBuckets; b++ {
+				v := float64(tb.Buckets[b]) / 1e6
+				run.Tokens[b.String()][tb.Request] += v
+				if tb.Index == 0 {
+					run.FirstToken[b.String()][tb.Request] += v
+				}
+			}
+		})
+		for b := attribution.Bucket(0); b < attribution.NumBuckets; b++ {
+			if allZero(run.Tokens[b.String()]) {
+				delete(run.Tokens, b.String())
+				delete(run.FirstToken, b.String())
+			}
+		}
+	}
+	return run
+}
+
+// stagePresent reports whether any request of the run has time in st, so
+// that a stage the input does not have is absent rather than all zeros.
+func stagePresent(res *attribution.Result, st attribution.Stage) bool {
+	for _, s := range res.Stages {
+		if s.Name == st.String() {
+			return s.TotalMs > 0
+		}
+	}
+	return false
+}
+
+func allZero(s Series) bool {
+	for _, v := range s {
+		if v != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// sloString writes an SLO the way --slo reads it.
+func sloString(s attribution.SLO) string {
+	var parts []string
+	if s.TTFT > 0 {
+		parts = append(parts, "ttft="+s.TTFT.String())
+	}
+	if s.TPOT > 0 {
+		parts = append(parts, "tpot="+s.TPOT.String())
+	}
+	if s.E2E > 0 {
+		parts = append(parts, "e2e="+s.E2E.String())
+	}
+	return strings.Join(parts, ",")
+}

@@ -1,0 +1,180 @@
+package compare
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+func TestQuantileNumpyLinear(t *testing.T) {
+	x := []float64{1, 2, 3, 4, 10}
+	// numpy.quantile(x, q) with the default method="linear".
+	for _, tc := range []struct {
+		name string
+		q    float64
+		want float64
+	}{
+		{"min", 0, 1},
+		{"p10", 0.1, 1.4},
+		{"median", 0.5, 3},
+		{"p90", 0.9, 7.6},
+		{"p99", 0.99, 9.76},
+		{"max", 1, 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Quantile(x, tc.q); math.Abs(got-tc.want) > 1e-12 {
+				t.Errorf("Quantile(%v) = %v, want %v", tc.q, got, tc.want)
+			}
+		})
+	}
+	if !math.IsNaN(Quantile(nil, 0.5)) {
+		t.Error("empty sample: want NaN")
+	}
+}
+
+func TestMinSamplesForQuantile(t *testing.T) {
+	// statistics.md C.2: median 6, p95 72, p99 368 at α = 0.05.
+	for _, tc := range []struct {
+		name string
+		q    float64
+		want int
+	}{{"p50", 0.5, 6}, {"p90", 0.9, 36}, {"p95", 0.95, 72}, {"p99", 0.99, 368}} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := MinSamplesForQuantile(tc.q, 0.05); got != tc.want {
+				t.Errorf("got %d, want %d", got, tc.want)
+			}
+			// The definition: max(q,1−q)^n ≤ α/2 at n and not at n−1.
+			p := math.Max(tc.q, 1-tc.q)
+			if math.Pow(p, float64(tc.want)) > 0.025 || math.Pow(p, float64(tc.want-1)) <= 0.025 {
+				t.Errorf("%d is not the smallest n with %v^n ≤ 0.025", tc.want, p)
+			}
+		})
+	}
+}
+
+func TestEffectiveN(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	n := 20000
+	iid := make([]float64, n)
+	ar := make([]float64, n)
+	prev := 0.0
+	for i := range iid {
+		iid[i] = rng.NormFloat64()
+		prev = 0.5*prev + rng.NormFloat64()
+		ar[i] = prev
+	}
+	if r := EffectiveN(iid) / float64(n); r < 0.9 {
+		t.Errorf("independent series: n_eff/n = %.2f, want ≈ 1", r)
+	}
+	// AR(1) with ρ = 0.5: n_eff/n = (1−ρ)/(1+ρ) = 1/3.
+	if r := EffectiveN(ar) / float64(n); math.Abs(r-1.0/3) > 0.05 {
+		t.Errorf("AR(1) ρ=0.5: n_eff/n = %.3f, want ≈ 0.333", r)
+	}
+}
+
+// materialize expands multiplicities into the resample they describe.
+func materialize(values []float64, counts []int32) []float64 {
+	var out []float64
+	for i, c := range counts {
+		if math.IsNaN(values[i]) {
+			continue
+		}
+		for range c {
+			out = append(out, values[i])
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestResampledStatisticsMatchMaterialized checks the multiplicity walk
+// against sorting the resample it stands for.
+func TestResampledStatisticsMatchMaterialized(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		n     int
+		block int
+		nan   bool
+		ties  bool
+	}{
+		{"iid", 200, 1, false, false},
+		{"blocks", 200, 7, false, false},
+		{"unknowns", 150, 1, true, false},
+		{"ties", 100, 5, false, true},
+		{"blocks with unknowns", 120, 9, true, false},
+		{"tiny", 3, 1, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(11, uint64(tc.n)))
+			values := make([]float64, tc.n)
+			for i := range values {
+				values[i] = math.Exp(rng.NormFloat64())
+				if tc.ties {
+					values[i] = math.Round(values[i])
+				}
+				if tc.nan && i%7 == 0 {
+					values[i] = math.NaN()
+				}
+			}
+			view := newSortedView(values)
+			rs := newResampler(tc.n, tc.block, 1, "test")
+			for range 50 {
+				counts := rs.next()
+				var sum int32
+				for _, c := range counts {
+					sum += c
+				}
+				if int(sum) != tc.n {
+					t.Fatalf("multiplicities sum to %d, want %d", sum, tc.n)
+				}
+				ref := materialize(values, counts)
+				total := view.total(values, counts)
+				if total != len(ref) {
+					t.Fatalf("total %d, want %d", total, len(ref))
+				}
+				for _, q := range []float64{0, 0.01, 0.5, 0.9, 0.99, 1} {
+					got, want := view.quantile(counts, total, q), Quantile(ref, q)
+					if !(got == want || math.Abs(got-want) < 1e-12*math.Abs(want)) && !(math.IsNaN(got) && math.IsNaN(want)) {
+						t.Fatalf("q=%v: %v, want %v", q, got, want)
+					}
+				}
+				if got, want := resampledMean(values, counts, total), mean(ref); math.Abs(got-want) > 1e-9*math.Abs(want) {
+					t.Fatalf("mean %v, want %v", got, want)
+				}
+				if tc.block > 1 {
+					sum, known := prefixSums(values)
+					got, n := blockMean(rs.spans, sum, known)
+					if n != total || math.Abs(got-mean(ref)) > 1e-9*math.Abs(mean(ref)) {
+						t.Fatalf("block mean %v over %d, want %v over %d", got, n, mean(ref), total)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestBlockResamplerKeepsRunsTogether: with blocks every drawn unit arrives
+// with its neighbours, so multiplicities change only at block edges.
+func TestBlockResamplerKeepsRunsTogether(t *testing.T) {
+	n, l := 100, 10
+	rs := newResampler(n, l, 3, "blocks")
+	counts := rs.next()
+	changes := 0
+	for i := 1; i < n; i++ {
+		if counts[i] != counts[i-1] {
+			changes++
+		}
+	}
+	// ⌈n/ℓ⌉ blocks have at most 2 edges each.
+	if changes > 2*((n+l-1)/l) {
+		t.Errorf("%d changes of multiplicity; blocks of %d should give at most %d", changes, l, 2*((n+l-1)/l))
+	}
+	// Reproducible for a seed and stream, different across streams.
+	a := slices.Clone(newResampler(n, 1, 9, "x").next())
+	b := slices.Clone(newResampler(n, 1, 9, "x").next())
+	c := slices.Clone(newResampler(n, 1, 9, "y").next())
+	if !slices.Equal(a, b) || slices.Equal(a, c) {
+		t.Error("resampler is not reproducible per (seed, stream)")
+	}
+}

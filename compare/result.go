@@ -1,0 +1,142 @@
+package compare
+
+// Verdict is a gate rule's outcome.
+type Verdict string
+
+const (
+	// Pass: the confidence interval of the change lies entirely on the good
+	// side of the threshold.
+	Pass Verdict = "pass"
+	// Fail: the interval lies entirely on the bad side, and the one-sided
+	// test survives Holm's correction across the gated metrics.
+	Fail Verdict = "fail"
+	// Inconclusive: the interval contains the threshold, or there are too
+	// few samples for a confident answer either way. Never a silent pass.
+	Inconclusive Verdict = "inconclusive"
+	// NoGate: no rules were given; the comparison is a report only.
+	NoGate Verdict = "none"
+)
+
+// Method names how a metric's interval and p-value were computed.
+type Method string
+
+const (
+	// MethodHodgesLehmann: Mann–Whitney U p-value, Hodges–Lehmann shift and
+	// Moses interval on log latency (medians of independent requests).
+	MethodHodgesLehmann Method = "hodges-lehmann"
+	// MethodBootstrap: percentile bootstrap over independent requests.
+	MethodBootstrap Method = "bootstrap"
+	// MethodBlockBootstrap: moving-block bootstrap over consecutive
+	// requests (or tokens, for ITL).
+	MethodBlockBootstrap Method = "block-bootstrap"
+	// MethodRunLevel: U test, Hodges–Lehmann and Moses over per-run values
+	// (the run is the replication unit).
+	MethodRunLevel Method = "run-level"
+	// MethodNone: point values only; no interval is possible (a rate with
+	// one run per side).
+	MethodNone Method = "none"
+)
+
+// Result is a full comparison: every metric both sides have, with its
+// change, interval, p-value, minimum detectable effect, explanation and,
+// where a rule asks for it, its verdict. Renderers format it; they never
+// compute.
+type Result struct {
+	Baseline  SideSummary
+	Candidate SideSummary
+	// Unit is the replication unit: "request" or "run".
+	Unit    string
+	Options Options
+	Metrics []Metric
+	Gate    GateSummary
+	// Warnings are problems with the data or the comparison that every
+	// renderer shows.
+	Warnings []string
+}
+
+// SideSummary describes one side's input.
+type SideSummary struct {
+	Label           string
+	Runs            int
+	RunIDs          []string
+	Requests        int
+	Tokens          int // ITL gaps observed
+	Models          []string
+	TokensEstimated bool
+}
+
+// Metric is one compared quantity, such as ttft.p99.
+type Metric struct {
+	Name   string // "ttft.p99", "throughput", "token.gpu.attention"
+	Unit   string // "ms", "ms/token", "req/s", "tok/s"
+	Method Method
+	// NBaseline and NCandidate count the replication units used (requests,
+	// tokens for itl, or runs).
+	NBaseline, NCandidate int
+	// Baseline and Candidate are the metric's values (with run-level
+	// replication: the median over runs of the per-run value).
+	Baseline, Candidate float64
+	// Delta is the change in the metric's unit; DeltaPct the relative
+	// change in percent (+10 = 10% higher). For MethodHodgesLehmann and
+	// MethodRunLevel they are the Hodges–Lehmann shift, not the difference
+	// of the two values shown.
+	Delta, DeltaPct float64
+	// CILow/CIHigh bound Delta, CILowPct/CIHighPct bound DeltaPct, at
+	// confidence 1−α; ±Inf when no interval is possible.
+	CILow, CIHigh       float64
+	CILowPct, CIHighPct float64
+	// P is the two-sided p-value for "no change"; NaN when none exists.
+	P float64
+	// Significant is P ≤ α. Renderers print a non-significant change as ~.
+	Significant bool
+	// MDE is the minimum detectable effect (in the unit, and in percent):
+	// the smallest true change this comparison detects with the configured
+	// power at level α.
+	MDE, MDEPct float64
+	// MinN is the number of units per side this method needs for a finite
+	// interval (368 for p99 at α = 0.05).
+	MinN int
+	// Note qualifies the figures (under-coverage, scale used).
+	Note string
+	// Breakdown names what Explanation decomposes: "first token", "request
+	// stages", "token buckets", "per output token".
+	Breakdown string
+	// Explanation is the change of each attribution bucket, in ms (per
+	// output token for tpot and itl), largest magnitude first.
+	Explanation []BucketDelta
+	// Gate is the outcome of the rule on this metric, nil when ungated.
+	Gate *GateOutcome
+}
+
+// BucketDelta is one attribution bucket's change: candidate minus baseline,
+// mean milliseconds over the requests that make up the metric (the slowest
+// 10% or 1% for p90 and p99).
+type BucketDelta struct {
+	Bucket  string
+	DeltaMS float64
+}
+
+// GateOutcome is one rule's verdict on one metric.
+type GateOutcome struct {
+	Rule    Gate
+	Verdict Verdict
+	// Reason says why, in one sentence, including how many samples would
+	// settle an inconclusive rule when that can be estimated.
+	Reason string
+	// PFail is the one-sided p-value against "the change does not breach
+	// the threshold"; HolmLevel the level Holm's step-down compared it with.
+	PFail, HolmLevel float64
+	// NeededN estimates the units per side at which the rule would likely
+	// be decided (0 when unknown).
+	NeededN int
+}
+
+// GateSummary is the gate's overall outcome.
+type GateSummary struct {
+	Verdict                  Verdict
+	Pass, Fail, Inconclusive int
+	FailOnInconclusive       bool
+	// Failed says the command must exit with the regression code: a rule
+	// failed, or one was inconclusive under FailOnInconclusive.
+	Failed bool
+}

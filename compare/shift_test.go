@@ -1,0 +1,128 @@
+package compare
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// allDiffs forms every pairwise difference: the brute force the selector
+// avoids, used here as the reference.
+func allDiffs(xs, ys []float64) []float64 {
+	d := make([]float64, 0, len(xs)*len(ys))
+	for _, x := range xs {
+		for _, y := range ys {
+			d = append(d, y-x)
+		}
+	}
+	slices.Sort(d)
+	return d
+}
+
+func randomSample(rng *rand.Rand, n int, shift float64, rounded bool) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		v := math.Exp(rng.NormFloat64()*0.5) + shift
+		if rounded { // ms-rounded latencies produce ties
+			v = math.Round(v*4) / 4
+		}
+		out[i] = v
+	}
+	slices.Sort(out)
+	return out
+}
+
+func TestDiffSelectorMatchesBruteForce(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for trial := range 60 {
+		n1, n2 := 1+rng.IntN(40), 1+rng.IntN(40)
+		xs := randomSample(rng, n1, 0, trial%2 == 0)
+		ys := randomSample(rng, n2, 0.2, trial%3 == 0)
+		want := allDiffs(xs, ys)
+		sel := newDiffSelector(xs, ys)
+		for k := int64(1); k <= int64(len(want)); k++ {
+			if got := sel.kth(k); got != want[k-1] {
+				t.Fatalf("trial %d (%d×%d): D_(%d) = %v, want %v", trial, n1, n2, k, got, want[k-1])
+			}
+		}
+	}
+}
+
+// TestHodgesLehmannMatchesBruteForce checks the estimate and the Moses
+// bounds against the sorted pairwise differences, with k taken from the
+// enumerated U distribution.
+func TestHodgesLehmannMatchesBruteForce(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for trial := range 100 {
+		n1, n2 := 4+rng.IntN(5), 4+rng.IntN(5)
+		xs := randomSample(rng, n1, 0, false)
+		ys := randomSample(rng, n2, 0.3, false)
+		d := allDiffs(xs, ys)
+		m := len(d)
+		med := d[m/2]
+		if m%2 == 0 {
+			med = (d[m/2-1] + d[m/2]) / 2
+		}
+		cum := enumerateU(n1, n2)
+		k := 0
+		for u := range cum {
+			if cum[u] <= 0.025 {
+				k = u + 1
+			}
+		}
+		s := HodgesLehmann(xs, ys, 0.05)
+		if s.Estimate != med {
+			t.Fatalf("trial %d: estimate %v, want %v", trial, s.Estimate, med)
+		}
+		if k == 0 {
+			if !math.IsInf(s.Low, -1) || !math.IsInf(s.High, 1) {
+				t.Fatalf("trial %d (%d×%d): want an infinite interval, got [%v, %v]", trial, n1, n2, s.Low, s.High)
+			}
+			continue
+		}
+		if s.Low != d[k-1] || s.High != d[m-k] || s.K != int64(k) {
+			t.Fatalf("trial %d (%d×%d): CI [%v, %v] k=%d, want [%v, %v] k=%d", trial, n1, n2, s.Low, s.High, s.K, d[k-1], d[m-k], k)
+		}
+	}
+}
+
+// TestHodgesLehmannLargeSamples runs where forming the pairs is impossible
+// (10¹⁰ differences, 80 GB): the selector must need O(n) memory.
+func TestHodgesLehmannLargeSamples(t *testing.T) {
+	if testing.Short() {
+		t.Skip("large-sample run")
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	n := 100_000
+	xs := randomSample(rng, n, 0, false)
+	ys := randomSample(rng, n, 0, false)
+	for i := range ys {
+		ys[i] += 0.1
+	}
+	s := HodgesLehmann(xs, ys, 0.05)
+	if math.Abs(s.Estimate-0.1) > 0.02 || !(s.Low < 0.1 && s.High > 0.1) {
+		t.Errorf("shift 0.1: estimate %v, CI [%v, %v]", s.Estimate, s.Low, s.High)
+	}
+}
+
+// TestShiftUTestIsDualOfMoses: the interval's lower bound exceeds δ exactly
+// when the one-sided test rejects "shift ≤ δ" at α/2.
+func TestShiftUTestIsDualOfMoses(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 9))
+	for trial := range 200 {
+		n1, n2 := 5+rng.IntN(60), 5+rng.IntN(60)
+		xs := randomSample(rng, n1, 0, false)
+		ys := randomSample(rng, n2, 0.4, false)
+		s := HodgesLehmann(xs, ys, 0.05)
+		for _, delta := range []float64{s.Low - 1e-9, s.Low + 1e-9, s.High - 1e-9, s.High + 1e-9, 0} {
+			pu, pl := shiftUTest(xs, ys, delta)
+			if (s.Low > delta) != (pu <= 0.025) {
+				t.Fatalf("trial %d (%d×%d) δ=%v: low %v > δ is %v, but p_upper = %v", trial, n1, n2, delta, s.Low, s.Low > delta, pu)
+			}
+			if (s.High < delta) != (pl <= 0.025) {
+				t.Fatalf("trial %d (%d×%d) δ=%v: high %v < δ is %v, but p_lower = %v", trial, n1, n2, delta, s.High, s.High < delta, pl)
+			}
+		}
+	}
+}

@@ -1,0 +1,344 @@
+package compare_test
+
+// Synthetic validation of the gate's statistics (statistics.md C.3): every
+// sweep draws samples with a known truth from fixed seeds, runs the real
+// Compare, and checks error rates, power and coverage. The sweeps use 300
+// bootstrap replicates instead of the default 2000 to keep the suite fast;
+// that widens the Monte Carlo error of a bootstrap bound slightly but does
+// not bias it. Sweeps that only look at a median of independent requests
+// (Hodges–Lehmann, no bootstrap) use the minimum of 10 replicates, which
+// only affects the other rows of the report.
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/llmprof/llmprof/compare"
+)
+
+const (
+	sweepReps = 300
+	noReps    = 10 // for sweeps whose metric does not bootstrap
+)
+
+// latencies draws n log-normal latencies around 100 ms with log-sd sigma,
+// times factor.
+func latencies(rng *rand.Rand, n int, sigma, factor float64) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = factor * 100 * math.Exp(sigma*rng.NormFloat64())
+	}
+	return out
+}
+
+// ttftRun is a run that only has TTFT, so only ttft.* is compared.
+func ttftRun(v []float64) compare.Run {
+	return compare.Run{Requests: len(v), Completed: len(v), TTFT: v}
+}
+
+func mustGates(t testing.TB, rules ...string) []compare.Gate {
+	t.Helper()
+	var gs []compare.Gate
+	for _, r := range rules {
+		g, err := compare.ParseGate(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gs = append(gs, g)
+	}
+	return gs
+}
+
+func sweepOptions(seed uint64, gates []compare.Gate) compare.Options {
+	o := compare.DefaultOptions()
+	o.Reps = sweepReps
+	o.Seed = seed
+	o.Policy.Gates = gates
+	return o
+}
+
+func compareRuns(t testing.TB, b, c []compare.Run, opts compare.Options) *compare.Result {
+	t.Helper()
+	res, err := compare.Compare(compare.Side{Label: "base", Runs: b}, compare.Side{Label: "cand", Runs: c}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func metric(t testing.TB, res *compare.Result, name string) compare.Metric {
+	t.Helper()
+	for _, m := range res.Metrics {
+		if m.Name == name {
+			return m
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return compare.Metric{}
+}
+
+// TestNullFalseFailRate: both sides from one distribution. At the strictest
+// threshold (+0%) the gate may fail only by chance, at most α of the time,
+// at every sample size; each statistic on its own likewise.
+func TestNullFalseFailRate(t *testing.T) {
+	t.Parallel()
+	const seeds = 200
+	alpha := compare.DefaultOptions().Alpha
+	gates := mustGates(t, "ttft.p50<+0%", "ttft.p90<+0%", "ttft.p99<+0%", "ttft.mean<+0%")
+	for _, dist := range []string{"lognormal", "heavy-tailed"} {
+		for _, n := range []int{4, 8, 20, 100, 1000} {
+			t.Run(fmt.Sprintf("%s/n=%d", dist, n), func(t *testing.T) {
+				gateFails := 0
+				perMetric := map[string]int{}
+				for seed := range uint64(seeds) {
+					rng := rand.New(rand.NewPCG(seed, uint64(n)))
+					draw := func() []float64 {
+						v := latencies(rng, n, 0.3, 1)
+						if dist == "heavy-tailed" { // 5% of requests 3–10× slower
+							for i := range v {
+								if rng.Float64() < 0.05 {
+									v[i] *= 3 + 7*rng.Float64()
+								}
+							}
+						}
+						return v
+					}
+					res := compareRuns(t, []compare.Run{ttftRun(draw())}, []compare.Run{ttftRun(draw())}, sweepOptions(seed, gates))
+					if res.Gate.Fail > 0 {
+						gateFails++
+					}
+					// Each statistic on its own, unadjusted, where it has
+					// enough samples to be decided at all.
+					for _, m := range res.Metrics {
+						if n >= m.MinN && m.CILowPct > 0 {
+							perMetric[m.Name]++
+						}
+					}
+				}
+				limit := int(alpha * seeds)
+				if gateFails > limit {
+					t.Errorf("gate failed in %d of %d seeds with no change; want ≤ %d (α = %v)", gateFails, seeds, limit, alpha)
+				}
+				for name, c := range perMetric {
+					if c > limit {
+						t.Errorf("%s: interval above 0 in %d of %d seeds; want ≤ %d", name, c, seeds, limit)
+					}
+				}
+				t.Logf("false fails: gate %d/%d, per metric %v", gateFails, seeds, perMetric)
+			})
+		}
+	}
+}
+
+// TestShiftDetectedAndCovered: a 10% slowdown at n = 200 (log-sd 0.3, so
+// p99/p50 ≈ 2) is detected in ≥ 80% of seeds, and the Hodges–Lehmann
+// interval covers the true +10% in about 95% of them.
+func TestShiftDetectedAndCovered(t *testing.T) {
+	t.Parallel()
+	const seeds, n = 200, 200
+	gates := mustGates(t, "ttft.p50<+0%")
+	detected, covered := 0, 0
+	for seed := range uint64(seeds) {
+		rng := rand.New(rand.NewPCG(seed, 77))
+		b := latencies(rng, n, 0.3, 1)
+		c := latencies(rng, n, 0.3, 1.1)
+		opts := sweepOptions(seed, gates)
+		opts.Reps = noReps
+		res := compareRuns(t, []compare.Run{ttftRun(b)}, []compare.Run{ttftRun(c)}, opts)
+		m := metric(t, res, "ttft.p50")
+		if m.Method != compare.MethodHodgesLehmann {
+			t.Fatalf("ttft.p50 method %s", m.Method)
+		}
+		if m.Gate.Verdict == compare.Fail {
+			detected++
+		}
+		if m.CILowPct <= 10 && 10 <= m.CIHighPct {
+			covered++
+		}
+	}
+	power := float64(detected) / seeds
+	coverage := float64(covered) / seeds
+	t.Logf("detected %d/%d, covered %d/%d", detected, seeds, covered, seeds)
+	if power < 0.8 {
+		t.Errorf("10%% shift detected in %.0f%% of seeds, want ≥ 80%%", 100*power)
+	}
+	// Binomial(200, 0.95) lies in [0.91, 0.99] with probability > 99%.
+	if coverage < 0.91 || coverage > 0.99 {
+		t.Errorf("HL interval covered the true shift in %.1f%% of seeds, want ≈ 95%%", 100*coverage)
+	}
+}
+
+// TestMDEMatchesPower: a true shift equal to the reported minimum detectable
+// effect is detected with about the configured power (80%).
+func TestMDEMatchesPower(t *testing.T) {
+	t.Parallel()
+	const seeds, n = 200, 200
+	rng := rand.New(rand.NewPCG(1, 1))
+	probe := compareRuns(t, []compare.Run{ttftRun(latencies(rng, n, 0.3, 1))}, []compare.Run{ttftRun(latencies(rng, n, 0.3, 1))}, sweepOptions(1, nil))
+	mde := metric(t, probe, "ttft.p50").MDEPct
+	detected := 0
+	for seed := range uint64(seeds) {
+		rng := rand.New(rand.NewPCG(seed, 99))
+		opts := sweepOptions(seed, nil)
+		opts.Reps = noReps
+		res := compareRuns(t, []compare.Run{ttftRun(latencies(rng, n, 0.3, 1))}, []compare.Run{ttftRun(latencies(rng, n, 0.3, 1+mde/100))}, opts)
+		if metric(t, res, "ttft.p50").Significant {
+			detected++
+		}
+	}
+	power := float64(detected) / seeds
+	t.Logf("MDE %.2f%%: detected in %d/%d", mde, detected, seeds)
+	if power < 0.64 || power > 0.96 {
+		t.Errorf("a shift of the MDE (%.2f%%) was detected in %.0f%% of seeds, want 80%% ± 20%%", mde, 100*power)
+	}
+}
+
+// TestTailOnlyRegression: only the slowest 2% get 1.5× slower. At n = 2000
+// p99 fails its gate and p50 passes its own; the tail's buckets are not the
+// median's business.
+func TestTailOnlyRegression(t *testing.T) {
+	t.Parallel()
+	const seeds, n = 10, 2000
+	z98 := 2.0537489 // Φ⁻¹(0.98)
+	gates := mustGates(t, "ttft.p99<+10%", "ttft.p50<+5%")
+	for seed := range uint64(seeds) {
+		rng := rand.New(rand.NewPCG(seed, 2))
+		b := latencies(rng, n, 0.3, 1)
+		c := make([]float64, n)
+		for i := range c {
+			z := rng.NormFloat64()
+			c[i] = 100 * math.Exp(0.3*z)
+			if z > z98 {
+				c[i] *= 1.5
+			}
+		}
+		opts := sweepOptions(seed, gates)
+		opts.Reps = 1000
+		res := compareRuns(t, []compare.Run{ttftRun(b)}, []compare.Run{ttftRun(c)}, opts)
+		p99, p50 := metric(t, res, "ttft.p99"), metric(t, res, "ttft.p50")
+		if p99.Gate.Verdict != compare.Fail {
+			t.Errorf("seed %d: p99 %s (%s), want fail", seed, p99.Gate.Verdict, p99.Gate.Reason)
+		}
+		if p50.Gate.Verdict != compare.Pass {
+			t.Errorf("seed %d: p50 %s (%s), want pass", seed, p50.Gate.Verdict, p50.Gate.Reason)
+		}
+	}
+}
+
+// TestP99NeedsEnoughSamples: below 368 samples per side p99 is never
+// "pass", not even for a large improvement; at 368 it can be.
+func TestP99NeedsEnoughSamples(t *testing.T) {
+	t.Parallel()
+	gates := mustGates(t, "ttft.p99<+10%")
+	for _, n := range []int{20, 100, 367} {
+		for _, factor := range []float64{1, 0.7} {
+			t.Run(fmt.Sprintf("n=%d/x%.1f", n, factor), func(t *testing.T) {
+				for seed := range uint64(50) {
+					rng := rand.New(rand.NewPCG(seed, 3))
+					res := compareRuns(t, []compare.Run{ttftRun(latencies(rng, n, 0.3, 1))}, []compare.Run{ttftRun(latencies(rng, n, 0.3, factor))}, sweepOptions(seed, gates))
+					g := metric(t, res, "ttft.p99").Gate
+					if g.Verdict != compare.Inconclusive {
+						t.Fatalf("seed %d: p99 at n=%d is %s, want inconclusive", seed, n, g.Verdict)
+					}
+					if g.NeededN != 368 {
+						t.Fatalf("seed %d: needed n = %d, want 368 (reason %q)", seed, g.NeededN, g.Reason)
+					}
+				}
+			})
+		}
+	}
+	rng := rand.New(rand.NewPCG(0, 3))
+	res := compareRuns(t, []compare.Run{ttftRun(latencies(rng, 368, 0.3, 1))}, []compare.Run{ttftRun(latencies(rng, 368, 0.3, 0.7))}, sweepOptions(0, gates))
+	if g := metric(t, res, "ttft.p99").Gate; g.Verdict != compare.Pass {
+		t.Errorf("n=368, 30%% faster: p99 %s (%s), want pass", g.Verdict, g.Reason)
+	}
+}
+
+// TestBlockBootstrapRestoresLevel: requests whose log latency is AR(1) with
+// ρ = 0.5 (a run that drifts through slow and fast phases). Treating them
+// as independent fails far more often than α; the block bootstrap brings
+// the false-fail rate back to about α/2.
+func TestBlockBootstrapRestoresLevel(t *testing.T) {
+	t.Parallel()
+	const seeds, n, rho = 200, 1000, 0.5
+	gates := mustGates(t, "ttft.p50<+0%")
+	ar := func(rng *rand.Rand) []float64 {
+		out := make([]float64, n)
+		x := rng.NormFloat64()
+		for i := range out {
+			x = rho*x + math.Sqrt(1-rho*rho)*rng.NormFloat64()
+			out[i] = 100 * math.Exp(0.3*x)
+		}
+		return out
+	}
+	naive, blocked := 0, 0
+	for seed := range uint64(seeds) {
+		rng := rand.New(rand.NewPCG(seed, 4))
+		b, c := []compare.Run{ttftRun(ar(rng))}, []compare.Run{ttftRun(ar(rng))}
+		iid := sweepOptions(seed, gates)
+		iid.Reps = noReps
+		if compareRuns(t, b, c, iid).Gate.Fail > 0 {
+			naive++
+		}
+		opts := sweepOptions(seed, gates)
+		opts.Block = compare.BlockAuto
+		res := compareRuns(t, b, c, opts)
+		if m := metric(t, res, "ttft.p50"); m.Method != compare.MethodBlockBootstrap {
+			t.Fatalf("method %s with blocks", m.Method)
+		}
+		if res.Gate.Fail > 0 {
+			blocked++
+		}
+	}
+	t.Logf("false fails: independent %d/%d, block %d/%d", naive, seeds, blocked, seeds)
+	if limit := int(0.05 * seeds); blocked > limit {
+		t.Errorf("block bootstrap: %d false fails of %d, want ≤ %d", blocked, seeds, limit)
+	}
+	if naive <= blocked || naive <= int(0.05*seeds) {
+		t.Errorf("independent-request test: %d false fails, expected clearly more than α (the failure mode blocks fix)", naive)
+	}
+}
+
+// TestRunLevelReplication: each run has its own offset (log-sd 0.15: warm-up,
+// placement, thermal state). Pooling six runs per side overstates the
+// evidence; the run-level comparison keeps false fails within α.
+func TestRunLevelReplication(t *testing.T) {
+	t.Parallel()
+	const seeds, runs, perRun = 200, 6, 300
+	gates := mustGates(t, "ttft.p50<+0%")
+	side := func(rng *rand.Rand) []compare.Run {
+		out := make([]compare.Run, runs)
+		for i := range out {
+			out[i] = ttftRun(latencies(rng, perRun, 0.3, math.Exp(0.15*rng.NormFloat64())))
+			out[i].RunID = fmt.Sprint(i)
+		}
+		return out
+	}
+	pooledFails, runFails := 0, 0
+	for seed := range uint64(seeds) {
+		rng := rand.New(rand.NewPCG(seed, 5))
+		b, c := side(rng), side(rng)
+		opts := sweepOptions(seed, gates)
+		opts.Reps = noReps
+		res := compareRuns(t, b, c, opts)
+		if res.Unit != "run" || metric(t, res, "ttft.p50").Method != compare.MethodRunLevel {
+			t.Fatalf("unit %s: want run-level replication", res.Unit)
+		}
+		if res.Gate.Fail > 0 {
+			runFails++
+		}
+		opts.PoolRuns = true
+		if compareRuns(t, b, c, opts).Gate.Fail > 0 {
+			pooledFails++
+		}
+	}
+	t.Logf("false fails: run-level %d/%d, pooled %d/%d", runFails, seeds, pooledFails, seeds)
+	if limit := int(0.05 * seeds); runFails > limit {
+		t.Errorf("run-level: %d false fails of %d, want ≤ %d", runFails, seeds, limit)
+	}
+	if pooledFails <= 2*runFails || pooledFails <= int(0.05*seeds) {
+		t.Errorf("pooled: %d false fails; expected far more than α (why runs are the unit)", pooledFails)
+	}
+}
