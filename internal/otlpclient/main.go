@@ -83,9 +83,8 @@ func run() error {
 	tracer := tp.Tracer("github.com/llmprof/llmprof/internal/otlpclient", trace.WithInstrumentationVersion("1.0.0"))
 
 	var sent []SentSpan
-	base := time.Now().Add(-time.Minute)
 	emit := func(i int) {
-		sent = append(sent, emitPair(ctx, tracer, base, i)...)
+		sent = append(sent, emitPair(ctx, tracer, time.Now(), i)...)
 	}
 	if *untilSignal {
 		tick := time.NewTicker(10 * time.Millisecond)
@@ -146,10 +145,10 @@ func newExporter(ctx context.Context) (sdktrace.SpanExporter, error) {
 
 var tenants = []string{"tenant-a", "tenant-b", "tenant-c"}
 
-// emitPair emits request i: an llm.request span and its llm.decode child,
-// with fixed times and attributes derived from i.
-func emitPair(ctx context.Context, tracer trace.Tracer, base time.Time, i int) []SentSpan {
-	start := base.Add(time.Duration(i) * time.Millisecond)
+// emitPair emits request i, starting at start: an llm.request span and its
+// llm.decode child, with times relative to start and attributes derived
+// from i.
+func emitPair(ctx context.Context, tracer trace.Tracer, start time.Time, i int) []SentSpan {
 	attrs := []attribute.KeyValue{
 		attribute.String("llm.request.id", fmt.Sprintf("req-%d", i)),
 		attribute.String("llm.tenant", tenants[i%len(tenants)]),
