@@ -3,12 +3,14 @@ package record
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/llmprof/llmprof/ingest"
 	"github.com/llmprof/llmprof/ingest/otlp"
@@ -143,14 +145,17 @@ func (r *captureReader) describe() {
 	} else {
 		src.Meta["nvml"] = "unavailable: " + m.NVML.Reason
 	}
-	switch m.Status {
-	case StatusRecording:
+	switch {
+	case m.Status == StatusRecording && recorderRunning(m):
+		r.warnf("", "capture-in-progress",
+			"capture is still being recorded (recorder pid %d is running); reading what has been flushed so far", m.Recorder.Pid)
+	case m.Status == StatusRecording:
 		r.warnf("", "capture-interrupted",
-			"capture was interrupted: the recorder never finished (manifest status is still %q; recorder pid %d); every complete batch is read, rows still in open batches were lost",
+			"capture was interrupted: the recorder never finished (manifest status is still %q; recorder pid %d is gone); every complete batch is read, rows still in open batches were lost",
 			m.Status, m.Recorder.Pid)
-	case StatusFailed:
+	case m.Status == StatusFailed:
 		r.warnf("", "capture-failed", "the recording failed: %s", m.StatusDetail)
-	case StatusChildFailed:
+	case m.Status == StatusChildFailed:
 		r.warnf("", "capture-child-failed", "the recorded command failed: %s", m.StatusDetail)
 	}
 	if m.Drops.ChannelFull > 0 || m.Drops.SamplerOverruns > 0 {
@@ -160,6 +165,17 @@ func (r *captureReader) describe() {
 	if m.OTLP.Rejected > 0 {
 		r.warnf("", "capture-otlp-rejected", "the receiver refused %d malformed OTLP export request(s)", m.OTLP.Rejected)
 	}
+}
+
+// recorderRunning reports whether the recorder of an unfinished capture is
+// still alive: same boot, and its pid exists. (A reused pid makes this say
+// "in progress" for a dead recorder; the data read is the same either way.)
+func recorderRunning(m *Manifest) bool {
+	if m.Recorder.Pid <= 0 || m.Host.BootID == "" || m.Host.BootID != hostInfo().BootID {
+		return false
+	}
+	err := syscall.Kill(m.Recorder.Pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 // monoSource returns the capture's monotonic source, creating it on first

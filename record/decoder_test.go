@@ -207,6 +207,15 @@ func TestCaptureDecoderProblems(t *testing.T) {
 			t.Errorf("warnings %v", tr.Warnings.List)
 		}
 	})
+	t.Run("still being recorded", func(t *testing.T) {
+		b := newCaptureBuilder(t, StatusRecording)
+		b.m.Host.BootID = hostInfo().BootID
+		b.m.Recorder.Pid = os.Getpid() // alive: this test
+		tr := decodeCapture(t, b.finish(), &CaptureDecoder{})
+		if !hasWarning(tr, "capture-in-progress") || hasWarning(tr, "capture-interrupted") {
+			t.Errorf("warnings %v", tr.Warnings.List)
+		}
+	})
 	t.Run("bad payload, bad table, changed file", func(t *testing.T) {
 		b := newCaptureBuilder(t, StatusChildFailed)
 		b.m.StatusDetail = "child exited with status 3"

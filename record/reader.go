@@ -3,6 +3,7 @@ package record
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -114,12 +115,14 @@ func readStream(r io.Reader, ts *tableSchema, fn func(row reflect.Value) error, 
 		// the continuation marker; anything else is not a capture table.
 		return fmt.Errorf("%s: not an Arrow IPC stream (starts with % x)", filepath.Base(res.Path), head)
 	}
-	rd, err := ipc.NewReader(br, ipc.WithAllocator(memory.DefaultAllocator))
+	cs := newCheckedStream(br)
+	rd, err := ipc.NewReader(cs, ipc.WithAllocator(memory.DefaultAllocator))
 	if err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			// Killed before its first batch reached the disk.
+			// Killed before its first batch reached the disk, or the
+			// schema message is damaged.
 			res.Truncated = true
-			res.Err = fmt.Errorf("no complete schema: %w", err)
+			res.Err = fmt.Errorf("no complete schema: %w", cmp.Or(cs.err, err))
 			return nil
 		}
 		return fmt.Errorf("%s: not an Arrow IPC stream: %w", filepath.Base(res.Path), err)
@@ -144,9 +147,11 @@ func readStream(r io.Reader, ts *tableSchema, fn func(row reflect.Value) error, 
 			res.Rows++
 		}
 	}
-	if err := rd.Err(); err != nil {
-		res.Truncated = true
-		res.Err = err
+	switch {
+	case rd.Err() != nil:
+		res.Truncated, res.Err = true, rd.Err()
+	case cs.err != nil:
+		res.Truncated, res.Err = true, cs.err
 	}
 	return nil
 }
