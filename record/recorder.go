@@ -192,7 +192,10 @@ func Record(ctx context.Context, opts Options) (*Result, error) {
 	}
 	cfg := writerConfig{captureID: r.manifest.CaptureID, flushInterval: opts.FlushInterval}
 	var err error
-	if r.otlp, err = newTableWriter[OTLPPayload](r.dir, otlpSchema, cfg); err != nil {
+	// Payloads wait in a shorter queue: each can be megabytes.
+	otlpCfg := cfg
+	otlpCfg.queueLen = 64
+	if r.otlp, err = newTableWriter[OTLPPayload](r.dir, otlpSchema, otlpCfg); err != nil {
 		return nil, err
 	}
 	if r.clock, err = newTableWriter[ClockPair](r.dir, clockSchema, cfg); err != nil {

@@ -3,6 +3,7 @@ package record
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -202,5 +203,36 @@ func TestTrySendDropsWhenFull(t *testing.T) {
 	}
 	if tw.TrySend(GPMSample{}) || tw.Send(context.Background(), GPMSample{}) != errTableClosed {
 		t.Fatal("sends after Close must fail")
+	}
+}
+
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("no space left on device") }
+
+// A table that cannot be written refuses further rows (an OTLP client is
+// told, instead of being acknowledged for data that is lost) and the
+// manifest entry says why.
+func TestTableWriteFailure(t *testing.T) {
+	tw, err := newTableWriter[Event](t.TempDir(), eventSchema, writerConfig{batchRows: 1, flushInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tw.count.w = failingWriter{}
+	if err := tw.Send(context.Background(), Event{Kind: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for tw.failed.Load() == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the write error was never noticed")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := tw.Send(context.Background(), Event{Kind: "b"}); err == nil || !strings.Contains(err.Error(), "no space") {
+		t.Fatalf("Send after a failed write: %v", err)
+	}
+	if fi := tw.Close(); !strings.Contains(fi.Error, "no space") || fi.Rows != 0 {
+		t.Fatalf("manifest entry %+v", fi)
 	}
 }

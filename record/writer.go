@@ -72,6 +72,7 @@ type tableWriter[R any] struct {
 
 	rows, batches, dropped atomic.Int64
 	err                    error // the first write error; read after done
+	failed                 atomic.Pointer[error]
 }
 
 type writerConfig struct {
@@ -129,6 +130,11 @@ func (tw *tableWriter[R]) Send(ctx context.Context, r R) error {
 	defer tw.mu.RUnlock()
 	if tw.closed {
 		return errTableClosed
+	}
+	if err := tw.failed.Load(); err != nil {
+		// Refuse rather than accept what cannot be stored: an OTLP client
+		// hears it and can retry or report.
+		return *err
 	}
 	select {
 	case tw.ch <- r:
@@ -194,6 +200,7 @@ func (tw *tableWriter[R]) run() {
 		if tw.err == nil {
 			if err := tw.w.Write(rec); err != nil {
 				tw.err = fmt.Errorf("%s: %w", tw.file, err)
+				tw.failed.Store(&tw.err)
 			} else {
 				tw.rows.Add(int64(pending))
 				tw.batches.Add(1)

@@ -24,6 +24,15 @@ import (
 	"github.com/llmprof/llmprof/record"
 )
 
+// runRecordMain runs llmprof in process with buffers for streams. (Its own
+// helper, so the record tests do not lean on another command's.)
+func runRecordMain(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = Main(context.Background(), args, &IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &errOut})
+	return out.String(), errOut.String(), code
+}
+
 func TestRecordFlags(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -94,7 +103,7 @@ func TestRecordExitStatus(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := append([]string{"record", "-o", filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-")), "--no-nvml", "--otlp-quiet", "10ms", "--"}, tc.command...)
-			_, stderr, code := run(t, args...)
+			_, stderr, code := runRecordMain(t, args...)
 			if code != tc.code {
 				t.Fatalf("exit code %d, want %d; stderr:\n%s", code, tc.code, stderr)
 			}
@@ -320,7 +329,7 @@ func TestRecordEndToEnd(t *testing.T) {
 			if len(tr.Spans) != 600 || tr.Sources[0].Format != record.SourceFormat {
 				t.Fatalf("decoded %d spans from %+v", len(tr.Spans), tr.Sources)
 			}
-			stdout, stderr, code := run(t, "analyze", "--format", "json", dir)
+			stdout, stderr, code := runRecordMain(t, "analyze", "--format", "json", dir)
 			if code != 0 {
 				t.Fatalf("analyze: exit %d\n%s", code, stderr)
 			}
