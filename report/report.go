@@ -7,6 +7,7 @@ package report
 import (
 	"github.com/llmprof/llmprof/align"
 	"github.com/llmprof/llmprof/attribution"
+	"github.com/llmprof/llmprof/causal"
 	"github.com/llmprof/llmprof/compare"
 	"github.com/llmprof/llmprof/ingest"
 )
@@ -30,7 +31,11 @@ type Report struct {
 	KVCache     *attribution.KVCache      `json:"kv_cache,omitempty"`
 	ModelEvents []attribution.ModelEvent  `json:"model_events,omitempty"`
 	Tokens      *attribution.TokenSummary `json:"tokens,omitempty"`
-	Warnings    []ingest.Warning          `json:"warnings"`
+	// Tenants is the tenant causal regression (DESIGN §11 tenants.pairs[]);
+	// TenantsNote says why it is absent.
+	Tenants     *causal.Result   `json:"tenants,omitempty"`
+	TenantsNote string           `json:"tenants_note,omitempty"`
+	Warnings    []ingest.Warning `json:"warnings"`
 	// Samples are the per-request observations `llmprof diff` compares, so
 	// that a saved analysis can be a diff baseline.
 	Samples *compare.Run `json:"samples,omitempty"`
@@ -64,11 +69,13 @@ type Requests struct {
 
 // Input bundles the results a report is built from.
 type Input struct {
-	Version string
-	Trace   *ingest.Trace
-	Align   *align.Result
-	Attr    *attribution.Result
-	Samples *compare.Run
+	Version     string
+	Trace       *ingest.Trace
+	Align       *align.Result
+	Attr        *attribution.Result
+	Samples     *compare.Run
+	Tenants     *causal.Result
+	TenantsNote string
 }
 
 // New assembles a report. It copies and arranges; it does not analyse.
@@ -93,6 +100,7 @@ func New(in Input) *Report {
 		r.Causality = &c
 	}
 	r.Samples = in.Samples
+	r.Tenants, r.TenantsNote = in.Tenants, in.TenantsNote
 	if a := in.Attr; a != nil {
 		req := &Requests{
 			Count: len(a.Requests), Styles: map[string]int{}, Metrics: a.Overall.Metrics, Summary: a.Overall,

@@ -130,6 +130,7 @@ func (r *Report) WriteText(w io.Writer, opts TextOptions) error {
 			if len(r.ModelEvents) > 0 {
 				modelEventsText(&b, st, r.ModelEvents)
 			}
+			tenantsText(&b, st, r.Tenants, r.TenantsNote, false)
 			groupTable(&b, st, "BY TENANT", "tenant", rq.TenantOrder, rq.ByTenant, rq.SLO)
 			groupTable(&b, st, "BY MODEL", "model", rq.ModelOrder, rq.ByModel, rq.SLO)
 		}

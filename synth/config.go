@@ -38,6 +38,30 @@ type Config struct {
 
 	// GPUClock puts the GPU side (what nsys would record) on a second clock.
 	GPUClock ClockError
+
+	// Interference slows a target tenant's engine while a source tenant's
+	// engine keeps the same GPU busy (MPS or time slicing): every kernel of
+	// the target's engine takes (1 + Slowdown × busy) longer, busy being the
+	// fraction of the surrounding 10 ms the source's engine had kernels on
+	// the GPU. Source and target must be served by different engines on one
+	// device; the truth of tenant causal regression (DESIGN §10).
+	Interference []Interference
+	// Diurnal modulates every tenant's arrival rate by one shared cycle — the
+	// confounder that drives everyone's load (and own batch sizes) together.
+	Diurnal *Diurnal
+}
+
+// Interference is one injected tenant → tenant effect.
+type Interference struct {
+	Source, Target string
+	Slowdown       float64
+}
+
+// Diurnal is a shared sinusoidal load driver: rate × (1 + Amplitude ·
+// sin(2π t / Period)).
+type Diurnal struct {
+	Period    time.Duration
+	Amplitude float64
 }
 
 // ClockError is how a second clock differs from the reference:
@@ -179,6 +203,7 @@ func (c *Config) validate() error {
 		}
 		models[m.Name] = true
 	}
+	modelOf := map[string]string{}
 	for _, t := range c.Tenants {
 		if !models[t.Model] {
 			return fmt.Errorf("synth: tenant %q uses undefined model %q", t.Name, t.Model)
@@ -186,6 +211,52 @@ func (c *Config) validate() error {
 		if t.Rate <= 0 {
 			return fmt.Errorf("synth: tenant %q has rate %g; must be positive", t.Name, t.Rate)
 		}
+		modelOf[t.Name] = t.Model
+	}
+	device := map[string]int{}
+	for _, m := range c.Models {
+		device[m.Name] = m.Device
+	}
+	for _, in := range c.Interference {
+		src, ok1 := modelOf[in.Source]
+		dst, ok2 := modelOf[in.Target]
+		switch {
+		case !ok1 || !ok2:
+			return fmt.Errorf("synth: interference %s → %s names an unknown tenant", in.Source, in.Target)
+		case src == dst:
+			return fmt.Errorf("synth: interference %s → %s: both are served by engine %s", in.Source, in.Target, src)
+		case device[src] != device[dst]:
+			return fmt.Errorf("synth: interference %s → %s: their engines are on different GPUs", in.Source, in.Target)
+		case in.Slowdown < 0:
+			return fmt.Errorf("synth: interference %s → %s: negative slowdown", in.Source, in.Target)
+		}
+	}
+	if d := c.Diurnal; d != nil && (d.Period <= 0 || d.Amplitude < 0 || d.Amplitude >= 1) {
+		return fmt.Errorf("synth: diurnal cycle needs a positive period and an amplitude in [0, 1)")
 	}
 	return nil
+}
+
+// MultiTenantGPUConfig is a run for tenant causal regression: tenants A, B
+// and C each have their own engine on GPU 0 and D its own on GPU 1 (a
+// negative control, isolated like a MIG instance). A's load slows B by the
+// given factor per unit of A's GPU busy fraction; nothing else interferes. A
+// shared diurnal cycle drives every tenant's arrivals.
+func MultiTenantGPUConfig(seed int64, d time.Duration, slowdown float64) Config {
+	c := DefaultConfig(seed, d)
+	c.Tenants = []Tenant{
+		{Name: "A", Model: "engine-a", Rate: 4, Bursty: true, InputTokens: 1200, OutputTokens: 100},
+		{Name: "B", Model: "engine-b", Rate: 8, InputTokens: 300, OutputTokens: 60},
+		{Name: "C", Model: "engine-c", Rate: 6, InputTokens: 400, OutputTokens: 80},
+		{Name: "D", Model: "engine-d", Rate: 6, InputTokens: 400, OutputTokens: 80},
+	}
+	c.Models = []Model{
+		{Name: "engine-a", Device: 0, MaxBatch: 48, KVTokens: 100_000},
+		{Name: "engine-b", Device: 0, MaxBatch: 48, KVTokens: 100_000},
+		{Name: "engine-c", Device: 0, MaxBatch: 48, KVTokens: 100_000},
+		{Name: "engine-d", Device: 1, MaxBatch: 48, KVTokens: 100_000},
+	}
+	c.Interference = []Interference{{Source: "A", Target: "B", Slowdown: slowdown}}
+	c.Diurnal = &Diurnal{Period: d / 2, Amplitude: 0.5}
+	return c
 }

@@ -129,6 +129,9 @@ func (r *Run) engineScope(td ptrace.Traces, e int, service string) ptrace.SpanSl
 	a.PutStr("service.name", service)
 	a.PutStr("host.name", "gpu-node-1")
 	a.PutInt("process.pid", int64(eng.Pid))
+	if len(eng.Tenants) == 1 {
+		a.PutStr("llm.tenant", eng.Tenants[0]) // a dedicated engine belongs to its tenant
+	}
 	ss := rs.ScopeSpans().AppendEmpty()
 	ss.Scope().SetName("llmprof.synth")
 	ss.Scope().SetVersion("1")

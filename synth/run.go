@@ -19,6 +19,8 @@ type Engine struct {
 	TP     int
 	Pid    uint32
 	Tid    uint32 // the engine (scheduler/model-runner) thread
+	// Tenants are the tenants whose requests this engine serves.
+	Tenants []string
 	// LoadStart and LoadEnd bracket the model load before the first request.
 	LoadStart, LoadEnd int64
 }

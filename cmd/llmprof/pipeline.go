@@ -7,6 +7,7 @@ import (
 
 	"github.com/llmprof/llmprof/align"
 	"github.com/llmprof/llmprof/attribution"
+	"github.com/llmprof/llmprof/causal"
 	"github.com/llmprof/llmprof/ingest"
 )
 
@@ -19,6 +20,22 @@ type pipelineOptions struct {
 	// Reference names the clock domain to align onto ("" = the first
 	// source with OTLP spans).
 	Reference string
+	// Tenants configures the tenant causal regression, which runs when the
+	// requests come from at least two tenants.
+	Tenants tenantOptions
+}
+
+// tenantOptions are the settings of the tenant causal regression.
+type tenantOptions struct {
+	Skip bool
+	// Pids assigns processes to tenants outright (--tenant-pid PID=NAME).
+	Pids map[uint32]string
+	// Bin is the load bin width (0: causal's default, 1 s).
+	Bin time.Duration
+	// Load picks the load series ("" chooses the best available).
+	Load    string
+	Metrics []causal.Metric
+	NoLag   bool
 }
 
 // pipelineResult is one run taken through the pipeline: decoded, aligned,
@@ -27,6 +44,10 @@ type pipelineResult struct {
 	Trace *ingest.Trace
 	Align *align.Result
 	Attr  *attribution.Result
+	// Tenants is nil when the tenant regression did not run; TenantsNote
+	// then says why.
+	Tenants     *causal.Result
+	TenantsNote string
 }
 
 // analyzeInputs runs decoders → align → attribution on the inputs.
@@ -42,5 +63,53 @@ func analyzeInputs(ctx context.Context, f *Factory, paths []string, opts pipelin
 		return nil, &UsageError{fmt.Errorf("alignment: %w", err)}
 	}
 	res := attribution.Analyze(t, attribution.Options{TenantKey: opts.TenantKey, SLO: opts.SLO, StallThreshold: opts.Stall, Alignment: ar})
-	return &pipelineResult{Trace: t, Align: ar, Attr: res}, nil
+	out := &pipelineResult{Trace: t, Align: ar, Attr: res}
+	if !opts.Tenants.Skip {
+		out.Tenants, out.TenantsNote, err = tenantRegression(t, res, opts)
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// tenantRegression runs the tenant causal regression when there are at
+// least two tenants; otherwise it says why not.
+func tenantRegression(t *ingest.Trace, att *attribution.Result, opts pipelineOptions) (*causal.Result, string, error) {
+	tenants := map[string]bool{}
+	for i := range att.Requests {
+		tenants[att.Requests[i].Tenant] = true
+	}
+	if len(tenants) < 2 {
+		return nil, fmt.Sprintf("tenant regression needs requests from two tenants or more; found %d (see --tenant-key)", len(tenants)), nil
+	}
+	to := opts.Tenants
+	lo := causal.LoadOptions{BinWidth: to.Bin.Nanoseconds()}
+	if to.Load != "" && to.Load != "auto" {
+		k, err := causal.ParseLoadKind(to.Load)
+		if err != nil {
+			return nil, "", &UsageError{fmt.Errorf("--load: %w", err)}
+		}
+		lo.Kind = &k
+	}
+	keys := causal.DefaultTenantKeys
+	if opts.TenantKey != "" {
+		keys = append([]string{opts.TenantKey}, keys...)
+	}
+	reqs := causal.FromAttribution(att, t)
+	tm := causal.MapTenants(t, causal.MapOptions{Override: to.Pids, Keys: keys})
+	load, err := causal.BuildLoad(t, reqs, tm, lo)
+	if err != nil {
+		return nil, "tenant regression not run: " + err.Error(), nil
+	}
+	copts := causal.DefaultOptions()
+	if len(to.Metrics) > 0 {
+		copts.Metrics = to.Metrics
+	}
+	copts.NoLagModel = to.NoLag
+	res, err := causal.Analyze(causal.Input{Requests: reqs, Load: load, Mapping: tm}, copts)
+	if err != nil {
+		return nil, "tenant regression not run: " + err.Error(), nil
+	}
+	return res, "", nil
 }

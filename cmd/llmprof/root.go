@@ -46,6 +46,7 @@ idle gaps and other tenants.`),
 var commands = []func(*Factory) *cobra.Command{
 	NewCmdAnalyze,
 	NewCmdDemo,
+	NewCmdTenants,
 	NewCmdExport,
 	NewCmdVersion,
 	NewCmdDiff,

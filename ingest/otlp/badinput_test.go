@@ -16,7 +16,7 @@ import (
 
 	"github.com/llmprof/llmprof/ingest"
 	"github.com/llmprof/llmprof/ingest/otlp"
-	"github.com/llmprof/llmprof/ingest/otlp/internal/otlptest"
+	"github.com/llmprof/llmprof/ingest/otlp/otlptest"
 )
 
 // batch is a small batch of n spans named name-0…, with the given span IDs
@@ -270,5 +270,24 @@ func TestFramedRecordOverLimit(t *testing.T) {
 	}
 	if len(tr.Warnings.List) != 1 || tr.Warnings.List[0].Pos != "record 2" || tr.Warnings.List[0].Code != "record-too-large" {
 		t.Errorf("warnings:\n%s", warningList(tr))
+	}
+}
+
+// A cancelled context stops a long decode with the context's error.
+func TestDecodeCancelled(t *testing.T) {
+	var lines, framed, raw []byte
+	for i := 0; i < 1100; i++ {
+		td := batch("s", 1, 1)
+		lines = append(append(lines, otlptest.JSON(td)...), '\n')
+		framed = append(framed, otlptest.Frame(otlptest.Proto(td))...)
+		raw = append(raw, otlptest.Proto(td)...)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for name, data := range map[string][]byte{"json-lines": lines, "framed": framed, "raw": raw} {
+		_, err := (&otlp.Decoder{}).DecodeReader(ctx, name, bytes.NewReader(data))
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("%s: err = %v, want context.Canceled", name, err)
+		}
 	}
 }

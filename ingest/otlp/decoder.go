@@ -69,10 +69,13 @@ func (dec *Decoder) Decode(ctx context.Context, in *ingest.Input, t *ingest.Trac
 		return err
 	}
 	defer rc.Close()
+	var sizeHint int64
 	if in.Compression != ingest.CompressionNone {
 		setMeta(&t.Sources[0], "compression", in.Compression.String())
+	} else {
+		sizeHint = in.Size
 	}
-	return dec.decode(ctx, bufio.NewReaderSize(rc, readBufSize), f, t, 0)
+	return dec.decode(ctx, bufio.NewReaderSize(rc, readBufSize), f, t, 0, sizeHint)
 }
 
 // readBufSize is the read buffer: large enough that nearly every JSON line and
@@ -123,7 +126,7 @@ func (dec *Decoder) DecodeReader(ctx context.Context, path string, r io.Reader) 
 	if f == formNone {
 		return nil, &ingest.InputError{Path: path, Err: fmt.Errorf("%w (%s)", ingest.ErrUnknownFormat, describeJSON(head))}
 	}
-	if err := dec.decode(ctx, br, f, t, 0); err != nil {
+	if err := dec.decode(ctx, br, f, t, 0, 0); err != nil {
 		return nil, &ingest.InputError{Path: path, Err: err}
 	}
 	return t, nil
@@ -159,8 +162,10 @@ func setMeta(s *ingest.Source, k, v string) {
 }
 
 // decode runs the form's reader and fills in the source.
-func (dec *Decoder) decode(ctx context.Context, r *bufio.Reader, f form, t *ingest.Trace, src ingest.SourceID) error {
+// sizeHint, when known, is the input's size; documents read whole use it.
+func (dec *Decoder) decode(ctx context.Context, r *bufio.Reader, f form, t *ingest.Trace, src ingest.SourceID, sizeHint int64) error {
 	d := newState(t, src)
+	d.sizeHint = sizeHint
 	first := len(t.Spans)
 	limit := dec.Options.maxRecord()
 	var (
@@ -220,9 +225,9 @@ func (d *state) readJSONLines(ctx context.Context, r *bufio.Reader, limit int64)
 			return "", ctx.Err()
 		}
 		s.reset(line)
-		tempo = d.jsonRecord(&s, "line") || tempo
+		tempo = d.jsonLine(&s) || tempo
 	}
-	d.t.Sources[d.src].Meta = withMeta(d.t.Sources[d.src].Meta, "records", strconv.Itoa(records))
+	setMeta(&d.t.Sources[d.src], "records", strconv.Itoa(records))
 	switch {
 	case tempo:
 		return "tempo-json", nil
@@ -232,17 +237,9 @@ func (d *state) readJSONLines(ctx context.Context, r *bufio.Reader, limit int64)
 	return "otlp-json", nil
 }
 
-func withMeta(m map[string]string, k, v string) map[string]string {
-	if m == nil {
-		m = map[string]string{}
-	}
-	m[k] = v
-	return m
-}
-
-// jsonRecord decodes one JSON record (a line, a framed payload) held by s and
-// warns about what went wrong. It reports whether the record was Tempo's.
-func (d *state) jsonRecord(s *jsonScanner, unit string) (tempo bool) {
+// jsonLine decodes the JSON line held by s and warns about what went wrong.
+// It reports whether the line was Tempo's.
+func (d *state) jsonLine(s *jsonScanner) (tempo bool) {
 	before := d.spans
 	shape := d.jsonDocument(s)
 	if s.err == nil {
@@ -251,7 +248,7 @@ func (d *state) jsonRecord(s *jsonScanner, unit string) (tempo bool) {
 		}
 	}
 	if s.err != nil {
-		d.warnf("malformed-record", "%s: %v; %d complete span(s) before it on this %s kept", jsonProblem(s.err), s.err, d.spans-before, unit)
+		d.warnf("malformed-record", "%s: %v; %d complete span(s) before it on this line kept", jsonProblem(s.err), s.err, d.spans-before)
 		return shape.tempo
 	}
 	if !shape.otlp && !shape.tempo {
@@ -270,7 +267,7 @@ func jsonProblem(err error) string {
 // readJSONDocument decodes an OTLP/JSON document that spans lines (pretty
 // printed), or several concatenated ones. It is read whole, up to the limit.
 func (d *state) readJSONDocument(r io.Reader, limit int64) (string, error) {
-	b, tooLarge, err := readAllLimit(r, limit)
+	b, tooLarge, err := d.readAllLimit(r, limit)
 	if err != nil {
 		return "", err
 	}
@@ -283,6 +280,7 @@ func (d *state) readJSONDocument(r io.Reader, limit int64) (string, error) {
 	tempo, docs := false, 0
 	for s.ws(); s.i < len(s.b); s.ws() {
 		docs++
+		d.pos = "document " + strconv.Itoa(docs)
 		before := d.spans
 		shape := d.jsonDocument(&s)
 		tempo = tempo || shape.tempo
@@ -297,7 +295,6 @@ func (d *state) readJSONDocument(r io.Reader, limit int64) (string, error) {
 			break
 		}
 		if !shape.otlp && !shape.tempo {
-			d.pos = "document " + strconv.Itoa(docs)
 			d.warnf("not-otlp", "JSON object without resourceSpans (keys: %s); skipped", strings.Join(shape.other, ", "))
 		}
 	}
@@ -308,9 +305,20 @@ func (d *state) readJSONDocument(r io.Reader, limit int64) (string, error) {
 }
 
 // readAllLimit reads r whole unless it is longer than limit, in which case it
-// reads and discards the rest and reports tooLarge.
-func readAllLimit(r io.Reader, limit int64) (b []byte, tooLarge bool, err error) {
-	b, err = io.ReadAll(io.LimitReader(r, limit+1))
+// reads and discards the rest and reports tooLarge. With the size known
+// (sizeHint > 0) it allocates once; otherwise it reads in chunks and copies
+// them once into place, so that the peak is twice the text, not the three
+// times of a doubling buffer.
+func (d *state) readAllLimit(r io.Reader, limit int64) (b []byte, tooLarge bool, err error) {
+	lr := io.LimitReader(r, limit+1)
+	if d.sizeHint > 0 && d.sizeHint <= limit {
+		var buf bytes.Buffer
+		buf.Grow(int(d.sizeHint) + bytes.MinRead)
+		_, err = buf.ReadFrom(lr)
+		b = buf.Bytes()
+	} else {
+		b, err = readChunks(lr)
+	}
 	if err != nil {
 		return nil, false, err
 	}
@@ -321,8 +329,33 @@ func readAllLimit(r io.Reader, limit int64) (b []byte, tooLarge bool, err error)
 	return b, false, nil
 }
 
+func readChunks(r io.Reader) ([]byte, error) {
+	var chunks [][]byte
+	total := 0
+	for size := 1 << 20; ; size = min(2*size, 64<<20) {
+		chunk := make([]byte, size)
+		n, err := io.ReadFull(r, chunk)
+		chunks = append(chunks, chunk[:n])
+		total += n
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(chunks) == 1 {
+		return chunks[0], nil
+	}
+	b := make([]byte, 0, total)
+	for _, c := range chunks {
+		b = append(b, c...)
+	}
+	return b, nil
+}
+
 func (d *state) readJaeger(r io.Reader, limit int64) error {
-	b, tooLarge, err := readAllLimit(r, limit)
+	b, tooLarge, err := d.readAllLimit(r, limit)
 	if err != nil {
 		return err
 	}
@@ -352,6 +385,7 @@ func (d *state) readProto(ctx context.Context, r *bufio.Reader, limit int64) err
 		return err
 	}
 	sr := &streamReader{r: r}
+	d.ctx = ctx
 	before := d.spans
 	err := d.protoRequest(sr, -1, limit)
 	if err == nil {
@@ -412,11 +446,19 @@ func (d *state) readFramed(ctx context.Context, r *bufio.Reader, limit int64) er
 			}
 			continue
 		}
-		if int64(cap(buf)) < size {
-			buf = make([]byte, size)
+		// A record that fits the read buffer is decoded where it lies.
+		var payload []byte
+		var got int
+		if size <= int64(r.Size()) {
+			payload, err = r.Peek(int(size))
+			got = len(payload)
+		} else {
+			if int64(cap(buf)) < size {
+				buf = make([]byte, size)
+			}
+			payload = buf[:size]
+			got, err = io.ReadFull(r, payload)
 		}
-		payload := buf[:size]
-		got, err := io.ReadFull(r, payload)
 		off += int64(got)
 		if err == io.EOF || err == io.ErrUnexpectedEOF {
 			d.warnf("truncated", "the file ends inside the record (%d of %d bytes); every record before it kept", got, size)
@@ -426,13 +468,16 @@ func (d *state) readFramed(ctx context.Context, r *bufio.Reader, limit int64) er
 			return err
 		}
 		kind, err := d.payload(payload, encAuto, limit)
+		if size <= int64(r.Size()) {
+			r.Discard(int(size))
+		}
 		payloads[kind]++
 		if err != nil {
 			d.warnf("malformed-record", "%v", err)
 		}
 	}
 	src := &d.t.Sources[d.src]
-	src.Meta = withMeta(src.Meta, "records", strconv.Itoa(rec))
+	setMeta(src, "records", strconv.Itoa(rec))
 	var kinds []string
 	for _, k := range []string{"proto", "proto+zstd", "json", "json+zstd"} {
 		if payloads[k] > 0 {
@@ -440,7 +485,7 @@ func (d *state) readFramed(ctx context.Context, r *bufio.Reader, limit int64) er
 		}
 	}
 	if len(kinds) > 0 {
-		src.Meta["payloads"] = strings.Join(kinds, ",")
+		setMeta(src, "payloads", strings.Join(kinds, ","))
 	}
 	return nil
 }

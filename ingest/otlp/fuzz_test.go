@@ -10,7 +10,7 @@ import (
 
 	"github.com/llmprof/llmprof/ingest"
 	"github.com/llmprof/llmprof/ingest/otlp"
-	"github.com/llmprof/llmprof/ingest/otlp/internal/otlptest"
+	"github.com/llmprof/llmprof/ingest/otlp/otlptest"
 	"github.com/llmprof/llmprof/internal/shareddata"
 )
 

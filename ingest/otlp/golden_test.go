@@ -14,7 +14,7 @@ import (
 
 	"github.com/llmprof/llmprof/ingest"
 	"github.com/llmprof/llmprof/ingest/otlp"
-	"github.com/llmprof/llmprof/ingest/otlp/internal/otlptest"
+	"github.com/llmprof/llmprof/ingest/otlp/otlptest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -133,6 +133,10 @@ func lineDiff(want, got string) string {
 func TestFixtureEveryFormSameDump(t *testing.T) {
 	td := otlptest.Fixture()
 	wantSpans := td.SpanCount()
+	// The golden file is what the collector's pdata reads from the fixture.
+	ref := fromPdata(td)
+	ref.Validate()
+	checkGolden(t, "fixture.golden", dump(t, ref, ingest.DumpOptions{}))
 	for _, enc := range fixtureForms(td) {
 		t.Run(enc.name, func(t *testing.T) {
 			tr := openBytes(t, enc.name, enc.data)

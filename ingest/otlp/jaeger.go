@@ -163,6 +163,7 @@ func (d *state) jaegerTrace(tr *jaegerTrace, n int) {
 }
 
 func (d *state) jaegerSpan(tr *jaegerTrace, js *jaegerSpan, resources map[string]int32) {
+	d.beginSpan()
 	sp := ingest.Span{Resource: -1, Scope: -1}
 	traceID := js.TraceID
 	if traceID == "" {

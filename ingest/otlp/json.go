@@ -198,6 +198,7 @@ func (d *state) jsonSpan(s *jsonScanner) {
 	if !s.open('{') {
 		return
 	}
+	d.beginSpan()
 	for first := true; s.member(&first); {
 		switch string(s.key) {
 		case "traceId", "trace_id":

@@ -66,6 +66,9 @@ func (d *state) protoRequest(r wireReader, end int64, maxRecord int64) error {
 		if err != nil {
 			return &protoErr{start, "resource_spans", err}
 		}
+		if d.ctx != nil && d.ctx.Err() != nil {
+			return d.ctx.Err()
+		}
 		if err := d.protoResourceSpans(r, r.offset()+n, maxRecord); err != nil {
 			return err
 		}
@@ -332,6 +335,7 @@ func malformed(msg string, num uint64) error {
 
 // protoSpan decodes one Span message and appends it.
 func (d *state) protoSpan(b []byte) error {
+	d.beginSpan()
 	sp := ingest.Span{Resource: -1, Scope: -1}
 	p := pbuf{b: b}
 	for p.more() {
@@ -383,7 +387,7 @@ func (d *state) protoSpan(b []byte) error {
 			if !ok || typ != wireBytes {
 				return malformed("span", num)
 			}
-			if err := d.protoKeyValue(v, &d.spanAttrs, 0); err != nil {
+			if err := d.protoSpanAttr(v); err != nil {
 				return err
 			}
 		case 11: // events
@@ -563,17 +567,131 @@ func (d *state) protoStatus(b []byte, sp *ingest.Span) error {
 // this decoder does not know is a warning naming the key, and the attribute
 // is dropped.
 func (d *state) protoKeyValue(b []byte, dst *[]ingest.Attr, depth int) error {
-	var key, val []byte
+	key, val, ok := splitKeyValue(b)
+	if !ok {
+		var err error
+		if key, val, err = splitKeyValueSlow(b); err != nil {
+			return err
+		}
+	}
+	k := d.intern(key)
+	if v, ok := d.scalarValue(val, nil); ok {
+		*dst = append(*dst, ingest.NewAttr(k, v))
+		return nil
+	}
+	return d.appendAnyValue(k, val, dst, depth)
+}
+
+// protoSpanAttr is protoKeyValue for a span's own attributes, the bulk of
+// every trace. Spans of one kind list the same keys in the same order, and
+// often the same values, so for each kind of span (recognized by its first
+// attribute key; a few kinds at a time) each position remembers the last key
+// and string value seen there: a match costs one comparison and no hashing.
+func (d *state) protoSpanAttr(b []byte) error {
+	key, val, ok := splitKeyValue(b)
+	if !ok {
+		var err error
+		if key, val, err = splitKeyValueSlow(b); err != nil {
+			return err
+		}
+	}
+	i := len(d.spanAttrs)
+	if i == 0 {
+		d.slotSet = d.findSlotSet(key)
+	}
+	var slot *attrSlot
+	if set := &d.slotSets[d.slotSet]; i < len(set) {
+		slot = &set[i]
+	}
+	var k ingest.StrID
+	if slot != nil && slot.key.s == string(key) && len(key) > 0 {
+		k = slot.key.id
+	} else {
+		k = d.intern(key)
+		if slot != nil {
+			slot.key = cachedStr{d.t.Str(k), k}
+		}
+	}
+	if v, ok := d.scalarValue(val, slot); ok {
+		d.spanAttrs = append(d.spanAttrs, ingest.NewAttr(k, v))
+		return nil
+	}
+	return d.appendAnyValue(k, val, &d.spanAttrs, 0)
+}
+
+// attrSlot remembers the key and string value last seen at one attribute
+// position of a span.
+type attrSlot struct{ key, val cachedStr }
+
+// slotSet holds the attribute slots of one kind of span.
+type slotSet [24]attrSlot
+
+const slotSetCount = 8
+
+// findSlotSet returns the slot set whose first key is key, or recycles the
+// least recently started one.
+func (d *state) findSlotSet(key []byte) int {
+	for i := range d.slotSets {
+		if d.slotSets[i][0].key.s == string(key) {
+			return i
+		}
+	}
+	d.slotVictim = (d.slotVictim + 1) % slotSetCount
+	return d.slotVictim
+}
+
+// splitKeyValue is the fast path of a KeyValue: exactly a key (field 1) and
+// a value (field 2), in either order (the collector writes the value first,
+// the SDKs the key).
+func splitKeyValue(b []byte) (key, val []byte, ok bool) {
+	f1, t1, rest, ok := bytesField(b)
+	if !ok {
+		return nil, nil, false
+	}
+	if len(rest) == 0 {
+		if t1 == 0x0a {
+			return f1, nil, true
+		}
+		return nil, f1, t1 == 0x12
+	}
+	f2, t2, rest, ok := bytesField(rest)
+	switch {
+	case !ok || len(rest) != 0:
+		return nil, nil, false
+	case t1 == 0x0a && t2 == 0x12:
+		return f1, f2, true
+	case t1 == 0x12 && t2 == 0x0a:
+		return f2, f1, true
+	}
+	return nil, nil, false
+}
+
+// bytesField reads one length-delimited field with a one-byte tag.
+func bytesField(b []byte) (field []byte, tag byte, rest []byte, ok bool) {
+	if len(b) < 2 {
+		return nil, 0, nil, false
+	}
+	n, k := consumeVarint(b[1:])
+	if k <= 0 || n > uint64(len(b)-1-k) {
+		return nil, 0, nil, false
+	}
+	end := 1 + k + int(n)
+	return b[1+k : end], b[0], b[end:], true
+}
+
+// splitKeyValueSlow reads a KeyValue with its fields in any order and
+// unknown fields skipped.
+func splitKeyValueSlow(b []byte) (key, val []byte, err error) {
 	p := pbuf{b: b}
 	for p.more() {
 		num, typ, ok := p.tag()
 		if !ok {
-			return fmt.Errorf("malformed attribute")
+			return nil, nil, fmt.Errorf("malformed attribute")
 		}
 		if (num == 1 || num == 2) && typ == wireBytes {
 			v, ok := p.bytes()
 			if !ok {
-				return fmt.Errorf("malformed attribute")
+				return nil, nil, fmt.Errorf("malformed attribute")
 			}
 			if num == 1 {
 				key = v
@@ -583,10 +701,61 @@ func (d *state) protoKeyValue(b []byte, dst *[]ingest.Attr, depth int) error {
 			continue
 		}
 		if !p.skip(typ) {
-			return fmt.Errorf("malformed attribute")
+			return nil, nil, fmt.Errorf("malformed attribute")
 		}
 	}
-	k := d.intern(key)
+	return key, val, nil
+}
+
+// scalarValue is the fast path of an AnyValue holding exactly one string,
+// int, double or bool. slot, if not nil, remembers the last string value at
+// this attribute position.
+func (d *state) scalarValue(val []byte, slot *attrSlot) (ingest.Value, bool) {
+	if len(val) < 2 {
+		return ingest.Value{}, false
+	}
+	switch val[0] {
+	case 0x0a: // string_value
+		n, k := consumeVarint(val[1:])
+		if k <= 0 || n != uint64(len(val)-1-k) {
+			return ingest.Value{}, false
+		}
+		s := val[1+k:]
+		if slot != nil {
+			if slot.val.s == string(s) && len(s) > 0 {
+				return ingest.StringValue(slot.val.id), true
+			}
+			id := d.intern(s)
+			slot.val = cachedStr{d.t.Str(id), id}
+			return ingest.StringValue(id), true
+		}
+		return ingest.StringValue(d.intern(s)), true
+	case 0x18: // int_value
+		x, k := consumeVarint(val[1:])
+		if k <= 0 || k != len(val)-1 {
+			return ingest.Value{}, false
+		}
+		return ingest.IntValue(int64(x)), true
+	case 0x21: // double_value
+		if len(val) != 9 {
+			return ingest.Value{}, false
+		}
+		p := pbuf{b: val, i: 1}
+		x, _ := p.fixed64()
+		return ingest.DoubleValue(float64frombits(x)), true
+	case 0x10: // bool_value
+		x, k := consumeVarint(val[1:])
+		if k <= 0 || k != len(val)-1 {
+			return ingest.Value{}, false
+		}
+		return ingest.BoolValue(x != 0), true
+	}
+	return ingest.Value{}, false
+}
+
+// appendAnyValue decodes any AnyValue (the general path) and appends the
+// attribute unless its type is unknown.
+func (d *state) appendAnyValue(k ingest.StrID, val []byte, dst *[]ingest.Attr, depth int) error {
 	v, ok, err := d.protoAnyValue(val, k, depth)
 	if err != nil {
 		return fmt.Errorf("attribute %q: %w", d.t.Str(k), err)

@@ -105,7 +105,7 @@ func sniffJSON(text []byte) jsonKind {
 			s.skip()
 		case "spans":
 			// A bare Jaeger trace object: its spans have spanID and operationName.
-			if looksLikeJaegerSpans(&s) {
+			if looksLikeJaegerSpans(&s) || (sawTraceID && s.err != nil && s.i >= len(s.b)) {
 				return jsonJaeger
 			}
 			return jsonOther

@@ -1,6 +1,7 @@
 package otlp
 
 import (
+	"context"
 	"encoding/binary"
 	"math"
 
@@ -25,9 +26,14 @@ type state struct {
 	// none), added to the position of warnings about it.
 	off int64
 
-	strs [strCacheSize]cachedStr
+	strs       [strCacheSize]cachedStr
+	slotSets   [slotSetCount]slotSet // see protoSpanAttr
+	slotSet    int                   // the set of the span being decoded
+	slotVictim int
 
 	attrSlab  slab[ingest.Attr]
+	spanSlab  slab[ingest.Attr] // span attributes, decoded in place (see beginSpan)
+	tailCap   int
 	eventSlab slab[ingest.Event]
 	linkSlab  slab[ingest.Link]
 
@@ -51,6 +57,11 @@ type state struct {
 
 	// spans counts the spans this state appended.
 	spans int
+	// sizeHint is the input's size when known (see readAllLimit).
+	sizeHint int64
+	// ctx, when set, is checked between the resource spans of a raw
+	// protobuf stream, which has no records to check it between.
+	ctx context.Context
 }
 
 func newState(t *ingest.Trace, src ingest.SourceID) *state {
@@ -115,8 +126,15 @@ func (d *state) intern(b []byte) ingest.StrID {
 	if e.s == string(b) {
 		return e.id
 	}
-	id := d.t.Strings.InternBytes(b)
-	e.s, e.id = d.t.Strings.Get(id), id
+	// Most strings that miss the cache are new (request IDs, prompts), so
+	// the copy is made up front and the table looked up once, not twice.
+	n0 := d.t.Strings.Len()
+	id := d.t.Strings.Intern(string(b))
+	// A string seen for the first time is likely unique (an ID): it does not
+	// evict a cached one. One that recurs is cached when it is seen again.
+	if int(id) < n0 || e.s == "" {
+		e.s, e.id = d.t.Strings.Get(id), id
+	}
 	return id
 }
 
@@ -158,22 +176,62 @@ func (s *slab[T]) carve(items []T) []T {
 	return s.buf[start:len(s.buf):len(s.buf)]
 }
 
-// appendSpan adds a finished span, carving its parts from the slabs. The
-// scratch slices are left empty for the next span.
+// take hands out the next n elements of the free space, which the caller has
+// filled through a slice from tail.
+func (s *slab[T]) take(n int) []T {
+	start := len(s.buf)
+	s.buf = s.buf[:start+n]
+	return s.buf[start : start+n : start+n]
+}
+
+// tail returns an empty slice over the slab's free space, at least minFree
+// long, to append to in place.
+func (s *slab[T]) tail(minFree int) []T {
+	if cap(s.buf)-len(s.buf) < minFree {
+		if s.next == 0 {
+			s.next = slabFirst
+		}
+		s.buf = make([]T, 0, max(s.next, minFree))
+		s.next = min(s.next*2, slabMax)
+	}
+	return s.buf[len(s.buf):len(s.buf)]
+}
+
+// beginSpan readies the scratch slices for a new span. Its attributes are
+// appended straight into the slab's free space, so that keeping them costs no
+// copy unless there were more than the space held.
+func (d *state) beginSpan() {
+	d.spanAttrs = d.spanSlab.tail(64)
+	d.tailCap = cap(d.spanAttrs)
+	d.events, d.links = d.events[:0], d.links[:0]
+}
+
+// appendSpan adds a finished span, carving its parts from the slabs.
 func (d *state) appendSpan(sp *ingest.Span) {
-	sp.Attrs = d.attrSlab.carve(d.spanAttrs)
+	if cap(d.spanAttrs) == d.tailCap && len(d.spanAttrs) > 0 {
+		sp.Attrs = d.spanSlab.take(len(d.spanAttrs)) // still where tail put them
+	} else {
+		sp.Attrs = d.spanSlab.carve(d.spanAttrs)
+	}
 	sp.Events = d.eventSlab.carve(d.events)
 	sp.Links = d.linkSlab.carve(d.links)
 	sp.Source = d.src
 	sp.Origin = ingest.OriginOTLP
-	d.spanAttrs, d.events, d.links = d.spanAttrs[:0], d.events[:0], d.links[:0]
+	d.spanAttrs, d.events, d.links = nil, d.events[:0], d.links[:0]
+	if len(d.t.Spans) == cap(d.t.Spans) {
+		// append grows a large slice by a quarter at a time, copying the
+		// spans about five times over; doubling copies them about twice.
+		grown := make([]ingest.Span, len(d.t.Spans), max(2*cap(d.t.Spans), 1024))
+		copy(grown, d.t.Spans)
+		d.t.Spans = grown
+	}
 	d.t.Spans = append(d.t.Spans, *sp)
 	d.spans++
 }
 
 // resetSpan clears the scratch slices after a span that was not kept.
 func (d *state) resetSpan() {
-	d.spanAttrs, d.events, d.links = d.spanAttrs[:0], d.events[:0], d.links[:0]
+	d.spanAttrs, d.events, d.links = nil, d.events[:0], d.links[:0]
 	d.eventAttrs, d.linkAttrs = d.eventAttrs[:0], d.linkAttrs[:0]
 }
 

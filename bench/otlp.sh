@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# bench/otlp.sh — the OTLP decoder's speed and memory figures (docs/otlp.md).
+#
+# 1. go test -bench BenchmarkDecode -cpu 1 on a synthetic dump of realistic
+#    LLM spans (≥ 100 MB of framed protobuf, and the same batches as JSON
+#    Lines), decoding the same bytes with llmprof and with the OpenTelemetry
+#    Collector's pdata unmarshalers, one core; prints the ratios.
+# 2. bench/otlpmem: writes the dump to files and decodes each in a fresh
+#    process the way llmprof reads input (ingest.Open), reporting peak RSS
+#    against the file size.
+#
+# Environment: LLMPROF_BENCH_MB (size of the protobuf dump, default 100),
+# BENCHTIME (go test -benchtime, default 5x), BENCHCOUNT (go test -count,
+# default 3; the table keeps each figure's best run, the one least disturbed
+# by whatever else the machine was doing).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+mb=${LLMPROF_BENCH_MB:-100}
+benchtime=${BENCHTIME:-5x}
+count=${BENCHCOUNT:-3}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+echo "== speed: go test -bench BenchmarkDecode -cpu 1 -benchtime $benchtime -count $count (dump: $mb MiB of protobuf)"
+LLMPROF_BENCH_MB=$mb go test -run '^$' -bench '^BenchmarkDecode$' -benchtime "$benchtime" -count "$count" -cpu 1 ./ingest/otlp | tee "$work/bench.txt"
+
+awk '
+/^BenchmarkDecode\// {
+	name = $1; sub(/^BenchmarkDecode\//, "", name); sub(/-[0-9]+$/, "", name)
+	for (i = 3; i < NF; i += 2) if ($i > v[name, $(i + 1)]) v[name, $(i + 1)] = $i
+	if (!(name in seen)) { seen[name] = 1; names[++n] = name }
+}
+function ratio(a, b, unit) { return (v[b, unit] > 0) ? sprintf("%.2f", v[a, unit] / v[b, unit]) : "n/a" }
+END {
+	printf "\n%-28s %10s %12s %10s %13s\n", "decoder", "MB/s", "spans/s", "MB/cpu-s", "spans/cpu-s"
+	for (k = 1; k <= n; k++) {
+		m = names[k]
+		printf "%-28s %10.1f %12.0f %10.1f %13.0f\n", m, v[m, "MB/s"], v[m, "spans/s"], v[m, "MB/cpu-s"], v[m, "spans/cpu-s"]
+	}
+	printf "\nratios against pdata on the same bytes (wall clock; CPU time):\n"
+	printf "  protobuf, framed file     %s×  %s×\n", ratio("proto/llmprof-framed-file", "proto/pdata", "MB/s"), ratio("proto/llmprof-framed-file", "proto/pdata", "MB/cpu-s")
+	printf "  protobuf, per payload     %s×  %s×\n", ratio("proto/llmprof", "proto/pdata", "MB/s"), ratio("proto/llmprof", "proto/pdata", "MB/cpu-s")
+	printf "  JSON Lines                %s×  %s×\n", ratio("jsonl/llmprof", "jsonl/pdata", "MB/s"), ratio("jsonl/llmprof", "jsonl/pdata", "MB/cpu-s")
+	printf "\nbudget (per core): protobuf >= 1000000 spans/s: %.0f spans/s (%.0f per CPU-second); JSON Lines >= 200 MB/s: %.1f MB/s (%.1f per CPU-second)\n",
+		v["proto/llmprof-framed-file", "spans/s"], v["proto/llmprof-framed-file", "spans/cpu-s"], v["jsonl/llmprof", "MB/s"], v["jsonl/llmprof", "MB/cpu-s"]
+}' "$work/bench.txt"
+
+echo
+echo "== memory: peak RSS of decoding each file in a fresh process (ingest.Open: decode and Validate)"
+go build -o "$work/otlpmem" ./bench/otlpmem
+"$work/otlpmem" gen -dir "$work" -mb "$mb"
+for f in dump.pb dump-raw.pb dump.jsonl dump-doc.json; do
+	/usr/bin/time -v "$work/otlpmem" decode "$work/$f" 2>"$work/time.txt"
+	awk -v f="$f" '/Maximum resident set size/ { printf "  %s: /usr/bin/time max RSS %d MiB\n", f, $NF / 1024 }' "$work/time.txt"
+done

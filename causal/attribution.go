@@ -1,0 +1,64 @@
+package causal
+
+import (
+	"math"
+
+	"github.com/llmprof/llmprof/attribution"
+	"github.com/llmprof/llmprof/ingest"
+)
+
+// FromAttribution converts attribution's requests into the regression's
+// input. Unknown metrics (NaN there) and lengths (−1 there) become 0,
+// "unknown" here. A request's batch size is the mean size of the engine steps
+// it ran in, and its device the device of those steps' GPU ops when t (the
+// trace attribution ran on) is given; MIG instances are not known at this
+// level and stay −1.
+func FromAttribution(res *attribution.Result, t *ingest.Trace) []Request {
+	n := len(res.Requests)
+	sum := make([]float64, n)
+	count := make([]int, n)
+	device := make([]int16, n)
+	for i := range device {
+		device[i] = -1
+	}
+	for si := range res.Steps {
+		s := &res.Steps[si]
+		dev := int16(-1)
+		if t != nil && len(s.Ops) > 0 && int(s.Ops[0]) < len(t.GPUOps) {
+			dev = t.GPUOps[s.Ops[0]].Device
+		}
+		for _, ri := range s.Requests {
+			if ri < 0 || int(ri) >= n {
+				continue
+			}
+			sum[ri] += float64(s.Size)
+			count[ri]++
+			if device[ri] < 0 {
+				device[ri] = dev
+			}
+		}
+	}
+	out := make([]Request, n)
+	for i := range res.Requests {
+		r := &res.Requests[i]
+		q := Request{
+			ID: r.ID, Tenant: r.Tenant, Arrival: r.Arrival, End: r.End,
+			TTFT: nsOf(r.TTFT), TPOT: nsOf(r.TPOT),
+			InputTokens: max(0, r.InputTokens), OutputTokens: max(0, r.OutputTokens),
+			Device: device[i], Instance: -1,
+		}
+		if count[i] > 0 {
+			q.BatchSize = sum[i] / float64(count[i])
+		}
+		out[i] = q
+	}
+	return out
+}
+
+// nsOf rounds a metric in ns to int64; NaN, ±Inf and negatives are unknown.
+func nsOf(v float64) int64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 || v > math.MaxInt64/2 {
+		return 0
+	}
+	return int64(math.Round(v))
+}

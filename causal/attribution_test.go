@@ -1,0 +1,96 @@
+package causal_test
+
+import (
+	"bytes"
+	"context"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/llmprof/llmprof/attribution"
+	"github.com/llmprof/llmprof/causal"
+	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/ingest/otlp"
+	"github.com/llmprof/llmprof/synth"
+)
+
+// The path the tenants command takes on a run without per-tenant GPU data:
+// synth writes OTLP, the decoder reads it, attribution finds the requests
+// and steps, FromAttribution turns them into the regression's input, and the
+// load is each tenant's tokens in flight. Every request keeps its identity
+// and timing, batch sizes come from the steps, and the analysis runs to the
+// end with a verdict for every pair.
+func TestFromAttributionEndToEnd(t *testing.T) {
+	run, err := synth.Generate(synth.DefaultConfig(3, 60*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := run.WriteOTLP(&buf, synth.StyleLLM, synth.JSONLines); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "trace.jsonl")
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := ingest.Open(context.Background(), []string{path}, []ingest.Decoder{&otlp.Decoder{}}, ingest.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	att := attribution.Analyze(tr, attribution.DefaultOptions)
+	reqs := causal.FromAttribution(att, tr)
+	if len(reqs) != len(att.Requests) || len(reqs) == 0 {
+		t.Fatalf("%d requests from %d", len(reqs), len(att.Requests))
+	}
+	withBatch := 0
+	for i, q := range reqs {
+		a := &att.Requests[i]
+		if q.ID != a.ID || q.Tenant != a.Tenant || q.Arrival != a.Arrival || q.End != a.End {
+			t.Fatalf("request %d: %+v from %+v", i, q, a)
+		}
+		if !math.IsNaN(a.TTFT) && math.Abs(float64(q.TTFT)-a.TTFT) > 0.5 {
+			t.Fatalf("request %d: TTFT %d from %v", i, q.TTFT, a.TTFT)
+		}
+		if q.BatchSize > 0 {
+			withBatch++
+		}
+	}
+	if withBatch < len(reqs)*9/10 {
+		t.Errorf("only %d of %d requests have a batch size from the steps", withBatch, len(reqs))
+	}
+	load := causal.TokensInFlightLoad(reqs, causal.GridFor(reqs, 1e9))
+	res, err := causal.Analyze(causal.Input{Requests: reqs, Load: load}, causal.Options{MinClusters: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Pairs) == 0 {
+		t.Fatal("no pairs")
+	}
+	for _, p := range res.Pairs {
+		if p.Verdict == "" || (!p.Estimable && p.Reason == "") {
+			t.Errorf("pair %s→%s %s: verdict %q reason %q", p.Source, p.Target, p.Metric, p.Verdict, p.Reason)
+		}
+	}
+}
+
+func TestFromAttributionUnknowns(t *testing.T) {
+	res := &attribution.Result{
+		Requests: []attribution.Request{
+			{ID: "a", Tenant: "A", Arrival: 1, End: 9, TTFT: math.NaN(), TPOT: 2.6, InputTokens: -1, OutputTokens: 4},
+			{ID: "b", Tenant: "B", Arrival: 2, End: 8, TTFT: 3, TPOT: math.Inf(1), InputTokens: 7, OutputTokens: -1},
+		},
+		Steps: []attribution.Step{{Size: 2, Requests: []int32{0, 1}}, {Size: 4, Requests: []int32{0, 5}}},
+	}
+	got := causal.FromAttribution(res, nil)
+	want := []causal.Request{
+		{ID: "a", Tenant: "A", Arrival: 1, End: 9, TPOT: 3, OutputTokens: 4, BatchSize: 3, Device: -1, Instance: -1},
+		{ID: "b", Tenant: "B", Arrival: 2, End: 8, TTFT: 3, InputTokens: 7, BatchSize: 2, Device: -1, Instance: -1},
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("request %d = %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}

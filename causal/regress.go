@@ -1,0 +1,406 @@
+package causal
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/stat"
+)
+
+// obs is one request of the target in one metric's regression.
+type obs struct {
+	lat        float64 // latency, ns
+	y          float64 // log latency
+	start, end int64   // exposure window
+	ctrl       []float64
+}
+
+// targetRows are the target's usable requests for one metric and the
+// controls they all carry.
+type targetRows struct {
+	obs      []obs
+	controls []Control
+}
+
+// controlCoverage is the share of a target's requests that must carry a
+// control for it to be used; requests without it are then left out. Below
+// it the control is dropped, which the notes say.
+const controlCoverage = 0.9
+
+// collectRows gathers the target's requests that have metric m and an
+// exposure window, and decides which controls the regression can use.
+func collectRows(reqs []*Request, m Metric, controls []Control) (targetRows, []string) {
+	var notes []string
+	var base []*Request
+	for _, r := range reqs {
+		lat, ok := r.Latency(m)
+		if !ok {
+			continue
+		}
+		if _, _, ok := r.Window(m); !ok || lat <= 0 {
+			continue
+		}
+		base = append(base, r)
+	}
+	var used []Control
+	for _, c := range controls {
+		known := 0
+		for _, r := range base {
+			if _, ok := c.value(r); ok {
+				known++
+			}
+		}
+		switch {
+		case len(base) == 0:
+		case float64(known) >= controlCoverage*float64(len(base)):
+			used = append(used, c)
+		default:
+			notes = append(notes, fmt.Sprintf("control %s known for only %d of %d requests; not used", c, known, len(base)))
+		}
+	}
+	rows := targetRows{controls: used}
+	dropped := 0
+	for _, r := range base {
+		lat, _ := r.Latency(m)
+		s, e, _ := r.Window(m)
+		o := obs{lat: float64(lat), y: math.Log(float64(lat)), start: s, end: e, ctrl: make([]float64, len(used))}
+		ok := true
+		for j, c := range used {
+			if o.ctrl[j], ok = c.value(r); !ok {
+				break
+			}
+		}
+		if !ok {
+			dropped++
+			continue
+		}
+		rows.obs = append(rows.obs, o)
+	}
+	if dropped > 0 {
+		notes = append(notes, fmt.Sprintf("%d requests without every control were left out", dropped))
+	}
+	return rows, notes
+}
+
+// notEstimable returns a pair with every figure missing.
+func notEstimable(source, target string, m Metric, reason string) *Pair {
+	return &Pair{
+		Source: source, Target: target, Metric: m, Reason: reason, Verdict: VerdictNotEstimable,
+		EffectMs: nan, CILowMs: nan, CIHighMs: nan, EffectPct: nan, CILowPct: nan, CIHighPct: nan,
+		Coef: nan, SE: nan, P: nan, Q: nan, Share: nan, ShareLow: nan, ShareHigh: nan,
+		BaselineMs: nan, MeanExposure: nan, naiveSE: math.NaN(),
+	}
+}
+
+// requestRegression is layer 1 for one target and metric: one OLS of the
+// target's log latency on its exposure to every other tenant's load (each
+// source's coefficient is that pair's effect), the controls and period
+// effects, with standard errors clustered by time (CV3, else CR1). Statistics reference
+// B.2; clustering by time because requests that overlap share the same GPU
+// state, so their errors are correlated.
+func requestRegression(target string, m Metric, rows targetRows, load *Load, o Options, step float64) []*Pair {
+	var sources []int
+	for k, name := range load.Tenants {
+		if name != target {
+			sources = append(sources, k)
+		}
+	}
+	pairs := make([]*Pair, len(sources))
+	n := len(rows.obs)
+	fail := func(reason string) []*Pair {
+		for i, k := range sources {
+			pairs[i] = notEstimable(load.Tenants[k], target, m, reason)
+			pairs[i].Requests = n
+		}
+		return pairs
+	}
+	if n == 0 {
+		return fail(fmt.Sprintf("%s has no requests with %s and an exposure window", target, m))
+	}
+
+	// Exposure of each request to each source; sources whose exposure does
+	// not vary cannot be estimated.
+	xs := make([][]float64, len(sources))
+	var cols [][]float64
+	colOf := make([]int, len(sources))
+	cols = append(cols, constant(n))
+	for i, k := range sources {
+		colOf[i] = -1
+		x := make([]float64, n)
+		for r := range rows.obs {
+			x[r] = load.Exposure(k, rows.obs[r].start, rows.obs[r].end)
+		}
+		xs[i] = x
+		if reason := variationProblem(x, load.Tenants[k], target, m, load.Kind); reason != "" {
+			pairs[i] = notEstimable(load.Tenants[k], target, m, reason)
+			pairs[i].Requests = n
+			continue
+		}
+		colOf[i] = len(cols)
+		cols = append(cols, x)
+	}
+	for j := range rows.controls {
+		col := make([]float64, n)
+		for r := range rows.obs {
+			col[r] = rows.obs[r].ctrl[j]
+		}
+		cols = append(cols, col)
+	}
+	if o.PeriodEffects > 0 {
+		cols = append(cols, periodDummies(rows.obs, o.PeriodEffects)...)
+	}
+
+	groups := make([]int, n)
+	distinct := map[int]bool{}
+	for r := range rows.obs {
+		groups[r] = int(floorDiv(rows.obs[r].start, o.ClusterWidth))
+		distinct[groups[r]] = true
+	}
+	g := len(distinct)
+	k := len(cols)
+	switch {
+	case n < o.MinRequests:
+		return failOpen(pairs, sources, load, target, m, n, fmt.Sprintf("only %d requests of %s with %s (need %d)", n, target, m, o.MinRequests))
+	case n < 10*k:
+		return failOpen(pairs, sources, load, target, m, n, fmt.Sprintf("only %d requests of %s with %s for %d parameters (need 10 per parameter)", n, target, m, k))
+	case g < o.MinClusters:
+		return failOpen(pairs, sources, load, target, m, n, fmt.Sprintf("%s's requests fall in only %d time clusters of %s (need %d for cluster-robust errors)", target, g, fmtDuration(o.ClusterWidth), o.MinClusters))
+	}
+
+	y := make([]float64, n)
+	for r := range rows.obs {
+		y[r] = rows.obs[r].y
+	}
+	fit, keep, err := fitColumns(cols, y)
+	if err != nil {
+		return failOpen(pairs, sources, load, target, m, n, fmt.Sprintf("regression for %s %s failed: %v", target, m, err))
+	}
+	newIndex := make([]int, len(cols))
+	next := 0
+	for j := range cols {
+		newIndex[j] = -1
+		if keep[j] {
+			newIndex[j] = next
+			next++
+		}
+	}
+	for i := range sources {
+		if colOf[i] >= 0 && !keep[colOf[i]] {
+			pairs[i] = notEstimable(load.Tenants[sources[i]], target, m,
+				fmt.Sprintf("%s's exposure is collinear with the other regressors (the loads move in lockstep)", load.Tenants[sources[i]]))
+			pairs[i].Requests = n
+			colOf[i] = -1
+		} else if colOf[i] >= 0 {
+			colOf[i] = newIndex[colOf[i]]
+		}
+	}
+	// CV3 by default; CV1 only when leaving a cluster out is singular.
+	seKind := SEClusterJackknife
+	cov, g, ok := fit.clusterJackknife(groups)
+	if !ok {
+		seKind = SEClusterCR1
+		cov, g = fit.cluster(groups)
+	}
+	naive := fit.classical()
+	seCl, seNaive := se(cov), se(naive)
+	df := g - 1
+	crit := tCritical(o.Alpha, df)
+	baseline := 0.0
+	for r := range rows.obs {
+		baseline += rows.obs[r].lat
+	}
+	baselineMs := baseline / float64(n) / 1e6
+
+	for i, k := range sources {
+		if pairs[i] != nil {
+			continue
+		}
+		j := colOf[i]
+		b, s := fit.beta[j], seCl[j]
+		lo, hi := b-crit*s, b+crit*s
+		x := xs[i]
+		p := &Pair{
+			Source: load.Tenants[k], Target: target, Metric: m, Estimable: true,
+			Coef: Float(b), SE: Float(s), P: Float(tTwoSided(b/s, df)), Q: nan,
+			EffectPct: Float(pct(b, step)), CILowPct: Float(pct(lo, step)), CIHighPct: Float(pct(hi, step)),
+			EffectMs:   Float(baselineMs * pct(b, step) / 100),
+			CILowMs:    Float(baselineMs * pct(lo, step) / 100),
+			CIHighMs:   Float(baselineMs * pct(hi, step) / 100),
+			BaselineMs: Float(baselineMs), MeanExposure: Float(stat.Mean(x, nil)),
+			Requests: n, Clusters: g, SEKind: seKind, naiveSE: seNaive[j],
+		}
+		base := quietLevel(x)
+		sh, a, c := share(rows.obs, x, base, b), share(rows.obs, x, base, lo), share(rows.obs, x, base, hi)
+		p.Share, p.ShareLow, p.ShareHigh = Float(sh), Float(math.Min(a, c)), Float(math.Max(a, c))
+		pairs[i] = p
+	}
+	return pairs
+}
+
+// failOpen marks every pair not yet decided as not estimable for reason.
+func failOpen(pairs []*Pair, sources []int, load *Load, target string, m Metric, n int, reason string) []*Pair {
+	for i, k := range sources {
+		if pairs[i] == nil {
+			pairs[i] = notEstimable(load.Tenants[k], target, m, reason)
+			pairs[i].Requests = n
+		}
+	}
+	return pairs
+}
+
+// variationProblem says why a source's exposure cannot carry a coefficient,
+// or "" when it can.
+func variationProblem(x []float64, source, target string, m Metric, kind LoadKind) string {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, v := range x {
+		lo, hi = math.Min(lo, v), math.Max(hi, v)
+	}
+	switch {
+	case hi <= 0:
+		return fmt.Sprintf("%s had no %s load during %s's %s windows", source, kind, target, m)
+	case hi-lo <= 1e-9*math.Max(1, math.Abs(hi)):
+		return fmt.Sprintf("%s's %s load did not vary during %s's %s windows", source, kind, target, m)
+	}
+	return ""
+}
+
+// pct is the percent change of latency for a change of step in load under
+// the log-linear model: 100·(exp(β·step) − 1).
+func pct(beta, step float64) float64 { return 100 * math.Expm1(beta*step) }
+
+// share is the fraction of the target's total latency attributable to the
+// source's load above its quiet level base, Σ y_i (1 − exp(−β(x_i − base)))
+// / Σ y_i (statistics reference B.2).
+func share(rows []obs, x []float64, base, beta float64) float64 {
+	num, den := 0.0, 0.0
+	for i := range rows {
+		num += rows[i].lat * -math.Expm1(-beta*(x[i]-base))
+		den += rows[i].lat
+	}
+	return num / den
+}
+
+// quietLevel is the 5th percentile of the source's exposure: the baseline of
+// share, rather than 0, so as not to extrapolate to a load never seen.
+func quietLevel(x []float64) float64 {
+	sorted := slices.Clone(x)
+	slices.Sort(sorted)
+	return stat.Quantile(0.05, stat.LinInterp, sorted, nil)
+}
+
+// periodDummies returns one indicator column per period after the first
+// that holds requests (the first is the baseline).
+func periodDummies(rows []obs, width int64) [][]float64 {
+	if len(rows) == 0 {
+		return nil
+	}
+	t0 := rows[0].start
+	for i := range rows {
+		t0 = min(t0, rows[i].start)
+	}
+	period := make([]int, len(rows))
+	present := map[int]bool{}
+	for i := range rows {
+		period[i] = int((rows[i].start - t0) / width)
+		present[period[i]] = true
+	}
+	ids := make([]int, 0, len(present))
+	for p := range present {
+		ids = append(ids, p)
+	}
+	slices.Sort(ids)
+	var out [][]float64
+	for _, p := range ids[1:] {
+		d := make([]float64, len(rows))
+		for i := range rows {
+			if period[i] == p {
+				d[i] = 1
+			}
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+func constant(n int) []float64 {
+	c := make([]float64, n)
+	for i := range c {
+		c[i] = 1
+	}
+	return c
+}
+
+// columns assembles a design matrix from columns.
+func columns(cols [][]float64) *mat.Dense {
+	n := len(cols[0])
+	x := mat.NewDense(n, len(cols), nil)
+	for j, c := range cols {
+		x.SetCol(j, c)
+	}
+	return x
+}
+
+// fitColumns fits y on the columns, leaving out those that add no
+// direction to the earlier ones; keep says which were used. The full design
+// is tried first, so the Gram–Schmidt screen runs only when the QR reports
+// collinearity.
+func fitColumns(cols [][]float64, y []float64) (*olsFit, []bool, error) {
+	keep := make([]bool, len(cols))
+	for j := range keep {
+		keep[j] = true
+	}
+	fit, err := fitOLS(columns(cols), y)
+	if err == nil || !errors.Is(err, errCollinear) {
+		return fit, keep, err
+	}
+	keep = independent(cols, 1e-8)
+	fit, err = fitOLS(columns(pick(cols, keep)), y)
+	return fit, keep, err
+}
+
+// independent reports for each column whether it adds a direction that the
+// earlier kept columns do not span: its residual after projection on them
+// (modified Gram–Schmidt, twice for stability) keeps more than tol of its
+// norm. Dropping the others keeps the fit identified and names what could
+// not be separated.
+func independent(cols [][]float64, tol float64) []bool {
+	keep := make([]bool, len(cols))
+	var basis [][]float64
+	for j, c := range cols {
+		v := slices.Clone(c)
+		norm := math.Sqrt(dot(v, v))
+		if norm == 0 || math.IsNaN(norm) || math.IsInf(norm, 0) {
+			continue
+		}
+		for pass := 0; pass < 2; pass++ {
+			for _, q := range basis {
+				d := dot(v, q)
+				for i := range v {
+					v[i] -= d * q[i]
+				}
+			}
+		}
+		r := math.Sqrt(dot(v, v))
+		if r <= tol*norm {
+			continue
+		}
+		for i := range v {
+			v[i] /= r
+		}
+		basis = append(basis, v)
+		keep[j] = true
+	}
+	return keep
+}
+
+// fmtDuration writes whole seconds as "10 s" and shorter widths in ms, for
+// reasons.
+func fmtDuration(ns int64) string {
+	if ns%1e9 == 0 {
+		return fmt.Sprintf("%d s", ns/1e9)
+	}
+	return fmt.Sprintf("%g ms", float64(ns)/1e6)
+}

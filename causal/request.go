@@ -1,0 +1,166 @@
+package causal
+
+import (
+	"fmt"
+	"math"
+)
+
+// Request is one request of one tenant, as the regression needs it. The
+// attribution stage fills these from spans; tests and synth build them
+// directly. Times are ns on the reference clock. A zero count or duration
+// means "unknown".
+type Request struct {
+	ID     string
+	Tenant string
+	// Arrival and End bound the request's life: arrival to last byte.
+	Arrival, End int64
+	// TTFT is first token − arrival; TPOT is (last token − first token) /
+	// (output tokens − 1), both in ns as vllm bench serve defines them.
+	TTFT, TPOT int64
+	// BatchSize is the mean size of the engine batches the request ran in.
+	BatchSize float64
+	// InputTokens and OutputTokens are the prompt and completion lengths.
+	InputTokens, OutputTokens int
+	// Device is the CUDA device ordinal and Instance the MIG GPU instance the
+	// request was served on; -1 when unknown (or, for Instance, no MIG).
+	Device, Instance int16
+}
+
+// Metric is the latency the regression explains.
+type Metric uint8
+
+// The metrics. Each has its own exposure window (Window): what a tenant
+// experiences during prefill differs from what it experiences while decoding.
+const (
+	// MetricTTFT: time to first token, exposed over [arrival, first token].
+	MetricTTFT Metric = iota
+	// MetricTPOT: time per output token, exposed over the decode phase
+	// [first token, end].
+	MetricTPOT
+	// MetricE2E: arrival to last byte, exposed over the whole life.
+	MetricE2E
+)
+
+var metricNames = [...]string{"ttft", "tpot", "e2e"}
+
+func (m Metric) String() string {
+	if int(m) < len(metricNames) {
+		return metricNames[m]
+	}
+	return fmt.Sprintf("metric(%d)", int(m))
+}
+
+// ParseMetric reads a metric name as String writes it.
+func ParseMetric(s string) (Metric, error) {
+	for i, n := range metricNames {
+		if n == s {
+			return Metric(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown metric %q (want ttft, tpot or e2e)", s)
+}
+
+// MarshalText writes the metric's name, so JSON shows "tpot", not 1.
+func (m Metric) MarshalText() ([]byte, error) { return []byte(m.String()), nil }
+
+// UnmarshalText reads a metric's name.
+func (m *Metric) UnmarshalText(b []byte) error {
+	v, err := ParseMetric(string(b))
+	*m = v
+	return err
+}
+
+// Latency returns the request's value of metric m in ns; ok is false when it
+// is unknown or not defined (TPOT needs at least two output tokens).
+func (r *Request) Latency(m Metric) (ns int64, ok bool) {
+	switch m {
+	case MetricTTFT:
+		return r.TTFT, r.TTFT > 0
+	case MetricTPOT:
+		return r.TPOT, r.TPOT > 0 && r.OutputTokens >= 2
+	case MetricE2E:
+		d := r.End - r.Arrival
+		return d, d > 0
+	}
+	return 0, false
+}
+
+// Window returns the interval over which the request is exposed to other
+// tenants' load for metric m: the phase whose duration the metric measures.
+// ok is false when the phase cannot be placed in time.
+func (r *Request) Window(m Metric) (start, end int64, ok bool) {
+	switch m {
+	case MetricTTFT:
+		if r.TTFT <= 0 {
+			return 0, 0, false
+		}
+		return r.Arrival, r.Arrival + r.TTFT, true
+	case MetricTPOT:
+		if r.TTFT <= 0 || r.End <= r.Arrival+r.TTFT {
+			return 0, 0, false
+		}
+		return r.Arrival + r.TTFT, r.End, true
+	case MetricE2E:
+		if r.End <= r.Arrival {
+			return 0, 0, false
+		}
+		return r.Arrival, r.End, true
+	}
+	return 0, 0, false
+}
+
+// Control is a covariate of the target tenant's own that every regression
+// holds fixed, so that B's own traffic is not mistaken for A's interference.
+type Control uint8
+
+// The controls. B.2 of the statistics reference lists them; own load is
+// deliberately absent: B's busy time responds to B's slowdown (a
+// post-treatment variable), whereas batch size and lengths are set by B's
+// arrivals.
+const (
+	// ControlBatchSize: the request's mean batch size.
+	ControlBatchSize Control = iota
+	// ControlInputLength: log of the prompt length.
+	ControlInputLength
+	// ControlOutputLength: log of the completion length.
+	ControlOutputLength
+)
+
+var controlNames = [...]string{"batch_size", "log_input_tokens", "log_output_tokens"}
+
+func (c Control) String() string {
+	if int(c) < len(controlNames) {
+		return controlNames[c]
+	}
+	return fmt.Sprintf("control(%d)", int(c))
+}
+
+// MarshalText writes the control's name.
+func (c Control) MarshalText() ([]byte, error) { return []byte(c.String()), nil }
+
+// UnmarshalText reads a control's name.
+func (c *Control) UnmarshalText(b []byte) error {
+	for i, n := range controlNames {
+		if n == string(b) {
+			*c = Control(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("unknown control %q", b)
+}
+
+// AllControls is the default set of controls.
+var AllControls = []Control{ControlBatchSize, ControlInputLength, ControlOutputLength}
+
+// value returns the request's value of control c; ok is false when unknown.
+func (c Control) value(r *Request) (float64, bool) {
+	switch c {
+	case ControlBatchSize:
+		return r.BatchSize, r.BatchSize > 0 && !math.IsInf(r.BatchSize, 0)
+	case ControlInputLength:
+		return math.Log(float64(r.InputTokens)), r.InputTokens > 0
+	case ControlOutputLength:
+		return math.Log(float64(r.OutputTokens)), r.OutputTokens > 0
+	}
+	return 0, false
+}
