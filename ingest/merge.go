@@ -9,6 +9,15 @@ func Merge(parts ...*Trace) *Trace {
 		return parts[0]
 	}
 	out := New()
+	// Size the big slices once: appending part by part would copy them again
+	// at every growth.
+	var spans, ops, samples int
+	for _, p := range parts {
+		spans, ops, samples = spans+len(p.Spans), ops+len(p.GPUOps), samples+len(p.Samples)
+	}
+	out.Spans = make([]Span, 0, spans)
+	out.GPUOps = make([]GPUOp, 0, ops)
+	out.Samples = make([]Sample, 0, samples)
 	for _, p := range parts {
 		out.absorb(p)
 	}
@@ -103,19 +112,19 @@ func (t *Trace) absorb(p *Trace) {
 			s.Links[j].Attrs = r.attrs(s.Links[j].Attrs)
 		}
 	}
-	t.Spans = appendOrAdopt(t.Spans, p.Spans)
+	t.Spans = append(t.Spans, p.Spans...)
 	for i := range p.GPUOps {
 		o := &p.GPUOps[i]
 		o.Name = r.str(o.Name)
 		o.Source += r.src
 	}
-	t.GPUOps = appendOrAdopt(t.GPUOps, p.GPUOps)
+	t.GPUOps = append(t.GPUOps, p.GPUOps...)
 	for i := range p.Samples {
 		s := &p.Samples[i]
 		s.Metric = r.str(s.Metric)
 		s.Source += r.src
 	}
-	t.Samples = appendOrAdopt(t.Samples, p.Samples)
+	t.Samples = append(t.Samples, p.Samples...)
 	for _, d := range p.Devices {
 		d.Source += r.src
 		t.Devices = append(t.Devices, d)
@@ -131,13 +140,4 @@ func (t *Trace) absorb(p *Trace) {
 	for _, w := range p.Warnings.List {
 		t.Warnings.Add(w)
 	}
-}
-
-// appendOrAdopt appends src to dst, taking src's backing array when dst is
-// empty so that the largest part is not copied.
-func appendOrAdopt[T any](dst, src []T) []T {
-	if len(dst) == 0 {
-		return src
-	}
-	return append(dst, src...)
 }

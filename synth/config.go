@@ -245,16 +245,18 @@ func (c *Config) validate() error {
 func MultiTenantGPUConfig(seed int64, d time.Duration, slowdown float64) Config {
 	c := DefaultConfig(seed, d)
 	c.Tenants = []Tenant{
-		{Name: "A", Model: "engine-a", Rate: 4, Bursty: true, InputTokens: 1200, OutputTokens: 100},
-		{Name: "B", Model: "engine-b", Rate: 8, InputTokens: 300, OutputTokens: 60},
-		{Name: "C", Model: "engine-c", Rate: 6, InputTokens: 400, OutputTokens: 80},
-		{Name: "D", Model: "engine-d", Rate: 6, InputTokens: 400, OutputTokens: 80},
+		{Name: "A", Model: "engine-a", Rate: 2, Bursty: true, InputTokens: 1200, OutputTokens: 100},
+		{Name: "B", Model: "engine-b", Rate: 4, InputTokens: 300, OutputTokens: 60},
+		{Name: "C", Model: "engine-c", Rate: 3, InputTokens: 400, OutputTokens: 80},
+		{Name: "D", Model: "engine-d", Rate: 3, InputTokens: 400, OutputTokens: 80},
 	}
+	// Two layer blocks per step, each three times as slow (a bigger model),
+	// keep the kernel and step counts of a long run modest.
 	c.Models = []Model{
-		{Name: "engine-a", Device: 0, MaxBatch: 48, KVTokens: 100_000},
-		{Name: "engine-b", Device: 0, MaxBatch: 48, KVTokens: 100_000},
-		{Name: "engine-c", Device: 0, MaxBatch: 48, KVTokens: 100_000},
-		{Name: "engine-d", Device: 1, MaxBatch: 48, KVTokens: 100_000},
+		{Name: "engine-a", Device: 0, MaxBatch: 48, KVTokens: 100_000, Layers: 2, Speed: 3},
+		{Name: "engine-b", Device: 0, MaxBatch: 48, KVTokens: 100_000, Layers: 2, Speed: 3},
+		{Name: "engine-c", Device: 0, MaxBatch: 48, KVTokens: 100_000, Layers: 2, Speed: 3},
+		{Name: "engine-d", Device: 1, MaxBatch: 48, KVTokens: 100_000, Layers: 2, Speed: 3},
 	}
 	c.Interference = []Interference{{Source: "A", Target: "B", Slowdown: slowdown}}
 	c.Diurnal = &Diurnal{Period: d / 2, Amplitude: 0.5}

@@ -44,6 +44,9 @@ func (r *Run) GPUTrace() *ingest.Trace {
 		return int64(math.Abs(rng.NormFloat64()) * float64(r.Config.GPUClock.JitterNs))
 	}
 	ts := r.GPUClockTime
+	// One launch call per op, one NVTX range and one sync per step.
+	t.Spans = make([]ingest.Span, 0, len(r.Ops)+2*len(r.Steps))
+	t.GPUOps = make([]ingest.GPUOp, 0, len(r.Ops))
 	launchK := t.Strings.Intern("cudaLaunchKernel")
 	memcpyAsync := t.Strings.Intern("cudaMemcpyAsync")
 	syncName := t.Strings.Intern("cudaStreamSynchronize")
