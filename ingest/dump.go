@@ -71,10 +71,15 @@ func (t *Trace) Dump(w io.Writer, opts DumpOptions) error {
 			o.Kind, o.Device, o.Stream, o.Pid, o.Start, o.End, t.Str(o.Name), o.Correlation)
 		switch o.Kind {
 		case OpKernel:
+			if o.ShortName != 0 {
+				fmt.Fprintf(b, " short=%q", t.Str(o.ShortName))
+			}
 			fmt.Fprintf(b, " grid=%d,%d,%d block=%d,%d,%d", o.Grid[0], o.Grid[1], o.Grid[2], o.Block[0], o.Block[1], o.Block[2])
 			if o.GraphID != 0 {
 				fmt.Fprintf(b, " graph=%d", o.GraphID)
 			}
+		case OpGraph:
+			fmt.Fprintf(b, " graph=%d", o.GraphID)
 		case OpMemcpy, OpMemset:
 			fmt.Fprintf(b, " bytes=%d copy=%s", o.Bytes, o.Copy)
 		}
@@ -84,6 +89,11 @@ func (t *Trace) Dump(w io.Writer, opts DumpOptions) error {
 		s := &t.Samples[i]
 		fmt.Fprintf(b, "sample time=%d metric=%q device=%d instance=%d pid=%d value=%s\n",
 			s.Time, t.Str(s.Metric), s.Device, s.Instance, s.Pid, strconv.FormatFloat(s.Value, 'g', -1, 64))
+	}
+	for i := range t.MemoryEvents {
+		m := &t.MemoryEvents[i]
+		fmt.Fprintf(b, "memory %s time=%d kind=%s device=%d pid=%d address=%#x bytes=%d correlation=%d\n",
+			m.Op, m.Time, m.Kind, m.Device, m.Pid, m.Address, m.Bytes, m.Correlation)
 	}
 	for _, d := range t.Devices {
 		fmt.Fprintf(b, "device %d name=%q uuid=%q sms=%d memory=%d\n", d.ID, d.Name, d.UUID, d.SMs, d.MemoryBytes)

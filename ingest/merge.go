@@ -11,13 +11,15 @@ func Merge(parts ...*Trace) *Trace {
 	out := New()
 	// Size the big slices once: appending part by part would copy them again
 	// at every growth.
-	var spans, ops, samples int
+	var spans, ops, samples, mem int
 	for _, p := range parts {
 		spans, ops, samples = spans+len(p.Spans), ops+len(p.GPUOps), samples+len(p.Samples)
+		mem += len(p.MemoryEvents)
 	}
 	out.Spans = make([]Span, 0, spans)
 	out.GPUOps = make([]GPUOp, 0, ops)
 	out.Samples = make([]Sample, 0, samples)
+	out.MemoryEvents = make([]MemoryEvent, 0, mem)
 	for _, p := range parts {
 		out.absorb(p)
 	}
@@ -116,6 +118,7 @@ func (t *Trace) absorb(p *Trace) {
 	for i := range p.GPUOps {
 		o := &p.GPUOps[i]
 		o.Name = r.str(o.Name)
+		o.ShortName = r.str(o.ShortName)
 		o.Source += r.src
 	}
 	t.GPUOps = append(t.GPUOps, p.GPUOps...)
@@ -125,6 +128,10 @@ func (t *Trace) absorb(p *Trace) {
 		s.Source += r.src
 	}
 	t.Samples = append(t.Samples, p.Samples...)
+	for i := range p.MemoryEvents {
+		p.MemoryEvents[i].Source += r.src
+	}
+	t.MemoryEvents = append(t.MemoryEvents, p.MemoryEvents...)
 	for _, d := range p.Devices {
 		d.Source += r.src
 		t.Devices = append(t.Devices, d)

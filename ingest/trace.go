@@ -16,6 +16,9 @@ type Trace struct {
 	Spans   []Span
 	GPUOps  []GPUOp
 	Samples []Sample
+	// MemoryEvents are device-memory allocations and releases, where the
+	// input records them (nsys --cuda-memory-usage).
+	MemoryEvents []MemoryEvent
 
 	// Resources and Scopes are shared by many spans (OTLP resource and
 	// instrumentation scope); spans refer to them by index.
@@ -250,9 +253,13 @@ const (
 	OpMemcpy
 	OpMemset
 	OpSync
+	// OpGraph is a whole CUDA graph execution, recorded as one interval when
+	// the profiler traced graphs as a unit (nsys --cuda-graph-trace=graph)
+	// rather than node by node; its kernels are not separately visible.
+	OpGraph
 )
 
-var opKindNames = [...]string{"kernel", "memcpy", "memset", "sync"}
+var opKindNames = [...]string{"kernel", "memcpy", "memset", "sync", "graph"}
 
 func (k GPUOpKind) String() string {
 	if int(k) < len(opKindNames) {
@@ -284,27 +291,35 @@ func (k CopyKind) String() string {
 
 // GPUOp is one kernel, memcpy, memset or synchronization on a GPU. There can
 // be tens of millions, so it has no attribute map and every string is a StrID.
+// The fields are ordered so that the struct has no padding (72 bytes).
 type GPUOp struct {
 	Start int64
 	End   int64
 	// Bytes is the size of a memcpy or memset.
 	Bytes uint64
-	Name  StrID
+	// Name is the op's full name: for a kernel the demangled name with
+	// template arguments, as nsys and CUPTI report it.
+	Name StrID
 	// Stream and Correlation as CUPTI reports them; Correlation matches the
 	// launching API call (Span.Correlation) of the same Pid.
 	Stream      uint32
 	Correlation uint32
 	Pid         uint32
 	// Grid and Block are launch dimensions of a kernel.
-	Grid  [3]uint32
-	Block [3]uint16
-	// GraphID is the CUDA graph the kernel was launched from (0 if none).
-	GraphID uint32
+	Grid [3]uint32
+	// ShortName is a kernel's base name without namespace, template
+	// arguments or parameters (nsys shortName, e.g. "flash_fwd_kernel" for
+	// "void flash_fwd_kernel<Flash_fwd_kernel_traits<...>>(Flash_fwd_params)");
+	// 0 when the input does not give one.
+	ShortName StrID
+	Block     [3]uint16
 	// Device is the CUDA device ordinal; -1 when unknown.
 	Device int16
-	Source SourceID
-	Kind   GPUOpKind
-	Copy   CopyKind
+	// GraphID is the CUDA graph the kernel was launched from (0 if none).
+	GraphID uint32
+	Source  SourceID
+	Kind    GPUOpKind
+	Copy    CopyKind
 }
 
 // Duration is End − Start.
@@ -321,6 +336,61 @@ type Sample struct {
 	Device   int16
 	Instance int16
 	Source   SourceID
+}
+
+// MemoryOp says whether a memory event allocates or releases.
+type MemoryOp uint8
+
+const (
+	MemAlloc MemoryOp = iota
+	MemFree
+)
+
+func (o MemoryOp) String() string {
+	if o == MemFree {
+		return "free"
+	}
+	return "alloc"
+}
+
+// MemoryKind is the kind of memory an event is about (CUPTI's memory kinds).
+type MemoryKind uint8
+
+const (
+	MemPageable MemoryKind = iota
+	MemPinned
+	MemDevice
+	MemArray
+	MemManaged
+	MemDeviceStatic
+	MemManagedStatic
+	MemUnknown
+)
+
+var memKindNames = [...]string{"pageable", "pinned", "device", "array", "managed", "device-static", "managed-static", "unknown"}
+
+func (k MemoryKind) String() string {
+	if int(k) < len(memKindNames) {
+		return memKindNames[k]
+	}
+	return "mem(" + strconv.Itoa(int(k)) + ")"
+}
+
+// MemoryEvent is one allocation or release of GPU-visible memory (nsys
+// CUDA_GPU_MEMORY_USAGE_EVENTS). A release names the address and size of the
+// allocation it ends.
+type MemoryEvent struct {
+	Time    int64
+	Address uint64
+	Bytes   uint64
+	Pid     uint32
+	// Correlation matches the API call that caused the event (0 if none).
+	Correlation uint32
+	// Device is the CUDA device ordinal; -1 for host memory or unknown.
+	Device int16
+	Source SourceID
+	Op     MemoryOp
+	Kind   MemoryKind
 }
 
 // Device describes a GPU seen in the input.

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 	"unsafe"
@@ -92,5 +93,30 @@ func TestValidateClampsAndSorts(t *testing.T) {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("dump lacks %q:\n%s", want, buf.String())
 		}
+	}
+}
+
+func TestLaunchCalls(t *testing.T) {
+	tr := New()
+	api := func(pid, corr uint32, origin SpanOrigin) {
+		tr.Spans = append(tr.Spans, Span{Pid: pid, Correlation: corr, Origin: origin})
+	}
+	api(1, 10, OriginCUDARuntime)
+	api(1, 11, OriginNVTX) // not an API call: never a launch
+	api(2, 10, OriginCUDADriver)
+	api(1, 12, OriginCUDARuntime)
+	tr.GPUOps = []GPUOp{
+		{Pid: 1, Correlation: 10},
+		{Pid: 2, Correlation: 10}, // same correlation, other process
+		{Pid: 1, Correlation: 11},
+		{Pid: 1, Correlation: 0},
+		{Pid: 1, Correlation: 12},
+		{Pid: 1, Correlation: 12}, // a graph launch: two ops, one call
+		{Pid: 3, Correlation: 10},
+	}
+	got := tr.LaunchCalls()
+	want := []int32{0, 2, -1, -1, 3, 3, -1}
+	if !slices.Equal(got, want) {
+		t.Fatalf("LaunchCalls = %v, want %v", got, want)
 	}
 }

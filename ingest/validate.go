@@ -41,7 +41,15 @@ func (t *Trace) checkSpanIDs() {
 		trace TraceID
 		span  SpanID
 	}
-	seen := make(map[key]int, len(t.Spans))
+	// Size the map for the spans that have IDs: an nsys trace holds
+	// millions of CUDA API and NVTX spans and no OTLP span.
+	withID := 0
+	for i := range t.Spans {
+		if s := &t.Spans[i]; s.Origin == OriginOTLP && !s.ID.IsZero() {
+			withID++
+		}
+	}
+	seen := make(map[key]int, withID)
 	for i := range t.Spans {
 		s := &t.Spans[i]
 		if s.Origin != OriginOTLP || s.ID.IsZero() {
@@ -74,7 +82,7 @@ func (t *Trace) checkSpanIDs() {
 	}
 }
 
-// Sort orders spans, GPU ops and samples by start time (stable, so equal
+// Sort orders spans, GPU ops, samples and memory events by start time (stable, so equal
 // starts keep input order). Already sorted slices are detected in O(n).
 func (t *Trace) Sort() {
 	if !slices.IsSortedFunc(t.Spans, cmpSpan) {
@@ -86,8 +94,12 @@ func (t *Trace) Sort() {
 	if !slices.IsSortedFunc(t.Samples, cmpSample) {
 		slices.SortStableFunc(t.Samples, cmpSample)
 	}
+	if !slices.IsSortedFunc(t.MemoryEvents, cmpMemory) {
+		slices.SortStableFunc(t.MemoryEvents, cmpMemory)
+	}
 }
 
-func cmpSpan(a, b Span) int     { return cmp.Compare(a.Start, b.Start) }
-func cmpOp(a, b GPUOp) int      { return cmp.Compare(a.Start, b.Start) }
-func cmpSample(a, b Sample) int { return cmp.Compare(a.Time, b.Time) }
+func cmpSpan(a, b Span) int          { return cmp.Compare(a.Start, b.Start) }
+func cmpOp(a, b GPUOp) int           { return cmp.Compare(a.Start, b.Start) }
+func cmpSample(a, b Sample) int      { return cmp.Compare(a.Time, b.Time) }
+func cmpMemory(a, b MemoryEvent) int { return cmp.Compare(a.Time, b.Time) }

@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/llmprof/llmprof/ingest"
 	"github.com/llmprof/llmprof/ingest/otlp"
+	"github.com/llmprof/llmprof/nsys"
 	"github.com/llmprof/llmprof/record"
 )
 
@@ -10,7 +11,9 @@ import (
 // first, then the formats with unambiguous magic, then the content-shape ones.
 func (f *Factory) decoders() []ingest.Decoder {
 	return []ingest.Decoder{
-		&record.CaptureDecoder{},
+		// A capture's nsys export (record --nsys) is decoded with it.
+		&record.CaptureDecoder{Embedded: []ingest.Decoder{nsys.Decoder{}}},
+		nsys.Decoder{},
 		&otlp.Decoder{},
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 
 	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/internal/shareddata"
 	"github.com/llmprof/llmprof/record"
 )
 
@@ -108,6 +109,59 @@ func TestRecordExitStatus(t *testing.T) {
 				t.Fatalf("exit code %d, want %d; stderr:\n%s", code, tc.code, stderr)
 			}
 		})
+	}
+}
+
+// record --nsys, end to end through the command's decoders: a fake nsys
+// (on PATH) runs the command and "exports" a real Nsight Systems export;
+// the capture then decodes into one trace with the capture's sources and
+// the export's GPU ops.
+func TestRecordNsysCaptureDecodes(t *testing.T) {
+	export := shareddata.Path(t, "testdata/nsys/p4arth-cuda-perf-sandbox-report1-nsys2025.5.2.sqlite")
+	bin := t.TempDir()
+	script := `#!/bin/sh
+case "$1" in
+--version) echo "NVIDIA Nsight Systems version fake"; exit 0;;
+profile)
+  shift
+  while [ $# -gt 0 ]; do
+    case "$1" in --output) out="$2"; shift 2;; -*) shift;; *) break;; esac
+  done
+  touch "$out.nsys-rep"
+  exec "$@";;
+export)
+  while [ $# -gt 0 ]; do
+    case "$1" in --output) out="$2"; shift 2;; *) shift;; esac
+  done
+  cp "` + export + `" "$out";;
+esac
+`
+	if err := os.WriteFile(filepath.Join(bin, "nsys"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	dir := filepath.Join(t.TempDir(), "run.llmprof")
+	if _, stderr, code := runRecordMain(t, "record", "-o", dir, "--nsys", "--no-nvml", "--otlp-quiet", "10ms", "--", "true"); code != 0 {
+		t.Fatalf("record --nsys: exit %d\n%s", code, stderr)
+	}
+	f := &Factory{IO: &IOStreams{Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}}}
+	tr, err := ingest.Open(context.Background(), []string{dir}, f.decoders(), ingest.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var formats []string
+	for _, s := range tr.Sources {
+		formats = append(formats, s.Format)
+	}
+	kernels := 0
+	for _, op := range tr.GPUOps {
+		if op.Kind == ingest.OpKernel && tr.Sources[op.Source].Format == "nsys-sqlite" {
+			kernels++
+		}
+	}
+	// The export holds one kernel (shared testdata README).
+	if strings.Join(formats, ",") != record.SourceFormat+",nsys-sqlite" || kernels != 1 {
+		t.Fatalf("sources %q, %d kernels from the embedded export", formats, kernels)
 	}
 }
 

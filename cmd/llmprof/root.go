@@ -50,6 +50,7 @@ var commands = []func(*Factory) *cobra.Command{
 	NewCmdExport,
 	NewCmdVersion,
 	NewCmdDiff,
+	NewCmdStats,
 	NewCmdRecord,
 }
 

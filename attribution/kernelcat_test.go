@@ -1,0 +1,170 @@
+package attribution
+
+import (
+	"context"
+	"testing"
+
+	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/internal/shareddata"
+	"github.com/llmprof/llmprof/nsys"
+)
+
+// The kernel names below are the specification of the pattern table. Each
+// is a real name: from the nsys exports in the shared test data (short or
+// demangled names), or as printed in public vLLM, SGLang, TensorRT-LLM,
+// FlashAttention, FlashInfer and NCCL profiles and kernel sources.
+func TestCategorize(t *testing.T) {
+	cases := []struct {
+		name string
+		want KernelCategory
+	}{
+		// GEMM: cuBLAS, cuBLASLt nvjet, CUTLASS, implicit-GEMM convolutions.
+		{"nvjet_tst_192x192_64x4_2x1_v_bz_coopB_TNN", CategoryGEMM}, // NVIDIA/Fuser report1
+		{"nvjet_hsh_256x128_64x4_1x2_h_bz_coopA_NTT", CategoryGEMM}, // NVIDIA/Fuser report2
+		{"sm80_xmma_fprop_implicit_gemm_f16f16_f16f16_f16_nhwckrsc_nhwc_tilesize128x128x32_stage4_warpsize2x2x1_g1_tensor16x8x16_execute_kernel_trt", CategoryGEMM}, // memfusion (TensorRT)
+		{"trt_ampere_h16816gemm_64x64_ldg8_relu_stages_64x5_tn_v1", CategoryGEMM},                                                                                   // memfusion
+		{"sm90_xmma_gemm_e4m3bf16_e4m3f32_f32_tn_n_tilesize64x64x128_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas", CategoryGEMM},                     // vLLM FP8 profile
+		{"void cutlass::Kernel2<cutlass_80_tensorop_s16816gemm_bf16_128x128_32x4_tn_align8>(cutlass_80_tensorop_s16816gemm_bf16_128x128_32x4_tn_align8::Params)", CategoryGEMM},
+		{"ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_64x3_nn", CategoryGEMM},
+		{"void splitKreduce_kernel<32, 16, int, float, __nv_bfloat16, float, __nv_bfloat16, true, false, false>(cublasSplitKParams<float>, __nv_bfloat16 const*, __nv_bfloat16 const*, __nv_bfloat16*, float const*, float const*, __nv_bfloat16 const*, __nv_bfloat16 const*, __nv_bfloat16*, void*, long, float*, int*)", CategoryGEMM},
+		{"std::enable_if<!T7, void>::type internal::gemvx::kernel<int, int, __nv_bfloat16, __nv_bfloat16, float, false, true, true, false, 7, false, cublasGemvParamsEx<int, __nv_bfloat16 const*, __nv_bfloat16 const*, __nv_bfloat16, float>>(cublasGemvParamsEx<int, __nv_bfloat16 const*, __nv_bfloat16 const*, __nv_bfloat16, float>)", CategoryGEMM},
+		{"_matmul_ogs_NNT_bf16xbf16xmxfp4_16x256x128x1_swiglu", CategoryGEMM}, // SGLang MoE (Triton)
+		{"fused_moe_kernel", CategoryGEMM},                                    // vLLM Triton MoE
+		{"void deep_gemm::fp8_gemm_kernel<128u, 128u, 128u, 4u, 1u, 1u, 132u, 128u, 128u, 1u, 1u, (deep_gemm::GemmType)0>(__nv_bfloat16*, float*, int*, unsigned int, CUtensorMap, CUtensorMap, CUtensorMap, CUtensorMap)", CategoryGEMM},
+		{"void marlin::Marlin<256, 1, 8, 8, 4, 8, false>(int4 const*, int4 const*, int4*, int4 const*, int, int, int, int)", CategoryGEMM},
+		// Attention: FlashAttention 2 and 3, paged attention, FlashInfer,
+		// TensorRT-LLM FMHA/XQA/MMHA, KV-cache writes, rotary embeddings.
+		{"void flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, cutlass::bfloat16_t, Flash_kernel_traits<128, 128, 64, 4, cutlass::bfloat16_t>>, true, false, false, false, true, true, false, false>(flash::Flash_fwd_params)", CategoryAttention},
+		{"void flash::flash_fwd_splitkv_combine_kernel<Flash_fwd_kernel_traits<128, 64, 128, 4, false, false, cutlass::bfloat16_t, Flash_kernel_traits<128, 64, 128, 4, cutlass::bfloat16_t>>, 4, 1, true>(flash::Flash_fwd_params)", CategoryAttention},
+		{"void cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnFwdSm90<flash::CollectiveMainloopFwdSm90<2, cute::tuple<cute::C<1>, cute::C<1>, cute::C<1>>>>>>(flash::FlashAttnFwdSm90<>::Params)", CategoryAttention}, // SGLang FA3
+		{"void vllm::paged_attention_v2_kernel<__nv_bfloat16, __nv_bfloat16, 128, 16, 128, (vllm::Fp8KVCacheDataType)0, false, 512>(float*, float*, __nv_bfloat16*, __nv_bfloat16 const*, __nv_bfloat16 const*, __nv_bfloat16 const*, int, float, int const*, int const*, int, float const*, int, int, int, float const*, float const*)", CategoryAttention},
+		{"void vllm::reshape_and_cache_flash_kernel<__nv_bfloat16, __nv_bfloat16, (vllm::Fp8KVCacheDataType)0>(__nv_bfloat16 const*, __nv_bfloat16 const*, __nv_bfloat16*, __nv_bfloat16*, long const*, int, int, int, int, int, int, float const*, float const*)", CategoryAttention},
+		{"void vllm::rotary_embedding_kernel<c10::BFloat16, true>(long const*, c10::BFloat16*, c10::BFloat16*, c10::BFloat16 const*, int, long, long, int, int, int)", CategoryAttention},
+		{"void flashinfer::BatchPrefillWithPagedKVCacheKernel<flashinfer::KernelTraits<(flashinfer::MaskMode)1, 128u, 1u, 4u, 8u, 8u, 1u, 1u>>(flashinfer::BatchPrefillPagedParams)", CategoryAttention},
+		{"void flashinfer::BatchQKApplyRotaryPosIdsCosSinCacheKernel<true, 128u, 8u, 16u, __nv_bfloat16, long>(__nv_bfloat16*, __nv_bfloat16*, __nv_bfloat16*, __nv_bfloat16*, float*, long*, unsigned int, unsigned int, unsigned int, unsigned int, unsigned long, unsigned long, unsigned long, unsigned long, unsigned long, unsigned long, unsigned long, unsigned long)", CategoryAttention},
+		{"fmha_v2_flash_attention_bf16_64_64_S_q_paged_kv_256_causal_tma_ws_sm90_kernel", CategoryAttention}, // TensorRT-LLM
+		{"void tensorrt_llm::kernels::mmha::masked_multihead_attention_kernel<__nv_bfloat16, __nv_bfloat16, __nv_bfloat16, tensorrt_llm::kernels::KVBlockArray, 128, 128, 4, false, false, false, false, false, false, false, false, false, 0u>(tensorrt_llm::kernels::Multihead_attention_params<__nv_bfloat16, false>, tensorrt_llm::kernels::KVBlockArray, tensorrt_llm::kernels::KVLinearBuffer)", CategoryAttention},
+		{"void kernel_mha<2u>(unsigned int, float, __nv_bfloat16*, unsigned int const*, KVCacheList<true>, unsigned int, float const*, float const*, unsigned int*, void*)", CategoryAttention},  // TensorRT-LLM XQA
+		{"fmha_cutlassF_bf16_aligned_64x64_rf_sm80(PyTorchMemEffAttention::AttentionKernel<cutlass::bfloat16_t, cutlass::arch::Sm80, true, 64, 64, 64, true, true>::Params)", CategoryAttention}, // xformers
+		{"void vllm::merge_attn_states_kernel<__nv_bfloat16, 128u>(__nv_bfloat16*, float*, __nv_bfloat16 const*, float const*, __nv_bfloat16 const*, float const*, unsigned int, unsigned int, unsigned int)", CategoryAttention},
+		// Communication: NCCL and custom all-reduce.
+		{"ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)", CategoryCommunication},
+		{"ncclKernel_AllGather_RING_LL_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)", CategoryCommunication},
+		{"void vllm::cross_device_reduce_1stage<__nv_bfloat16, 8>(vllm::RankData*, vllm::RankSignals, vllm::Signal*, __nv_bfloat16*, int, int)", CategoryCommunication},
+		{"void tensorrt_llm::kernels::ar_fusion::allreduce_fusion_kernel_oneshot_lamport<__nv_bfloat16, 8, true, false>(tensorrt_llm::kernels::ar_fusion::AllReduceFusionParams)", CategoryCommunication},
+		// Norm and activation.
+		{"void vllm::fused_add_rms_norm_kernel<c10::BFloat16, 8>(c10::BFloat16*, c10::BFloat16*, c10::BFloat16 const*, float, int, int)", CategoryNormActivation},
+		{"void vllm::rms_norm_kernel<c10::BFloat16>(c10::BFloat16*, c10::BFloat16 const*, c10::BFloat16 const*, float, int, int)", CategoryNormActivation},
+		{"void flashinfer::norm::RMSNormKernel<8u, __nv_bfloat16>(__nv_bfloat16*, __nv_bfloat16*, __nv_bfloat16*, unsigned int, unsigned int, unsigned int, float, float)", CategoryNormActivation}, // SGLang
+		{"void vllm::act_and_mul_kernel<c10::BFloat16, &(c10::BFloat16 vllm::silu_kernel<c10::BFloat16>(c10::BFloat16 const&)), true>(c10::BFloat16*, c10::BFloat16 const*, int)", CategoryNormActivation},
+		{"void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::{lambda(c10::BFloat16)#1}, std::array<char*, 2ul>>(int, at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::{lambda(c10::BFloat16)#1}, std::array<char*, 2ul>)", CategoryNormActivation},
+		{"void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::BFloat16, float>(int, float, c10::BFloat16 const*, c10::BFloat16 const*, c10::BFloat16 const*, float*, float*, c10::BFloat16*)", CategoryNormActivation},
+		{"triton_red_fused__to_copy_add_mean_mul_pow_rsqrt_0", CategoryNormActivation}, // torch.compile RMSNorm
+		{"triton_poi_fused_mul_silu_slice_1", CategoryNormActivation},
+		// Sampling.
+		{"void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float, float, at::native::(anonymous namespace)::SoftMaxForwardEpilogue>(float*, float const*, int)", CategorySampling},
+		{"void at::native::sbtopk::gatherTopK<float, unsigned int, 2, false>(at::cuda::detail::TensorInfo<float, unsigned int>, unsigned int, unsigned int, bool, unsigned int, unsigned int, at::cuda::detail::TensorInfo<float, unsigned int>, unsigned int, at::cuda::detail::TensorInfo<long, unsigned int>, unsigned int)", CategorySampling},
+		{"void flashinfer::sampling::TopKTopPSamplingFromProbKernel<1024u, (cub::CUB_200200_800_NS::BlockScanAlgorithm)0, (cub::CUB_200200_800_NS::BlockReduceAlgorithm)2, 4u, true, float, int>(float*, int*, int*, float*, int*, float*, unsigned int, unsigned int, unsigned long, unsigned long)", CategorySampling},
+		{"void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::ArgMaxOps<float>, unsigned int, long, 4>>(at::native::ReduceOp<float, at::native::ArgMaxOps<float>, unsigned int, long, 4>)", CategorySampling},
+		{"void vllm::apply_repetition_penalties_kernel<c10::BFloat16>(c10::BFloat16*, bool const*, bool const*, c10::BFloat16 const*, int, int)", CategorySampling},
+		// Other: MoE routing, quantization, elementwise, copies, pooling,
+		// fusions that say nothing.
+		{"void vllm::moe::topkGatingSoftmax<8, 128, 4, 16, 32, int>(float const*, bool const*, float*, int, int*, int*, int, int, int)", CategoryOther},
+		{"void vllm::moe::moe_align_block_size_kernel<int>(int const*, int*, int*, int*, int, int, int, int, unsigned long, int*)", CategoryOther},
+		{"void vllm::scaled_fp8_quant_kernel<c10::BFloat16>(c10::Float8_e4m3fn*, c10::BFloat16 const*, float const*, long)", CategoryOther},
+		{"void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char*, 1ul>>(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)", CategoryOther},
+		{"sm50_xmma_pooling_fw_4d_FP16FP32NHWC_Average_FastDiv_CAlign8_execute_kernel_trt", CategoryOther}, // memfusion
+		{"nvfuser_pointwise_f0_c1_r0_g0", CategoryOther}, // NVIDIA/Fuser
+		{"copyVectorizedKernel", CategoryOther},
+		{"kernVectorAdd", CategoryOther}, // p4arth
+		{"vectorAdd", CategoryOther},     // sdroruganti
+		{"", CategoryOther},
+	}
+	for _, c := range cases {
+		if got := Categorize(c.name); got != c.want {
+			t.Errorf("Categorize(%.90q) = %s, want %s", c.name, got, c.want)
+		}
+	}
+}
+
+func TestKernelCategoryNames(t *testing.T) {
+	want := []string{"gemm", "attention", "communication", "norm/activation", "sampling", "memcpy", "other"}
+	for i, w := range want {
+		if got := KernelCategory(i).String(); got != w {
+			t.Errorf("category %d = %q, want %q", i, got, w)
+		}
+	}
+	if NumKernelCategories != len(want) {
+		t.Errorf("NumKernelCategories = %d", NumKernelCategories)
+	}
+}
+
+func TestCategorizeOp(t *testing.T) {
+	tr := ingest.New()
+	s := tr.Strings.Intern
+	cases := []struct {
+		name string
+		op   ingest.GPUOp
+		want KernelCategory
+	}{
+		{"memcpy by kind", ingest.GPUOp{Kind: ingest.OpMemcpy, Name: s("[CUDA memcpy Host-to-Device]")}, CategoryMemcpy},
+		{"memset by kind", ingest.GPUOp{Kind: ingest.OpMemset, Name: s("[CUDA memset]")}, CategoryMemcpy},
+		{"sync is not GPU work of a category", ingest.GPUOp{Kind: ingest.OpSync, Name: s("[CUDA Stream sync]")}, CategoryOther},
+		{"whole graph", ingest.GPUOp{Kind: ingest.OpGraph, Name: s("[CUDA graph 3]")}, CategoryOther},
+		{"kernel by full name", ingest.GPUOp{Kind: ingest.OpKernel, Name: s("void vllm::rms_norm_kernel<c10::BFloat16>(c10::BFloat16*)"), ShortName: s("rms_norm_kernel")}, CategoryNormActivation},
+		{"short name when the full one says nothing", ingest.GPUOp{Kind: ingest.OpKernel, Name: s("void wrapper<Impl>(Params)"), ShortName: s("flash_fwd_kernel")}, CategoryAttention},
+	}
+	cache := NewCategoryCache(tr)
+	for _, c := range cases {
+		if got := CategorizeOp(tr, &c.op); got != c.want {
+			t.Errorf("%s: CategorizeOp = %s, want %s", c.name, got, c.want)
+		}
+		if got := cache.Of(&c.op); got != c.want {
+			t.Errorf("%s: cache = %s, want %s", c.name, got, c.want)
+		}
+	}
+	// Strings interned after the cache was made are handled too.
+	late := ingest.GPUOp{Kind: ingest.OpKernel, Name: s("ncclDevKernel_AllGather_RING_LL")}
+	if got := cache.Of(&late); got != CategoryCommunication {
+		t.Errorf("late-interned name: %s", got)
+	}
+}
+
+// Every kernel of the real exports: the cache agrees with CategorizeOp, and
+// the exports' GEMMs are found (nvjet in the Fuser files, implicit-GEMM
+// convolutions in the TensorRT one).
+func TestCategorizeRealFiles(t *testing.T) {
+	gemms := map[string]int{}
+	for _, path := range shareddata.Glob(t, "testdata/nsys/*.sqlite") {
+		tr, err := nsys.Decoder{Tables: nsys.Kernels | nsys.MemoryOps}.DecodeFile(context.Background(), path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cache := NewCategoryCache(tr)
+		for i := range tr.GPUOps {
+			op := &tr.GPUOps[i]
+			c := cache.Of(op)
+			if c != CategorizeOp(tr, op) {
+				t.Fatalf("%s: cache and CategorizeOp disagree on %q", path, tr.Str(op.Name))
+			}
+			if c == CategoryGEMM {
+				gemms[path]++
+			}
+		}
+	}
+	for path, want := range map[string]int{
+		"nvidia-fuser-report1-nsys2025.1.1.sqlite":          3,
+		"nvidia-fuser-report2-nsys2024.6.2.sqlite":          1,
+		"leiwang1999-memfusion-report1-nsys2023.1.2.sqlite": 21, // of 36: the rest are copies, pooling, a permutation
+	} {
+		got := 0
+		for p, n := range gemms {
+			if len(p) >= len(path) && p[len(p)-len(path):] == path {
+				got = n
+			}
+		}
+		if got != want {
+			t.Errorf("%s: %d GEMM kernels, want %d", path, got, want)
+		}
+	}
+}

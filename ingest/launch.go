@@ -1,0 +1,65 @@
+package ingest
+
+import (
+	"cmp"
+	"slices"
+)
+
+// IsCUDAAPI reports whether a span is a CUDA runtime or driver API call.
+func (s *Span) IsCUDAAPI() bool {
+	return s.Origin == OriginCUDARuntime || s.Origin == OriginCUDADriver
+}
+
+// LaunchCalls joins every GPU op to the CUDA API call that launched it: the
+// API span of the same process with the same correlation ID (CUPTI's
+// correlation; nsys joins on correlationId and the process bits of
+// globalTid). calls[i] is the index in t.Spans of GPUOps[i]'s launching
+// call, or -1 when the op has no correlation ID or no call matches (e.g.
+// unified-memory migrations, or a call outside the capture). Several ops can
+// share one call: the kernels of a CUDA graph launch. It is a sort-merge
+// join: O(n log n) time and 16 bytes per call and op, never a map of every
+// call.
+func (t *Trace) LaunchCalls() (calls []int32) {
+	type keyed struct {
+		key uint64
+		idx int32
+	}
+	key := func(pid, corr uint32) uint64 { return uint64(pid)<<32 | uint64(corr) }
+	nAPI, nOps := 0, 0
+	for i := range t.Spans {
+		if s := &t.Spans[i]; s.IsCUDAAPI() && s.Correlation != 0 {
+			nAPI++
+		}
+	}
+	for i := range t.GPUOps {
+		if t.GPUOps[i].Correlation != 0 {
+			nOps++
+		}
+	}
+	api, ops := make([]keyed, 0, nAPI), make([]keyed, 0, nOps)
+	for i := range t.Spans {
+		if s := &t.Spans[i]; s.IsCUDAAPI() && s.Correlation != 0 {
+			api = append(api, keyed{key(s.Pid, s.Correlation), int32(i)})
+		}
+	}
+	calls = make([]int32, len(t.GPUOps))
+	for i := range t.GPUOps {
+		calls[i] = -1
+		if o := &t.GPUOps[i]; o.Correlation != 0 {
+			ops = append(ops, keyed{key(o.Pid, o.Correlation), int32(i)})
+		}
+	}
+	byKey := func(a, b keyed) int { return cmp.Or(cmp.Compare(a.key, b.key), cmp.Compare(a.idx, b.idx)) }
+	slices.SortFunc(api, byKey)
+	slices.SortFunc(ops, byKey)
+	j := 0
+	for _, o := range ops {
+		for j < len(api) && api[j].key < o.key {
+			j++
+		}
+		if j < len(api) && api[j].key == o.key {
+			calls[o.idx] = api[j].idx
+		}
+	}
+	return calls
+}
