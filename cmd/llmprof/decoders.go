@@ -4,12 +4,15 @@ import (
 	"github.com/llmprof/llmprof/ingest"
 	"github.com/llmprof/llmprof/ingest/otlp"
 	"github.com/llmprof/llmprof/nsys"
+	"github.com/llmprof/llmprof/record"
 )
 
 // decoders returns the input decoders, in sniffing order: directory formats
 // first, then the formats with unambiguous magic, then the content-shape ones.
 func (f *Factory) decoders() []ingest.Decoder {
 	return []ingest.Decoder{
+		// A capture's nsys export (record --nsys) is decoded with it.
+		&record.CaptureDecoder{Embedded: []ingest.Decoder{nsys.Decoder{}}},
 		nsys.Decoder{},
 		&otlp.Decoder{},
 	}

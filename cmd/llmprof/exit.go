@@ -32,6 +32,20 @@ type RegressionError struct{ Summary string }
 
 func (e *RegressionError) Error() string { return e.Summary }
 
+// ExitCodeError ends the process with Code, printing Msg when it is not
+// empty: `record` exits with the exit status of the command it ran.
+type ExitCodeError struct {
+	Code int
+	Msg  string
+}
+
+func (e *ExitCodeError) Error() string {
+	if e.Msg != "" {
+		return e.Msg
+	}
+	return fmt.Sprintf("exit status %d", e.Code)
+}
+
 // exitCode maps an error to the process exit code and prints it. It is the
 // only place that decides exit codes.
 func exitCode(err error, stderr io.Writer) int {
@@ -40,7 +54,13 @@ func exitCode(err error, stderr io.Writer) int {
 	}
 	var usage *UsageError
 	var regression *RegressionError
+	var coded *ExitCodeError
 	switch {
+	case errors.As(err, &coded):
+		if coded.Msg != "" {
+			fmt.Fprintln(stderr, "llmprof: "+coded.Msg)
+		}
+		return coded.Code
 	case errors.As(err, &regression):
 		fmt.Fprintln(stderr, "llmprof: "+regression.Summary)
 		return ExitRegression

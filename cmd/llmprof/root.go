@@ -51,6 +51,7 @@ var commands = []func(*Factory) *cobra.Command{
 	NewCmdVersion,
 	NewCmdDiff,
 	NewCmdStats,
+	NewCmdRecord,
 }
 
 // Main runs llmprof with the given arguments and returns the exit code.

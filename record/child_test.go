@@ -1,0 +1,176 @@
+package record
+
+import (
+	"os"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestExpandArgs(t *testing.T) {
+	ep := endpoints{grpc: "127.0.0.1:4317", http: "127.0.0.1:4318"}
+	for _, tc := range []struct {
+		name string
+		in   []string
+		want []string
+	}{
+		{"bare placeholders", []string{"{otlp_grpc}", "{otlp_http}"}, []string{"127.0.0.1:4317", "127.0.0.1:4318"}},
+		{"urls", []string{"{otlp_grpc_url}", "{otlp_http_url}"}, []string{"http://127.0.0.1:4317", "http://127.0.0.1:4318/v1/traces"}},
+		{"inside a flag", []string{"vllm", "serve", "--otlp-traces-endpoint={otlp_grpc_url}"},
+			[]string{"vllm", "serve", "--otlp-traces-endpoint=http://127.0.0.1:4317"}},
+		{"twice in one argument", []string{"{otlp_grpc},{otlp_http}"}, []string{"127.0.0.1:4317,127.0.0.1:4318"}},
+		{"nothing to replace", []string{"echo", "{otlp}", "{OTLP_GRPC}"}, []string{"echo", "{otlp}", "{OTLP_GRPC}"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := expandArgs(tc.in, ep); !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestDialable(t *testing.T) {
+	for in, want := range map[string]string{
+		"127.0.0.1:5":  "127.0.0.1:5",
+		"0.0.0.0:5":    "127.0.0.1:5",
+		"[::]:5":       "[::1]:5",
+		"10.1.2.3:5":   "10.1.2.3:5",
+		"not-an-addr":  "not-an-addr",
+		"[::1]:4318":   "[::1]:4318",
+		"localhost:80": "localhost:80",
+	} {
+		if got := dialable(in); got != want {
+			t.Errorf("dialable(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestOtelEnv(t *testing.T) {
+	ep := endpoints{grpc: "127.0.0.1:1", http: "127.0.0.1:2"}
+	g := otelEnv(ep, ProtocolGRPC)
+	if g["OTEL_EXPORTER_OTLP_ENDPOINT"] != "http://127.0.0.1:1" || g["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] != "http://127.0.0.1:1" ||
+		g["OTEL_EXPORTER_OTLP_PROTOCOL"] != "grpc" || g["OTEL_TRACES_EXPORTER"] != "otlp" || g["OTEL_EXPORTER_OTLP_INSECURE"] != "true" {
+		t.Errorf("grpc env %v", g)
+	}
+	h := otelEnv(ep, ProtocolHTTPProtobuf)
+	// The generic endpoint is a base URL (the SDK appends /v1/traces); the
+	// per-signal one is used as is.
+	if h["OTEL_EXPORTER_OTLP_ENDPOINT"] != "http://127.0.0.1:2" || h["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] != "http://127.0.0.1:2/v1/traces" ||
+		h["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"] != "http/protobuf" {
+		t.Errorf("http env %v", h)
+	}
+}
+
+func TestBuildEnv(t *testing.T) {
+	spec := envSpec{
+		otel:    map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://us", "OTEL_TRACES_EXPORTER": "otlp"},
+		always:  map[string]string{"LLMPROF_CAPTURE_DIR": "/cap"},
+		ifUnset: map[string]string{"OTEL_BSP_SCHEDULE_DELAY": "500"},
+	}
+	base := []string{"PATH=/bin", "OTEL_EXPORTER_OTLP_ENDPOINT=http://collector:4317", "OTEL_BSP_SCHEDULE_DELAY=100", "MALFORMED"}
+	lookup := func(env []string, k string) (string, bool) {
+		for _, kv := range env {
+			if key, v, _ := strings.Cut(kv, "="); key == k {
+				return v, true
+			}
+		}
+		return "", false
+	}
+	t.Run("override", func(t *testing.T) {
+		env, added, kept := buildEnv(base, spec)
+		if v, _ := lookup(env, "OTEL_EXPORTER_OTLP_ENDPOINT"); v != "http://us" {
+			t.Errorf("endpoint %q, want ours", v)
+		}
+		if v, _ := lookup(env, "OTEL_BSP_SCHEDULE_DELAY"); v != "100" {
+			t.Errorf("the user's BSP delay was overridden: %q", v)
+		}
+		if v, _ := lookup(env, "PATH"); v != "/bin" {
+			t.Errorf("PATH lost: %q", v)
+		}
+		if _, ok := added["OTEL_BSP_SCHEDULE_DELAY"]; ok || added["LLMPROF_CAPTURE_DIR"] != "/cap" || len(kept) != 0 {
+			t.Errorf("added %v kept %v", added, kept)
+		}
+		n := 0
+		for _, kv := range env {
+			if strings.HasPrefix(kv, "OTEL_EXPORTER_OTLP_ENDPOINT=") {
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("endpoint set %d times", n)
+		}
+	})
+	t.Run("keep the user's OTEL settings", func(t *testing.T) {
+		spec := spec
+		spec.keepOTEL = true
+		env, added, kept := buildEnv(base, spec)
+		if v, _ := lookup(env, "OTEL_EXPORTER_OTLP_ENDPOINT"); v != "http://collector:4317" {
+			t.Errorf("endpoint %q, want the user's", v)
+		}
+		if !slices.Equal(kept, []string{"OTEL_EXPORTER_OTLP_ENDPOINT"}) || added["OTEL_TRACES_EXPORTER"] != "otlp" {
+			t.Errorf("added %v kept %v", added, kept)
+		}
+	})
+}
+
+func TestListenAddr(t *testing.T) {
+	for _, tc := range []struct {
+		name, listen, addr, want string
+		wantErr                  bool
+	}{
+		{"default free port", "", "", "127.0.0.1:0", false},
+		{"port only", "127.0.0.1", ":4317", "127.0.0.1:4317", false},
+		{"explicit loopback", "127.0.0.1", "127.0.0.1:4317", "127.0.0.1:4317", false},
+		{"ipv6 loopback", "127.0.0.1", "[::1]:4317", "[::1]:4317", false},
+		{"localhost", "127.0.0.1", "localhost:4317", "localhost:4317", false},
+		{"wildcard refused", "127.0.0.1", "0.0.0.0:4317", "", true},
+		{"remote host refused", "127.0.0.1", "10.0.0.5:4317", "", true},
+		{"wildcard said with --listen", "0.0.0.0", ":4317", "0.0.0.0:4317", false},
+		{"same host as --listen", "0.0.0.0", "0.0.0.0:4317", "0.0.0.0:4317", false},
+		{"other host than --listen", "0.0.0.0", "10.0.0.5:4317", "", true},
+		{"garbage", "127.0.0.1", "4317", "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ListenAddr(tc.listen, tc.addr)
+			if (err != nil) != tc.wantErr || got != tc.want {
+				t.Fatalf("ListenAddr(%q, %q) = %q, %v; want %q, error %v", tc.listen, tc.addr, got, err, tc.want, tc.wantErr)
+			}
+			if err != nil && !strings.Contains(err.Error(), "4317") {
+				t.Errorf("error does not name the address: %v", err)
+			}
+		})
+	}
+}
+
+func TestStatPPID(t *testing.T) {
+	for _, tc := range []struct {
+		stat string
+		want int
+		ok   bool
+	}{
+		{"123 (sh) S 45 123 123 0 -1", 45, true},
+		{"123 (my (odd) name) R 7 1 1", 7, true},
+		{"123 (x y z) S 1", 1, true},
+		{"garbage", 0, false},
+		{"1 (init)", 0, false},
+	} {
+		got, ok := statPPID([]byte(tc.stat))
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("statPPID(%q) = %d, %v", tc.stat, got, ok)
+		}
+	}
+	if d := descendants(os.Getpid()); !d[uint32(os.Getpid())] {
+		t.Error("descendants does not include the root")
+	}
+}
+
+func TestNsysArgs(t *testing.T) {
+	got := nsysProfileArgs("/opt/nsys", "/cap/nsys/report", []string{"--gpu-metrics-devices=0"}, []string{"vllm", "serve", "m"})
+	want := []string{"/opt/nsys", "profile", "--output", "/cap/nsys/report", "--force-overwrite=true",
+		"--trace=cuda,nvtx,osrt", "--trace-fork-before-exec=true", "--cuda-graph-trace=node",
+		"--gpu-metrics-devices=0", "vllm", "serve", "m"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("got %q", got)
+	}
+}

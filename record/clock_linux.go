@@ -1,0 +1,8 @@
+package record
+
+import "golang.org/x/sys/unix"
+
+const (
+	clockBoottime     = unix.CLOCK_BOOTTIME
+	clockMonotonicRaw = unix.CLOCK_MONOTONIC_RAW
+)
