@@ -228,7 +228,6 @@ type engineSim struct {
 	running []int // admission order
 	// generated counts tokens emitted per request (by index).
 	generated map[int]int
-	kvUsed    int
 	// preemptedAt holds when a waiting request was evicted.
 	preemptedAt map[int]int64
 	corr        uint32

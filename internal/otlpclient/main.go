@@ -169,7 +169,7 @@ func emitPair(ctx context.Context, tracer trace.Tracer, start time.Time, i int) 
 
 	pa := map[string]string{}
 	for _, a := range attrs {
-		pa[string(a.Key)] = a.Value.Emit()
+		pa[string(a.Key)] = a.Value.String()
 	}
 	return []SentSpan{
 		{TraceID: parent.SpanContext().TraceID().String(), SpanID: parent.SpanContext().SpanID().String(),
