@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/llmprof/llmprof/align"
@@ -40,6 +41,20 @@ type SLO struct {
 
 // IsZero reports whether no threshold is set.
 func (s SLO) IsZero() bool { return s.TTFT == 0 && s.TPOT == 0 && s.E2E == 0 }
+
+// String writes the SLO the way --slo reads it: "ttft=200ms,tpot=50ms".
+func (s SLO) String() string {
+	var parts []string
+	for _, p := range []struct {
+		name string
+		d    time.Duration
+	}{{"ttft", s.TTFT}, {"tpot", s.TPOT}, {"e2e", s.E2E}} {
+		if p.d > 0 {
+			parts = append(parts, p.name+"="+p.d.String())
+		}
+	}
+	return strings.Join(parts, ",")
+}
 
 // Result is the request-level attribution of one run.
 type Result struct {
@@ -132,6 +147,23 @@ type Float float64
 
 // MarshalJSON writes null for NaN and infinities.
 func (f Float) MarshalJSON() ([]byte, error) { return AppendJSONFloat(nil, float64(f)), nil }
+
+// UnmarshalJSON reads null as NaN.
+func (f *Float) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*f = Float(math.NaN())
+		return nil
+	}
+	v, err := strconv.ParseFloat(string(b), 64)
+	if err != nil {
+		return fmt.Errorf("not a number: %s", b)
+	}
+	*f = Float(v)
+	return nil
+}
+
+// IsNaN reports whether the figure is missing.
+func (f Float) IsNaN() bool { return math.IsNaN(float64(f)) }
 
 // AppendJSONFloat appends v as a JSON number, or null when it is NaN or
 // infinite.

@@ -1,16 +1,12 @@
 package attribution_test
 
 import (
-	"bytes"
-	"context"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/llmprof/llmprof/attribution"
 	"github.com/llmprof/llmprof/ingest"
-	"github.com/llmprof/llmprof/ingest/otlp"
+	"github.com/llmprof/llmprof/internal/synthtrace"
 	"github.com/llmprof/llmprof/synth"
 )
 
@@ -18,31 +14,7 @@ import (
 // record it (on the reference clock: these tests need no alignment).
 func decodeWithGPU(t *testing.T, run *synth.Run, dropNVTX bool) *ingest.Trace {
 	t.Helper()
-	var buf bytes.Buffer
-	if err := run.WriteOTLP(&buf, synth.StyleLLM, synth.ProtoFramed); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "trace.pbf")
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	tr, err := ingest.Open(context.Background(), []string{path}, []ingest.Decoder{&otlp.Decoder{}}, ingest.OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gpu := run.GPUTrace()
-	if dropNVTX {
-		kept := gpu.Spans[:0]
-		for _, s := range gpu.Spans {
-			if s.Origin != ingest.OriginNVTX {
-				kept = append(kept, s)
-			}
-		}
-		gpu.Spans = kept
-	}
-	m := ingest.Merge(tr, gpu)
-	m.Validate()
-	return m
+	return synthtrace.WithGPU(t, run, !dropNVTX)
 }
 
 func TestStepsFindTheirGPUOps(t *testing.T) {

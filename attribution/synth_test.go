@@ -1,38 +1,21 @@
 package attribution_test
 
 import (
-	"bytes"
-	"context"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/llmprof/llmprof/attribution"
-	"github.com/llmprof/llmprof/ingest"
-	"github.com/llmprof/llmprof/ingest/otlp"
+	"github.com/llmprof/llmprof/internal/synthtrace"
 	"github.com/llmprof/llmprof/synth"
 )
 
-// decodeRun writes a synthetic run as OTLP, decodes it through the real
-// decoder and attributes it: the whole pipeline but the renderer.
+// decodeRun takes a synthetic run through the OTLP decoder and attributes
+// it: the whole pipeline but the renderer.
 func decodeRun(t *testing.T, run *synth.Run, style synth.Style, enc synth.Encoding) *attribution.Result {
 	t.Helper()
-	var buf bytes.Buffer
-	if err := run.WriteOTLP(&buf, style, enc); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "trace")
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	tr, err := ingest.Open(context.Background(), []string{path}, []ingest.Decoder{&otlp.Decoder{}}, ingest.OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return attribution.Analyze(tr, attribution.DefaultOptions)
+	return attribution.Analyze(synthtrace.Decode(t, run, style, enc, "trace"), attribution.DefaultOptions)
 }
 
 func TestSynthTruthLLMProfStyle(t *testing.T) {

@@ -1,18 +1,13 @@
 package causal_test
 
 import (
-	"bytes"
-	"context"
 	"math"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/llmprof/llmprof/attribution"
 	"github.com/llmprof/llmprof/causal"
-	"github.com/llmprof/llmprof/ingest"
-	"github.com/llmprof/llmprof/ingest/otlp"
+	"github.com/llmprof/llmprof/internal/synthtrace"
 	"github.com/llmprof/llmprof/synth"
 )
 
@@ -27,18 +22,7 @@ func TestFromAttributionEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var buf bytes.Buffer
-	if err := run.WriteOTLP(&buf, synth.StyleLLM, synth.JSONLines); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "trace.jsonl")
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	tr, err := ingest.Open(context.Background(), []string{path}, []ingest.Decoder{&otlp.Decoder{}}, ingest.OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := synthtrace.Decode(t, run, synth.StyleLLM, synth.JSONLines, "trace.jsonl")
 	att := attribution.Analyze(tr, attribution.DefaultOptions)
 	reqs := causal.FromAttribution(att, tr)
 	if len(reqs) != len(att.Requests) || len(reqs) == 0 {
@@ -105,20 +89,7 @@ func TestSynthInterferenceRecovered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var buf bytes.Buffer
-	if err := run.WriteOTLP(&buf, synth.StyleLLM, synth.ProtoFramed); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "trace.pbf")
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	otlpTrace, err := ingest.Open(context.Background(), []string{path}, []ingest.Decoder{&otlp.Decoder{}}, ingest.OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := ingest.Merge(otlpTrace, run.GPUTrace())
-	tr.Validate()
+	tr := synthtrace.WithGPU(t, run, true)
 	att := attribution.Analyze(tr, attribution.DefaultOptions)
 	reqs := causal.FromAttribution(att, tr)
 	tm := causal.MapTenants(tr, causal.MapOptions{})

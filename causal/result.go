@@ -1,39 +1,14 @@
 package causal
 
 import (
-	"encoding/json"
 	"math"
 	"slices"
 
 	"github.com/llmprof/llmprof/attribution"
 )
 
-// Float is a float64 that encodes NaN and ±Inf as JSON null: a figure that
-// could not be computed (a pair that is not estimable) is absent, not zero.
-type Float float64
-
-// MarshalJSON writes null for NaN and ±Inf, numbers as attribution's
-// figures are written.
-func (f Float) MarshalJSON() ([]byte, error) {
-	return attribution.AppendJSONFloat(nil, float64(f)), nil
-}
-
-// UnmarshalJSON reads null as NaN.
-func (f *Float) UnmarshalJSON(b []byte) error {
-	if string(b) == "null" {
-		*f = Float(math.NaN())
-		return nil
-	}
-	var v float64
-	if err := json.Unmarshal(b, &v); err != nil {
-		return err
-	}
-	*f = Float(v)
-	return nil
-}
-
-// IsNaN reports whether the figure is missing.
-func (f Float) IsNaN() bool { return math.IsNaN(float64(f)) }
+// Float is a figure that may be missing: NaN and ±Inf are JSON null.
+type Float = attribution.Float
 
 var nan = Float(math.NaN())
 

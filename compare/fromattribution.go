@@ -4,7 +4,6 @@ import (
 	"maps"
 	"math"
 	"slices"
-	"strings"
 
 	"github.com/llmprof/llmprof/attribution"
 )
@@ -53,7 +52,7 @@ func FromAttribution(res *attribution.Result) Run {
 	}
 	run.Models = slices.Sorted(maps.Keys(models))
 	if slo := res.Options.SLO; !slo.IsZero() && res.Overall.Goodput != nil {
-		run.SLO = sloString(slo)
+		run.SLO = slo.String()
 		run.Good = res.Overall.Goodput.Good
 	}
 	if res.Tokens != nil {
@@ -100,19 +99,4 @@ func allZero(s Series) bool {
 		}
 	}
 	return true
-}
-
-// sloString writes an SLO the way --slo reads it.
-func sloString(s attribution.SLO) string {
-	var parts []string
-	if s.TTFT > 0 {
-		parts = append(parts, "ttft="+s.TTFT.String())
-	}
-	if s.TPOT > 0 {
-		parts = append(parts, "tpot="+s.TPOT.String())
-	}
-	if s.E2E > 0 {
-		parts = append(parts, "e2e="+s.E2E.String())
-	}
-	return strings.Join(parts, ",")
 }

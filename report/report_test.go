@@ -2,17 +2,14 @@ package report_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/llmprof/llmprof/attribution"
-	"github.com/llmprof/llmprof/ingest"
-	"github.com/llmprof/llmprof/ingest/otlp"
 	"github.com/llmprof/llmprof/internal/golden"
+	"github.com/llmprof/llmprof/internal/synthtrace"
 	"github.com/llmprof/llmprof/report"
 	"github.com/llmprof/llmprof/synth"
 )
@@ -24,18 +21,7 @@ func demoReport(t *testing.T, style synth.Style) *report.Report {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var buf bytes.Buffer
-	if err := run.WriteOTLP(&buf, style, synth.JSONLines); err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "trace.jsonl"), buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	tr, err := ingest.Open(context.Background(), []string{dir}, []ingest.Decoder{&otlp.Decoder{}}, ingest.OpenOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr := synthtrace.Decode(t, run, style, synth.JSONLines, "trace.jsonl")
 	tr.Sources[0].Path = "trace.jsonl" // stable across temp dirs
 	opts := attribution.Options{SLO: attribution.SLO{TTFT: 200 * time.Millisecond, TPOT: 20 * time.Millisecond}}
 	return report.New(report.Input{Version: "test", Trace: tr, Attr: attribution.Analyze(tr, opts)})

@@ -346,17 +346,7 @@ func conventions(styles map[string]int) string {
 }
 
 func sloString(s attribution.SLO) string {
-	var parts []string
-	if s.TTFT > 0 {
-		parts = append(parts, "ttft≤"+s.TTFT.String())
-	}
-	if s.TPOT > 0 {
-		parts = append(parts, "tpot≤"+s.TPOT.String())
-	}
-	if s.E2E > 0 {
-		parts = append(parts, "e2e≤"+s.E2E.String())
-	}
-	return strings.Join(parts, ", ")
+	return strings.ReplaceAll(strings.ReplaceAll(s.String(), "=", "≤"), ",", ", ")
 }
 
 // ms formats a millisecond value with three significant decimals where it

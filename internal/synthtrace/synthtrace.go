@@ -1,0 +1,57 @@
+// Package synthtrace takes simulated runs through the real decoders for
+// tests: the simulator writes OTLP bytes, the OTLP decoder reads them back
+// (as analyze would), and the GPU side is merged as an nsys export would
+// bring it. Tests of attribution, causal and report start from here.
+package synthtrace
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/ingest/otlp"
+	"github.com/llmprof/llmprof/synth"
+)
+
+// Decode writes the run's spans in style and encoding to a file named name
+// in a temporary folder and decodes it through ingest.Open.
+func Decode(tb testing.TB, run *synth.Run, style synth.Style, enc synth.Encoding, name string) *ingest.Trace {
+	tb.Helper()
+	var buf bytes.Buffer
+	if err := run.WriteOTLP(&buf, style, enc); err != nil {
+		tb.Fatal(err)
+	}
+	path := filepath.Join(tb.TempDir(), name)
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	tr, err := ingest.Open(context.Background(), []string{path}, []ingest.Decoder{&otlp.Decoder{}}, ingest.OpenOptions{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return tr
+}
+
+// WithGPU decodes the run's llm.* spans and merges its GPU side (on the
+// run's GPU clock, unaligned); without NVTX the steps must find their ops by
+// time window.
+func WithGPU(tb testing.TB, run *synth.Run, nvtx bool) *ingest.Trace {
+	tb.Helper()
+	tr := Decode(tb, run, synth.StyleLLM, synth.ProtoFramed, "trace.pbf")
+	gpu := run.GPUTrace()
+	if !nvtx {
+		kept := gpu.Spans[:0]
+		for _, s := range gpu.Spans {
+			if s.Origin != ingest.OriginNVTX {
+				kept = append(kept, s)
+			}
+		}
+		gpu.Spans = kept
+	}
+	m := ingest.Merge(tr, gpu)
+	m.Validate()
+	return m
+}
