@@ -108,11 +108,14 @@ func runAnalyze(ctx context.Context, f *Factory, opts *AnalyzeOptions) error {
 	})
 }
 
-// openInputs decodes and merges the inputs, with a progress line on a
-// terminal when there are several.
-func openInputs(ctx context.Context, f *Factory, paths []string) (*ingest.Trace, error) {
+// openInputs decodes and merges the inputs (with the given decoders, or the
+// Factory's), with a progress line on a terminal when there are several.
+func openInputs(ctx context.Context, f *Factory, paths []string, decoders []ingest.Decoder) (*ingest.Trace, error) {
+	if decoders == nil {
+		decoders = f.decoders()
+	}
 	var progress func(done, total int, path string)
-	if f.IO.ErrTTY {
+	if f != nil && f.IO.ErrTTY {
 		progress = func(done, total int, path string) {
 			if total > 1 {
 				fmt.Fprintf(f.IO.ErrOut, "\r\033[Kread %d/%d  %s", done, total, path)
@@ -122,7 +125,7 @@ func openInputs(ctx context.Context, f *Factory, paths []string) (*ingest.Trace,
 			}
 		}
 	}
-	return ingest.Open(ctx, paths, f.decoders(), ingest.OpenOptions{Progress: progress})
+	return ingest.Open(ctx, paths, decoders, ingest.OpenOptions{Progress: progress})
 }
 
 // writeOutput runs render on stdout or on the named file (written whole, then

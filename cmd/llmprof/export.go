@@ -21,6 +21,7 @@ type ExportOptions struct {
 	Inputs []string
 	// Decoders are the input decoders (the Factory's; tests substitute).
 	Decoders []ingest.Decoder
+	factory  *Factory
 
 	Perfetto     string
 	Reference    string
@@ -29,15 +30,16 @@ type ExportOptions struct {
 
 // NewCmdExport builds `llmprof export`.
 func NewCmdExport(f *Factory) *cobra.Command {
-	opts := &ExportOptions{IO: f.IO}
+	opts := &ExportOptions{IO: f.IO, factory: f}
 	cmd := &cobra.Command{
 		Use:   "export --perfetto FILE [flags] <input>...",
 		Short: "Write the merged, aligned timeline for Perfetto",
 		Long: strings.TrimSpace(`
 Reads the inputs like analyze, puts every record on one clock (the alignment
 table goes to stderr), and writes the merged timeline as Chrome trace JSON
-that ui.perfetto.dev and chrome://tracing open: OTLP spans grouped by
-service, each CPU thread with its NVTX ranges and CUDA API calls, each GPU
+that ui.perfetto.dev and chrome://tracing open: requests grouped by tenant
+(with their stage spans, and an arrow to the first engine step that served
+each), other OTLP spans by service, each CPU thread with its NVTX ranges and CUDA API calls, each GPU
 stream with its kernels and copies, counters, and arrows from every launch
 call to its kernel and from every OTLP span to the NVTX range mirroring it.
 A FILE ending in .gz is gzip-compressed (Perfetto opens it as is); "-" writes
@@ -71,22 +73,38 @@ func runExport(ctx context.Context, opts *ExportOptions) error {
 	if opts.Perfetto == "" {
 		return usageErrorf("nothing to export: give --perfetto FILE (Parquet tables will come later)")
 	}
-	t, err := ingest.Open(ctx, opts.Inputs, opts.Decoders, ingest.OpenOptions{})
+	a, err := analyzeInputs(ctx, opts.factory, opts.Inputs, pipelineOptions{Reference: opts.Reference, Decoders: opts.Decoders, Tenants: tenantOptions{Skip: true}})
 	if err != nil {
 		return err
 	}
-	aopts := align.DefaultOptions()
-	aopts.Reference = opts.Reference
-	res, err := align.Align(t, aopts)
-	if err != nil {
-		return usageErrorf("%v", err)
-	}
+	t, res := a.Trace, a.Align
 	writeAlignment(opts.IO.ErrOut, res)
 	var links []export.Link
 	for _, m := range align.Mirrors(t) {
 		links = append(links, export.Link{From: m.OTLP, To: m.NVTX})
 	}
+	// Requests are drawn per tenant, their stage spans under them, with an
+	// arrow from each request to the first engine step that served it.
+	place := map[ingest.SpanID]export.Placement{}
+	firstStep := map[int]int{}
+	for si, st := range a.Attr.Steps {
+		for _, r := range st.Requests {
+			if _, ok := firstStep[int(r)]; !ok {
+				firstStep[int(r)] = si
+			}
+		}
+	}
+	for ri, r := range a.Attr.Requests {
+		place[t.Spans[r.Span].ID] = export.Placement{Group: "tenant " + r.Tenant, Track: "requests " + r.Model}
+		if si, ok := firstStep[ri]; ok {
+			links = append(links, export.Link{From: r.Span, To: a.Attr.Steps[si].Span})
+		}
+	}
 	popts := export.PerfettoOptions{
+		Grouping: func(t *ingest.Trace, i int) (export.Placement, bool) {
+			p, ok := place[t.Spans[i].ID]
+			return p, ok
+		},
 		Links:        links,
 		NoSpanEvents: opts.NoSpanEvents,
 		Metadata: map[string]any{

@@ -163,3 +163,43 @@ func TestExportUnknownReference(t *testing.T) {
 		t.Fatalf("err %v (exit %d), want a usage error listing the domains", err, code)
 	}
 }
+
+// TestExportDemoGroupsRequestsByTenant exports the README's demo run: the
+// requests are drawn per tenant and each has an arrow to its first step.
+func TestExportDemoGroupsRequestsByTenant(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "demo.json")
+	code, _, stderr := runLLMProf(t, "export", "--perfetto", out, filepath.Join("..", "..", "testdata", "demo"))
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		TraceEvents []struct {
+			Ph   string         `json:"ph"`
+			Name string         `json:"name"`
+			Args map[string]any `json:"args"`
+		} `json:"traceEvents"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	tenants := map[string]bool{}
+	for _, e := range doc.TraceEvents {
+		if e.Ph == "M" && e.Name == "process_name" {
+			if n, _ := e.Args["name"].(string); strings.HasPrefix(n, "tenant ") {
+				tenants[n] = true
+			}
+		}
+	}
+	for _, want := range []string{"tenant search", "tenant chat", "tenant batch-eval"} {
+		if !tenants[want] {
+			t.Errorf("no %q process in the export (have %v)", want, tenants)
+		}
+	}
+	if !strings.Contains(stderr, "span→NVTX arrows") {
+		t.Errorf("stderr: %s", stderr)
+	}
+}

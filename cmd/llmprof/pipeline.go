@@ -20,6 +20,8 @@ type pipelineOptions struct {
 	// Reference names the clock domain to align onto ("" = the first
 	// source with OTLP spans).
 	Reference string
+	// Decoders replaces the Factory's decoders (tests).
+	Decoders []ingest.Decoder
 	// Tenants configures the tenant causal regression, which runs when the
 	// requests come from at least two tenants.
 	Tenants tenantOptions
@@ -54,7 +56,7 @@ type pipelineResult struct {
 
 // analyzeInputs runs decoders → align → attribution on the inputs.
 func analyzeInputs(ctx context.Context, f *Factory, paths []string, opts pipelineOptions) (*pipelineResult, error) {
-	t, err := openInputs(ctx, f, paths)
+	t, err := openInputs(ctx, f, paths, opts.Decoders)
 	if err != nil {
 		return nil, err
 	}
