@@ -215,7 +215,7 @@ func Analyze(t *ingest.Trace, opts Options) *Result {
 		res.warn(t, 0, "", "nested-request-spans",
 			fmt.Sprintf("%d request span(s) nested in a richer request span of the same request were merged into it", nested))
 	}
-	res.Overall = summarize("all", res.Requests, opts.SLO)
+	res.Overall = summarize("all", res.Requests, nil, opts.SLO)
 	res.ByTenant = groupBy(res.Requests, func(r *Request) string { return r.Tenant }, opts.SLO)
 	res.ByModel = groupBy(res.Requests, func(r *Request) string { return r.Model }, opts.SLO)
 	res.Stages = stageTotals(res.Requests)
@@ -250,15 +250,17 @@ func (res *Result) warn(t *ingest.Trace, src ingest.SourceID, pos, code, msg str
 	res.Warnings = append(res.Warnings, w)
 }
 
+// groupBy summarizes the requests of each key, by index (a Request is too
+// large to copy per group).
 func groupBy(reqs []Request, key func(*Request) string, slo SLO) []Summary {
-	groups := map[string][]Request{}
+	groups := map[string][]int32{}
 	for i := range reqs {
 		k := key(&reqs[i])
-		groups[k] = append(groups[k], reqs[i])
+		groups[k] = append(groups[k], int32(i))
 	}
 	out := make([]Summary, 0, len(groups))
-	for name, rs := range groups {
-		out = append(out, summarize(name, rs, slo))
+	for name, idx := range groups {
+		out = append(out, summarize(name, reqs, idx, slo))
 	}
 	slices.SortFunc(out, func(a, b Summary) int {
 		if c := cmp.Compare(b.Requests, a.Requests); c != 0 {
@@ -269,18 +271,32 @@ func groupBy(reqs []Request, key func(*Request) string, slo SLO) []Summary {
 	return out
 }
 
-func summarize(name string, reqs []Request, slo SLO) Summary {
-	s := Summary{Name: name, Requests: len(reqs)}
-	var ttft, tpot, itl, e2e, queue []float64
+// summarize builds the distributions of reqs[idx] (all of reqs when idx is
+// nil).
+func summarize(name string, reqs []Request, idx []int32, slo SLO) Summary {
+	if idx == nil {
+		idx = make([]int32, len(reqs))
+		for i := range idx {
+			idx[i] = int32(i)
+		}
+	}
+	s := Summary{Name: name, Requests: len(idx)}
+	gaps := 0
+	for _, i := range idx {
+		gaps += max(0, len(reqs[i].Tokens)-1)
+	}
+	ttft, tpot := make([]float64, 0, len(idx)), make([]float64, 0, len(idx))
+	e2e, queue := make([]float64, 0, len(idx)), make([]float64, 0, len(idx))
+	itl := make([]float64, 0, gaps)
 	first, last := int64(math.MaxInt64), int64(math.MinInt64)
-	for i := range reqs {
+	for _, i := range idx {
 		r := &reqs[i]
 		ttft = appendKnown(ttft, r.TTFT)
 		tpot = appendKnown(tpot, r.TPOT)
 		e2e = appendKnown(e2e, r.E2E)
 		queue = appendKnown(queue, r.Queue)
-		for _, g := range r.ITLs() {
-			itl = append(itl, float64(g))
+		for k := 1; k < len(r.Tokens); k++ {
+			itl = append(itl, float64(r.Tokens[k]-r.Tokens[k-1]))
 		}
 		first, last = min(first, r.Arrival), max(last, r.End)
 		if r.InputTokens > 0 {
@@ -291,12 +307,12 @@ func summarize(name string, reqs []Request, slo SLO) Summary {
 		}
 	}
 	s.Metrics = Metrics{TTFT: distribution(ttft), TPOT: distribution(tpot), ITL: distribution(itl), E2E: distribution(e2e), Queue: distribution(queue)}
-	if len(reqs) > 0 && last > first {
+	if len(idx) > 0 && last > first {
 		s.Duration = float64(last-first) / 1e9
 		s.Throughput = float64(s.OutputTokens) / s.Duration
 	}
 	if !slo.IsZero() {
-		s.Goodput = goodput(reqs, slo, s.Duration)
+		s.Goodput = goodput(reqs, idx, slo, s.Duration)
 	}
 	return s
 }
@@ -349,9 +365,9 @@ func Percentile(sorted []float64, p float64) float64 {
 	return sorted[lo] + (h-float64(lo))*(sorted[lo+1]-sorted[lo])
 }
 
-func goodput(reqs []Request, slo SLO, duration float64) *Goodput {
+func goodput(reqs []Request, idx []int32, slo SLO, duration float64) *Goodput {
 	g := &Goodput{}
-	for i := range reqs {
+	for _, i := range idx {
 		r := &reqs[i]
 		ok, unknown := true, false
 		check := func(limit time.Duration, v float64, undefinedOK bool) {
@@ -379,8 +395,8 @@ func goodput(reqs []Request, slo SLO, duration float64) *Goodput {
 			g.Good++
 		}
 	}
-	if len(reqs) > 0 {
-		g.Share = float64(g.Good) / float64(len(reqs))
+	if len(idx) > 0 {
+		g.Share = float64(g.Good) / float64(len(idx))
 	}
 	if duration > 0 {
 		g.PerSecond = float64(g.Good) / duration
