@@ -93,3 +93,29 @@ func TestInflatedHitsByStepAccounting(t *testing.T) {
 		}
 	}
 }
+
+// With decode steps replayed as CUDA graphs, one launch call carries the
+// correlation ID of all the step's kernels: the NVTX projection must still
+// give each step all of its ops.
+func TestStepsWithCUDAGraphs(t *testing.T) {
+	cfg := synth.DefaultConfig(5, 4*time.Second)
+	cfg.CUDAGraphs = true
+	run, err := synth.Generate(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := attribution.Analyze(decodeWithGPU(t, run, false), attribution.DefaultOptions)
+	graphs := 0
+	for _, st := range res.Steps {
+		want := &run.Steps[st.ID]
+		if st.OpsVia != attribution.OpsNVTX || len(st.Ops) != want.EndOp-want.FirstOp {
+			t.Fatalf("step %d (%s): %d ops via %s, want %d", st.ID, want.Phase, len(st.Ops), st.OpsVia, want.EndOp-want.FirstOp)
+		}
+		if want.Phase == "decode" {
+			graphs++
+		}
+	}
+	if graphs == 0 {
+		t.Fatal("no decode step to replay as a graph")
+	}
+}

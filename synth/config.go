@@ -46,6 +46,10 @@ type Config struct {
 	// the GPU. Source and target must be served by different engines on one
 	// device; the truth of tenant causal regression (DESIGN §10).
 	Interference []Interference
+	// CUDAGraphs records decode steps as CUDA graph replays (as vLLM runs
+	// them): one cudaGraphLaunch per step, whose correlation ID every kernel
+	// of the step carries. Timing is unchanged; only what nsys sees differs.
+	CUDAGraphs bool
 	// Diurnal modulates every tenant's arrival rate by one shared cycle — the
 	// confounder that drives everyone's load (and own batch sizes) together.
 	Diurnal *Diurnal

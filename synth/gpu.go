@@ -53,6 +53,7 @@ func (r *Run) GPUTraceWindow(from, to int64) *ingest.Trace {
 	t.Spans = make([]ingest.Span, 0, len(r.Ops)+2*len(r.Steps))
 	t.GPUOps = make([]ingest.GPUOp, 0, len(r.Ops))
 	launchK := t.Strings.Intern("cudaLaunchKernel")
+	graphLaunch := t.Strings.Intern("cudaGraphLaunch")
 	memcpyAsync := t.Strings.Intern("cudaMemcpyAsync")
 	syncName := t.Strings.Intern("cudaStreamSynchronize")
 	for e, eng := range r.Engines {
@@ -72,6 +73,20 @@ func (r *Run) GPUTraceWindow(from, to int64) *ingest.Trace {
 			Pid: eng.Pid, Tid: eng.Tid, Origin: ingest.OriginNVTX, Resource: -1, Scope: -1,
 		})
 		var lastLaunchEnd, gpuEnd int64
+		// A decode step replayed as a CUDA graph (vLLM captures its decode
+		// batch sizes): one cudaGraphLaunch, whose correlation ID all the
+		// graph's kernels carry, instead of one launch per kernel.
+		graph := r.Config.CUDAGraphs && st.Phase == "decode" && st.EndOp > st.FirstOp
+		var graphID, graphCorr uint32
+		if graph {
+			graphID, graphCorr = uint32(st.Index+1), r.Ops[st.FirstOp].Correlation
+			first, last := &r.Ops[st.FirstOp], &r.Ops[st.EndOp-1]
+			t.Spans = append(t.Spans, ingest.Span{
+				Name: graphLaunch, Start: ts(first.LaunchStart), End: ts(last.LaunchEnd),
+				Pid: eng.Pid, Tid: eng.Tid, Correlation: graphCorr,
+				Origin: ingest.OriginCUDARuntime, Resource: -1, Scope: -1,
+			})
+		}
 		for oi := st.FirstOp; oi < st.EndOp; oi++ {
 			op := &r.Ops[oi]
 			api := launchK
@@ -83,15 +98,20 @@ func (r *Run) GPUTraceWindow(from, to int64) *ingest.Trace {
 			case MemcpyDtoH:
 				api, kind, cp = memcpyAsync, ingest.OpMemcpy, ingest.CopyDtoH
 			}
-			t.Spans = append(t.Spans, ingest.Span{
-				Name: api, Start: ts(op.LaunchStart), End: ts(op.LaunchEnd),
-				Pid: eng.Pid, Tid: eng.Tid, Correlation: op.Correlation,
-				Origin: ingest.OriginCUDARuntime, Resource: -1, Scope: -1,
-			})
+			corr := op.Correlation
+			if graph {
+				corr = graphCorr
+			} else {
+				t.Spans = append(t.Spans, ingest.Span{
+					Name: api, Start: ts(op.LaunchStart), End: ts(op.LaunchEnd),
+					Pid: eng.Pid, Tid: eng.Tid, Correlation: corr,
+					Origin: ingest.OriginCUDARuntime, Resource: -1, Scope: -1,
+				})
+			}
 			g := ingest.GPUOp{
 				Start: ts(op.Start), End: ts(op.End), Name: t.Strings.Intern(op.Name),
-				Stream: 7, Correlation: op.Correlation, Pid: eng.Pid, Device: int16(eng.Device),
-				Kind: kind, Copy: cp, Bytes: op.Bytes,
+				Stream: 7, Correlation: corr, Pid: eng.Pid, Device: int16(eng.Device),
+				Kind: kind, Copy: cp, Bytes: op.Bytes, GraphID: graphID,
 			}
 			if kind == ingest.OpKernel {
 				g.Grid = [3]uint32{max(op.GridX, 1), 1, 1}

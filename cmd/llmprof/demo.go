@@ -28,6 +28,7 @@ type DemoOptions struct {
 	// NsysWindow is how much of the run the simulated Nsight Systems capture
 	// covers (0: none); it starts a third of the way into the run.
 	NsysWindow time.Duration
+	CUDAGraphs bool
 }
 
 // NewCmdDemo builds `llmprof demo`.
@@ -68,6 +69,7 @@ off the OTLP clock and drifts 35 ppm — for llmprof to align.`),
 	fl.StringVar(&opts.Encoding, "encoding", "jsonl", "OTLP file form: jsonl, json, proto or proto-framed")
 	fl.BoolVar(&opts.Gzip, "gzip", false, "gzip the files written")
 	fl.DurationVar(&opts.NsysWindow, "nsys", 3*time.Second, "length of the simulated nsys capture (0: no GPU data)")
+	fl.BoolVar(&opts.CUDAGraphs, "cuda-graphs", false, "decode steps run as CUDA graph replays (one launch call per step, as vLLM does)")
 	return cmd
 }
 
@@ -97,6 +99,7 @@ func runDemo(opts *DemoOptions) error {
 	}
 	cfg := synth.DefaultConfig(opts.Seed, opts.Duration)
 	cfg.GPUClock = synth.ClockError{OffsetNs: 1_734_000_000, DriftPPM: 35, JitterNs: 20_000}
+	cfg.CUDAGraphs = opts.CUDAGraphs
 	run, err := synth.Generate(cfg)
 	if err != nil {
 		return err
