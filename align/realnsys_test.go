@@ -1,6 +1,7 @@
 package align
 
 import (
+	"context"
 	"encoding/csv"
 	"os/exec"
 	"path/filepath"
@@ -8,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/llmprof/llmprof/ingest"
 	"github.com/llmprof/llmprof/internal/shareddata"
+	"github.com/llmprof/llmprof/nsys"
 )
 
 // The real exports in ../shared/testdata/nsys/ are read here with the sqlite3
@@ -49,7 +50,7 @@ func atoi(t *testing.T, s string) int64 {
 // figures against the same question asked in SQL.
 func TestCausalityRealNsys(t *testing.T) {
 	if _, err := exec.LookPath("sqlite3"); err != nil {
-		t.Skip("sqlite3 shell not found; it reads the real exports until the nsys decoder lands")
+		t.Skip("sqlite3 shell not found; it computes the expected figures")
 	}
 	for _, path := range shareddata.Glob(t, "testdata/nsys/*.sqlite") {
 		t.Run(filepath.Base(path), func(t *testing.T) {
@@ -60,27 +61,20 @@ func TestCausalityRealNsys(t *testing.T) {
 			if !tables["CUPTI_ACTIVITY_KIND_RUNTIME"] || !tables["TARGET_INFO_SESSION_START_TIME"] {
 				t.Skip("no runtime table or session start")
 			}
-			epoch := atoi(t, sqliteRows(t, path, "SELECT utcEpochNs FROM TARGET_INFO_SESSION_START_TIME")[0][0])
-			tr := ingest.New()
-			tr.Sources = []ingest.Source{{Path: path, Format: "nsys", Clock: ingest.ClockDomain{Name: "nsys:" + filepath.Base(path), Kind: ingest.ClockNsysSession},
-				Anchors: []ingest.ClockAnchor{{Kind: ingest.AnchorEpoch, Local: epoch, RefLow: epoch, RefHigh: epoch}}}}
-			for _, r := range sqliteRows(t, path, "SELECT start, end, correlationId, globalTid FROM CUPTI_ACTIVITY_KIND_RUNTIME") {
-				gtid := atoi(t, r[3])
-				tr.Spans = append(tr.Spans, ingest.Span{Start: epoch + atoi(t, r[0]), End: epoch + atoi(t, r[1]), Correlation: uint32(atoi(t, r[2])),
-					Pid: uint32(gtid >> 24 & 0xFFFFFF), Tid: uint32(gtid & 0xFFFFFF), Origin: ingest.OriginCUDARuntime, Resource: -1, Scope: -1})
+			// The decoder reads the export; the SQL below computes the
+			// expected join independently.
+			tr, err := nsys.Decoder{}.DecodeFile(context.Background(), path)
+			if err != nil {
+				t.Fatal(err)
 			}
 			var unions []string
-			for _, tab := range []string{"CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET"} {
-				if !tables[tab] {
-					continue
-				}
-				unions = append(unions, "SELECT start, end, correlationId, globalPid FROM "+tab)
-				for _, r := range sqliteRows(t, path, "SELECT start, end, correlationId, globalPid FROM "+tab) {
-					tr.GPUOps = append(tr.GPUOps, ingest.GPUOp{Start: epoch + atoi(t, r[0]), End: epoch + atoi(t, r[1]),
-						Correlation: uint32(atoi(t, r[2])), Pid: uint32(atoi(t, r[3]) >> 24 & 0xFFFFFF), Device: 0})
+			// Every GPU op the decoder keeps: kernels, copies, memsets and
+			// synchronizations.
+			for _, tab := range []string{"CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_MEMCPY", "CUPTI_ACTIVITY_KIND_MEMSET", "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION"} {
+				if tables[tab] {
+					unions = append(unions, "SELECT start, end, correlationId, globalPid FROM "+tab)
 				}
 			}
-			tr.Validate()
 			res := mustAlign(t, tr, DefaultOptions())
 			c := res.Causality
 			if f := res.Fits[0]; f.Status != StatusReference {

@@ -2,6 +2,7 @@ package attribution
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -93,7 +94,7 @@ func likelyMissing(r *Request, before, after Stage) []Stage {
 	var out []Stage
 	for i := lo + 1; i < hi; i++ {
 		st := canonicalOrder[i]
-		if r.Stages[st] == 0 && !(r.Stages[StageInference] > 0 && (st == StagePrefill || st == StageDecode)) {
+		if !r.Has(st) && !(r.Has(StageInference) && (st == StagePrefill || st == StageDecode)) {
 			out = append(out, st)
 		}
 	}
@@ -105,33 +106,39 @@ func likelyMissing(r *Request, before, after Stage) []Stage {
 func blindSpots(t *ingest.Trace, reqs []Request) BlindSpots {
 	var bs BlindSpots
 	var total, other int64
-	type key struct{ before, after Stage }
+	// Gaps are grouped by the stages missing there (what would explain
+	// them), or by where they lie when nothing is missing; a group reports
+	// its most common location.
+	type loc struct{ before, after Stage }
 	type acc struct {
 		ns     int64
 		reqs   int
-		likely map[Stage]int
+		likely []Stage
+		where  map[loc]int
 	}
-	groups := map[key]*acc{}
+	groups := map[string]*acc{}
 	var outside acc
 	for i := range reqs {
 		r := &reqs[i]
 		total += r.End - r.Arrival
 		other += r.Stages[StageOther]
-		seen := map[key]bool{}
+		seen := map[string]bool{}
 		for _, g := range r.Gaps {
-			k := key{g.Before, g.After}
-			a := groups[k]
+			likely := likelyMissing(r, g.Before, g.After)
+			key := fmt.Sprint(likely)
+			if len(likely) == 0 {
+				key = edgeName(g.Before, true) + "→" + edgeName(g.After, false)
+			}
+			a := groups[key]
 			if a == nil {
-				a = &acc{likely: map[Stage]int{}}
-				groups[k] = a
+				a = &acc{likely: likely, where: map[loc]int{}}
+				groups[key] = a
 			}
 			a.ns += g.To - g.From
-			if !seen[k] {
+			a.where[loc{g.Before, g.After}]++
+			if !seen[key] {
 				a.reqs++
-				seen[k] = true
-				for _, st := range likelyMissing(r, g.Before, g.After) {
-					a.likely[st]++
-				}
+				seen[key] = true
 			}
 		}
 		if r.CallerExtra > 0 {
@@ -143,32 +150,30 @@ func blindSpots(t *ingest.Trace, reqs []Request) BlindSpots {
 		bs.UnexplainedShare = float64(other) / float64(total)
 	}
 	bs.UnexplainedMs = float64(other) / 1e6
-	for k, a := range groups {
+	for _, a := range groups {
+		var at loc
+		best := -1
+		for l, n := range a.where {
+			if n > best || n == best && (l.before < at.before || l.before == at.before && l.after < at.after) {
+				at, best = l, n
+			}
+		}
 		gs := GapSummary{
-			Before: edgeName(k.before, true), After: edgeName(k.after, false),
+			Before: edgeName(at.before, true), After: edgeName(at.after, false),
 			Requests: a.reqs, TotalMs: float64(a.ns) / 1e6,
 		}
 		if total > 0 {
 			gs.Share = float64(a.ns) / float64(total)
 		}
-		// Likely stages: those missing in most requests with this gap.
-		for _, st := range canonicalOrder {
-			if a.likely[st]*2 > a.reqs {
-				gs.Likely = append(gs.Likely, st.String())
-			}
+		var spans []string
+		for _, st := range a.likely {
+			gs.Likely = append(gs.Likely, st.String())
+			spans = append(spans, stageSpan[st])
 		}
 		switch {
-		case len(gs.Likely) > 0:
-			var spans []string
-			for _, n := range gs.Likely {
-				for st, sn := range stageSpan {
-					if st.String() == n {
-						spans = append(spans, sn)
-					}
-				}
-			}
+		case len(spans) > 0:
 			gs.Span = strings.Join(spans, ", ")
-		case k.before == StageOther && k.after == StageOther:
+		case at.before == StageOther && at.after == StageOther:
 			gs.Span = "llm.* stage spans (the request has none)"
 		default:
 			gs.Span = "a span covering the hand-off between " + gs.Before + " and " + gs.After

@@ -95,6 +95,9 @@ type Request struct {
 	Stages [NumStages]int64
 	// Gaps locate the time in StageOther.
 	Gaps []Gap
+	// present has bit st set when the input shows stage st for this request
+	// (a span or an attribute), even with zero length.
+	present uint16
 	// TokenizeEnd and QueueEnd are where the tokenize and queue stages end
 	// (0 when the input has no such stage).
 	TokenizeEnd, QueueEnd int64
@@ -130,6 +133,10 @@ func (r *Request) ITLs() []int64 {
 }
 
 func (r *Request) estimated(metric string) { r.Estimated = append(r.Estimated, metric) }
+
+// Has reports whether the input shows stage st for the request (a stage
+// span or attribute, possibly of zero length).
+func (r *Request) Has(st Stage) bool { return r.present&(1<<st) != 0 }
 
 // spanIndex finds spans by ID and lists children, for walking request trees.
 type spanIndex struct {
@@ -413,6 +420,9 @@ func buildRequest(t *ingest.Trace, ix *spanIndex, k *keyCache, i int, style Styl
 	r.TokenizeEnd, _ = stageEnd(ivs, StageTokenize)
 	r.QueueEnd, _ = stageEnd(ivs, StageQueue)
 	r.Stages, r.Gaps, problems = partition(r.Arrival, r.End, ivs, problems)
+	for _, iv := range ivs {
+		r.present |= 1 << iv.stage
+	}
 	if q := r.Stages[StageQueue]; hasStage(ivs, StageQueue) {
 		r.Queue = float64(q)
 	}

@@ -125,3 +125,52 @@ func checkStageSum(t *testing.T, r *attribution.Request) {
 		t.Fatalf("request %s: stages sum to %d, E2E %d", r.ID, sum, r.End-r.Arrival)
 	}
 }
+
+// TestBlindSpotsOnSynthWithoutTokenizeAndStream removes the llm.tokenize and
+// llm.stream spans from a simulated run: the blind-spot section must name
+// exactly those two gaps, with the shares the simulator's truth gives them.
+func TestBlindSpotsOnSynthWithoutTokenizeAndStream(t *testing.T) {
+	run, err := synth.Generate(synth.DefaultConfig(9, 10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := synthtrace.Decode(t, run, synth.StyleLLM, synth.ProtoFramed, "trace.pbf")
+	kept := tr.Spans[:0]
+	for _, s := range tr.Spans {
+		if n := tr.Str(s.Name); n != "llm.tokenize" && n != "llm.stream" {
+			kept = append(kept, s)
+		}
+	}
+	tr.Spans = kept
+	bs := attribution.Analyze(tr, attribution.DefaultOptions).BlindSpots
+	var e2e, tokenize, stream float64
+	for i := range run.Requests {
+		q := &run.Requests[i]
+		e2e += float64(q.E2E())
+		tokenize += float64(q.Tokenize())
+		stream += float64(q.Stream())
+	}
+	if len(bs.Gaps) != 2 {
+		t.Fatalf("gaps = %+v, want the two removed stages", bs.Gaps)
+	}
+	want := map[string]struct {
+		before, after, likely, span string
+		share                       float64
+	}{
+		"tokenize": {"start", "queue", "tokenize", "llm.tokenize", tokenize / e2e},
+		"stream":   {"detokenize", "end", "stream", "llm.stream", stream / e2e},
+	}
+	for _, g := range bs.Gaps {
+		if len(g.Likely) != 1 {
+			t.Fatalf("gap %+v names %d likely stages", g, len(g.Likely))
+		}
+		w, ok := want[g.Likely[0]]
+		if !ok || g.Before != w.before || g.After != w.after || g.Span != w.span || math.Abs(g.Share-w.share) > 1e-9 {
+			t.Errorf("gap %+v, want %+v", g, w)
+		}
+		delete(want, g.Likely[0])
+	}
+	if math.Abs(bs.UnexplainedShare-(tokenize+stream)/e2e) > 1e-9 {
+		t.Errorf("unexplained share %v, truth %v", bs.UnexplainedShare, (tokenize+stream)/e2e)
+	}
+}
