@@ -168,7 +168,7 @@ func stepOps(t *ingest.Trace, steps []Step, engines []Engine) {
 	apis := map[thread][]int{}
 	for i := range t.Spans {
 		s := &t.Spans[i]
-		if (s.Origin == ingest.OriginCUDARuntime || s.Origin == ingest.OriginCUDADriver) && s.Correlation != 0 {
+		if s.IsCUDAAPI() && s.Correlation != 0 {
 			k := thread{s.Pid, s.Tid}
 			apis[k] = append(apis[k], i)
 		}

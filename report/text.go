@@ -153,6 +153,17 @@ func (r *Report) WriteText(w io.Writer, opts TextOptions) error {
 	return err
 }
 
+// WriteAlignmentText renders the clock alignment table alone (the export
+// command prints it to stderr).
+func WriteAlignmentText(w io.Writer, res *align.Result, opts TextOptions) error {
+	st := newStyles(w, opts.Color)
+	var b strings.Builder
+	c := res.Causality
+	alignmentText(&b, st, &Report{Alignment: res.Fits, Causality: &c})
+	_, err := io.WriteString(w, strings.TrimPrefix(b.String(), "\n"))
+	return err
+}
+
 // alignmentText shows the clock alignment when there is more than one
 // clock: every report that joins records across clocks says how well it can.
 func alignmentText(b *strings.Builder, st styles, r *Report) {

@@ -13,6 +13,7 @@ import (
 	"github.com/llmprof/llmprof/align"
 	"github.com/llmprof/llmprof/export"
 	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/report"
 )
 
 // ExportOptions are the flags of `llmprof export`.
@@ -78,7 +79,9 @@ func runExport(ctx context.Context, opts *ExportOptions) error {
 		return err
 	}
 	t, res := a.Trace, a.Align
-	writeAlignment(opts.IO.ErrOut, res)
+	if err := report.WriteAlignmentText(opts.IO.ErrOut, res, report.TextOptions{Color: report.ColorFor(opts.IO.ErrTTY)}); err != nil {
+		return err
+	}
 	var links []export.Link
 	for _, m := range align.Mirrors(t) {
 		links = append(links, export.Link{From: m.OTLP, To: m.NVTX})
@@ -141,52 +144,4 @@ func runExport(ctx context.Context, opts *ExportOptions) error {
 			st.Events, st.LaunchFlows, st.LinkFlows, opts.Perfetto)
 	}
 	return nil
-}
-
-// writeAlignment prints the alignment table: one line per clock domain, with
-// no figure the anchors cannot back.
-func writeAlignment(w io.Writer, res *align.Result) {
-	if len(res.Fits) == 0 {
-		return
-	}
-	fmt.Fprintf(w, "clock alignment onto %s:\n", res.Reference)
-	for _, f := range res.Fits {
-		line := fmt.Sprintf("  %-28s %-12s", f.Domain, f.Status)
-		switch f.Status {
-		case align.StatusRefined:
-			line += fmt.Sprintf(" offset %s, drift %+.3f ppm", fmtDurationNs(f.OffsetNs), f.DriftPPM)
-			if f.ResidualP99Ns != nil {
-				line += fmt.Sprintf(", residual p50/p99 %s/%s", fmtDurationNs(*f.ResidualP50Ns), fmtDurationNs(*f.ResidualP99Ns))
-			}
-			if f.BoundNs != nil {
-				line += ", bound ±" + fmtDurationNs(*f.BoundNs)
-			} else {
-				line += ", no guaranteed bound"
-			}
-			line += " (" + f.Anchors.String() + ")"
-		case align.StatusUnrefined:
-			line += " uncertainty unknown (" + f.Anchors.String() + ")"
-		}
-		fmt.Fprintln(w, line)
-	}
-	if c := res.Causality; c.Checked > 0 {
-		fmt.Fprintf(w, "  GPU ops starting before their launch call: %d of %d (largest %s)\n", c.Violations, c.Checked, fmtDurationNs(c.LargestNs))
-	}
-}
-
-// fmtDurationNs prints ns in the largest unit that keeps it readable.
-func fmtDurationNs(ns int64) string {
-	a := ns
-	if a < 0 {
-		a = -a
-	}
-	switch {
-	case a >= 1e9:
-		return fmt.Sprintf("%.3f s", float64(ns)/1e9)
-	case a >= 1e6:
-		return fmt.Sprintf("%.3f ms", float64(ns)/1e6)
-	case a >= 1e3:
-		return fmt.Sprintf("%.1f µs", float64(ns)/1e3)
-	}
-	return fmt.Sprintf("%d ns", ns)
 }

@@ -77,7 +77,7 @@ func TestExportPerfetto(t *testing.T) {
 	}
 	msg := stderr.String()
 	t.Logf("stderr:\n%s", msg)
-	for _, want := range []string{"clock alignment onto realtime@synth", "nsys:synth", "refined", "GPU ops starting before their launch call: 0 of", "wrote "} {
+	for _, want := range []string{"CLOCK ALIGNMENT  reference: realtime@synth", "nsys:synth", "refined", "causality: 0 of", "wrote "} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, msg)
 		}
