@@ -2,86 +2,9 @@ package align
 
 import (
 	"math"
-	"math/rand/v2"
 	"slices"
 	"testing"
 )
-
-func TestMedianMatchesSort(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	for n := 1; n < 60; n++ {
-		xs := make([]float64, n)
-		for i := range xs {
-			xs[i] = float64(rng.IntN(7)) // many ties
-		}
-		sorted := slices.Clone(xs)
-		slices.Sort(sorted)
-		want := sorted[n/2]
-		if n%2 == 0 {
-			want = (sorted[n/2-1] + sorted[n/2]) / 2
-		}
-		if got := median(xs); got != want {
-			t.Fatalf("n=%d: median = %g, want %g (%v)", n, got, want, sorted)
-		}
-	}
-	if !math.IsNaN(median(nil)) {
-		t.Error("median of nothing is not NaN")
-	}
-}
-
-// TestQuantileNumpy checks the interpolation against numpy's default
-// (np.quantile(x, q), method "linear").
-func TestQuantileNumpy(t *testing.T) {
-	x := []float64{1, 2, 3, 4, 10}
-	cases := []struct{ q, want float64 }{
-		{0, 1}, {0.5, 3}, {0.99, 9.76}, {1, 10}, {0.25, 2}, {0.9, 7.6},
-	}
-	for _, tc := range cases {
-		if got := quantile(x, tc.q); math.Abs(got-tc.want) > 1e-12 {
-			t.Errorf("quantile(%g) = %g, want %g", tc.q, got, tc.want)
-		}
-	}
-}
-
-func TestTheilSen(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	cases := []struct {
-		name     string
-		n        int
-		outliers float64
-		noise    float64
-	}{
-		{"exact line", 50, 0, 0},
-		{"noisy", 400, 0, 50},
-		{"25% gross outliers", 400, 0.25, 50},
-		{"sampled pairs (n > 1449)", 3000, 0.1, 50},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			const a, d = 1234.5, -87.25
-			u := make([]float64, tc.n)
-			r := make([]float64, tc.n)
-			for i := range u {
-				u[i] = rng.Float64()*120 - 60
-				r[i] = a + d*u[i] + rng.NormFloat64()*tc.noise
-				if rng.Float64() < tc.outliers {
-					r[i] += 1e7 * (rng.Float64() + 1)
-				}
-			}
-			ga, gd, ok := theilSen(u, r)
-			if !ok {
-				t.Fatal("not ok")
-			}
-			tol := 1e-6 + 10*tc.noise/math.Sqrt(float64(tc.n))
-			if math.Abs(ga-a) > tol+tc.outliers*40 || math.Abs(gd-d) > tol/10+tc.outliers {
-				t.Errorf("fit a=%g d=%g, want %g %g", ga, gd, a, d)
-			}
-		})
-	}
-	if _, _, ok := theilSen([]float64{1, 1}, []float64{2, 3}); ok {
-		t.Error("two points at the same u give no slope")
-	}
-}
 
 func TestWeightedLine(t *testing.T) {
 	u := []float64{-10, 0, 10, 20}

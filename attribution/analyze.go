@@ -11,6 +11,7 @@ import (
 
 	"github.com/llmprof/llmprof/align"
 	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/internal/orderstat"
 )
 
 // Options tune the request analysis. The zero value is DefaultOptions.
@@ -349,21 +350,7 @@ func distribution(ns []float64) Distribution {
 // Percentile returns the p-th percentile (0–100) of sorted values with linear
 // interpolation between order statistics — numpy.percentile's default
 // ("linear", Hyndman & Fan type 7).
-func Percentile(sorted []float64, p float64) float64 {
-	n := len(sorted)
-	if n == 0 {
-		return math.NaN()
-	}
-	if n == 1 {
-		return sorted[0]
-	}
-	h := (float64(n) - 1) * p / 100
-	lo := int(math.Floor(h))
-	if lo >= n-1 {
-		return sorted[n-1]
-	}
-	return sorted[lo] + (h-float64(lo))*(sorted[lo+1]-sorted[lo])
-}
+func Percentile(sorted []float64, p float64) float64 { return orderstat.Quantile(sorted, p/100) }
 
 func goodput(reqs []Request, idx []int32, slo SLO, duration float64) *Goodput {
 	g := &Goodput{}

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/internal/orderstat"
 )
 
 // KV-cache facts come from llm.kv_cache.lookup spans below the request
@@ -106,7 +107,8 @@ func cacheInfo(t *ingest.Trace, ix *spanIndex, k *keyCache, i int, desc []int, r
 }
 
 // kvCache builds the section. The inflated-hit test fits prefill time
-// against prompt length on the misses of each model (Theil–Sen, robust to
+// against prompt length on the misses of each model (Theil–Sen — the median
+// of pairwise slopes, Sen 1968 — robust to
 // the batching noise of continuous batching), then asks of every hit whether
 // its prefill is closer to the fit's prediction for a miss than for a hit of
 // its cached length. A hit is judged only when the saving the fit predicts
@@ -186,8 +188,8 @@ func kvCache(reqs []Request, steps []Step, engines []Engine) *KVCache {
 			kv.Note = "too few misses to model prefill time for model " + m + " (need 10)"
 			continue
 		}
-		a, b := theilSen(xs, ys, 2000)
-		if b <= 0 {
+		a, b, ok := orderstat.TheilSen(xs, ys)
+		if !ok || b <= 0 {
 			kv.Note = "prefill time does not grow with prompt length for model " + m + "; inflated hits cannot be told apart"
 			continue
 		}
@@ -249,44 +251,6 @@ func kvGroups(reqs []Request, inflated map[int]bool, key func(*Request) string) 
 	}
 	slices.SortFunc(out, func(a, b KVGroup) int { return cmp.Compare(a.Name, b.Name) })
 	return out
-}
-
-// theilSen fits y = a + b·x robustly: b is the median of pairwise slopes
-// (Theil 1950, Sen 1968), a the median of y − b·x. Above maxPoints points it
-// uses an evenly spaced subsample by x, keeping the cost O(maxPoints²).
-func theilSen(xs, ys []float64, maxPoints int) (a, b float64) {
-	type pt struct{ x, y float64 }
-	pts := make([]pt, len(xs))
-	for i := range xs {
-		pts[i] = pt{xs[i], ys[i]}
-	}
-	slices.SortFunc(pts, func(p, q pt) int { return cmp.Compare(p.x, q.x) })
-	if len(pts) > maxPoints {
-		sub := make([]pt, maxPoints)
-		for i := range sub {
-			sub[i] = pts[i*len(pts)/maxPoints]
-		}
-		pts = sub
-	}
-	slopes := make([]float64, 0, len(pts)*(len(pts)-1)/2)
-	for i := range pts {
-		for j := i + 1; j < len(pts); j++ {
-			if dx := pts[j].x - pts[i].x; dx > 0 {
-				slopes = append(slopes, (pts[j].y-pts[i].y)/dx)
-			}
-		}
-	}
-	if len(slopes) == 0 {
-		return math.NaN(), 0
-	}
-	slices.Sort(slopes)
-	b = Percentile(slopes, 50)
-	icpt := make([]float64, len(pts))
-	for i, p := range pts {
-		icpt[i] = p.y - b*p.x
-	}
-	slices.Sort(icpt)
-	return Percentile(icpt, 50), b
 }
 
 // stepAccounting decides reported hits exactly where steps report the tokens

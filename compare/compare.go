@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/llmprof/llmprof/internal/orderstat"
 	"gonum.org/v1/gonum/stat/distuv"
 )
 
@@ -568,7 +569,7 @@ func (c *comparison) shiftMetric(w *work, xb, xc []float64) {
 	m := w.m
 	alpha := c.opts.Alpha
 	sb, sc := sortedCopy(xb), sortedCopy(xc)
-	m.Baseline, m.Candidate = Quantile(sb, 0.5), Quantile(sc, 0.5)
+	m.Baseline, m.Candidate = orderstat.Quantile(sb, 0.5), orderstat.Quantile(sc, 0.5)
 	u := MannWhitney(sb, sc)
 	m.P = u.P
 	m.Significant = u.P <= alpha
@@ -797,7 +798,7 @@ func pointStat(x []float64, s spec) float64 {
 	if s.stat == "mean" {
 		return mean(x)
 	}
-	return Quantile(sortedCopy(x), s.q)
+	return orderstat.Quantile(sortedCopy(x), s.q)
 }
 
 // checkAutocorrelation warns when requests look autocorrelated, because

@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"math"
 	"slices"
+
+	"github.com/llmprof/llmprof/internal/orderstat"
 )
 
 // explain fills a latency metric's Explanation: for each attribution bucket,
@@ -134,7 +136,7 @@ func (c *comparison) selection(p *pooled, s spec) []int {
 	v := p.series[s.series]
 	threshold := math.Inf(-1)
 	if s.stat == "p90" || s.stat == "p99" {
-		threshold = Quantile(sortedCopy(known(v)), s.q)
+		threshold = orderstat.Quantile(sortedCopy(known(v)), s.q)
 	}
 	for i, x := range v {
 		if !math.IsNaN(x) && x >= threshold {

@@ -5,35 +5,6 @@ import (
 	"slices"
 )
 
-// Quantile returns the q-quantile of a sorted sample by linear interpolation
-// between order statistics: h = (n−1)·q, x_⌊h⌋ + (h−⌊h⌋)(x_⌊h⌋+1 − x_⌊h⌋).
-// It is numpy's default (method "linear", Hyndman & Fan 1996 type 7) and
-// gonum's stat.LinInterp, so every figure can be checked with one line of
-// Python. NaN for an empty sample.
-func Quantile(sorted []float64, q float64) float64 {
-	n := len(sorted)
-	if n == 0 {
-		return math.NaN()
-	}
-	h := float64(n-1) * q
-	lo := int(math.Floor(h))
-	if lo >= n-1 {
-		return sorted[n-1]
-	}
-	if lo < 0 {
-		return sorted[0]
-	}
-	return interpolate(sorted[lo], sorted[lo+1], h-float64(lo))
-}
-
-// interpolate is a + f(b − a), exact when a == b (including infinities).
-func interpolate(a, b, f float64) float64 {
-	if a == b || f == 0 {
-		return a
-	}
-	return a + f*(b-a)
-}
-
 // MinSamplesForQuantile is the smallest sample size for which a
 // distribution-free, equal-tailed 1−α confidence interval of the q-quantile
 // has finite bounds: the interval [x_(1), x_(n)] must leave at most α/2

@@ -5,33 +5,9 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
-)
 
-func TestQuantileNumpyLinear(t *testing.T) {
-	x := []float64{1, 2, 3, 4, 10}
-	// numpy.quantile(x, q) with the default method="linear".
-	for _, tc := range []struct {
-		name string
-		q    float64
-		want float64
-	}{
-		{"min", 0, 1},
-		{"p10", 0.1, 1.4},
-		{"median", 0.5, 3},
-		{"p90", 0.9, 7.6},
-		{"p99", 0.99, 9.76},
-		{"max", 1, 10},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := Quantile(x, tc.q); math.Abs(got-tc.want) > 1e-12 {
-				t.Errorf("Quantile(%v) = %v, want %v", tc.q, got, tc.want)
-			}
-		})
-	}
-	if !math.IsNaN(Quantile(nil, 0.5)) {
-		t.Error("empty sample: want NaN")
-	}
-}
+	"github.com/llmprof/llmprof/internal/orderstat"
+)
 
 func TestMinSamplesForQuantile(t *testing.T) {
 	// statistics.md C.2: median 6, p95 72, p99 368 at α = 0.05.
@@ -134,7 +110,7 @@ func TestResampledStatisticsMatchMaterialized(t *testing.T) {
 					t.Fatalf("total %d, want %d", total, len(ref))
 				}
 				for _, q := range []float64{0, 0.01, 0.5, 0.9, 0.99, 1} {
-					got, want := view.quantile(counts, total, q), Quantile(ref, q)
+					got, want := view.quantile(counts, total, q), orderstat.Quantile(ref, q)
 					if !(got == want || math.Abs(got-want) < 1e-12*math.Abs(want)) && !(math.IsNaN(got) && math.IsNaN(want)) {
 						t.Fatalf("q=%v: %v, want %v", q, got, want)
 					}

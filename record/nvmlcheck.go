@@ -3,9 +3,10 @@ package record
 import (
 	"cmp"
 	"fmt"
-	"math"
 	"slices"
 	"sort"
+
+	"github.com/llmprof/llmprof/internal/orderstat"
 )
 
 // NVMLCheck is what a capture says about its own NVML telemetry: how many
@@ -96,7 +97,8 @@ func CheckNVML(c *Capture) (*NVMLCheck, error) {
 		return nil, err
 	}
 	rep.Device = rate("gpu_device (whole GPUs)", n)
-	rep.PollLatencyP50Ms, rep.PollLatencyP99Ms = quantile(latencies, 0.5), quantile(latencies, 0.99)
+	slices.Sort(latencies)
+	rep.PollLatencyP50Ms, rep.PollLatencyP99Ms = orderstat.Quantile(latencies, 0.5), orderstat.Quantile(latencies, 0.99)
 	if want := 1000 / float64(max(m.Sampling.DeviceIntervalMs, 1)); rep.Device.PerGPUPerSecond < 0.8*want {
 		rep.Problems = append(rep.Problems, fmt.Sprintf("device rows: %.1f/s per GPU, configured %.1f/s", rep.Device.PerGPUPerSecond, want))
 	}
@@ -185,19 +187,5 @@ func lags(newest map[int64]uint64, toReal func(int64) int64) Lag {
 		return Lag{}
 	}
 	sort.Float64s(ms)
-	return Lag{N: len(ms), MinMs: ms[0], P50Ms: quantile(ms, 0.5), MaxMs: ms[len(ms)-1]}
-}
-
-// quantile interpolates linearly between order statistics (numpy's
-// default), on a copy.
-func quantile(xs []float64, q float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	s := slices.Clone(xs)
-	sort.Float64s(s)
-	pos := q * float64(len(s)-1)
-	lo := int(math.Floor(pos))
-	hi := min(lo+1, len(s)-1)
-	return s[lo] + (s[hi]-s[lo])*(pos-float64(lo))
+	return Lag{N: len(ms), MinMs: ms[0], P50Ms: orderstat.Quantile(ms, 0.5), MaxMs: ms[len(ms)-1]}
 }

@@ -1,0 +1,155 @@
+// Package orderstat holds the order statistics every analysis stage shares:
+// numpy-compatible quantiles (so any figure llmprof prints can be checked with
+// one line of Python), a linear-time median, and the Theil–Sen line fit built
+// on it. It sits beside the pipeline; align, attribution, compare and record
+// call it rather than each keeping a copy.
+package orderstat
+
+import (
+	"math"
+	"math/rand/v2"
+)
+
+// Quantile returns the q-quantile of a sorted sample by linear interpolation
+// between order statistics: h = (n−1)·q, x_⌊h⌋ + (h−⌊h⌋)(x_⌊h⌋+1 − x_⌊h⌋).
+// It is numpy's default (method "linear", Hyndman & Fan 1996 type 7) and
+// gonum's stat.LinInterp, so every figure can be checked with one line of
+// Python. NaN for an empty sample.
+func Quantile(sorted []float64, q float64) float64 {
+	n := len(sorted)
+	if n == 0 {
+		return math.NaN()
+	}
+	h := float64(n-1) * q
+	lo := int(math.Floor(h))
+	if lo >= n-1 {
+		return sorted[n-1]
+	}
+	if lo < 0 {
+		return sorted[0]
+	}
+	return Interpolate(sorted[lo], sorted[lo+1], h-float64(lo))
+}
+
+// Interpolate is a + f(b − a), exact when a == b (including infinities).
+func Interpolate(a, b, f float64) float64 {
+	if a == b || f == 0 {
+		return a
+	}
+	return a + f*(b-a)
+}
+
+// Median returns the median of xs (the mean of the two middle values for an
+// even count), reordering xs. It is O(n) expected (quickselect).
+func Median(xs []float64) float64 {
+	n := len(xs)
+	if n == 0 {
+		return math.NaN()
+	}
+	hi := selectKth(xs, n/2)
+	if n%2 == 1 {
+		return hi
+	}
+	// After selection every element below n/2 is ≤ hi; the lower middle is
+	// their maximum.
+	lo := xs[0]
+	for _, x := range xs[1 : n/2] {
+		lo = math.Max(lo, x)
+	}
+	return (lo + hi) / 2
+}
+
+// selectKth partially orders xs so that xs[k] is the k-th smallest, with
+// smaller elements before it and larger after, and returns it (Hoare's
+// selection with a median-of-three pivot).
+func selectKth(xs []float64, k int) float64 {
+	lo, hi := 0, len(xs)-1
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		if xs[mid] < xs[lo] {
+			xs[mid], xs[lo] = xs[lo], xs[mid]
+		}
+		if xs[hi] < xs[lo] {
+			xs[hi], xs[lo] = xs[lo], xs[hi]
+		}
+		if xs[hi] < xs[mid] {
+			xs[hi], xs[mid] = xs[mid], xs[hi]
+		}
+		pivot := xs[mid]
+		i, j := lo, hi
+		for i <= j {
+			for xs[i] < pivot {
+				i++
+			}
+			for xs[j] > pivot {
+				j--
+			}
+			if i <= j {
+				xs[i], xs[j] = xs[j], xs[i]
+				i++
+				j--
+			}
+		}
+		switch {
+		case k <= j:
+			hi = j
+		case k >= i:
+			lo = i
+		default:
+			return xs[k]
+		}
+	}
+	return xs[k]
+}
+
+// maxExactPairs bounds the pairs Theil–Sen examines exactly; beyond it a
+// fixed-seed random sample of pairs is used (statistics.md A.4 step 2c), so
+// the estimate stays O(n) in memory and reproducible.
+const maxExactPairs = 1 << 20
+
+// TheilSen fits r = a + d·u by the Theil–Sen estimator: d is the median of
+// the slopes of all pairs with distinct u, a the median of r − d·u (Sen,
+// JASA 1968). It tolerates up to ~29% arbitrary outliers and assumes only that
+// the errors are independent of u. ok is false when fewer than two distinct
+// u exist.
+func TheilSen(u, r []float64) (a, d float64, ok bool) {
+	n := len(u)
+	if n < 2 {
+		return 0, 0, false
+	}
+	var slopes []float64
+	if pairs := n * (n - 1) / 2; pairs <= maxExactPairs {
+		slopes = make([]float64, 0, pairs)
+		for i := range n {
+			for j := i + 1; j < n; j++ {
+				if du := u[j] - u[i]; du != 0 {
+					slopes = append(slopes, (r[j]-r[i])/du)
+				}
+			}
+		}
+	} else {
+		rng := rand.New(rand.NewPCG(0x6c6c6d70, 0x726f66))
+		slopes = make([]float64, 0, maxExactPairs)
+		for range maxExactPairs {
+			i, j := rng.IntN(n), rng.IntN(n)
+			if du := u[j] - u[i]; du != 0 {
+				slopes = append(slopes, (r[j]-r[i])/du)
+			}
+		}
+	}
+	if len(slopes) == 0 {
+		return 0, 0, false
+	}
+	d = Median(slopes)
+	a = medianOffset(u, r, d)
+	return a, d, true
+}
+
+// medianOffset is the median of r − d·u.
+func medianOffset(u, r []float64, d float64) float64 {
+	res := make([]float64, len(u))
+	for i := range u {
+		res[i] = r[i] - d*u[i]
+	}
+	return Median(res)
+}
