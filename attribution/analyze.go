@@ -86,7 +86,8 @@ type Result struct {
 	// times, observed or estimated).
 	Tokens *TokenSummary
 
-	trace *ingest.Trace // for EachToken
+	trace     *ingest.Trace    // for EachToken
+	tokenSums []RequestBuckets // per request, from summarizeTokens
 }
 
 // Summary is the latency distribution of a group of requests.

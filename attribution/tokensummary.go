@@ -121,6 +121,22 @@ func (res *Result) EachToken(fn func(*TokenBreakdown)) {
 	}
 }
 
+// RequestBuckets are one request's token buckets summed over all its output
+// tokens (All) and for its first token alone (First), in ns.
+type RequestBuckets struct {
+	All, First [NumBuckets]int64
+}
+
+// TokenBuckets returns request i's summed token buckets; ok is false when
+// the run has no token breakdown. They are kept from the summary's pass, so
+// that consumers (diff's samples) need not walk every token again.
+func (res *Result) TokenBuckets(i int) (RequestBuckets, bool) {
+	if i < 0 || i >= len(res.tokenSums) {
+		return RequestBuckets{}, false
+	}
+	return res.tokenSums[i], true
+}
+
 // summarizeTokens walks every token once and aggregates.
 func summarizeTokens(res *Result, stall time.Duration) *TokenSummary {
 	ts := &TokenSummary{First: BucketShares{Name: "first"}, Decode: BucketShares{Name: "decode"}}
@@ -142,8 +158,16 @@ func summarizeTokens(res *Result, stall time.Duration) *TokenSummary {
 		return g
 	}
 	var decodeTokens int
+	res.tokenSums = make([]RequestBuckets, len(res.Requests))
 	res.EachToken(func(tb *TokenBreakdown) {
 		r := &res.Requests[tb.Request]
+		sums := &res.tokenSums[tb.Request]
+		for b, v := range tb.Buckets {
+			sums.All[b] += v
+		}
+		if tb.Index == 0 {
+			sums.First = tb.Buckets
+		}
 		ts.Tokens++
 		if tb.Estimated {
 			ts.Estimated++

@@ -62,15 +62,13 @@ func FromAttribution(res *attribution.Result) Run {
 			run.Tokens[b.String()] = make(Series, n)
 			run.FirstToken[b.String()] = make(Series, n)
 		}
-		res.EachToken(func(tb *attribution.TokenBreakdown) {
+		for i := range res.Requests {
+			sums, _ := res.TokenBuckets(i)
 			for b := attribution.Bucket(0); b < attribution.NumBuckets; b++ {
-				v := float64(tb.Buckets[b]) / 1e6
-				run.Tokens[b.String()][tb.Request] += v
-				if tb.Index == 0 {
-					run.FirstToken[b.String()][tb.Request] += v
-				}
+				run.Tokens[b.String()][i] = float64(sums.All[b]) / 1e6
+				run.FirstToken[b.String()][i] = float64(sums.First[b]) / 1e6
 			}
-		})
+		}
 		for b := attribution.Bucket(0); b < attribution.NumBuckets; b++ {
 			if allZero(run.Tokens[b.String()]) {
 				delete(run.Tokens, b.String())

@@ -1,0 +1,71 @@
+package compare_test
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/llmprof/llmprof/attribution"
+	"github.com/llmprof/llmprof/compare"
+	"github.com/llmprof/llmprof/internal/synthtrace"
+	"github.com/llmprof/llmprof/synth"
+)
+
+// TestFromAttribution checks the samples diff reads against the attribution
+// they come from: per-request metrics in ms, every ITL, and token buckets
+// equal to the sum over each request's streamed token breakdowns.
+func TestFromAttribution(t *testing.T) {
+	run, err := synth.Generate(synth.DefaultConfig(3, 4*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := attribution.Analyze(synthtrace.WithGPU(t, run, true), attribution.Options{SLO: attribution.SLO{TTFT: 100 * time.Millisecond}})
+	got := compare.FromAttribution(res)
+	if err := got.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if got.Requests != len(res.Requests) || got.SLO != "ttft=100ms" || got.Good != res.Overall.Goodput.Good {
+		t.Fatalf("requests %d slo %q good %d", got.Requests, got.SLO, got.Good)
+	}
+	itl := 0
+	for i, r := range res.Requests {
+		if got.TTFT[i] != r.TTFT/1e6 || got.E2E[i] != r.E2E/1e6 {
+			t.Fatalf("request %d: ttft %v e2e %v from %v %v", i, got.TTFT[i], got.E2E[i], r.TTFT, r.E2E)
+		}
+		itl += len(r.ITLs())
+	}
+	if len(got.ITL) != itl {
+		t.Fatalf("%d ITLs, want %d", len(got.ITL), itl)
+	}
+	all := make([][attribution.NumBuckets]int64, len(res.Requests))
+	first := make([][attribution.NumBuckets]int64, len(res.Requests))
+	res.EachToken(func(tb *attribution.TokenBreakdown) {
+		for b, v := range tb.Buckets {
+			all[tb.Request][b] += v
+			if tb.Index == 0 {
+				first[tb.Request][b] += v
+			}
+		}
+	})
+	checked := 0
+	for b := attribution.Bucket(0); b < attribution.NumBuckets; b++ {
+		series, ok := got.Tokens[b.String()]
+		if !ok {
+			for i := range all {
+				if all[i][b] != 0 {
+					t.Fatalf("bucket %s dropped though request %d has %d ns", b, i, all[i][b])
+				}
+			}
+			continue
+		}
+		for i := range all {
+			if math.Abs(series[i]-float64(all[i][b])/1e6) > 1e-9 || math.Abs(got.FirstToken[b.String()][i]-float64(first[i][b])/1e6) > 1e-9 {
+				t.Fatalf("bucket %s request %d: %v / %v ms, streamed %d / %d ns", b, i, series[i], got.FirstToken[b.String()][i], all[i][b], first[i][b])
+			}
+			checked++
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no token bucket to check")
+	}
+}
