@@ -10,33 +10,10 @@ import (
 
 	"github.com/charmbracelet/lipgloss"
 	"github.com/llmprof/llmprof/compare"
-	"github.com/muesli/termenv"
 )
 
-// diffStyles holds every style of the text diff in one place.
-type diffStyles struct {
-	header, dim, fail, pass, inconclusive, worse, better lipgloss.Style
-}
-
-func newDiffStyles(color bool) diffStyles {
-	r := lipgloss.NewRenderer(io.Discard)
-	if color {
-		r.SetColorProfile(termenv.ANSI256)
-	} else {
-		r.SetColorProfile(termenv.Ascii)
-	}
-	return diffStyles{
-		header:       r.NewStyle().Bold(true),
-		dim:          r.NewStyle().Faint(true),
-		fail:         r.NewStyle().Bold(true).Foreground(lipgloss.Color("196")),
-		pass:         r.NewStyle().Bold(true).Foreground(lipgloss.Color("40")),
-		inconclusive: r.NewStyle().Bold(true).Foreground(lipgloss.Color("214")),
-		worse:        r.NewStyle().Foreground(lipgloss.Color("203")),
-		better:       r.NewStyle().Foreground(lipgloss.Color("71")),
-	}
-}
-
-func (s diffStyles) verdict(v compare.Verdict) lipgloss.Style {
+// verdict is the style of a gate verdict.
+func (s styles) verdict(v compare.Verdict) lipgloss.Style {
 	switch v {
 	case compare.Fail:
 		return s.fail
@@ -60,10 +37,10 @@ type cell struct {
 // warnings.
 func WriteDiffText(w io.Writer, res *compare.Result, o DiffOptions) error {
 	bw := bufio.NewWriter(w)
-	st := newDiffStyles(o.Color)
+	st := newStyles(io.Discard, o.Color)
 	level := strconv.FormatFloat(100*(1-res.Options.Alpha), 'f', -1, 64) + "%"
-	fmt.Fprintf(bw, "%s %s\n", st.header.Render("baseline: "), sideLine(res.Baseline))
-	fmt.Fprintf(bw, "%s %s\n", st.header.Render("candidate:"), sideLine(res.Candidate))
+	fmt.Fprintf(bw, "%s %s\n", st.title.Render("baseline: "), sideLine(res.Baseline))
+	fmt.Fprintf(bw, "%s %s\n", st.title.Render("candidate:"), sideLine(res.Candidate))
 	fmt.Fprintln(bw, st.dim.Render(fmt.Sprintf("%s intervals, replication unit: %s, bootstrap %d replicates (seed %d)%s",
 		level, res.Unit, res.Options.Reps, res.Options.Seed, blockNote(res.Options.Block))))
 	fmt.Fprintln(bw)
@@ -82,9 +59,9 @@ func WriteDiffText(w io.Writer, res *compare.Result, o DiffOptions) error {
 		if m.Significant {
 			good := (m.DeltaPct < 0) != higherIsBetter(m)
 			if good {
-				change.style = &st.better
+				change.style = &st.good
 			} else {
-				change.style = &st.worse
+				change.style = &st.bad
 			}
 		}
 		row := []cell{{text: m.Name}, {text: fmtValue(m.Baseline, m.Unit), right: true}, {text: fmtValue(m.Candidate, m.Unit), right: true},
@@ -115,7 +92,7 @@ func WriteDiffText(w io.Writer, res *compare.Result, o DiffOptions) error {
 			text := c.text
 			switch {
 			case hdr:
-				text = st.header.Render(text)
+				text = st.title.Render(text)
 			case c.style != nil:
 				text = c.style.Render(text)
 			}
@@ -151,7 +128,7 @@ func WriteDiffText(w io.Writer, res *compare.Result, o DiffOptions) error {
 		if g.Failed {
 			exit = ", exit 3"
 		}
-		fmt.Fprintf(bw, "%s %s (%d failed, %d passed, %d inconclusive%s)\n", st.header.Render("gate:"), vs.Render(verdictWord(g.Verdict)), g.Fail, g.Pass, g.Inconclusive, exit)
+		fmt.Fprintf(bw, "%s %s (%d failed, %d passed, %d inconclusive%s)\n", st.title.Render("gate:"), vs.Render(verdictWord(g.Verdict)), g.Fail, g.Pass, g.Inconclusive, exit)
 		for _, m := range res.Metrics {
 			if m.Gate == nil {
 				continue
@@ -166,7 +143,7 @@ func WriteDiffText(w io.Writer, res *compare.Result, o DiffOptions) error {
 	}
 	if len(res.Warnings) > 0 {
 		fmt.Fprintln(bw)
-		fmt.Fprintln(bw, st.header.Render("warnings:"))
+		fmt.Fprintln(bw, st.title.Render("warnings:"))
 		for _, wn := range res.Warnings {
 			fmt.Fprintln(bw, "  "+wn)
 		}

@@ -26,17 +26,17 @@ type TextOptions struct {
 }
 
 // ColorFor reports whether output to a stream should be coloured: only a
-// terminal, and never when NO_COLOR is set (https://no-color.org).
+// terminal, and never when NO_COLOR is present and not empty
+// (https://no-color.org).
 func ColorFor(isTTY bool) bool {
-	if _, set := os.LookupEnv("NO_COLOR"); set {
-		return false
-	}
-	return isTTY
+	return isTTY && os.Getenv("NO_COLOR") == ""
 }
 
 // styles holds every style the text renderer uses, in one place.
 type styles struct {
 	title, section, header, dim, warn, bar, barEmpty, good, bad lipgloss.Style
+	// Gate verdicts (diff).
+	fail, pass, inconclusive lipgloss.Style
 }
 
 func newStyles(w io.Writer, color bool) styles {
@@ -56,6 +56,10 @@ func newStyles(w io.Writer, color bool) styles {
 		barEmpty: r.NewStyle().Faint(true),
 		good:     r.NewStyle().Foreground(lipgloss.Color("42")),
 		bad:      r.NewStyle().Foreground(lipgloss.Color("203")),
+
+		fail:         r.NewStyle().Bold(true).Foreground(lipgloss.Color("196")),
+		pass:         r.NewStyle().Bold(true).Foreground(lipgloss.Color("40")),
+		inconclusive: r.NewStyle().Bold(true).Foreground(lipgloss.Color("214")),
 	}
 }
 

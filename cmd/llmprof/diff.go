@@ -200,8 +200,7 @@ func runDiff(ctx context.Context, opts *DiffOptions) error {
 		return err
 	}
 
-	noColor := os.Getenv("NO_COLOR") != "" // no-color.org: present and not empty
-	ropts := report.DiffOptions{All: opts.All, Color: opts.IO.OutTTY && !noColor && opts.Format == "text"}
+	ropts := report.DiffOptions{All: opts.All, Color: report.ColorFor(opts.IO.OutTTY) && opts.Format == "text"}
 	if err := render(opts.IO.Out, res, ropts); err != nil {
 		return err
 	}
