@@ -86,6 +86,7 @@ type Result struct {
 	// times, observed or estimated).
 	Tokens *TokenSummary
 
+	warnings  ingest.Warnings  // behind Warnings
 	trace     *ingest.Trace    // for EachToken
 	tokenSums []RequestBuckets // per request, from summarizeTokens
 }
@@ -237,19 +238,9 @@ func (res *Result) warn(t *ingest.Trace, src ingest.SourceID, pos, code, msg str
 	if int(src) < len(t.Sources) {
 		path = t.Sources[src].Path
 	}
-	w := ingest.Warning{Path: path, Pos: pos, Code: code, Msg: msg}
-	// Keep at most a handful per code, like the trace's warnings.
-	n := 0
-	for i := range res.Warnings {
-		if res.Warnings[i].Code == code {
-			n++
-			if n >= 10 {
-				res.Warnings[i].More++
-				return
-			}
-		}
-	}
-	res.Warnings = append(res.Warnings, w)
+	// Coalesced per file and code like the trace's own warnings.
+	res.warnings.Add(ingest.Warning{Path: path, Pos: pos, Code: code, Msg: msg})
+	res.Warnings = res.warnings.List
 }
 
 // groupBy summarizes the requests of each key, by index (a Request is too

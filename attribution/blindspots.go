@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/llmprof/llmprof/ingest"
@@ -26,8 +25,10 @@ type BlindSpots struct {
 	// Breakpoints is the coverage of the request lifecycle (the seed
 	// article's breakpoints), in lifecycle order.
 	Breakpoints []Breakpoint `json:"breakpoints"`
-	// Advice names the span or data source that would close the largest gap.
-	Advice string `json:"advice,omitempty"`
+	// Largest is the gap whose instrumentation would explain the most time:
+	// the largest of Gaps, or Outside when callers see more than that (nil
+	// when nothing is unexplained).
+	Largest *GapSummary `json:"largest,omitempty"`
 }
 
 // GapSummary is the unexplained time found at one place in the requests.
@@ -194,19 +195,13 @@ func blindSpots(t *ingest.Trace, reqs []Request) BlindSpots {
 		}
 	}
 	bs.Breakpoints = breakpoints(t, reqs)
-	largest := 0.0
 	if len(bs.Gaps) > 0 {
-		largest = bs.Gaps[0].Share
-		bs.Advice = "add " + bs.Gaps[0].Span + ": it would explain " + pctString(bs.Gaps[0].Share) + " of E2E (" + bs.Gaps[0].Before + " → " + bs.Gaps[0].After + ")"
+		bs.Largest = &bs.Gaps[0]
 	}
-	if bs.Outside != nil && bs.Outside.Share > largest {
-		bs.Advice = "instrument the server before the engine (" + bs.Outside.Span + "): callers see " + pctString(bs.Outside.Share) + " of E2E more than the request spans"
+	if bs.Outside != nil && (bs.Largest == nil || bs.Outside.Share > bs.Largest.Share) {
+		bs.Largest = bs.Outside
 	}
 	return bs
-}
-
-func pctString(share float64) string {
-	return strconv.FormatFloat(100*share, 'f', 1, 64) + "%"
 }
 
 // lifecycle breakpoints (the seed article §2.1) and how a span is recognized

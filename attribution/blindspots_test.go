@@ -37,8 +37,8 @@ func TestBlindSpotsNameMissingStages(t *testing.T) {
 		tok.Span != "llm.tokenize" || math.Abs(tok.Share-0.03) > 1e-12 {
 		t.Errorf("second gap = %+v", tok)
 	}
-	if bs.Advice != "add llm.stream: it would explain 5.0% of E2E (detokenize → end)" {
-		t.Errorf("advice = %q", bs.Advice)
+	if bs.Largest == nil || bs.Largest.Span != "llm.stream" || bs.Largest.Share != stream.Share {
+		t.Errorf("largest gap = %+v, want the stream gap", bs.Largest)
 	}
 	covered := map[string]bool{}
 	for _, bp := range bs.Breakpoints {
@@ -54,12 +54,13 @@ func TestBlindSpotsNameMissingStages(t *testing.T) {
 func TestBlindSpotsCallerSeesMore(t *testing.T) {
 	b := newBuilder()
 	client := b.span(1, ingest.SpanID{}, b.resource("app"), "POST /v1/chat/completions", 0, 1000*ms, "http.request.method", "POST")
-	b.span(1, client, b.resource("vllm"), "llm_request", 400*ms, 1000*ms, "gen_ai.latency.e2e", 0.6, "gen_ai.latency.time_to_first_token", 0.1)
+	b.span(1, client, b.resource("vllm"), "llm_request", 400*ms, 1000*ms, "gen_ai.latency.e2e", 0.6, "gen_ai.latency.time_to_first_token", 0.1,
+		"gen_ai.latency.time_in_queue", 0.05, "gen_ai.latency.time_in_model_prefill", 0.05, "gen_ai.latency.time_in_model_decode", 0.5)
 	bs := b.analyze(DefaultOptions).BlindSpots
 	if bs.Outside == nil || bs.Outside.TotalMs != 400 || bs.Outside.Requests != 1 {
 		t.Fatalf("outside = %+v", bs.Outside)
 	}
-	if bs.Advice == "" || bs.Breakpoints[0].Name != "ingress" || !bs.Breakpoints[0].Covered {
-		t.Fatalf("advice %q, ingress %+v", bs.Advice, bs.Breakpoints[0])
+	if bs.UnexplainedShare != 0 || bs.Largest != bs.Outside || bs.Breakpoints[0].Name != "ingress" || !bs.Breakpoints[0].Covered {
+		t.Fatalf("largest %+v, ingress %+v", bs.Largest, bs.Breakpoints[0])
 	}
 }

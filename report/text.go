@@ -262,8 +262,13 @@ func blindSpotsText(b *strings.Builder, st styles, bs *attribution.BlindSpots) {
 	if o := bs.Outside; o != nil {
 		fmt.Fprintf(b, "  %-24s %6s of E2E more seen by callers than by %s request spans\n", "caller → request", pct(o.Share), commas(o.Requests))
 	}
-	if bs.Advice != "" {
-		fmt.Fprintf(b, "  %s %s\n", st.warn.Render("→"), bs.Advice)
+	switch g := bs.Largest; {
+	case g == nil:
+	case g == bs.Outside:
+		fmt.Fprintf(b, "  %s instrument the server before the engine (%s): callers see %s of E2E more than the request spans\n",
+			st.warn.Render("→"), g.Span, pct(g.Share))
+	default:
+		fmt.Fprintf(b, "  %s add %s: it would explain %s of E2E (%s → %s)\n", st.warn.Render("→"), g.Span, pct(g.Share), g.Before, g.After)
 	}
 }
 
