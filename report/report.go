@@ -54,12 +54,12 @@ type Source struct {
 	Warnings int    `json:"warnings"`
 }
 
-// Requests is the request-level section.
+// Requests is the request-level section: the overall summary (count,
+// metrics, duration, tokens, throughput, goodput — promoted, so the JSON has
+// requests.count and requests.metrics), then the groups.
 type Requests struct {
-	Count    int                            `json:"count"`
+	attribution.Summary
 	Styles   map[string]int                 `json:"conventions"`
-	Metrics  attribution.Metrics            `json:"metrics"`
-	Summary  attribution.Summary            `json:"summary"`
 	ByTenant map[string]attribution.Summary `json:"by_tenant"`
 	ByModel  map[string]attribution.Summary `json:"by_model"`
 	// TenantOrder and ModelOrder keep the renderers' row order (largest
@@ -107,7 +107,7 @@ func New(in Input) *Report {
 	r.GPU = in.GPU
 	if a := in.Attr; a != nil {
 		req := &Requests{
-			Count: len(a.Requests), Styles: map[string]int{}, Metrics: a.Overall.Metrics, Summary: a.Overall,
+			Summary: a.Overall, Styles: map[string]int{},
 			ByTenant: map[string]attribution.Summary{}, ByModel: map[string]attribution.Summary{}, SLO: a.Options.SLO,
 		}
 		for st, n := range a.Styles {

@@ -73,8 +73,8 @@ func (r *Report) WriteText(w io.Writer, opts TextOptions) error {
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 
 	title := "llmprof analyze"
-	if r.Requests != nil && r.Requests.Count > 0 {
-		title += fmt.Sprintf(" — %s requests over %s", commas(r.Requests.Count), fmtSeconds(r.Requests.Summary.Duration))
+	if r.Requests != nil && r.Requests.Requests > 0 {
+		title += fmt.Sprintf(" — %s requests over %s", commas(r.Requests.Requests), fmtSeconds(r.Requests.Duration))
 	}
 	p("%s\n\n", st.title.Render(title))
 
@@ -92,12 +92,12 @@ func (r *Report) WriteText(w io.Writer, opts TextOptions) error {
 
 	if rq := r.Requests; rq != nil {
 		p("\n%s", st.section.Render("REQUESTS"))
-		if rq.Count == 0 {
+		if rq.Requests == 0 {
 			p("\n  %s\n", st.warn.Render("no request spans found: nothing in the input uses a request convention llmprof knows (llm.request, vLLM llm_request, SGLang, TGI, Triton, OTel GenAI); see the README's span conventions"))
 		} else {
-			p("  %s  %s output tok/s", commas(rq.Count), fmtFloat(rq.Summary.Throughput, 0))
+			p("  %s  %s output tok/s", commas(rq.Requests), fmtFloat(rq.Throughput, 0))
 			p("  %s\n", st.dim.Render("("+conventions(rq.Styles)+")"))
-			if g := rq.Summary.Goodput; g != nil {
+			if g := rq.Goodput; g != nil {
 				p("  goodput %s of requests (%s/s) meet %s", pct(g.Share), fmtFloat(g.PerSecond, 2), sloString(rq.SLO))
 				if g.Unknown > 0 {
 					p("%s", st.warn.Render(fmt.Sprintf("; %d could not be checked (metric missing)", g.Unknown)))
