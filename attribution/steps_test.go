@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmprof/llmprof/align"
 	"github.com/llmprof/llmprof/attribution"
 	"github.com/llmprof/llmprof/ingest"
 	"github.com/llmprof/llmprof/internal/synthtrace"
@@ -117,5 +118,36 @@ func TestStepsWithCUDAGraphs(t *testing.T) {
 	}
 	if graphs == 0 {
 		t.Fatal("no decode step to replay as a graph")
+	}
+}
+
+// TestFinerThanAlignmentFlagged: steps that find their GPU ops by time window
+// across clocks with no known alignment bound are flagged; with NVTX mirrors
+// (an exact join) nothing is.
+func TestFinerThanAlignmentFlagged(t *testing.T) {
+	run, err := synth.Generate(synth.DefaultConfig(6, 3*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		nvtx bool
+		want bool
+	}{{"time window, unaligned GPU clock", false, true}, {"NVTX projection", true, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := decodeWithGPU(t, run, !tc.nvtx)
+			ar, err := align.Align(tr, align.DefaultOptions())
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := attribution.Analyze(tr, attribution.Options{Alignment: ar})
+			flagged := false
+			for _, w := range res.Warnings {
+				flagged = flagged || w.Code == "finer-than-alignment"
+			}
+			if flagged != tc.want {
+				t.Fatalf("finer-than-alignment warning %v, want %v (warnings %v)", flagged, tc.want, res.Warnings)
+			}
+		})
 	}
 }
