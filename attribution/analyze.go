@@ -24,6 +24,9 @@ type Options struct {
 	// StallThreshold marks decode tokens slower than this as stalls; zero
 	// means 3× the run's median inter-token latency.
 	StallThreshold time.Duration `json:"stall_threshold_ns,omitempty"`
+	// NoTokens skips the token breakdown summary (two walks over every
+	// token) for callers that need only requests and steps.
+	NoTokens bool `json:"-"`
 	// Alignment, when the trace was aligned, says how far apart records of
 	// different clock domains may really be: GPU time joined to steps by
 	// time window is flagged where it is finer than that.
@@ -227,6 +230,9 @@ func Analyze(t *ingest.Trace, opts Options) *Result {
 	res.alignmentCaveats(t, opts.Alignment)
 	res.BlindSpots = blindSpots(t, res.Requests)
 	res.ModelEvents = modelEvents(t, k, res.Requests)
+	if opts.NoTokens {
+		return res
+	}
 	if ts := summarizeTokens(res, opts.StallThreshold); ts.Tokens > 0 {
 		res.Tokens = ts
 	}

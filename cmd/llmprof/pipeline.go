@@ -20,6 +20,8 @@ type pipelineOptions struct {
 	// Reference names the clock domain to align onto ("" = the first
 	// source with OTLP spans).
 	Reference string
+	// NoTokens skips the token summary (commands that do not show it).
+	NoTokens bool
 	// Decoders replaces the Factory's decoders (tests).
 	Decoders []ingest.Decoder
 	// Tenants configures the tenant causal regression, which runs when the
@@ -66,7 +68,8 @@ func analyzeInputs(ctx context.Context, f *Factory, paths []string, opts pipelin
 	if err != nil {
 		return nil, &UsageError{fmt.Errorf("alignment: %w", err)}
 	}
-	res := attribution.Analyze(t, attribution.Options{TenantKey: opts.TenantKey, SLO: opts.SLO, StallThreshold: opts.Stall, Alignment: ar})
+	res := attribution.Analyze(t, attribution.Options{TenantKey: opts.TenantKey, SLO: opts.SLO, StallThreshold: opts.Stall,
+		Alignment: ar, NoTokens: opts.NoTokens})
 	out := &pipelineResult{Trace: t, Align: ar, Attr: res}
 	if len(t.GPUOps) > 0 {
 		out.GPU = attribution.AnalyzeGPU(t, attribution.DefaultGPUOptions)
