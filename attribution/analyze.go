@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/llmprof/llmprof/align"
@@ -24,9 +25,12 @@ type Options struct {
 	// StallThreshold marks decode tokens slower than this as stalls; zero
 	// means 3× the run's median inter-token latency.
 	StallThreshold time.Duration `json:"stall_threshold_ns,omitempty"`
-	// NoTokens skips the token breakdown summary (two walks over every
-	// token) for callers that need only requests and steps.
-	NoTokens bool `json:"-"`
+	// GPU sets the GPU section's list lengths (zero: DefaultGPUOptions).
+	GPU GPUOptions `json:"-"`
+	// RequestsOnly skips the GPU section and the token breakdown summary
+	// (two walks over every token) for callers that need only requests and
+	// steps (export, tenants).
+	RequestsOnly bool `json:"-"`
 	// Alignment, when the trace was aligned, says how far apart records of
 	// different clock domains may really be: GPU time joined to steps by
 	// time window is flagged where it is finer than that.
@@ -69,6 +73,8 @@ type Result struct {
 	ByModel  []Summary
 	// Stages totals every stage over all requests.
 	Stages []StageTotal
+	// GPU is the GPU section: nil without GPU ops.
+	GPU *GPU
 	// Steps are the engine steps (llm.step spans) with their batches and
 	// GPU ops; Engines the processes that ran them.
 	Steps   []Step
@@ -225,12 +231,18 @@ func Analyze(t *ingest.Trace, opts Options) *Result {
 	res.ByTenant = groupBy(res.Requests, func(r *Request) string { return r.Tenant }, opts.SLO)
 	res.ByModel = groupBy(res.Requests, func(r *Request) string { return r.Model }, opts.SLO)
 	res.Stages = stageTotals(res.Requests)
-	res.Steps, res.Engines = findSteps(t, k, res.Requests)
+	// The launch join (op → API call) is a sort of every op; steps and the
+	// GPU section share one.
+	launchCalls := sync.OnceValue(t.LaunchCalls)
+	res.Steps, res.Engines = findSteps(t, k, res.Requests, launchCalls)
+	if len(t.GPUOps) > 0 && !opts.RequestsOnly {
+		res.GPU = analyzeGPU(t, opts.GPU, launchCalls())
+	}
 	res.KVCache = kvCache(res.Requests, res.Steps, res.Engines)
 	res.alignmentCaveats(t, opts.Alignment)
 	res.BlindSpots = blindSpots(t, res.Requests)
 	res.ModelEvents = modelEvents(t, k, res.Requests)
-	if opts.NoTokens {
+	if opts.RequestsOnly {
 		return res
 	}
 	if ts := summarizeTokens(res, opts.StallThreshold); ts.Tokens > 0 {

@@ -208,10 +208,12 @@ func isGPUWork(o *ingest.GPUOp) bool { return o.Kind != ingest.OpSync }
 // AnalyzeGPU computes the GPU section from a trace (GPU ops sorted by start,
 // as Validate leaves them). It is a pure computation: sort and sweep, no
 // all-pairs joins.
-func AnalyzeGPU(t *ingest.Trace, opts GPUOptions) *GPU {
+func AnalyzeGPU(t *ingest.Trace, opts GPUOptions) *GPU { return analyzeGPU(t, opts, t.LaunchCalls()) }
+
+// analyzeGPU is AnalyzeGPU with the launch join (t.LaunchCalls) already made.
+func analyzeGPU(t *ingest.Trace, opts GPUOptions, calls []int32) *GPU {
 	opts = opts.withDefaults()
 	g := &GPU{Options: opts, Devices: []GPUDevice{}, Streams: []GPUStream{}, IdleGaps: []IdleGap{}, TopKernels: []KernelTime{}}
-	calls := t.LaunchCalls()
 	threads := newThreadCalls(t)
 	cats := NewCategoryCache(t)
 

@@ -71,7 +71,7 @@ var (
 
 // findSteps collects llm.step spans, resolves their batches to requests and
 // finds each step's GPU operations.
-func findSteps(t *ingest.Trace, k *keyCache, reqs []Request) ([]Step, []Engine) {
+func findSteps(t *ingest.Trace, k *keyCache, reqs []Request, launchCalls func() []int32) ([]Step, []Engine) {
 	stepName, ok := t.Key("llm.step")
 	if !ok {
 		return nil, nil
@@ -119,7 +119,7 @@ func findSteps(t *ingest.Trace, k *keyCache, reqs []Request) ([]Step, []Engine) 
 		engines[e].Steps = append(engines[e].Steps, len(steps))
 		steps = append(steps, st)
 	}
-	stepOps(t, steps, engines)
+	stepOps(t, steps, engines, launchCalls)
 	return steps, engines
 }
 
@@ -144,7 +144,7 @@ func engineIdentity(t *ingest.Trace, k *keyCache, s *ingest.Span) (string, uint3
 
 // stepOps attaches GPU ops to steps: by NVTX projection where a mirrored
 // range exists, else by the engine's ops inside the step's window.
-func stepOps(t *ingest.Trace, steps []Step, engines []Engine) {
+func stepOps(t *ingest.Trace, steps []Step, engines []Engine, launchCalls func() []int32) {
 	if len(t.GPUOps) == 0 || len(steps) == 0 {
 		return
 	}
@@ -177,7 +177,7 @@ func stepOps(t *ingest.Trace, steps []Step, engines []Engine) {
 	// CSR arrays over the calls: opsOf(call) = launched[first[call]:first[call+1]].
 	var first, launched []int32
 	if len(bySpanID)+len(byStepNo) > 0 {
-		calls := t.LaunchCalls()
+		calls := launchCalls()
 		first = make([]int32, len(t.Spans)+1)
 		for _, c := range calls {
 			if c >= 0 {

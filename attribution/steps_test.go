@@ -152,20 +152,20 @@ func TestFinerThanAlignmentFlagged(t *testing.T) {
 	}
 }
 
-// TestNoTokensSkipsOnlyTheTokenSummary: commands that show no token section
+// TestRequestsOnlySkipsOnlyTheTokenSummary: commands that show no token section
 // skip its walks, and keep requests, steps and everything else.
-func TestNoTokensSkipsOnlyTheTokenSummary(t *testing.T) {
+func TestRequestsOnlySkipsOnlyTheTokenSummary(t *testing.T) {
 	run, err := synth.Generate(synth.DefaultConfig(7, 2*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
 	tr := decodeWithGPU(t, run, false)
 	full := attribution.Analyze(tr, attribution.DefaultOptions)
-	lean := attribution.Analyze(tr, attribution.Options{NoTokens: true})
-	if full.Tokens == nil || lean.Tokens != nil {
-		t.Fatalf("token summary: full %v, lean %v", full.Tokens != nil, lean.Tokens != nil)
+	lean := attribution.Analyze(tr, attribution.Options{RequestsOnly: true})
+	if full.Tokens == nil || lean.Tokens != nil || full.GPU == nil || lean.GPU != nil {
+		t.Fatalf("token summary: full %v, lean %v; GPU section: full %v, lean %v", full.Tokens != nil, lean.Tokens != nil, full.GPU != nil, lean.GPU != nil)
 	}
 	if len(lean.Requests) != len(full.Requests) || len(lean.Steps) != len(full.Steps) || lean.Overall.Metrics != full.Overall.Metrics {
-		t.Fatal("NoTokens changed the request or step analysis")
+		t.Fatal("RequestsOnly changed the request or step analysis")
 	}
 }

@@ -74,7 +74,7 @@ func runExport(ctx context.Context, opts *ExportOptions) error {
 	if opts.Perfetto == "" {
 		return usageErrorf("nothing to export: give --perfetto FILE (Parquet tables will come later)")
 	}
-	a, err := analyzeInputs(ctx, opts.factory, opts.Inputs, pipelineOptions{Reference: opts.Reference, Decoders: opts.Decoders, NoTokens: true, Tenants: tenantOptions{Skip: true}})
+	a, err := analyzeInputs(ctx, opts.factory, opts.Inputs, pipelineOptions{Reference: opts.Reference, Decoders: opts.Decoders, RequestsOnly: true, Tenants: tenantOptions{Skip: true}})
 	if err != nil {
 		return err
 	}

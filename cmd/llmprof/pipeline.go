@@ -20,8 +20,9 @@ type pipelineOptions struct {
 	// Reference names the clock domain to align onto ("" = the first
 	// source with OTLP spans).
 	Reference string
-	// NoTokens skips the token summary (commands that do not show it).
-	NoTokens bool
+	// RequestsOnly skips the GPU section and the token summary (commands that
+	// do not show them).
+	RequestsOnly bool
 	// Decoders replaces the Factory's decoders (tests).
 	Decoders []ingest.Decoder
 	// Tenants configures the tenant causal regression, which runs when the
@@ -48,8 +49,6 @@ type pipelineResult struct {
 	Trace *ingest.Trace
 	Align *align.Result
 	Attr  *attribution.Result
-	// GPU is the GPU section (nil without GPU ops).
-	GPU *attribution.GPU
 	// Tenants is nil when the tenant regression did not run; TenantsNote
 	// then says why.
 	Tenants     *causal.Result
@@ -69,11 +68,8 @@ func analyzeInputs(ctx context.Context, f *Factory, paths []string, opts pipelin
 		return nil, &UsageError{fmt.Errorf("alignment: %w", err)}
 	}
 	res := attribution.Analyze(t, attribution.Options{TenantKey: opts.TenantKey, SLO: opts.SLO, StallThreshold: opts.Stall,
-		Alignment: ar, NoTokens: opts.NoTokens})
+		Alignment: ar, RequestsOnly: opts.RequestsOnly})
 	out := &pipelineResult{Trace: t, Align: ar, Attr: res}
-	if len(t.GPUOps) > 0 {
-		out.GPU = attribution.AnalyzeGPU(t, attribution.DefaultGPUOptions)
-	}
 	if !opts.Tenants.Skip {
 		out.Tenants, out.TenantsNote, err = tenantRegression(t, res, opts)
 		if err != nil {

@@ -99,7 +99,7 @@ func runTenants(ctx context.Context, f *Factory, opts *TenantsOptions) error {
 		}
 		to.Pids[uint32(n)] = strings.TrimSpace(tenant)
 	}
-	a, err := analyzeInputs(ctx, f, opts.Inputs, pipelineOptions{TenantKey: opts.TenantKey, NoTokens: true, Tenants: to})
+	a, err := analyzeInputs(ctx, f, opts.Inputs, pipelineOptions{TenantKey: opts.TenantKey, RequestsOnly: true, Tenants: to})
 	if err != nil {
 		return err
 	}

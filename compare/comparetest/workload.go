@@ -32,8 +32,8 @@ type Workload struct {
 	NeighbourMS float64
 	// QueueFactor multiplies queueing time; default 1.
 	QueueFactor float64
-	// NoTokens leaves out the token-level breakdown (stock vLLM).
-	NoTokens bool
+	// RequestsOnly leaves out the token-level breakdown (stock vLLM).
+	RequestsOnly bool
 }
 
 // decodeMS is the reference time per decode token in each token bucket. A
@@ -97,7 +97,7 @@ func (w Workload) Run() compare.Run {
 		}
 		return m[k]
 	}
-	if !w.NoTokens {
+	if !w.RequestsOnly {
 		// Every bucket exists; those a token never touches stay zero.
 		r.Tokens = map[string]compare.Series{}
 		r.FirstToken = map[string]compare.Series{}
@@ -116,7 +116,7 @@ func (w Workload) Run() compare.Run {
 		prefill := 40 * speed * math.Exp(rng.NormFloat64()*0.1)
 		ttft := queue + tokenize + prefill
 		// First token: queue, then the prefill's kernels.
-		if !w.NoTokens {
+		if !w.RequestsOnly {
 			r.FirstToken["queue"][i] = queue
 			r.FirstToken["other"][i] = tokenize
 			for b, share := range prefillShare {
@@ -166,7 +166,7 @@ func (w Workload) Run() compare.Run {
 		col(r.Stages, "decode")[i] = decode
 		col(r.Stages, "detokenize")[i] = detok
 		col(r.Stages, "stream")[i] = stream
-		if !w.NoTokens {
+		if !w.RequestsOnly {
 			for b, v := range r.FirstToken {
 				r.Tokens[b][i] = v[i]
 			}
