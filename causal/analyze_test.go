@@ -231,7 +231,7 @@ func TestResultJSONContract(t *testing.T) {
 	}
 }
 
-// Golden file of a whole result (go test -update rewrites it; review the
+// Golden file of a whole result (LLMPROF_UPDATE_GOLDEN=1 go test rewrites it; review the
 // diff): a smaller run with A → B, and D on its own MIG instance.
 func TestResultGolden(t *testing.T) {
 	cfg := defaultSim(11)

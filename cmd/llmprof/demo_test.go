@@ -13,7 +13,7 @@ import (
 var demoArgs = []string{"demo", "--duration", "10s", "--nsys", "2s", "--gzip"}
 
 // TestDemoFixtureUpToDate regenerates the committed demo run: the same seed
-// must write the same bytes, so the fixture is reproducible (and -update
+// must write the same bytes, so the fixture is reproducible (and LLMPROF_UPDATE_GOLDEN=1
 // rewrites it after a deliberate change to the simulator).
 func TestDemoFixtureUpToDate(t *testing.T) {
 	dir := t.TempDir()
@@ -37,10 +37,10 @@ func TestDemoFixtureUpToDate(t *testing.T) {
 		}
 		want, err := os.ReadFile(filepath.Join(fixture, name))
 		if err != nil {
-			t.Fatalf("%v (run the test with -update)", err)
+			t.Fatalf("%v (run with LLMPROF_UPDATE_GOLDEN=1)", err)
 		}
 		if !bytes.Equal(got, want) {
-			t.Errorf("testdata/demo/%s is not what `llmprof %v` writes now; rerun with -update if the change is deliberate", name, demoArgs)
+			t.Errorf("testdata/demo/%s is not what `llmprof %v` writes now; rerun with LLMPROF_UPDATE_GOLDEN=1 if the change is deliberate", name, demoArgs)
 		}
 	}
 }

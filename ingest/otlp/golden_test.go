@@ -3,7 +3,6 @@ package otlp_test
 import (
 	"bytes"
 	"context"
-	"flag"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,9 +14,8 @@ import (
 	"github.com/llmprof/llmprof/ingest"
 	"github.com/llmprof/llmprof/ingest/otlp"
 	"github.com/llmprof/llmprof/ingest/otlp/otlptest"
+	"github.com/llmprof/llmprof/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 // encoding is one form of the fixture, with the Source.Format it must be
 // recognized as.
@@ -89,11 +87,11 @@ func dump(t *testing.T, tr *ingest.Trace, opts ingest.DumpOptions) string {
 	return buf.String()
 }
 
-// checkGolden compares got with testdata/name, or rewrites it under -update.
+// checkGolden compares got with testdata/name, or rewrites it under LLMPROF_UPDATE_GOLDEN=1.
 func checkGolden(t *testing.T, name, got string) {
 	t.Helper()
 	path := filepath.Join("testdata", name)
-	if *update {
+	if golden.Update() {
 		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -101,10 +99,10 @@ func checkGolden(t *testing.T, name, got string) {
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
+		t.Fatalf("%v (run with LLMPROF_UPDATE_GOLDEN=1 to create it)", err)
 	}
 	if got != string(want) {
-		t.Errorf("dump differs from %s (go test -update rewrites it):\n%s", path, lineDiff(string(want), got))
+		t.Errorf("dump differs from %s (LLMPROF_UPDATE_GOLDEN=1 rewrites it):\n%s", path, lineDiff(string(want), got))
 	}
 }
 

@@ -1,6 +1,13 @@
 // Package golden compares test output with files under testdata/, and
-// rewrites them when the tests run with -update (review the diff, then
-// commit).
+// rewrites them when LLMPROF_UPDATE_GOLDEN=1 is set in the environment
+// (review the diff, then commit):
+//
+//	LLMPROF_UPDATE_GOLDEN=1 go test ./...
+//
+// An environment variable rather than a -update flag: `go test ./... -update`
+// fails in every package that does not define the flag, and the variable
+// reaches every test binary of one run. The flag is still accepted in the
+// packages that import this one.
 package golden
 
 import (
@@ -12,16 +19,22 @@ import (
 	"testing"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files under testdata/")
+var update = flag.Bool("update", false, "rewrite golden files under testdata/ (same as LLMPROF_UPDATE_GOLDEN=1)")
 
-// Update reports whether -update was given.
-func Update() bool { return *update }
+// Update reports whether golden files are to be rewritten: LLMPROF_UPDATE_GOLDEN
+// is set and not empty or "0", or -update was given.
+func Update() bool {
+	if v := os.Getenv("LLMPROF_UPDATE_GOLDEN"); v != "" && v != "0" {
+		return true
+	}
+	return *update
+}
 
 // Check compares got with the golden file at path (relative to the test's
 // package directory), or writes it under -update.
 func Check(t testing.TB, path string, got []byte) {
 	t.Helper()
-	if *update {
+	if Update() {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -32,10 +45,10 @@ func Check(t testing.TB, path string, got []byte) {
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("golden file %s: %v (run the test with -update to create it)", path, err)
+		t.Fatalf("golden file %s: %v (run with LLMPROF_UPDATE_GOLDEN=1 to create it)", path, err)
 	}
 	if !bytes.Equal(got, want) {
-		t.Errorf("output differs from %s (run with -update to accept):\n%s", path, diff(want, got))
+		t.Errorf("output differs from %s (run with LLMPROF_UPDATE_GOLDEN=1 to accept):\n%s", path, diff(want, got))
 	}
 }
 
