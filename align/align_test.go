@@ -159,8 +159,8 @@ func checkMirrorsInside(t *testing.T, tr *ingest.Trace, bound int64) {
 		if n.Origin != ingest.OriginNVTX {
 			continue
 		}
-		k := parseMirrorKey(tr.Str(n.Name))
-		o := spans[k.span]
+		k := ingest.ParseMirror(tr.Str(n.Name))
+		o := spans[k.Span]
 		if o == nil {
 			continue
 		}

@@ -66,9 +66,9 @@ func (al *aligner) findMirrors() []mirror {
 	t := al.t
 	type keyed struct {
 		idx int32
-		key mirrorKey
+		key ingest.Mirror
 	}
-	cache := map[ingest.StrID]mirrorKey{}
+	cache := map[ingest.StrID]ingest.Mirror{}
 	var list []keyed
 	wantReq, wantStep := map[string]bool{}, map[string]bool{}
 	haveSpanIDs := false
@@ -79,18 +79,18 @@ func (al *aligner) findMirrors() []mirror {
 		}
 		k, ok := cache[s.Name]
 		if !ok {
-			k = parseMirrorKey(t.Str(s.Name))
+			k = ingest.ParseMirror(t.Str(s.Name))
 			cache[s.Name] = k
 		}
-		switch k.kind {
-		case keyNone:
+		switch k.Kind {
+		case ingest.MirrorNone:
 			continue
-		case keySpanID:
+		case ingest.MirrorSpanID:
 			haveSpanIDs = true
-		case keyRequest:
-			wantReq[k.id] = true
-		case keyStep:
-			wantStep[k.id] = true
+		case ingest.MirrorRequest:
+			wantReq[k.ID] = true
+		case ingest.MirrorStep:
+			wantStep[k.ID] = true
 		}
 		list = append(list, keyed{int32(i), k})
 	}
@@ -120,23 +120,23 @@ func (al *aligner) findMirrors() []mirror {
 			}
 		}
 		if len(wantStep) > 0 {
-			if v, ok := spanKeyValue(t, s, stepKeys); ok && wantStep[normalizeStep(v)] {
-				byStep[normalizeStep(v)] = append(byStep[normalizeStep(v)], int32(i))
+			if v, ok := spanKeyValue(t, s, stepKeys); ok && wantStep[ingest.NormalizeStep(v)] {
+				byStep[ingest.NormalizeStep(v)] = append(byStep[ingest.NormalizeStep(v)], int32(i))
 			}
 		}
 	}
 	var out []mirror
 	for _, k := range list {
 		otlp := int32(-1)
-		switch k.key.kind {
-		case keySpanID:
-			if j, ok := byID[k.key.span]; ok {
+		switch k.key.Kind {
+		case ingest.MirrorSpanID:
+			if j, ok := byID[k.key.Span]; ok {
 				otlp = j
 			}
-		case keyRequest:
-			otlp = al.pickUnique(byReq[k.key.id], requestSpanNames)
-		case keyStep:
-			otlp = al.pickUnique(byStep[k.key.id], stepSpanNames)
+		case ingest.MirrorRequest:
+			otlp = al.pickUnique(byReq[k.key.ID], requestSpanNames)
+		case ingest.MirrorStep:
+			otlp = al.pickUnique(byStep[k.key.ID], stepSpanNames)
 		}
 		if otlp == -1 {
 			continue

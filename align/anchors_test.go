@@ -10,47 +10,6 @@ import (
 	"github.com/llmprof/llmprof/ingest"
 )
 
-func TestParseMirrorKey(t *testing.T) {
-	cases := []struct {
-		text string
-		want mirrorKey
-	}{
-		{"span_id=00f067aa0ba902b7", mirrorKey{kind: keySpanID, span: ingest.SpanID{0x00, 0xf0, 0x67, 0xaa, 0x0b, 0xa9, 0x02, 0xb7}}},
-		{"prefill span_id=00F067AA0BA902B7 tenant=a", mirrorKey{kind: keySpanID, span: ingest.SpanID{0x00, 0xf0, 0x67, 0xaa, 0x0b, 0xa9, 0x02, 0xb7}}},
-		{"decode(span_id=00f067aa0ba902b7)", mirrorKey{kind: keySpanID, span: ingest.SpanID{0x00, 0xf0, 0x67, 0xaa, 0x0b, 0xa9, 0x02, 0xb7}}},
-		{"span_id=00f067aa0ba902b", mirrorKey{}},                                         // 15 digits
-		{"span_id=00f067aa0ba902b7ff", mirrorKey{}},                                      // 18 digits
-		{"span_id=0000000000000000", mirrorKey{}},                                        // the absent ID
-		{"myspan_id=00f067aa0ba902b7", mirrorKey{}},                                      // not at a word start
-		{"request_id=cmpl-42,step=7", mirrorKey{kind: keyRequest, id: "cmpl-42"}},        // request ID beats step
-		{"span_id=zz request_id=r1", mirrorKey{kind: keyRequest, id: "r1"}},              // bad span ID falls through
-		{"step=007", mirrorKey{kind: keyStep, id: "7"}},                                  // leading zeros
-		{"step=000", mirrorKey{kind: keyStep, id: "0"}},                                  // zero
-		{"step=7b", mirrorKey{}},                                                         // not a number
-		{"forward", mirrorKey{}},                                                         // no key
-		{"", mirrorKey{}},                                                                // empty
-		{"request_id=", mirrorKey{}},                                                     // empty value
-		{"x request_id=\"abc\"", mirrorKey{}},                                            // value starts with a delimiter
-		{"x; request_id=abc|more", mirrorKey{kind: keyRequest, id: "abc"}},               // delimiters
-		{"step=1 span_id=0123456789abcdef", mirrorKey{kind: keySpanID, span: spanID(t)}}, // span ID wins
-	}
-	for _, tc := range cases {
-		t.Run(tc.text, func(t *testing.T) {
-			if got := parseMirrorKey(tc.text); got != tc.want {
-				t.Errorf("parseMirrorKey(%q) = %+v, want %+v", tc.text, got, tc.want)
-			}
-		})
-	}
-}
-
-func spanID(t *testing.T) ingest.SpanID {
-	var id ingest.SpanID
-	if !decodeHex(id[:], "0123456789abcdef") {
-		t.Fatal("decodeHex")
-	}
-	return id
-}
-
 // TestAlignClockPairs: a capture's monotonic clock with bracketed clock pairs
 // every 10 s (widths 0.2–5 µs, 5% slow reads of 1 ms) is fitted to within the
 // bracket widths, and the bound holds at every sample.
@@ -244,7 +203,7 @@ func TestAlignRequestAndStepKeys(t *testing.T) {
 		if s.Origin != ingest.OriginNVTX {
 			continue
 		}
-		o := otlpByID[parseMirrorKey(tr.Str(s.Name)).span]
+		o := otlpByID[ingest.ParseMirror(tr.Str(s.Name)).Span]
 		if v, ok := tr.AttrString(o.Attrs, "llm.request.id"); ok {
 			s.Name = tr.Strings.Intern("request_id=" + v)
 		} else if v, ok := tr.Attr(o.Attrs, "llm.step.id"); ok && v.Int()%2 == 0 {

@@ -1,10 +1,8 @@
 package attribution
 
 import (
-	"encoding/hex"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/llmprof/llmprof/ingest"
 )
@@ -157,10 +155,13 @@ func stepOps(t *ingest.Trace, steps []Step, engines []Engine, launchCalls func()
 			continue
 		}
 		text := t.Str(s.Name)
-		if id, ok := mirroredSpanID(text); ok {
-			bySpanID[id] = i
-		} else if n, ok := mirroredStep(text); ok {
-			byStepNo[n] = append(byStepNo[n], i)
+		switch m := ingest.ParseMirror(text); m.Kind {
+		case ingest.MirrorSpanID:
+			bySpanID[m.Span] = i
+		case ingest.MirrorStep:
+			if n, ok := m.Step(); ok {
+				byStepNo[n] = append(byStepNo[n], i)
+			}
 		}
 	}
 	// CUDA API calls per thread, by start; ops by (pid, correlation).
@@ -256,38 +257,4 @@ func compareInt64(a, b int64) int {
 		return 1
 	}
 	return 0
-}
-
-// mirroredSpanID extracts the span ID from NVTX text carrying
-// "span_id=<16 hex>".
-func mirroredSpanID(text string) (ingest.SpanID, bool) {
-	var id ingest.SpanID
-	i := strings.Index(text, "span_id=")
-	if i < 0 || len(text) < i+8+16 {
-		return id, false
-	}
-	if _, err := hex.Decode(id[:], []byte(text[i+8:i+8+16])); err != nil {
-		return id, false
-	}
-	return id, true
-}
-
-// mirroredStep extracts n from NVTX text carrying "step=<n>" (or "step <n>"
-// at the start, as vLLM's profiler ranges read).
-func mirroredStep(text string) (int64, bool) {
-	rest, ok := "", false
-	if i := strings.Index(text, "step="); i >= 0 {
-		rest, ok = text[i+5:], true
-	} else if strings.HasPrefix(text, "step ") {
-		rest, ok = text[5:], true
-	}
-	if !ok {
-		return 0, false
-	}
-	end := 0
-	for end < len(rest) && rest[end] >= '0' && rest[end] <= '9' {
-		end++
-	}
-	n, err := strconv.ParseInt(rest[:end], 10, 64)
-	return n, err == nil
 }
