@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -36,10 +37,42 @@ idle gaps and other tenants.`),
 	root.SetErr(f.IO.ErrOut)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &UsageError{err} })
 	root.CompletionOptions.HiddenDefaultCmd = true
+	root.SuggestionsMinimumDistance = 2
+	// With Args set, cobra hands unknown words to the root instead of
+	// returning its own untyped "unknown command" error.
+	root.Args = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return nil
+		}
+		msg := fmt.Sprintf("unknown command %q for %q", args[0], cmd.CommandPath())
+		if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+			msg += "; did you mean " + strings.Join(s, " or ") + "?"
+		}
+		return usageErrorf("%s", msg)
+	}
+	root.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 	for _, add := range commands {
-		root.AddCommand(add(f))
+		root.AddCommand(typedArgs(add(f)))
 	}
 	return root
+}
+
+// typedArgs makes the argument-count errors of cmd and its subcommands
+// usage errors where they arise, so that the exit code never depends on the
+// wording of an error.
+func typedArgs(cmd *cobra.Command) *cobra.Command {
+	if check := cmd.Args; check != nil {
+		cmd.Args = func(c *cobra.Command, args []string) error {
+			if err := check(c, args); err != nil {
+				return &UsageError{err}
+			}
+			return nil
+		}
+	}
+	for _, sub := range cmd.Commands() {
+		typedArgs(sub)
+	}
+	return cmd
 }
 
 // commands lists the subcommand constructors; each lives in its own file.
@@ -60,20 +93,5 @@ func Main(ctx context.Context, args []string, io *IOStreams) int {
 	root := NewCmdRoot(f)
 	root.SetArgs(args)
 	_, err := root.ExecuteContextC(ctx)
-	if err != nil && isCobraUsageError(err) {
-		err = &UsageError{err}
-	}
 	return exitCode(err, io.ErrOut)
-}
-
-// isCobraUsageError recognizes the errors cobra returns for unknown commands
-// and wrong argument counts, which it does not type.
-func isCobraUsageError(err error) bool {
-	msg := err.Error()
-	for _, p := range []string{"unknown command", "unknown flag", "unknown shorthand", "accepts ", "requires at least", "requires at most", "received ", "invalid argument"} {
-		if strings.Contains(msg, p) {
-			return true
-		}
-	}
-	return false
 }
