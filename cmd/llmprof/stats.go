@@ -25,6 +25,8 @@ type StatsOptions struct {
 	Files []string
 	// Format is text (default), csv or json.
 	Format string
+	// Output is the file to write instead of stdout (written atomically).
+	Output string
 }
 
 // NewCmdStats builds the stats command.
@@ -54,7 +56,7 @@ to 0.1.`),
 		Example: strings.Trim(`
   llmprof stats cuda_gpu_kern_sum report1.sqlite
   llmprof stats cuda_gpu_kern_sum:base report1.sqlite report2.sqlite
-  llmprof stats nvtx_sum --format csv report1.sqlite > nvtx.csv
+  llmprof stats nvtx_sum --format csv -o nvtx.csv report1.sqlite
   llmprof stats nvtx_gpu_proj_trace --format json report1.sqlite | jq '.files[0].rows[0]'`, "\n"),
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -63,6 +65,7 @@ to 0.1.`),
 		},
 	}
 	cmd.Flags().StringVar(&opts.Format, "format", "text", "output format: text, csv or json")
+	cmd.Flags().StringVarP(&opts.Output, "output", "o", "", "write the report to `FILE` instead of stdout")
 	return cmd
 }
 
@@ -94,7 +97,7 @@ func runStats(cmd *cobra.Command, opts *StatsOptions) error {
 		}
 		results = append(results, statsResult{path: path, table: report.Run(t, ropts), warnings: t.Warnings.List})
 	}
-	return render(opts.IO.Out, report, results)
+	return writeOutput(opts.IO, opts.Output, func(w io.Writer, _ bool) error { return render(w, report, results) })
 }
 
 var statsRenderers = map[string]func(io.Writer, *nsys.Report, []statsResult) error{

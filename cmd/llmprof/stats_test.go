@@ -102,3 +102,21 @@ func TestStatsHelpListsReports(t *testing.T) {
 		t.Errorf("help has no example:\n%s", out)
 	}
 }
+
+// -o writes the same bytes as stdout, into the named file.
+func TestStatsOutputFile(t *testing.T) {
+	file := shareddata.Path(t, "testdata/nsys/nvidia-fuser-report1-nsys2025.1.1.sqlite")
+	_, want, _ := runLLMProf(t, "stats", "cuda_api_sum", "--format", "csv", file)
+	out := filepath.Join(t.TempDir(), "api.csv")
+	code, stdout, errOut := runLLMProf(t, "stats", "cuda_api_sum", "--format", "csv", "-o", out, file)
+	if code != 0 || stdout != "" {
+		t.Fatalf("exit %d, stdout %q: %s", code, stdout, errOut)
+	}
+	got, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != want || want == "" {
+		t.Errorf("-o wrote %d bytes, stdout had %d", len(got), len(want))
+	}
+}
