@@ -37,7 +37,7 @@ type Options struct {
 	// side; fewer are outliers, not a step.
 	MinSegmentAnchors int `json:"min_segment_anchors"`
 	// MinDriftSpanNs: when a segment's soft anchors span less time than
-	// this, drift is not identified and is fixed at zero (statistics.md A.4
+	// this, drift is not identified and is fixed at zero (docs/statistics.md A.4
 	// 2c); the guaranteed bound still allows any drift up to MaxDriftPPM.
 	MinDriftSpanNs int64 `json:"min_drift_span_ns"`
 	// MaxSteps bounds the clock steps found per domain.
@@ -120,7 +120,7 @@ func (c AnchorCounts) String() string {
 	return strings.Join(parts, ", ")
 }
 
-// Fit is the alignment of one clock domain (DESIGN §11 `alignment[]`):
+// Fit is the alignment of one clock domain (docs/design.md §11 `alignment[]`):
 // t_ref = t + offset + drift·(t − center). Figures that the anchors do not
 // support are nil rather than zero, so that no report shows false precision.
 type Fit struct {
@@ -223,7 +223,7 @@ type Result struct {
 	// Fits has one entry per clock domain with records, reference first.
 	Fits []Fit `json:"alignment"`
 	// Causality counts GPU ops that start before their launching API call,
-	// after alignment (statistics.md A.6).
+	// after alignment (docs/statistics.md A.6).
 	Causality Causality `json:"causality"`
 
 	bySource []int

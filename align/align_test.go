@@ -69,7 +69,7 @@ func abs64(x int64) int64 {
 	return x
 }
 
-// TestAlignAcceptance is the Done-when table of issue 4 / DESIGN §6: with 200
+// TestAlignAcceptance is the Done-when table of issue 4 / docs/design.md §6: with 200
 // matched pairs under 50 µs jitter, offsets up to ±10 s and drift up to ±200
 // ppm, the fitted offset is within 20 µs and the drift within 2 ppm of the
 // truth, and the guaranteed bound contains the truth (its assumptions hold
@@ -464,7 +464,7 @@ func TestAlignBrokenContainment(t *testing.T) {
 // offsets, drifts, jitters, run lengths, pair counts and (in a third of the
 // seeds) a clock step — and checks the deterministic promise: whenever the
 // assumptions hold, the truth lies inside the guaranteed interval at every
-// anchor, for 100% of seeds (statistics.md A.5).
+// anchor, for 100% of seeds (docs/statistics.md A.5).
 func TestAlignBoundCoverage(t *testing.T) {
 	seeds := 1000
 	if testing.Short() {

@@ -2,7 +2,7 @@ package align
 
 import "github.com/llmprof/llmprof/ingest"
 
-// Causality is the clock condition of a GPU trace (statistics.md A.6, after
+// Causality is the clock condition of a GPU trace (docs/statistics.md A.6, after
 // Scalasca's check of message order): a GPU op cannot start before the CUDA
 // API call that launched it starts, and a span event lies inside its span.
 // Within one nsys export both sides are on one clock already, so a violation

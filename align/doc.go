@@ -15,7 +15,7 @@
 //	t_ref = t + offset + drift·(t − center)
 //
 // from the anchors that relate it to domains already aligned, strongest
-// first (DESIGN §6; statistics.md part A):
+// first (docs/design.md §6; docs/statistics.md part A):
 //
 //  1. clock-pair snapshots (ingest.AnchorClockPair): a bracketed read, the
 //     reference instant lies in [RefLow, RefHigh] — two hard bounds and a

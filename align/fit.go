@@ -53,7 +53,7 @@ type anchorSet struct {
 	partnerUnknown bool
 }
 
-// rank orders domains by the strength of their anchors (DESIGN §6): clock
+// rank orders domains by the strength of their anchors (docs/design.md §6): clock
 // pairs, then hard causal bounds, then matched events, then sequences.
 func (s *anchorSet) rank() (int, int) {
 	c := s.counts
@@ -172,7 +172,7 @@ func (f *fitter) fit(set *anchorSet) ([]segmentFit, error) {
 
 // frame picks a segment's centre (median anchor time) and coarse offset a0
 // (median y − x), exactly in int64, so that the float64 arithmetic of the fit
-// only ever sees small numbers (statistics.md A.4: int64 ns ± float64 loses
+// only ever sees small numbers (docs/statistics.md A.4: int64 ns ± float64 loses
 // precision beyond 2^53 ns).
 func frame(pts []point, hard []hardBound) (center, a0 int64) {
 	var xs, ds []int64
@@ -325,7 +325,7 @@ func (f *fitter) estimate(s *segmentFit, pts []point, u, r []float64) ([]point, 
 }
 
 // solve fits the line through the soft anchors: weighted least squares on
-// bracket midpoints when there are brackets (statistics.md A.4 2a, dropping
+// bracket midpoints when there are brackets (docs/statistics.md A.4 2a, dropping
 // the widest 10% as the Intel Trace Collector does), else Theil–Sen on the
 // matched events (2c). With less than MinDriftSpan of leverage the drift is
 // poorly identified and is fixed at zero (2c) — unless the anchors plainly
@@ -471,7 +471,7 @@ func (f *fitter) feasibleSplit(hs []halfPlane, d float64) (int, bool) {
 }
 
 // dropViolators removes the constraints the estimate violates most (at most
-// 1% of them, statistics.md A.4 step 1) and intersects the rest.
+// 1% of them, docs/statistics.md A.4 step 1) and intersects the rest.
 func dropViolators(hs []halfPlane, est vertex, dmax float64) (polygon, int) {
 	limit := len(hs) / 100
 	if limit == 0 {

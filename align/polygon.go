@@ -4,7 +4,7 @@ import "math"
 
 // The hard anchors of a segment confine the unknown line r(u) = a + d·u to a
 // convex polygon in the (a, d) plane: every one-sided bound "r(u_i) ≥ c_i" or
-// "r(u_i) ≤ c_i" is a half-plane (Duda et al., ICDCS 1987; statistics.md
+// "r(u_i) ≤ c_i" is a half-plane (Duda et al., ICDCS 1987; docs/statistics.md
 // A.4 step 1). Here r is the reference time minus the local time minus a
 // segment constant a0, in ns; u is local time minus the segment centre, in
 // seconds; so a is an offset in ns and d a drift in ns per second (1 ppm =
@@ -210,7 +210,7 @@ func (p polygon) project(v vertex, scale float64) vertex {
 
 // centroid is the area centroid of the polygon (the vertex mean for a
 // degenerate one): the point estimate when hard bounds on both sides are all
-// there is (statistics.md A.4 step 2b, "or (simpler)" the centre of P).
+// there is (docs/statistics.md A.4 step 2b, "or (simpler)" the centre of P).
 func (p polygon) centroid() vertex {
 	var area, ca, cd float64
 	n := len(p)

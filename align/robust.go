@@ -9,7 +9,7 @@ import (
 
 // weightedLine fits r = a + d·u by weighted least squares (weights w); with
 // fixDrift it fits the weighted mean offset only. Used on bracket midpoints,
-// weighted 1/width² (statistics.md A.4 step 2a).
+// weighted 1/width² (docs/statistics.md A.4 step 2a).
 func weightedLine(u, r, w []float64, fixDrift bool) (a, d float64) {
 	var sw, su, sr float64
 	for i := range u {

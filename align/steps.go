@@ -11,7 +11,7 @@ import (
 // (settimeofday, an NTP step, a VM migration): places where the residuals of
 // the soft anchors, sorted by time, jump to a new level and stay there for at
 // least MinSegmentAnchors anchors on each side. It is binary segmentation
-// (statistics.md A.4 step 0, after Paxson, SIGMETRICS 1998) with a robust
+// (docs/statistics.md A.4 step 0, after Paxson, SIGMETRICS 1998) with a robust
 // jump statistic: the difference of the medians of the k anchors after and
 // the k before a candidate split, k = MinSegmentAnchors. A jump counts when it
 // exceeds max(10·scale, StepMinNs), where scale is the median absolute first

@@ -16,7 +16,7 @@ import (
 //	M(x) = x + offset + drift·(x − x0) (+ step for x ≥ stepAt)
 //
 // The NVTX range lies inside its span: each end is pulled in by U(0, jitter)
-// on the reference clock (statistics.md A.5: the soft-match bias), so the
+// on the reference clock (docs/statistics.md A.5: the soft-match bias), so the
 // containment bounds hold and the truth must lie inside the guaranteed
 // interval. With symmetric jitter the ends move by N(0, jitter/2) either way
 // and the containment assumption is broken on purpose.

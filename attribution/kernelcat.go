@@ -8,7 +8,7 @@ import (
 )
 
 // KernelCategory is what a GPU op does, at the level a latency breakdown
-// needs (DESIGN §7): the token-level buckets gpu_<category>_ns and the
+// needs (docs/design.md §7): the token-level buckets gpu_<category>_ns and the
 // report's gpu.kernel_categories[] use these.
 type KernelCategory uint8
 

@@ -11,17 +11,17 @@ import (
 
 // The normalization table: for each concept llmprof needs, the attribute keys
 // that carry it in the servers and SDKs in use, in priority order (the first
-// present wins). Sources: ../shared/docs/otlp-inputs.md §1–§3 (vLLM
+// present wins). Sources: docs/otlp-inputs.md §1–§3 (vLLM
 // vllm/tracing.py and v1/engine/output_processor.py, SGLang trace.py, TGI
 // router server.rs, Triton tracer.cc, OTel GenAI semantic conventions,
-// OpenLIT, OpenLLMetry, OpenInference, Langfuse) and DESIGN §5 for llm.*.
+// OpenLIT, OpenLLMetry, OpenInference, Langfuse) and docs/design.md §5 for llm.*.
 //
 // Durations are in float seconds unless the key is listed in durationStrings
 // (TGI records Rust Duration Debug strings such as "12.345ms").
 var (
 	keyRequestID = []string{"llm.request.id", "gen_ai.request.id", "gen_ai.response.id", "triton.request_id", "rid", "request_id"}
 	keyModel     = []string{"llm.model_id", "gen_ai.response.model", "gen_ai.request.model", "triton.model_name", "llm.model_name", "langfuse.observation.model.name"}
-	// Default tenant search (DESIGN §5); --tenant-key replaces it.
+	// Default tenant search (docs/design.md §5); --tenant-key replaces it.
 	keyTenant = []string{"llm.tenant", "tenant.id", "enduser.id"}
 
 	keyInputTokens  = []string{"llm.input_length", "gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt", "llm.usage.prompt_tokens", "x-prompt-tokens"}

@@ -8,7 +8,7 @@ import (
 	"github.com/llmprof/llmprof/ingest"
 )
 
-// Bucket is a token-level latency bucket (DESIGN §7). The buckets of a token
+// Bucket is a token-level latency bucket (docs/design.md §7). The buckets of a token
 // are disjoint and sum exactly to its interval.
 type Bucket uint8
 

@@ -189,7 +189,7 @@ func TestJudge(t *testing.T) {
 	}
 }
 
-// The JSON a CI job parses: the DESIGN §11 keys of tenants.pairs[] are there,
+// The JSON a CI job parses: the docs/design.md §11 keys of tenants.pairs[] are there,
 // missing figures are null, and the result reads back.
 func TestResultJSONContract(t *testing.T) {
 	reqs, l, tm := prepared(defaultSim(3))

@@ -28,7 +28,7 @@ const (
 )
 
 // DefaultTenantKeys are the resource attributes that name a process's tenant,
-// in order (DESIGN §5).
+// in order (docs/design.md §5).
 var DefaultTenantKeys = []string{"llm.tenant", "tenant.id", "enduser.id", "service.name"}
 
 // MapOptions configures MapTenants.

@@ -13,7 +13,7 @@ import (
 )
 
 // BlockAuto selects the moving-block bootstrap with blocks of ⌈n^⅓⌉
-// consecutive requests (statistics.md C.2).
+// consecutive requests (docs/statistics.md C.2).
 const BlockAuto = -1
 
 // Options tune Compare. Start from DefaultOptions; the JSON tags are the
@@ -575,7 +575,7 @@ func (c *comparison) shiftMetric(w *work, xb, xc []float64) {
 	m.Significant = u.P <= alpha
 	raw := HodgesLehmann(sb, sc, alpha)
 	m.Delta, m.CILow, m.CIHigh = raw.Estimate, raw.Low, raw.High
-	ares := math.Sqrt(math.Pi / 3) // 1/√ARE of U vs t under normality (statistics.md C.2)
+	ares := math.Sqrt(math.Pi / 3) // 1/√ARE of U vs t under normality (docs/statistics.md C.2)
 	seRaw := ares * math.Sqrt(variance(sb)/float64(len(sb))+variance(sc)/float64(len(sc)))
 	m.MDE = (c.za + c.zb) * seRaw
 	logScale := allPositive(sb, sc)
@@ -671,7 +671,7 @@ func (c *comparison) bootMetric(w *work, pb, pc float64, repsB, repsC []float64)
 
 // minBootstrapN is the fewest units per side for which a percentile
 // bootstrap interval of a mean or a ratio of sums is trusted in a verdict.
-// statistics.md C.2 warns below 20; on skewed data (5% of requests 3–10×
+// docs/statistics.md C.2 warns below 20; on skewed data (5% of requests 3–10×
 // slower) the one-sided error of the mean's interval measured 5% at n = 20
 // and 4% at 50 against a nominal 2.5%, so the floor is 50.
 const minBootstrapN = 50
@@ -863,7 +863,7 @@ func rateNumerator(rate string, r *Run) float64 {
 
 // computeRunLevel treats each run as one observation: every metric becomes
 // a per-run value and the two sets of runs are compared with the U test,
-// Hodges–Lehmann and Moses (statistics.md C.2, "replication unit first").
+// Hodges–Lehmann and Moses (docs/statistics.md C.2, "replication unit first").
 func (c *comparison) computeRunLevel(specs []spec) {
 	for _, s := range specs {
 		vb, vc := c.perRun(c.base, s), c.perRun(c.cand, s)

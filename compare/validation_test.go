@@ -1,6 +1,6 @@
 package compare_test
 
-// Synthetic validation of the gate's statistics (statistics.md C.3): every
+// Synthetic validation of the gate's statistics (docs/statistics.md C.3): every
 // sweep draws samples with a known truth from fixed seeds, runs the real
 // Compare, and checks error rates, power and coverage. The sweeps use 300
 // bootstrap replicates instead of the default 2000 to keep the suite fast;

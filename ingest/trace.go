@@ -90,7 +90,7 @@ type ClockDomain struct {
 	Host string
 }
 
-// AnchorKind is the strength class of a clock anchor (DESIGN §6).
+// AnchorKind is the strength class of a clock anchor (docs/design.md §6).
 type AnchorKind uint8
 
 const (

@@ -8,7 +8,7 @@ import (
 	"unsafe"
 )
 
-// The model must hold ten million GPU ops in well under 1 GiB (DESIGN §3).
+// The model must hold ten million GPU ops in well under 1 GiB (docs/design.md §3).
 func TestGPUOpSize(t *testing.T) {
 	if got := unsafe.Sizeof(GPUOp{}); got > 72 {
 		t.Fatalf("GPUOp is %d bytes; 10 M of them must stay well under 1 GiB", got)

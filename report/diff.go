@@ -11,7 +11,7 @@ import (
 	"github.com/llmprof/llmprof/compare"
 )
 
-// DiffSchema is the version of `diff --format json` (DESIGN §11). Renaming
+// DiffSchema is the version of `diff --format json` (docs/design.md §11). Renaming
 // or removing a field bumps it; adding one does not.
 const DiffSchema = "llmprof.diff/v1"
 
@@ -36,7 +36,7 @@ func (o DiffOptions) top() int {
 }
 
 // diffDoc is the JSON document. Field names are the stable contract of
-// DESIGN §11: schema; metrics[] with name, baseline, candidate, delta_pct,
+// docs/design.md §11: schema; metrics[] with name, baseline, candidate, delta_pct,
 // ci_low_pct, ci_high_pct, p, mde_pct, verdict (gated metrics only) and
 // explanation[] of {bucket, delta_ms}; gate.verdict. The other fields are
 // additions. Numbers that do not exist (no interval, no p-value) are null.

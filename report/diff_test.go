@@ -86,7 +86,7 @@ func TestDiffGolden(t *testing.T) {
 	}
 }
 
-// TestDiffJSONContract checks the stable paths of DESIGN §11 on a parsed
+// TestDiffJSONContract checks the stable paths of docs/design.md §11 on a parsed
 // document, independent of the golden bytes.
 func TestDiffJSONContract(t *testing.T) {
 	var buf bytes.Buffer

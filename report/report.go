@@ -13,7 +13,7 @@ import (
 )
 
 // Schema is the version of the JSON report; renaming or removing a field
-// bumps it (DESIGN §11).
+// bumps it (docs/design.md §11).
 const Schema = "llmprof.report/v1"
 
 // Report is everything one `llmprof analyze` shows.
@@ -21,7 +21,7 @@ type Report struct {
 	Schema  string   `json:"schema"`
 	Version string   `json:"llmprof_version"`
 	Sources []Source `json:"sources"`
-	// Alignment has one fit per clock domain (DESIGN §11 alignment[]);
+	// Alignment has one fit per clock domain (docs/design.md §11 alignment[]);
 	// Causality counts GPU ops that start before their launch, after it.
 	Alignment   []align.Fit               `json:"alignment"`
 	Causality   *align.Causality          `json:"causality,omitempty"`
@@ -31,9 +31,9 @@ type Report struct {
 	KVCache     *attribution.KVCache      `json:"kv_cache,omitempty"`
 	ModelEvents []attribution.ModelEvent  `json:"model_events,omitempty"`
 	Tokens      *attribution.TokenSummary `json:"tokens,omitempty"`
-	// GPU is the GPU section (DESIGN §11 gpu.kernel_categories[]).
+	// GPU is the GPU section (docs/design.md §11 gpu.kernel_categories[]).
 	GPU *attribution.GPU `json:"gpu,omitempty"`
-	// Tenants is the tenant causal regression (DESIGN §11 tenants.pairs[]);
+	// Tenants is the tenant causal regression (docs/design.md §11 tenants.pairs[]);
 	// TenantsNote says why it is absent.
 	Tenants     *causal.Result   `json:"tenants,omitempty"`
 	TenantsNote string           `json:"tenants_note,omitempty"`

@@ -49,7 +49,7 @@ func TestGoldenJSON(t *testing.T) {
 	}
 	golden.Check(t, filepath.Join("testdata", "analyze-llmprof.json"), out.Bytes())
 
-	// The machine-readable contract (DESIGN §11) holds.
+	// The machine-readable contract (docs/design.md §11) holds.
 	var doc map[string]any
 	if err := json.Unmarshal(out.Bytes(), &doc); err != nil {
 		t.Fatal(err)

@@ -14,7 +14,7 @@ import (
 	"github.com/llmprof/llmprof/attribution"
 )
 
-// tokenColumns is the --tokens contract (DESIGN §11), in order; columns may
+// tokenColumns is the --tokens contract (docs/design.md §11), in order; columns may
 // be added at the end, never renamed.
 var tokenColumns = []string{
 	"request_id", "tenant", "token_index", "emitted_at_ns", "interval_ns",

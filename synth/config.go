@@ -44,7 +44,7 @@ type Config struct {
 	// the target's engine takes (1 + Slowdown × busy) longer, busy being the
 	// fraction of the surrounding 10 ms the source's engine had kernels on
 	// the GPU. Source and target must be served by different engines on one
-	// device; the truth of tenant causal regression (DESIGN §10).
+	// device; the truth of tenant causal regression (docs/design.md §10).
 	Interference []Interference
 	// CUDAGraphs records decode steps as CUDA graph replays (as vLLM runs
 	// them): one cudaGraphLaunch per step, whose correlation ID every kernel

@@ -13,7 +13,7 @@ import (
 type Style int
 
 const (
-	// StyleLLM is llmprof's own conventions (DESIGN §5): llm.request with
+	// StyleLLM is llmprof's own conventions (docs/design.md §5): llm.request with
 	// stage child spans, llm.token events, llm.step spans, KV-cache lookups
 	// and model load spans.
 	StyleLLM Style = iota

@@ -110,7 +110,7 @@ type Step struct {
 	Stalled bool
 }
 
-// Category is a kernel category, named as in the report (DESIGN §7).
+// Category is a kernel category, named as in the report (docs/design.md §7).
 type Category uint8
 
 const (

@@ -2,7 +2,7 @@ package synth
 
 // TokenTruth is the true decomposition of one output token's interval
 // (previous token, this token] — (arrival, first token] for the first — into
-// the buckets of DESIGN §7. Tokenize is kept apart from Queue so that the
+// the buckets of docs/design.md §7. Tokenize is kept apart from Queue so that the
 // attribution's mapping of pre-queue CPU work can be checked either way.
 type TokenTruth struct {
 	Index          int

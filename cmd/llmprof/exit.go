@@ -7,7 +7,7 @@ import (
 	"io"
 )
 
-// Exit codes, one table for every command (DESIGN §1).
+// Exit codes, one table for every command (docs/design.md §1).
 const (
 	ExitOK         = 0
 	ExitError      = 1 // I/O error, unusable input

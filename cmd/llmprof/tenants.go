@@ -35,7 +35,7 @@ func NewCmdTenants(f *Factory) *cobra.Command {
 		Use:   "tenants [flags] <input>...",
 		Short: "Which tenant's load slows which other tenant, by how much, and how sure",
 		Long: strings.TrimSpace(`
-Tenant causal regression (DESIGN §10). For every ordered pair of tenants A → B
+Tenant causal regression (docs/design.md §10). For every ordered pair of tenants A → B
 it regresses B's log latency on B's exposure to A's load during each request
 (GPU busy time of A's kernels, NVML per-process SM utilization, or A's tokens
 in flight — the best the input has), holding B's own batch size and prompt

@@ -13,7 +13,7 @@ import (
 
 // Jaeger v1 JSON: what the Jaeger UI's "Download JSON" and the query API
 // (/api/traces) return — {"data":[trace…]} or one bare trace object
-// (../shared/docs/otlp-inputs.md §4d). The mapping onto the OTLP model is the
+// (docs/otlp-inputs.md §4d). The mapping onto the OTLP model is the
 // one the OpenTelemetry Collector's Jaeger receiver uses
 // (opentelemetry-collector-contrib pkg/translator/jaeger,
 // jaegerproto_to_traces.go), so a trace that went OTLP → Jaeger → llmprof

@@ -23,7 +23,7 @@ type jsonShape struct {
 // has been appended.
 //
 // Rules (opentelemetry-proto docs/specification.md, "JSON Protobuf
-// Encoding", and the deviations in ../shared/docs/otlp-inputs.md §4b): keys
+// Encoding", and the deviations in docs/otlp-inputs.md §4b): keys
 // in lowerCamelCase or snake_case; ids in hex (any case) or base64; 64-bit
 // integers as strings or numbers; enums as integers or names; doubles may be
 // "NaN"/"Infinity"; instrumentationLibrarySpans is an alias of scopeSpans;

@@ -10,7 +10,7 @@ import (
 )
 
 // Field numbers of opentelemetry/proto/trace/v1/trace.proto and
-// common/v1/common.proto (see ../shared/docs/otlp-inputs.md §4c).
+// common/v1/common.proto (see docs/otlp-inputs.md §4c).
 const (
 	fieldResourceSpans = 1 // ExportTraceServiceRequest, TracesData
 

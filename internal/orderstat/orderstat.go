@@ -103,7 +103,7 @@ func selectKth(xs []float64, k int) float64 {
 }
 
 // maxExactPairs bounds the pairs Theil–Sen examines exactly; beyond it a
-// fixed-seed random sample of pairs is used (statistics.md A.4 step 2c), so
+// fixed-seed random sample of pairs is used (docs/statistics.md A.4 step 2c), so
 // the estimate stays O(n) in memory and reproducible.
 const maxExactPairs = 1 << 20
 

@@ -110,7 +110,7 @@ func Gzip(b []byte) []byte {
 }
 
 // Quirks are the deviations from canonical OTLP/JSON that real emitters
-// produce (../shared/docs/otlp-inputs.md §4b).
+// produce (docs/otlp-inputs.md §4b).
 type Quirks struct {
 	SnakeCase     bool // resource_spans, start_time_unix_nano, string_value, …
 	Base64IDs     bool // IDs in base64 (Tempo, some SDKs)
