@@ -1,41 +1,28 @@
 package attribution
 
 import (
-	"strconv"
 	"strings"
 
 	"github.com/llmprof/llmprof/ingest"
 )
 
 // KernelCategory is what a GPU op does, at the level a latency breakdown
-// needs (docs/design.md §7): the token-level buckets gpu_<category>_ns and the
-// report's gpu.kernel_categories[] use these.
-type KernelCategory uint8
+// needs; the table of categories, their names and the names derived from
+// them live in ingest (ingest/category.go).
+type KernelCategory = ingest.KernelCategory
 
 // The kernel categories, in report order.
 const (
-	CategoryGEMM KernelCategory = iota
-	CategoryAttention
-	CategoryCommunication
-	CategoryNormActivation
-	CategorySampling
-	CategoryMemcpy
-	CategoryOther
-	// NumKernelCategories counts the categories.
-	NumKernelCategories = int(CategoryOther) + 1
+	CategoryGEMM           = ingest.CategoryGEMM
+	CategoryAttention      = ingest.CategoryAttention
+	CategoryCommunication  = ingest.CategoryCommunication
+	CategoryNormActivation = ingest.CategoryNormActivation
+	CategorySampling       = ingest.CategorySampling
+	CategoryMemcpy         = ingest.CategoryMemcpy
+	CategoryMemset         = ingest.CategoryMemset
+	CategoryOther          = ingest.CategoryOther
+	NumKernelCategories    = ingest.NumKernelCategories
 )
-
-var kernelCategoryNames = [NumKernelCategories]string{"gemm", "attention", "communication", "norm/activation", "sampling", "memcpy", "other"}
-
-// String is the category's name as the JSON report spells it ("gemm",
-// "attention", "communication", "norm/activation", "sampling", "memcpy",
-// "other").
-func (c KernelCategory) String() string {
-	if int(c) < NumKernelCategories {
-		return kernelCategoryNames[c]
-	}
-	return "category(" + strconv.Itoa(int(c)) + ")"
-}
 
 // kernelPatterns is the name-pattern table: a kernel belongs to the first
 // row with a substring of its lower-cased name. Order matters, and each row
@@ -80,8 +67,8 @@ var kernelPatterns = []struct {
 }
 
 // Categorize returns the category of a kernel name by the pattern table;
-// CategoryOther when no row matches. It never returns CategoryMemcpy: copies are told
-// by their op kind (CategorizeOp).
+// CategoryOther when no row matches. It never returns CategoryMemcpy or
+// CategoryMemset: copies and fills are told by their op kind (CategorizeOp).
 func Categorize(name string) KernelCategory {
 	lower := strings.ToLower(name)
 	for _, row := range kernelPatterns {
@@ -94,23 +81,20 @@ func Categorize(name string) KernelCategory {
 	return CategoryOther
 }
 
-// CategorizeOp returns the category of a GPU op: memcpy and memset ops are
-// CategoryMemcpy; a kernel is categorized by its full name, or by its short name
+// CategorizeOp returns the category of a GPU op: memcpy ops are
+// CategoryMemcpy and memset ops CategoryMemset; a kernel is categorized by its full name, or by its short name
 // when the full one matches nothing (a short name can be more telling than
 // a templated wrapper); whole-graph executions and synchronizations are
 // CategoryOther. For many ops use a CategoryCache.
 func CategorizeOp(t *ingest.Trace, op *ingest.GPUOp) KernelCategory {
-	switch op.Kind {
-	case ingest.OpMemcpy, ingest.OpMemset:
-		return CategoryMemcpy
-	case ingest.OpKernel:
-		c := Categorize(t.Str(op.Name))
-		if c == CategoryOther && op.ShortName != 0 && op.ShortName != op.Name {
-			c = Categorize(t.Str(op.ShortName))
-		}
+	if c, ok := ingest.OpCategory(op.Kind); ok {
 		return c
 	}
-	return CategoryOther
+	c := Categorize(t.Str(op.Name))
+	if c == CategoryOther && op.ShortName != 0 && op.ShortName != op.Name {
+		c = Categorize(t.Str(op.ShortName))
+	}
+	return c
 }
 
 // CategoryCache categorizes the ops of one trace, matching each distinct

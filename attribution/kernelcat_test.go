@@ -2,6 +2,7 @@ package attribution
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/llmprof/llmprof/ingest"
@@ -88,7 +89,7 @@ func TestCategorize(t *testing.T) {
 }
 
 func TestKernelCategoryNames(t *testing.T) {
-	want := []string{"gemm", "attention", "communication", "norm/activation", "sampling", "memcpy", "other"}
+	want := []string{"gemm", "attention", "communication", "norm/activation", "sampling", "memcpy", "memset", "other"}
 	for i, w := range want {
 		if got := KernelCategory(i).String(); got != w {
 			t.Errorf("category %d = %q, want %q", i, got, w)
@@ -108,7 +109,7 @@ func TestCategorizeOp(t *testing.T) {
 		want KernelCategory
 	}{
 		{"memcpy by kind", ingest.GPUOp{Kind: ingest.OpMemcpy, Name: s("[CUDA memcpy Host-to-Device]")}, CategoryMemcpy},
-		{"memset by kind", ingest.GPUOp{Kind: ingest.OpMemset, Name: s("[CUDA memset]")}, CategoryMemcpy},
+		{"memset by kind", ingest.GPUOp{Kind: ingest.OpMemset, Name: s("[CUDA memset]")}, CategoryMemset},
 		{"sync is not GPU work of a category", ingest.GPUOp{Kind: ingest.OpSync, Name: s("[CUDA Stream sync]")}, CategoryOther},
 		{"whole graph", ingest.GPUOp{Kind: ingest.OpGraph, Name: s("[CUDA graph 3]")}, CategoryOther},
 		{"kernel by full name", ingest.GPUOp{Kind: ingest.OpKernel, Name: s("void vllm::rms_norm_kernel<c10::BFloat16>(c10::BFloat16*)"), ShortName: s("rms_norm_kernel")}, CategoryNormActivation},
@@ -166,5 +167,41 @@ func TestCategorizeRealFiles(t *testing.T) {
 		if got != want {
 			t.Errorf("%s: %d GEMM kernels, want %d", path, got, want)
 		}
+	}
+}
+
+// TestVocabularyDerived: every category and bucket has one distinct,
+// non-empty name in each place it appears, so a new table row can never
+// print "bucket" or drop a column.
+func TestVocabularyDerived(t *testing.T) {
+	seen := map[string]Bucket{}
+	cols := map[string]Bucket{}
+	for _, b := range Buckets() {
+		bi := b.Info()
+		if bi.Name == "" || bi.Column == "" || bi.Short == "" || bi.Since < 1 || strings.HasPrefix(bi.Name, "bucket") {
+			t.Errorf("bucket %d has incomplete names %+v", b, bi)
+		}
+		if o, dup := seen[bi.Name]; dup {
+			t.Errorf("buckets %d and %d are both %q", o, b, bi.Name)
+		}
+		if o, dup := cols[bi.Column]; dup {
+			t.Errorf("buckets %d and %d share column %q", o, b, bi.Column)
+		}
+		seen[bi.Name], cols[bi.Column] = b, b
+	}
+	for _, c := range ingest.KernelCategories() {
+		b := gpuBucket(c)
+		if got, ok := b.Category(); !ok || got != c {
+			t.Errorf("bucket of %s maps back to %v, %v", c, got, ok)
+		}
+		if b.String() != "gpu."+c.Info().Key {
+			t.Errorf("bucket of %s is %q", c, b)
+		}
+		if gpuPriority[b] == 0 {
+			t.Errorf("category %s has no overlap priority", c)
+		}
+	}
+	if BucketGPUIdle != BucketGPULast+1 || NumBuckets != BucketOther+1 {
+		t.Error("the GPU buckets are not contiguous")
 	}
 }

@@ -4,12 +4,16 @@ import (
 	"cmp"
 	"math"
 	"slices"
+	"strconv"
 
 	"github.com/llmprof/llmprof/ingest"
 )
 
 // Bucket is a token-level latency bucket (docs/design.md §7). The buckets of a token
-// are disjoint and sum exactly to its interval.
+// are disjoint and sum exactly to its interval. The GPU buckets are one per
+// kernel category, in the category table's order (ingest/category.go), so a
+// new category is a new bucket with no change here; the other buckets are
+// the rows of bucketTable.
 type Bucket uint8
 
 const (
@@ -22,16 +26,14 @@ const (
 	BucketStepUnsplit
 	// BucketCPUSchedule: step start to its first GPU op.
 	BucketCPUSchedule
-	// The GPU buckets: busy time by kernel category.
-	BucketGPUGEMM
-	BucketGPUAttention
-	BucketGPUCommunication
-	BucketGPUNormActivation
-	BucketGPUSampling
-	BucketGPUMemcpy
-	BucketGPUOther
+	// BucketGPUFirst is the first GPU bucket: GPU busy time by kernel
+	// category, BucketGPUFirst + category.
+	BucketGPUFirst
+)
+
+const (
 	// BucketGPUIdle: gaps between a step's GPU ops (launch-bound time).
-	BucketGPUIdle
+	BucketGPUIdle = BucketGPUFirst + Bucket(NumKernelCategories) + iota
 	// BucketCPUPostprocess: a step's last GPU op to its end.
 	BucketCPUPostprocess
 	// BucketOther: the explicit remainder — pre-queue CPU work such as
@@ -41,48 +43,97 @@ const (
 	NumBuckets
 )
 
-var bucketNames = [...]string{
-	"queue", "preempted", "step_unsplit", "cpu.schedule",
-	"gpu.gemm", "gpu.attention", "gpu.communication", "gpu.norm_activation", "gpu.sampling", "gpu.memcpy", "gpu.other",
-	"gpu.idle", "cpu.postprocess", "other",
+// The GPU buckets by name, for code that means one category.
+const (
+	BucketGPUGEMM           = BucketGPUFirst + Bucket(CategoryGEMM)
+	BucketGPUAttention      = BucketGPUFirst + Bucket(CategoryAttention)
+	BucketGPUCommunication  = BucketGPUFirst + Bucket(CategoryCommunication)
+	BucketGPUNormActivation = BucketGPUFirst + Bucket(CategoryNormActivation)
+	BucketGPUSampling       = BucketGPUFirst + Bucket(CategorySampling)
+	BucketGPUMemcpy         = BucketGPUFirst + Bucket(CategoryMemcpy)
+	BucketGPUMemset         = BucketGPUFirst + Bucket(CategoryMemset)
+	BucketGPUOther          = BucketGPUFirst + Bucket(CategoryOther)
+	// BucketGPULast is the last category's bucket.
+	BucketGPULast = BucketGPUIdle - 1
+)
+
+// BucketInfo names a bucket in every place it appears.
+type BucketInfo struct {
+	// Name is the bucket as the JSON report, compare's samples and the diff
+	// metrics (tokens.<Name>) spell it.
+	Name string
+	// Column is its --tokens column.
+	Column string
+	// Short is its heading in narrow terminal tables.
+	Short string
+	// Since is the --tokens contract version that added the column (see
+	// ingest.CategoryInfo.Since).
+	Since int
+}
+
+// bucketTable holds the buckets that are not GPU categories.
+var bucketTable = map[Bucket]BucketInfo{
+	BucketQueue:          {Name: "queue", Column: "queue_ns", Short: "queue", Since: 1},
+	BucketPreempted:      {Name: "preempted", Column: "preempted_ns", Short: "preempted", Since: 1},
+	BucketStepUnsplit:    {Name: "step_unsplit", Column: "step_unsplit_ns", Short: "step", Since: 2},
+	BucketCPUSchedule:    {Name: "cpu.schedule", Column: "cpu_schedule_ns", Short: "sched", Since: 1},
+	BucketGPUIdle:        {Name: "gpu.idle", Column: "gpu_idle_ns", Short: "idle", Since: 1},
+	BucketCPUPostprocess: {Name: "cpu.postprocess", Column: "cpu_postprocess_ns", Short: "post", Since: 1},
+	BucketOther:          {Name: "other", Column: "other_ns", Short: "other", Since: 1},
+}
+
+// Info returns the bucket's names.
+func (b Bucket) Info() BucketInfo {
+	if c, ok := b.Category(); ok {
+		ci := c.Info()
+		return BucketInfo{Name: "gpu." + ci.Key, Column: "gpu_" + ci.Key + "_ns", Short: ci.Short, Since: ci.Since}
+	}
+	if bi, ok := bucketTable[b]; ok {
+		return bi
+	}
+	return BucketInfo{Name: "bucket" + strconv.Itoa(int(b))}
+}
+
+// Category returns the kernel category of a GPU bucket.
+func (b Bucket) Category() (KernelCategory, bool) {
+	if b >= BucketGPUFirst && b <= BucketGPULast {
+		return KernelCategory(b - BucketGPUFirst), true
+	}
+	return 0, false
+}
+
+func (b Bucket) String() string { return b.Info().Name }
+
+// Buckets returns every bucket, in Bucket order.
+func Buckets() []Bucket {
+	out := make([]Bucket, NumBuckets)
+	for i := range out {
+		out[i] = Bucket(i)
+	}
+	return out
 }
 
 // BucketNames lists the token bucket names in Bucket order.
-func BucketNames() []string { return append([]string(nil), bucketNames[:]...) }
-
-func (b Bucket) String() string {
-	if int(b) < len(bucketNames) {
-		return bucketNames[b]
+func BucketNames() []string {
+	out := make([]string, NumBuckets)
+	for b := range NumBuckets {
+		out[b] = b.String()
 	}
-	return "bucket"
+	return out
 }
 
 // gpuBucket maps a kernel category to its token bucket.
-func gpuBucket(c KernelCategory) Bucket {
-	switch c {
-	case CategoryGEMM:
-		return BucketGPUGEMM
-	case CategoryAttention:
-		return BucketGPUAttention
-	case CategoryCommunication:
-		return BucketGPUCommunication
-	case CategoryNormActivation:
-		return BucketGPUNormActivation
-	case CategorySampling:
-		return BucketGPUSampling
-	case CategoryMemcpy:
-		return BucketGPUMemcpy
-	}
-	return BucketGPUOther
-}
+func gpuBucket(c KernelCategory) Bucket { return BucketGPUFirst + Bucket(c) }
 
 // gpuPriority decides which op owns an instant when ops overlap on several
-// streams: compute first, so a collective hidden behind a GEMM costs
-// nothing; lower value wins.
-var gpuPriority = [NumBuckets]int{
-	BucketGPUAttention: 1, BucketGPUGEMM: 2, BucketGPUNormActivation: 3, BucketGPUSampling: 4,
-	BucketGPUOther: 5, BucketGPUMemcpy: 6, BucketGPUCommunication: 7,
-}
+// streams (ingest.CategoryInfo.Overlap); lower value wins.
+var gpuPriority = func() (p [NumBuckets]int) {
+	for b := BucketGPUFirst; b <= BucketGPULast; b++ {
+		c, _ := b.Category()
+		p[b] = c.Info().Overlap
+	}
+	return p
+}()
 
 // TokenBreakdown decomposes one output token's interval (previous token,
 // this token] — (arrival, first token] for the first.
@@ -202,7 +253,7 @@ func (w *tokenWalker) gpuSweep(st *Step, lo, hi int64, out *[NumBuckets]int64) {
 	cur := lo
 	owner := func() Bucket {
 		best, bp := BucketGPUIdle, math.MaxInt
-		for b := BucketGPUGEMM; b <= BucketGPUOther; b++ {
+		for b := BucketGPUFirst; b <= BucketGPULast; b++ {
 			if active[b] > 0 && gpuPriority[b] < bp {
 				best, bp = b, gpuPriority[b]
 			}
@@ -234,7 +285,7 @@ func (w *tokenWalker) addStep(si int, lo, hi int64, out *[NumBuckets]int64) {
 	out[BucketCPUSchedule] += overlap(lo, hi, st.Start, p.first)
 	out[BucketCPUPostprocess] += overlap(lo, hi, p.last, st.End)
 	if lo <= p.first && hi >= p.last {
-		for b := BucketGPUGEMM; b <= BucketGPUIdle; b++ {
+		for b := BucketGPUFirst; b <= BucketGPUIdle; b++ {
 			out[b] += p.gpu[b]
 		}
 		return

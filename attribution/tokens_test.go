@@ -15,13 +15,9 @@ func truthBuckets(tt *synth.TokenTruth) [attribution.NumBuckets]int64 {
 	b[attribution.BucketQueue] = tt.Queue
 	b[attribution.BucketPreempted] = tt.Preempted
 	b[attribution.BucketCPUSchedule] = tt.CPUSchedule
-	b[attribution.BucketGPUGEMM] = tt.GPU[synth.CatGEMM]
-	b[attribution.BucketGPUAttention] = tt.GPU[synth.CatAttention]
-	b[attribution.BucketGPUCommunication] = tt.GPU[synth.CatCommunication]
-	b[attribution.BucketGPUNormActivation] = tt.GPU[synth.CatNormActivation]
-	b[attribution.BucketGPUSampling] = tt.GPU[synth.CatSampling]
-	b[attribution.BucketGPUMemcpy] = tt.GPU[synth.CatMemcpy]
-	b[attribution.BucketGPUOther] = tt.GPU[synth.CatOther]
+	for c := range synth.NumCategories {
+		b[attribution.BucketGPUFirst+attribution.Bucket(c)] = tt.GPU[c]
+	}
 	b[attribution.BucketGPUIdle] = tt.GPUIdle
 	b[attribution.BucketCPUPostprocess] = tt.CPUPostprocess
 	b[attribution.BucketOther] = tt.Other + tt.Tokenize
@@ -99,9 +95,25 @@ func TestStallsFoundWhereInjected(t *testing.T) {
 	if len(stalled) == 0 {
 		t.Fatal("no stall injected")
 	}
-	found := 0
+	byID := map[string]int{}
+	for i := range res.Requests {
+		byID[res.Requests[i].ID] = i
+	}
+	truth := map[int][]synth.TokenTruth{}
+	for i := range run.Requests {
+		truth[byID[run.Requests[i].ID]] = run.TokenTruths(&run.Requests[i])
+	}
+	found, hidden := 0, 0
 	res.EachToken(func(tb *attribution.TokenBreakdown) {
 		if tb.Index == 0 || tb.Step < 0 || !stalled[res.Steps[tb.Step].ID] {
+			return
+		}
+		// A pause of the launching thread hides behind kernels already
+		// queued: in a step with a long prefill the GPU may never go idle,
+		// and then the stall costs nothing and is not the token's cause.
+		// The truth says which tokens the pause did leave idle.
+		if truth[tb.Request][tb.Index].GPUIdle < 20_000_000 {
+			hidden++
 			return
 		}
 		thr := res.Tokens.Stalls.ThresholdMs[res.Requests[tb.Request].Model]
@@ -109,17 +121,15 @@ func TestStallsFoundWhereInjected(t *testing.T) {
 			t.Errorf("token %d of %s in stalled step %d took %v, under the %v ms threshold",
 				tb.Index, res.Requests[tb.Request].ID, res.Steps[tb.Step].ID, time.Duration(tb.Interval), thr)
 		}
-		// Part of the pause hides behind kernels already queued; the rest
-		// leaves the GPU idle.
 		if tb.Buckets[attribution.BucketGPUIdle] < 20_000_000 {
 			t.Errorf("stalled step %d: gpu.idle only %v", res.Steps[tb.Step].ID, time.Duration(tb.Buckets[attribution.BucketGPUIdle]))
 		}
 		found++
 	})
 	st := res.Tokens.Stalls
-	// A stalled step that also ran a long prefill may blame the prefill.
-	if found == 0 || float64(st.ByCause["gpu.idle"]) < 0.95*float64(found) {
-		t.Fatalf("%d tokens in stalled steps; stalls by cause %v", found, st.ByCause)
+	t.Logf("%d tokens in stalled steps left the GPU idle, %d hid the pause; stalls by cause %v", found, hidden, st.ByCause)
+	if found == 0 || found < hidden || float64(st.ByCause["gpu.idle"]) < 0.95*float64(found) {
+		t.Fatalf("%d tokens in stalled steps (%d hidden); stalls by cause %v", found, hidden, st.ByCause)
 	}
 	if len(st.Worst) == 0 || st.Worst[0].Step < 0 {
 		t.Fatalf("worst stalls = %+v", st.Worst)

@@ -14,23 +14,41 @@ import (
 	"github.com/llmprof/llmprof/attribution"
 )
 
-// tokenColumns is the --tokens contract (docs/design.md §11), in order; columns may
-// be added at the end, never renamed.
-var tokenColumns = []string{
-	"request_id", "tenant", "token_index", "emitted_at_ns", "interval_ns",
-	"queue_ns", "preempted_ns", "cpu_schedule_ns",
-	"gpu_gemm_ns", "gpu_attention_ns", "gpu_communication_ns", "gpu_norm_activation_ns",
-	"gpu_sampling_ns", "gpu_memcpy_ns", "gpu_other_ns", "gpu_idle_ns",
-	"cpu_postprocess_ns", "other_ns", "estimated",
-	"step_unsplit_ns",
-}
+// The --tokens contract (docs/design.md §11): the identifying columns, the
+// bucket columns of contract version 1 in bucket order, "estimated", then the
+// columns added later in the order they were added (BucketInfo.Since).
+// Columns may be added at the end, never renamed or moved; both lists are
+// derived from the bucket table (attribution/tokens.go, ingest/category.go),
+// so a new bucket or kernel category gets its column without a change here.
+var tokenColumns, tokenBuckets, estimatedAt = func() ([]string, []tokenColumn, int) {
+	cols := []string{"request_id", "tenant", "token_index", "emitted_at_ns", "interval_ns"}
+	var buckets []tokenColumn
+	add := func(b attribution.Bucket) {
+		buckets = append(buckets, tokenColumn{b, len(cols)})
+		cols = append(cols, b.Info().Column)
+	}
+	var later []attribution.Bucket
+	for _, b := range attribution.Buckets() {
+		if b.Info().Since <= 1 {
+			add(b)
+		} else {
+			later = append(later, b)
+		}
+	}
+	estimated := len(buckets)
+	cols = append(cols, "estimated")
+	slices.SortStableFunc(later, func(x, y attribution.Bucket) int { return cmp.Compare(x.Info().Since, y.Info().Since) })
+	for _, b := range later {
+		add(b)
+	}
+	return cols, buckets, estimated
+}()
 
-// tokenBuckets maps the bucket columns (from queue_ns on) to buckets.
-var tokenBuckets = []attribution.Bucket{
-	attribution.BucketQueue, attribution.BucketPreempted, attribution.BucketCPUSchedule,
-	attribution.BucketGPUGEMM, attribution.BucketGPUAttention, attribution.BucketGPUCommunication,
-	attribution.BucketGPUNormActivation, attribution.BucketGPUSampling, attribution.BucketGPUMemcpy,
-	attribution.BucketGPUOther, attribution.BucketGPUIdle, attribution.BucketCPUPostprocess, attribution.BucketOther,
+// tokenColumn is a bucket column of the --tokens output and its position;
+// estimatedAt is the index in tokenBuckets before which "estimated" sits.
+type tokenColumn struct {
+	bucket attribution.Bucket
+	col    int
 }
 
 // WriteTokens streams one row per output token: CSV with a header, or JSON
@@ -60,16 +78,20 @@ func WriteTokens(w io.Writer, res *attribution.Result, jsonLines bool) error {
 			row = strconv.AppendInt(row, tb.EmittedAt, 10)
 			row = append(row, `,"interval_ns":`...)
 			row = strconv.AppendInt(row, tb.Interval, 10)
-			for i, b := range tokenBuckets {
+			for i := 0; i <= len(tokenBuckets); i++ {
+				if i == estimatedAt {
+					row = append(row, `,"estimated":`...)
+					row = strconv.AppendBool(row, tb.Estimated)
+				}
+				if i == len(tokenBuckets) {
+					break
+				}
+				c := tokenBuckets[i]
 				row = append(row, `,"`...)
-				row = append(row, tokenColumns[5+i]...)
+				row = append(row, tokenColumns[c.col]...)
 				row = append(row, `":`...)
-				row = strconv.AppendInt(row, tb.Buckets[b], 10)
+				row = strconv.AppendInt(row, tb.Buckets[c.bucket], 10)
 			}
-			row = append(row, `,"estimated":`...)
-			row = strconv.AppendBool(row, tb.Estimated)
-			row = append(row, `,"step_unsplit_ns":`...)
-			row = strconv.AppendInt(row, tb.Buckets[attribution.BucketStepUnsplit], 10)
 			row = append(row, "}\n"...)
 		} else {
 			row = appendCSV(row, r.ID)
@@ -79,14 +101,17 @@ func WriteTokens(w io.Writer, res *attribution.Result, jsonLines bool) error {
 				row = append(row, ',')
 				row = strconv.AppendInt(row, v, 10)
 			}
-			for _, b := range tokenBuckets {
+			for i := 0; i <= len(tokenBuckets); i++ {
+				if i == estimatedAt {
+					row = append(row, ',')
+					row = strconv.AppendBool(row, tb.Estimated)
+				}
+				if i == len(tokenBuckets) {
+					break
+				}
 				row = append(row, ',')
-				row = strconv.AppendInt(row, tb.Buckets[b], 10)
+				row = strconv.AppendInt(row, tb.Buckets[tokenBuckets[i].bucket], 10)
 			}
-			row = append(row, ',')
-			row = strconv.AppendBool(row, tb.Estimated)
-			row = append(row, ',')
-			row = strconv.AppendInt(row, tb.Buckets[attribution.BucketStepUnsplit], 10)
 			row = append(row, '\n')
 		}
 		_, err = bw.Write(row)
@@ -182,24 +207,21 @@ func tokensText(b *strings.Builder, st styles, ts *attribution.TokenSummary) {
 	}
 }
 
+// shortBucket is a bucket's heading in the narrow per-token tables.
 func shortBucket(name string) string {
-	name = strings.TrimPrefix(name, "gpu.")
-	switch name {
-	case "norm_activation":
-		return "norm/act"
-	case "communication":
-		return "comm"
-	case "cpu.schedule":
-		return "sched"
-	case "cpu.postprocess":
-		return "post"
-	case "step_unsplit":
-		return "step"
-	case "attention":
-		return "attn"
+	if short, ok := bucketShort[name]; ok {
+		return short
 	}
 	return name
 }
+
+var bucketShort = func() map[string]string {
+	m := map[string]string{}
+	for _, b := range attribution.Buckets() {
+		m[b.String()] = b.Info().Short
+	}
+	return m
+}()
 
 func sortedKeys(m map[string]float64) []string {
 	return slices.Sorted(maps.Keys(m))

@@ -55,6 +55,7 @@ func (r *Run) GPUTraceWindow(from, to int64) *ingest.Trace {
 	launchK := t.Strings.Intern("cudaLaunchKernel")
 	graphLaunch := t.Strings.Intern("cudaGraphLaunch")
 	memcpyAsync := t.Strings.Intern("cudaMemcpyAsync")
+	memsetAsync := t.Strings.Intern("cudaMemsetAsync")
 	syncName := t.Strings.Intern("cudaStreamSynchronize")
 	for e, eng := range r.Engines {
 		t.Processes = append(t.Processes, ingest.Process{Pid: eng.Pid, Name: "python3 -m vllm.entrypoints.openai.api_server --model " + eng.Model})
@@ -97,6 +98,8 @@ func (r *Run) GPUTraceWindow(from, to int64) *ingest.Trace {
 				api, kind, cp = memcpyAsync, ingest.OpMemcpy, ingest.CopyHtoD
 			case MemcpyDtoH:
 				api, kind, cp = memcpyAsync, ingest.OpMemcpy, ingest.CopyDtoH
+			case Memset:
+				api, kind = memsetAsync, ingest.OpMemset
 			}
 			corr := op.Correlation
 			if graph {

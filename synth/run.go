@@ -1,5 +1,7 @@
 package synth
 
+import "github.com/llmprof/llmprof/ingest"
+
 // Run is a generated serving run and its ground truth. All times are Unix ns
 // on the reference clock.
 type Run struct {
@@ -110,31 +112,23 @@ type Step struct {
 	Stalled bool
 }
 
-// Category is a kernel category, named as in the report (docs/design.md §7).
-type Category uint8
+// Category is a kernel category: the one table of them lives in ingest
+// (ingest/category.go), so the truth speaks the report's vocabulary.
+type Category = ingest.KernelCategory
 
 const (
-	CatGEMM Category = iota
-	CatAttention
-	CatCommunication
-	CatNormActivation
-	CatSampling
-	CatMemcpy
-	CatOther
-	numCategories
+	CatGEMM           = ingest.CategoryGEMM
+	CatAttention      = ingest.CategoryAttention
+	CatCommunication  = ingest.CategoryCommunication
+	CatNormActivation = ingest.CategoryNormActivation
+	CatSampling       = ingest.CategorySampling
+	CatMemcpy         = ingest.CategoryMemcpy
+	CatMemset         = ingest.CategoryMemset
+	CatOther          = ingest.CategoryOther
 )
 
 // NumCategories is the number of kernel categories.
-const NumCategories = int(numCategories)
-
-var categoryNames = [...]string{"gemm", "attention", "communication", "norm/activation", "sampling", "memcpy", "other"}
-
-func (c Category) String() string {
-	if int(c) < len(categoryNames) {
-		return categoryNames[c]
-	}
-	return "other"
-}
+const NumCategories = ingest.NumKernelCategories
 
 // OpKind says whether an op is a kernel or a copy.
 type OpKind uint8
@@ -143,6 +137,9 @@ const (
 	KernelOp OpKind = iota
 	MemcpyHtoD
 	MemcpyDtoH
+	// Memset is a device fill (cudaMemsetAsync), as PyTorch issues to zero
+	// a buffer.
+	Memset
 )
 
 // Op is one GPU operation with the CPU call that launched it.

@@ -420,6 +420,7 @@ const (
 	kTopK      = "void at::native::sbtopk::gatherTopK<float, unsigned int, 2, false>(at::cuda::detail::TensorInfo<float, unsigned int>, unsigned int, unsigned int, bool, unsigned int, unsigned int, at::cuda::detail::TensorInfo<float, unsigned int>, unsigned int, at::cuda::detail::TensorInfo<long, unsigned int>, unsigned int)"
 	kHtoD      = "[CUDA memcpy Host-to-Device]"
 	kDtoH      = "[CUDA memcpy Device-to-Host]"
+	kMemset    = "[CUDA memset]"
 )
 
 // kernelPlan returns the step's ops in launch order with their durations in
@@ -459,6 +460,8 @@ func (s *engineSim) kernelPlan(p, d, np, batch, ctxDecode, sumSq int) []Op {
 	}
 	add(kRMSNorm, CatNormActivation, KernelOp, 6_000+10*T, uint32(p+d), 256, 0)
 	add(kGEMMhead, CatGEMM, KernelOp, 80_000+1_500*float64(batch), 132, 256, 0)
+	// The sampler zeroes its per-request penalty counts before it samples.
+	add(kMemset, CatMemset, Memset, 1_500+2*float64(batch), 0, 0, uint64(4*batch*1024))
 	add(kSoftmax, CatSampling, KernelOp, 12_000+300*float64(batch), uint32(batch), 1024, 0)
 	add(kTopK, CatSampling, KernelOp, 20_000+500*float64(batch), uint32(batch), 1024, 0)
 	add(kDtoH, CatMemcpy, MemcpyDtoH, 3_000, 0, 0, uint64(8*batch))
