@@ -98,18 +98,14 @@ func (Decoder) Sniff(in *ingest.Input) bool {
 	return false
 }
 
-// Decode implements ingest.Decoder.
+// Decode implements ingest.Decoder. SQLite needs a seekable file: a
+// compressed or streamed input is copied to a temporary one.
 func (dec Decoder) Decode(ctx context.Context, in *ingest.Input, t *ingest.Trace) error {
-	path := in.Path
-	if in.Compression != ingest.CompressionNone {
-		// SQLite needs a seekable file: decompress to a temporary one.
-		tmp, err := decompressToTemp(in)
-		if err != nil {
-			return err
-		}
-		defer os.Remove(tmp)
-		path = tmp
+	path, done, err := in.LocalFile()
+	if err != nil {
+		return err
 	}
+	defer done()
 	return dec.decodeFile(ctx, path, t)
 }
 
@@ -135,28 +131,6 @@ func (dec Decoder) DecodeFile(ctx context.Context, path string) (*ingest.Trace, 
 	}
 	t.Validate()
 	return t, nil
-}
-
-func decompressToTemp(in *ingest.Input) (string, error) {
-	rc, err := in.Open()
-	if err != nil {
-		return "", err
-	}
-	defer rc.Close()
-	f, err := os.CreateTemp("", "llmprof-nsys-*.sqlite")
-	if err != nil {
-		return "", err
-	}
-	if _, err := io.Copy(f, rc); err != nil {
-		f.Close()
-		os.Remove(f.Name())
-		return "", fmt.Errorf("decompressing %s: %w", in.Compression, err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(f.Name())
-		return "", err
-	}
-	return f.Name(), nil
 }
 
 // decoder is the state of one Decode.

@@ -125,7 +125,11 @@ func openInputs(ctx context.Context, f *Factory, paths []string, decoders []inge
 			}
 		}
 	}
-	return ingest.Open(ctx, paths, decoders, ingest.OpenOptions{Progress: progress})
+	var stdin io.Reader
+	if f != nil {
+		stdin = f.IO.In
+	}
+	return ingest.Open(ctx, paths, decoders, ingest.OpenOptions{Progress: progress, Stdin: stdin})
 }
 
 // writeOutput runs render on stdout or on the named file (written whole, then

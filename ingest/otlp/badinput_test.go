@@ -84,7 +84,6 @@ func TestBadInput(t *testing.T) {
 		// warnings: each is "code@pos: part of message"
 		warnings []string
 	}{
-		{"empty.jsonl", nil, nil, []string{"empty-file@: empty file"}},
 		{"truncated-last-line.jsonl", []byte(line(a) + line(b) + line(c)[:strings.Index(line(c), `"c-0"`)]),
 			[]string{"a-0", "a-1", "b-0", "b-1"}, []string{"malformed-record@line 3: truncated JSON"}},
 		{"truncated-inside-second-span.jsonl", []byte(line(a) + line(c)[:strings.Index(line(c), `"c-1"`)]),
@@ -196,7 +195,9 @@ func TestNotOTLP(t *testing.T) {
 	data := []byte(`{"name":"my-app","version":"1.2.3","dependencies":{}}`)
 	path := writeFile(t, "package.json", data)
 	_, err := ingest.Open(context.Background(), []string{path}, []ingest.Decoder{&otlp.Decoder{}}, ingest.OpenOptions{})
-	if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "JSON, but not OTLP") {
+	if err == nil || !errors.Is(err, ingest.ErrUnknownFormat) || !strings.Contains(err.Error(), path) ||
+		!strings.Contains(err.Error(), `a JSON object with keys "name", "version", "dependencies"`) ||
+		!strings.Contains(err.Error(), "llmprof reads OTLP traces") {
 		t.Errorf("Open error = %v", err)
 	}
 	_, err = (&otlp.Decoder{}).DecodeReader(context.Background(), "package.json", bytes.NewReader(data))

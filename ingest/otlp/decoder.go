@@ -51,8 +51,14 @@ var _ ingest.Decoder = (*Decoder)(nil)
 // Name is "otlp".
 func (*Decoder) Name() string { return "otlp" }
 
+// Accepts says what the decoder reads, for error messages.
+func (*Decoder) Accepts() string {
+	return "OTLP traces (JSON, JSON Lines, protobuf or framed protobuf; gzip or zstd), Jaeger and Tempo JSON, and the OpenTelemetry Python console exporter's output"
+}
+
 // Sniff reports whether the input's content is OTLP (JSON, JSON Lines,
-// protobuf, framed protobuf), Tempo JSON or Jaeger JSON.
+// protobuf, framed protobuf), Tempo JSON, Jaeger JSON or the Python SDK's
+// console exporter output.
 func (*Decoder) Sniff(in *ingest.Input) bool {
 	return !in.Dir && sniff(in.Head) != formNone
 }
@@ -151,7 +157,7 @@ func describeJSON(head []byte) string {
 	if len(keys) == 0 {
 		return "JSON, but not OTLP, Tempo or Jaeger trace JSON"
 	}
-	return "a JSON object with keys " + strings.Join(keys, ", ") + "; OTLP has resourceSpans, Tempo batches, Jaeger data or traceID and spans"
+	return "a JSON object with keys " + strings.Join(keys, ", ") + "; OTLP has resourceSpans, Tempo batches, Jaeger data or traceID and spans, the console exporter name and context"
 }
 
 func setMeta(s *ingest.Source, k, v string) {
@@ -183,6 +189,8 @@ func (dec *Decoder) decode(ctx context.Context, r *bufio.Reader, f form, t *inge
 		format, err = "otlp-proto", d.readProto(ctx, r, limit)
 	case formFramed:
 		format, err = "otlp-proto-framed", d.readFramed(ctx, r, limit)
+	case formConsole:
+		format, err = "otel-python-console", d.readConsole(ctx, r, limit)
 	}
 	if err != nil {
 		return err
@@ -206,10 +214,14 @@ func (d *state) readJSONLines(ctx context.Context, r *bufio.Reader, limit int64)
 		if err == io.EOF {
 			break
 		}
+		d.pos = "line " + strconv.Itoa(lr.line)
+		if err == errBinary || bytes.IndexByte(line, 0) >= 0 {
+			d.warnf("malformed-record", "NUL bytes: binary data or zero fill (a file preallocated and never written?), not JSON; the rest of the input skipped")
+			break
+		}
 		if err != nil {
 			return "", err
 		}
-		d.pos = "line " + strconv.Itoa(lr.line)
 		if tooLong > 0 {
 			d.warnf("record-too-large", "line of %d bytes is over the %d-byte limit (otlp Options.MaxRecordBytes); skipped without reading it", tooLong, limit)
 			continue
@@ -305,12 +317,15 @@ func (d *state) readJSONDocument(r io.Reader, limit int64) (string, error) {
 }
 
 // readAllLimit reads r whole unless it is longer than limit, in which case it
-// reads and discards the rest and reports tooLarge. With the size known
-// (sizeHint > 0) it allocates once; otherwise it reads in chunks and copies
-// them once into place, so that the peak is twice the text, not the three
-// times of a doubling buffer.
+// stops and reports tooLarge (the rest is not read: an endless input must not
+// hold the decoder). A NUL byte, which no JSON text holds, ends the text
+// there: what follows is binary data or zero fill, and a warning says so.
+// With the size known (sizeHint > 0) it allocates once; otherwise it reads in
+// chunks and copies them once into place, so that the peak is twice the text,
+// not the three times of a doubling buffer.
 func (d *state) readAllLimit(r io.Reader, limit int64) (b []byte, tooLarge bool, err error) {
-	lr := io.LimitReader(r, limit+1)
+	nr := &nulStop{r: r}
+	lr := io.LimitReader(nr, limit+1)
 	if d.sizeHint > 0 && d.sizeHint <= limit {
 		var buf bytes.Buffer
 		buf.Grow(int(d.sizeHint) + bytes.MinRead)
@@ -323,10 +338,33 @@ func (d *state) readAllLimit(r io.Reader, limit int64) (b []byte, tooLarge bool,
 		return nil, false, err
 	}
 	if int64(len(b)) > limit {
-		_, err = io.Copy(io.Discard, r)
-		return nil, true, err
+		return nil, true, nil
+	}
+	if nr.hit {
+		d.pos = "byte " + strconv.FormatInt(nr.off, 10)
+		d.warnf("malformed-record", "NUL byte: binary data or zero fill (a file preallocated and never written?), not JSON; the rest of the input skipped")
 	}
 	return b, false, nil
+}
+
+// nulStop reads r up to its first NUL byte.
+type nulStop struct {
+	r   io.Reader
+	off int64
+	hit bool
+}
+
+func (n *nulStop) Read(p []byte) (int, error) {
+	if n.hit {
+		return 0, io.EOF
+	}
+	k, err := n.r.Read(p)
+	if i := bytes.IndexByte(p[:k], 0); i >= 0 {
+		n.hit, n.off = true, n.off+int64(i)
+		return i, nil
+	}
+	n.off += int64(k)
+	return k, err
 }
 
 func readChunks(r io.Reader) ([]byte, error) {
@@ -414,6 +452,7 @@ func (d *state) readFramed(ctx context.Context, r *bufio.Reader, limit int64) er
 		payloads = map[string]int{}
 		rec      int
 		off      int64
+		empty    int // empty records in a row
 	)
 	defer d.closeZstd()
 	for {
@@ -436,6 +475,15 @@ func (d *state) readFramed(ctx context.Context, r *bufio.Reader, limit int64) er
 		}
 		size := int64(binary.BigEndian.Uint32(hdr[:]))
 		off += 4
+		if size == 0 {
+			if empty++; empty == maxEmptyRecords {
+				d.warnf("malformed-record", "%d empty records in a row at byte %d: zero fill (a file preallocated and never written, or /dev/zero), not records; the rest of the input skipped", empty, off-4*int64(empty))
+				rec -= empty
+				break
+			}
+		} else {
+			empty = 0
+		}
 		if size > limit {
 			d.warnf("record-too-large", "record of %d bytes is over the %d-byte limit (otlp Options.MaxRecordBytes); skipped", size, limit)
 			got, err := r.Discard(int(size))
@@ -490,6 +538,10 @@ func (d *state) readFramed(ctx context.Context, r *bufio.Reader, limit int64) er
 	return nil
 }
 
+// maxEmptyRecords is how many empty records in a row end a framed input: an
+// exporter does not write empty batches, and zero fill reads as nothing else.
+const maxEmptyRecords = 64
+
 // lineReader reads lines of at most max bytes from r. A longer line is
 // skipped without being held in memory; next reports its length.
 type lineReader struct {
@@ -522,6 +574,10 @@ func (lr *lineReader) next() (line []byte, tooLong int64, err error) {
 	n := int64(len(frag))
 	lr.buf = append(lr.buf[:0], frag...)
 	for {
+		if bytes.IndexByte(frag, 0) >= 0 {
+			// No JSON text holds a NUL: do not read an endless line of them.
+			return nil, 0, errBinary
+		}
 		frag, err = lr.r.ReadSlice('\n')
 		n += int64(len(frag))
 		if tooLong == 0 && n > lr.max+1 {

@@ -15,6 +15,7 @@ const (
 	formJaeger         // Jaeger v1 JSON
 	formProto          // a raw ExportTraceServiceRequest
 	formFramed         // 4-byte big-endian length + payload records
+	formConsole        // the OpenTelemetry Python SDK's ConsoleSpanExporter output
 )
 
 var (
@@ -29,7 +30,8 @@ const maxSniffRecord = 1 << 30
 // sniff decides the form of an input from its head (the first
 // ingest.HeadSize bytes of its decompressed content). JSON is recognized by
 // the keys it has, not by its first byte alone: {"resourceSpans"} or
-// {"batches"} (Tempo), {"data":[{"spans"…}]} or {"traceID","spans"} (Jaeger).
+// {"batches"} (Tempo), {"data":[{"spans"…}]} or {"traceID","spans"} (Jaeger),
+// {"name","context":{"trace_id"…}} (the Python SDK's console exporter).
 // A framed file starts with a plausible length followed by a zstd frame, OTLP
 // JSON or a plausible protobuf request; a raw request must parse as
 // ExportTraceServiceRequest → ResourceSpans → ScopeSpans → Span as far as the
@@ -45,6 +47,8 @@ func sniff(head []byte) form {
 			return formJSONDoc
 		case jsonJaeger:
 			return formJaeger
+		case jsonConsole:
+			return formConsole
 		}
 		return formNone
 	}
@@ -65,6 +69,7 @@ const (
 	jsonOther jsonKind = iota
 	jsonOTLP
 	jsonJaeger
+	jsonConsole
 )
 
 // sniffJSON classifies a JSON text by its top-level keys, reading no further
@@ -103,6 +108,18 @@ func sniffJSON(text []byte) jsonKind {
 		case "traceID":
 			sawTraceID = true
 			s.skip()
+		case "context":
+			// The console exporter: {"name":…,"context":{"trace_id":"0x…",…}}.
+			if s.open('{') {
+				for first := true; s.member(&first); {
+					switch string(s.key) {
+					case "trace_id", "span_id":
+						return jsonConsole
+					}
+					s.skip()
+				}
+			}
+			return jsonOther
 		case "spans":
 			// A bare Jaeger trace object: its spans have spanID and operationName.
 			if looksLikeJaegerSpans(&s) || (sawTraceID && s.err != nil && s.i >= len(s.b)) {

@@ -1,0 +1,98 @@
+package ingest
+
+import (
+	"encoding/binary"
+	"slices"
+)
+
+// dropDuplicateSpans keeps one copy of each span that arrives from more than
+// one source (the same trace and span IDs): the same data given twice, such
+// as x.jsonl beside x.jsonl.gz, or overlapping dumps of one run, would
+// otherwise count every request twice. The copy from the source given first
+// is kept, and each pair of sources sharing spans gets one warning naming
+// both. Spans repeated within one source are left to Validate.
+func dropDuplicateSpans(t *Trace) {
+	withSpans := map[SourceID]bool{}
+	for i := range t.Spans {
+		withSpans[t.Spans[i].Source] = true
+		if len(withSpans) > 1 {
+			break
+		}
+	}
+	if len(withSpans) < 2 {
+		return
+	}
+	// Sort span indices by a hash of their IDs (random IDs hash well), then
+	// compare the IDs of neighbours with equal hashes.
+	type keyed struct {
+		h uint64
+		i int32
+	}
+	keys := make([]keyed, 0, len(t.Spans))
+	for i := range t.Spans {
+		s := &t.Spans[i]
+		if s.ID.IsZero() {
+			continue
+		}
+		h := binary.LittleEndian.Uint64(s.TraceID[:8]) ^ binary.LittleEndian.Uint64(s.TraceID[8:])*0x9E3779B97F4A7C15 ^
+			binary.LittleEndian.Uint64(s.ID[:])*0xff51afd7ed558ccd
+		keys = append(keys, keyed{h, int32(i)})
+	}
+	slices.SortFunc(keys, func(a, b keyed) int {
+		switch {
+		case a.h < b.h:
+			return -1
+		case a.h > b.h:
+			return 1
+		}
+		return int(a.i - b.i)
+	})
+	drop := map[int32]bool{}
+	type pair struct{ kept, dup SourceID }
+	pairs := map[pair]int{}
+	for g := 0; g < len(keys); {
+		e := g + 1
+		for e < len(keys) && keys[e].h == keys[g].h {
+			e++
+		}
+		// keys[g:e] share a hash, in input order; drop a span when an
+		// earlier one from another source has the same IDs.
+		for j := g + 1; j < e; j++ {
+			sj := &t.Spans[keys[j].i]
+			for k := g; k < j; k++ {
+				sk := &t.Spans[keys[k].i]
+				if drop[keys[k].i] || sk.Source == sj.Source || sk.ID != sj.ID || sk.TraceID != sj.TraceID {
+					continue
+				}
+				drop[keys[j].i] = true
+				pairs[pair{sk.Source, sj.Source}]++
+				break
+			}
+		}
+		g = e
+	}
+	if len(drop) == 0 {
+		return
+	}
+	kept := t.Spans[:0]
+	for i := range t.Spans {
+		if drop[int32(i)] {
+			if src := &t.Sources[t.Spans[i].Source]; src.Spans > 0 {
+				src.Spans--
+			}
+			continue
+		}
+		kept = append(kept, t.Spans[i])
+	}
+	clear(t.Spans[len(kept):])
+	t.Spans = kept
+	ps := make([]pair, 0, len(pairs))
+	for p := range pairs {
+		ps = append(ps, p)
+	}
+	slices.SortFunc(ps, func(a, b pair) int { return int(a.dup)*65536 + int(a.kept) - int(b.dup)*65536 - int(b.kept) })
+	for _, p := range ps {
+		t.Warnings.Addf(t.Sources[p.dup].Path, "", "duplicate-spans",
+			"%d span(s) also in %s (the same trace and span IDs), counted once: the same data given twice?", pairs[p], t.Sources[p.kept].Path)
+	}
+}
