@@ -237,7 +237,9 @@ func newDecoder(ctx context.Context, opts Decoder, t *ingest.Trace) *decoder {
 	return d
 }
 
-func (d *decoder) warnf(pos, code, format string, args ...any) { d.t.Warnf(0, pos, code, format, args...) }
+func (d *decoder) warnf(pos, code, format string, args ...any) {
+	d.t.Warnf(0, pos, code, format, args...)
+}
 
 func (d *decoder) pos() string { return "traceEvents[" + strconv.Itoa(d.n) + "]" }
 

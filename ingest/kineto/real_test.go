@@ -333,12 +333,12 @@ func countOps(m map[string]*nameStats) int {
 // others.
 func TestRealFilesWarnings(t *testing.T) {
 	want := map[string][]string{
-		"hta-cpu_only-rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz":                 {"no-gpu"},
-		"hta-cupti_profiler-benchmark_result_924719_1679055439_trace.json.gz":        {"no-kernels"},
+		"hta-cpu_only-rank-34.Jul_15_10_52_41.1074.pt.trace.json.gz":                  {"no-gpu"},
+		"hta-cupti_profiler-benchmark_result_924719_1679055439_trace.json.gz":         {"no-kernels"},
 		"hta-critical_path-alexnet-benchmark_result_2869224_1695835535_trace.json.gz": nil,
-		"hta-ns_resolution_trace-rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz":       nil,
-		"hta-trace_diff-control-control.json.gz":                                     nil,
-		"hta-triton_example-triton_example.json.gz":                                  nil,
+		"hta-ns_resolution_trace-rank-0.Apr_03_18_51_38.1102.pt.trace.json.gz":        nil,
+		"hta-trace_diff-control-control.json.gz":                                      nil,
+		"hta-triton_example-triton_example.json.gz":                                   nil,
 	}
 	for _, path := range realFiles(t) {
 		t.Run(filepath.Base(path), func(t *testing.T) {
