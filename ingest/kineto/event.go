@@ -204,9 +204,6 @@ func (d *decoder) gpuOp() {
 				op.Block[i] = uint16(b.v)
 			}
 		}
-		if a.graphID.ok && a.graphID.v > 0 && a.graphID.v <= math.MaxUint32 {
-			op.GraphID = uint32(a.graphID.v)
-		}
 	case catMemcpy:
 		op.Kind = ingest.OpMemcpy
 		op.Copy = copyKind(e.name, a.kind)
@@ -214,6 +211,9 @@ func (d *decoder) gpuOp() {
 		op.Kind = ingest.OpMemset
 	case catSync:
 		op.Kind = ingest.OpSync
+	}
+	if a.graphID.ok && a.graphID.v > 0 && a.graphID.v <= math.MaxUint32 {
+		op.GraphID = uint32(a.graphID.v)
 	}
 	if op.Kind == ingest.OpMemcpy || op.Kind == ingest.OpMemset {
 		if a.bytes.ok && a.bytes.v > 0 {
