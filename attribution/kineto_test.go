@@ -92,4 +92,3 @@ func checkTokenTruth(t *testing.T, run *synth.Run, res *attribution.Result) {
 		t.Fatalf("%d tokens, %d ns of GPU GEMM+attention, summary %+v: the GPU buckets must be filled", tokens, gpu, res.Tokens)
 	}
 }
-
