@@ -200,8 +200,14 @@ func (d *decoder) joinProcesses() {
 			unmatched, firstUnmatched.Kind, truncate([]byte(t.Str(firstUnmatched.Name))), firstUnmatched.Correlation)
 	}
 	for _, i := range d.gpuAnnotationSpan {
-		s := &t.Spans[i]
-		s.Pid = main
+		t.Spans[i].Pid = main
+	}
+	// Python functions of the main thread may carry pid 0; Kineto means
+	// the process (GenericActivityProfiler overrides it, docs/kineto.md).
+	for i := range t.Spans {
+		if s := &t.Spans[i]; s.Pid == 0 && s.Origin == ingest.OriginCPUOp {
+			s.Pid = main
+		}
 	}
 }
 
