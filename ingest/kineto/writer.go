@@ -242,6 +242,7 @@ func (x *writer) cpuSide() {
 	}
 	slices.SortStableFunc(idx, func(a, b int32) int { return cmp.Compare(t.Spans[a].Start, t.Spans[b].Start) })
 	var head strings.Builder
+	n := 1
 	for _, i := range idx {
 		s := &t.Spans[i]
 		cat := ""
@@ -271,13 +272,15 @@ func (x *writer) cpuSide() {
 		head.WriteString(`"ph": "X", "cat": "` + cat + `", "name": `)
 		head.Write(appendJSONString(nil, name))
 		head.WriteString(`, "pid": ` + pid + `, "tid": ` + tid)
-		args := ""
+		ext := strconv.Itoa(n)
+		args := `"External id": ` + ext + `, "Ev Idx": ` + ext
+		n++
 		if s.IsCUDAAPI() {
 			corr := strconv.FormatUint(uint64(s.Correlation), 10)
 			if x.opts.ROCm {
-				args = `"cid": 1, "correlation": ` + corr
+				args = `"External id": ` + ext + `, "cid": 1, "correlation": ` + corr
 			} else {
-				args = `"cbid": 211, "correlation": ` + corr
+				args = `"External id": ` + ext + `, "cbid": 211, "correlation": ` + corr
 			}
 		}
 		x.event(head.String(), s.Start, s.Duration(), true, args)
