@@ -18,7 +18,7 @@ const alexnetTrace = "testdata/kineto/hta-critical_path-alexnet-benchmark_result
 // against an independent count in ingest/kineto.
 func TestStatsKinetoGolden(t *testing.T) {
 	file := shareddata.Path(t, alexnetTrace)
-	for _, report := range []string{"cuda_gpu_kern_sum", "cuda_api_sum", "cuda_gpu_mem_time_sum", "cuda_gpu_mem_size_sum", "nvtx_sum"} {
+	for _, report := range []string{"cuda_gpu_kern_sum", "cuda_api_sum", "cuda_gpu_mem_time_sum", "cuda_gpu_mem_size_sum", "cuda_kern_exec_sum", "nvtx_sum"} {
 		t.Run(report, func(t *testing.T) {
 			code, out, errOut := runLLMProf(t, "stats", report, file)
 			if code != 0 || errOut != "" {

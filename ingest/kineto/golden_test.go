@@ -128,3 +128,27 @@ func firstDiff(a, b []byte) string {
 	}
 	return fmt.Sprintf("%d lines vs %d", len(al), len(bl))
 }
+
+// TestSniff: Kineto traces by content, plain or as a sorted json.dump;
+// llmprof's own Perfetto export, OTLP JSON and other JSON are not.
+func TestSniff(t *testing.T) {
+	for _, tc := range []struct {
+		head string
+		want bool
+	}{
+		{"\n{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [", true},
+		{`{"baseTimeNanoseconds": 1, "deviceProperties": [], "displayTimeUnit": "ms", "traceEvents": []}`, true},
+		{"\xef\xbb\xbf{\"distributedInfo\": {\"rank\": 0}, \"traceEvents\": [", true},
+		{`{"displayTimeUnit":"ns","otherData":{"tool":"llmprof"},"traceEvents":[{"ph":"X","cat":"cuda_runtime"}]}`, false},
+		{`{"resourceSpans": [{"resource": {}}]}`, false},
+		{`[{"ph": "X", "cat": "cpu_op"}]`, false},
+		{`{"traceEvents": []}`, false},
+	} {
+		if got := (Decoder{}).Sniff(&ingest.Input{Head: []byte(tc.head)}); got != tc.want {
+			t.Errorf("Sniff(%.50q) = %v, want %v", tc.head, got, tc.want)
+		}
+	}
+	if (Decoder{}).Sniff(&ingest.Input{Dir: true}) {
+		t.Error("Sniff takes a directory")
+	}
+}
