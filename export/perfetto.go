@@ -937,10 +937,12 @@ func (x *exporter) attrs(as []ingest.Attr) {
 }
 
 var originCategory = map[ingest.SpanOrigin]string{
-	ingest.OriginNVTX:        "nvtx",
-	ingest.OriginCUDARuntime: "cuda_runtime",
-	ingest.OriginCUDADriver:  "cuda_driver",
-	ingest.OriginOSRuntime:   "osrt",
+	ingest.OriginNVTX:          "nvtx",
+	ingest.OriginCUDARuntime:   "cuda_runtime",
+	ingest.OriginCUDADriver:    "cuda_driver",
+	ingest.OriginOSRuntime:     "osrt",
+	ingest.OriginCPUOp:         "cpu_op",
+	ingest.OriginGPUAnnotation: "gpu_user_annotation",
 }
 
 // writeThreads draws CPU-side spans as complete ('X') slices, each lane on

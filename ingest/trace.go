@@ -171,9 +171,16 @@ const (
 	OriginCUDARuntime                   // a CUDA runtime API call
 	OriginCUDADriver                    // a CUDA driver API call
 	OriginOSRuntime                     // an OS runtime call traced by nsys
+	// OriginCPUOp is a framework operator or Python function on a CPU
+	// thread (PyTorch profiler cpu_op, python_function).
+	OriginCPUOp
+	// OriginGPUAnnotation is a range on a GPU stream that mirrors a CPU
+	// annotation (PyTorch profiler gpu_user_annotation): Pid is the
+	// process, Tid the stream, the gpu.device attribute the device.
+	OriginGPUAnnotation
 )
 
-var originNames = [...]string{"otlp", "nvtx", "cuda-runtime", "cuda-driver", "os-runtime"}
+var originNames = [...]string{"otlp", "nvtx", "cuda-runtime", "cuda-driver", "os-runtime", "cpu-op", "gpu-annotation"}
 
 func (o SpanOrigin) String() string {
 	if int(o) < len(originNames) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/ingest/kineto"
 	"github.com/llmprof/llmprof/ingest/otlp"
 	"github.com/llmprof/llmprof/nsys"
 	"github.com/llmprof/llmprof/record"
@@ -14,6 +15,7 @@ func (f *Factory) decoders() []ingest.Decoder {
 		// A capture's nsys export (record --nsys) is decoded with it.
 		&record.CaptureDecoder{Embedded: []ingest.Decoder{nsys.Decoder{}}},
 		nsys.Decoder{},
+		kineto.Decoder{},
 		&otlp.Decoder{},
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/spf13/cobra"
 
+	"github.com/llmprof/llmprof/ingest/kineto"
 	"github.com/llmprof/llmprof/nsys"
 	"github.com/llmprof/llmprof/synth"
 )
@@ -29,6 +30,9 @@ type DemoOptions struct {
 	// covers (0: none); it starts a third of the way into the run.
 	NsysWindow time.Duration
 	CUDAGraphs bool
+	// Kineto writes the GPU capture as PyTorch profiler traces (one per
+	// engine) instead of an Nsight Systems export.
+	Kineto bool
 }
 
 // NewCmdDemo builds `llmprof demo`.
@@ -48,7 +52,10 @@ Like a real deployment profiled for a few seconds with nsys profile --delay
 --duration, it also writes gpu.nsys.sqlite: an Nsight Systems export of part
 of the run (kernels launched by CUDA runtime calls on each engine's thread,
 NVTX ranges mirroring the engine steps), on a GPU-side clock that is 1.734 s
-off the OTLP clock and drifts 35 ppm — for llmprof to align.`),
+off the OTLP clock and drifts 35 ppm — for llmprof to align. With --kineto
+it writes that capture as the PyTorch profiler would instead: one
+*.pt.trace.json per engine (Kineto Chrome-trace JSON, as vLLM's
+VLLM_TORCH_PROFILER_DIR holds), the steps as record_function annotations.`),
 		Example: strings.TrimSpace(`
   llmprof demo ./run && llmprof analyze ./run
   llmprof demo --duration 5m --seed 7 ./big
@@ -70,6 +77,7 @@ off the OTLP clock and drifts 35 ppm — for llmprof to align.`),
 	fl.BoolVar(&opts.Gzip, "gzip", false, "gzip the files written")
 	fl.DurationVar(&opts.NsysWindow, "nsys", 3*time.Second, "length of the simulated nsys capture (0: no GPU data)")
 	fl.BoolVar(&opts.CUDAGraphs, "cuda-graphs", false, "decode steps run as CUDA graph replays (one launch call per step, as vLLM does)")
+	fl.BoolVar(&opts.Kineto, "kineto", false, "write the GPU capture as PyTorch profiler (Kineto) traces, one *.pt.trace.json per engine, instead of gpu.nsys.sqlite")
 	return cmd
 }
 
@@ -125,7 +133,28 @@ func runDemo(opts *DemoOptions) error {
 	}
 	fmt.Fprintf(opts.IO.ErrOut, "wrote %s: %d requests, %d engine steps, %d GPU ops simulated\n",
 		name, len(run.Requests), len(run.Steps), len(run.Ops))
-	if opts.NsysWindow > 0 {
+	if opts.NsysWindow > 0 && opts.Kineto {
+		from := cfg.Start + opts.Duration.Nanoseconds()/3
+		for _, kt := range run.KinetoTraces(from, from+opts.NsysWindow.Nanoseconds(), kineto.WriteOptions{}) {
+			path := filepath.Join(opts.Dir, kt.Name)
+			if opts.Gzip {
+				path += ".gz"
+			}
+			if err := writeFileAtomic(path, func(w *bufio.Writer) error {
+				if !opts.Gzip {
+					return kt.Write(w)
+				}
+				zw := gzip.NewWriter(w)
+				if err := kt.Write(zw); err != nil {
+					return err
+				}
+				return zw.Close()
+			}); err != nil {
+				return err
+			}
+			fmt.Fprintf(opts.IO.ErrOut, "wrote %s: %s of the PyTorch profiler's capture of engine pid %d\n", path, opts.NsysWindow, kt.Pid)
+		}
+	} else if opts.NsysWindow > 0 {
 		from := cfg.Start + opts.Duration.Nanoseconds()/3
 		gpu := run.GPUTraceWindow(from, from+opts.NsysWindow.Nanoseconds())
 		path := filepath.Join(opts.Dir, "gpu.nsys.sqlite")

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/ingest/kineto"
 	"github.com/llmprof/llmprof/nsys"
 )
 
@@ -21,7 +22,8 @@ type StatsOptions struct {
 	// Report is the nsys stats report name, optionally with ":base" or
 	// ":mangled" (e.g. "cuda_gpu_kern_sum:base").
 	Report string
-	// Files are the Nsight Systems SQLite exports.
+	// Files are the Nsight Systems SQLite exports (or PyTorch profiler
+	// traces, for the *_sum reports).
 	Files []string
 	// Format is text (default), csv or json.
 	Format string
@@ -43,7 +45,9 @@ func NewCmdStats(f *Factory) *cobra.Command {
 Print one of the reports 'nsys stats' prints, computed by llmprof from an
 Nsight Systems SQLite export (nsys export --type sqlite, nsys 2023.1 to
 2026.1), with the same definitions: kernel, API, memory and NVTX summaries
-and the NVTX→GPU projection. No nsys installation is needed.
+and the NVTX→GPU projection. No nsys installation is needed. The summary
+reports (*_sum) also read PyTorch profiler (Kineto) traces, whose
+record_function annotations stand for NVTX ranges.
 
 Reports (names as nsys spells them; kernel reports take ":base" for short
 kernel names and ":mangled" for mangled ones):
@@ -88,7 +92,7 @@ func runStats(cmd *cobra.Command, opts *StatsOptions) error {
 	dec := report.Decoder(ropts)
 	var results []statsResult
 	for _, path := range opts.Files {
-		t, err := dec.DecodeFile(cmd.Context(), path)
+		t, err := decodeStatsInput(cmd, report, dec, path)
 		if err != nil {
 			return err
 		}
@@ -98,6 +102,28 @@ func runStats(cmd *cobra.Command, opts *StatsOptions) error {
 		results = append(results, statsResult{path: path, table: report.Run(t, ropts), warnings: t.Warnings.List})
 	}
 	return writeOutput(opts.IO, opts.Output, func(w io.Writer, _ bool) error { return render(w, report, results) })
+}
+
+// decodeStatsInput decodes one input of stats: an Nsight Systems export, or
+// a PyTorch profiler (Kineto) trace for the summary reports, which need
+// only kernels, copies, API calls and annotations (the trace reports print
+// times relative to an nsys session start that a Kineto trace does not
+// have).
+func decodeStatsInput(cmd *cobra.Command, report *nsys.Report, dec nsys.Decoder, path string) (*ingest.Trace, error) {
+	in, err := ingest.NewInput(path)
+	if err != nil || !(kineto.Decoder{}).Sniff(in) {
+		return dec.DecodeFile(cmd.Context(), path)
+	}
+	if !strings.HasSuffix(report.Name, "_sum") {
+		return nil, usageErrorf("%s: report %s needs an Nsight Systems export; a PyTorch profiler trace gives the *_sum reports", path, report.Name)
+	}
+	t := ingest.New()
+	t.Sources = []ingest.Source{{Path: path}}
+	if err := (kineto.Decoder{SkipPython: true}).Decode(cmd.Context(), in, t); err != nil {
+		return nil, &ingest.InputError{Path: path, Err: err}
+	}
+	t.Validate()
+	return t, nil
 }
 
 var statsRenderers = map[string]func(io.Writer, *nsys.Report, []statsResult) error{

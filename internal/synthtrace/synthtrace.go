@@ -7,11 +7,15 @@ package synthtrace
 import (
 	"bytes"
 	"context"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/klauspost/compress/gzip"
+
 	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/ingest/kineto"
 	"github.com/llmprof/llmprof/ingest/otlp"
 	"github.com/llmprof/llmprof/synth"
 )
@@ -54,4 +58,38 @@ func WithGPU(tb testing.TB, run *synth.Run, nvtx bool) *ingest.Trace {
 	m := ingest.Merge(tr, gpu)
 	m.Validate()
 	return m
+}
+
+// WithKineto writes the run's llm.* spans as OTLP and its GPU side as one
+// PyTorch profiler (Kineto) trace per engine (gzip'd, as vLLM writes them)
+// into a temporary folder and decodes the folder through ingest.Open, as
+// `llmprof analyze dir` would: the OTLP + Kineto path end to end.
+func WithKineto(tb testing.TB, run *synth.Run, opts kineto.WriteOptions) *ingest.Trace {
+	tb.Helper()
+	dir := tb.TempDir()
+	var buf bytes.Buffer
+	if err := run.WriteOTLP(&buf, synth.StyleLLM, synth.ProtoFramed); err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "trace.pbf"), buf.Bytes(), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	for _, kt := range run.KinetoTraces(math.MinInt64, math.MaxInt64, opts) {
+		buf.Reset()
+		zw := gzip.NewWriter(&buf)
+		if err := kt.Write(zw); err != nil {
+			tb.Fatal(err)
+		}
+		if err := zw.Close(); err != nil {
+			tb.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, kt.Name+".gz"), buf.Bytes(), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	tr, err := ingest.Open(context.Background(), []string{dir}, []ingest.Decoder{kineto.Decoder{}, &otlp.Decoder{}}, ingest.OpenOptions{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return tr
 }

@@ -1,0 +1,133 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/llmprof/llmprof/internal/golden"
+	"github.com/llmprof/llmprof/internal/shareddata"
+)
+
+const alexnetTrace = "testdata/kineto/hta-critical_path-alexnet-benchmark_result_2869224_1695835535_trace.json.gz"
+
+// The summary reports of stats on a real PyTorch profiler trace (HTA's
+// alexnet test trace, MIT); the decoded counts behind them are checked
+// against an independent count in ingest/kineto.
+func TestStatsKinetoGolden(t *testing.T) {
+	file := shareddata.Path(t, alexnetTrace)
+	for _, report := range []string{"cuda_gpu_kern_sum", "cuda_api_sum", "cuda_gpu_mem_time_sum", "cuda_gpu_mem_size_sum", "cuda_kern_exec_sum", "nvtx_sum"} {
+		t.Run(report, func(t *testing.T) {
+			code, out, errOut := runLLMProf(t, "stats", report, file)
+			if code != 0 || errOut != "" {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			golden.Check(t, filepath.Join("testdata", "stats-kineto", report+".txt"), []byte(strings.ReplaceAll(out, file, "alexnet.json.gz")))
+		})
+	}
+	code, _, errOut := runLLMProf(t, "stats", "nvtx_gpu_proj_trace", file)
+	if code != ExitUsage || !strings.Contains(errOut, "needs an Nsight Systems export") {
+		t.Errorf("a trace report on a Kineto trace: exit %d, %s", code, errOut)
+	}
+}
+
+// analyze of each real trace: a GPU section where there is GPU work, and
+// only the warnings the trace deserves.
+func TestAnalyzeKinetoRealTraces(t *testing.T) {
+	for _, file := range shareddata.Glob(t, "testdata/kineto/*.json.gz") {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			code, out, errOut := runLLMProf(t, "analyze", "--format", "json", file)
+			if code != ExitOK {
+				t.Fatalf("exit %d: %s", code, errOut)
+			}
+			var doc struct {
+				GPU *struct {
+					Devices []struct {
+						Ops int `json:"ops"`
+					} `json:"devices"`
+				} `json:"gpu"`
+				Warnings []struct {
+					Code string `json:"code"`
+				} `json:"warnings"`
+			}
+			if err := json.Unmarshal([]byte(out), &doc); err != nil {
+				t.Fatal(err)
+			}
+			var codes []string
+			for _, w := range doc.Warnings {
+				codes = append(codes, w.Code)
+			}
+			switch {
+			case strings.Contains(file, "cpu_only"):
+				if strings.Join(codes, ",") != "no-gpu" {
+					t.Errorf("warnings %v, want no-gpu", codes)
+				}
+			case strings.Contains(file, "cupti_profiler"):
+				if strings.Join(codes, ",") != "no-kernels" {
+					t.Errorf("warnings %v, want no-kernels", codes)
+				}
+			default:
+				if len(codes) > 0 {
+					t.Errorf("warnings %v, want none", codes)
+				}
+				if doc.GPU == nil || len(doc.GPU.Devices) != 1 || doc.GPU.Devices[0].Ops == 0 {
+					t.Errorf("GPU section %+v, want one busy device", doc.GPU)
+				}
+			}
+		})
+	}
+}
+
+// demo --kineto writes one PyTorch profiler trace per engine that analyze
+// aligns by the step annotations and joins to the steps.
+func TestDemoKinetoAnalyzes(t *testing.T) {
+	dir := t.TempDir()
+	if code, _, errOut := runLLMProf(t, "demo", "--kineto", "--gzip", "--duration", "6s", "--nsys", "2s", dir); code != ExitOK {
+		t.Fatalf("demo exited %d: %s", code, errOut)
+	}
+	traces, _ := filepath.Glob(filepath.Join(dir, "*.pt.trace.json.gz"))
+	if len(traces) != 2 {
+		t.Fatalf("traces %v, want one per engine", traces)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "gpu.nsys.sqlite.gz")); err == nil {
+		t.Error("--kineto also wrote an nsys export: the GPU side would count twice")
+	}
+	code, out, errOut := runLLMProf(t, "analyze", dir)
+	if code != ExitOK {
+		t.Fatalf("analyze exited %d: %s", code, errOut)
+	}
+	for _, want := range []string{"kineto-json", "refined", "GPU\n", "PER TOKEN"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("analyze output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "WARNINGS") || strings.Contains(out, "cannot align") {
+		t.Errorf("analyze warns:\n%s", out)
+	}
+	// The export draws the Kineto side too.
+	pf := filepath.Join(dir, "run.json")
+	if code, _, errOut := runLLMProf(t, "export", "--perfetto", pf, dir); code != ExitOK {
+		t.Fatalf("export exited %d: %s", code, errOut)
+	}
+	b, err := os.ReadFile(pf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		TraceEvents []map[string]any `json:"traceEvents"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	cats := map[string]int{}
+	for _, e := range doc.TraceEvents {
+		if c, ok := e["cat"].(string); ok {
+			cats[c]++
+		}
+	}
+	if cats["nvtx"] == 0 || cats["cuda_runtime"] == 0 {
+		t.Errorf("export categories %v: want the annotations and launches", cats)
+	}
+}

@@ -1,0 +1,125 @@
+package kineto_test
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/ingest/kineto"
+	"github.com/llmprof/llmprof/synth"
+)
+
+// TestWriteRoundTrip writes a synthetic run's GPU side as Kineto traces in
+// every time layout Kineto has used, CUDA and ROCm, decodes them and
+// checks every GPU op and CPU span comes back to the nanosecond.
+func TestWriteRoundTrip(t *testing.T) {
+	cfg := synth.DefaultConfig(3, 2*time.Second)
+	cfg.GPUClock = synth.ClockError{OffsetNs: 1_734_000_000, DriftPPM: 35}
+	cfg.CUDAGraphs = true
+	run, err := synth.Generate(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gpu := run.GPUTrace()
+	gpu.Validate()
+	for _, tc := range []struct {
+		name string
+		opts kineto.WriteOptions
+	}{
+		{"base before events", kineto.WriteOptions{Times: kineto.BaseBefore}},
+		{"base after events", kineto.WriteOptions{Times: kineto.BaseAfter}},
+		{"absolute", kineto.WriteOptions{Times: kineto.Absolute}},
+		{"rocm", kineto.WriteOptions{Times: kineto.BaseBefore, ROCm: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, eng := range run.Engines {
+				opts := tc.opts
+				opts.Pid, opts.WorldSize, opts.Rank = eng.Pid, 2, 1
+				var buf bytes.Buffer
+				if err := kineto.Write(&buf, gpu, opts); err != nil {
+					t.Fatal(err)
+				}
+				if !(kineto.Decoder{}).Sniff(&ingest.Input{Head: buf.Bytes()[:min(buf.Len(), ingest.HeadSize)]}) {
+					t.Fatal("Sniff does not take what Write writes")
+				}
+				got, err := kineto.Decoder{}.DecodeReader(context.Background(), &buf, "synth.pt.trace.json")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(got.Warnings.List) > 0 {
+					t.Errorf("warnings: %v", got.Warnings.List)
+				}
+				got.Validate()
+				compareOps(t, gpu, got, eng.Pid)
+				compareSpans(t, gpu, got, eng.Pid, tc.opts.ROCm)
+				src := got.Sources[0]
+				if src.Meta[kineto.MetaRank] != "1" || src.Meta[kineto.MetaWorldSize] != "2" || src.Clock.Kind != ingest.ClockRealtime {
+					t.Errorf("source %+v", src)
+				}
+				if want := map[bool]string{true: "rocm", false: "cuda"}[tc.opts.ROCm]; src.Meta[kineto.MetaGPU] != want {
+					t.Errorf("gpu %q, want %q", src.Meta[kineto.MetaGPU], want)
+				}
+			}
+		})
+	}
+}
+
+func compareOps(t *testing.T, want, got *ingest.Trace, pid uint32) {
+	t.Helper()
+	var w []ingest.GPUOp
+	for _, o := range want.GPUOps {
+		if o.Pid == pid {
+			w = append(w, o)
+		}
+	}
+	if len(got.GPUOps) != len(w) || len(w) == 0 {
+		t.Fatalf("pid %d: %d GPU ops, wrote %d", pid, len(got.GPUOps), len(w))
+	}
+	for i := range w {
+		a, b := w[i], got.GPUOps[i]
+		name, gname := want.Str(a.Name), got.Str(b.Name)
+		if a.Kind == ingest.OpMemcpy {
+			if !strings.HasPrefix(gname, "Memcpy "+a.Copy.String()) {
+				t.Fatalf("op %d: memcpy %v named %q", i, a.Copy, gname)
+			}
+			name = gname
+		}
+		a.Name, b.Name, a.Source, b.Source = 0, 0, 0, 0
+		if a != b || name != gname {
+			t.Fatalf("op %d:\n got  %+v %q\n want %+v %q", i, b, gname, a, name)
+		}
+	}
+	calls := got.LaunchCalls()
+	for i, c := range calls {
+		if c < 0 {
+			t.Fatalf("op %d (%s) has no launch", i, got.Str(got.GPUOps[i].Name))
+		}
+	}
+}
+
+func compareSpans(t *testing.T, want, got *ingest.Trace, pid uint32, rocm bool) {
+	t.Helper()
+	var w []ingest.Span
+	for _, s := range want.Spans {
+		if s.Pid == pid {
+			w = append(w, s)
+		}
+	}
+	if len(got.Spans) != len(w) {
+		t.Fatalf("pid %d: %d spans, wrote %d", pid, len(got.Spans), len(w))
+	}
+	for i := range w {
+		a, b := &w[i], &got.Spans[i]
+		name := want.Str(a.Name)
+		if rocm && a.IsCUDAAPI() {
+			name = "hip" + strings.TrimPrefix(name, "cuda")
+		}
+		if got.Str(b.Name) != name || a.Start != b.Start || a.End != b.End || a.Origin != b.Origin ||
+			a.Pid != b.Pid || a.Tid != b.Tid || a.Correlation != b.Correlation {
+			t.Fatalf("span %d:\n got  %q %+v\n want %q %+v", i, got.Str(b.Name), *b, name, *a)
+		}
+	}
+}
