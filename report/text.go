@@ -420,11 +420,21 @@ func pct(share float64) string {
 	return fmt.Sprintf("%.1f%%", 100*share)
 }
 
+// fmtSeconds writes a duration to the millisecond, or to the microsecond
+// (nanosecond) below a millisecond (microsecond), so that a short total never
+// reads as "0s".
 func fmtSeconds(s float64) string {
 	if math.IsNaN(s) {
 		return "—"
 	}
-	return time.Duration(s * 1e9).Round(time.Millisecond).String()
+	d := time.Duration(s * 1e9)
+	switch a := d.Abs(); {
+	case a >= time.Millisecond:
+		return d.Round(time.Millisecond).String()
+	case a >= time.Microsecond:
+		return d.Round(time.Microsecond).String()
+	}
+	return d.String()
 }
 
 // table is a minimal aligned text table: left-aligned first column, numbers
