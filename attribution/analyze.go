@@ -73,6 +73,9 @@ type Result struct {
 	ByModel  []Summary
 	// Stages totals every stage over all requests.
 	Stages []StageTotal
+	// E2E says which E2E the figures use and how the servers' e2e
+	// attributes compare with it.
+	E2E E2ENote
 	// GPU is the GPU section: nil without GPU ops.
 	GPU *GPU
 	// Steps are the engine steps (llm.step spans) with their batches and
@@ -220,6 +223,9 @@ func Analyze(t *ingest.Trace, opts Options) *Result {
 		for _, p := range problems {
 			res.warn(t, r.Source, "request "+r.ID, "stage-clipped", p)
 		}
+		for _, p := range r.disagreements {
+			res.warn(t, r.Source, "request "+r.ID, "latency-attributes-disagree", p)
+		}
 		res.Requests = append(res.Requests, r)
 		res.Styles[r.Style]++
 	}
@@ -231,6 +237,7 @@ func Analyze(t *ingest.Trace, opts Options) *Result {
 	res.ByTenant = groupBy(res.Requests, func(r *Request) string { return r.Tenant }, opts.SLO)
 	res.ByModel = groupBy(res.Requests, func(r *Request) string { return r.Model }, opts.SLO)
 	res.Stages = stageTotals(res.Requests)
+	res.E2E = e2eNote(res.Requests)
 	// The launch join (op → API call) is a sort of every op; steps and the
 	// GPU section share one.
 	launchCalls := sync.OnceValue(t.LaunchCalls)

@@ -90,11 +90,18 @@ type Request struct {
 	TPOT  float64
 	E2E   float64
 	Queue float64
+	// E2EAttr is the server's own e2e attribute (vLLM's gen_ai.latency.e2e:
+	// arrival to the frontend's receipt of the final batch), NaN when absent.
+	// E2E is always the span duration, which the stages partition.
+	E2EAttr float64
 
 	// Stages partition E2E: their sum equals End − Arrival exactly.
 	Stages [NumStages]int64
 	// Gaps locate the time in StageOther.
 	Gaps []Gap
+	// disagreements are the latency attributes that contradict the
+	// request's stage spans (crossCheck).
+	disagreements []string
 	// present has bit st set when the input shows stage st for this request
 	// (a span or an attribute), even with zero length.
 	present uint16
@@ -208,6 +215,10 @@ func classify(t *ingest.Trace, k *keyCache, s *ingest.Span) (Style, bool) {
 	case "InferRequest":
 		return StyleTriton, true
 	}
+	// SGLang roots carry gen_ai.latency.* too: the name decides first.
+	if sglangRoot(name) {
+		return StyleSGLang, true
+	}
 	if _, _, ok := k.first(s.Attrs, keyE2E); ok {
 		return StyleVLLM, true
 	}
@@ -235,6 +246,21 @@ func classify(t *ingest.Trace, k *keyCache, s *ingest.Span) (Style, bool) {
 		return StyleGenAI, true
 	}
 	return "", false
+}
+
+// sglangRoot reports whether a span name is SGLang's request root,
+// "{role} Req {rid[:8]}" (python/sglang/srt/tracing/trace.py and its successor
+// observability/trace.py): role is empty in unified mode, so the name may
+// start with a space; prefill or decode under PD disaggregation.
+func sglangRoot(name string) bool {
+	f := strings.Fields(name)
+	switch len(f) {
+	case 2:
+		return f[0] == "Req"
+	case 3:
+		return f[1] == "Req" && (f[0] == "prefill" || f[0] == "decode" || f[0] == "unified")
+	}
+	return false
 }
 
 // findRequests returns the request spans, dropping a request span nested in
@@ -281,7 +307,7 @@ func buildRequest(t *ingest.Trace, ix *spanIndex, k *keyCache, i int, style Styl
 		Span: i, Source: s.Source, Style: style,
 		Arrival: s.Start, End: s.End,
 		InputTokens: -1, OutputTokens: -1,
-		TTFT: math.NaN(), TPOT: math.NaN(), Queue: math.NaN(), CacheHitRatio: math.NaN(),
+		TTFT: math.NaN(), TPOT: math.NaN(), Queue: math.NaN(), CacheHitRatio: math.NaN(), E2EAttr: math.NaN(),
 	}
 	r.E2E = float64(r.End - r.Arrival)
 	desc := ix.descendants(i)
@@ -363,31 +389,45 @@ func buildRequest(t *ingest.Trace, ix *spanIndex, k *keyCache, i int, style Styl
 		}
 	}
 	ttftAttr, hasTTFT := k.duration(attrs, keyTTFT)
-	if len(ivs) == 0 {
-		ivs = r.attributeStages(k, attrs, ttftAttr, hasTTFT)
+	if e2e, ok := k.duration(attrs, keyE2E); ok {
+		r.E2EAttr = float64(e2e)
 	}
+	spanStaged := len(ivs) > 0
+	var anchorFirst, anchorLast int64
+	if spanStaged {
+		r.disagreements = r.crossCheck(k, attrs, ivs)
+	} else {
+		ivs, anchorFirst, anchorLast = r.attributeStages(k, attrs, ttftAttr, hasTTFT)
+	}
+	prefillEnd, hasPrefillSpan := stageEnd(ivs, StagePrefill)
+	decodeEnd, hasDecodeSpan := stageEnd(ivs, StageDecode)
 
 	// Token times, then the metrics.
 	switch {
 	case len(r.Tokens) > 0:
 		r.FirstToken, r.LastToken = r.Tokens[0], r.Tokens[len(r.Tokens)-1]
+	case spanStaged && (hasPrefillSpan || hasDecodeSpan):
+		// Stage spans beat latency attributes (SGLang's are measured at
+		// output arrival, docs/server-spans.md): the first token leaves when
+		// the prefill forward ends, the last when the decode span does.
+		switch {
+		case hasPrefillSpan:
+			r.FirstToken = prefillEnd
+			r.estimated("ttft")
+		case hasTTFT:
+			r.FirstToken = r.Arrival + ttftAttr
+		}
+		if hasDecodeSpan {
+			r.LastToken = decodeEnd
+		}
+	case anchorFirst != 0:
+		// Placed from the latency attributes' own anchors.
+		r.FirstToken, r.LastToken = anchorFirst, anchorLast
 	case hasTTFT:
 		r.FirstToken = r.Arrival + ttftAttr
-		if d, ok := k.duration(attrs, keyDecode); ok {
-			r.LastToken = r.FirstToken + d
-		} else if e2e, ok := k.duration(attrs, keyE2E); ok && style == StyleVLLM {
-			r.LastToken = r.Arrival + e2e
-		}
 	default:
 		if ts, ok := k.timestamp(attrs, keyCompletionStart); ok && ts >= r.Arrival {
 			r.FirstToken = ts
-		} else if end, ok := stageEnd(ivs, StagePrefill); ok {
-			// SGLang: the first token leaves when the prefill forward ends.
-			r.FirstToken = end
-			r.estimated("ttft")
-		}
-		if end, ok := stageEnd(ivs, StageDecode); ok {
-			r.LastToken = end
 		}
 	}
 	if r.FirstToken != 0 {
@@ -427,50 +467,6 @@ func buildRequest(t *ingest.Trace, ix *spanIndex, k *keyCache, i int, style Styl
 		r.Queue = float64(q)
 	}
 	return r, problems
-}
-
-// attributeStages places stage durations carried as attributes (vLLM,
-// TensorRT-LLM, TGI) one after another from arrival, in the order the server
-// runs them: tokenize/validate, queue, prefill, decode (or inference).
-func (r *Request) attributeStages(k *keyCache, attrs []ingest.Attr, ttft int64, hasTTFT bool) []interval {
-	var ivs []interval
-	at := r.Arrival
-	place := func(st Stage, d int64) {
-		ivs = append(ivs, interval{st, at, at + d})
-		at += d
-	}
-	if d, ok := k.duration(attrs, keyTokenize); ok {
-		place(StageTokenize, d)
-	}
-	queue, hasQueue := k.duration(attrs, keyQueue)
-	if hasQueue {
-		place(StageQueue, queue)
-	}
-	prefill, hasPrefill := k.duration(attrs, keyPrefil)
-	decode, hasDecode := k.duration(attrs, keyDecode)
-	switch {
-	case hasPrefill || hasDecode:
-		if hasPrefill {
-			place(StagePrefill, prefill)
-		}
-		if hasDecode {
-			place(StageDecode, decode)
-		}
-	case hasTTFT && hasQueue && r.Style == StyleVLLM:
-		// vLLM V0 exports no prefill/decode split: the first token marks it.
-		if ttft >= queue {
-			place(StagePrefill, ttft-queue)
-			r.estimated("prefill")
-		}
-		if e2e, ok := k.duration(attrs, keyE2E); ok && e2e >= ttft {
-			place(StageDecode, e2e-ttft)
-		}
-	default:
-		if d, ok := k.duration(attrs, keyInference); ok {
-			place(StageInference, d)
-		}
-	}
-	return ivs
 }
 
 func stageEnd(ivs []interval, st Stage) (int64, bool) {

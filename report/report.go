@@ -67,6 +67,9 @@ type Requests struct {
 	TenantOrder []string        `json:"-"`
 	ModelOrder  []string        `json:"-"`
 	SLO         attribution.SLO `json:"slo"`
+	// E2ESource says which E2E the figures use, with the servers' own e2e
+	// attribute beside it (absent when no request carries one).
+	E2ESource *attribution.E2ENote `json:"e2e_source,omitempty"`
 }
 
 // Input bundles the results a report is built from.
@@ -120,6 +123,10 @@ func New(in Input) *Report {
 		for _, s := range a.ByModel {
 			req.ByModel[s.Name] = s
 			req.ModelOrder = append(req.ModelOrder, s.Name)
+		}
+		if a.E2E.WithAttribute > 0 {
+			n := a.E2E
+			req.E2ESource = &n
 		}
 		r.Requests = req
 		r.Stages = a.Stages

@@ -105,6 +105,9 @@ func (r *Report) WriteText(w io.Writer, opts TextOptions) error {
 				p("\n")
 			}
 			metricTable(rq.Metrics).render(&b, st, 2)
+			if n := rq.E2ESource; n != nil {
+				e2eSourceText(&b, st, n, rq.Requests)
+			}
 
 			if len(r.Stages) > 0 {
 				var total float64
@@ -367,6 +370,18 @@ func conventions(styles map[string]int) string {
 
 func sloString(s attribution.SLO) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s.String(), "=", "≤"), ",", ", ")
+}
+
+// e2eSourceText says which E2E is used and shows the server's own e2e
+// attribute beside it where the two differ by more than a millisecond.
+func e2eSourceText(b *strings.Builder, st styles, n *attribution.E2ENote, requests int) {
+	if n.Differ == 0 {
+		fmt.Fprintf(b, "  %s\n", st.dim.Render(fmt.Sprintf("E2E is the request span's duration; %s agrees within 1 ms", n.Attribute)))
+		return
+	}
+	fmt.Fprintf(b, "  %s\n", st.dim.Render(fmt.Sprintf(
+		"E2E is the request span's duration (the stages partition it); %s differs by more than 1 ms on %s of %s requests: p50 %s ms span, %s ms attribute",
+		n.Attribute, commas(n.Differ), commas(requests), ms(float64(n.SpanP50Ms)), ms(float64(n.AttributeP50Ms)))))
 }
 
 // ms formats a millisecond value with three significant decimals where it

@@ -57,6 +57,8 @@ func (r *Run) WriteOTLP(w io.Writer, style Style, enc Encoding) error {
 				r.llmRequestSpans(td, &r.Requests[i])
 			case StyleVLLM:
 				r.vllmRequestSpans(td, &r.Requests[i])
+			case StyleVLLMServer:
+				r.vllmServerRequestSpans(td, &r.Requests[i])
 			}
 		}
 		if err := emit(td); err != nil {
