@@ -42,6 +42,7 @@ const batchRequests = 64
 func (r *Run) WriteOTLP(w io.Writer, style Style, enc Encoding) error {
 	var batches []ptrace.Traces
 	emit := func(td ptrace.Traces) error {
+		r.jitterOTLP(td)
 		if enc == JSONDoc || enc == Proto {
 			batches = append(batches, td)
 			return nil
