@@ -63,7 +63,7 @@ func DefaultOptions() Options {
 		MinSegmentAnchors: 5,
 		MinDriftSpanNs:    10_000_000_000,
 		MaxSteps:          8,
-		TimestampSlackNs:  5_000,
+		TimestampSlackNs:  2_000,
 	}
 }
 

@@ -243,7 +243,7 @@ func Analyze(t *ingest.Trace, opts Options) *Result {
 	launchCalls := sync.OnceValue(t.LaunchCalls)
 	res.Steps, res.Engines = findSteps(t, k, res.Requests, launchCalls)
 	if len(t.GPUOps) > 0 && !opts.RequestsOnly {
-		res.GPU = analyzeGPU(t, opts.GPU, launchCalls())
+		res.GPU = analyzeGPU(t, opts.GPU, launchCalls(), gpuHosts(t, opts.Alignment))
 	}
 	res.KVCache = kvCache(res.Requests, res.Steps, res.Engines)
 	res.alignmentCaveats(t, opts.Alignment)

@@ -77,6 +77,9 @@ func (r *Report) WriteText(w io.Writer, opts TextOptions) error {
 		title += fmt.Sprintf(" — %s requests over %s", commas(r.Requests.Requests), fmtSeconds(r.Requests.Duration))
 	}
 	p("%s\n\n", st.title.Render(title))
+	if r.Unrelated != "" {
+		p("%s\n\n", st.warn.Render("NOTE  "+r.Unrelated))
+	}
 
 	p("%s\n", st.section.Render("SOURCES"))
 	src := newTable("path", "format", "spans", "GPU ops", "samples", "warnings")
