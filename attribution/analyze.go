@@ -98,6 +98,9 @@ type Result struct {
 	// times, observed or estimated).
 	Tokens *TokenSummary
 
+	// gpuEst is the per-request GPU estimate for inputs without engine
+	// steps (nil otherwise).
+	gpuEst    *requestGPU
 	warnings  ingest.Warnings  // behind Warnings
 	trace     *ingest.Trace    // for EachToken
 	tokenSums []RequestBuckets // per request, from summarizeTokens
@@ -252,6 +255,11 @@ func Analyze(t *ingest.Trace, opts Options) *Result {
 	if opts.RequestsOnly {
 		return res
 	}
+	var joinable func(ingest.SourceID) bool
+	if ar := opts.Alignment; ar != nil {
+		joinable = ar.Joinable
+	}
+	res.gpuEst = estimateRequestGPU(t, res, joinable)
 	if ts := summarizeTokens(res, opts.StallThreshold); ts.Tokens > 0 {
 		res.Tokens = ts
 	}

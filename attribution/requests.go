@@ -105,9 +105,9 @@ type Request struct {
 	// present has bit st set when the input shows stage st for this request
 	// (a span or an attribute), even with zero length.
 	present uint16
-	// TokenizeEnd and QueueEnd are where the tokenize and queue stages end
-	// (0 when the input has no such stage).
-	TokenizeEnd, QueueEnd int64
+	// TokenizeEnd and QueueEnd are where the tokenize and queue stages end,
+	// QueueStart where the queue starts (0 when the input has no such stage).
+	TokenizeEnd, QueueStart, QueueEnd int64
 	// CallerExtra is how much longer the calling service's span (the nearest
 	// ancestor from another service) lasted than this request: time the
 	// request span does not see. 0 without a caller span.
@@ -459,6 +459,7 @@ func buildRequest(t *ingest.Trace, ix *spanIndex, k *keyCache, i int, style Styl
 	r.CacheHit, r.CacheKnown, r.CachedTokens = cacheInfo(t, ix, k, i, desc, &r)
 	r.TokenizeEnd, _ = stageEnd(ivs, StageTokenize)
 	r.QueueEnd, _ = stageEnd(ivs, StageQueue)
+	r.QueueStart = stageStart(ivs, StageQueue)
 	r.Stages, r.Gaps, problems = partition(r.Arrival, r.End, ivs, problems)
 	for _, iv := range ivs {
 		r.present |= 1 << iv.stage
@@ -478,6 +479,18 @@ func stageEnd(ivs []interval, st Stage) (int64, bool) {
 		}
 	}
 	return end, found
+}
+
+// stageStart is where the first interval of stage st starts (0: none).
+func stageStart(ivs []interval, st Stage) int64 {
+	var start int64
+	found := false
+	for _, iv := range ivs {
+		if iv.stage == st && (!found || iv.from < start) {
+			start, found = iv.from, true
+		}
+	}
+	return start
 }
 
 func hasStage(ivs []interval, st Stage) bool {
