@@ -215,9 +215,13 @@ func classify(t *ingest.Trace, k *keyCache, s *ingest.Span) (Style, bool) {
 	case "InferRequest":
 		return StyleTriton, true
 	}
-	// SGLang roots carry gen_ai.latency.* too: the name decides first.
+	// SGLang roots carry gen_ai.latency.* too: the name decides first,
+	// with one of the attributes SGLang sets on them (rid and module in
+	// every generation, the gen_ai ones once the request finished).
 	if sglangRoot(name) {
-		return StyleSGLang, true
+		if _, _, ok := k.first(s.Attrs, keySGLangRoot); ok {
+			return StyleSGLang, true
+		}
 	}
 	if _, _, ok := k.first(s.Attrs, keyE2E); ok {
 		return StyleVLLM, true
@@ -247,6 +251,9 @@ func classify(t *ingest.Trace, k *keyCache, s *ingest.Span) (Style, bool) {
 	}
 	return "", false
 }
+
+// keySGLangRoot are attributes of which an SGLang root carries at least one.
+var keySGLangRoot = []string{"rid", "module", "bootstrap_room", "gen_ai.request.id", "gen_ai.latency.e2e", "gen_ai.latency.time_to_first_token"}
 
 // sglangRoot reports whether a span name is SGLang's request root,
 // "{role} Req {rid[:8]}" (python/sglang/srt/tracing/trace.py and its successor

@@ -185,6 +185,16 @@ func TestSGLang05Trace(t *testing.T) {
 	}
 }
 
+// A span merely named like an SGLang root, without any attribute SGLang
+// sets on one, is no request.
+func TestSGLangNameAloneIsNoRequest(t *testing.T) {
+	b := newBuilder()
+	b.span(1, ingest.SpanID{}, b.resource("app"), "Req handler", 0, 10*ms, "http.method", "GET")
+	if out := b.analyze(DefaultOptions); len(out.Requests) != 0 {
+		t.Fatalf("requests = %+v", out.Requests)
+	}
+}
+
 // Stage spans and attributes that agree (within 2×) raise no warning, and
 // the check also runs for llmprof's own convention.
 func TestCrossCheckAgreeing(t *testing.T) {
