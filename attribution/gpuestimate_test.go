@@ -67,6 +67,27 @@ func TestStockVLLMWithNsysEstimatesGPU(t *testing.T) {
 				t.Errorf("style %d: %s: estimated %.1f ms, truth %.1f ms (%.1f%% off)", style, attribution.KernelCategory(c), got[c]/1e6, truth[c]/1e6, 100*rel)
 			}
 		}
+		// Each engine's kernels go to its own model's requests (by pid in
+		// StyleVLLM, by the model in the process name in StyleVLLMServer,
+		// whose spans come from the API server process).
+		truthByModel, gotByModel := map[string]float64{}, map[string]float64{}
+		for si := range run.Steps {
+			st := &run.Steps[si]
+			for _, op := range run.Ops[st.FirstOp:st.EndOp] {
+				truthByModel[run.Engines[st.Engine].Model] += float64(op.End - op.Start)
+			}
+		}
+		for i := range res.Requests {
+			rb, _ := res.TokenBuckets(i)
+			for b := attribution.BucketGPUGEMM; b <= attribution.BucketGPUOther; b++ {
+				gotByModel[res.Requests[i].Model] += float64(rb.All[b])
+			}
+		}
+		for m, want := range truthByModel {
+			if rel := math.Abs(gotByModel[m]-want) / want; rel > 0.10 {
+				t.Errorf("style %d: model %s: estimated %.1f ms of GPU time, truth %.1f ms", style, m, gotByModel[m]/1e6, want/1e6)
+			}
+		}
 		// The share model: first tokens get the prefill part of each step's
 		// GPU time (its prompt tokens' share of the batch's tokens).
 		var truthPrefill, gotPrefill, all float64

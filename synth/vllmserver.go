@@ -12,7 +12,8 @@ import (
 // (Request.VLLMFrontendLag after the engine emitted them); queue, prefill and
 // decode are engine-core intervals; and the span ends once the final batch
 // is detokenized, Request.Detokenize after it arrived. So TTFT ≠ queue +
-// prefill, and e2e is shorter than the span, as on real servers.
+// prefill, and e2e is shorter than the span, as on real servers. The span's
+// process.pid is the API server's, not the engine's that runs the kernels.
 const StyleVLLMServer Style = 100
 
 // VLLMFrontendLag is how long the first and the last output batch take from
@@ -33,6 +34,9 @@ func (r *Request) VLLMServerEnd() int64 {
 func (r *Run) vllmServerRequestSpans(td ptrace.Traces, q *Request) {
 	r.vllmRequestSpans(td, q)
 	rss := td.ResourceSpans()
+	// vLLM V1 traces requests in the API server process, not in the engine
+	// core that launches the kernels.
+	rss.At(rss.Len()-1).Resource().Attributes().PutInt("process.pid", int64(r.Engines[q.Engine].Pid)+1)
 	s := rss.At(rss.Len() - 1).ScopeSpans().At(0).Spans().At(0)
 	lagFirst, lagLast := q.VLLMFrontendLag()
 	setTimes(s, q.Arrival, q.VLLMServerEnd())
