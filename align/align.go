@@ -42,6 +42,15 @@ type Options struct {
 	MinDriftSpanNs int64 `json:"min_drift_span_ns"`
 	// MaxSteps bounds the clock steps found per domain.
 	MaxSteps int `json:"max_steps"`
+	// TimestampSlackNs loosens every causal hard bound (launch before
+	// kernel, server span inside its client span, NVTX range inside the span
+	// it mirrors) by this much: timestamps are quantized (vLLM writes float
+	// seconds, about 0.24 µs at today's Unix times) and jittered by the
+	// moment each process reads its clock, so a bound may be missed by that
+	// much without any assumption failing. Guaranteed bounds include it, and
+	// the bounds are reported as contradicting each other only beyond it.
+	// Clock-pair brackets are taken as exact.
+	TimestampSlackNs int64 `json:"timestamp_slack_ns"`
 }
 
 // DefaultOptions returns the documented defaults.
@@ -54,6 +63,7 @@ func DefaultOptions() Options {
 		MinSegmentAnchors: 5,
 		MinDriftSpanNs:    10_000_000_000,
 		MaxSteps:          8,
+		TimestampSlackNs:  2_000,
 	}
 }
 
@@ -64,6 +74,9 @@ func (o *Options) check() error {
 	}
 	if o.MatchToleranceNs <= 0 {
 		errs = append(errs, fmt.Errorf("align: MatchToleranceNs must be positive, got %d", o.MatchToleranceNs))
+	}
+	if o.TimestampSlackNs < 0 {
+		errs = append(errs, fmt.Errorf("align: TimestampSlackNs must not be negative, got %d", o.TimestampSlackNs))
 	}
 	if o.StepMinNs <= 0 {
 		errs = append(errs, fmt.Errorf("align: StepMinNs must be positive, got %d", o.StepMinNs))
@@ -151,6 +164,9 @@ type Fit struct {
 	// implied by the hard bounds (clock-pair brackets, causal order) and
 	// MaxDriftPPM. Nil when the hard bounds do not close the feasible region.
 	BoundNs *int64 `json:"bound_ns"`
+	// SlackNs is the timestamp slack the causal hard bounds were loosened by
+	// (Options.TimestampSlackNs; 0 when the domain has none).
+	SlackNs int64 `json:"slack_ns,omitempty"`
 	// Segments are the pieces of a piecewise fit, more than one when a clock
 	// step was found.
 	Segments []Segment `json:"segments,omitempty"`
@@ -594,6 +610,9 @@ func (al *aligner) settleRefined(i int, set *anchorSet) {
 	d := al.domains[i]
 	f := al.newFit(d)
 	f.Anchors = set.counts
+	if set.causal {
+		f.SlackNs = al.opts.TimestampSlackNs
+	}
 	d.done, d.fit = true, f
 	ft := &fitter{opts: al.opts, dmax: al.opts.MaxDriftPPM * 1000, lo: d.lo, hi: d.hi}
 	segs, err := ft.fit(set)

@@ -360,7 +360,8 @@ func (al *aligner) collect(d int) anchorSet {
 			set.partnerUnknown = true
 			return
 		}
-		set.hard = append(set.hard, hardBound{x: x, y: y, slack: slack, lower: lower})
+		set.hard = append(set.hard, hardBound{x: x, y: y, slack: slack + al.opts.TimestampSlackNs, lower: lower})
+		set.causal = true
 	}
 	usable := func(e int) bool {
 		pd := al.domains[e]

@@ -51,6 +51,9 @@ type anchorSet struct {
 	// partnerUnknown: some anchors lean on a domain whose own alignment
 	// has no guaranteed bound, so neither can this one.
 	partnerUnknown bool
+	// causal: some hard bounds are causal ones, loosened by the timestamp
+	// slack.
+	causal bool
 }
 
 // rank orders domains by the strength of their anchors (docs/design.md §6): clock
@@ -251,7 +254,7 @@ func (f *fitter) fitSegment(pts []point, hard []hardBound, from, to int64) ([]se
 		case poly == nil && hasBrackets(pts):
 			return nil, &errContradiction{fmt.Sprintf("the clock-pair anchors contradict each other: no mapping with |drift| ≤ %g ppm passes through all their brackets", f.opts.MaxDriftPPM)}
 		case poly == nil:
-			f.warnf("the hard bounds (%d) contradict each other: an assumption behind them does not hold here (an NVTX range outside the span it mirrors, or mis-paired launches); no guaranteed bound", len(hs))
+			f.warnf("the hard bounds (%d) contradict each other beyond the %s timestamp slack: an assumption behind them does not hold here (an NVTX range outside the span it mirrors, or mis-paired launches); no guaranteed bound", len(hs), fmtNs(float64(f.opts.TimestampSlackNs)))
 		default:
 			hardOK = true
 			s.poly = poly

@@ -73,6 +73,9 @@ type Result struct {
 	ByModel  []Summary
 	// Stages totals every stage over all requests.
 	Stages []StageTotal
+	// E2E says which E2E the figures use and how the servers' e2e
+	// attributes compare with it.
+	E2E E2ENote
 	// GPU is the GPU section: nil without GPU ops.
 	GPU *GPU
 	// Steps are the engine steps (llm.step spans) with their batches and
@@ -95,6 +98,9 @@ type Result struct {
 	// times, observed or estimated).
 	Tokens *TokenSummary
 
+	// gpuEst is the per-request GPU estimate for inputs without engine
+	// steps (nil otherwise).
+	gpuEst    *requestGPU
 	warnings  ingest.Warnings  // behind Warnings
 	trace     *ingest.Trace    // for EachToken
 	tokenSums []RequestBuckets // per request, from summarizeTokens
@@ -220,6 +226,9 @@ func Analyze(t *ingest.Trace, opts Options) *Result {
 		for _, p := range problems {
 			res.warn(t, r.Source, "request "+r.ID, "stage-clipped", p)
 		}
+		for _, p := range r.disagreements {
+			res.warn(t, r.Source, "request "+r.ID, "latency-attributes-disagree", p)
+		}
 		res.Requests = append(res.Requests, r)
 		res.Styles[r.Style]++
 	}
@@ -231,12 +240,13 @@ func Analyze(t *ingest.Trace, opts Options) *Result {
 	res.ByTenant = groupBy(res.Requests, func(r *Request) string { return r.Tenant }, opts.SLO)
 	res.ByModel = groupBy(res.Requests, func(r *Request) string { return r.Model }, opts.SLO)
 	res.Stages = stageTotals(res.Requests)
+	res.E2E = e2eNote(res.Requests)
 	// The launch join (op → API call) is a sort of every op; steps and the
 	// GPU section share one.
 	launchCalls := sync.OnceValue(t.LaunchCalls)
 	res.Steps, res.Engines = findSteps(t, k, res.Requests, launchCalls)
 	if len(t.GPUOps) > 0 && !opts.RequestsOnly {
-		res.GPU = analyzeGPU(t, opts.GPU, launchCalls())
+		res.GPU = analyzeGPU(t, opts.GPU, launchCalls(), gpuHosts(t, opts.Alignment))
 	}
 	res.KVCache = kvCache(res.Requests, res.Steps, res.Engines)
 	res.alignmentCaveats(t, opts.Alignment)
@@ -245,6 +255,11 @@ func Analyze(t *ingest.Trace, opts Options) *Result {
 	if opts.RequestsOnly {
 		return res
 	}
+	var joinable func(ingest.SourceID) bool
+	if ar := opts.Alignment; ar != nil {
+		joinable = ar.Joinable
+	}
+	res.gpuEst = estimateRequestGPU(t, res, joinable)
 	if ts := summarizeTokens(res, opts.StallThreshold); ts.Tokens > 0 {
 		res.Tokens = ts
 	}

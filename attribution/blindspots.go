@@ -167,6 +167,13 @@ func blindSpots(t *ingest.Trace, reqs []Request) BlindSpots {
 			gs.Share = float64(a.ns) / float64(total)
 		}
 		var spans []string
+		if at.before == StageOther && at.after != StageOther {
+			// From the request's start to its first stage: the server's own
+			// input handling (for vLLM V1, arrival → QUEUED, which it does not
+			// export; docs/server-spans.md).
+			gs.Likely = append(gs.Likely, "ingress", "prompt templating")
+			spans = append(spans, "an ingress span (HTTP receive)", "a chat_template span")
+		}
 		for _, st := range a.likely {
 			gs.Likely = append(gs.Likely, st.String())
 			spans = append(spans, stageSpan[st])
@@ -221,7 +228,9 @@ var lifecycle = []struct {
 	{name: "tokenize", names: []string{"tokenize", "validation"}, staged: true, stage: StageTokenize},
 	{name: "queue", names: []string{"queue", "waiting"}, staged: true, stage: StageQueue},
 	{name: "prefill", names: []string{"prefill"}, staged: true, stage: StagePrefill},
-	{name: "decode steps", names: []string{"llm.step", "decode_loop", "llm.decode"}, staged: true, stage: StageDecode},
+	{name: "decode", names: []string{"llm.decode", "decode_forward"}, staged: true, stage: StageDecode},
+	// Per-step spans only: a decode stage (span or attribute) is not steps.
+	{name: "decode steps", names: []string{"llm.step", "decode_loop"}},
 	{name: "streaming", names: []string{"llm.stream", "stream"}, staged: true, stage: StageStream},
 	{name: "egress", names: []string{"egress", "http send", "http_send", "send_response"}},
 }

@@ -15,6 +15,12 @@
 // inference when a source does not split prefill from decode, detokenize,
 // stream) plus an explicit remainder, other. The partition is exact: the
 // stages of every request sum to its E2E, and tests check it on every input.
+// Latency attributes are placed from their own anchors (the first token at
+// start + TTFT, queue and prefill ending there, decode after it;
+// attrstages.go), and checked against stage spans where both exist. Without
+// engine steps, GPU ops are shared among the requests whose prefill or decode
+// window holds them (gpuestimate.go, estimated); GPU devices are keyed by
+// host and device (gpuhosts.go). docs/servers.md has the details.
 //
 // # Definitions
 //

@@ -41,6 +41,10 @@ func (o GPUOptions) withDefaults() GPUOptions {
 // how device memory was used. Times are on the reference clock (after
 // align); durations are in milliseconds.
 type GPU struct {
+	// Hosts lists the hosts (or captures) the devices belong to, with the
+	// input files of each; more than one means the inputs are unrelated
+	// and nothing is joined across them.
+	Hosts            []GPUHost      `json:"hosts"`
 	Devices          []GPUDevice    `json:"devices"`
 	Streams          []GPUStream    `json:"streams"`
 	IdleGaps         []IdleGap      `json:"idle_gaps"`
@@ -58,6 +62,9 @@ type GPU struct {
 // window, split by cause: IdleNoWorkMs + IdleWaitingCPUMs + IdleUnknownMs =
 // IdleMs, and BusyMs + IdleMs = WindowMs, exactly (in ns before rounding).
 type GPUDevice struct {
+	// Host is the machine (or, when the input names none, the capture) the
+	// device belongs to: devices are (host, device), never an index alone.
+	Host        string  `json:"host,omitempty"`
 	Device      int16   `json:"device"`
 	Name        string  `json:"name,omitempty"`
 	Ops         int     `json:"ops"`
@@ -83,6 +90,7 @@ type GPUDevice struct {
 // GPUStream is one stream's busy time (the union of its ops) and its share
 // of its device's window.
 type GPUStream struct {
+	Host        string  `json:"host,omitempty"`
 	Device      int16   `json:"device"`
 	Pid         uint32  `json:"pid"`
 	Stream      uint32  `json:"stream"`
@@ -122,6 +130,7 @@ func (c IdleCause) MarshalText() ([]byte, error) { return []byte(c.String()), ni
 // thread spent inside CUDA API calls, and Cause is waiting_cpu when that is
 // at least half the gap.
 type IdleGap struct {
+	Host         string    `json:"host,omitempty"`
 	Device       int16     `json:"device"`
 	StartNs      int64     `json:"start_ns"`
 	DurationMs   float64   `json:"duration_ms"`
@@ -168,12 +177,13 @@ type CategoryTime struct {
 // live memory does not). It is an indicator of address-space holes, not of
 // the driver's physical fragmentation, which the events do not show.
 type GPUMemory struct {
-	Device    int16 `json:"device"`
-	Allocs    int   `json:"allocs"`
-	Frees     int   `json:"frees"`
-	PeakBytes int64 `json:"peak_bytes"`
-	PeakNs    int64 `json:"peak_ns"`
-	EndBytes  int64 `json:"end_bytes"`
+	Host      string `json:"host,omitempty"`
+	Device    int16  `json:"device"`
+	Allocs    int    `json:"allocs"`
+	Frees     int    `json:"frees"`
+	PeakBytes int64  `json:"peak_bytes"`
+	PeakNs    int64  `json:"peak_ns"`
+	EndBytes  int64  `json:"end_bytes"`
 	// UnmatchedFrees are releases of allocations made before the capture.
 	UnmatchedFrees int `json:"unmatched_frees,omitempty"`
 	// FragmentationAtPeak is the indicator when live bytes peaked;
@@ -208,18 +218,21 @@ func isGPUWork(o *ingest.GPUOp) bool { return o.Kind != ingest.OpSync }
 // AnalyzeGPU computes the GPU section from a trace (GPU ops sorted by start,
 // as Validate leaves them). It is a pure computation: sort and sweep, no
 // all-pairs joins.
-func AnalyzeGPU(t *ingest.Trace, opts GPUOptions) *GPU { return analyzeGPU(t, opts, t.LaunchCalls()) }
+func AnalyzeGPU(t *ingest.Trace, opts GPUOptions) *GPU {
+	return analyzeGPU(t, opts, t.LaunchCalls(), gpuHosts(t, nil))
+}
 
-// analyzeGPU is AnalyzeGPU with the launch join (t.LaunchCalls) already made.
-func analyzeGPU(t *ingest.Trace, opts GPUOptions, calls []int32) *GPU {
+// analyzeGPU is AnalyzeGPU with the launch join (t.LaunchCalls) already made
+// and the sources' hosts resolved.
+func analyzeGPU(t *ingest.Trace, opts GPUOptions, calls []int32, hosts hostMap) *GPU {
 	opts = opts.withDefaults()
-	g := &GPU{Options: opts, Devices: []GPUDevice{}, Streams: []GPUStream{}, IdleGaps: []IdleGap{}, TopKernels: []KernelTime{}}
+	g := &GPU{Options: opts, Hosts: hosts.list(t), Devices: []GPUDevice{}, Streams: []GPUStream{}, IdleGaps: []IdleGap{}, TopKernels: []KernelTime{}}
 	threads := newThreadCalls(t)
 	cats := NewCategoryCache(t)
 
-	names := map[int16]string{}
+	names := map[devKey]string{}
 	for _, d := range t.Devices {
-		names[d.ID] = d.Name
+		names[devKey{hosts.of(d.Source), d.ID}] = d.Name
 	}
 	type devState struct {
 		dev  GPUDevice
@@ -229,9 +242,9 @@ func analyzeGPU(t *ingest.Trace, opts GPUOptions, calls []int32) *GPU {
 		// idle time by cause, ns
 		noWork, cpu, unknown int64
 	}
-	devs := map[int16]*devState{}
+	devs := map[devKey]*devState{}
 	type streamKey struct {
-		dev         int16
+		dev         devKey
 		pid, stream uint32
 	}
 	type streamState struct {
@@ -273,10 +286,11 @@ func analyzeGPU(t *ingest.Trace, opts GPUOptions, calls []int32) *GPU {
 			kernelTotal += d
 		}
 
-		ds := devs[o.Device]
+		dk := devKey{hosts.of(o.Source), o.Device}
+		ds := devs[dk]
 		if ds == nil {
-			ds = &devState{dev: GPUDevice{Device: o.Device, Name: names[o.Device], StartNs: o.Start}}
-			devs[o.Device] = ds
+			ds = &devState{dev: GPUDevice{Host: hosts.label(dk.host), Device: o.Device, Name: names[dk], StartNs: o.Start}}
+			devs[dk] = ds
 		}
 		ds.dev.Ops++
 		switch {
@@ -302,7 +316,7 @@ func analyzeGPU(t *ingest.Trace, opts GPUOptions, calls []int32) *GPU {
 		}
 		ds.dev.EndNs = max(ds.dev.EndNs, o.End)
 
-		sk := streamKey{o.Device, o.Pid, o.Stream}
+		sk := streamKey{dk, o.Pid, o.Stream}
 		ss := streams[sk]
 		if ss == nil {
 			ss = &streamState{}
@@ -329,23 +343,24 @@ func analyzeGPU(t *ingest.Trace, opts GPUOptions, calls []int32) *GPU {
 		dv.Utilization = fraction(busy, window)
 		g.Devices = append(g.Devices, *dv)
 	}
-	slices.SortFunc(g.Devices, func(a, b GPUDevice) int { return cmp.Compare(a.Device, b.Device) })
+	slices.SortFunc(g.Devices, func(a, b GPUDevice) int { return cmp.Or(cmp.Compare(a.Host, b.Host), cmp.Compare(a.Device, b.Device)) })
 	for k, ss := range streams {
 		window := int64(0)
 		if ds := devs[k.dev]; ds != nil {
 			window = ds.dev.EndNs - ds.dev.StartNs
 		}
-		g.Streams = append(g.Streams, GPUStream{Device: k.dev, Pid: k.pid, Stream: k.stream, Ops: ss.ops,
+		g.Streams = append(g.Streams, GPUStream{Host: hosts.label(k.dev.host), Device: k.dev.dev, Pid: k.pid, Stream: k.stream, Ops: ss.ops,
 			BusyMs: nsMs(ss.busy), Utilization: fraction(ss.busy, window)})
 	}
 	slices.SortFunc(g.Streams, func(a, b GPUStream) int {
-		return cmp.Or(cmp.Compare(a.Device, b.Device), cmp.Compare(a.Pid, b.Pid), cmp.Compare(a.Stream, b.Stream))
+		return cmp.Or(cmp.Compare(a.Host, b.Host), cmp.Compare(a.Device, b.Device), cmp.Compare(a.Pid, b.Pid), cmp.Compare(a.Stream, b.Stream))
 	})
 
 	found := gaps.sorted()
 	for i := range found {
 		gp := &found[i]
-		ig := IdleGap{Device: t.GPUOps[gp.next].Device, StartNs: gp.start, DurationMs: nsMs(gp.len()), Cause: gp.cause,
+		next := &t.GPUOps[gp.next]
+		ig := IdleGap{Host: hosts.label(hosts.of(next.Source)), Device: next.Device, StartNs: gp.start, DurationMs: nsMs(gp.len()), Cause: gp.cause,
 			WaitingCPUMs: nsMs(gp.covered), Pid: gp.thread.pid, Tid: gp.thread.tid, NextOp: opName(t, &t.GPUOps[gp.next])}
 		if gp.cause != IdleUnknown {
 			if c := threads.longest(gp.thread, gp.start, gp.end); c >= 0 {
@@ -374,7 +389,7 @@ func analyzeGPU(t *ingest.Trace, opts GPUOptions, calls []int32) *GPU {
 	if len(g.TopKernels) > opts.TopKernels {
 		g.TopKernels = g.TopKernels[:opts.TopKernels]
 	}
-	g.Memory = memoryUsage(t, opts.MemoryPoints)
+	g.Memory = memoryUsage(t, opts.MemoryPoints, hosts)
 	return g
 }
 
@@ -527,7 +542,7 @@ func isDeviceMemory(e *ingest.MemoryEvent) bool {
 }
 
 // memoryUsage replays allocation events per device.
-func memoryUsage(t *ingest.Trace, points int) []GPUMemory {
+func memoryUsage(t *ingest.Trace, points int, hosts hostMap) []GPUMemory {
 	type liveKey struct {
 		pid  uint32
 		addr uint64
@@ -546,16 +561,17 @@ func memoryUsage(t *ingest.Trace, points int) []GPUMemory {
 		trace     []MemoryPoint
 		frag      []float64
 	}
-	devs := map[int16]*devMem{}
+	devs := map[devKey]*devMem{}
 	for i := range t.MemoryEvents {
 		e := &t.MemoryEvents[i]
 		if !isDeviceMemory(e) {
 			continue
 		}
-		dm := devs[e.Device]
+		dk := devKey{hosts.of(e.Source), e.Device}
+		dm := devs[dk]
 		if dm == nil {
-			dm = &devMem{m: GPUMemory{Device: e.Device}, live: map[liveKey]alloc{}, lows: newAddrHeap(), highs: newAddrHeap()}
-			devs[e.Device] = dm
+			dm = &devMem{m: GPUMemory{Host: hosts.label(dk.host), Device: e.Device}, live: map[liveKey]alloc{}, lows: newAddrHeap(), highs: newAddrHeap()}
+			devs[dk] = dm
 		}
 		k := liveKey{e.Pid, e.Address}
 		switch e.Op {
@@ -611,7 +627,7 @@ func memoryUsage(t *ingest.Trace, points int) []GPUMemory {
 		dm.m.Series = downsample(dm.trace, points)
 		out = append(out, dm.m)
 	}
-	slices.SortFunc(out, func(a, b GPUMemory) int { return cmp.Compare(a.Device, b.Device) })
+	slices.SortFunc(out, func(a, b GPUMemory) int { return cmp.Or(cmp.Compare(a.Host, b.Host), cmp.Compare(a.Device, b.Device)) })
 	return out
 }
 

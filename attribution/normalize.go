@@ -60,13 +60,22 @@ var stageSpanNames = map[string]Stage{
 	"llm.decode":     StageDecode,
 	"llm.detokenize": StageDetokenize,
 	"llm.stream":     StageStream,
-	// SGLang (python/sglang/srt/managers/schedule_batch.py RequestStage).
+	// SGLang 0.5 slices (RequestStage in python/sglang/srt/managers/
+	// schedule_batch.py, later observability/req_time_stats.py; mapping in
+	// docs/server-spans.md). Everything before prefill_waiting (the queue) is
+	// input processing: tokenize, the dispatch to the scheduler and the
+	// scheduler's request_process count as tokenize. decode_forward is the
+	// whole decode phase; decode_loop and chunked_prefill are its and
+	// prefill_forward's per-step children (overlaps count once). Thread spans
+	// ("Tokenizer …", "Scheduler [TP n] …") are containers and no stage.
 	"tokenize":                  StageTokenize,
-	"dispatch":                  StageQueue,
-	"dc_dispatch":               StageQueue,
+	"api_server_dispatch":       StageTokenize,
+	"dispatch":                  StageTokenize,
+	"dpc_dispatch":              StageTokenize,
+	"dc_dispatch":               StageTokenize,
+	"request_process":           StageTokenize,
 	"prefill_waiting":           StageQueue,
 	"decode_waiting":            StageQueue,
-	"request_process":           StageQueue,
 	"prefill_prepare":           StagePrefill,
 	"prefill_bootstrap":         StagePrefill,
 	"prefill_forward":           StagePrefill,
@@ -76,6 +85,10 @@ var stageSpanNames = map[string]Stage{
 	"decode_bootstrap":          StageDecode,
 	"decode_transferred":        StageDecode,
 	"decode_loop":               StageDecode,
+	"decode_forward":            StageDecode,
+	"spec_draft":                StageDecode,
+	"spec_verify":               StageDecode,
+	"spec_draft_extend":         StageDecode,
 }
 
 // attrs is the attribute view of one span (and its resource) used while

@@ -90,17 +90,24 @@ type Request struct {
 	TPOT  float64
 	E2E   float64
 	Queue float64
+	// E2EAttr is the server's own e2e attribute (vLLM's gen_ai.latency.e2e:
+	// arrival to the frontend's receipt of the final batch), NaN when absent.
+	// E2E is always the span duration, which the stages partition.
+	E2EAttr float64
 
 	// Stages partition E2E: their sum equals End − Arrival exactly.
 	Stages [NumStages]int64
 	// Gaps locate the time in StageOther.
 	Gaps []Gap
+	// disagreements are the latency attributes that contradict the
+	// request's stage spans (crossCheck).
+	disagreements []string
 	// present has bit st set when the input shows stage st for this request
 	// (a span or an attribute), even with zero length.
 	present uint16
-	// TokenizeEnd and QueueEnd are where the tokenize and queue stages end
-	// (0 when the input has no such stage).
-	TokenizeEnd, QueueEnd int64
+	// TokenizeEnd and QueueEnd are where the tokenize and queue stages end,
+	// QueueStart where the queue starts (0 when the input has no such stage).
+	TokenizeEnd, QueueStart, QueueEnd int64
 	// CallerExtra is how much longer the calling service's span (the nearest
 	// ancestor from another service) lasted than this request: time the
 	// request span does not see. 0 without a caller span.
@@ -208,6 +215,14 @@ func classify(t *ingest.Trace, k *keyCache, s *ingest.Span) (Style, bool) {
 	case "InferRequest":
 		return StyleTriton, true
 	}
+	// SGLang roots carry gen_ai.latency.* too: the name decides first,
+	// with one of the attributes SGLang sets on them (rid and module in
+	// every generation, the gen_ai ones once the request finished).
+	if sglangRoot(name) {
+		if _, _, ok := k.first(s.Attrs, keySGLangRoot); ok {
+			return StyleSGLang, true
+		}
+	}
 	if _, _, ok := k.first(s.Attrs, keyE2E); ok {
 		return StyleVLLM, true
 	}
@@ -235,6 +250,24 @@ func classify(t *ingest.Trace, k *keyCache, s *ingest.Span) (Style, bool) {
 		return StyleGenAI, true
 	}
 	return "", false
+}
+
+// keySGLangRoot are attributes of which an SGLang root carries at least one.
+var keySGLangRoot = []string{"rid", "module", "bootstrap_room", "gen_ai.request.id", "gen_ai.latency.e2e", "gen_ai.latency.time_to_first_token"}
+
+// sglangRoot reports whether a span name is SGLang's request root,
+// "{role} Req {rid[:8]}" (python/sglang/srt/tracing/trace.py and its successor
+// observability/trace.py): role is empty in unified mode, so the name may
+// start with a space; prefill or decode under PD disaggregation.
+func sglangRoot(name string) bool {
+	f := strings.Fields(name)
+	switch len(f) {
+	case 2:
+		return f[0] == "Req"
+	case 3:
+		return f[1] == "Req" && (f[0] == "prefill" || f[0] == "decode" || f[0] == "unified")
+	}
+	return false
 }
 
 // findRequests returns the request spans, dropping a request span nested in
@@ -281,7 +314,7 @@ func buildRequest(t *ingest.Trace, ix *spanIndex, k *keyCache, i int, style Styl
 		Span: i, Source: s.Source, Style: style,
 		Arrival: s.Start, End: s.End,
 		InputTokens: -1, OutputTokens: -1,
-		TTFT: math.NaN(), TPOT: math.NaN(), Queue: math.NaN(), CacheHitRatio: math.NaN(),
+		TTFT: math.NaN(), TPOT: math.NaN(), Queue: math.NaN(), CacheHitRatio: math.NaN(), E2EAttr: math.NaN(),
 	}
 	r.E2E = float64(r.End - r.Arrival)
 	desc := ix.descendants(i)
@@ -363,31 +396,45 @@ func buildRequest(t *ingest.Trace, ix *spanIndex, k *keyCache, i int, style Styl
 		}
 	}
 	ttftAttr, hasTTFT := k.duration(attrs, keyTTFT)
-	if len(ivs) == 0 {
-		ivs = r.attributeStages(k, attrs, ttftAttr, hasTTFT)
+	if e2e, ok := k.duration(attrs, keyE2E); ok {
+		r.E2EAttr = float64(e2e)
 	}
+	spanStaged := len(ivs) > 0
+	var anchorFirst, anchorLast int64
+	if spanStaged {
+		r.disagreements = r.crossCheck(k, attrs, ivs)
+	} else {
+		ivs, anchorFirst, anchorLast = r.attributeStages(k, attrs, ttftAttr, hasTTFT)
+	}
+	prefillEnd, hasPrefillSpan := stageEnd(ivs, StagePrefill)
+	decodeEnd, hasDecodeSpan := stageEnd(ivs, StageDecode)
 
 	// Token times, then the metrics.
 	switch {
 	case len(r.Tokens) > 0:
 		r.FirstToken, r.LastToken = r.Tokens[0], r.Tokens[len(r.Tokens)-1]
+	case spanStaged && (hasPrefillSpan || hasDecodeSpan):
+		// Stage spans beat latency attributes (SGLang's are measured at
+		// output arrival, docs/server-spans.md): the first token leaves when
+		// the prefill forward ends, the last when the decode span does.
+		switch {
+		case hasPrefillSpan:
+			r.FirstToken = prefillEnd
+			r.estimated("ttft")
+		case hasTTFT:
+			r.FirstToken = r.Arrival + ttftAttr
+		}
+		if hasDecodeSpan {
+			r.LastToken = decodeEnd
+		}
+	case anchorFirst != 0:
+		// Placed from the latency attributes' own anchors.
+		r.FirstToken, r.LastToken = anchorFirst, anchorLast
 	case hasTTFT:
 		r.FirstToken = r.Arrival + ttftAttr
-		if d, ok := k.duration(attrs, keyDecode); ok {
-			r.LastToken = r.FirstToken + d
-		} else if e2e, ok := k.duration(attrs, keyE2E); ok && style == StyleVLLM {
-			r.LastToken = r.Arrival + e2e
-		}
 	default:
 		if ts, ok := k.timestamp(attrs, keyCompletionStart); ok && ts >= r.Arrival {
 			r.FirstToken = ts
-		} else if end, ok := stageEnd(ivs, StagePrefill); ok {
-			// SGLang: the first token leaves when the prefill forward ends.
-			r.FirstToken = end
-			r.estimated("ttft")
-		}
-		if end, ok := stageEnd(ivs, StageDecode); ok {
-			r.LastToken = end
 		}
 	}
 	if r.FirstToken != 0 {
@@ -419,6 +466,7 @@ func buildRequest(t *ingest.Trace, ix *spanIndex, k *keyCache, i int, style Styl
 	r.CacheHit, r.CacheKnown, r.CachedTokens = cacheInfo(t, ix, k, i, desc, &r)
 	r.TokenizeEnd, _ = stageEnd(ivs, StageTokenize)
 	r.QueueEnd, _ = stageEnd(ivs, StageQueue)
+	r.QueueStart = stageStart(ivs, StageQueue)
 	r.Stages, r.Gaps, problems = partition(r.Arrival, r.End, ivs, problems)
 	for _, iv := range ivs {
 		r.present |= 1 << iv.stage
@@ -427,50 +475,6 @@ func buildRequest(t *ingest.Trace, ix *spanIndex, k *keyCache, i int, style Styl
 		r.Queue = float64(q)
 	}
 	return r, problems
-}
-
-// attributeStages places stage durations carried as attributes (vLLM,
-// TensorRT-LLM, TGI) one after another from arrival, in the order the server
-// runs them: tokenize/validate, queue, prefill, decode (or inference).
-func (r *Request) attributeStages(k *keyCache, attrs []ingest.Attr, ttft int64, hasTTFT bool) []interval {
-	var ivs []interval
-	at := r.Arrival
-	place := func(st Stage, d int64) {
-		ivs = append(ivs, interval{st, at, at + d})
-		at += d
-	}
-	if d, ok := k.duration(attrs, keyTokenize); ok {
-		place(StageTokenize, d)
-	}
-	queue, hasQueue := k.duration(attrs, keyQueue)
-	if hasQueue {
-		place(StageQueue, queue)
-	}
-	prefill, hasPrefill := k.duration(attrs, keyPrefil)
-	decode, hasDecode := k.duration(attrs, keyDecode)
-	switch {
-	case hasPrefill || hasDecode:
-		if hasPrefill {
-			place(StagePrefill, prefill)
-		}
-		if hasDecode {
-			place(StageDecode, decode)
-		}
-	case hasTTFT && hasQueue && r.Style == StyleVLLM:
-		// vLLM V0 exports no prefill/decode split: the first token marks it.
-		if ttft >= queue {
-			place(StagePrefill, ttft-queue)
-			r.estimated("prefill")
-		}
-		if e2e, ok := k.duration(attrs, keyE2E); ok && e2e >= ttft {
-			place(StageDecode, e2e-ttft)
-		}
-	default:
-		if d, ok := k.duration(attrs, keyInference); ok {
-			place(StageInference, d)
-		}
-	}
-	return ivs
 }
 
 func stageEnd(ivs []interval, st Stage) (int64, bool) {
@@ -482,6 +486,18 @@ func stageEnd(ivs []interval, st Stage) (int64, bool) {
 		}
 	}
 	return end, found
+}
+
+// stageStart is where the first interval of stage st starts (0: none).
+func stageStart(ivs []interval, st Stage) int64 {
+	var start int64
+	found := false
+	for _, iv := range ivs {
+		if iv.stage == st && (!found || iv.from < start) {
+			start, found = iv.from, true
+		}
+	}
+	return start
 }
 
 func hasStage(ivs []interval, st Stage) bool {

@@ -194,8 +194,9 @@ func TestRequestConventions(t *testing.T) {
 					"gen_ai.operation.name", "chat", "gen_ai.request.model", "gpt-4o", "gen_ai.usage.input_tokens", 20,
 					"gen_ai.usage.output_tokens", 30, "gen_ai.server.time_to_first_token", 0.2, "gen_ai.server.time_per_output_token", 0.02, "enduser.id", "u-9")
 			},
+			// Decode is placed from the first token for TPOT × 29 (estimated).
 			want: want{style: StyleGenAI, tenant: "u-9", model: "gpt-4o", ttft: float64(200 * ms), tpot: float64(20 * ms), queue: nan, in: 20, out: 30,
-				stages: map[Stage]int64{StageOther: 900 * ms}},
+				stages: map[Stage]int64{StageDecode: 580 * ms, StageOther: 320 * ms}, estimated: "decode"},
 		},
 	}
 	for _, tc := range cases {

@@ -3,6 +3,7 @@ package attribution_test
 import (
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -161,14 +162,17 @@ func TestBlindSpotsOnSynthWithoutTokenizeAndStream(t *testing.T) {
 		"stream":   {"detokenize", "end", "stream", "llm.stream", stream / e2e},
 	}
 	for _, g := range bs.Gaps {
-		if len(g.Likely) != 1 {
-			t.Fatalf("gap %+v names %d likely stages", g, len(g.Likely))
+		// The gap at the start also names ingress and templating, which
+		// the simulator does not model; the missing stage comes last.
+		if len(g.Likely) == 0 {
+			t.Fatalf("gap %+v names no likely stage", g)
 		}
-		w, ok := want[g.Likely[0]]
-		if !ok || g.Before != w.before || g.After != w.after || g.Span != w.span || math.Abs(g.Share-w.share) > 1e-9 {
+		missing := g.Likely[len(g.Likely)-1]
+		w, ok := want[missing]
+		if !ok || g.Before != w.before || g.After != w.after || !strings.HasSuffix(g.Span, w.span) || math.Abs(g.Share-w.share) > 1e-9 {
 			t.Errorf("gap %+v, want %+v", g, w)
 		}
-		delete(want, g.Likely[0])
+		delete(want, missing)
 	}
 	if math.Abs(bs.UnexplainedShare-(tokenize+stream)/e2e) > 1e-9 {
 		t.Errorf("unexplained share %v, truth %v", bs.UnexplainedShare, (tokenize+stream)/e2e)

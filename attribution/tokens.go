@@ -146,6 +146,10 @@ type TokenBreakdown struct {
 	// Estimated marks a token time derived from request-level figures
 	// (first token, TPOT) rather than observed.
 	Estimated bool
+	// GPUEstimated marks GPU buckets estimated from the kernels in the
+	// request's prefill and decode windows (no engine steps in the input;
+	// attribution/gpuestimate.go), not joined through its steps.
+	GPUEstimated bool
 	// Step is the request's step that took longest in this interval, the
 	// likely cause of a slow token (−1: none).
 	Step int
@@ -376,6 +380,10 @@ func (w *tokenWalker) request(ri int, fn func(*TokenBreakdown)) {
 			p++
 		}
 		w.gap(r, cursor, to, firstSched, engineSteps, p < len(steps), &tb.Buckets)
+		if est := w.res.gpuEst; est != nil {
+			est.addEstimatedGPU(ri, i, len(times), &tb.Buckets)
+			tb.GPUEstimated = true
+		}
 		fn(&tb)
 	}
 }
@@ -390,7 +398,9 @@ func (w *tokenWalker) gap(r *Request, x, y, firstSched int64, engineSteps []int,
 	}
 	if x < firstSched {
 		pre := min(y, firstSched)
-		tok := overlap(x, pre, r.Arrival, r.TokenizeEnd)
+		// Before the queue (tokenize, or time the input does not name) is
+		// other; the queue bucket starts where the queue stage does.
+		tok := overlap(x, pre, r.Arrival, max(r.TokenizeEnd, r.QueueStart))
 		out[BucketOther] += tok
 		out[BucketQueue] += pre - x - tok
 		x = pre

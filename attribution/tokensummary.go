@@ -28,6 +28,11 @@ type TokenSummary struct {
 	Unfilled []string `json:"unfilled,omitempty"`
 	// StepsGPUVia counts the steps whose GPU ops were found each way.
 	StepsGPUVia map[string]int `json:"steps_gpu_via,omitempty"`
+	// GPUEstimated is true when the GPU buckets are estimated per request
+	// from the kernels in its prefill and decode windows (no engine steps);
+	// GPUEstimate says how.
+	GPUEstimated bool   `json:"gpu_estimated,omitempty"`
+	GPUEstimate  string `json:"gpu_estimate,omitempty"`
 }
 
 // BucketShares is the bucket split of a group of tokens.
@@ -85,6 +90,15 @@ type Stalls struct {
 	// (its whole batch waits) count as one event.
 	Worst  []Stall     `json:"worst"`
 	byStep map[int]int // step index → position in Worst while collecting
+	// windowed are the stalls with no step, grouped by time window at the
+	// end (mergeWindows).
+	windowed []windowedStall
+}
+
+// windowedStall is a stalled token without a step and its interval.
+type windowedStall struct {
+	from, to int64
+	s        Stall
 }
 
 // Stall is one slow token.
@@ -102,9 +116,13 @@ type Stall struct {
 	Tokens   int      `json:"tokens"`
 	Requests []string `json:"requests,omitempty"`
 	// Step is the request's longest step in the interval (−1: none).
-	Step      int64  `json:"step_id"`
-	StepPhase string `json:"step_phase,omitempty"`
-	StepBatch int    `json:"step_batch,omitempty"`
+	Step int64 `json:"step_id"`
+	// WindowStartNs and WindowMs, for a stall without a step, bound the
+	// overlapping stalled intervals it groups (the time the engine was slow).
+	WindowStartNs int64   `json:"window_start_ns,omitempty"`
+	WindowMs      float64 `json:"window_ms,omitempty"`
+	StepPhase     string  `json:"step_phase,omitempty"`
+	StepBatch     int     `json:"step_batch,omitempty"`
 }
 
 const worstStalls = 10
@@ -245,8 +263,13 @@ func findStalls(res *Result, ts *TokenSummary, models map[string]*BucketShares, 
 		ts.Stalls.Count++
 		s := stallOf(res, tb, typical[model])
 		ts.Stalls.ByCause[s.Cause]++
+		if tb.Step < 0 {
+			ts.Stalls.windowed = append(ts.Stalls.windowed, windowedStall{tb.EmittedAt - tb.Interval, tb.EmittedAt, s})
+			return
+		}
 		ts.Stalls.add(s, tb.Step)
 	})
+	ts.Stalls.mergeWindows()
 	if decodeTokens > 0 {
 		ts.Stalls.Share = float64(ts.Stalls.Count) / float64(decodeTokens)
 	}
@@ -276,6 +299,36 @@ func (st *Stalls) add(s Stall, step int) {
 	}
 	st.byStep[step] = len(st.Worst)
 	st.Worst = append(st.Worst, s)
+}
+
+// mergeWindows folds the stalls without a step into one event per time
+// window: stalled intervals that overlap or touch (the evenly estimated
+// tokens of one slow request, or requests slowed together) are one event,
+// not one line per token.
+func (st *Stalls) mergeWindows() {
+	ws := st.windowed
+	st.windowed = nil
+	slices.SortFunc(ws, func(a, b windowedStall) int { return cmp.Or(cmp.Compare(a.from, b.from), cmp.Compare(a.to, b.to)) })
+	for i := 0; i < len(ws); {
+		ev := ws[i].s
+		from, to := ws[i].from, ws[i].to
+		ev.Tokens, ev.Requests = 1, []string{ev.Request}
+		j := i + 1
+		for ; j < len(ws) && ws[j].from <= to; j++ {
+			w := &ws[j]
+			to = max(to, w.to)
+			ev.Tokens++
+			if len(ev.Requests) < 5 && !slices.Contains(ev.Requests, w.s.Request) {
+				ev.Requests = append(ev.Requests, w.s.Request)
+			}
+			if w.s.IntervalMs > ev.IntervalMs {
+				ev.IntervalMs, ev.Request, ev.Tenant, ev.Token, ev.Cause, ev.ExcessMs = w.s.IntervalMs, w.s.Request, w.s.Tenant, w.s.Token, w.s.Cause, w.s.ExcessMs
+			}
+		}
+		ev.WindowStartNs, ev.WindowMs = from, float64(to-from)/1e6
+		st.Worst = append(st.Worst, ev)
+		i = j
+	}
 }
 
 func stallOf(res *Result, tb *TokenBreakdown, typical *[NumBuckets]float64) Stall {
@@ -334,6 +387,10 @@ func unfilled(res *Result, ts *TokenSummary) ([]string, map[string]int) {
 		via[res.Steps[i].OpsVia.String()]++
 	}
 	switch {
+	case len(res.Steps) == 0 && res.gpuEst != nil:
+		ts.GPUEstimated = true
+		ts.GPUEstimate = "gpu.* are estimated: with no llm.step spans, each request's GPU time is the kernels in its prefill and decode windows, shared among concurrent requests by their share of the batch (token rate); the first token gets the prefill share, the decode tokens the decode share evenly"
+		out = append(out, "cpu.schedule, gpu.idle, cpu.postprocess, preempted: no llm.step spans (engine steps with their batches); the rest of the engine time is in other")
 	case len(res.Steps) == 0:
 		out = append(out, "cpu.schedule, gpu.*, gpu.idle, cpu.postprocess, preempted: no llm.step spans (engine steps with their batches); engine time is in other")
 	case via["none"] == len(res.Steps):

@@ -52,6 +52,11 @@ type Source struct {
 	Producer string // what wrote it, when known, e.g. "nsys 2025.1.1.110"
 	Clock    ClockDomain
 	Anchors  []ClockAnchor
+	// Host is an opaque identity of the machine that recorded the source
+	// (a hash, never the host name itself), empty when the input does not
+	// say: equal values mean the same machine. GPU devices are identified by
+	// (host or capture session, device), never by index alone.
+	Host string
 	// Counts of records this source contributed.
 	Spans, GPUOps, Samples int
 	// Meta holds format-specific facts worth showing (export options, schema

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"math"
+	"path/filepath"
 	"strings"
 
 	"github.com/llmprof/llmprof/attribution"
@@ -13,9 +14,26 @@ import (
 // gaps and memory use.
 func gpuText(b *strings.Builder, st styles, g *attribution.GPU, width int) {
 	fmt.Fprintf(b, "\n%s\n", st.section.Render("GPU"))
+	if len(g.Hosts) > 1 {
+		fmt.Fprintf(b, "  %s\n", st.warn.Render(fmt.Sprintf("%d hosts (or captures that cannot be aligned): devices, windows and idle gaps are per host, never merged", len(g.Hosts))))
+		for _, h := range g.Hosts {
+			files := make([]string, len(h.Sources))
+			for i, p := range h.Sources {
+				files[i] = filepath.Base(p)
+			}
+			joined := ""
+			if !h.Joined {
+				joined = ", not aligned to the reference clock"
+			}
+			fmt.Fprintf(b, "  %s: %s%s\n", h.Name, strings.Join(files, ", "), joined)
+		}
+	}
 	t := newTable("device", "ops", "window", "busy", "idle: no work", "waiting on CPU", "unknown")
 	for _, d := range g.Devices {
 		name := fmt.Sprintf("%d", d.Device)
+		if d.Host != "" {
+			name = d.Host + " / " + name
+		}
 		if d.Name != "" {
 			name += " " + d.Name
 		}
@@ -58,12 +76,20 @@ func gpuText(b *strings.Builder, st styles, g *attribution.GPU, width int) {
 			if gap.API != "" {
 				why += " (" + gap.API + ")"
 			}
-			fmt.Fprintf(b, "    device %d: %s ms, %s, before %s\n", gap.Device, ms(gap.DurationMs), why, shorten(gap.NextOp, 50))
+			dev := fmt.Sprintf("device %d", gap.Device)
+			if gap.Host != "" {
+				dev = gap.Host + " / " + dev
+			}
+			fmt.Fprintf(b, "    %s: %s ms, %s, before %s\n", dev, ms(gap.DurationMs), why, shorten(gap.NextOp, 50))
 		}
 	}
 	for _, m := range g.Memory {
-		fmt.Fprintf(b, "  memory, device %d: peak %s MiB, %d allocations, fragmentation %s at peak (max %s)\n",
-			m.Device, fmtFloat(float64(m.PeakBytes)/(1<<20), 1), m.Allocs, pct(m.FragmentationAtPeak), pct(m.MaxFragmentation))
+		dev := fmt.Sprintf("device %d", m.Device)
+		if m.Host != "" {
+			dev = m.Host + " / " + dev
+		}
+		fmt.Fprintf(b, "  memory, %s: peak %s MiB, %d allocations, fragmentation %s at peak (max %s)\n",
+			dev, fmtFloat(float64(m.PeakBytes)/(1<<20), 1), m.Allocs, pct(m.FragmentationAtPeak), pct(m.MaxFragmentation))
 	}
 }
 

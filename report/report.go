@@ -5,6 +5,9 @@
 package report
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/llmprof/llmprof/align"
 	"github.com/llmprof/llmprof/attribution"
 	"github.com/llmprof/llmprof/causal"
@@ -18,9 +21,13 @@ const Schema = "llmprof.report/v1"
 
 // Report is everything one `llmprof analyze` shows.
 type Report struct {
-	Schema  string   `json:"schema"`
-	Version string   `json:"llmprof_version"`
-	Sources []Source `json:"sources"`
+	Schema  string `json:"schema"`
+	Version string `json:"llmprof_version"`
+	// Unrelated says, when several inputs were given, that they do not
+	// belong to one run (different hosts, or clocks that cannot be
+	// aligned), so nothing is joined across them; empty otherwise.
+	Unrelated string   `json:"unrelated_inputs,omitempty"`
+	Sources   []Source `json:"sources"`
 	// Alignment has one fit per clock domain (docs/design.md §11 alignment[]);
 	// Causality counts GPU ops that start before their launch, after it.
 	Alignment   []align.Fit               `json:"alignment"`
@@ -67,6 +74,9 @@ type Requests struct {
 	TenantOrder []string        `json:"-"`
 	ModelOrder  []string        `json:"-"`
 	SLO         attribution.SLO `json:"slo"`
+	// E2ESource says which E2E the figures use, with the servers' own e2e
+	// attribute beside it (absent when no request carries one).
+	E2ESource *attribution.E2ENote `json:"e2e_source,omitempty"`
 }
 
 // Input bundles the results a report is built from.
@@ -79,6 +89,37 @@ type Input struct {
 	Tenants     *causal.Result
 	TenantsNote string
 	GPU         *attribution.GPU
+}
+
+// unrelatedInputs explains why several inputs are not one run: their GPU
+// records come from different hosts, or some clock could not be aligned.
+func unrelatedInputs(in Input) string {
+	if in.Trace == nil || len(in.Trace.Sources) < 2 {
+		return ""
+	}
+	var parts []string
+	if in.GPU != nil && len(in.GPU.Hosts) > 1 {
+		names := make([]string, len(in.GPU.Hosts))
+		for i, h := range in.GPU.Hosts {
+			names[i] = h.Name
+		}
+		parts = append(parts, fmt.Sprintf("they come from %d different hosts or captures (%s)", len(names), strings.Join(names, ", ")))
+	}
+	if in.Align != nil {
+		var apart []string
+		for _, f := range in.Align.Fits {
+			if f.Status == align.StatusCannotAlign {
+				apart = append(apart, strings.Join(f.Sources, ", "))
+			}
+		}
+		if len(apart) > 0 {
+			parts = append(parts, fmt.Sprintf("%s cannot be aligned with the others", strings.Join(apart, "; ")))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "these inputs are not one run: " + strings.Join(parts, "; ") + ". Each is analysed on its own clock and device set; nothing is joined or merged across them."
 }
 
 // New assembles a report. It copies and arranges; it does not analyse.
@@ -102,6 +143,7 @@ func New(in Input) *Report {
 		c := in.Align.Causality
 		r.Causality = &c
 	}
+	r.Unrelated = unrelatedInputs(in)
 	r.Samples = in.Samples
 	r.Tenants, r.TenantsNote = in.Tenants, in.TenantsNote
 	r.GPU = in.GPU
@@ -120,6 +162,10 @@ func New(in Input) *Report {
 		for _, s := range a.ByModel {
 			req.ByModel[s.Name] = s
 			req.ModelOrder = append(req.ModelOrder, s.Name)
+		}
+		if a.E2E.WithAttribute > 0 {
+			n := a.E2E
+			req.E2ESource = &n
 		}
 		r.Requests = req
 		r.Stages = a.Stages

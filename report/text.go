@@ -77,6 +77,9 @@ func (r *Report) WriteText(w io.Writer, opts TextOptions) error {
 		title += fmt.Sprintf(" — %s requests over %s", commas(r.Requests.Requests), fmtSeconds(r.Requests.Duration))
 	}
 	p("%s\n\n", st.title.Render(title))
+	if r.Unrelated != "" {
+		p("%s\n\n", st.warn.Render("NOTE  "+r.Unrelated))
+	}
 
 	p("%s\n", st.section.Render("SOURCES"))
 	src := newTable("path", "format", "spans", "GPU ops", "samples", "warnings")
@@ -105,6 +108,9 @@ func (r *Report) WriteText(w io.Writer, opts TextOptions) error {
 				p("\n")
 			}
 			metricTable(rq.Metrics).render(&b, st, 2)
+			if n := rq.E2ESource; n != nil {
+				e2eSourceText(&b, st, n, rq.Requests)
+			}
 
 			if len(r.Stages) > 0 {
 				var total float64
@@ -369,6 +375,18 @@ func sloString(s attribution.SLO) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s.String(), "=", "≤"), ",", ", ")
 }
 
+// e2eSourceText says which E2E is used and shows the server's own e2e
+// attribute beside it where the two differ by more than a millisecond.
+func e2eSourceText(b *strings.Builder, st styles, n *attribution.E2ENote, requests int) {
+	if n.Differ == 0 {
+		fmt.Fprintf(b, "  %s\n", st.dim.Render(fmt.Sprintf("E2E is the request span's duration; %s agrees within 1 ms", n.Attribute)))
+		return
+	}
+	fmt.Fprintf(b, "  %s\n", st.dim.Render(fmt.Sprintf(
+		"E2E is the request span's duration (the stages partition it); %s differs by more than 1 ms on %s of %s requests: p50 %s ms span, %s ms attribute",
+		n.Attribute, commas(n.Differ), commas(requests), ms(float64(n.SpanP50Ms)), ms(float64(n.AttributeP50Ms)))))
+}
+
 // ms formats a millisecond value with three significant decimals where it
 // matters; NaN (unknown) prints as an em dash.
 func ms(v float64) string {
@@ -420,11 +438,21 @@ func pct(share float64) string {
 	return fmt.Sprintf("%.1f%%", 100*share)
 }
 
+// fmtSeconds writes a duration to the millisecond, or to the microsecond
+// (nanosecond) below a millisecond (microsecond), so that a short total never
+// reads as "0s".
 func fmtSeconds(s float64) string {
 	if math.IsNaN(s) {
 		return "—"
 	}
-	return time.Duration(s * 1e9).Round(time.Millisecond).String()
+	d := time.Duration(s * 1e9)
+	switch a := d.Abs(); {
+	case a >= time.Millisecond:
+		return d.Round(time.Millisecond).String()
+	case a >= time.Microsecond:
+		return d.Round(time.Microsecond).String()
+	}
+	return d.String()
 }
 
 // table is a minimal aligned text table: left-aligned first column, numbers

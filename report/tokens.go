@@ -176,6 +176,9 @@ func tokensText(b *strings.Builder, st styles, ts *attribution.TokenSummary) {
 		addRow("  "+g.Name, g)
 	}
 	t.render(b, st, 2)
+	if ts.GPUEstimate != "" {
+		fmt.Fprintf(b, "  %s\n", st.warn.Render("estimated: "+ts.GPUEstimate))
+	}
 	for _, u := range ts.Unfilled {
 		fmt.Fprintf(b, "  %s\n", st.dim.Render("not filled: "+u))
 	}
@@ -200,8 +203,11 @@ func tokensText(b *strings.Builder, st styles, ts *attribution.TokenSummary) {
 			who = fmt.Sprintf("%d tokens (%s…)", w.Tokens, strings.Join(w.Requests, ", "))
 		}
 		where := ""
-		if w.Step >= 0 {
+		switch {
+		case w.Step >= 0:
 			where = fmt.Sprintf("step %d (%s, batch %d): ", w.Step, w.StepPhase, w.StepBatch)
+		case w.WindowMs > 0:
+			where = fmt.Sprintf("%s window: ", fmtSeconds(w.WindowMs/1e3))
 		}
 		fmt.Fprintf(b, "  %s%s ms, %s +%s ms over typical — %s\n", where, ms(w.IntervalMs), w.Cause, ms(w.ExcessMs), who)
 	}

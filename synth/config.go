@@ -38,6 +38,10 @@ type Config struct {
 
 	// GPUClock puts the GPU side (what nsys would record) on a second clock.
 	GPUClock ClockError
+	// OTLPJitterNs moves every OTLP span start and end by up to this much,
+	// either way (uniform; synth/jitter.go): real exporters quantize and
+	// read their clocks at slightly different moments. Truth is unjittered.
+	OTLPJitterNs int64
 
 	// Interference slows a target tenant's engine while a source tenant's
 	// engine keeps the same GPU busy (MPS or time slicing): every kernel of

@@ -42,6 +42,7 @@ const batchRequests = 64
 func (r *Run) WriteOTLP(w io.Writer, style Style, enc Encoding) error {
 	var batches []ptrace.Traces
 	emit := func(td ptrace.Traces) error {
+		r.jitterOTLP(td)
 		if enc == JSONDoc || enc == Proto {
 			batches = append(batches, td)
 			return nil
@@ -57,6 +58,8 @@ func (r *Run) WriteOTLP(w io.Writer, style Style, enc Encoding) error {
 				r.llmRequestSpans(td, &r.Requests[i])
 			case StyleVLLM:
 				r.vllmRequestSpans(td, &r.Requests[i])
+			case StyleVLLMServer:
+				r.vllmServerRequestSpans(td, &r.Requests[i])
 			}
 		}
 		if err := emit(td); err != nil {

@@ -72,7 +72,7 @@ VLLM_TORCH_PROFILER_DIR holds), the steps as record_function annotations.`),
 	fl := cmd.Flags()
 	fl.Int64Var(&opts.Seed, "seed", 1, "random seed")
 	fl.DurationVar(&opts.Duration, "duration", 30*time.Second, "span of request arrivals")
-	fl.StringVar(&opts.Style, "style", "llmprof", "span conventions: llmprof (llm.* spans, token events, steps) or vllm (stock llm_request spans)")
+	fl.StringVar(&opts.Style, "style", "llmprof", "span conventions: llmprof (llm.* spans, token events, steps), vllm (stock llm_request spans) or vllm-server (llm_request as a real server exports it: TTFT ≠ queue + prefill)")
 	fl.StringVar(&opts.Encoding, "encoding", "jsonl", "OTLP file form: jsonl, json, proto or proto-framed")
 	fl.BoolVar(&opts.Gzip, "gzip", false, "gzip the files written")
 	fl.DurationVar(&opts.NsysWindow, "nsys", 3*time.Second, "length of the simulated nsys capture (0: no GPU data)")
@@ -88,8 +88,10 @@ func runDemo(opts *DemoOptions) error {
 		style = synth.StyleLLM
 	case "vllm":
 		style = synth.StyleVLLM
+	case "vllm-server":
+		style = synth.StyleVLLMServer
 	default:
-		return usageErrorf("--style must be llmprof or vllm, not %q", opts.Style)
+		return usageErrorf("--style must be llmprof, vllm or vllm-server, not %q", opts.Style)
 	}
 	encodings := map[string]struct {
 		enc synth.Encoding
