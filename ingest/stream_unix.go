@@ -15,10 +15,7 @@ import (
 )
 
 // fileID identifies a file by device and inode.
-type fileID struct {
-	dev, ino uint64
-	path     string // where the platform has no inode numbers
-}
+type fileID struct{ dev, ino uint64 }
 
 func identity(path string, st fs.FileInfo) (fileID, bool) {
 	sys, ok := st.Sys().(*syscall.Stat_t)
