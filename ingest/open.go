@@ -408,6 +408,9 @@ func decodeOne(ctx context.Context, in *Input, decoders []Decoder, opts *OpenOpt
 		}
 	}()
 	if err := dec.Decode(ctx, in, t); err != nil {
+		if ctx.Err() != nil {
+			return nil, &InputError{in.Path, ctx.Err()}
+		}
 		var ie *InputError
 		if errors.As(err, &ie) {
 			return nil, err
@@ -440,7 +443,7 @@ func newInput(ctx context.Context, path string, opts *OpenOptions) (*Input, erro
 		if r == nil {
 			r = os.Stdin
 		}
-		if f, ok := r.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		if f, ok := r.(*os.File); ok && isTerminal(f) {
 			return nil, &InputError{stdinName, errors.New("standard input is a terminal: pipe a trace into it (zcat traces.jsonl.gz | llmprof analyze -)")}
 		}
 		return newStreamInput(stdinName, io.NopCloser(r), opts)
@@ -457,7 +460,12 @@ func newInput(ctx context.Context, path string, opts *OpenOptions) (*Input, erro
 		if err != nil {
 			return nil, &InputError{path, err}
 		}
-		return newStreamInput(path, f, opts)
+		in, err := newStreamInput(path, f, opts)
+		if err != nil && ctx.Err() != nil {
+			// The read was ended by the cancellation, not by the input.
+			return nil, &InputError{path, ctx.Err()}
+		}
+		return in, err
 	}
 	in := &Input{Path: path, Size: st.Size(), spoolMax: opts.MaxSpoolBytes}
 	raw, err := readHead(path)
@@ -557,6 +565,18 @@ func newStreamInput(path string, rc io.ReadCloser, opts *OpenOptions) (*Input, e
 	in.Head = bytes.Clone(raw)
 	in.stream = readCloser{br, closeAll}
 	return in, nil
+}
+
+// isTerminal reports whether f is a terminal, without f.Fd(), which would
+// put a pipe back into blocking mode and so stop read deadlines working.
+func isTerminal(f *os.File) bool {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return false
+	}
+	tty := false
+	rc.Control(func(fd uintptr) { tty = term.IsTerminal(int(fd)) })
+	return tty
 }
 
 // peekHead returns up to HeadSize bytes without consuming them.

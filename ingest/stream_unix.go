@@ -10,8 +10,6 @@ import (
 	"os"
 	"syscall"
 	"time"
-
-	"golang.org/x/term"
 )
 
 // fileID identifies a file by device and inode.
@@ -39,7 +37,7 @@ func openSpecial(ctx context.Context, path string, mode fs.FileMode, wait time.D
 	if err != nil {
 		return nil, unwrapPathError(err)
 	}
-	if term.IsTerminal(int(f.Fd())) {
+	if isTerminal(f) {
 		f.Close()
 		return nil, errors.New("is a terminal: give a trace file, or pipe one in")
 	}
