@@ -116,7 +116,8 @@ func (in *Input) Open() (io.ReadCloser, error) {
 // Close releases what the input holds: an unread stream and temporary files.
 func (in *Input) Close() error {
 	var err error
-	if in.Stream && !in.taken.Swap(true) && in.stream != nil {
+	if in.Stream && in.stream != nil {
+		in.taken.Store(true)
 		err = in.stream.Close()
 	}
 	for _, f := range in.cleanup {
@@ -532,12 +533,14 @@ func newStreamInput(path string, rc io.ReadCloser, opts *OpenOptions) (*Input, e
 		return fail(err)
 	}
 	closers := []func(){}
-	closeAll := func() error {
+	// The decoder closes the stream it reads, and the input's Close closes
+	// it too, in case no decoder did: once.
+	closeAll := sync.OnceValue(func() error {
 		for _, c := range closers {
 			c()
 		}
 		return rc.Close()
-	}
+	})
 	if in.Compression = compressionOf(raw); in.Compression != CompressionNone {
 		r, closeZ, err := unwrap(br, in.Compression, EncodingUTF8)
 		if err != nil {
