@@ -147,3 +147,21 @@ func TestNsysReportBesideItsExport(t *testing.T) {
 		t.Errorf("%d sources:\n%s", len(tr.Sources), warnings(tr))
 	}
 }
+
+// A symlinked nsys export inside a directory is read (it used to be left
+// out without a word).
+func TestSymlinkedNsysExport(t *testing.T) {
+	export := shareddata.Path(t, "testdata/nsys/nvidia-fuser-report1-nsys2025.1.1.sqlite")
+	dir := t.TempDir()
+	if err := os.Symlink(export, filepath.Join(dir, "gpu.sqlite")); err != nil {
+		t.Skip(err)
+	}
+	write(t, filepath.Join(dir, "trace.jsonl"), spansJSONL(3, 0))
+	tr, err := ingest.Open(context.Background(), []string{dir}, withNsys, ingest.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tr.Sources) != 2 || len(tr.GPUOps) == 0 || tr.Sources[0].Path != filepath.Join(dir, "gpu.sqlite") {
+		t.Errorf("%d sources, %d GPU ops:\n%s", len(tr.Sources), len(tr.GPUOps), warnings(tr))
+	}
+}
