@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"encoding/binary"
+	"math/bits"
 	"slices"
 )
 
@@ -22,13 +23,12 @@ func dropDuplicateSpans(t *Trace) {
 	if len(withSpans) < 2 {
 		return
 	}
-	// Sort span indices by a hash of their IDs (random IDs hash well), then
-	// compare the IDs of neighbours with equal hashes.
-	type keyed struct {
-		h uint64
-		i int32
-	}
-	keys := make([]keyed, 0, len(t.Spans))
+	// Sort the spans by a hash of their IDs (random IDs hash well) with the
+	// span's index in the low bits, so that one integer sort groups the
+	// candidates in input order; the IDs of a group are then compared.
+	idxBits := uint(bits.Len(uint(len(t.Spans))))
+	mask := uint64(1)<<idxBits - 1
+	keys := make([]uint64, 0, len(t.Spans))
 	for i := range t.Spans {
 		s := &t.Spans[i]
 		if s.ID.IsZero() {
@@ -36,35 +36,29 @@ func dropDuplicateSpans(t *Trace) {
 		}
 		h := binary.LittleEndian.Uint64(s.TraceID[:8]) ^ binary.LittleEndian.Uint64(s.TraceID[8:])*0x9E3779B97F4A7C15 ^
 			binary.LittleEndian.Uint64(s.ID[:])*0xff51afd7ed558ccd
-		keys = append(keys, keyed{h, int32(i)})
+		keys = append(keys, h&^mask|uint64(i))
 	}
-	slices.SortFunc(keys, func(a, b keyed) int {
-		switch {
-		case a.h < b.h:
-			return -1
-		case a.h > b.h:
-			return 1
-		}
-		return int(a.i - b.i)
-	})
-	drop := map[int32]bool{}
+	slices.Sort(keys)
+	drop := map[int]bool{}
 	type pair struct{ kept, dup SourceID }
 	pairs := map[pair]int{}
 	for g := 0; g < len(keys); {
 		e := g + 1
-		for e < len(keys) && keys[e].h == keys[g].h {
+		for e < len(keys) && keys[e]&^mask == keys[g]&^mask {
 			e++
 		}
 		// keys[g:e] share a hash, in input order; drop a span when an
 		// earlier one from another source has the same IDs.
 		for j := g + 1; j < e; j++ {
-			sj := &t.Spans[keys[j].i]
+			ij := int(keys[j] & mask)
+			sj := &t.Spans[ij]
 			for k := g; k < j; k++ {
-				sk := &t.Spans[keys[k].i]
-				if drop[keys[k].i] || sk.Source == sj.Source || sk.ID != sj.ID || sk.TraceID != sj.TraceID {
+				ik := int(keys[k] & mask)
+				sk := &t.Spans[ik]
+				if drop[ik] || sk.Source == sj.Source || sk.ID != sj.ID || sk.TraceID != sj.TraceID {
 					continue
 				}
-				drop[keys[j].i] = true
+				drop[ij] = true
 				pairs[pair{sk.Source, sj.Source}]++
 				break
 			}
@@ -76,7 +70,7 @@ func dropDuplicateSpans(t *Trace) {
 	}
 	kept := t.Spans[:0]
 	for i := range t.Spans {
-		if drop[int32(i)] {
+		if drop[i] {
 			if src := &t.Sources[t.Spans[i].Source]; src.Spans > 0 {
 				src.Spans--
 			}

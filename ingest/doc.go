@@ -8,7 +8,11 @@
 // types. Open sniffs each input's format from its content (never from its
 // name alone), hands it to the decoder the command passed in, decodes several
 // inputs in parallel and merges them into one Trace whose Sources say where
-// each record came from.
+// each record came from. Every input is read once: a stream (stdin, a pipe,
+// a FIFO) is sniffed from a buffer in front of it and handed, head included,
+// to its decoder; whole-file gzip/zstd and UTF-16 or BOM text are undone on
+// the way. Directory walks follow symbolic links, telling files apart by
+// device and inode, and the same spans from two inputs are kept once.
 //
 // # Time
 //

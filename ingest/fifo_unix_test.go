@@ -4,6 +4,7 @@ package ingest_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -76,5 +77,38 @@ func TestFIFOInDirectory(t *testing.T) {
 	tr := mustOpen(t, ingest.OpenOptions{}, dir)
 	if len(tr.Spans) != 2 || !hasWarning(tr, "skipped-file", fifo, "named pipe (FIFO)", "named on the command line") {
 		t.Errorf("%d spans:\n%s", len(tr.Spans), warnings(tr))
+	}
+}
+
+// A writer that opens the FIFO and then sends nothing holds the read, but
+// cancelling the context (^C) ends it.
+func TestFIFOSilentWriterCancelled(t *testing.T) {
+	path := mkfifo(t, filepath.Join(t.TempDir(), "silent.fifo"))
+	held := make(chan *os.File, 1)
+	go func() {
+		w, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err == nil {
+			held <- w
+		}
+	}()
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { time.Sleep(200 * time.Millisecond); cancel() }()
+	done := make(chan error, 1)
+	go func() {
+		_, err := ingest.Open(ctx, []string{path}, otlpOnly, ingest.OpenOptions{})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), path) {
+			t.Errorf("error = %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("a cancelled read of a silent FIFO still blocks after 20 s")
+	}
+	select {
+	case w := <-held:
+		w.Close()
+	default:
 	}
 }

@@ -116,7 +116,8 @@ func (in *Input) Open() (io.ReadCloser, error) {
 // Close releases what the input holds: an unread stream and temporary files.
 func (in *Input) Close() error {
 	var err error
-	if in.Stream && !in.taken.Swap(true) && in.stream != nil {
+	if in.Stream && in.stream != nil {
+		in.taken.Store(true)
 		err = in.stream.Close()
 	}
 	for _, f := range in.cleanup {
@@ -408,6 +409,9 @@ func decodeOne(ctx context.Context, in *Input, decoders []Decoder, opts *OpenOpt
 		}
 	}()
 	if err := dec.Decode(ctx, in, t); err != nil {
+		if ctx.Err() != nil {
+			return nil, &InputError{in.Path, ctx.Err()}
+		}
 		var ie *InputError
 		if errors.As(err, &ie) {
 			return nil, err
@@ -440,7 +444,7 @@ func newInput(ctx context.Context, path string, opts *OpenOptions) (*Input, erro
 		if r == nil {
 			r = os.Stdin
 		}
-		if f, ok := r.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		if f, ok := r.(*os.File); ok && isTerminal(f) {
 			return nil, &InputError{stdinName, errors.New("standard input is a terminal: pipe a trace into it (zcat traces.jsonl.gz | llmprof analyze -)")}
 		}
 		return newStreamInput(stdinName, io.NopCloser(r), opts)
@@ -457,7 +461,12 @@ func newInput(ctx context.Context, path string, opts *OpenOptions) (*Input, erro
 		if err != nil {
 			return nil, &InputError{path, err}
 		}
-		return newStreamInput(path, f, opts)
+		in, err := newStreamInput(path, f, opts)
+		if err != nil && ctx.Err() != nil {
+			// The read was ended by the cancellation, not by the input.
+			return nil, &InputError{path, ctx.Err()}
+		}
+		return in, err
 	}
 	in := &Input{Path: path, Size: st.Size(), spoolMax: opts.MaxSpoolBytes}
 	raw, err := readHead(path)
@@ -524,12 +533,14 @@ func newStreamInput(path string, rc io.ReadCloser, opts *OpenOptions) (*Input, e
 		return fail(err)
 	}
 	closers := []func(){}
-	closeAll := func() error {
+	// The decoder closes the stream it reads, and the input's Close closes
+	// it too, in case no decoder did: once.
+	closeAll := sync.OnceValue(func() error {
 		for _, c := range closers {
 			c()
 		}
 		return rc.Close()
-	}
+	})
 	if in.Compression = compressionOf(raw); in.Compression != CompressionNone {
 		r, closeZ, err := unwrap(br, in.Compression, EncodingUTF8)
 		if err != nil {
@@ -557,6 +568,18 @@ func newStreamInput(path string, rc io.ReadCloser, opts *OpenOptions) (*Input, e
 	in.Head = bytes.Clone(raw)
 	in.stream = readCloser{br, closeAll}
 	return in, nil
+}
+
+// isTerminal reports whether f is a terminal, without f.Fd(), which would
+// put a pipe back into blocking mode and so stop read deadlines working.
+func isTerminal(f *os.File) bool {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return false
+	}
+	tty := false
+	rc.Control(func(fd uintptr) { tty = term.IsTerminal(int(fd)) })
+	return tty
 }
 
 // peekHead returns up to HeadSize bytes without consuming them.

@@ -11,10 +11,7 @@ import (
 )
 
 // fileID identifies a file; without inode numbers, by its resolved path.
-type fileID struct {
-	dev, ino uint64
-	path     string
-}
+type fileID struct{ path string }
 
 func identity(path string, st fs.FileInfo) (fileID, bool) {
 	real, err := filepath.EvalSymlinks(path)

@@ -10,15 +10,10 @@ import (
 	"os"
 	"syscall"
 	"time"
-
-	"golang.org/x/term"
 )
 
 // fileID identifies a file by device and inode.
-type fileID struct {
-	dev, ino uint64
-	path     string // where the platform has no inode numbers
-}
+type fileID struct{ dev, ino uint64 }
 
 func identity(path string, st fs.FileInfo) (fileID, bool) {
 	sys, ok := st.Sys().(*syscall.Stat_t)
@@ -42,7 +37,7 @@ func openSpecial(ctx context.Context, path string, mode fs.FileMode, wait time.D
 	if err != nil {
 		return nil, unwrapPathError(err)
 	}
-	if term.IsTerminal(int(f.Fd())) {
+	if isTerminal(f) {
 		f.Close()
 		return nil, errors.New("is a terminal: give a trace file, or pipe one in")
 	}

@@ -107,7 +107,11 @@ func (w *walker) walk(dir string, depth int) error {
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return &InputError{dir, unwrapPathError(err)}
+		if depth == 0 {
+			return &InputError{dir, unwrapPathError(err)}
+		}
+		w.skip(dir, "skipped-file", "skipped: directory not readable (%v)", unwrapPathError(err))
+		return nil
 	}
 	names := map[string]bool{}
 	for _, e := range entries {

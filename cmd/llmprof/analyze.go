@@ -39,7 +39,8 @@ func NewCmdAnalyze(f *Factory) *cobra.Command {
 		Long: strings.TrimSpace(`
 Reads OTLP trace dumps (JSON, JSON Lines, protobuf, framed protobuf, gzip or
 zstd; Jaeger and Tempo JSON too), Nsight Systems SQLite exports and llmprof
-captures — files or directories, formats detected from content — and reports
+captures — files, directories or - for stdin, formats detected from
+content — and reports
 per-request latency (TTFT, TPOT, ITL, E2E, queue) overall, per tenant and per
 model, and where the time went: tokenize, queue, prefill, decode, detokenize,
 stream, and an explicit remainder.

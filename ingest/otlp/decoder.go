@@ -270,7 +270,7 @@ func (d *state) jsonLine(s *jsonScanner) (tempo bool) {
 }
 
 func jsonProblem(err error) string {
-	if strings.Contains(err.Error(), "unexpected end of input") {
+	if msg := err.Error(); strings.Contains(msg, "unexpected end of input") || strings.Contains(msg, "unexpected end of JSON input") {
 		return "truncated JSON"
 	}
 	return "malformed JSON"

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"unicode/utf16"
 
 	"github.com/llmprof/llmprof/ingest"
 	"github.com/llmprof/llmprof/ingest/otlp"
@@ -17,7 +18,10 @@ import (
 // FuzzOTLP feeds arbitrary bytes to every entry point — form detection and
 // every form's reader (DecodeReader), and DecodePayload in both encodings —
 // and checks that nothing panics and that what comes out is a consistent
-// model. Seeds: the fixture in every form, Jaeger, the shared samples.
+// model; the same bytes through ingest.Open as a file and as a stream ("-")
+// give the same spans (the input layer's sniffing, decompression and
+// transcoding read a stream once). Seeds: the fixture in every form, Jaeger,
+// the console exporter's output, UTF-16 and BOM text, the shared samples.
 // Crashers found are kept in testdata/fuzz/FuzzOTLP.
 func FuzzOTLP(f *testing.F) {
 	td := otlptest.Fixture()
@@ -29,6 +33,12 @@ func FuzzOTLP(f *testing.F) {
 	for _, p := range otlptest.Split(td) {
 		f.Add(otlptest.Proto(p))
 	}
+	if console, err := os.ReadFile(filepath.Join("testdata", "console-exporter.txt")); err == nil {
+		f.Add(console)
+		f.Add(utf16LE(console))
+	}
+	f.Add(append([]byte{0xef, 0xbb, 0xbf}, otlptest.JSON(td)...))
+	f.Add(utf16LE(otlptest.JSON(td)))
 	if root, ok := shareddata.Root(); ok {
 		files, _ := filepath.Glob(filepath.Join(root, "testdata", "otlp", "*.json"))
 		for _, file := range files {
@@ -48,7 +58,35 @@ func FuzzOTLP(f *testing.F) {
 			_ = otlp.DecodePayload(tr, 0, data, enc, "payload")
 			checkModel(t, tr)
 		}
+		decs := []ingest.Decoder{dec}
+		path := filepath.Join(t.TempDir(), "fuzz")
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		fromFile, errFile := ingest.Open(context.Background(), []string{path}, decs, ingest.OpenOptions{})
+		fromStream, errStream := ingest.Open(context.Background(), []string{"-"}, decs, ingest.OpenOptions{Stdin: bytes.NewReader(data)})
+		if (errFile == nil) != (errStream == nil) {
+			t.Fatalf("file: %v; stream: %v", errFile, errStream)
+		}
+		if errFile == nil {
+			checkModel(t, fromFile)
+			checkModel(t, fromStream)
+			if len(fromFile.Spans) != len(fromStream.Spans) {
+				t.Fatalf("%d spans from the file, %d from the stream", len(fromFile.Spans), len(fromStream.Spans))
+			}
+		}
 	})
+}
+
+// utf16LE is b as UTF-16LE text after a byte-order mark.
+func utf16LE(b []byte) []byte {
+	out := []byte{0xff, 0xfe}
+	for _, r := range string(b) {
+		for _, u := range utf16.Encode([]rune{r}) {
+			out = append(out, byte(u), byte(u>>8))
+		}
+	}
+	return out
 }
 
 // checkModel checks the invariants every consumer of a Trace relies on.

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// analyze reads "-" from its standard input, and fails (exit 1, naming each
+// file and why) when nothing in the inputs can be analyzed or when it is given
+// a saved analysis.
+func TestAnalyzeInputs(t *testing.T) {
+	demo, err := os.ReadFile(filepath.Join("..", "..", "testdata", "demo", "trace.otlp.jsonl.gz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(stdin []byte, args ...string) (int, string, string) {
+		var out, errOut bytes.Buffer
+		code := Main(context.Background(), args, &IOStreams{In: bytes.NewReader(stdin), Out: &out, ErrOut: &errOut})
+		return code, out.String(), errOut.String()
+	}
+	code, out, stderr := run(demo, "analyze", "--format", "json", "-")
+	if code != ExitOK || !strings.Contains(out, `"path": "<stdin>"`) || !strings.Contains(out, `"count": 189`) {
+		t.Fatalf("analyze - : exit %d, %s\n%.600s", code, stderr, out)
+	}
+	dir := t.TempDir()
+	saved := writeFile(t, dir, "report.json", []byte(out))
+	code, _, stderr = run(nil, "analyze", saved)
+	if code != ExitError || !strings.Contains(stderr, saved+": a saved llmprof output") || !strings.Contains(stderr, "llmprof diff") {
+		t.Errorf("a saved analysis: exit %d, stderr %s", code, stderr)
+	}
+	a := writeFile(t, dir, "a.jsonl", nil)
+	b := writeFile(t, dir, "b.jsonl", nil)
+	code, _, stderr = run(nil, "analyze", a, b)
+	if code != ExitError || !strings.Contains(stderr, "nothing to analyze") || !strings.Contains(stderr, a+": empty file") || !strings.Contains(stderr, b+": empty file") {
+		t.Errorf("empty inputs: exit %d, stderr %s", code, stderr)
+	}
+}
