@@ -148,8 +148,8 @@ func NewSeriesTable(t *Trace) *SeriesTable {
 }
 
 // ID returns the ID of the series s, adding it to the trace if it is new. It
-// sorts s.Labels by key and keeps the slice when the series is new. A series
-// seen again with another declared type keeps its first one.
+// sorts s.Labels in place and stores a copy, so the caller may reuse the
+// slice. A series seen again with another declared type keeps its first one.
 func (st *SeriesTable) ID(s Series) SeriesID {
 	slices.SortFunc(s.Labels, func(a, b Attr) int { return strings.Compare(st.t.Str(a.Key), st.t.Str(b.Key)) })
 	k := st.key[:0]
@@ -171,6 +171,7 @@ func (st *SeriesTable) ID(s Series) SeriesID {
 	if id, ok := st.index[string(k)]; ok {
 		return id
 	}
+	s.Labels = slices.Clone(s.Labels)
 	st.t.Series = append(st.t.Series, s)
 	id := SeriesID(len(st.t.Series))
 	st.index[string(k)] = id

@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/llmprof/llmprof/ingest"
 	"github.com/llmprof/llmprof/ingest/otlp"
+	"github.com/llmprof/llmprof/ingest/prom"
 	"github.com/llmprof/llmprof/nsys"
 	"github.com/llmprof/llmprof/record"
 )
@@ -14,6 +15,9 @@ func (f *Factory) decoders() []ingest.Decoder {
 		// A capture's nsys export (record --nsys) is decoded with it.
 		&record.CaptureDecoder{Embedded: []ingest.Decoder{nsys.Decoder{}}},
 		nsys.Decoder{},
+		// Before the trace decoder, whose protobuf sniffing is looser.
+		&otlp.MetricsDecoder{},
 		&otlp.Decoder{},
+		&prom.Decoder{},
 	}
 }

@@ -375,7 +375,7 @@ func (p *parser) add(s *sampleLine) {
 			p.labels = append(p.labels, a)
 		}
 	}
-	se.Labels = append([]ingest.Attr(nil), p.labels...)
+	se.Labels = p.labels
 	id := p.series.ID(se)
 	p.t.Samples = append(p.t.Samples, ingest.Sample{Time: at, Value: s.value, Metric: se.Name, Series: id, Device: -1, Instance: -1, Source: p.in.Source})
 	p.stats.Samples++
