@@ -21,13 +21,19 @@ type Options struct {
 	// SpikeZ and SpikeRatio define a latency spike (defaults 5 and 1.5).
 	SpikeZ     float64 `json:"spike_z"`
 	SpikeRatio float64 `json:"spike_ratio"`
-	// MaxLag is the largest lead or lag tried, in windows (default 2).
+	// MaxLag is the largest lead tried, in windows (default 2): a signal
+	// may move up to MaxLag windows before the latency, or one window after
+	// (a scrape reports the interval before it).
 	MaxLag int `json:"max_lag"`
 	// Baseline is how many windows each side of a spike form its baseline
 	// (default 30).
 	Baseline int `json:"baseline_windows"`
 	// FDR is the Benjamini–Hochberg false discovery rate (default 0.01).
 	FDR float64 `json:"fdr"`
+	// MinZ is the smallest |z| a signal needs besides its q-value (default
+	// 5): metric noise (Poisson counts, integer gauges) has heavier tails
+	// than the normal p-values assume.
+	MinZ float64 `json:"min_z"`
 	// Top bounds the signals listed per spike (default 5).
 	Top int `json:"top"`
 }
@@ -54,6 +60,9 @@ func (o *Options) defaults() {
 	if o.Top <= 0 {
 		o.Top = 5
 	}
+	if o.MinZ <= 0 {
+		o.MinZ = 5
+	}
 }
 
 // Result is the infrastructure section of a run.
@@ -78,8 +87,14 @@ type Spike struct {
 	To   int64 `json:"to_ns"`
 	// Latency lists the departures (metric, tenant) that make the spike.
 	Latency []Departure `json:"latency"`
-	// Signals are the significant deviations, ranked.
+	// Signals are the significant deviations of mechanism and uncatalogued
+	// signals, ranked: the candidates for what slowed requests.
 	Signals []Deviation `json:"signals"`
+	// Load are the significant deviations of load and symptom signals
+	// (utilization, running and waiting requests, bytes): they move with
+	// latency whatever the cause, so they are context, not ranked. A spike
+	// with Load but no Signals rose with the traffic.
+	Load []Deviation `json:"load,omitempty"`
 	// Tested counts the signals scored against this spike.
 	Tested int `json:"tested"`
 }
@@ -105,13 +120,19 @@ type Deviation struct {
 	Transform Transform `json:"transform"`
 	// Value is the signal's mean over the spike's windows (shifted by Lag),
 	// Baseline its baseline median.
-	Value    float64 `json:"value"`
+	Value float64 `json:"value"`
+	// Peak is the largest window value in the same windows.
+	Peak     float64 `json:"peak"`
 	Baseline float64 `json:"baseline"`
 	Z        float64 `json:"z"`
 	// Lag in ns: positive when the signal moved before the latency.
 	Lag int64   `json:"lag_ns"`
 	P   float64 `json:"p"`
 	Q   float64 `json:"q"`
+	// Onset is when the signal began to deviate (|z| ≥ MinZ in every
+	// window from it to the spike), in ns; ranking puts earlier onsets
+	// first: a cause moves before its consequences.
+	Onset int64 `json:"onset_ns"`
 	// FromConstant: the baseline was flat and the signal left it.
 	FromConstant bool   `json:"from_constant,omitempty"`
 	Bad          string `json:"bad,omitempty"`
@@ -170,7 +191,17 @@ func Analyze(t *ingest.Trace, res *attribution.Result, opts Options) *Result {
 	}
 	for _, sp := range spikes {
 		s := Spike{From: start + int64(sp.a)*w, To: start + int64(sp.b)*w, Latency: sp.deps}
-		s.Signals, s.Tested = score(scoped(t, sigs, res, sp.deps), sp.a, sp.b, inSpike, opts, w)
+		devs, tested := score(scoped(t, sigs, res, sp.deps), sp.a, sp.b, inSpike, opts, start, w)
+		s.Tested = tested
+		for _, d := range devs {
+			if d.Role == RoleLoad || d.Role == RoleSymptom {
+				if len(s.Load) < opts.Top {
+					s.Load = append(s.Load, d)
+				}
+			} else if len(s.Signals) < opts.Top {
+				s.Signals = append(s.Signals, d)
+			}
+		}
 		out.Spikes = append(out.Spikes, s)
 	}
 	return out
@@ -466,9 +497,9 @@ func findSpikes(lat []*latencySeries, opts Options) []spikeRange {
 }
 
 // score tests every signal against the spike [a, b).
-func score(sigs []*signal, a, b int, inSpike []bool, opts Options, w int64) ([]Deviation, int) {
+func score(sigs []*signal, a, b int, inSpike []bool, opts Options, start, w int64) ([]Deviation, int) {
 	n := len(inSpike)
-	lags := 2*opts.MaxLag + 1
+	lags := opts.MaxLag + 2 // −1 … MaxLag
 	var devs []Deviation
 	tested := 0
 	for _, sg := range sigs {
@@ -487,22 +518,29 @@ func score(sigs []*signal, a, b int, inSpike []bool, opts Options, w int64) ([]D
 		// The floor keeps a signal that is flat but for rare blips (a clock
 		// that dips one step) from scoring a huge z on one blip: MAD, else
 		// the mean absolute deviation, and never under the signal's
-		// resolution or 1% of its level.
+		// resolution or 1% of its level. A baseline without any variation
+		// (a counter that never moved) has no noise to measure against: a
+		// change of one resolution step scores 10.
 		scale := 1.4826 * mad
 		constant := false
 		if scale <= 0 {
 			scale = 1.2533 * meanAbsDev(base, med)
-			constant = scale <= 0
 		}
-		scale = max(scale, sg.res, 0.01*math.Abs(med), 1e-12)
+		if scale <= 0 {
+			constant = true
+			scale = max(sg.res/10, 0.01*math.Abs(med), 1e-12)
+		} else {
+			scale = max(scale, sg.res, 0.01*math.Abs(med))
+		}
 		best := Deviation{}
 		bestAbs := -1.0
-		for lag := -opts.MaxLag; lag <= opts.MaxLag; lag++ {
-			sum, cnt := 0.0, 0
+		for lag := -1; lag <= opts.MaxLag; lag++ {
+			sum, cnt, peak := 0.0, 0, math.Inf(-1)
 			for k := a - lag; k < b-lag; k++ {
 				if k >= 0 && k < n && !math.IsNaN(sg.vals[k]) {
 					sum += sg.vals[k]
 					cnt++
+					peak = max(peak, sg.vals[k])
 				}
 			}
 			if cnt == 0 {
@@ -513,28 +551,57 @@ func score(sigs []*signal, a, b int, inSpike []bool, opts Options, w int64) ([]D
 			// Prefer the coincident and leading lags on ties.
 			if abs := math.Abs(z); abs > bestAbs+1e-9 || (abs > bestAbs-1e-9 && lag >= 0 && best.Lag < 0) {
 				bestAbs = abs
-				best = Deviation{Value: x, Baseline: med, Z: z, Lag: int64(lag) * w, FromConstant: constant && x != med}
+				best = Deviation{Value: x, Peak: peak, Baseline: med, Z: z, Lag: int64(lag) * w, FromConstant: constant && x != med}
 			}
 		}
 		if bestAbs < 0 {
 			continue
 		}
 		best.P = math.Min(1, float64(lags)*math.Erfc(bestAbs/math.Sqrt2))
+		best.Onset = start + int64(onset(sg.vals, a, b, med, scale, opts.MinZ))*w
 		best.Series, best.Name, best.Transform = sg.key, sg.name, sg.transform
 		best.Layer = LayerUnknown
 		if e := sg.entry; e != nil {
 			best.Layer, best.Area, best.Role, best.Unit, best.Bad, best.Mechanism = e.Layer, e.Area, e.Role, e.Unit, e.Bad, e.Mechanism
+			if e.Near > 0 && best.Peak < e.Near {
+				best.Role = RoleLoad // busier, not at its limit
+			}
 		}
 		devs = append(devs, best)
 	}
 	devs = benjaminiHochberg(devs, opts.FDR)
+	devs = slices.DeleteFunc(devs, func(d Deviation) bool { return math.Abs(d.Z) < opts.MinZ })
 	slices.SortFunc(devs, func(x, y Deviation) int {
-		return cmp.Or(cmp.Compare(roleRank(x.Role), roleRank(y.Role)), cmp.Compare(math.Abs(y.Z), math.Abs(x.Z)), strings.Compare(x.Series, y.Series))
+		return cmp.Or(cmp.Compare(roleRank(x.Role), roleRank(y.Role)), cmp.Compare(x.Onset, y.Onset), cmp.Compare(math.Abs(y.Z), math.Abs(x.Z)), strings.Compare(x.Series, y.Series))
 	})
-	if len(devs) > opts.Top {
-		devs = devs[:opts.Top]
-	}
 	return devs, tested
+}
+
+// onsetLookback bounds how far before a spike the onset search goes, in
+// windows.
+const onsetLookback = 10
+
+// onset is the window where the signal's run of |z| ≥ minZ that reaches the
+// spike [a, b) began: the first deviating window of the spike (or a lead
+// window before it), extended back while the windows before deviate too.
+func onset(vals []float64, a, b int, med, scale, minZ float64) int {
+	dev := func(k int) bool {
+		return k >= 0 && k < len(vals) && !math.IsNaN(vals[k]) && math.Abs(vals[k]-med)/scale >= minZ
+	}
+	k := -1
+	for i := max(0, a-2); i < min(b+1, len(vals)); i++ {
+		if dev(i) {
+			k = i
+			break
+		}
+	}
+	if k < 0 {
+		return a
+	}
+	for k > 0 && k > a-onsetLookback && dev(k-1) {
+		k--
+	}
+	return k
 }
 
 func roleRank(r Role) int {

@@ -59,6 +59,10 @@ type Entry struct {
 	// Transform overrides the one the declared type implies (untyped
 	// ethtool counters are rates).
 	Transform Transform `json:"transform,omitempty"`
+	// Near, when set, is the level a gauge must reach (as a ratio 0–1 of
+	// its limit) for its deviation to count as a mechanism: a KV cache at
+	// 40% is busier, not full. Below it the deviation is load.
+	Near float64 `json:"near,omitempty"`
 	// Bad says what a bad value looks like; Mechanism how it slows requests.
 	Bad       string `json:"bad"`
 	Mechanism string `json:"mechanism,omitempty"`
@@ -88,7 +92,7 @@ var Catalog = []Entry{
 	// Service layer: vLLM V1 (vllm/v1/metrics/loggers.py), labels engine, model_name.
 	exact(vllmExp, LayerService, "scheduler", RoleLoad, "requests", TransformLevel, "grows with load; flat at max_num_seqs means the batch is full", "", "vllm:num_requests_running"),
 	exact(vllmExp, LayerService, "scheduler", RoleSymptom, "requests", TransformLevel, "> 0 for long: requests queue before prefill (TTFT grows)", "", "vllm:num_requests_waiting"),
-	exact(vllmExp, LayerService, "kv-cache", RoleMechanism, "ratio 0–1", TransformLevel, "≥ 0.95: the KV cache is full and the scheduler preempts", "a full KV cache stops admission and preempts running requests, which recompute their prefill", "vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"),
+	near(exact(vllmExp, LayerService, "kv-cache", RoleMechanism, "ratio 0–1", TransformLevel, "≥ 0.95: the KV cache is full and the scheduler preempts", "a full KV cache stops admission and preempts running requests, which recompute their prefill", "vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"), 0.95),
 	exact(vllmExp, LayerService, "kv-cache", RoleMechanism, "preemptions/s", TransformRate, "any rate > 0: requests are evicted and recomputed", "a preempted request waits again and recomputes its prefill (TTFT and ITL grow)", "vllm:num_preemptions_total", "vllm:num_preemptions"),
 	exact(vllmExp, LayerService, "kv-cache", RoleLoad, "tokens/s", TransformRate, "falls relative to hits when the prefix cache stops hitting", "", "vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries_total"),
 	exact(vllmExp, LayerService, "kv-cache", RoleMechanism, "tokens/s", TransformRate, "drops relative to queries: more prefill to compute", "fewer cached prefix tokens means more prefill work per request", "vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total"),
@@ -100,7 +104,7 @@ var Catalog = []Entry{
 	// SGLang (python/sglang/srt/metrics/collector.py).
 	exact(sgl, LayerService, "scheduler", RoleLoad, "requests", TransformLevel, "grows with load", "", "sglang:num_running_reqs"),
 	exact(sgl, LayerService, "scheduler", RoleSymptom, "requests", TransformLevel, "> 0 for long: queueing", "", "sglang:num_queue_reqs"),
-	exact(sgl, LayerService, "kv-cache", RoleMechanism, "ratio 0–1", TransformLevel, "≥ 0.95: KV pool full, requests retracted", "a full KV pool retracts running requests", "sglang:token_usage"),
+	near(exact(sgl, LayerService, "kv-cache", RoleMechanism, "ratio 0–1", TransformLevel, "≥ 0.95: KV pool full, requests retracted", "a full KV pool retracts running requests", "sglang:token_usage"), 0.95),
 	exact(sgl, LayerService, "kv-cache", RoleMechanism, "requests", TransformLevel, "> 0: requests retracted (SGLang's preemption)", "retracted requests recompute", "sglang:num_retracted_reqs"),
 	exact(sgl, LayerService, "kv-cache", RoleMechanism, "ratio 0–1", TransformLevel, "drops: more prefill", "fewer prefix hits means more prefill", "sglang:cache_hit_rate"),
 
@@ -184,6 +188,9 @@ var Catalog = []Entry{
 	exact(kube, LayerInfrastructure, "container", RoleMechanism, "errors/s", TransformRate, "any", "", "kubelet_runtime_operations_errors_total"),
 	exact(ctrd, LayerInfrastructure, "container", RoleMechanism, "s", TransformLevel, "seconds: the OCI prestart hook (nvidia-container-runtime-hook) is slow", "", "containerd_cri_container_start_seconds_sum"),
 }
+
+// near sets the limit fraction of the entry.
+func near(e Entry, f float64) Entry { e.Near = f; return e }
 
 var byName = func() map[string]*Entry {
 	m := map[string]*Entry{}

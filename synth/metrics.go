@@ -22,7 +22,7 @@ const (
 	// (all-reduce) take Factor times longer (default 30).
 	EpisodePFCStorm EpisodeKind = iota
 	// EpisodeKVPressure: the model's KV cache shrinks to Factor of its
-	// capacity (default 0.3; another tenant's blocks, a leak), so usage sits at
+	// capacity (default 0.15; another tenant's blocks, a leak), so usage sits at
 	// 100% and the scheduler preempts.
 	EpisodeKVPressure
 	// EpisodeThrottle: the model's GPU runs at 1/Factor of its SM clock
@@ -56,7 +56,7 @@ func (ep *Episode) factor() float64 {
 	case EpisodePFCStorm:
 		return 30
 	case EpisodeKVPressure:
-		return 0.3
+		return 0.15
 	}
 	return 1.8
 }
@@ -105,6 +105,10 @@ type EpisodeTruth struct {
 	To       int64       `json:"to_ns"`
 	Signals  []string    `json:"signals"`
 	Exporter string      `json:"exporter"`
+	// Arrivals counts the requests of the model that arrived during the
+	// episode: latency windows are keyed by arrival (TTFT, E2E) and token
+	// time (ITL), and an episode nothing arrived in shows only in ITL.
+	Arrivals int `json:"arrivals"`
 }
 
 // EpisodeTruths lists the injected episodes with their expected signals.
@@ -112,6 +116,16 @@ func (r *Run) EpisodeTruths() []EpisodeTruth {
 	var out []EpisodeTruth
 	for _, ep := range r.Config.Episodes {
 		tr := EpisodeTruth{Kind: ep.Kind, Model: ep.Model, From: ep.From, To: ep.To}
+		model := map[string]string{}
+		for _, t := range r.Config.Tenants {
+			model[t.Name] = t.Model
+		}
+		for i := range r.Requests {
+			q := &r.Requests[i]
+			if model[q.Tenant] == ep.Model && q.Arrival >= ep.From && q.Arrival < ep.To {
+				tr.Arrivals++
+			}
+		}
 		switch ep.Kind {
 		case EpisodePFCStorm:
 			tr.Exporter = "node_exporter"
@@ -136,8 +150,10 @@ func EpisodesConfig(seed int64, d time.Duration) Config {
 	cfg := DefaultConfig(seed, d)
 	at := func(f float64) int64 { return cfg.Start + int64(f*float64(d)) }
 	const dur = 8e9
-	// Room in the KV cache, so that pressure is an episode, not the norm.
+	// Room in the KV caches, so that a full cache is an episode, not what
+	// every burst of the bursty tenant does.
 	cfg.Models[0].KVTokens = 40_000
+	cfg.Models[1].KVTokens = 250_000
 	cfg.Episodes = []Episode{
 		{Kind: EpisodePFCStorm, Model: cfg.Models[1].Name, From: at(0.2), To: at(0.2) + dur},
 		{Kind: EpisodeKVPressure, Model: cfg.Models[0].Name, From: at(0.5), To: at(0.5) + dur},
@@ -279,6 +295,11 @@ func (g *metricGen) prepare() {
 	for e := range r.Engines {
 		for k, t := range g.times {
 			g.kvUsed[e][k] /= float64(r.kvCapacity(e, t))
+			// vLLM preempts only when no free block is left, so a scrape
+			// after a preemption sees the pool (nearly) full.
+			if k > 0 && g.preempt[e][k] > g.preempt[e][k-1] {
+				g.kvUsed[e][k] = max(g.kvUsed[e][k], 0.985+0.015*g.rng.Float64())
+			}
 		}
 	}
 	engineOfStep := func(s int) int { return r.Steps[s].Engine }
