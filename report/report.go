@@ -10,6 +10,7 @@ import (
 	"github.com/llmprof/llmprof/causal"
 	"github.com/llmprof/llmprof/compare"
 	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/signals"
 )
 
 // Schema is the version of the JSON report; renaming or removing a field
@@ -35,9 +36,12 @@ type Report struct {
 	GPU *attribution.GPU `json:"gpu,omitempty"`
 	// Tenants is the tenant causal regression (DESIGN §11 tenants.pairs[]);
 	// TenantsNote says why it is absent.
-	Tenants     *causal.Result   `json:"tenants,omitempty"`
-	TenantsNote string           `json:"tenants_note,omitempty"`
-	Warnings    []ingest.Warning `json:"warnings"`
+	Tenants     *causal.Result `json:"tenants,omitempty"`
+	TenantsNote string         `json:"tenants_note,omitempty"`
+	// Infrastructure is the metrics section (report/signals.go): latency
+	// spikes and the signals that deviated with them; nil without metrics.
+	Infrastructure *signals.Result  `json:"infrastructure,omitempty"`
+	Warnings       []ingest.Warning `json:"warnings"`
 	// Samples are the per-request observations `llmprof diff` compares, so
 	// that a saved analysis can be a diff baseline.
 	Samples *compare.Run `json:"samples,omitempty"`
@@ -79,6 +83,7 @@ type Input struct {
 	Tenants     *causal.Result
 	TenantsNote string
 	GPU         *attribution.GPU
+	Signals     *signals.Result
 }
 
 // New assembles a report. It copies and arranges; it does not analyse.
@@ -105,6 +110,7 @@ func New(in Input) *Report {
 	r.Samples = in.Samples
 	r.Tenants, r.TenantsNote = in.Tenants, in.TenantsNote
 	r.GPU = in.GPU
+	r.Infrastructure = in.Signals
 	if a := in.Attr; a != nil {
 		req := &Requests{
 			Summary: a.Overall, Styles: map[string]int{},

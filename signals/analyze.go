@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/llmprof/llmprof/attribution"
@@ -111,8 +112,11 @@ type Departure struct {
 
 // Deviation is one signal that deviated with a spike.
 type Deviation struct {
-	Series    string    `json:"series"`
-	Name      string    `json:"name"`
+	Series string `json:"series"`
+	Name   string `json:"name"`
+	// Short is the name with only its identifying labels (GPU, device,
+	// engine, model), for display.
+	Short     string    `json:"short"`
 	Layer     Layer     `json:"layer"`
 	Area      string    `json:"area,omitempty"`
 	Role      Role      `json:"role,omitempty"`
@@ -143,6 +147,7 @@ type Deviation struct {
 type signal struct {
 	key       string
 	name      string
+	short     string
 	entry     *Entry
 	model     string // the model_name label, if any
 	transform Transform
@@ -337,7 +342,7 @@ func gridSignals(t *ingest.Trace, start, w int64, n int) []*signal {
 				continue
 			}
 		}
-		sg := &signal{key: t.SeriesKey(se), name: t.Str(se.Name), entry: e, model: t.Label(se, "model_name"), transform: tr, vals: make([]float64, n)}
+		sg := &signal{key: t.SeriesKey(se), name: t.Str(se.Name), short: shortName(t, se), entry: e, model: t.Label(se, "model_name"), transform: tr, vals: make([]float64, n)}
 		known := 0
 		for k := range n {
 			switch {
@@ -359,6 +364,23 @@ func gridSignals(t *ingest.Trace, start, w int64, n int) []*signal {
 	}
 	slices.SortFunc(out, func(a, b *signal) int { return strings.Compare(a.key, b.key) })
 	return out
+}
+
+// identifying are the labels that tell series of one metric apart on a
+// node; the others (UUID, driver version, host) are the same for all.
+var identifying = []string{"gpu", "device", "port", "engine", "model_name", "tenant", "finished_reason", "GPU_I_ID"}
+
+func shortName(t *ingest.Trace, se *ingest.Series) string {
+	var parts []string
+	for _, k := range identifying {
+		if v := t.Label(se, k); v != "" {
+			parts = append(parts, k+"="+strconv.Quote(v))
+		}
+	}
+	if len(parts) == 0 {
+		return t.Str(se.Name)
+	}
+	return t.Str(se.Name) + "{" + strings.Join(parts, ",") + "}"
 }
 
 func resolution(v []float64) float64 {
@@ -559,7 +581,7 @@ func score(sigs []*signal, a, b int, inSpike []bool, opts Options, start, w int6
 		}
 		best.P = math.Min(1, float64(lags)*math.Erfc(bestAbs/math.Sqrt2))
 		best.Onset = start + int64(onset(sg.vals, a, b, med, scale, opts.MinZ))*w
-		best.Series, best.Name, best.Transform = sg.key, sg.name, sg.transform
+		best.Series, best.Name, best.Short, best.Transform = sg.key, sg.name, sg.short, sg.transform
 		best.Layer = LayerUnknown
 		if e := sg.entry; e != nil {
 			best.Layer, best.Area, best.Role, best.Unit, best.Bad, best.Mechanism = e.Layer, e.Area, e.Role, e.Unit, e.Bad, e.Mechanism
