@@ -96,7 +96,10 @@ func (d *CaptureDecoder) Decode(ctx context.Context, in *ingest.Input, t *ingest
 	}
 	r.devices()
 	r.checkFiles()
-	return d.decodeEmbedded(ctx, c, t)
+	if err := d.decodeEmbedded(ctx, c, t); err != nil {
+		return err
+	}
+	return d.decodeScrapes(ctx, c, t)
 }
 
 // captureReader carries one Decode.

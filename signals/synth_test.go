@@ -126,3 +126,30 @@ func TestEpisodesRecovered(t *testing.T) {
 		t.Errorf("stray ranked spikes in %d of %d seeds", strays, len(seeds))
 	}
 }
+
+// TestNoEpisodesNothingRanked: runs without any episode rank no signal in at
+// least 95% of seeds (1 seed here, 20 with LLMPROF_LONG=1).
+func TestNoEpisodesNothingRanked(t *testing.T) {
+	seeds := []int64{3}
+	if os.Getenv("LLMPROF_LONG") != "" {
+		seeds = nil
+		for s := int64(101); s <= 120; s++ {
+			seeds = append(seeds, s)
+		}
+	}
+	ranked := 0
+	for _, seed := range seeds {
+		run, res := runEpisodes(t, seed, 90*time.Second, false)
+		if res == nil {
+			t.Fatalf("seed %d: no infrastructure result", seed)
+		}
+		if _, stray := truthErrors(run, res); len(stray) > 0 {
+			ranked++
+			t.Logf("seed %d: %v", seed, stray)
+		}
+	}
+	t.Logf("seeds with a ranked signal and no episode: %d of %d", ranked, len(seeds))
+	if ranked*20 > len(seeds) {
+		t.Errorf("signals ranked without an episode in %d of %d seeds", ranked, len(seeds))
+	}
+}

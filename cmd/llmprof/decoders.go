@@ -12,8 +12,9 @@ import (
 // first, then the formats with unambiguous magic, then the content-shape ones.
 func (f *Factory) decoders() []ingest.Decoder {
 	return []ingest.Decoder{
-		// A capture's nsys export (record --nsys) is decoded with it.
-		&record.CaptureDecoder{Embedded: []ingest.Decoder{nsys.Decoder{}}},
+		// A capture's nsys export (record --nsys) and scrapes (record
+		// --scrape) are decoded with it.
+		&record.CaptureDecoder{Embedded: []ingest.Decoder{nsys.Decoder{}, &prom.Decoder{}}},
 		nsys.Decoder{},
 		// Before the trace decoder, whose protobuf sniffing is looser.
 		&otlp.MetricsDecoder{},
