@@ -455,12 +455,11 @@ func findSpikes(lat []*latencySeries, opts Options) []spikeRange {
 		dep Departure
 	}
 	var hits []hit
-	minObs := opts.MinRequests
 	for _, s := range lat {
+		// A request has many tokens: an ITL p99 needs more of them.
+		minObs := opts.MinRequests
 		if s.metric == "itl" {
-			minObs = opts.MinRequests * 4
-		} else {
-			minObs = opts.MinRequests
+			minObs *= 4
 		}
 		p99 := make([]float64, len(s.obs))
 		var known []float64
