@@ -518,3 +518,6 @@ func (g *metricGen) node(w io.Writer, k int) {
 }
 
 func ff(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+// MarshalText writes the kind's name ("pfc-pause-storm") in JSON truth files.
+func (k EpisodeKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
