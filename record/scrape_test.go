@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+
 	"github.com/llmprof/llmprof/ingest"
 	"github.com/llmprof/llmprof/ingest/prom"
 )
@@ -111,5 +114,49 @@ func TestRecordScrape(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(res.Dir, "metrics")); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCaptureOTLPMetrics: metrics export requests the receiver stored
+// (gRPC protobuf and HTTP JSON) decode into the capture's series, one series
+// across requests.
+func TestCaptureOTLPMetrics(t *testing.T) {
+	request := func(at int64, v float64) pmetric.Metrics {
+		md := pmetric.NewMetrics()
+		rm := md.ResourceMetrics().AppendEmpty()
+		rm.Resource().Attributes().PutStr("service.name", "vllm")
+		m := rm.ScopeMetrics().AppendEmpty().Metrics().AppendEmpty()
+		m.SetName("vllm:kv_cache_usage_perc")
+		p := m.SetEmptyGauge().DataPoints().AppendEmpty()
+		p.SetTimestamp(pcommon.Timestamp(at))
+		p.SetDoubleValue(v)
+		p.Attributes().PutStr("engine", "0")
+		return md
+	}
+	pb, _ := (&pmetric.ProtoMarshaler{}).MarshalMetrics(request(1_000_000_001_000, 0.5))
+	js, _ := (&pmetric.JSONMarshaler{}).MarshalMetrics(request(1_000_000_002_000, 0.97))
+	b := newCaptureBuilder(t, StatusComplete)
+	writeRows(b, otlpSchema,
+		OTLPPayload{Signal: SignalMetrics, Transport: "grpc", Encoding: EncodingProto, Payload: pb, Items: 1},
+		OTLPPayload{Signal: SignalMetrics, Transport: "http", Encoding: EncodingJSON, Payload: js, Items: 1},
+	)
+	tr := decodeCapture(t, b.finish(), &CaptureDecoder{})
+	if len(tr.Warnings.List) != 0 {
+		t.Fatalf("warnings %v", tr.Warnings.List)
+	}
+	if len(tr.Series) != 1 {
+		t.Fatalf("%d series, want one across both requests", len(tr.Series))
+	}
+	var got []float64
+	for i := range tr.Samples {
+		if s := &tr.Samples[i]; tr.SeriesOf(s) != nil {
+			got = append(got, s.Value)
+		}
+	}
+	if len(got) != 2 || got[0] != 0.5 || got[1] != 0.97 {
+		t.Errorf("samples %v", got)
+	}
+	if tr.Sources[0].Samples != 2 {
+		t.Errorf("capture source counts %d samples", tr.Sources[0].Samples)
 	}
 }

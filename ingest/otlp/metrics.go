@@ -202,16 +202,31 @@ func (dec *MetricsDecoder) Decode(ctx context.Context, in *ingest.Input, t *inge
 	return m.decode(ctx, bufio.NewReaderSize(rc, readBufSize), f, dec.Options.maxRecord())
 }
 
-// DecodeMetricsPayload decodes one ExportMetricsServiceRequest body (as the
-// record receiver gets it on /v1/metrics) into source src of t.
-func DecodeMetricsPayload(t *ingest.Trace, src ingest.SourceID, payload []byte, enc Encoding, pos string) error {
-	m := newMetricState(t, src)
-	m.pos = pos
-	defer m.closeZstd()
-	_, err := m.metricsPayload(payload, enc, DefaultMaxRecordBytes)
-	t.Sources[src].Samples += m.samples
+// MetricsPayloads decodes a stream of ExportMetricsServiceRequest bodies (as
+// the record receiver stores them from /v1/metrics and the gRPC
+// MetricsService) into one source of a trace; a series repeated across
+// requests stays one series.
+type MetricsPayloads struct {
+	m *metricState
+}
+
+// NewMetricsPayloads returns a decoder of metrics requests into source src
+// of t.
+func NewMetricsPayloads(t *ingest.Trace, src ingest.SourceID) *MetricsPayloads {
+	return &MetricsPayloads{m: newMetricState(t, src)}
+}
+
+// Decode decodes one request body; pos names it in warnings ("row 12").
+func (p *MetricsPayloads) Decode(payload []byte, enc Encoding, pos string) error {
+	p.m.pos = pos
+	before := p.m.samples
+	_, err := p.m.metricsPayload(payload, enc, DefaultMaxRecordBytes)
+	p.m.t.Sources[p.m.src].Samples += p.m.samples - before
 	return err
 }
+
+// Close releases the decompressor.
+func (p *MetricsPayloads) Close() { p.m.closeZstd() }
 
 // metricState is the trace decoder's state (string cache, resources) plus
 // the series table.
