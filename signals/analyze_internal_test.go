@@ -26,13 +26,13 @@ func TestBenjaminiHochberg(t *testing.T) {
 
 func TestLookup(t *testing.T) {
 	cases := map[string]string{
-		"vllm:gpu_cache_usage_perc":                 "vllm:kv_cache_usage_perc",
-		"vllm:kv_cache_usage_perc":                  "vllm:kv_cache_usage_perc",
-		"DCGM_FI_DEV_CLOCKS_EVENT_REASONS":          "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS",
-		"DCGM_FI_PROF_SM_UTIL_RATIO":                "DCGM_FI_PROF_SM_ACTIVE",
-		"node_ethtool_received_prio5_pause":         "node_ethtool_received_prio{p}_pause",
+		"vllm:gpu_cache_usage_perc":                  "vllm:kv_cache_usage_perc",
+		"vllm:kv_cache_usage_perc":                   "vllm:kv_cache_usage_perc",
+		"DCGM_FI_DEV_CLOCKS_EVENT_REASONS":           "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS",
+		"DCGM_FI_PROF_SM_UTIL_RATIO":                 "DCGM_FI_PROF_SM_ACTIVE",
+		"node_ethtool_received_prio5_pause":          "node_ethtool_received_prio{p}_pause",
 		"node_ethtool_received_prio3_pause_duration": "node_ethtool_received_prio{p}_pause_duration",
-		"node_ethtool_received_prio3_marked":        "node_ethtool_received_ecn_mark",
+		"node_ethtool_received_prio3_marked":         "node_ethtool_received_ecn_mark",
 	}
 	for name, want := range cases {
 		e := Lookup(name)
