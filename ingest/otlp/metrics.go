@@ -368,24 +368,9 @@ func (m *metricState) readFramedMetrics(ctx context.Context, r *bufio.Reader, li
 
 // metricsPayload decodes one request body, zstd- or gzip-compressed or not.
 func (m *metricState) metricsPayload(b []byte, enc Encoding, limit int64) (kind string, err error) {
-	suffix := ""
-	switch {
-	case bytes.HasPrefix(b, zstdMagic):
-		if b, err = m.unzstd(b, limit); err != nil {
-			return "zstd", fmt.Errorf("zstd: %v", err)
-		}
-		suffix = "+zstd"
-	case bytes.HasPrefix(b, gzipMagic):
-		if b, err = gunzip(b, limit); err != nil {
-			return "gzip", fmt.Errorf("gzip: %v", err)
-		}
-		suffix = "+gzip"
-	}
-	if enc == encAuto {
-		enc = Proto
-		if t := bytes.TrimLeft(b, " \t\r\n"); len(t) > 0 && t[0] == '{' {
-			enc = JSON
-		}
+	b, enc, suffix, err := m.openPayload(b, enc, limit)
+	if err != nil {
+		return suffix, err
 	}
 	if enc == JSON {
 		var s jsonScanner
