@@ -1066,6 +1066,9 @@ func (x *exporter) writeCounters() {
 	for i := range t.Samples {
 		s := &t.Samples[i]
 		name := nameOr(t.Str(s.Metric))
+		if se := t.SeriesOf(s); se != nil {
+			name = t.SeriesKey(se) // a labelled series (Prometheus, OTLP metrics): one track per label set
+		}
 		if s.Instance >= 0 {
 			name += " mig" + strconv.Itoa(int(s.Instance))
 		}

@@ -122,10 +122,23 @@ func (t *Trace) absorb(p *Trace) {
 		o.Source += r.src
 	}
 	t.GPUOps = append(t.GPUOps, p.GPUOps...)
+	seriesOff := SeriesID(len(t.Series))
+	for _, se := range p.Series {
+		se.Name, se.Family, se.Unit = r.str(se.Name), r.str(se.Family), r.str(se.Unit)
+		se.Labels = r.attrs(se.Labels)
+		se.Source += r.src
+		if se.Resource >= 0 {
+			se.Resource += r.res
+		}
+		t.Series = append(t.Series, se)
+	}
 	for i := range p.Samples {
 		s := &p.Samples[i]
 		s.Metric = r.str(s.Metric)
 		s.Source += r.src
+		if s.Series != 0 {
+			s.Series += seriesOff
+		}
 	}
 	t.Samples = append(t.Samples, p.Samples...)
 	for i := range p.MemoryEvents {

@@ -16,6 +16,9 @@ type Trace struct {
 	Spans   []Span
 	GPUOps  []GPUOp
 	Samples []Sample
+	// Series are the labelled metric series (Prometheus, OTLP metrics) that
+	// samples may belong to; see Sample.Series and ingest/metrics.go.
+	Series []Series
 	// MemoryEvents are device-memory allocations and releases, where the
 	// input records them (nsys --cuda-memory-usage).
 	MemoryEvents []MemoryEvent
@@ -337,11 +340,14 @@ type GPUOp struct {
 // Duration is End − Start.
 func (o *GPUOp) Duration() int64 { return o.End - o.Start }
 
-// Sample is one point of a counter time series (NVML, nsys GPU metrics).
+// Sample is one point of a counter time series (NVML, nsys GPU metrics,
+// Prometheus and OTLP metrics).
 type Sample struct {
 	Time   int64
 	Value  float64
 	Metric StrID
+	// Series is the labelled series the sample belongs to (0: none).
+	Series SeriesID
 	// Pid is the process the sample is about (0: device-level).
 	Pid uint32
 	// Device is the GPU ordinal; Instance the MIG GPU instance (-1: none).

@@ -96,7 +96,10 @@ func (d *CaptureDecoder) Decode(ctx context.Context, in *ingest.Input, t *ingest
 	}
 	r.devices()
 	r.checkFiles()
-	return d.decodeEmbedded(ctx, c, t)
+	if err := d.decodeEmbedded(ctx, c, t); err != nil {
+		return err
+	}
+	return d.decodeScrapes(ctx, c, t)
 }
 
 // captureReader carries one Decode.
@@ -236,13 +239,11 @@ func readTable[R any](r *captureReader, table string, fn func(i int, row *R)) er
 }
 
 func (r *captureReader) readOTLP() error {
-	var metrics, logs int
+	var logs int
+	metrics := otlp.NewMetricsPayloads(r.t, srcCapture)
+	defer metrics.Close()
 	err := readTable(r, TableOTLP, func(i int, p *OTLPPayload) {
-		switch p.Signal {
-		case SignalMetrics:
-			metrics++
-			return
-		case SignalLogs:
+		if p.Signal == SignalLogs {
 			logs++
 			return
 		}
@@ -251,6 +252,12 @@ func (r *captureReader) readOTLP() error {
 			enc = otlp.JSON
 		}
 		pos := "row " + strconv.Itoa(i)
+		if p.Signal == SignalMetrics {
+			if err := metrics.Decode(p.Payload, enc, pos); err != nil {
+				r.warnf(TableFile(TableOTLP), "bad-otlp-payload", "metrics: %v", err)
+			}
+			return
+		}
 		if err := otlp.DecodePayload(r.t, srcCapture, p.Payload, enc, pos); err != nil {
 			r.warnf(TableFile(TableOTLP), "bad-otlp-payload", "%v", err)
 		}
@@ -262,8 +269,8 @@ func (r *captureReader) readOTLP() error {
 	if src.Spans > 0 {
 		src.Clock = otlp.ClockDomain(r.t, srcCapture)
 	}
-	if metrics+logs > 0 {
-		src.Meta["otlp_other"] = fmt.Sprintf("%d metrics and %d logs export requests kept, not decoded", metrics, logs)
+	if logs > 0 {
+		src.Meta["otlp_other"] = fmt.Sprintf("%d logs export requests kept, not decoded", logs)
 	}
 	return nil
 }

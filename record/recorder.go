@@ -60,6 +60,9 @@ type Options struct {
 	// capture's nsys/ folder; NsysArgs are extra `nsys profile` flags.
 	Nsys     bool
 	NsysArgs []string
+	// Scrapes are Prometheus endpoints scraped into the capture while the
+	// command runs (record/scrape.go).
+	Scrapes []ScrapeTarget
 
 	// Stdin, Stdout and Stderr are the child's (default: none, and
 	// record's own stdout and stderr).
@@ -224,6 +227,11 @@ func Record(ctx context.Context, opts Options) (*Result, error) {
 	r.event("otlp_listen", "grpc "+recv.GRPCAddr()+" http "+recv.HTTPAddr(), nil)
 	fmt.Fprintf(opts.Log, "llmprof record: OTLP receiver on grpc %s and http %s; capture %s\n", ep.grpc, ep.http, r.dir)
 	r.warnVLLM()
+	scr, err := startScrapers(r.dir, opts.Scrapes, nil)
+	if err != nil {
+		return r.abort(recv, sampler, err)
+	}
+	defer r.stopScrapers(scr)
 
 	argv := expandArgs(opts.Command, ep)
 	var nsysReport string
@@ -309,6 +317,7 @@ func Record(ctx context.Context, opts Options) (*Result, error) {
 	if sampler != nil && status != StatusInterrupted {
 		time.Sleep(opts.Tail)
 	}
+	r.stopScrapers(scr)
 	stopSampling()
 	if samplerDone != nil {
 		<-samplerDone

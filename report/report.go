@@ -13,6 +13,7 @@ import (
 	"github.com/llmprof/llmprof/causal"
 	"github.com/llmprof/llmprof/compare"
 	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/signals"
 )
 
 // Schema is the version of the JSON report; renaming or removing a field
@@ -42,9 +43,12 @@ type Report struct {
 	GPU *attribution.GPU `json:"gpu,omitempty"`
 	// Tenants is the tenant causal regression (docs/design.md §11 tenants.pairs[]);
 	// TenantsNote says why it is absent.
-	Tenants     *causal.Result   `json:"tenants,omitempty"`
-	TenantsNote string           `json:"tenants_note,omitempty"`
-	Warnings    []ingest.Warning `json:"warnings"`
+	Tenants     *causal.Result `json:"tenants,omitempty"`
+	TenantsNote string         `json:"tenants_note,omitempty"`
+	// Infrastructure is the metrics section (report/signals.go): latency
+	// spikes and the signals that deviated with them; nil without metrics.
+	Infrastructure *signals.Result  `json:"infrastructure,omitempty"`
+	Warnings       []ingest.Warning `json:"warnings"`
 	// Samples are the per-request observations `llmprof diff` compares, so
 	// that a saved analysis can be a diff baseline.
 	Samples *compare.Run `json:"samples,omitempty"`
@@ -89,6 +93,7 @@ type Input struct {
 	Tenants     *causal.Result
 	TenantsNote string
 	GPU         *attribution.GPU
+	Signals     *signals.Result
 }
 
 // unrelatedInputs explains why several inputs are not one run: their GPU
@@ -147,6 +152,7 @@ func New(in Input) *Report {
 	r.Samples = in.Samples
 	r.Tenants, r.TenantsNote = in.Tenants, in.TenantsNote
 	r.GPU = in.GPU
+	r.Infrastructure = in.Signals
 	if a := in.Attr; a != nil {
 		req := &Requests{
 			Summary: a.Overall, Styles: map[string]int{},

@@ -148,6 +148,7 @@ func (r *Report) WriteText(w io.Writer, opts TextOptions) error {
 			groupTable(&b, st, "BY MODEL", "model", rq.ModelOrder, rq.ByModel, rq.SLO)
 		}
 	}
+	infrastructureText(&b, st, r.Infrastructure)
 
 	if len(r.Warnings) > 0 {
 		n := 0

@@ -57,6 +57,10 @@ type Config struct {
 	// Diurnal modulates every tenant's arrival rate by one shared cycle — the
 	// confounder that drives everyone's load (and own batch sizes) together.
 	Diurnal *Diurnal
+	// Episodes are injected infrastructure faults (a PFC pause storm, KV-cache
+	// pressure, GPU clock throttling) with the latency they cause and the
+	// metrics that show them; see synth/metrics.go.
+	Episodes []Episode
 }
 
 // Interference is one injected tenant → tenant effect.

@@ -283,7 +283,8 @@ func (s *engineSim) step(start int64) int64 {
 	for _, i := range s.running {
 		need += s.ctx(i) + 1
 	}
-	for need > m.KVTokens && len(s.running) > 1 {
+	kvTokens := s.run.kvCapacity(s.engine, start)
+	for need > kvTokens && len(s.running) > 1 {
 		last := s.running[len(s.running)-1]
 		s.running = s.running[:len(s.running)-1]
 		need -= s.ctx(last) + 1
@@ -303,7 +304,7 @@ func (s *engineSim) step(start int64) int64 {
 		if s.generated[i] == 0 && q.CacheHit && !q.InflatedHit {
 			compute = ctx - q.CachedTokens
 		}
-		if need+ctx+1 > m.KVTokens && len(s.running) > 0 {
+		if need+ctx+1 > kvTokens && len(s.running) > 0 {
 			break
 		}
 		if compute > budget && len(prefills) > 0 {
@@ -376,6 +377,7 @@ func (s *engineSim) step(start int64) int64 {
 		if s.slow != nil {
 			dur = int64(float64(dur) * s.slow(op.Start))
 		}
+		dur = int64(float64(dur) * s.run.episodeSlowdown(s.engine, op.Category, op.Start))
 		op.End = op.Start + dur
 		op.Correlation = s.corr
 		gpuEnd = op.End

@@ -88,7 +88,7 @@ func runAnalyze(ctx context.Context, f *Factory, opts *AnalyzeOptions) error {
 	res := a.Attr
 	samples := compare.FromAttribution(res)
 	rep := report.New(report.Input{Version: versionString(), Trace: a.Trace, Align: a.Align, Attr: res, Samples: &samples,
-		Tenants: a.Tenants, TenantsNote: a.TenantsNote, GPU: res.GPU})
+		Tenants: a.Tenants, TenantsNote: a.TenantsNote, GPU: res.GPU, Signals: a.Signals})
 	if opts.Strict && len(rep.Warnings) > 0 {
 		for _, w := range rep.Warnings {
 			fmt.Fprintln(opts.IO.ErrOut, "llmprof: "+w.String())

@@ -4,6 +4,7 @@ import (
 	"github.com/llmprof/llmprof/ingest"
 	"github.com/llmprof/llmprof/ingest/kineto"
 	"github.com/llmprof/llmprof/ingest/otlp"
+	"github.com/llmprof/llmprof/ingest/prom"
 	"github.com/llmprof/llmprof/nsys"
 	"github.com/llmprof/llmprof/record"
 )
@@ -12,10 +13,14 @@ import (
 // first, then the formats with unambiguous magic, then the content-shape ones.
 func (f *Factory) decoders() []ingest.Decoder {
 	return []ingest.Decoder{
-		// A capture's nsys export (record --nsys) is decoded with it.
-		&record.CaptureDecoder{Embedded: []ingest.Decoder{nsys.Decoder{}}},
+		// A capture's nsys export (record --nsys) and scrapes (record
+		// --scrape) are decoded with it.
+		&record.CaptureDecoder{Embedded: []ingest.Decoder{nsys.Decoder{}, &prom.Decoder{}}},
 		nsys.Decoder{},
 		kineto.Decoder{},
+		// Before the trace decoder, whose protobuf sniffing is looser.
+		&otlp.MetricsDecoder{},
 		&otlp.Decoder{},
+		&prom.Decoder{},
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -33,6 +34,9 @@ type DemoOptions struct {
 	// Kineto writes the GPU capture as PyTorch profiler traces (one per
 	// engine) instead of an Nsight Systems export.
 	Kineto bool
+	// Metrics adds injected infrastructure episodes and writes the vLLM,
+	// dcgm-exporter and node_exporter scrapes of the run (synth/metrics.go).
+	Metrics bool
 }
 
 // NewCmdDemo builds `llmprof demo`.
@@ -78,6 +82,7 @@ VLLM_TORCH_PROFILER_DIR holds), the steps as record_function annotations.`),
 	fl.DurationVar(&opts.NsysWindow, "nsys", 3*time.Second, "length of the simulated nsys capture (0: no GPU data)")
 	fl.BoolVar(&opts.CUDAGraphs, "cuda-graphs", false, "decode steps run as CUDA graph replays (one launch call per step, as vLLM does)")
 	fl.BoolVar(&opts.Kineto, "kineto", false, "write the GPU capture as PyTorch profiler (Kineto) traces, one *.pt.trace.json per engine, instead of gpu.nsys.sqlite")
+	fl.BoolVar(&opts.Metrics, "metrics", false, "inject a PFC pause storm, KV-cache pressure and GPU clock throttling, and write vLLM, DCGM and node_exporter scrapes (metrics/) with their truth (.episodes.json); see docs/signals.md")
 	return cmd
 }
 
@@ -110,6 +115,10 @@ func runDemo(opts *DemoOptions) error {
 	cfg := synth.DefaultConfig(opts.Seed, opts.Duration)
 	cfg.GPUClock = synth.ClockError{OffsetNs: 1_734_000_000, DriftPPM: 35, JitterNs: 20_000}
 	cfg.CUDAGraphs = opts.CUDAGraphs
+	if opts.Metrics {
+		ep := synth.EpisodesConfig(opts.Seed, opts.Duration)
+		cfg.Models, cfg.Episodes = ep.Models, ep.Episodes
+	}
 	run, err := synth.Generate(cfg)
 	if err != nil {
 		return err
@@ -171,6 +180,33 @@ func runDemo(opts *DemoOptions) error {
 		fmt.Fprintf(opts.IO.ErrOut, "wrote %s: %s of GPU activity, %d GPU ops, %d CUDA calls and NVTX ranges\n",
 			path, opts.NsysWindow, len(gpu.GPUOps), len(gpu.Spans))
 	}
+	if opts.Metrics {
+		return writeDemoMetrics(opts, run)
+	}
+	return nil
+}
+
+// writeDemoMetrics writes the run's scrapes and the episodes' truth.
+func writeDemoMetrics(opts *DemoOptions, run *synth.Run) error {
+	dir := filepath.Join(opts.Dir, "metrics")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	paths, err := run.WriteMetrics(dir, time.Second)
+	if err != nil {
+		return err
+	}
+	// Hidden, so that `llmprof analyze DIR` does not try to read it.
+	truth := filepath.Join(opts.Dir, ".episodes.json")
+	if err := writeFileAtomic(truth, func(w *bufio.Writer) error {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(run.EpisodeTruths())
+	}); err != nil {
+		return err
+	}
+	fmt.Fprintf(opts.IO.ErrOut, "wrote %s: a scrape a second of vLLM, dcgm-exporter and node_exporter; the %d injected episodes in %s\n",
+		strings.Join(paths, ", "), len(run.Config.Episodes), truth)
 	return nil
 }
 

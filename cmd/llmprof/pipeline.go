@@ -9,6 +9,7 @@ import (
 	"github.com/llmprof/llmprof/attribution"
 	"github.com/llmprof/llmprof/causal"
 	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/signals"
 )
 
 // pipelineOptions are the analysis settings shared by the commands that run
@@ -53,6 +54,8 @@ type pipelineResult struct {
 	// then says why.
 	Tenants     *causal.Result
 	TenantsNote string
+	// Signals is the infrastructure section: nil without metric series.
+	Signals *signals.Result
 }
 
 // analyzeInputs runs decoders → align → attribution on the inputs.
@@ -70,6 +73,9 @@ func analyzeInputs(ctx context.Context, f *Factory, paths []string, opts pipelin
 	res := attribution.Analyze(t, attribution.Options{TenantKey: opts.TenantKey, SLO: opts.SLO, StallThreshold: opts.Stall,
 		Alignment: ar, RequestsOnly: opts.RequestsOnly})
 	out := &pipelineResult{Trace: t, Align: ar, Attr: res}
+	if !opts.RequestsOnly {
+		out.Signals = signals.Analyze(t, res, signals.Options{})
+	}
 	if !opts.Tenants.Skip {
 		out.Tenants, out.TenantsNote, err = tenantRegression(t, res, opts)
 		if err != nil {

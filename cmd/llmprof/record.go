@@ -40,6 +40,8 @@ type RecordOptions struct {
 	GPMInterval   time.Duration
 	Nsys          bool
 	NsysArgs      []string
+	// Scrape are --scrape URL[@interval] targets.
+	Scrape []string
 }
 
 // NewCmdRecord captures a live workload.
@@ -135,11 +137,21 @@ status (128+n if signal n killed it).`),
 	fl.DurationVar(&opts.GPMInterval, "gpm-interval", record.DefaultGPMInterval, "GPM metrics period on Hopper and newer (at least 100ms)")
 	fl.BoolVar(&opts.Nsys, "nsys", false, "run the command under nsys profile and export its SQLite into the capture")
 	fl.StringArrayVar(&opts.NsysArgs, "nsys-arg", nil, "extra `flag` for nsys profile (repeatable), e.g. --nsys-arg=--gpu-metrics-devices=0")
+	fl.StringArrayVar(&opts.Scrape, "scrape", nil, "scrape a Prometheus endpoint into the capture while the command runs (repeatable): `URL[@interval]`, e.g. http://localhost:8000/metrics@1s (vLLM, dcgm-exporter :9400, node_exporter :9100); see docs/signals.md")
 	return cmd
 }
 
 func runRecord(ctx context.Context, opts *RecordOptions) error {
+	var scrapes []record.ScrapeTarget
+	for _, s := range opts.Scrape {
+		st, err := record.ParseScrapeTarget(s)
+		if err != nil {
+			return &UsageError{err}
+		}
+		scrapes = append(scrapes, st)
+	}
 	ro := record.Options{
+		Scrapes: scrapes,
 		Command: opts.Command, Dir: opts.Output,
 		GRPCAddr: opts.GRPCAddr, HTTPAddr: opts.HTTPAddr, Protocol: opts.Protocol, KeepOTELEnv: opts.KeepEnv,
 		Duration: opts.Duration, StopTimeout: opts.StopTimeout,

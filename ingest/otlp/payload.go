@@ -63,26 +63,9 @@ func DecodePayload(t *ingest.Trace, src ingest.SourceID, payload []byte, enc Enc
 // payload decodes one request body; kind says how it was encoded ("proto",
 // "json+zstd", …).
 func (d *state) payload(b []byte, enc Encoding, limit int64) (kind string, err error) {
-	suffix := ""
-	switch {
-	case bytes.HasPrefix(b, zstdMagic):
-		if b, err = d.unzstd(b, limit); err != nil {
-			return "zstd", fmt.Errorf("zstd: %v", err)
-		}
-		suffix = "+zstd"
-	case bytes.HasPrefix(b, gzipMagic):
-		if b, err = gunzip(b, limit); err != nil {
-			return "gzip", fmt.Errorf("gzip: %v", err)
-		}
-		suffix = "+gzip"
-	}
-	if enc == encAuto {
-		// Not '\n': a protobuf request starts with 0x0a, the tag of its
-		// first resource_spans, which may well be followed by 0x7b ('{').
-		enc = Proto
-		if t := bytes.TrimLeft(b, " \t\r"); len(t) > 0 && t[0] == '{' {
-			enc = JSON
-		}
+	b, enc, suffix, err := d.openPayload(b, enc, limit)
+	if err != nil {
+		return suffix, err
 	}
 	if enc == JSON {
 		var s jsonScanner
@@ -105,6 +88,33 @@ func (d *state) payload(b []byte, enc Encoding, limit int64) (kind string, err e
 		return "proto" + suffix, fmt.Errorf("protobuf: %v", err)
 	}
 	return "proto" + suffix, nil
+}
+
+// openPayload undoes a payload's zstd or gzip compression and, for encAuto,
+// tells protobuf from JSON. suffix is "+zstd", "+gzip" or ""; on a
+// decompression error it is the compression's name.
+func (d *state) openPayload(b []byte, enc Encoding, limit int64) (_ []byte, _ Encoding, suffix string, err error) {
+	switch {
+	case bytes.HasPrefix(b, zstdMagic):
+		if b, err = d.unzstd(b, limit); err != nil {
+			return nil, enc, "zstd", fmt.Errorf("zstd: %v", err)
+		}
+		suffix = "+zstd"
+	case bytes.HasPrefix(b, gzipMagic):
+		if b, err = gunzip(b, limit); err != nil {
+			return nil, enc, "gzip", fmt.Errorf("gzip: %v", err)
+		}
+		suffix = "+gzip"
+	}
+	if enc == encAuto {
+		// Not '\n': a protobuf request starts with 0x0a, the tag of its
+		// first resource_spans, which may well be followed by 0x7b ('{').
+		enc = Proto
+		if t := bytes.TrimLeft(b, " \t\r"); len(t) > 0 && t[0] == '{' {
+			enc = JSON
+		}
+	}
+	return b, enc, suffix, nil
 }
 
 func (d *state) unzstd(b []byte, limit int64) ([]byte, error) {
