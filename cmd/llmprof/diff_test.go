@@ -48,7 +48,7 @@ func analysis(samples any) map[string]any {
 }
 
 // fixtures writes a baseline, an unchanged candidate and a regressed one.
-type fixtures struct{ dir, base, same, slow string }
+type fixtures struct{ dir, base, same, copy, slow string }
 
 func newFixtures(t *testing.T) fixtures {
 	t.Helper()
@@ -56,7 +56,8 @@ func newFixtures(t *testing.T) fixtures {
 	return fixtures{
 		dir:  dir,
 		base: writeJSON(t, dir, "base.json", analysis(comparetest.Workload{Requests: 400, Seed: 1}.Run())),
-		same: writeJSON(t, dir, "same.json", analysis(comparetest.Workload{Requests: 400, Seed: 1}.Run())),
+		same: writeJSON(t, dir, "same.json", analysis(comparetest.Workload{Requests: 400, Seed: 3}.Run())),
+		copy: writeJSON(t, dir, "copy.json", analysis(comparetest.Workload{Requests: 400, Seed: 1}.Run())),
 		slow: writeJSON(t, dir, "slow.json", analysis(comparetest.Workload{Requests: 400, Seed: 2, AttentionFactor: 1.5}.Run())),
 	}
 }
@@ -75,7 +76,11 @@ func TestDiffExitCodes(t *testing.T) {
 		stderr string
 	}{
 		{"regression fails the gate", []string{"diff", fast, fx.base, fx.slow, "--gate", "tpot.p50<+5%"}, ExitRegression, "FAIL", "gate failed: 1 of 1 rules failed (tpot.p50 < +5%)"},
-		{"same run passes", []string{"diff", fast, fx.base, fx.same, "--gate", "tpot.p50<+5%", "--gate", "ttft.p99<+10%"}, ExitOK, "gate: PASS", ""},
+		{"unchanged run passes", []string{"diff", fast, fx.base, fx.same, "--gate", "tpot.p50<+5%", "--gate", "ttft.p90<+15%"}, ExitOK, "gate: PASS", ""},
+		{"same file on both sides", []string{"diff", fast, fx.base, fx.base, "--gate", "tpot.p50<+5%"}, ExitError, "", "same input"},
+		{"identical copy never passes", []string{"diff", fast, fx.base, fx.copy, "--gate", "tpot.p50<+5%"}, ExitOK, "identical samples", ""},
+		{"missing metric fails", []string{"diff", fast, fx.base, fx.same, "--gate", "tenant.ghost<+1ms"}, ExitRegression, "FAIL", "gate failed"},
+		{"missing metric allowed", []string{"diff", fast, fx.base, fx.same, "--gate", "tenant.ghost<+1ms", "--allow-missing"}, ExitOK, "INCONCLUSIVE", ""},
 		{"no gate is a report", []string{"diff", fast, fx.base, fx.slow}, ExitOK, "no gate rules", ""},
 		{"gate file", []string{"diff", fast, "--gate-file", gateFile, fx.base, fx.slow}, ExitRegression, "tpot.p50 < +5%", "gate failed"},
 		{"inconclusive passes by default", []string{"diff", fast, fx.base, fx.same, "--gate", "throughput>-5%"}, ExitOK, "INCONCLUSIVE", ""},
@@ -294,14 +299,14 @@ func FuzzLoadSide(f *testing.F) {
 		if err := os.WriteFile(p, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		runs, err := loadSide(context.Background(), []string{p}, nil)
+		in, err := compare.Load(context.Background(), []string{p}, compare.LoadOptions{Decoders: (&Factory{}).decoders()})
 		if err != nil {
 			if !strings.Contains(err.Error(), "in.json") {
 				t.Errorf("error does not name the file: %v", err)
 			}
 			return
 		}
-		if len(runs) == 0 {
+		if len(in.Runs) == 0 {
 			t.Error("no error and no runs")
 		}
 	})
