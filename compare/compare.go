@@ -151,7 +151,7 @@ func Compare(baseline, candidate Side, opts Options) (*Result, error) {
 	case nb > 1 && !opts.PoolRuns:
 		c.warnf("baseline has %d runs, candidate %d: run-level replication needs at least two runs on both sides, so requests are pooled", nb, nc)
 	case nb == 1 && nc == 1:
-		c.warnf("one run per side: the intervals hold the variation within each run, not between runs (another seed, machine or day); " +
+		c.warnf("one run per side: the intervals hold the variation within each run, not between runs (another seed, machine or day); "+
 			"give ≥ 2 earlier baselines (--baseline-history DIR) to include run-to-run variance, or ≥ %d runs per side for run-level replication", minSamplesForU(opts.Alpha))
 	}
 	if identicalSides(baseline.Runs, candidate.Runs) {
@@ -456,7 +456,7 @@ type spec struct {
 	bucket string  // bucket families
 }
 
-func (s spec) kind() Kind   { return s.fam.Kind }
+func (s spec) kind() Kind { return s.fam.Kind }
 func (s spec) series() string {
 	if s.fam.Kind == KindLatency {
 		return s.fam.Name

@@ -77,8 +77,8 @@ type SideSummary struct {
 
 // Metric is one compared quantity, such as ttft.p99.
 type Metric struct {
-	Name   string // "ttft.p99", "throughput", "token.gpu.attention"
-	Unit   string // "ms", "ms/token", "req/s", "tok/s"
+	Name string // "ttft.p99", "throughput", "token.gpu.attention"
+	Unit string // "ms", "ms/token", "req/s", "tok/s"
 	// Better is the direction in which the metric improves (Families).
 	Better Better
 	Method Method
