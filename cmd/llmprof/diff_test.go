@@ -13,6 +13,7 @@ import (
 
 	"github.com/llmprof/llmprof/compare"
 	"github.com/llmprof/llmprof/compare/comparetest"
+	"github.com/llmprof/llmprof/internal/shareddata"
 	"github.com/llmprof/llmprof/synth"
 )
 
@@ -133,6 +134,7 @@ func TestDiffBadInputs(t *testing.T) {
 		want       string
 	}{
 		{"raw OTLP JSON without requests", "trace.json", []byte(otlp), "no requests found"},
+		{"Tempo JSON without requests", "tempo.json", []byte(`{"batches":[{"resource":{},"scopeSpans":[]}]}`), "no requests found"},
 		{"raw OTLP JSON Lines without requests", "trace.jsonl", []byte(otlp + "\n" + otlp + "\n"), "no requests found"},
 		{"broken nsys export", "profile.sqlite", append([]byte("SQLite format 3\x00"), make([]byte, 100)...), "Nsight Systems"},
 		{"protobuf without requests", "trace.pb", []byte{0x0a, 0x10, 0x0a, 0x02}, "no requests found"},
@@ -278,38 +280,32 @@ func TestDiffOutputs(t *testing.T) {
 	}
 }
 
-// FuzzLoadSide: whatever a file holds, loading it returns runs or an error
-// that names the file, never a panic.
-func FuzzLoadSide(f *testing.F) {
-	for _, s := range []string{
-		`{"schema":"llmprof.report/v1","samples":{"requests":2,"ttft_ms":[1,null]}}`,
-		`{"schema":"llmprof.samples/v1","requests":1,"ttft_ms":[1]}`,
-		`[{"requests":1,"e2e_ms":[3]}]`,
-		`{"resourceSpans":[]}`,
-		`{"schema":"llmprof.report/v1","samples":[]}`,
-		"SQLite format 3\x00",
-		`{"requests":1}{"requests":2}`,
-		"\x1f\x8b\x08\x00",
-	} {
-		f.Add([]byte(s))
+// TestDiffReadsWhatAnalyzeReads: every shared OTLP-family sample (OTLP
+// JSON, a bare Jaeger trace, and a Tempo file built from the OTLP one) is
+// taken by diff through the analyze pipeline, as analyze takes it — none is
+// refused as "not a saved analysis" (issue 16).
+func TestDiffReadsWhatAnalyzeReads(t *testing.T) {
+	files := shareddata.Glob(t, "testdata/otlp/*.json")
+	b, err := os.ReadFile(shareddata.Path(t, "testdata/otlp/otlp-proto-examples-trace.json"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	dir := f.TempDir()
-	f.Fuzz(func(t *testing.T, data []byte) {
-		p := filepath.Join(dir, "in.json")
-		if err := os.WriteFile(p, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		in, err := compare.Load(context.Background(), []string{p}, compare.LoadOptions{Decoders: (&Factory{}).decoders()})
-		if err != nil {
-			if !strings.Contains(err.Error(), "in.json") {
-				t.Errorf("error does not name the file: %v", err)
+	tempo := writeFile(t, t.TempDir(), "tempo.json", bytes.Replace(b, []byte(`"resourceSpans"`), []byte(`"batches"`), 1))
+	fx := newFixtures(t)
+	for _, f := range append(files, tempo) {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			_, _, aerr := runLLMProf(t, "analyze", f)
+			code, _, derr := runLLMProf(t, "diff", fast, fx.base, f)
+			if strings.Contains(derr, "not a saved analysis") {
+				t.Fatalf("diff refused what analyze reads: %s", derr)
 			}
-			return
-		}
-		if len(in.Runs) == 0 {
-			t.Error("no error and no runs")
-		}
-	})
+			// These samples carry no LLM request spans: both commands
+			// read them and say so.
+			if code != ExitError || !strings.Contains(derr, "no requests found") || !strings.Contains(derr, filepath.Base(f)) {
+				t.Errorf("diff: exit %d, %s (analyze: %s)", code, derr, aerr)
+			}
+		})
+	}
 }
 
 // TestDiffRawRuns diffs two raw runs (OTLP directories written by the
