@@ -177,6 +177,7 @@ func Compare(baseline, candidate Side, opts Options) (*Result, error) {
 	}
 	for _, w := range c.works {
 		c.explain(w)
+		w.m.CannotDecide = w.short
 		res.Metrics = append(res.Metrics, *w.m)
 	}
 	c.applyGates()
@@ -309,14 +310,12 @@ type pooled struct {
 	hasFam        [numFams]bool
 	// runStart[i] is the first pooled request of run i.
 	runStart []int
-	// block is the bootstrap block length in requests (1: independent),
-	// and deff the variance inflation n/n_eff behind it (1 when none).
+	// block is the bootstrap block length in requests (1: independent).
 	block int
-	deff  float64
 }
 
 func pool(s Side, keys [numFams][]string) *pooled {
-	p := &pooled{label: s.Label, runs: s.Runs, series: map[string][]float64{}, block: 1, deff: 1}
+	p := &pooled{label: s.Label, runs: s.Runs, series: map[string][]float64{}, block: 1}
 	for i := range p.fam {
 		p.fam[i] = map[string][]float64{}
 	}
@@ -798,14 +797,11 @@ const minBootstrapN = 50
 // request share its fate). Requests are resampled in blocks when they are
 // autocorrelated (decideBlocks). The shift is the Hodges–Lehmann estimate.
 func (c *comparison) computeRequestLevel(specs []spec) {
-	c.decideBlocks(c.base)
-	c.decideBlocks(c.cand)
+	depB, depC := c.decideDependence(specs)
 	method := MethodBootstrap
 	if c.base.block > 1 || c.cand.block > 1 {
 		method = MethodBlockBootstrap
 	}
-	inflate := math.Sqrt((c.base.deff/float64(max(1, c.base.n)) + c.cand.deff/float64(max(1, c.cand.n))) /
-		(1/float64(max(1, c.base.n)) + 1/float64(max(1, c.cand.n))))
 	clustered := c.base.itlReq != nil && c.cand.itlReq != nil
 	var reqB, reqC, itlB, itlC bootPlan
 	type pending struct {
@@ -834,20 +830,34 @@ func (c *comparison) computeRequestLevel(specs []spec) {
 				xb, xc = known(c.base.series[s.series()]), known(c.cand.series[s.series()])
 			}
 			w := c.newWork(s, MethodHodgesLehmann, len(xb), len(xc))
-			f := inflate
+			f := inflation(depB, depC, s.name)
 			if s.isITL() {
 				// Tokens of one request are not independent: the design
-				// effect of clusters of itlPerRequest gaps, at most.
-				f = math.Sqrt(max(1, (c.base.itlPerRequest+c.cand.itlPerRequest)/2)) * inflate
-				w.m.Note = "Hodges–Lehmann shift over tokens; interval widened for tokens clustered in requests"
+				// effect counts requests (or, without them, clusters of
+				// itlPerRequest gaps).
+				eb, ek := depB.neff[s.name], depC.neff[s.name]
+				if eb.neff > 0 && ek.neff > 0 {
+					f = math.Sqrt((1/eb.neff + 1/ek.neff) / (1/float64(len(xb)) + 1/float64(len(xc))))
+				} else {
+					f *= math.Sqrt(max(1, (c.base.itlPerRequest+c.cand.itlPerRequest)/2))
+				}
+				f = max(f, 1)
 			}
 			c.shiftMetric(w, xb, xc, f, true)
+			if c.opts.Block != 0 && allPositive(xb, xc) {
+				mb := orderstat.Quantile(sortedCopy(xb), 0.5)
+				if bm, ok := c.newBatchMeans(s, mb, mb*(1+w.m.DeltaPct/100)); ok {
+					c.widen(w, bm, mb)
+				}
+			}
+			c.requireEffective(w, depB, depC)
 		case s.isITL() && clustered:
 			w := c.newWork(s, MethodClusterBootstrap, len(c.base.itl), len(c.cand.itl))
 			reqB.addTokens(s, c.base.itl, c.base.itlReq)
 			reqC.addTokens(s, c.cand.itl, c.cand.itlReq)
 			boots = append(boots, pending{w: w, pb: pointStat(c.base.itl, s), pc: pointStat(c.cand.itl, s)})
 			c.requireStat(w, s)
+			c.requireEffective(w, depB, depC)
 		case s.isITL():
 			w := c.newWork(s, MethodBlockBootstrap, len(c.base.itl), len(c.cand.itl))
 			itlB.add(s, c.base.itl)
@@ -855,6 +865,7 @@ func (c *comparison) computeRequestLevel(specs []spec) {
 			boots = append(boots, pending{w: w, pb: pointStat(c.base.itl, s), pc: pointStat(c.cand.itl, s), tokens: true})
 			w.m.Note = "which gaps belong to which request is unknown: blocks of tokens stand in for requests"
 			c.requireStat(w, s)
+			c.requireEffective(w, depB, depC)
 		case s.kind() == KindLatency:
 			vb, vc := c.base.series[s.series()], c.cand.series[s.series()]
 			w := c.newWork(s, method, c.count(c.base, s.series()), c.count(c.cand, s.series()))
@@ -862,6 +873,7 @@ func (c *comparison) computeRequestLevel(specs []spec) {
 			reqC.add(s, vc)
 			boots = append(boots, pending{w: w, pb: pointStat(known(vb), s), pc: pointStat(known(vc), s)})
 			c.requireStat(w, s)
+			c.requireEffective(w, depB, depC)
 		default: // per-token bucket
 			rb := newRatioSeries(c.base.fam[s.fam.fam][s.bucket], c.base.out)
 			rc := newRatioSeries(c.cand.fam[s.fam.fam][s.bucket], c.cand.out)
@@ -870,6 +882,7 @@ func (c *comparison) computeRequestLevel(specs []spec) {
 			reqC.addRatio(s.name, rc)
 			boots = append(boots, pending{w: w, pb: rb.value(), pc: rc.value()})
 			w.requireN(minBootstrapN, " for a bootstrap interval")
+			c.requireEffective(w, depB, depC)
 		}
 	}
 	if len(boots) == 0 {
@@ -905,6 +918,11 @@ func (c *comparison) computeRequestLevel(specs []spec) {
 			repsB, repsC = outs[2][name], outs[3][name]
 		}
 		c.bootMetric(p.w, p.pb, p.pc, repsB, repsC)
+		if c.opts.Block != 0 {
+			if bm, ok := c.newBatchMeans(p.w.spec, p.pb, p.pc); ok {
+				c.widen(p.w, bm, p.pb)
+			}
+		}
 	}
 }
 
@@ -938,48 +956,8 @@ func pointStat(x []float64, s spec) float64 {
 }
 
 // autocorrelated is the effective-sample-size ratio below which requests
-// count as autocorrelated: n_eff < n/2.
+// count as autocorrelated: n_eff < n/2 (docs/diff.md).
 const autocorrelated = 0.5
-
-// decideBlocks sets a side's bootstrap block length. With BlockDetect (the
-// default) it measures the effective sample size of each request latency
-// (log scale, in arrival order); when one is under half of n the requests
-// are autocorrelated and are resampled in blocks of max(⌈n^⅓⌉, ⌈n/n_eff⌉)
-// consecutive requests, and the shift's interval is widened by the design
-// effect n/n_eff. BlockOff (0) keeps requests independent and only warns.
-func (c *comparison) decideBlocks(p *pooled) {
-	worst, wname, wn := 1.0, "", 0
-	for _, name := range LatencyMetrics {
-		x := known(p.series[name])
-		if len(x) < 50 || !allPositive(x) {
-			continue
-		}
-		if r := EffectiveN(logs(x)) / float64(len(x)); r < worst {
-			worst, wname, wn = r, name, len(x)
-		}
-	}
-	detected := worst < autocorrelated
-	switch b := c.opts.Block; {
-	case b == BlockDetect:
-		if !detected {
-			return
-		}
-		p.deff = 1 / worst
-		p.block = max(blockLen(BlockAuto, p.n), int(math.Ceil(p.deff)))
-		c.warnf("%s: %s of %s are autocorrelated (effective n ≈ %.0f of %d): requests are resampled in blocks of %d and the shift's interval is widened %.2g×",
-			p.label, wname, sideWord(p == c.base), worst*float64(wn), wn, p.block, math.Sqrt(p.deff))
-	case b == 0:
-		if detected {
-			c.warnf("%s: %s of %s look autocorrelated (effective n ≈ %.0f of %d): intervals assume independent requests (--block off); the default, --block detect, would widen them",
-				p.label, wname, sideWord(p == c.base), worst*float64(wn), wn)
-		}
-	default:
-		p.block = blockLen(b, p.n)
-		if detected {
-			p.deff = 1 / worst
-		}
-	}
-}
 
 func sideWord(base bool) string {
 	if base {

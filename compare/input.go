@@ -41,6 +41,7 @@ type Input struct {
 	// Files are the regular files and directories read, for telling
 	// whether both sides read the same input.
 	Files []string
+	infos []os.FileInfo
 }
 
 // Load reads one side: each path is a saved analysis, a samples file (one
@@ -66,6 +67,12 @@ func (out *Input) load(ctx context.Context, p string, opts LoadOptions) error {
 	if err != nil {
 		return &ingest.InputError{Path: p, Err: unwrapPath(err)}
 	}
+	for _, prev := range out.infos {
+		if os.SameFile(prev, st) {
+			return nil // named twice (a baseline that is also in its history): read once
+		}
+	}
+	out.infos = append(out.infos, st)
 	out.Files = append(out.Files, p)
 	if st.IsDir() {
 		in := &ingest.Input{Path: p, Dir: true}
@@ -177,6 +184,12 @@ func (out *Input) loadHistory(dir string) error {
 			continue
 		}
 		p := filepath.Join(dir, e.Name())
+		if st, err := os.Stat(p); err == nil {
+			if slices.ContainsFunc(out.infos, func(prev os.FileInfo) bool { return os.SameFile(prev, st) }) {
+				continue
+			}
+			out.infos = append(out.infos, st)
+		}
 		in, err := ingest.NewInput(p)
 		if err != nil {
 			return err

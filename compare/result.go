@@ -110,6 +110,10 @@ type Metric struct {
 	MinN int
 	// Note qualifies the figures (under-coverage, scale used).
 	Note string
+	// CannotDecide, when set, says why no rule on this metric can pass or
+	// fail with these data (too few samples, too few effective samples,
+	// one value per run): a rule on it is inconclusive with this reason.
+	CannotDecide string
 	// Breakdown names what Explanation decomposes: "first token", "request
 	// stages", "token buckets", "per output token".
 	Breakdown string

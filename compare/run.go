@@ -18,12 +18,12 @@ import (
 // reader can refuse an incompatible future version instead of misreading it.
 const SamplesSchema = "llmprof.samples/v1"
 
-// StageBuckets are the request-stage attribution buckets (DESIGN §7, request
+// StageBuckets are the request-stage attribution buckets (docs/diff.md, request
 // level), as attribution names them. Each is the time one request spent in
 // that stage.
 var StageBuckets = attribution.StageNames()
 
-// TokenBuckets are the token-level attribution buckets (DESIGN §7, token
+// TokenBuckets are the token-level attribution buckets (docs/diff.md, token
 // level), as attribution names them. For one output token they partition the
 // interval since the previous token; a Run carries their per-request sums.
 var TokenBuckets = attribution.BucketNames()

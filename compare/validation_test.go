@@ -1,6 +1,6 @@
 package compare_test
 
-// Synthetic validation of the gate's statistics (statistics.md C.3): every
+// Synthetic validation of the gate's statistics (docs/diff.md, "How it was validated"): every
 // sweep draws samples with a known truth from fixed seeds, runs the real
 // Compare, and checks error rates, power and coverage. The sweeps use 300
 // bootstrap replicates instead of the default 2000 to keep the suite fast;
@@ -347,5 +347,60 @@ func TestRunLevelReplication(t *testing.T) {
 	}
 	if pooledFails <= 2*runFails || pooledFails <= int(0.05*seeds) {
 		t.Errorf("pooled: %d false fails; expected far more than α (why runs are the unit)", pooledFails)
+	}
+}
+
+// TestBaselineHistory: each run has its own offset (log-sd 0.15), which no
+// single run shows. One candidate run against one baseline run fails far
+// more often than α; against a history of five baseline runs (their spread
+// is the run-to-run variance) it stays within α, and a 60% slowdown still
+// fails.
+func TestBaselineHistory(t *testing.T) {
+	t.Parallel()
+	const seeds, perRun = 200, 300
+	gates := mustGates(t, "ttft.shift<+0%")
+	run := func(rng *rand.Rand, scale float64) compare.Run {
+		return ttftRun(latencies(rng, perRun, 0.3, scale*math.Exp(0.15*rng.NormFloat64())))
+	}
+	single, history, detected := 0, 0, 0
+	for seed := range uint64(seeds) {
+		rng := rand.New(rand.NewPCG(seed, 6))
+		var hist []compare.Run
+		for i := range 5 {
+			r := run(rng, 1)
+			r.RunID = fmt.Sprint(i)
+			hist = append(hist, r)
+		}
+		cand := []compare.Run{run(rng, 1)}
+		opts := sweepOptions(seed, gates)
+		opts.Reps = noReps
+		opts.Block = 0
+		if compareRuns(t, hist[:1], cand, opts).Gate.Fail > 0 {
+			single++
+		}
+		res := compareRuns(t, hist, cand, opts)
+		m := metric(t, res, "ttft.p50")
+		if m.Method != compare.MethodHistory {
+			t.Fatalf("method %s, want %s", m.Method, compare.MethodHistory)
+		}
+		if got, want := m.DeltaPct, 100*(m.Candidate/m.Baseline-1); math.Abs(got-want) > 1e-9 {
+			t.Fatalf("change %v is not the change of the values shown (%v)", got, want)
+		}
+		if res.Gate.Fail > 0 {
+			history++
+		}
+		if compareRuns(t, hist, []compare.Run{run(rng, 1.6)}, opts).Gate.Fail > 0 {
+			detected++
+		}
+	}
+	t.Logf("false fails: one baseline run %d/%d, history of 5 %d/%d; 60%% slower detected %d/%d", single, seeds, history, seeds, detected, seeds)
+	if limit := int(0.05 * seeds); history > limit {
+		t.Errorf("history: %d false fails of %d, want ≤ %d", history, seeds, limit)
+	}
+	if single <= 2*max(history, 5) {
+		t.Errorf("one baseline run: %d false fails; expected far more than α (why a history is needed)", single)
+	}
+	if detected < seeds/2 {
+		t.Errorf("60%% slowdown detected in %d of %d", detected, seeds)
 	}
 }

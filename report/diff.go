@@ -11,7 +11,7 @@ import (
 	"github.com/llmprof/llmprof/compare"
 )
 
-// DiffSchema is the version of `diff --format json` (DESIGN §11). Renaming
+// DiffSchema is the version of `diff --format json` (docs/diff.md). Renaming
 // or removing a field bumps it; adding one does not.
 const DiffSchema = "llmprof.diff/v1"
 
@@ -65,31 +65,32 @@ type diffSideDoc struct {
 }
 
 type diffMetricDoc struct {
-	Name        string          `json:"name"`
-	Unit        string          `json:"unit"`
-	Better      string          `json:"better"`
-	Method      compare.Method  `json:"method"`
-	NBaseline   int             `json:"n_baseline"`
-	NCandidate  int             `json:"n_candidate"`
-	Baseline    jnum            `json:"baseline"`
-	Candidate   jnum            `json:"candidate"`
-	Delta       jnum            `json:"delta"`
-	DeltaPct    jnum            `json:"delta_pct"`
-	CILow       jnum            `json:"ci_low"`
-	CIHigh      jnum            `json:"ci_high"`
-	CILowPct    jnum            `json:"ci_low_pct"`
-	CIHighPct   jnum            `json:"ci_high_pct"`
-	P           jprob           `json:"p"`
-	Significant bool            `json:"significant"`
-	MDE         jnum            `json:"mde"`
-	MDEPct      jnum            `json:"mde_pct"`
-	MinN        int             `json:"min_n"`
-	Note        string          `json:"note,omitempty"`
-	Verdict     compare.Verdict `json:"verdict,omitempty"`
-	Gate        *diffRuleDoc    `json:"gate,omitempty"`
-	Breakdown   string          `json:"breakdown,omitempty"`
-	Explanation []diffBucketDoc `json:"explanation"`
-	Mixed       bool            `json:"mixed,omitempty"`
+	Name         string          `json:"name"`
+	Unit         string          `json:"unit"`
+	Better       string          `json:"better"`
+	Method       compare.Method  `json:"method"`
+	NBaseline    int             `json:"n_baseline"`
+	NCandidate   int             `json:"n_candidate"`
+	Baseline     jnum            `json:"baseline"`
+	Candidate    jnum            `json:"candidate"`
+	Delta        jnum            `json:"delta"`
+	DeltaPct     jnum            `json:"delta_pct"`
+	CILow        jnum            `json:"ci_low"`
+	CIHigh       jnum            `json:"ci_high"`
+	CILowPct     jnum            `json:"ci_low_pct"`
+	CIHighPct    jnum            `json:"ci_high_pct"`
+	P            jprob           `json:"p"`
+	Significant  bool            `json:"significant"`
+	MDE          jnum            `json:"mde"`
+	MDEPct       jnum            `json:"mde_pct"`
+	MinN         int             `json:"min_n"`
+	Note         string          `json:"note,omitempty"`
+	CannotDecide string          `json:"cannot_decide,omitempty"`
+	Verdict      compare.Verdict `json:"verdict,omitempty"`
+	Gate         *diffRuleDoc    `json:"gate,omitempty"`
+	Breakdown    string          `json:"breakdown,omitempty"`
+	Explanation  []diffBucketDoc `json:"explanation"`
+	Mixed        bool            `json:"mixed,omitempty"`
 }
 
 type diffRuleDoc struct {
@@ -167,7 +168,7 @@ func WriteDiffJSON(w io.Writer, res *compare.Result) error {
 			Delta: jnum(m.Delta), DeltaPct: jnum(m.DeltaPct),
 			CILow: jnum(m.CILow), CIHigh: jnum(m.CIHigh), CILowPct: jnum(m.CILowPct), CIHighPct: jnum(m.CIHighPct),
 			P: jprob(m.P), Significant: m.Significant, MDE: jnum(m.MDE), MDEPct: jnum(m.MDEPct), MinN: m.MinN,
-			Note: m.Note, Breakdown: m.Breakdown, Explanation: []diffBucketDoc{}, Mixed: m.Mixed,
+			Note: m.Note, CannotDecide: m.CannotDecide, Breakdown: m.Breakdown, Explanation: []diffBucketDoc{}, Mixed: m.Mixed,
 		}
 		for _, e := range m.Explanation {
 			md.Explanation = append(md.Explanation, diffBucketDoc{e.Bucket, jnum(e.DeltaMS)})

@@ -5,8 +5,10 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -363,4 +365,51 @@ func TestDiffRawRuns(t *testing.T) {
 		return
 	}
 	t.Fatalf("no tpot.p50 metric in %s", stdout)
+}
+
+// TestDiffStrictHistoryOutput: input warnings are shown and fail --strict;
+// -o writes the report whole; a directory of saved analyses is a baseline
+// history, as are --baseline-history files.
+func TestDiffStrictHistoryOutput(t *testing.T) {
+	fx := newFixtures(t)
+	warned := map[string]any{"schema": "llmprof.report/v1", "samples": comparetest.Workload{Requests: 400, Seed: 5}.Run(),
+		"warnings": []map[string]any{{"path": "run/trace.jsonl", "pos": "line 812", "code": "truncated", "message": "file ends inside a record"}}}
+	w := writeJSON(t, fx.dir, "warned.json", warned)
+	code, stdout, _ := runLLMProf(t, "diff", fast, fx.base, w)
+	if code != ExitOK || !strings.Contains(stdout, "input warnings") || !strings.Contains(stdout, "file ends inside a record") {
+		t.Errorf("input warning not shown (exit %d):\n%s", code, stdout)
+	}
+	if code, _, stderr := runLLMProf(t, "diff", fast, "--strict", fx.base, w); code != ExitError || !strings.Contains(stderr, "--strict") {
+		t.Errorf("--strict with an input warning: exit %d, %s", code, stderr)
+	}
+
+	out := filepath.Join(fx.dir, "diff.json")
+	code, stdout, _ = runLLMProf(t, "diff", fast, "-f", "json", "-o", out, fx.base, fx.same)
+	b, err := os.ReadFile(out)
+	if code != ExitOK || stdout != "" || err != nil || !json.Valid(b) {
+		t.Fatalf("-o: exit %d, stdout %q, file %v (%d bytes)", code, stdout, err, len(b))
+	}
+	if ents, _ := os.ReadDir(fx.dir); slices.ContainsFunc(ents, func(e os.DirEntry) bool { return strings.HasPrefix(e.Name(), ".llmprof-") }) {
+		t.Error("-o left a temporary file behind")
+	}
+
+	hist := filepath.Join(fx.dir, "history")
+	if err := os.Mkdir(hist, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := range uint64(4) {
+		writeJSON(t, hist, fmt.Sprintf("b%d.json", i), analysis(comparetest.Workload{Requests: 400, Seed: 30 + i}.Run()))
+	}
+	for _, args := range [][]string{{hist, fx.same}, {fx.base, fx.same, "--baseline-history", hist}} {
+		code, stdout, _ := runLLMProf(t, append([]string{"diff", fast, "-f", "json", "--gate", "tpot.p50<+5%"}, args...)...)
+		var doc struct {
+			Unit     string `json:"unit"`
+			Baseline struct {
+				Runs int `json:"runs"`
+			} `json:"baseline"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &doc); err != nil || code != ExitOK || !strings.Contains(doc.Unit, "history") {
+			t.Errorf("%v: exit %d, unit %q, %v", args, code, doc.Unit, err)
+		}
+	}
 }
