@@ -13,9 +13,10 @@ import (
 // one run per side they are what a false "fail" is made of. Batch means
 // (Law & Kelton, Simulation Modeling and Analysis, §9.5.3) see them: each
 // side's requests are cut into Segments contiguous stretches in arrival
-// order, the statistic is computed on each, and the spread of the segment
-// values estimates the variance of the whole run's value, s²/K. The change
-// then has a Welch interval, d ± t_ν·√(s_b²/K + s_c²/K) on the log scale
+// order, the statistic is computed on each, and the spread of the paired
+// segment differences δ_k (segment k of the candidate against segment k of
+// the baseline) estimates the variance of the whole runs' change, s_δ²/K.
+// The change then has the interval d ± t_{K−1}·s_δ/√K on the log scale
 // (raw where a value is ≤ 0), and the metric's interval is the union of
 // that and the bootstrap's: a rule fails only when both agree.
 
@@ -98,13 +99,20 @@ func (c *comparison) newBatchMeans(s spec, pb, pc float64) (batchMeans, bool) {
 		}
 		bm.d = pc - pb
 	}
-	vb, vc := variance(tr(sb))/Segments, variance(tr(sc))/Segments
-	bm.se = math.Sqrt(vb + vc)
+	// Segment k of one side is paired with segment k of the other: the
+	// same stretch of the workload's schedule when runs replay it (the same
+	// prompts and arrival seed), so a warm-up ramp both share cancels; for
+	// unrelated schedules the pairing costs only degrees of freedom.
+	lb, lc := tr(sb), tr(sc)
+	diffs := make([]float64, Segments)
+	for k := range diffs {
+		diffs[k] = lc[k] - lb[k]
+	}
+	bm.se = stddev(diffs) / math.Sqrt(Segments)
+	nu := float64(Segments - 1)
 	if bm.se == 0 {
 		return batchMeans{}, false
 	}
-	// Welch–Satterthwaite degrees of freedom.
-	nu := (vb + vc) * (vb + vc) / (vb*vb/(Segments-1) + vc*vc/(Segments-1))
 	bm.t = distuv.StudentsT{Mu: 0, Sigma: 1, Nu: nu}
 	half := bm.t.Quantile(1-c.opts.Alpha/2) * bm.se
 	if bm.log {
