@@ -1,6 +1,8 @@
 package compare
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -12,9 +14,14 @@ import (
 	"gonum.org/v1/gonum/stat/distuv"
 )
 
-// BlockAuto selects the moving-block bootstrap with blocks of ⌈n^⅓⌉
-// consecutive requests (docs/statistics.md C.2).
-const BlockAuto = -1
+// Block settings besides a positive block length: BlockAuto always
+// resamples blocks of ⌈n^⅓⌉ consecutive requests; BlockDetect (the default)
+// does so, with blocks at least n/n_eff long, when the requests are
+// autocorrelated; 0 never does.
+const (
+	BlockAuto   = -1
+	BlockDetect = -2
+)
 
 // Options tune Compare. Start from DefaultOptions; the JSON tags are the
 // names under which a report echoes them.
@@ -34,8 +41,9 @@ type Options struct {
 	// the same report. Default 1.
 	Seed uint64 `json:"seed"`
 	// Block is the bootstrap block length in requests: 0 resamples requests
-	// independently, BlockAuto uses ⌈n^⅓⌉, a positive value that length.
-	// Use it when requests are autocorrelated (one long run). Default 0.
+	// independently, BlockAuto uses ⌈n^⅓⌉, BlockDetect (the default) blocks
+	// only when the requests are autocorrelated, a positive value that
+	// length.
 	Block int `json:"block"`
 	// PoolRuns treats several runs per side as one long run instead of
 	// replicates. Default false: with at least two runs on both sides the
@@ -49,7 +57,7 @@ type Options struct {
 
 // DefaultOptions returns the defaults documented on Options.
 func DefaultOptions() Options {
-	return Options{Alpha: 0.05, Power: 0.8, Reps: 2000, Seed: 1}
+	return Options{Alpha: 0.05, Power: 0.8, Reps: 2000, Seed: 1, Block: BlockDetect}
 }
 
 func (o Options) validate() error {
@@ -60,8 +68,8 @@ func (o Options) validate() error {
 		return fmt.Errorf("power %v is not in (0, 1)", o.Power)
 	case o.Reps < 10:
 		return fmt.Errorf("bootstrap replicates %d: want at least 10 (2000 by default)", o.Reps)
-	case o.Block < BlockAuto:
-		return fmt.Errorf("block %d: want 0 (off), %d (auto) or a positive length", o.Block, BlockAuto)
+	case o.Block < BlockDetect:
+		return fmt.Errorf("block %d: want 0 (off), %d (auto), %d (detect) or a positive length", o.Block, BlockAuto, BlockDetect)
 	}
 	seen := map[string]bool{}
 	for _, g := range o.Policy.Gates {
@@ -81,6 +89,13 @@ func (o Options) validate() error {
 type Side struct {
 	Label string
 	Runs  []Run
+	// InputWarnings are the inputs' own problems (Input.Warnings); every
+	// report shows them, and diff --strict fails on them.
+	InputWarnings []string
+	// History says the baseline's runs include earlier baselines
+	// (--baseline-history), so one candidate run is judged against their
+	// spread.
+	History bool
 }
 
 // ErrNoOverlap means the two sides share no metric that could be compared.
@@ -120,11 +135,28 @@ func Compare(baseline, candidate Side, opts Options) (*Result, error) {
 	keys := unionFamilyKeys(baseline.Runs, candidate.Runs)
 	c.base = pool(baseline, keys)
 	c.cand = pool(candidate, keys)
-	c.runLevel = len(baseline.Runs) >= 2 && len(candidate.Runs) >= 2 && !opts.PoolRuns
-	if c.runLevel {
+	nb, nc := len(baseline.Runs), len(candidate.Runs)
+	c.runLevel = nb >= 2 && nc >= 2 && !opts.PoolRuns
+	c.history = nb >= 2 && nc == 1 && !opts.PoolRuns
+	for _, s := range []Side{baseline, candidate} {
+		for _, w := range s.InputWarnings {
+			res.InputWarnings = append(res.InputWarnings, w)
+		}
+	}
+	switch {
+	case c.runLevel:
 		res.Unit = "run"
-	} else if (len(baseline.Runs) > 1 || len(candidate.Runs) > 1) && !opts.PoolRuns {
-		c.warnf("baseline has %d run(s), candidate %d: run-level replication needs at least two runs on both sides, so requests are pooled", len(baseline.Runs), len(candidate.Runs))
+	case c.history:
+		res.Unit = "run (baseline history)"
+	case nb > 1 && !opts.PoolRuns:
+		c.warnf("baseline has %d runs, candidate %d: run-level replication needs at least two runs on both sides, so requests are pooled", nb, nc)
+	case nb == 1 && nc == 1:
+		c.warnf("one run per side: the intervals hold the variation within each run, not between runs (another seed, machine or day); "+
+			"give ≥ 2 earlier baselines (--baseline-history DIR) to include run-to-run variance, or ≥ %d runs per side for run-level replication", minSamplesForU(opts.Alpha))
+	}
+	if identicalSides(baseline.Runs, candidate.Runs) {
+		c.identical = true
+		c.warnf("baseline and candidate hold identical samples: comparing a run with itself proves nothing, so no rule can pass")
 	}
 	for _, s := range []SideSummary{res.Baseline, res.Candidate} {
 		if s.TokensEstimated {
@@ -135,13 +167,17 @@ func Compare(baseline, candidate Side, opts Options) (*Result, error) {
 	if len(specs) == 0 {
 		return nil, fmt.Errorf("%w (baseline %s, candidate %s)", ErrNoOverlap, baseline.Label, candidate.Label)
 	}
-	if c.runLevel {
+	switch {
+	case c.runLevel:
 		c.computeRunLevel(specs)
-	} else {
+	case c.history:
+		c.computeHistory(specs)
+	default:
 		c.computeRequestLevel(specs)
 	}
 	for _, w := range c.works {
 		c.explain(w)
+		w.m.CannotDecide = w.short
 		res.Metrics = append(res.Metrics, *w.m)
 	}
 	c.applyGates()
@@ -185,6 +221,8 @@ type comparison struct {
 	res        *Result
 	base, cand *pooled
 	runLevel   bool
+	history    bool // several baseline runs, one candidate run
+	identical  bool // both sides hold the same samples
 	works      []*work
 	// absent says, per metric name, why it could not be compared.
 	absent map[string]string
@@ -258,34 +296,26 @@ type pooled struct {
 	label  string
 	runs   []Run
 	n      int
-	series map[string][]float64 // "ttft" … "queue"; absent when no run has it
+	series map[string][]float64 // latency family name → per request; absent when no run has it
 	itl    []float64
-	// itlPerRequest is the mean number of ITL gaps per request, the natural
-	// block length for the token-level bootstrap.
+	// itlReq[j] is the pooled request of ITL gap j, so a bootstrap can
+	// resample whole requests with their tokens; nil when some run does not
+	// say which gaps belong to which request.
+	itlReq []int32
+	// itlPerRequest is the mean number of ITL gaps per request, the block
+	// length of the token-level bootstrap when itlReq is unknown.
 	itlPerRequest float64
 	out           []float64 // output tokens per request; nil when unknown
 	fam           [numFams]map[string][]float64
 	hasFam        [numFams]bool
 	// runStart[i] is the first pooled request of run i.
 	runStart []int
-}
-
-func latencySeries(r *Run, name string) Series {
-	switch name {
-	case "ttft":
-		return r.TTFT
-	case "tpot":
-		return r.TPOT
-	case "e2e":
-		return r.E2E
-	case "queue":
-		return r.Queue
-	}
-	return nil
+	// block is the bootstrap block length in requests (1: independent).
+	block int
 }
 
 func pool(s Side, keys [numFams][]string) *pooled {
-	p := &pooled{label: s.Label, runs: s.Runs, series: map[string][]float64{}}
+	p := &pooled{label: s.Label, runs: s.Runs, series: map[string][]float64{}, block: 1}
 	for i := range p.fam {
 		p.fam[i] = map[string][]float64{}
 	}
@@ -324,17 +354,35 @@ func pool(s Side, keys [numFams][]string) *pooled {
 		}
 		return out
 	}
-	for _, name := range LatencyMetrics {
-		if name == "itl" {
+	for _, f := range Families {
+		if f.Kind != KindLatency || f.series == nil {
 			continue
 		}
-		if v := gather(func(r *Run) Series { return latencySeries(r, name) }, math.NaN()); v != nil {
-			p.series[name] = v
+		if v := gather(f.series, math.NaN()); v != nil {
+			p.series[f.Name] = v
 		}
 	}
 	p.out = gather(func(r *Run) Series { return r.OutputTokens }, math.NaN())
-	for _, r := range s.Runs {
+	clustered := true
+	for i := range s.Runs {
+		r := &s.Runs[i]
+		counts := r.itlCounts()
+		if counts == nil {
+			clustered = false
+		}
+		j := 0
+		for req, k := range counts {
+			for range k {
+				if v := r.ITL[j]; !math.IsNaN(v) {
+					p.itlReq = append(p.itlReq, int32(p.runStart[i]+req))
+				}
+				j++
+			}
+		}
 		p.itl = append(p.itl, r.ITL.known()...)
+	}
+	if !clustered || len(p.itlReq) != len(p.itl) {
+		p.itlReq = nil
 	}
 	if p.n > 0 {
 		p.itlPerRequest = float64(len(p.itl)) / float64(p.n)
@@ -364,122 +412,142 @@ func pool(s Side, keys [numFams][]string) *pooled {
 	return p
 }
 
+// itlCounts returns how many ITL gaps each request contributed, from
+// itl_counts or, failing that, from output_tokens − 1 when those add up;
+// nil when neither does.
+func (r *Run) itlCounts() []int {
+	sum := func(c []int) int {
+		t := 0
+		for _, v := range c {
+			t += v
+		}
+		return t
+	}
+	if len(r.ITLCounts) == r.Requests && sum(r.ITLCounts) == len(r.ITL) {
+		return r.ITLCounts
+	}
+	if len(r.OutputTokens) != r.Requests {
+		return nil
+	}
+	c := make([]int, r.Requests)
+	for i, v := range r.OutputTokens {
+		if math.IsNaN(v) {
+			return nil
+		}
+		c[i] = max(0, int(v)-1)
+	}
+	if sum(c) != len(r.ITL) {
+		return nil
+	}
+	return c
+}
+
 // known returns the values of a pooled series that are not NaN.
 func known(x []float64) []float64 { return Series(x).known() }
 
-// spec is one metric to compute.
+// spec is one metric to compute: its family and, by kind, the statistic or
+// the bucket.
 type spec struct {
 	name   string
-	unit   string
-	series string  // latency series ("ttft" … "itl"); "" for others
-	stat   string  // "p50", "p90", "p99", "mean"
-	q      float64 // quantile for p-stats
-	fam    int     // per-token metrics: the family
-	bucket string  // per-token metrics: the bucket
-	rate   string  // rate metrics: the rate name
+	fam    *Family
+	stat   string  // latency: "p50" … "shift"
+	q      float64 // latency quantiles
+	bucket string  // bucket families
 }
 
-var statQ = map[string]float64{"p50": 0.5, "p90": 0.9, "p99": 0.99}
+func (s spec) kind() Kind { return s.fam.Kind }
+func (s spec) series() string {
+	if s.fam.Kind == KindLatency {
+		return s.fam.Name
+	}
+	return ""
+}
+func (s spec) isITL() bool { return s.fam.Kind == KindLatency && s.fam.series == nil }
 
 // specs lists the metrics both sides can be compared on, in display order,
 // and records why the others cannot.
 func (c *comparison) specs() []spec {
 	c.absent = map[string]string{}
 	b, k := c.base, c.cand
-	var out []spec
-	for _, name := range LatencyMetrics {
-		nb, nk := c.count(b, name), c.count(k, name)
-		if nb == 0 || nk == 0 {
-			if nb+nk > 0 {
-				why := fmt.Sprintf("%s has no %s values", cmpSide(nb == 0, b.label, k.label), name)
-				c.warnf("%s: not compared: %s", name, why)
-				c.absent[name] = why
-			} else {
-				c.absent[name] = fmt.Sprintf("neither side has %s values", name)
-			}
-			continue
-		}
-		for _, st := range LatencyStats {
-			out = append(out, spec{name: name + "." + st, unit: "ms", series: name, stat: st, q: statQ[st]})
-		}
-	}
-	// Rates: one value per run.
 	allRuns := append(slices.Clone(b.runs), k.runs...)
-	durations := true
-	tokens := true
-	for _, r := range allRuns {
-		durations = durations && r.DurationMS > 0
-		tokens = tokens && len(r.OutputTokens) == r.Requests && r.Requests > 0
-	}
-	if durations {
-		out = append(out, spec{name: MetricThroughput, unit: "req/s", rate: MetricThroughput})
-		if tokens {
-			out = append(out, spec{name: MetricTokenThroughput, unit: "tok/s", rate: MetricTokenThroughput})
-		} else {
-			c.absent[MetricTokenThroughput] = "output token counts are missing from some runs"
-		}
-	} else {
-		c.absent[MetricThroughput] = "some runs have no duration_ms"
-		c.absent[MetricTokenThroughput] = c.absent[MetricThroughput]
-	}
-	slo := b.runs[0].SLO
-	sameSLO := slo != ""
-	for _, r := range allRuns {
-		sameSLO = sameSLO && r.SLO == slo
-	}
-	switch {
-	case durations && sameSLO:
-		out = append(out, spec{name: MetricGoodput, unit: "req/s", rate: MetricGoodput})
-	case !durations:
-		c.absent[MetricGoodput] = c.absent[MetricThroughput]
-	default:
-		c.absent[MetricGoodput] = "goodput needs every run counted against the same SLO (analyze --slo)"
-		for _, r := range allRuns {
-			if r.SLO != "" {
-				c.warnf("goodput: not compared: runs were counted against different SLOs")
-				break
+	var out []spec
+	for i := range Families {
+		f := &Families[i]
+		switch f.Kind {
+		case KindLatency:
+			nb, nk := c.count(b, f.Name), c.count(k, f.Name)
+			if nb == 0 || nk == 0 {
+				if nb+nk > 0 {
+					why := fmt.Sprintf("%s has no %s values", cmpSide(nb == 0, b.label, k.label), f.Name)
+					c.warnf("%s: not compared: %s", f.Name, why)
+					c.absent[f.Name] = why
+				} else {
+					c.absent[f.Name] = fmt.Sprintf("neither side has %s values", f.Name)
+				}
+				continue
 			}
-		}
-	}
-	// Per-token buckets.
-	if b.out == nil || k.out == nil {
-		for _, p := range []string{prefixStage, prefixToken, prefixTenant} {
-			c.absent[p] = "output token counts are missing, so time per token is unknown"
-		}
-		return out
-	}
-	perToken := []struct {
-		fam    int
-		prefix string
-	}{{famStages, prefixStage}, {famTokens, prefixToken}, {famTenants, prefixTenant}}
-	for _, pt := range perToken {
-		f, prefix := pt.fam, pt.prefix
-		switch {
-		case b.hasFam[f] && k.hasFam[f]:
-		case b.hasFam[f] || k.hasFam[f]:
-			why := fmt.Sprintf("%s has no %s", cmpSide(!b.hasFam[f], b.label, k.label), famNames[f])
-			c.absent[prefix] = why
-			if f == famTenants {
-				c.warnf("tenants: not compared: %s (tenant attribution did not run there)", why)
+			for _, st := range LatencyStats {
+				q := statQ[st]
+				if st == StatShift {
+					q = 0.5 // across runs, the shift of the per-run medians
+				}
+				out = append(out, spec{name: f.Name + "." + st, fam: f, stat: st, q: q})
 			}
-		default:
-			c.absent[prefix] = fmt.Sprintf("neither side has %s", famNames[f])
-		}
-	}
-	for _, pt := range perToken {
-		f, prefix := pt.fam, pt.prefix
-		if !b.hasFam[f] || !k.hasFam[f] {
-			continue
-		}
-		order := sortedKeys(b.fam[f])
-		switch f {
-		case famStages:
-			order = inOrder(StageBuckets, b.fam[f])
-		case famTokens:
-			order = inOrder(TokenBuckets, b.fam[f])
-		}
-		for _, bucket := range order {
-			out = append(out, spec{name: prefix + bucket, unit: "ms/token", fam: f, bucket: bucket})
+		case KindRate:
+			why := ""
+			for _, r := range allRuns {
+				if !(r.DurationMS > 0) {
+					why = "some runs have no duration_ms"
+					break
+				}
+				if _, ok := f.count(&r); !ok {
+					why = fmt.Sprintf("some runs cannot count %s", f.Doc)
+					if f.Name == MetricGoodput {
+						why = "goodput needs every run counted against the same SLO (analyze --slo)"
+					}
+					break
+				}
+			}
+			if why == "" && f.Name == MetricGoodput {
+				for _, r := range allRuns {
+					if r.SLO != allRuns[0].SLO {
+						why = "goodput needs every run counted against the same SLO (analyze --slo)"
+						c.warnf("goodput: not compared: runs were counted against different SLOs")
+						break
+					}
+				}
+			}
+			if why != "" {
+				c.absent[f.Name] = why
+				continue
+			}
+			out = append(out, spec{name: f.Name, fam: f})
+		case KindBucket:
+			fi := f.fam
+			if b.out == nil || k.out == nil {
+				c.absent[f.Name] = "output token counts are missing, so time per token is unknown"
+				continue
+			}
+			switch {
+			case b.hasFam[fi] && k.hasFam[fi]:
+			case b.hasFam[fi] || k.hasFam[fi]:
+				why := fmt.Sprintf("%s has no %s", cmpSide(!b.hasFam[fi], b.label, k.label), famNames[fi])
+				c.absent[f.Name] = why
+				if fi == famTenants {
+					c.warnf("tenants: not compared: %s (tenant attribution did not run there)", why)
+				}
+				continue
+			default:
+				c.absent[f.Name] = fmt.Sprintf("neither side has %s", famNames[fi])
+				continue
+			}
+			order := sortedKeys(b.fam[fi])
+			if f.buckets != nil {
+				order = inOrder(f.buckets, b.fam[fi])
+			}
+			for _, bucket := range order {
+				out = append(out, spec{name: f.Name + bucket, fam: f, bucket: bucket})
+			}
 		}
 	}
 	return out
@@ -503,7 +571,7 @@ func cmpSide(isBase bool, base, cand string) string {
 }
 
 func (c *comparison) count(p *pooled, series string) int {
-	if series == "itl" {
+	if latencyFamily(series) != nil && latencyFamily(series).series == nil {
 		return len(p.itl)
 	}
 	n := 0
@@ -528,11 +596,18 @@ type work struct {
 	short   string
 	shortN  int
 	unitsOf string // "samples", "tokens", "runs"
+	// runSD, with a baseline history, is the spread of the baseline's
+	// per-run values (log scale where positive): it, not the samples,
+	// limits the verdict, and neededRuns turns it into runs per side.
+	runSD float64
+	// missing: the metric has no data on a side (or is not computed in
+	// this mode); a rule on it fails unless Policy.AllowMissing.
+	missing bool
 }
 
 func (c *comparison) newWork(s spec, method Method, nb, nk int) *work {
 	m := &Metric{
-		Name: s.name, Unit: s.unit, Method: method,
+		Name: s.name, Unit: s.fam.Unit, Better: s.fam.Better, Method: method,
 		NBaseline: nb, NCandidate: nk,
 		Baseline: math.NaN(), Candidate: math.NaN(),
 		Delta: math.NaN(), DeltaPct: math.NaN(),
@@ -540,10 +615,10 @@ func (c *comparison) newWork(s spec, method Method, nb, nk int) *work {
 		P: math.NaN(), MDE: math.NaN(), MDEPct: math.NaN(),
 	}
 	w := &work{spec: s, m: m, unitsOf: "samples"}
-	if s.series == "itl" {
+	if s.isITL() {
 		w.unitsOf = "tokens"
 	}
-	if method == MethodRunLevel {
+	if method == MethodRunLevel || method == MethodHistory {
 		w.unitsOf = "runs"
 	}
 	c.works = append(c.works, w)
@@ -564,34 +639,57 @@ func (w *work) requireN(need int, why string) {
 
 // shiftMetric fills w from the Hodges–Lehmann shift of xc over xb (known
 // values, any order): on logs when every value is positive, else on the raw
-// scale with percentages relative to the baseline median.
-func (c *comparison) shiftMetric(w *work, xb, xc []float64) {
+// scale with percentages relative to the baseline median. inflate ≥ 1
+// widens the interval about the estimate (and shrinks the test statistic)
+// by the square root of the design effect of autocorrelated requests.
+//
+// With shiftOnly the metric is the shift itself (".shift"): no values are
+// printed beside it, because the shift is not the difference of any two
+// numbers one could show. Otherwise (run-level replication) the values are
+// the medians of the per-run values and the change is theirs, so the change
+// column is the change of the values shown; the interval and the p-value
+// are the shift's.
+func (c *comparison) shiftMetric(w *work, xb, xc []float64, inflate float64, shiftOnly bool) {
 	m := w.m
 	alpha := c.opts.Alpha
 	sb, sc := sortedCopy(xb), sortedCopy(xc)
-	m.Baseline, m.Candidate = orderstat.Quantile(sb, 0.5), orderstat.Quantile(sc, 0.5)
+	mb, mc := orderstat.Quantile(sb, 0.5), orderstat.Quantile(sc, 0.5)
 	u := MannWhitney(sb, sc)
-	m.P = u.P
-	m.Significant = u.P <= alpha
+	m.P = inflateP(u.P, inflate, true)
+	m.Significant = m.P <= alpha
 	raw := HodgesLehmann(sb, sc, alpha)
-	m.Delta, m.CILow, m.CIHigh = raw.Estimate, raw.Low, raw.High
-	ares := math.Sqrt(math.Pi / 3) // 1/√ARE of U vs t under normality (docs/statistics.md C.2)
-	seRaw := ares * math.Sqrt(variance(sb)/float64(len(sb))+variance(sc)/float64(len(sc)))
+	widen := func(est, lo, hi float64) (float64, float64) {
+		return est - inflate*(est-lo), est + inflate*(hi-est)
+	}
+	m.Delta = raw.Estimate
+	m.CILow, m.CIHigh = widen(raw.Estimate, raw.Low, raw.High)
+	ares := math.Sqrt(math.Pi / 3) // 1/√ARE of U vs t under normality (docs/diff.md)
+	seRaw := inflate * ares * math.Sqrt(variance(sb)/float64(len(sb))+variance(sc)/float64(len(sc)))
 	m.MDE = (c.za + c.zb) * seRaw
 	logScale := allPositive(sb, sc)
 	var lb, lc []float64
 	if logScale {
 		lb, lc = logs(sb), logs(sc)
 		l := HodgesLehmann(lb, lc, alpha)
+		lo, hi := widen(l.Estimate, l.Low, l.High)
 		m.DeltaPct = pctOfLog(l.Estimate)
-		m.CILowPct, m.CIHighPct = pctOfLog(l.Low), pctOfLog(l.High)
-		seLog := ares * math.Sqrt(variance(lb)/float64(len(lb))+variance(lc)/float64(len(lc)))
+		m.CILowPct, m.CIHighPct = pctOfLog(lo), pctOfLog(hi)
+		seLog := inflate * ares * math.Sqrt(variance(lb)/float64(len(lb))+variance(lc)/float64(len(lc)))
 		m.MDEPct = pctOfLog((c.za + c.zb) * seLog)
 	} else {
-		m.DeltaPct = pctOf(m.Delta, m.Baseline)
-		m.CILowPct, m.CIHighPct = pctOf(m.CILow, m.Baseline), pctOf(m.CIHigh, m.Baseline)
-		m.MDEPct = pctOf(m.MDE, m.Baseline)
+		m.DeltaPct = pctOf(m.Delta, mb)
+		m.CILowPct, m.CIHighPct = pctOf(m.CILow, mb), pctOf(m.CIHigh, mb)
+		m.MDEPct = pctOf(m.MDE, mb)
 		m.Note = "zeros present: shift on the raw scale, percent of the baseline median"
+	}
+	if shiftOnly {
+		if m.Note == "" {
+			m.Note = "Hodges–Lehmann shift: the median of all candidate − baseline differences"
+		}
+	} else {
+		m.Baseline, m.Candidate = mb, mc
+		m.Delta = mc - mb
+		m.DeltaPct = pctOf(m.Delta, mb)
 	}
 	if raw.K == 0 {
 		need := minSamplesForU(alpha)
@@ -609,13 +707,28 @@ func (c *comparison) shiftMetric(w *work, xb, xc []float64) {
 		case logScale:
 			pu, pl = shiftUTest(lb, lc, math.Log1p(g.Threshold/100))
 		default:
-			pu, pl = shiftUTest(sb, sc, g.Threshold/100*m.Baseline)
+			pu, pl = shiftUTest(sb, sc, g.Threshold/100*mb)
 		}
 		if g.Op == Below {
-			return pu
+			return inflateP(pu, inflate, false)
 		}
-		return pl
+		return inflateP(pl, inflate, false)
 	}
+}
+
+// inflateP divides the normal score of a p-value by inflate (the square
+// root of a design effect): the p-value the same statistic would have with
+// inflate² times its variance.
+func inflateP(p, inflate float64, twoSided bool) float64 {
+	if inflate <= 1 || math.IsNaN(p) {
+		return p
+	}
+	if twoSided {
+		z := distuv.UnitNormal.Quantile(1 - p/2)
+		return 2 * (1 - distuv.UnitNormal.CDF(z/inflate))
+	}
+	z := distuv.UnitNormal.Quantile(1 - p)
+	return 1 - distuv.UnitNormal.CDF(z/inflate)
 }
 
 func variance(x []float64) float64 { s := stddev(x); return s * s }
@@ -637,7 +750,8 @@ func pctOf(d, base float64) float64 {
 }
 
 // bootMetric fills w from bootstrap replicates of the statistic on each
-// side (pb, pc are the statistic on the original samples).
+// side (pb, pc are the statistic on the original samples): the change is
+// pc − pb, the change of the two values shown.
 func (c *comparison) bootMetric(w *work, pb, pc float64, repsB, repsC []float64) {
 	m := w.m
 	m.Baseline, m.Candidate = pb, pc
@@ -671,33 +785,36 @@ func (c *comparison) bootMetric(w *work, pb, pc float64, repsB, repsC []float64)
 
 // minBootstrapN is the fewest units per side for which a percentile
 // bootstrap interval of a mean or a ratio of sums is trusted in a verdict.
-// docs/statistics.md C.2 warns below 20; on skewed data (5% of requests 3–10×
-// slower) the one-sided error of the mean's interval measured 5% at n = 20
-// and 4% at 50 against a nominal 2.5%, so the floor is 50.
+// On skewed data (5% of requests 3–10× slower) the one-sided error of the
+// mean's interval measured 5% at n = 20 and 4% at 50 against a nominal
+// 2.5% (docs/diff.md, "How it was validated"), so the floor is 50.
 const minBootstrapN = 50
 
-// computeRequestLevel treats requests (tokens for itl) as the replication
-// unit: Hodges–Lehmann for medians of independent requests, the bootstrap
-// for everything else.
+// computeRequestLevel treats requests as the replication unit. Every
+// bootstrapped metric of a side comes from one resample of its requests per
+// replicate: latency quantiles and means, per-token buckets, and ITL, whose
+// tokens travel with their request (a cluster bootstrap: the gaps of one
+// request share its fate). Requests are resampled in blocks when they are
+// autocorrelated (decideBlocks). The shift is the Hodges–Lehmann estimate.
 func (c *comparison) computeRequestLevel(specs []spec) {
-	blockReq := c.opts.Block
+	depB, depC := c.decideDependence(specs)
 	method := MethodBootstrap
-	if blockReq != 0 {
+	if c.base.block > 1 || c.cand.block > 1 {
 		method = MethodBlockBootstrap
 	}
-	// Plans: one resample of requests per replicate serves every request
-	// metric; ITL tokens get their own.
+	clustered := c.base.itlReq != nil && c.cand.itlReq != nil
 	var reqB, reqC, itlB, itlC bootPlan
 	type pending struct {
 		w      *work
 		pb, pc float64
+		tokens bool // replicates from the separate token plan
 	}
 	var boots []pending
 	for _, s := range specs {
 		switch {
-		case s.rate != "":
+		case s.kind() == KindRate:
 			w := c.newWork(s, MethodNone, len(c.base.runs), len(c.cand.runs))
-			w.m.Baseline, w.m.Candidate = rateOf(s.rate, c.base.runs), rateOf(s.rate, c.cand.runs)
+			w.m.Baseline, w.m.Candidate = rateOf(s.fam, c.base.runs), rateOf(s.fam, c.cand.runs)
 			w.m.Delta = w.m.Candidate - w.m.Baseline
 			w.m.DeltaPct = pctOf(w.m.Delta, w.m.Baseline)
 			w.unitsOf = "runs"
@@ -705,48 +822,83 @@ func (c *comparison) computeRequestLevel(specs []spec) {
 			w.short = fmt.Sprintf("%s is one value per run: a confident answer needs run-level replication, ≥ %d runs per side (have %d and %d)",
 				s.name, w.m.MinN, len(c.base.runs), len(c.cand.runs))
 			w.shortN = w.m.MinN
-		case s.series == "itl":
+		case s.kind() == KindLatency && s.stat == StatShift:
+			var xb, xc []float64
+			if s.isITL() {
+				xb, xc = c.base.itl, c.cand.itl
+			} else {
+				xb, xc = known(c.base.series[s.series()]), known(c.cand.series[s.series()])
+			}
+			w := c.newWork(s, MethodHodgesLehmann, len(xb), len(xc))
+			f := inflation(depB, depC, s.name)
+			if s.isITL() {
+				// Tokens of one request are not independent: the design
+				// effect counts requests (or, without them, clusters of
+				// itlPerRequest gaps).
+				eb, ek := depB.neff[s.name], depC.neff[s.name]
+				if eb.neff > 0 && ek.neff > 0 {
+					f = math.Sqrt((1/eb.neff + 1/ek.neff) / (1/float64(len(xb)) + 1/float64(len(xc))))
+				} else {
+					f *= math.Sqrt(max(1, (c.base.itlPerRequest+c.cand.itlPerRequest)/2))
+				}
+				f = max(f, 1)
+			}
+			c.shiftMetric(w, xb, xc, f, true)
+			if c.opts.Block != 0 && allPositive(xb, xc) {
+				mb := orderstat.Quantile(sortedCopy(xb), 0.5)
+				if bm, ok := c.newBatchMeans(s, mb, mb*(1+w.m.DeltaPct/100)); ok {
+					c.widen(w, bm, mb)
+				}
+			}
+			c.requireEffective(w, depB, depC)
+		case s.isITL() && clustered:
+			w := c.newWork(s, MethodClusterBootstrap, len(c.base.itl), len(c.cand.itl))
+			reqB.addTokens(s, c.base.itl, c.base.itlReq)
+			reqC.addTokens(s, c.cand.itl, c.cand.itlReq)
+			boots = append(boots, pending{w: w, pb: pointStat(c.base.itl, s), pc: pointStat(c.cand.itl, s)})
+			c.requireStat(w, s)
+			c.requireEffective(w, depB, depC)
+		case s.isITL():
 			w := c.newWork(s, MethodBlockBootstrap, len(c.base.itl), len(c.cand.itl))
 			itlB.add(s, c.base.itl)
 			itlC.add(s, c.cand.itl)
-			boots = append(boots, pending{w, pointStat(c.base.itl, s), pointStat(c.cand.itl, s)})
+			boots = append(boots, pending{w: w, pb: pointStat(c.base.itl, s), pc: pointStat(c.cand.itl, s), tokens: true})
+			w.m.Note = "which gaps belong to which request is unknown: blocks of tokens stand in for requests"
 			c.requireStat(w, s)
-		case s.series != "" && s.stat == "p50" && blockReq == 0:
-			xb, xc := known(c.base.series[s.series]), known(c.cand.series[s.series])
-			w := c.newWork(s, MethodHodgesLehmann, len(xb), len(xc))
-			c.shiftMetric(w, xb, xc)
-		case s.series != "":
-			vb, vc := c.base.series[s.series], c.cand.series[s.series]
-			w := c.newWork(s, method, c.count(c.base, s.series), c.count(c.cand, s.series))
+			c.requireEffective(w, depB, depC)
+		case s.kind() == KindLatency:
+			vb, vc := c.base.series[s.series()], c.cand.series[s.series()]
+			w := c.newWork(s, method, c.count(c.base, s.series()), c.count(c.cand, s.series()))
 			reqB.add(s, vb)
 			reqC.add(s, vc)
-			boots = append(boots, pending{w, pointStat(known(vb), s), pointStat(known(vc), s)})
+			boots = append(boots, pending{w: w, pb: pointStat(known(vb), s), pc: pointStat(known(vc), s)})
 			c.requireStat(w, s)
+			c.requireEffective(w, depB, depC)
 		default: // per-token bucket
-			rb := newRatioSeries(c.base.fam[s.fam][s.bucket], c.base.out)
-			rc := newRatioSeries(c.cand.fam[s.fam][s.bucket], c.cand.out)
+			rb := newRatioSeries(c.base.fam[s.fam.fam][s.bucket], c.base.out)
+			rc := newRatioSeries(c.cand.fam[s.fam.fam][s.bucket], c.cand.out)
 			w := c.newWork(s, method, len(rb.units), len(rc.units))
 			reqB.addRatio(s.name, rb)
 			reqC.addRatio(s.name, rc)
-			boots = append(boots, pending{w, rb.value(), rc.value()})
+			boots = append(boots, pending{w: w, pb: rb.value(), pc: rc.value()})
 			w.requireN(minBootstrapN, " for a bootstrap interval")
+			c.requireEffective(w, depB, depC)
 		}
 	}
 	if len(boots) == 0 {
 		return
 	}
-	blockB, blockC := blockLen(blockReq, c.base.n), blockLen(blockReq, c.cand.n)
 	itlBlock := func(p *pooled) int {
-		return max(int(math.Ceil(p.itlPerRequest)), blockLen(BlockAuto, len(p.itl)))
+		return max(int(math.Ceil(p.itlPerRequest))*p.block, blockLen(BlockAuto, len(p.itl)))
 	}
 	var outs [4]map[string][]float64
 	var wg sync.WaitGroup
 	jobs := []func() map[string][]float64{
 		func() map[string][]float64 {
-			return reqB.run(c.base.n, blockB, c.opts.Reps, c.opts.Seed, "baseline/requests")
+			return reqB.run(c.base.n, c.base.block, c.opts.Reps, c.opts.Seed, "baseline/requests")
 		},
 		func() map[string][]float64 {
-			return reqC.run(c.cand.n, blockC, c.opts.Reps, c.opts.Seed, "candidate/requests")
+			return reqC.run(c.cand.n, c.cand.block, c.opts.Reps, c.opts.Seed, "candidate/requests")
 		},
 		func() map[string][]float64 {
 			return itlB.run(len(c.base.itl), itlBlock(c.base), c.opts.Reps, c.opts.Seed, "baseline/itl")
@@ -762,13 +914,15 @@ func (c *comparison) computeRequestLevel(specs []spec) {
 	for _, p := range boots {
 		name := p.w.spec.name
 		repsB, repsC := outs[0][name], outs[1][name]
-		if p.w.spec.series == "itl" {
+		if p.tokens {
 			repsB, repsC = outs[2][name], outs[3][name]
 		}
 		c.bootMetric(p.w, p.pb, p.pc, repsB, repsC)
-	}
-	if blockReq == 0 {
-		c.checkAutocorrelation()
+		if c.opts.Block != 0 {
+			if bm, ok := c.newBatchMeans(p.w.spec, p.pb, p.pc); ok {
+				c.widen(p.w, bm, p.pb)
+			}
+		}
 	}
 }
 
@@ -795,33 +949,15 @@ func blockLen(block, n int) int {
 
 // pointStat is a latency statistic on a sample of known values.
 func pointStat(x []float64, s spec) float64 {
-	if s.stat == "mean" {
+	if s.stat == StatMean {
 		return mean(x)
 	}
 	return orderstat.Quantile(sortedCopy(x), s.q)
 }
 
-// checkAutocorrelation warns when requests look autocorrelated, because
-// then the independent-request intervals are too narrow.
-func (c *comparison) checkAutocorrelation() {
-	for _, p := range []*pooled{c.base, c.cand} {
-		for _, name := range LatencyMetrics {
-			x := known(p.series[name])
-			if len(x) < 50 {
-				continue
-			}
-			if !allPositive(x) {
-				continue
-			}
-			neff := EffectiveN(logs(x))
-			if neff < 0.5*float64(len(x)) {
-				c.warnf("%s: %s of %s look autocorrelated (effective n ≈ %.0f of %d): intervals assume independent requests; use --block auto",
-					p.label, name, sideWord(p == c.base), neff, len(x))
-				return
-			}
-		}
-	}
-}
+// autocorrelated is the effective-sample-size ratio below which requests
+// count as autocorrelated: n_eff < n/2 (docs/diff.md).
+const autocorrelated = 0.5
 
 func sideWord(base bool) string {
 	if base {
@@ -831,11 +967,15 @@ func sideWord(base bool) string {
 }
 
 // rateOf is a rate pooled over runs: total count over total duration.
-func rateOf(rate string, runs []Run) float64 {
+func rateOf(f *Family, runs []Run) float64 {
 	var num, dur float64
-	for _, r := range runs {
-		num += rateNumerator(rate, &r)
-		dur += r.DurationMS
+	for i := range runs {
+		v, ok := f.count(&runs[i])
+		if !ok {
+			return math.NaN()
+		}
+		num += v
+		dur += runs[i].DurationMS
 	}
 	if dur <= 0 {
 		return math.NaN()
@@ -843,27 +983,9 @@ func rateOf(rate string, runs []Run) float64 {
 	return num / (dur / 1000)
 }
 
-func rateNumerator(rate string, r *Run) float64 {
-	switch rate {
-	case MetricThroughput:
-		return float64(r.Completed)
-	case MetricGoodput:
-		return float64(r.Good)
-	case MetricTokenThroughput:
-		var s float64
-		for _, v := range r.OutputTokens {
-			if !math.IsNaN(v) {
-				s += v
-			}
-		}
-		return s
-	}
-	return math.NaN()
-}
-
 // computeRunLevel treats each run as one observation: every metric becomes
 // a per-run value and the two sets of runs are compared with the U test,
-// Hodges–Lehmann and Moses (docs/statistics.md C.2, "replication unit first").
+// Hodges–Lehmann and Moses (the run is the replication unit).
 func (c *comparison) computeRunLevel(specs []spec) {
 	for _, s := range specs {
 		vb, vc := c.perRun(c.base, s), c.perRun(c.cand, s)
@@ -872,15 +994,121 @@ func (c *comparison) computeRunLevel(specs []spec) {
 			w.short = fmt.Sprintf("%s: no run has a value on one side", s.name)
 			continue
 		}
-		c.shiftMetric(w, vb, vc)
-		// A per-run quantile is only as good as the requests behind it.
-		if q, ok := statQ[s.stat]; ok && w.short == "" {
-			nb, nc := c.count(c.base, s.series), c.count(c.cand, s.series)
-			if need := MinSamplesForQuantile(q, c.opts.Alpha); nb < need || nc < need {
-				w.short = fmt.Sprintf("%s needs ≥ %d samples per side (have %d and %d)", s.name, need, nb, nc)
-				w.shortN = need
-			}
+		c.shiftMetric(w, vb, vc, 1, s.stat == StatShift)
+		c.requireRunSamples(w, s)
+	}
+}
+
+// requireRunSamples marks a per-run quantile short when the requests behind
+// it are too few.
+func (c *comparison) requireRunSamples(w *work, s spec) {
+	if q, ok := statQ[s.stat]; ok && w.short == "" {
+		nb, nc := c.count(c.base, s.series()), c.count(c.cand, s.series())
+		if need := MinSamplesForQuantile(q, c.opts.Alpha); nb < need || nc < need {
+			w.short = fmt.Sprintf("%s needs ≥ %d samples per side (have %d and %d)", s.name, need, nb, nc)
+			w.shortN = need
 		}
+	}
+}
+
+// computeHistory compares one candidate run against several baseline runs
+// (a baseline history): each metric is one value per run, and the
+// candidate's value is judged against the spread of the baseline's — a
+// prediction interval, d ± t_{k−1}·s·√(1 + 1/k) on the log scale (raw where
+// a value is ≤ 0), s the standard deviation over the k baseline runs. The
+// spread holds the run-to-run variance and each run's own sampling noise,
+// so the verdict includes both. The baseline value is the geometric mean of
+// its runs, so the change is that of the values shown.
+func (c *comparison) computeHistory(specs []spec) {
+	for _, s := range specs {
+		vb, vc := c.perRun(c.base, s), c.perRun(c.cand, s)
+		w := c.newWork(s, MethodHistory, len(vb), len(vc))
+		if len(vb) < 2 || len(vc) != 1 {
+			w.short = fmt.Sprintf("%s: a baseline history needs ≥ 2 baseline runs with a value and one candidate run (have %d and %d)", s.name, len(vb), len(vc))
+			w.shortN = 2
+			continue
+		}
+		c.historyMetric(w, vb, vc[0])
+		c.requireRunSamples(w, s)
+	}
+}
+
+func (c *comparison) historyMetric(w *work, vb []float64, vc float64) {
+	m := w.m
+	k := float64(len(vb))
+	logScale := allPositive(vb, []float64{vc})
+	tr := func(v float64) float64 { return v }
+	if logScale {
+		tr = math.Log
+	}
+	var tb []float64
+	for _, v := range vb {
+		tb = append(tb, tr(v))
+	}
+	mu, sd := mean(tb), stddev(tb)
+	d := tr(vc) - mu
+	se := sd * math.Sqrt(1+1/k)
+	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: k - 1}
+	tq := t.Quantile(1 - c.opts.Alpha/2)
+	lo, hi := d-tq*se, d+tq*se
+	m.MinN = 2
+	w.runSD = sd
+	if !logScale && mu != 0 {
+		w.runSD = sd / math.Abs(mu)
+	}
+	if logScale {
+		m.Baseline = math.Exp(mu)
+	} else {
+		m.Baseline = mu
+	}
+	m.Candidate = vc
+	m.Delta = vc - m.Baseline
+	m.DeltaPct = pctOf(m.Delta, m.Baseline)
+	if logScale {
+		m.CILow, m.CIHigh = m.Baseline*math.Expm1(lo), m.Baseline*math.Expm1(hi)
+		m.CILowPct, m.CIHighPct = pctOfLog(lo), pctOfLog(hi)
+		m.MDEPct = pctOfLog((c.za + c.zb) * se)
+		m.MDE = m.Baseline * m.MDEPct / 100
+	} else {
+		m.CILow, m.CIHigh = lo, hi
+		m.CILowPct, m.CIHighPct = pctOf(lo, m.Baseline), pctOf(hi, m.Baseline)
+		m.MDE = (c.za + c.zb) * se
+		m.MDEPct = pctOf(m.MDE, m.Baseline)
+	}
+	if se == 0 {
+		m.P = 1
+		if d != 0 {
+			m.P = 0
+		}
+	} else {
+		m.P = 2 * (1 - t.CDF(math.Abs(d)/se))
+	}
+	m.Significant = m.P <= c.opts.Alpha
+	m.Note = fmt.Sprintf("candidate run against the spread of %d baseline runs (prediction interval)", len(vb))
+	w.pFail = func(g Gate) float64 {
+		thr := g.Threshold
+		switch {
+		case g.Relative && logScale:
+			thr = math.Log1p(g.Threshold / 100)
+		case g.Relative:
+			thr = g.Threshold / 100 * m.Baseline
+		case logScale:
+			if m.Baseline+g.Threshold <= 0 {
+				return 1
+			}
+			thr = math.Log((m.Baseline + g.Threshold) / m.Baseline)
+		}
+		if se == 0 {
+			if (g.Op == Below && d > thr) || (g.Op == Above && d < thr) {
+				return 0
+			}
+			return 1
+		}
+		z := (d - thr) / se
+		if g.Op == Below {
+			return 1 - t.CDF(z)
+		}
+		return t.CDF(z)
 	}
 }
 
@@ -892,22 +1120,22 @@ func (c *comparison) perRun(p *pooled, s spec) []float64 {
 		lo, hi := p.runStart[i], p.runStart[i+1]
 		var v float64
 		switch {
-		case s.rate != "":
-			v = rateOf(s.rate, p.runs[i:i+1])
-		case s.series == "itl":
+		case s.kind() == KindRate:
+			v = rateOf(s.fam, p.runs[i:i+1])
+		case s.isITL():
 			x := r.ITL.known()
 			if len(x) == 0 {
 				continue
 			}
 			v = pointStat(x, s)
-		case s.series != "":
-			x := known(p.series[s.series][lo:hi])
+		case s.kind() == KindLatency:
+			x := known(p.series[s.series()][lo:hi])
 			if len(x) == 0 {
 				continue
 			}
 			v = pointStat(x, s)
 		default:
-			num := p.fam[s.fam][s.bucket]
+			num := p.fam[s.fam.fam][s.bucket]
 			if num == nil || p.out == nil {
 				continue
 			}
@@ -930,6 +1158,10 @@ type planSeries struct {
 	values []float64
 	view   sortedView
 	stats  []spec
+	// unit[j] is the resampled unit (request) that value j belongs to,
+	// for token series; nil when values are per unit.
+	unit   []int32
+	counts []int32 // per-value multiplicities of the current replicate
 	// Prefix sums for block resamples (nil until needed).
 	sum   []float64
 	known []int32
@@ -944,12 +1176,25 @@ type planRatio struct {
 // sorted view.
 func (b *bootPlan) add(s spec, values []float64) {
 	for i := range b.series {
-		if b.series[i].stats[0].series == s.series {
+		if b.series[i].stats[0].fam == s.fam && b.series[i].unit == nil {
 			b.series[i].stats = append(b.series[i].stats, s)
 			return
 		}
 	}
 	b.series = append(b.series, planSeries{values: values, view: newSortedView(values), stats: []spec{s}})
+}
+
+// addTokens asks for statistic s of a token series whose values belong to
+// units (requests): a replicate that draws a request k times draws each of
+// its tokens k times (the cluster bootstrap).
+func (b *bootPlan) addTokens(s spec, values []float64, unit []int32) {
+	for i := range b.series {
+		if b.series[i].unit != nil && b.series[i].stats[0].fam == s.fam {
+			b.series[i].stats = append(b.series[i].stats, s)
+			return
+		}
+	}
+	b.series = append(b.series, planSeries{values: values, view: newSortedView(values), stats: []spec{s}, unit: unit, counts: make([]int32, len(values))})
 }
 
 func (b *bootPlan) addRatio(name string, r ratioSeries) {
@@ -975,7 +1220,9 @@ func (b *bootPlan) run(n, block, reps int, seed uint64, stream string) map[strin
 	blocks := rs.block > 1
 	if blocks {
 		for i := range b.series {
-			b.series[i].sum, b.series[i].known = prefixSums(b.series[i].values)
+			if b.series[i].unit == nil {
+				b.series[i].sum, b.series[i].known = prefixSums(b.series[i].values)
+			}
 		}
 	}
 	for rep := range reps {
@@ -983,19 +1230,28 @@ func (b *bootPlan) run(n, block, reps int, seed uint64, stream string) map[strin
 		for _, ps := range b.series {
 			var total int
 			var blockAvg float64
-			if blocks {
+			cs := counts
+			spans := blocks && ps.unit == nil
+			switch {
+			case ps.unit != nil:
+				cs = ps.counts
+				for j, u := range ps.unit {
+					cs[j] = counts[u]
+					total += int(cs[j])
+				}
+			case spans:
 				blockAvg, total = blockMean(rs.spans, ps.sum, ps.known)
-			} else {
+			default:
 				total = ps.view.total(ps.values, counts)
 			}
 			for _, s := range ps.stats {
 				switch {
-				case s.stat == "mean" && blocks:
+				case s.stat == StatMean && spans:
 					out[s.name][rep] = blockAvg
-				case s.stat == "mean":
-					out[s.name][rep] = resampledMean(ps.values, counts, total)
+				case s.stat == StatMean:
+					out[s.name][rep] = resampledMean(ps.values, cs, total)
 				default:
-					out[s.name][rep] = ps.view.quantile(counts, total, s.q)
+					out[s.name][rep] = ps.view.quantile(cs, total, s.q)
 				}
 			}
 		}
@@ -1004,4 +1260,22 @@ func (b *bootPlan) run(n, block, reps int, seed uint64, stream string) map[strin
 		}
 	}
 	return out
+}
+
+// identicalSides reports whether both sides hold the same runs, value for
+// value (a file copied under another name).
+func identicalSides(a, b []Run) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		x.RunID, y.RunID = "", ""
+		bx, err1 := json.Marshal(x)
+		by, err2 := json.Marshal(y)
+		if err1 != nil || err2 != nil || !bytes.Equal(bx, by) {
+			return false
+		}
+	}
+	return true
 }

@@ -82,10 +82,26 @@ func TestNoisyNeighbourExplained(t *testing.T) {
 	}
 }
 
-// TestRunAgainstItselfPasses: the same run on both sides passes every rule.
-func TestRunAgainstItselfPasses(t *testing.T) {
+// TestRunAgainstItselfNeverPasses: the same samples on both sides prove
+// nothing: a loud warning, and no rule passes (issue 18: the gate never
+// passes what it could not judge).
+func TestRunAgainstItselfNeverPasses(t *testing.T) {
 	r := comparetest.Workload{Requests: 600, Seed: 1}.Run()
 	res, err := compare.Compare(side("base", r), side("cand", r), fastOptions(ciGates...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Gate.Pass != 0 || res.Gate.Verdict == compare.Pass || len(res.Warnings) == 0 || !strings.Contains(strings.Join(res.Warnings, "\n"), "identical samples") {
+		t.Fatalf("gate %+v, warnings %q: want no pass and a warning", res.Gate, res.Warnings)
+	}
+}
+
+// TestUnchangedRunPasses: an unchanged workload, another seed, passes rules
+// its 600 requests can decide (p99 needs thousands for a ±10% rule).
+func TestUnchangedRunPasses(t *testing.T) {
+	r := comparetest.Workload{Requests: 600, Seed: 1}.Run()
+	r2 := comparetest.Workload{Requests: 600, Seed: 2}.Run()
+	res, err := compare.Compare(side("base", r), side("cand", r2), fastOptions("ttft.p90<+15%", "tpot.p50<+5%", "e2e.p90<+10%", "itl.p50<+5%"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,10 +261,10 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
-// TestGateOnMissingMetricIsInconclusive: a rule whose metric one side lacks
-// is inconclusive with the reason, never a pass, and fails the gate under
-// FailOnInconclusive.
-func TestGateOnMissingMetricIsInconclusive(t *testing.T) {
+// TestGateOnMissingMetric: a rule whose metric one side lacks fails the
+// gate with the reason; under AllowMissing it is inconclusive, never a pass,
+// and fails the gate under FailOnInconclusive.
+func TestGateOnMissingMetric(t *testing.T) {
 	b := comparetest.Workload{Requests: 200, Seed: 1}.Run()
 	c := comparetest.Workload{Requests: 200, Seed: 2}.Run()
 	b.Queue = nil
@@ -257,6 +273,11 @@ func TestGateOnMissingMetricIsInconclusive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if q := metric(t, res, "queue.p50").Gate; q.Verdict != compare.Fail || !strings.Contains(q.Reason, "--allow-missing") || !res.Gate.Failed {
+		t.Errorf("queue.p50 without baseline data: %s %q, gate failed %v; want fail", q.Verdict, q.Reason, res.Gate.Failed)
+	}
+	o.Policy.AllowMissing = true
+	res, _ = compare.Compare(side("b", b), side("c", c), o)
 	q := metric(t, res, "queue.p50").Gate
 	if q.Verdict != compare.Inconclusive || !strings.Contains(q.Reason, "baseline b has no queue values") {
 		t.Errorf("queue.p50: %s %q", q.Verdict, q.Reason)
@@ -279,20 +300,20 @@ func TestGateOnMissingMetricIsInconclusive(t *testing.T) {
 func TestHolmCorrection(t *testing.T) {
 	b := comparetest.Workload{Requests: 400, Seed: 1}.Run()
 	c := comparetest.Workload{Requests: 400, Seed: 2, AttentionFactor: 1.5}.Run()
-	// Find a threshold just below the tpot.p50 interval's lower bound, so
+	// Find a threshold just below the tpot.shift interval's lower bound, so
 	// the rule fails alone at α/2 but not at α/2/m.
-	probe, err := compare.Compare(side("b", b), side("c", c), fastOptions("tpot.p50<+0%"))
+	probe, err := compare.Compare(side("b", b), side("c", c), fastOptions("tpot.shift<+0%"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	low := metric(t, probe, "tpot.p50").CILowPct
-	rule := "tpot.p50<+" + strings.TrimRight(strings.TrimRight(strconvF(low-0.05), "0"), ".") + "%"
+	low := metric(t, probe, "tpot.shift").CILowPct
+	rule := "tpot.shift<+" + strings.TrimRight(strings.TrimRight(strconvF(low-0.05), "0"), ".") + "%"
 	alone, _ := compare.Compare(side("b", b), side("c", c), fastOptions(rule))
-	if g := metric(t, alone, "tpot.p50").Gate; g.Verdict != compare.Fail {
+	if g := metric(t, alone, "tpot.shift").Gate; g.Verdict != compare.Fail {
 		t.Fatalf("%s alone: %s (%s), want fail", rule, g.Verdict, g.Reason)
 	}
 	many, _ := compare.Compare(side("b", b), side("c", c), fastOptions(rule, "ttft.p50<+50%", "e2e.p50<+50%", "queue.p50<+50%", "itl.p50<+50%", "ttft.mean<+50%"))
-	g := metric(t, many, "tpot.p50").Gate
+	g := metric(t, many, "tpot.shift").Gate
 	if g.Verdict != compare.Inconclusive || !strings.Contains(g.Reason, "Holm") {
 		t.Errorf("%s among 6 rules: %s (%s), want inconclusive after Holm", rule, g.Verdict, g.Reason)
 	}

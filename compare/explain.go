@@ -24,14 +24,15 @@ import (
 // the tail's mean, so they need not sum exactly to the quantile's change.
 func (c *comparison) explain(w *work) {
 	s := w.spec
-	if s.series == "" || s.rate != "" {
+	if s.kind() != KindLatency {
 		return
 	}
+	series := s.series()
 	b, k := c.base, c.cand
 	both := func(f int) bool { return b.hasFam[f] && k.hasFam[f] }
-	perToken := s.series == "tpot" || s.series == "itl"
+	perToken := series == "tpot" || series == "itl"
 	fam := -1
-	switch s.series {
+	switch series {
 	case "ttft":
 		if both(famFirst) {
 			fam, w.m.Breakdown = famFirst, "first token"
@@ -46,7 +47,7 @@ func (c *comparison) explain(w *work) {
 		}
 	}
 	// Queueing is one stage: there is nothing to decompose.
-	if s.series == "queue" {
+	if series == "queue" {
 		return
 	}
 	if fam < 0 && both(famStages) {
@@ -70,7 +71,7 @@ func (c *comparison) explain(w *work) {
 	}
 	// Tenant time is attributed over the whole request, so it explains E2E
 	// and, per token, TPOT and ITL — not TTFT.
-	if both(famTenants) && s.series != "ttft" {
+	if both(famTenants) && series != "ttft" {
 		for _, t := range sortedKeys(b.fam[famTenants]) {
 			sources = append(sources, source{"tenant:" + t, famTenants})
 		}
@@ -113,13 +114,43 @@ func (c *comparison) explain(w *work) {
 		}
 		out = append(out, BucketDelta{Bucket: src.label, DeltaMS: mk - mb})
 	}
+	w.m.Explanation, w.m.Mixed = orderBySign(out, w.m.Delta)
+}
+
+// orderBySign puts the buckets that moved the way the metric did (the sign
+// of delta) first, largest first, then the others, largest first; mixed
+// says none moved its way or those moving the other way add up to at least
+// half as much, so the explanation cannot be read as a cause.
+func orderBySign(out []BucketDelta, delta float64) ([]BucketDelta, bool) {
+	sign := 1.0
+	if delta < 0 {
+		sign = -1
+	}
+	with := func(d BucketDelta) bool { return d.DeltaMS*sign > 0 }
 	slices.SortStableFunc(out, func(x, y BucketDelta) int {
+		if wx, wy := with(x), with(y); wx != wy {
+			if wx {
+				return -1
+			}
+			return 1
+		}
 		if c := cmp.Compare(math.Abs(y.DeltaMS), math.Abs(x.DeltaMS)); c != 0 {
 			return c
 		}
 		return cmp.Compare(x.Bucket, y.Bucket)
 	})
-	w.m.Explanation = out
+	var same, other float64
+	for _, d := range out {
+		if with(d) {
+			same += math.Abs(d.DeltaMS)
+		} else {
+			other += math.Abs(d.DeltaMS)
+		}
+	}
+	if len(out) == 0 || math.IsNaN(delta) || delta == 0 {
+		return out, false
+	}
+	return out, same == 0 || other >= same/2
 }
 
 // selection returns the requests of a side that make up the statistic: all
@@ -127,13 +158,13 @@ func (c *comparison) explain(w *work) {
 // tokens), those at or above the side's quantile for p90 and p99.
 func (c *comparison) selection(p *pooled, s spec) []int {
 	var idx []int
-	if s.series == "itl" {
+	if s.isITL() {
 		for i := range p.n {
 			idx = append(idx, i)
 		}
 		return idx
 	}
-	v := p.series[s.series]
+	v := p.series[s.series()]
 	threshold := math.Inf(-1)
 	if s.stat == "p90" || s.stat == "p99" {
 		threshold = orderstat.Quantile(sortedCopy(known(v)), s.q)

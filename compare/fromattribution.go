@@ -36,9 +36,11 @@ func FromAttribution(res *attribution.Result) Run {
 		if r.OutputTokens >= 0 {
 			run.OutputTokens[i] = float64(r.OutputTokens)
 		}
-		for _, g := range r.ITLs() {
+		gaps := r.ITLs()
+		for _, g := range gaps {
 			run.ITL = append(run.ITL, float64(g)/1e6)
 		}
+		run.ITLCounts = append(run.ITLCounts, len(gaps))
 		for st := attribution.Stage(0); st < attribution.NumStages; st++ {
 			if r.Stages[st] == 0 && !stagePresent(res, st) {
 				continue

@@ -6,25 +6,10 @@ import (
 	"fmt"
 	"io"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
-)
-
-// LatencyMetrics are the latency series diff compares; each has the
-// statistics LatencyStats ("ttft.p99", "itl.mean").
-var (
-	LatencyMetrics = []string{"ttft", "tpot", "itl", "e2e", "queue"}
-	LatencyStats   = []string{"p50", "p90", "p99", "mean"}
-)
-
-// Rate metrics: one value per run (requests or tokens per second).
-const (
-	MetricThroughput      = "throughput"       // completed requests per second
-	MetricTokenThroughput = "token_throughput" // output tokens per second
-	MetricGoodput         = "goodput"          // completed requests meeting the SLO per second
 )
 
 // Prefixes of the per-token attribution metrics: "stage.prefill",
@@ -137,49 +122,6 @@ func absoluteUnitHint(metric string) string {
 	return "a time (ms, s, us, ns)"
 }
 
-// ValidMetric checks a metric name: a latency with a statistic
-// ("ttft.p99"), a rate ("throughput", "token_throughput", "goodput"), or a
-// per-token bucket ("stage.prefill", "token.gpu.attention", "tenant.NAME").
-func ValidMetric(name string) error {
-	if l, s, ok := strings.Cut(name, "."); ok && slices.Contains(LatencyMetrics, l) {
-		if slices.Contains(LatencyStats, s) {
-			return nil
-		}
-		return fmt.Errorf("unknown statistic %q for %s (want one of %s)", s, l, strings.Join(LatencyStats, ", "))
-	}
-	switch {
-	case name == MetricThroughput || name == MetricTokenThroughput || name == MetricGoodput:
-		return nil
-	case strings.HasPrefix(name, prefixStage):
-		if b := strings.TrimPrefix(name, prefixStage); !slices.Contains(StageBuckets, b) {
-			return fmt.Errorf("unknown stage %q (want one of %s)", b, strings.Join(StageBuckets, ", "))
-		}
-		return nil
-	case strings.HasPrefix(name, prefixToken):
-		if b := strings.TrimPrefix(name, prefixToken); !slices.Contains(TokenBuckets, b) {
-			return fmt.Errorf("unknown token bucket %q (want one of %s)", b, strings.Join(TokenBuckets, ", "))
-		}
-		return nil
-	case strings.HasPrefix(name, prefixTenant) && len(name) > len(prefixTenant):
-		return nil
-	}
-	return fmt.Errorf("unknown metric %q (want LATENCY.STAT with LATENCY in %s and STAT in %s; %s, %s, %s; stage.BUCKET, token.BUCKET or tenant.NAME)",
-		name, strings.Join(LatencyMetrics, ", "), strings.Join(LatencyStats, ", "), MetricThroughput, MetricTokenThroughput, MetricGoodput)
-}
-
-// metricUnit is the unit a metric's values are in.
-func metricUnit(name string) string {
-	switch {
-	case name == MetricThroughput || name == MetricGoodput:
-		return "req/s"
-	case name == MetricTokenThroughput:
-		return "tok/s"
-	case strings.HasPrefix(name, prefixStage), strings.HasPrefix(name, prefixToken), strings.HasPrefix(name, prefixTenant):
-		return "ms/token"
-	}
-	return "ms"
-}
-
 // Policy is what the gate enforces: its rules and whether an inconclusive
 // rule fails the gate.
 type Policy struct {
@@ -187,6 +129,10 @@ type Policy struct {
 	// FailOnInconclusive makes an inconclusive rule fail the gate (exit 3)
 	// instead of passing it with a warning.
 	FailOnInconclusive bool
+	// AllowMissing makes a gated metric without data on a side
+	// inconclusive; by default it fails the gate, which never passes what
+	// it could not judge.
+	AllowMissing bool
 }
 
 // PolicyFile is the YAML form of a policy (--gate-file):
@@ -241,19 +187,22 @@ func ParsePolicyFile(name string, b []byte) (PolicyFile, []Gate, error) {
 	return pf, gates, nil
 }
 
-// ParseBlock reads a block-bootstrap setting: "off" (or 0) resamples
-// requests independently, "auto" uses blocks of ⌈n^⅓⌉ consecutive requests,
-// a positive integer is the block length.
+// ParseBlock reads a block-bootstrap setting: "detect" (the default, or
+// "") blocks only autocorrelated requests, "off" (or 0) resamples requests
+// independently, "auto" uses blocks of ⌈n^⅓⌉ consecutive requests, a
+// positive integer is the block length.
 func ParseBlock(s string) (int, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "off", "0", "none", "":
+	case "detect", "":
+		return BlockDetect, nil
+	case "off", "0", "none":
 		return 0, nil
 	case "auto":
 		return BlockAuto, nil
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil || n < 1 {
-		return 0, fmt.Errorf("block %q: want off, auto or a positive block length", s)
+		return 0, fmt.Errorf("block %q: want detect, off, auto or a positive block length", s)
 	}
 	return n, nil
 }

@@ -9,7 +9,7 @@ import (
 // distribution-free, equal-tailed 1−α confidence interval of the q-quantile
 // has finite bounds: the interval [x_(1), x_(n)] must leave at most α/2
 // outside on each side, so max(q, 1−q)^n ≤ α/2 (binomial order statistics,
-// as benchstat's QuantileCI; docs/statistics.md C.2). At α = 0.05 that is 6 for
+// as benchstat's QuantileCI; docs/diff.md). At α = 0.05 that is 6 for
 // the median, 36 for p90, 72 for p95 and 368 for p99. Below it a quantile
 // comparison can never be confident, so the gate says inconclusive.
 func MinSamplesForQuantile(q, alpha float64) int {
@@ -78,7 +78,7 @@ func logs(x []float64) []float64 {
 // EffectiveN is the effective sample size of an autocorrelated series,
 // n / (1 + 2 Σ_{k≥1} ρ̂_k), summing the sample autocorrelations until the
 // first non-positive one (the initial-positive-sequence truncation of Geyer
-// 1992, Stat. Sci. 7:473; docs/statistics.md C.2). It assumes a stationary series
+// 1992, Stat. Sci. 7:473; docs/diff.md). It assumes a stationary series
 // in time order; it is capped at n and at most 200 lags are summed.
 func EffectiveN(x []float64) float64 {
 	n := len(x)

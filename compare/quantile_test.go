@@ -10,7 +10,7 @@ import (
 )
 
 func TestMinSamplesForQuantile(t *testing.T) {
-	// docs/statistics.md C.2: median 6, p95 72, p99 368 at α = 0.05.
+	// docs/diff.md: median 6, p95 72, p99 368 at α = 0.05.
 	for _, tc := range []struct {
 		name string
 		q    float64

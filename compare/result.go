@@ -29,6 +29,13 @@ const (
 	// MethodBlockBootstrap: moving-block bootstrap over consecutive
 	// requests (or tokens, for ITL).
 	MethodBlockBootstrap Method = "block-bootstrap"
+	// MethodClusterBootstrap: percentile bootstrap over requests, each
+	// drawn with all its tokens (ITL), in blocks when requests are
+	// autocorrelated.
+	MethodClusterBootstrap Method = "cluster-bootstrap"
+	// MethodHistory: one candidate run against the spread of several
+	// baseline runs (a prediction interval with Student's t).
+	MethodHistory Method = "baseline-history"
 	// MethodRunLevel: U test, Hodges–Lehmann and Moses over per-run values
 	// (the run is the replication unit).
 	MethodRunLevel Method = "run-level"
@@ -52,6 +59,9 @@ type Result struct {
 	// Warnings are problems with the data or the comparison that every
 	// renderer shows.
 	Warnings []string
+	// InputWarnings are the inputs' own problems (truncation, interrupted
+	// captures, malformed records), "path: message".
+	InputWarnings []string
 }
 
 // SideSummary describes one side's input.
@@ -67,8 +77,10 @@ type SideSummary struct {
 
 // Metric is one compared quantity, such as ttft.p99.
 type Metric struct {
-	Name   string // "ttft.p99", "throughput", "token.gpu.attention"
-	Unit   string // "ms", "ms/token", "req/s", "tok/s"
+	Name string // "ttft.p99", "throughput", "token.gpu.attention"
+	Unit string // "ms", "ms/token", "req/s", "tok/s"
+	// Better is the direction in which the metric improves (Families).
+	Better Better
 	Method Method
 	// NBaseline and NCandidate count the replication units used (requests,
 	// tokens for itl, or runs).
@@ -77,9 +89,9 @@ type Metric struct {
 	// replication: the median over runs of the per-run value).
 	Baseline, Candidate float64
 	// Delta is the change in the metric's unit; DeltaPct the relative
-	// change in percent (+10 = 10% higher). For MethodHodgesLehmann and
-	// MethodRunLevel they are the Hodges–Lehmann shift, not the difference
-	// of the two values shown.
+	// change in percent (+10 = 10% higher): always the change from Baseline
+	// to Candidate as shown. A ".shift" metric has no values (NaN) and its
+	// change is the Hodges–Lehmann shift.
 	Delta, DeltaPct float64
 	// CILow/CIHigh bound Delta, CILowPct/CIHighPct bound DeltaPct, at
 	// confidence 1−α; ±Inf when no interval is possible.
@@ -98,12 +110,21 @@ type Metric struct {
 	MinN int
 	// Note qualifies the figures (under-coverage, scale used).
 	Note string
+	// CannotDecide, when set, says why no rule on this metric can pass or
+	// fail with these data (too few samples, too few effective samples,
+	// one value per run): a rule on it is inconclusive with this reason.
+	CannotDecide string
 	// Breakdown names what Explanation decomposes: "first token", "request
 	// stages", "token buckets", "per output token".
 	Breakdown string
 	// Explanation is the change of each attribution bucket, in ms (per
-	// output token for tpot and itl), largest magnitude first.
+	// output token for tpot and itl): the buckets that moved the way the
+	// metric did first, largest first, then the others.
 	Explanation []BucketDelta
+	// Mixed says the buckets do not agree with the metric's change: none
+	// moved its way, or those moving the other way add up to at least half
+	// as much. Renderers say "mixed" rather than suggest a cause.
+	Mixed bool
 	// Gate is the outcome of the rule on this metric, nil when ungated.
 	Gate *GateOutcome
 }

@@ -18,12 +18,12 @@ import (
 // reader can refuse an incompatible future version instead of misreading it.
 const SamplesSchema = "llmprof.samples/v1"
 
-// StageBuckets are the request-stage attribution buckets (docs/design.md §7, request
+// StageBuckets are the request-stage attribution buckets (docs/diff.md, request
 // level), as attribution names them. Each is the time one request spent in
 // that stage.
 var StageBuckets = attribution.StageNames()
 
-// TokenBuckets are the token-level attribution buckets (docs/design.md §7, token
+// TokenBuckets are the token-level attribution buckets (docs/diff.md, token
 // level), as attribution names them. For one output token they partition the
 // interval since the previous token; a Run carries their per-request sums.
 var TokenBuckets = attribution.BucketNames()
@@ -48,6 +48,7 @@ var TokenBuckets = attribution.BucketNames()
 //	ttft_ms, tpot_ms, e2e_ms, queue_ms   per request
 //	output_tokens   per request
 //	itl_ms          per output-token gap, requests concatenated in arrival order
+//	itl_counts      per request, how many of the itl_ms gaps are its own
 //	stages_ms       {stage bucket: per-request ms}
 //	tokens_ms       {token bucket: per-request ms, summed over the request's output tokens}
 //	first_token_ms  {token bucket: per-request ms of the first output token only}
@@ -68,6 +69,9 @@ type Run struct {
 	Queue        Series `json:"queue_ms,omitempty"`
 	OutputTokens Series `json:"output_tokens,omitempty"`
 	ITL          Series `json:"itl_ms,omitempty"`
+	// ITLCounts is how many of the ITL gaps each request contributed, so
+	// the bootstrap can resample a request with its tokens.
+	ITLCounts []int `json:"itl_counts,omitempty"`
 
 	Stages     map[string]Series `json:"stages_ms,omitempty"`
 	Tokens     map[string]Series `json:"tokens_ms,omitempty"`
@@ -137,6 +141,18 @@ func (r *Run) Validate() error {
 	}{{"ttft_ms", r.TTFT}, {"tpot_ms", r.TPOT}, {"e2e_ms", r.E2E}, {"queue_ms", r.Queue}, {"output_tokens", r.OutputTokens}} {
 		if len(s.s) != 0 && len(s.s) != r.Requests {
 			return fmt.Errorf("%s has %d values for %d requests", s.name, len(s.s), r.Requests)
+		}
+	}
+	if len(r.ITLCounts) != 0 {
+		t := 0
+		for _, c := range r.ITLCounts {
+			if c < 0 {
+				return errors.New("itl_counts has a negative count")
+			}
+			t += c
+		}
+		if len(r.ITLCounts) != r.Requests || t != len(r.ITL) {
+			return fmt.Errorf("itl_counts has %d counts adding up to %d for %d requests and %d itl_ms gaps", len(r.ITLCounts), t, r.Requests, len(r.ITL))
 		}
 	}
 	for _, m := range []struct {

@@ -1,6 +1,6 @@
 package compare_test
 
-// Synthetic validation of the gate's statistics (docs/statistics.md C.3): every
+// Synthetic validation of the gate's statistics (docs/diff.md, "How it was validated"): every
 // sweep draws samples with a known truth from fixed seeds, runs the real
 // Compare, and checks error rates, power and coverage. The sweeps use 300
 // bootstrap replicates instead of the default 2000 to keep the suite fast;
@@ -138,7 +138,7 @@ func TestNullFalseFailRate(t *testing.T) {
 func TestShiftDetectedAndCovered(t *testing.T) {
 	t.Parallel()
 	const seeds, n = 200, 200
-	gates := mustGates(t, "ttft.p50<+0%")
+	gates := mustGates(t, "ttft.shift<+0%")
 	detected, covered := 0, 0
 	for seed := range uint64(seeds) {
 		rng := rand.New(rand.NewPCG(seed, 77))
@@ -147,9 +147,9 @@ func TestShiftDetectedAndCovered(t *testing.T) {
 		opts := sweepOptions(seed, gates)
 		opts.Reps = noReps
 		res := compareRuns(t, []compare.Run{ttftRun(b)}, []compare.Run{ttftRun(c)}, opts)
-		m := metric(t, res, "ttft.p50")
+		m := metric(t, res, "ttft.shift")
 		if m.Method != compare.MethodHodgesLehmann {
-			t.Fatalf("ttft.p50 method %s", m.Method)
+			t.Fatalf("ttft.shift method %s", m.Method)
 		}
 		if m.Gate.Verdict == compare.Fail {
 			detected++
@@ -177,14 +177,14 @@ func TestMDEMatchesPower(t *testing.T) {
 	const seeds, n = 200, 200
 	rng := rand.New(rand.NewPCG(1, 1))
 	probe := compareRuns(t, []compare.Run{ttftRun(latencies(rng, n, 0.3, 1))}, []compare.Run{ttftRun(latencies(rng, n, 0.3, 1))}, sweepOptions(1, nil))
-	mde := metric(t, probe, "ttft.p50").MDEPct
+	mde := metric(t, probe, "ttft.shift").MDEPct
 	detected := 0
 	for seed := range uint64(seeds) {
 		rng := rand.New(rand.NewPCG(seed, 99))
 		opts := sweepOptions(seed, nil)
 		opts.Reps = noReps
 		res := compareRuns(t, []compare.Run{ttftRun(latencies(rng, n, 0.3, 1))}, []compare.Run{ttftRun(latencies(rng, n, 0.3, 1+mde/100))}, opts)
-		if metric(t, res, "ttft.p50").Significant {
+		if metric(t, res, "ttft.shift").Significant {
 			detected++
 		}
 	}
@@ -263,7 +263,7 @@ func TestP99NeedsEnoughSamples(t *testing.T) {
 func TestBlockBootstrapRestoresLevel(t *testing.T) {
 	t.Parallel()
 	const seeds, n, rho = 200, 1000, 0.5
-	gates := mustGates(t, "ttft.p50<+0%")
+	gates := mustGates(t, "ttft.shift<+0%")
 	ar := func(rng *rand.Rand) []float64 {
 		out := make([]float64, n)
 		x := rng.NormFloat64()
@@ -273,28 +273,34 @@ func TestBlockBootstrapRestoresLevel(t *testing.T) {
 		}
 		return out
 	}
-	naive, blocked := 0, 0
+	naive, blocked, auto := 0, 0, 0
 	for seed := range uint64(seeds) {
 		rng := rand.New(rand.NewPCG(seed, 4))
 		b, c := []compare.Run{ttftRun(ar(rng))}, []compare.Run{ttftRun(ar(rng))}
 		iid := sweepOptions(seed, gates)
 		iid.Reps = noReps
+		iid.Block = 0 // independent requests
 		if compareRuns(t, b, c, iid).Gate.Fail > 0 {
 			naive++
 		}
 		opts := sweepOptions(seed, gates)
+		res := compareRuns(t, b, c, opts) // the default: autocorrelation detected
+		if res.Gate.Fail > 0 {
+			blocked++
+		}
 		opts.Block = compare.BlockAuto
-		res := compareRuns(t, b, c, opts)
+		opts.Policy.Gates = mustGates(t, "ttft.p50<+0%")
+		res = compareRuns(t, b, c, opts)
 		if m := metric(t, res, "ttft.p50"); m.Method != compare.MethodBlockBootstrap {
 			t.Fatalf("method %s with blocks", m.Method)
 		}
 		if res.Gate.Fail > 0 {
-			blocked++
+			auto++
 		}
 	}
-	t.Logf("false fails: independent %d/%d, block %d/%d", naive, seeds, blocked, seeds)
-	if limit := int(0.05 * seeds); blocked > limit {
-		t.Errorf("block bootstrap: %d false fails of %d, want ≤ %d", blocked, seeds, limit)
+	t.Logf("false fails: independent %d/%d, detected (shift widened) %d/%d, --block auto (p50) %d/%d", naive, seeds, blocked, seeds, auto, seeds)
+	if limit := int(0.05 * seeds); blocked > limit || auto > limit {
+		t.Errorf("with autocorrelation handled: %d and %d false fails of %d, want ≤ %d", blocked, auto, seeds, limit)
 	}
 	if naive <= blocked || naive <= int(0.05*seeds) {
 		t.Errorf("independent-request test: %d false fails, expected clearly more than α (the failure mode blocks fix)", naive)
@@ -307,7 +313,7 @@ func TestBlockBootstrapRestoresLevel(t *testing.T) {
 func TestRunLevelReplication(t *testing.T) {
 	t.Parallel()
 	const seeds, runs, perRun = 200, 6, 300
-	gates := mustGates(t, "ttft.p50<+0%")
+	gates := mustGates(t, "ttft.shift<+0%")
 	side := func(rng *rand.Rand) []compare.Run {
 		out := make([]compare.Run, runs)
 		for i := range out {
@@ -323,13 +329,14 @@ func TestRunLevelReplication(t *testing.T) {
 		opts := sweepOptions(seed, gates)
 		opts.Reps = noReps
 		res := compareRuns(t, b, c, opts)
-		if res.Unit != "run" || metric(t, res, "ttft.p50").Method != compare.MethodRunLevel {
+		if res.Unit != "run" || metric(t, res, "ttft.shift").Method != compare.MethodRunLevel {
 			t.Fatalf("unit %s: want run-level replication", res.Unit)
 		}
 		if res.Gate.Fail > 0 {
 			runFails++
 		}
 		opts.PoolRuns = true
+		opts.Block = 0 // requests as independent: what pooling claims
 		if compareRuns(t, b, c, opts).Gate.Fail > 0 {
 			pooledFails++
 		}
@@ -340,5 +347,60 @@ func TestRunLevelReplication(t *testing.T) {
 	}
 	if pooledFails <= 2*runFails || pooledFails <= int(0.05*seeds) {
 		t.Errorf("pooled: %d false fails; expected far more than α (why runs are the unit)", pooledFails)
+	}
+}
+
+// TestBaselineHistory: each run has its own offset (log-sd 0.15), which no
+// single run shows. One candidate run against one baseline run fails far
+// more often than α; against a history of five baseline runs (their spread
+// is the run-to-run variance) it stays within α, and a 60% slowdown still
+// fails.
+func TestBaselineHistory(t *testing.T) {
+	t.Parallel()
+	const seeds, perRun = 200, 300
+	gates := mustGates(t, "ttft.shift<+0%")
+	run := func(rng *rand.Rand, scale float64) compare.Run {
+		return ttftRun(latencies(rng, perRun, 0.3, scale*math.Exp(0.15*rng.NormFloat64())))
+	}
+	single, history, detected := 0, 0, 0
+	for seed := range uint64(seeds) {
+		rng := rand.New(rand.NewPCG(seed, 6))
+		var hist []compare.Run
+		for i := range 5 {
+			r := run(rng, 1)
+			r.RunID = fmt.Sprint(i)
+			hist = append(hist, r)
+		}
+		cand := []compare.Run{run(rng, 1)}
+		opts := sweepOptions(seed, gates)
+		opts.Reps = noReps
+		opts.Block = 0
+		if compareRuns(t, hist[:1], cand, opts).Gate.Fail > 0 {
+			single++
+		}
+		res := compareRuns(t, hist, cand, opts)
+		m := metric(t, res, "ttft.p50")
+		if m.Method != compare.MethodHistory {
+			t.Fatalf("method %s, want %s", m.Method, compare.MethodHistory)
+		}
+		if got, want := m.DeltaPct, 100*(m.Candidate/m.Baseline-1); math.Abs(got-want) > 1e-9 {
+			t.Fatalf("change %v is not the change of the values shown (%v)", got, want)
+		}
+		if res.Gate.Fail > 0 {
+			history++
+		}
+		if compareRuns(t, hist, []compare.Run{run(rng, 1.6)}, opts).Gate.Fail > 0 {
+			detected++
+		}
+	}
+	t.Logf("false fails: one baseline run %d/%d, history of 5 %d/%d; 60%% slower detected %d/%d", single, seeds, history, seeds, detected, seeds)
+	if limit := int(0.05 * seeds); history > limit {
+		t.Errorf("history: %d false fails of %d, want ≤ %d", history, seeds, limit)
+	}
+	if single <= 2*max(history, 5) {
+		t.Errorf("one baseline run: %d false fails; expected far more than α (why a history is needed)", single)
+	}
+	if detected < seeds/2 {
+		t.Errorf("60%% slowdown detected in %d of %d", detected, seeds)
 	}
 }

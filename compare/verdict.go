@@ -41,13 +41,13 @@ func (c *comparison) applyGates() {
 		i := slices.IndexFunc(res.Metrics, func(m Metric) bool { return m.Name == g.Metric })
 		if i < 0 {
 			// Not comparable: keep a row for it so the report shows why.
-			m := Metric{Name: g.Metric, Unit: metricUnit(g.Metric), Method: MethodNone,
+			m := Metric{Name: g.Metric, Unit: metricUnit(g.Metric), Better: MetricBetter(g.Metric), Method: MethodNone,
 				Baseline: math.NaN(), Candidate: math.NaN(), Delta: math.NaN(), DeltaPct: math.NaN(),
 				CILow: math.Inf(-1), CIHigh: math.Inf(1), CILowPct: math.Inf(-1), CIHighPct: math.Inf(1),
 				P: math.NaN(), MDE: math.NaN(), MDEPct: math.NaN()}
 			res.Metrics = append(res.Metrics, m)
 			i = len(res.Metrics) - 1
-			w := &work{short: "no data: " + c.whyAbsent(g.Metric)}
+			w := &work{short: "no data: " + c.whyAbsent(g.Metric), missing: true}
 			rules = append(rules, gated{i, w, g})
 			continue
 		}
@@ -136,10 +136,29 @@ func (c *comparison) whyAbsent(name string) string {
 // decide sets one rule's verdict and reason.
 func (c *comparison) decide(out *GateOutcome, m *Metric, w *work, holmRejected bool, rules int) {
 	g := out.Rule
+	if w.missing {
+		out.Reason = w.short
+		if c.opts.Policy.AllowMissing {
+			out.Verdict = Inconclusive
+			out.Reason += " (--allow-missing)"
+			return
+		}
+		out.Verdict = Fail
+		out.Reason += "; a gated metric without data fails the gate (--allow-missing makes it inconclusive)"
+		return
+	}
 	if w.short != "" {
 		out.Verdict = Inconclusive
 		out.Reason = w.short
 		out.NeededN = w.shortN
+		return
+	}
+	if c.identical {
+		out.Verdict = Inconclusive
+		out.Reason = "baseline and candidate hold identical samples: a run compared with itself cannot pass"
+		if bad := c.breaches(m, g); bad {
+			out.Verdict = Fail
+		}
 		return
 	}
 	lo, hi, est := m.CILow, m.CIHigh, m.Delta
@@ -168,6 +187,15 @@ func (c *comparison) decide(out *GateOutcome, m *Metric, w *work, holmRejected b
 	default:
 		out.Verdict = Inconclusive
 		out.Reason = fmt.Sprintf("%s contains %s", ci, thr)
+		if w.runSD > 0 {
+			if n := c.neededRuns(g, m, w.runSD); n > 0 {
+				out.NeededN = n
+				out.Reason += fmt.Sprintf("; one candidate run cannot separate this from the run-to-run spread: about %d runs per side would settle it", n)
+			} else {
+				out.Reason += "; the estimate is too close to the threshold for more runs to settle it soon"
+			}
+			return
+		}
 		n := c.neededN(m, g, lo, hi, est)
 		switch {
 		case n > 100*max(m.NBaseline, m.NCandidate):
@@ -235,4 +263,44 @@ func (c *comparison) neededN(m *Metric, g Gate, lo, hi, est float64) int {
 		return 0
 	}
 	return int(need)
+}
+
+// breaches reports whether a metric's interval lies entirely on the bad
+// side of a rule's threshold.
+func (c *comparison) breaches(m *Metric, g Gate) bool {
+	lo, hi := m.CILow, m.CIHigh
+	if g.Relative {
+		lo, hi = m.CILowPct, m.CIHighPct
+	}
+	if g.Op == Below {
+		return lo > g.Threshold
+	}
+	return hi < g.Threshold
+}
+
+// neededRuns estimates the runs per side at which the run-level comparison
+// of a metric whose per-run values spread by sd (log scale when relative)
+// would decide the rule with the configured power:
+// 2·((z_{1−α/2}+z_{power})·sd/|est−δ|)², at least the U test's minimum; 0
+// when beyond 1000 runs.
+func (c *comparison) neededRuns(g Gate, m *Metric, sd float64) int {
+	est, thr := m.DeltaPct, g.Threshold
+	if !g.Relative {
+		est, thr = m.Delta, g.Threshold
+		if m.Baseline > 0 {
+			est, thr = 100*m.Delta/m.Baseline, 100*g.Threshold/m.Baseline
+		}
+	}
+	if est <= -100 || thr <= -100 || math.IsNaN(est) {
+		return 0
+	}
+	gap := math.Abs(math.Log1p(est/100) - math.Log1p(thr/100))
+	if gap == 0 {
+		return 0
+	}
+	n := math.Ceil(2 * math.Pow((c.za+c.zb)*sd/gap, 2))
+	if n > 1000 {
+		return 0
+	}
+	return max(int(n), minSamplesForU(c.opts.Alpha))
 }

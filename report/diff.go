@@ -11,7 +11,7 @@ import (
 	"github.com/llmprof/llmprof/compare"
 )
 
-// DiffSchema is the version of `diff --format json` (docs/design.md §11). Renaming
+// DiffSchema is the version of `diff --format json` (docs/diff.md). Renaming
 // or removing a field bumps it; adding one does not.
 const DiffSchema = "llmprof.diff/v1"
 
@@ -49,6 +49,9 @@ type diffDoc struct {
 	Metrics   []diffMetricDoc `json:"metrics"`
 	Gate      diffGateDoc     `json:"gate"`
 	Warnings  []string        `json:"warnings"`
+	// InputWarnings are the inputs' own problems (truncation, interrupted
+	// captures), which diff --strict fails on.
+	InputWarnings []string `json:"input_warnings"`
 }
 
 type diffSideDoc struct {
@@ -62,29 +65,32 @@ type diffSideDoc struct {
 }
 
 type diffMetricDoc struct {
-	Name        string          `json:"name"`
-	Unit        string          `json:"unit"`
-	Method      compare.Method  `json:"method"`
-	NBaseline   int             `json:"n_baseline"`
-	NCandidate  int             `json:"n_candidate"`
-	Baseline    jnum            `json:"baseline"`
-	Candidate   jnum            `json:"candidate"`
-	Delta       jnum            `json:"delta"`
-	DeltaPct    jnum            `json:"delta_pct"`
-	CILow       jnum            `json:"ci_low"`
-	CIHigh      jnum            `json:"ci_high"`
-	CILowPct    jnum            `json:"ci_low_pct"`
-	CIHighPct   jnum            `json:"ci_high_pct"`
-	P           jprob           `json:"p"`
-	Significant bool            `json:"significant"`
-	MDE         jnum            `json:"mde"`
-	MDEPct      jnum            `json:"mde_pct"`
-	MinN        int             `json:"min_n"`
-	Note        string          `json:"note,omitempty"`
-	Verdict     compare.Verdict `json:"verdict,omitempty"`
-	Gate        *diffRuleDoc    `json:"gate,omitempty"`
-	Breakdown   string          `json:"breakdown,omitempty"`
-	Explanation []diffBucketDoc `json:"explanation"`
+	Name         string          `json:"name"`
+	Unit         string          `json:"unit"`
+	Better       string          `json:"better"`
+	Method       compare.Method  `json:"method"`
+	NBaseline    int             `json:"n_baseline"`
+	NCandidate   int             `json:"n_candidate"`
+	Baseline     jnum            `json:"baseline"`
+	Candidate    jnum            `json:"candidate"`
+	Delta        jnum            `json:"delta"`
+	DeltaPct     jnum            `json:"delta_pct"`
+	CILow        jnum            `json:"ci_low"`
+	CIHigh       jnum            `json:"ci_high"`
+	CILowPct     jnum            `json:"ci_low_pct"`
+	CIHighPct    jnum            `json:"ci_high_pct"`
+	P            jprob           `json:"p"`
+	Significant  bool            `json:"significant"`
+	MDE          jnum            `json:"mde"`
+	MDEPct       jnum            `json:"mde_pct"`
+	MinN         int             `json:"min_n"`
+	Note         string          `json:"note,omitempty"`
+	CannotDecide string          `json:"cannot_decide,omitempty"`
+	Verdict      compare.Verdict `json:"verdict,omitempty"`
+	Gate         *diffRuleDoc    `json:"gate,omitempty"`
+	Breakdown    string          `json:"breakdown,omitempty"`
+	Explanation  []diffBucketDoc `json:"explanation"`
+	Mixed        bool            `json:"mixed,omitempty"`
 }
 
 type diffRuleDoc struct {
@@ -152,16 +158,17 @@ func WriteDiffJSON(w io.Writer, res *compare.Result) error {
 			Verdict: res.Gate.Verdict, Pass: res.Gate.Pass, Fail: res.Gate.Fail, Inconclusive: res.Gate.Inconclusive,
 			FailOnInconclusive: res.Gate.FailOnInconclusive, Failed: res.Gate.Failed, Rules: []string{},
 		},
-		Warnings: append([]string{}, res.Warnings...),
+		Warnings:      append([]string{}, res.Warnings...),
+		InputWarnings: append([]string{}, res.InputWarnings...),
 	}
 	for _, m := range res.Metrics {
 		md := diffMetricDoc{
-			Name: m.Name, Unit: m.Unit, Method: m.Method, NBaseline: m.NBaseline, NCandidate: m.NCandidate,
+			Name: m.Name, Unit: m.Unit, Better: m.Better.String(), Method: m.Method, NBaseline: m.NBaseline, NCandidate: m.NCandidate,
 			Baseline: jnum(m.Baseline), Candidate: jnum(m.Candidate),
 			Delta: jnum(m.Delta), DeltaPct: jnum(m.DeltaPct),
 			CILow: jnum(m.CILow), CIHigh: jnum(m.CIHigh), CILowPct: jnum(m.CILowPct), CIHighPct: jnum(m.CIHighPct),
 			P: jprob(m.P), Significant: m.Significant, MDE: jnum(m.MDE), MDEPct: jnum(m.MDEPct), MinN: m.MinN,
-			Note: m.Note, Breakdown: m.Breakdown, Explanation: []diffBucketDoc{},
+			Note: m.Note, CannotDecide: m.CannotDecide, Breakdown: m.Breakdown, Explanation: []diffBucketDoc{}, Mixed: m.Mixed,
 		}
 		for _, e := range m.Explanation {
 			md.Explanation = append(md.Explanation, diffBucketDoc{e.Bucket, jnum(e.DeltaMS)})
@@ -327,7 +334,11 @@ func explanationLine(m compare.Metric, top int) string {
 		}
 		parts = append(parts, e.Bucket+" "+fmtDeltaMS(e.DeltaMS))
 	}
-	return m.Breakdown + ": " + strings.Join(parts, ", ")
+	line := m.Breakdown + ": " + strings.Join(parts, ", ")
+	if m.Mixed {
+		line = "mixed — " + line
+	}
+	return line
 }
 
 // shown says whether a metric appears in the human-readable tables.
@@ -339,17 +350,14 @@ func shown(m compare.Metric, o DiffOptions) bool {
 }
 
 func isBucket(name string) bool {
-	for _, p := range []string{"stage.", "token.", "tenant."} {
-		if strings.HasPrefix(name, p) {
-			return true
-		}
-	}
-	return false
+	m, err := compare.LookupMetric(name)
+	return err == nil && m.Family.Kind == compare.KindBucket
 }
 
-// higherIsBetter says which direction of change is good, for colouring.
+// higherIsBetter says which direction of change is good, for colouring:
+// the metric table's (compare.Families).
 func higherIsBetter(m compare.Metric) bool {
-	return m.Unit == "req/s" || m.Unit == "tok/s"
+	return m.Better == compare.HigherIsBetter
 }
 
 func verdictWord(v compare.Verdict) string {

@@ -105,6 +105,14 @@ func WriteDiffMarkdown(w io.Writer, res *compare.Result, o DiffOptions) error {
 			fmt.Fprintf(bw, "- %s\n", mdEscape(wn))
 		}
 	}
+	if len(res.InputWarnings) > 0 {
+		fmt.Fprintln(bw)
+		fmt.Fprintf(bw, "**Input warnings** (%d; `--strict` fails on them)\n", len(res.InputWarnings))
+		fmt.Fprintln(bw)
+		for _, wn := range res.InputWarnings {
+			fmt.Fprintf(bw, "- %s\n", mdEscape(wn))
+		}
+	}
 	return bw.Flush()
 }
 

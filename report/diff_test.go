@@ -4,7 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
+	"math"
+	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/llmprof/llmprof/compare"
@@ -86,7 +91,7 @@ func TestDiffGolden(t *testing.T) {
 	}
 }
 
-// TestDiffJSONContract checks the stable paths of docs/design.md §11 on a parsed
+// TestDiffJSONContract checks the stable paths of docs/diff.md on a parsed
 // document, independent of the golden bytes.
 func TestDiffJSONContract(t *testing.T) {
 	var buf bytes.Buffer
@@ -170,5 +175,89 @@ func TestDiffTextColour(t *testing.T) {
 	}
 	if !bytes.Contains(colour.Bytes(), []byte("\x1b[")) {
 		t.Error("colour output has no ANSI escapes")
+	}
+}
+
+// TestDiffGoldenChangeIsChangeOfValues reads the golden outputs back: in
+// every row the change column is the change of the two values printed
+// beside it (issue 14: "p50" is the change of the median, not a shift), and
+// every explanation points the way its metric moved or says "mixed".
+func TestDiffGoldenChangeIsChangeOfValues(t *testing.T) {
+	num := func(s string) (float64, bool) {
+		s = strings.TrimSpace(s)
+		end := 0
+		for end < len(s) && strings.ContainsRune("+-.0123456789", rune(s[end])) {
+			end++
+		}
+		v, err := strconv.ParseFloat(s[:end], 64)
+		return v, err == nil
+	}
+	split := regexp.MustCompile(`\s{2,}`)
+	total := 0
+	defer func() {
+		if total < 30 {
+			t.Errorf("only %d rows with a change checked", total)
+		}
+	}()
+	for _, name := range []string{"regression", "pass", "report", "replication"} {
+		b, err := os.ReadFile(filepath.Join("testdata", "diff_"+name+".txt"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows := 0
+		for _, line := range strings.Split(string(b), "\n") {
+			f := split.Split(strings.TrimSpace(line), -1)
+			if len(f) < 4 || compare.ValidMetric(f[0]) != nil {
+				continue
+			}
+			vb, ok1 := num(f[1])
+			vc, ok2 := num(f[2])
+			ch, ok3 := num(strings.Trim(f[3], "()%"))
+			if !ok1 || !ok2 || !ok3 || vb == 0 {
+				continue // "—" (a shift has no values) or "~"
+			}
+			rows++
+			want := 100 * (vc/vb - 1)
+			// Printed values carry 3–4 significant digits, the change 0.1.
+			if tol := 0.06 + 100*(math.Abs(vc/vb))*(0.5e-2/math.Abs(vb)+0.5e-2/math.Abs(vc)); math.Abs(ch-want) > tol {
+				t.Errorf("%s: %s: %s → %s printed as %s, the values' change is %+.2f%%", name, f[0], f[1], f[2], f[3], want)
+			}
+		}
+		total += rows
+
+		var doc struct {
+			Metrics []struct {
+				Name        string   `json:"name"`
+				Baseline    *float64 `json:"baseline"`
+				Candidate   *float64 `json:"candidate"`
+				DeltaPct    *float64 `json:"delta_pct"`
+				Mixed       bool     `json:"mixed"`
+				Explanation []struct {
+					DeltaMS float64 `json:"delta_ms"`
+				} `json:"explanation"`
+			} `json:"metrics"`
+		}
+		jb, err := os.ReadFile(filepath.Join("testdata", "diff_"+name+".json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(jb, &doc); err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range doc.Metrics {
+			if m.Baseline != nil && m.Candidate != nil && m.DeltaPct != nil && *m.Baseline != 0 {
+				// JSON numbers carry 6 significant digits and 6 decimals.
+				b, c := *m.Baseline, *m.Candidate
+				tol := 1e-3*math.Max(1, math.Abs(*m.DeltaPct)) + 100*math.Abs(c/b)*(1e-6/math.Abs(b)+1e-6/math.Max(math.Abs(c), 1e-9))
+				if want := 100 * (c/b - 1); math.Abs(*m.DeltaPct-want) > tol {
+					t.Errorf("%s: %s: delta_pct %v, the values' change %v", name, m.Name, *m.DeltaPct, want)
+				}
+			}
+			if len(m.Explanation) > 0 && m.DeltaPct != nil && *m.DeltaPct != 0 && !m.Mixed {
+				if (m.Explanation[0].DeltaMS > 0) != (*m.DeltaPct > 0) {
+					t.Errorf("%s: %s changed %+.2f%% but its explanation leads with %+.3f ms and does not say mixed", name, m.Name, *m.DeltaPct, m.Explanation[0].DeltaMS)
+				}
+			}
+		}
 	}
 }

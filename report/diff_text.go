@@ -148,11 +148,20 @@ func WriteDiffText(w io.Writer, res *compare.Result, o DiffOptions) error {
 			fmt.Fprintln(bw, "  "+wn)
 		}
 	}
+	if len(res.InputWarnings) > 0 {
+		fmt.Fprintln(bw)
+		fmt.Fprintln(bw, st.title.Render(fmt.Sprintf("input warnings (%d; --strict fails on them):", len(res.InputWarnings))))
+		for _, wn := range res.InputWarnings {
+			fmt.Fprintln(bw, "  "+wn)
+		}
+	}
 	return bw.Flush()
 }
 
 func blockNote(block int) string {
 	switch {
+	case block == compare.BlockDetect:
+		return ", blocks where requests are autocorrelated"
 	case block == compare.BlockAuto:
 		return ", blocks of ⌈n^⅓⌉ requests"
 	case block > 1:

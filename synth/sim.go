@@ -434,7 +434,11 @@ func (s *engineSim) kernelPlan(p, d, np, batch, ctxDecode, sumSq int) []Op {
 	T := float64(p + d)
 	var ops []Op
 	add := func(name string, cat Category, kind OpKind, ns float64, grid, block uint32, bytes uint64) {
-		dur := int64(ns * m.Speed * (0.95 + 0.1*s.rng.Float64()))
+		f := m.Speed
+		if c, ok := m.CategorySpeed[cat]; ok {
+			f *= c
+		}
+		dur := int64(ns * f * (0.95 + 0.1*s.rng.Float64()))
 		ops = append(ops, Op{Name: name, Category: cat, Kind: kind, End: max(dur, 1_000), GridX: grid, BlockX: block, Bytes: bytes})
 	}
 	add(kHtoD, CatMemcpy, MemcpyHtoD, 4_000+0.5*T, 0, 0, uint64(8*(p+d)))

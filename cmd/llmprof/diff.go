@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
+	"bufio"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,16 +12,15 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llmprof/llmprof/compare"
-	"github.com/llmprof/llmprof/ingest"
 	"github.com/llmprof/llmprof/report"
 )
 
 // DiffOptions are the parsed flags and arguments of `llmprof diff`.
 type DiffOptions struct {
 	IO *IOStreams
-	// analyzeRaw takes a raw trace input (file or directory) through the
-	// analyze pipeline.
-	analyzeRaw func(ctx context.Context, path string) (compare.Run, error)
+	// load reads the inputs of one side (compare.Load with the analyze
+	// pipeline and the Factory's decoders; tests replace it).
+	load func(ctx context.Context, paths []string) (*compare.Input, error)
 
 	// Baseline and Candidate are the two sides, each one or more paths.
 	Baseline, Candidate []string
@@ -41,6 +38,10 @@ type DiffOptions struct {
 	Block            string
 	PoolRuns         bool
 	AllowModelChange bool
+	AllowMissing     bool
+	Strict           bool
+	Output           string   // -o: the report (in --format) to this file, written atomically
+	History          []string // --baseline-history: earlier baseline runs
 
 	// changed reports whether a flag was given explicitly, so a gate file's
 	// settings apply only where the command line is silent.
@@ -51,17 +52,10 @@ type DiffOptions struct {
 func NewCmdDiff(f *Factory) *cobra.Command {
 	def := compare.DefaultOptions()
 	opts := &DiffOptions{IO: f.IO}
-	opts.analyzeRaw = func(ctx context.Context, path string) (compare.Run, error) {
-		a, err := analyzeInputs(ctx, f, []string{path}, pipelineOptions{})
-		if err != nil {
-			return compare.Run{}, err
-		}
-		if len(a.Attr.Requests) == 0 {
-			return compare.Run{}, fmt.Errorf("%s: no requests found (no span in a request convention llmprof knows)", path)
-		}
-		run := compare.FromAttribution(a.Attr)
-		run.RunID = path
-		return run, nil
+	opts.load = func(ctx context.Context, paths []string) (*compare.Input, error) {
+		return compare.Load(ctx, paths, compare.LoadOptions{Decoders: f.decoders(), Analyze: func(ctx context.Context, path string) (compare.Run, []string, error) {
+			return analyzeRawRun(ctx, f, path)
+		}})
 	}
 	cmd := &cobra.Command{
 		Use:   "diff [flags] <baseline> <candidate>",
@@ -134,6 +128,10 @@ Exit status: 0 no rule failed, 1 unusable input, 2 usage error, 3 a rule failed
 	fl.StringVar(&opts.Block, "block", "off", "block bootstrap over consecutive requests: off, auto (n^1/3) or a block length")
 	fl.BoolVar(&opts.PoolRuns, "pool-runs", false, "treat several runs per side as one long run instead of replicates")
 	fl.BoolVar(&opts.AllowModelChange, "allow-model-change", false, "compare runs that served different models")
+	fl.BoolVar(&opts.AllowMissing, "allow-missing", false, "a gated metric without data on a side is inconclusive instead of failing the gate")
+	fl.BoolVar(&opts.Strict, "strict", false, "fail (exit 1) when an input has warnings (truncation, an interrupted capture, malformed records)")
+	fl.StringVarP(&opts.Output, "output", "o", "", "write the report to FILE (written whole, then renamed into place) instead of stdout")
+	fl.StringArrayVar(&opts.History, "baseline-history", nil, "earlier baseline runs (a directory of saved analyses, or files; repeatable): they estimate run-to-run variance")
 	return cmd
 }
 
@@ -184,34 +182,37 @@ func runDiff(ctx context.Context, opts *DiffOptions) error {
 		outputs = append(outputs, output{r, path})
 	}
 
-	base, err := loadSide(ctx, opts.Baseline, opts.analyzeRaw)
+	base, err := opts.load(ctx, append(slices.Clone(opts.Baseline), opts.History...))
 	if err != nil {
 		return err
 	}
-	cand, err := loadSide(ctx, opts.Candidate, opts.analyzeRaw)
+	cand, err := opts.load(ctx, opts.Candidate)
 	if err != nil {
 		return err
+	}
+	if same, ok := compare.SameInput(base, cand); ok {
+		return fmt.Errorf("baseline and candidate are the same input (%s): comparing a run with itself proves nothing", same)
 	}
 	res, err := compare.Compare(
-		compare.Side{Label: strings.Join(opts.Baseline, ","), Runs: base},
-		compare.Side{Label: strings.Join(opts.Candidate, ","), Runs: cand},
+		compare.Side{Label: strings.Join(opts.Baseline, ","), Runs: base.Runs, InputWarnings: base.Warnings, History: len(opts.History) > 0},
+		compare.Side{Label: strings.Join(opts.Candidate, ","), Runs: cand.Runs, InputWarnings: cand.Warnings},
 		copts)
 	if err != nil {
 		return err
 	}
 
-	ropts := report.DiffOptions{All: opts.All, Color: report.ColorFor(opts.IO.OutTTY) && opts.Format == "text"}
-	if err := render(opts.IO.Out, res, ropts); err != nil {
+	if err := writeOutput(opts.IO, opts.Output, func(w io.Writer, tty bool) error {
+		return render(w, res, report.DiffOptions{All: opts.All, Color: report.ColorFor(tty) && opts.Format == "text"})
+	}); err != nil {
 		return err
 	}
 	for _, o := range outputs {
-		var buf bytes.Buffer
-		if err := o.render(&buf, res, report.DiffOptions{All: opts.All}); err != nil {
-			return err
+		if err := writeFileAtomic(o.path, func(w *bufio.Writer) error { return o.render(w, res, report.DiffOptions{All: opts.All}) }); err != nil {
+			return fmt.Errorf("--out %s: %w", o.path, err)
 		}
-		if err := os.WriteFile(o.path, buf.Bytes(), 0o644); err != nil {
-			return fmt.Errorf("--out: %w", err)
-		}
+	}
+	if opts.Strict && len(res.InputWarnings) > 0 {
+		return fmt.Errorf("diff: %d input warning(s) and --strict is set", len(res.InputWarnings))
 	}
 	if res.Gate.Failed {
 		return &RegressionError{Summary: gateSummary(res)}
@@ -228,6 +229,7 @@ func diffCompareOptions(opts *DiffOptions) (compare.Options, error) {
 	c := compare.DefaultOptions()
 	c.Alpha, c.Seed, c.Reps = opts.Alpha, opts.Seed, opts.Reps
 	c.PoolRuns, c.AllowModelChange = opts.PoolRuns, opts.AllowModelChange
+	c.Policy.AllowMissing = opts.AllowMissing
 	c.Policy.FailOnInconclusive = opts.FailOnInconclusive
 	block := opts.Block
 	if opts.GateFile != "" {
@@ -298,152 +300,24 @@ func gateSummary(res *compare.Result) string {
 	return msg
 }
 
-// AnalysisSchema is the schema of a saved analysis (analyze --format json),
-// whose "samples" key holds the runs diff compares.
-const AnalysisSchema = "llmprof.report/v1"
-
-// errRawInput marks a trace input (OTLP, nsys, capture) rather than saved
-// samples: it goes through the analyze pipeline.
-var errRawInput = errors.New("is a raw trace input")
-
-// loadSide reads one side's inputs, deciding per path what it is: a saved
-// analysis, a samples file (one run or an array of runs), or a raw trace (a
-// file or directory), which analyzeRaw turns into one run. Without
-// analyzeRaw a raw input is an error.
-func loadSide(ctx context.Context, paths []string, analyzeRaw func(context.Context, string) (compare.Run, error)) ([]compare.Run, error) {
-	var runs []compare.Run
-	raw := func(p string) error {
-		if analyzeRaw == nil {
-			return fmt.Errorf("%s %w", p, errRawInput)
-		}
-		run, err := analyzeRaw(ctx, p)
-		if err != nil {
-			return err
-		}
-		runs = append(runs, run)
-		return nil
-	}
-	for _, p := range paths {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		if st, err := os.Stat(p); err == nil && st.IsDir() {
-			// A capture directory or a folder of traces.
-			if err := raw(p); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		in, err := ingest.NewInput(p)
-		if err != nil {
-			return nil, err // an InputError names the path
-		}
-		head := bytes.TrimLeft(in.Head, " \t\r\n\xef\xbb\xbf")
-		if len(head) == 0 {
-			return nil, fmt.Errorf("%s: empty file", p)
-		}
-		if head[0] != '{' && head[0] != '[' {
-			// SQLite (nsys), protobuf (OTLP), Arrow (captures).
-			if err := raw(p); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		rs, err := readSamples(in)
-		if errors.Is(err, errRawInput) {
-			if err := raw(p); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", p, err)
-		}
-		runs = append(runs, rs...)
-	}
-	return runs, nil
-}
-
-// readSamples decodes a JSON input that should hold runs.
-func readSamples(in *ingest.Input) ([]compare.Run, error) {
-	rc, err := in.Open()
+// analyzeRawRun takes one raw input (a trace file or directory) through the
+// analyze pipeline and returns its run and the input's warnings.
+func analyzeRawRun(ctx context.Context, f *Factory, path string) (compare.Run, []string, error) {
+	a, err := analyzeInputs(ctx, f, []string{path}, pipelineOptions{RequestsOnly: false, Tenants: tenantOptions{Skip: true}})
 	if err != nil {
-		return nil, err
+		return compare.Run{}, nil, err
 	}
-	defer rc.Close()
-	dec := json.NewDecoder(rc)
-	var top json.RawMessage
-	if err := dec.Decode(&top); err != nil {
-		return nil, fmt.Errorf("not valid JSON: %w", err)
+	if len(a.Attr.Requests) == 0 {
+		return compare.Run{}, nil, fmt.Errorf("%s: no requests found (no span in a request convention llmprof knows)", path)
 	}
-	top = bytes.TrimSpace(top)
-	if top[0] == '[' {
-		var runs []compare.Run
-		if err := json.Unmarshal(top, &runs); err != nil {
-			return nil, fmt.Errorf("not an array of runs (%s): %w", compare.SamplesSchema, err)
-		}
-		if len(runs) == 0 {
-			return nil, errors.New("no runs in the array")
-		}
-		return runs, nil
+	run := compare.FromAttribution(a.Attr)
+	run.RunID = path
+	var warns []string
+	for _, w := range a.Trace.Warnings.List {
+		warns = append(warns, w.String())
 	}
-	var keys map[string]json.RawMessage
-	if err := json.Unmarshal(top, &keys); err != nil {
-		return nil, fmt.Errorf("not a JSON object: %w", err)
+	for _, w := range a.Attr.Warnings {
+		warns = append(warns, w.String())
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		// JSON Lines: a collector file export has one document per line.
-		return nil, errRawInput
-	}
-	var schema string
-	if s, ok := keys["schema"]; ok {
-		if err := json.Unmarshal(s, &schema); err != nil {
-			return nil, fmt.Errorf("schema is not a string: %s", s)
-		}
-	}
-	switch {
-	case schema == AnalysisSchema:
-		samples, ok := keys["samples"]
-		if !ok || string(bytes.TrimSpace(samples)) == "null" {
-			return nil, errors.New(`saved analysis has no "samples" (write it again with this llmprof's analyze --format json)`)
-		}
-		return decodeRuns(samples)
-	case strings.HasPrefix(schema, "llmprof.report/"):
-		return nil, fmt.Errorf("saved analysis schema %q is not supported (this llmprof reads %q); write it again with this llmprof", schema, AnalysisSchema)
-	case strings.HasPrefix(schema, "llmprof.samples/"):
-		return decodeRuns(top)
-	case strings.HasPrefix(schema, "llmprof.diff/"):
-		return nil, errors.New("is a diff report, not an analysis: diff compares analyses")
-	case schema != "":
-		return nil, fmt.Errorf("unknown schema %q (want a saved analysis %q or samples %q)", schema, AnalysisSchema, compare.SamplesSchema)
-	}
-	for _, k := range []string{"resourceSpans", "resource_spans", "resourceLogs", "data", "traceEvents"} {
-		if _, ok := keys[k]; ok {
-			return nil, errRawInput
-		}
-	}
-	if _, ok := keys["requests"]; ok {
-		return decodeRuns(top)
-	}
-	return nil, fmt.Errorf("not a saved analysis (%s) or samples file (%s)", AnalysisSchema, compare.SamplesSchema)
-}
-
-// decodeRuns reads one run or an array of runs.
-func decodeRuns(b json.RawMessage) ([]compare.Run, error) {
-	b = bytes.TrimSpace(b)
-	if len(b) > 0 && b[0] == '[' {
-		var runs []compare.Run
-		if err := json.Unmarshal(b, &runs); err != nil {
-			return nil, err
-		}
-		if len(runs) == 0 {
-			return nil, errors.New("no runs")
-		}
-		return runs, nil
-	}
-	var r compare.Run
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, err
-	}
-	return []compare.Run{r}, nil
+	return run, warns, nil
 }

@@ -5,14 +5,17 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/llmprof/llmprof/compare"
 	"github.com/llmprof/llmprof/compare/comparetest"
+	"github.com/llmprof/llmprof/internal/shareddata"
 	"github.com/llmprof/llmprof/synth"
 )
 
@@ -48,7 +51,7 @@ func analysis(samples any) map[string]any {
 }
 
 // fixtures writes a baseline, an unchanged candidate and a regressed one.
-type fixtures struct{ dir, base, same, slow string }
+type fixtures struct{ dir, base, same, copy, slow string }
 
 func newFixtures(t *testing.T) fixtures {
 	t.Helper()
@@ -56,7 +59,8 @@ func newFixtures(t *testing.T) fixtures {
 	return fixtures{
 		dir:  dir,
 		base: writeJSON(t, dir, "base.json", analysis(comparetest.Workload{Requests: 400, Seed: 1}.Run())),
-		same: writeJSON(t, dir, "same.json", analysis(comparetest.Workload{Requests: 400, Seed: 1}.Run())),
+		same: writeJSON(t, dir, "same.json", analysis(comparetest.Workload{Requests: 400, Seed: 3}.Run())),
+		copy: writeJSON(t, dir, "copy.json", analysis(comparetest.Workload{Requests: 400, Seed: 1}.Run())),
 		slow: writeJSON(t, dir, "slow.json", analysis(comparetest.Workload{Requests: 400, Seed: 2, AttentionFactor: 1.5}.Run())),
 	}
 }
@@ -75,7 +79,11 @@ func TestDiffExitCodes(t *testing.T) {
 		stderr string
 	}{
 		{"regression fails the gate", []string{"diff", fast, fx.base, fx.slow, "--gate", "tpot.p50<+5%"}, ExitRegression, "FAIL", "gate failed: 1 of 1 rules failed (tpot.p50 < +5%)"},
-		{"same run passes", []string{"diff", fast, fx.base, fx.same, "--gate", "tpot.p50<+5%", "--gate", "ttft.p99<+10%"}, ExitOK, "gate: PASS", ""},
+		{"unchanged run passes", []string{"diff", fast, fx.base, fx.same, "--gate", "tpot.p50<+5%", "--gate", "ttft.p90<+15%"}, ExitOK, "gate: PASS", ""},
+		{"same file on both sides", []string{"diff", fast, fx.base, fx.base, "--gate", "tpot.p50<+5%"}, ExitError, "", "same input"},
+		{"identical copy never passes", []string{"diff", fast, fx.base, fx.copy, "--gate", "tpot.p50<+5%"}, ExitOK, "identical samples", ""},
+		{"missing metric fails", []string{"diff", fast, fx.base, fx.same, "--gate", "tenant.ghost<+1ms"}, ExitRegression, "FAIL", "gate failed"},
+		{"missing metric allowed", []string{"diff", fast, fx.base, fx.same, "--gate", "tenant.ghost<+1ms", "--allow-missing"}, ExitOK, "INCONCLUSIVE", ""},
 		{"no gate is a report", []string{"diff", fast, fx.base, fx.slow}, ExitOK, "no gate rules", ""},
 		{"gate file", []string{"diff", fast, "--gate-file", gateFile, fx.base, fx.slow}, ExitRegression, "tpot.p50 < +5%", "gate failed"},
 		{"inconclusive passes by default", []string{"diff", fast, fx.base, fx.same, "--gate", "throughput>-5%"}, ExitOK, "INCONCLUSIVE", ""},
@@ -128,6 +136,7 @@ func TestDiffBadInputs(t *testing.T) {
 		want       string
 	}{
 		{"raw OTLP JSON without requests", "trace.json", []byte(otlp), "no requests found"},
+		{"Tempo JSON without requests", "tempo.json", []byte(`{"batches":[{"resource":{},"scopeSpans":[]}]}`), "no requests found"},
 		{"raw OTLP JSON Lines without requests", "trace.jsonl", []byte(otlp + "\n" + otlp + "\n"), "no requests found"},
 		{"broken nsys export", "profile.sqlite", append([]byte("SQLite format 3\x00"), make([]byte, 100)...), "Nsight Systems"},
 		{"protobuf without requests", "trace.pb", []byte{0x0a, 0x10, 0x0a, 0x02}, "no requests found"},
@@ -273,38 +282,32 @@ func TestDiffOutputs(t *testing.T) {
 	}
 }
 
-// FuzzLoadSide: whatever a file holds, loading it returns runs or an error
-// that names the file, never a panic.
-func FuzzLoadSide(f *testing.F) {
-	for _, s := range []string{
-		`{"schema":"llmprof.report/v1","samples":{"requests":2,"ttft_ms":[1,null]}}`,
-		`{"schema":"llmprof.samples/v1","requests":1,"ttft_ms":[1]}`,
-		`[{"requests":1,"e2e_ms":[3]}]`,
-		`{"resourceSpans":[]}`,
-		`{"schema":"llmprof.report/v1","samples":[]}`,
-		"SQLite format 3\x00",
-		`{"requests":1}{"requests":2}`,
-		"\x1f\x8b\x08\x00",
-	} {
-		f.Add([]byte(s))
+// TestDiffReadsWhatAnalyzeReads: every shared OTLP-family sample (OTLP
+// JSON, a bare Jaeger trace, and a Tempo file built from the OTLP one) is
+// taken by diff through the analyze pipeline, as analyze takes it — none is
+// refused as "not a saved analysis" (issue 16).
+func TestDiffReadsWhatAnalyzeReads(t *testing.T) {
+	files := shareddata.Glob(t, "testdata/otlp/*.json")
+	b, err := os.ReadFile(shareddata.Path(t, "testdata/otlp/otlp-proto-examples-trace.json"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	dir := f.TempDir()
-	f.Fuzz(func(t *testing.T, data []byte) {
-		p := filepath.Join(dir, "in.json")
-		if err := os.WriteFile(p, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		runs, err := loadSide(context.Background(), []string{p}, nil)
-		if err != nil {
-			if !strings.Contains(err.Error(), "in.json") {
-				t.Errorf("error does not name the file: %v", err)
+	tempo := writeFile(t, t.TempDir(), "tempo.json", bytes.Replace(b, []byte(`"resourceSpans"`), []byte(`"batches"`), 1))
+	fx := newFixtures(t)
+	for _, f := range append(files, tempo) {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			_, _, aerr := runLLMProf(t, "analyze", f)
+			code, _, derr := runLLMProf(t, "diff", fast, fx.base, f)
+			if strings.Contains(derr, "not a saved analysis") {
+				t.Fatalf("diff refused what analyze reads: %s", derr)
 			}
-			return
-		}
-		if len(runs) == 0 {
-			t.Error("no error and no runs")
-		}
-	})
+			// These samples carry no LLM request spans: both commands
+			// read them and say so.
+			if code != ExitError || !strings.Contains(derr, "no requests found") || !strings.Contains(derr, filepath.Base(f)) {
+				t.Errorf("diff: exit %d, %s (analyze: %s)", code, derr, aerr)
+			}
+		})
+	}
 }
 
 // TestDiffRawRuns diffs two raw runs (OTLP directories written by the
@@ -362,4 +365,51 @@ func TestDiffRawRuns(t *testing.T) {
 		return
 	}
 	t.Fatalf("no tpot.p50 metric in %s", stdout)
+}
+
+// TestDiffStrictHistoryOutput: input warnings are shown and fail --strict;
+// -o writes the report whole; a directory of saved analyses is a baseline
+// history, as are --baseline-history files.
+func TestDiffStrictHistoryOutput(t *testing.T) {
+	fx := newFixtures(t)
+	warned := map[string]any{"schema": "llmprof.report/v1", "samples": comparetest.Workload{Requests: 400, Seed: 5}.Run(),
+		"warnings": []map[string]any{{"path": "run/trace.jsonl", "pos": "line 812", "code": "truncated", "message": "file ends inside a record"}}}
+	w := writeJSON(t, fx.dir, "warned.json", warned)
+	code, stdout, _ := runLLMProf(t, "diff", fast, fx.base, w)
+	if code != ExitOK || !strings.Contains(stdout, "input warnings") || !strings.Contains(stdout, "file ends inside a record") {
+		t.Errorf("input warning not shown (exit %d):\n%s", code, stdout)
+	}
+	if code, _, stderr := runLLMProf(t, "diff", fast, "--strict", fx.base, w); code != ExitError || !strings.Contains(stderr, "--strict") {
+		t.Errorf("--strict with an input warning: exit %d, %s", code, stderr)
+	}
+
+	out := filepath.Join(fx.dir, "diff.json")
+	code, stdout, _ = runLLMProf(t, "diff", fast, "-f", "json", "-o", out, fx.base, fx.same)
+	b, err := os.ReadFile(out)
+	if code != ExitOK || stdout != "" || err != nil || !json.Valid(b) {
+		t.Fatalf("-o: exit %d, stdout %q, file %v (%d bytes)", code, stdout, err, len(b))
+	}
+	if ents, _ := os.ReadDir(fx.dir); slices.ContainsFunc(ents, func(e os.DirEntry) bool { return strings.HasPrefix(e.Name(), ".llmprof-") }) {
+		t.Error("-o left a temporary file behind")
+	}
+
+	hist := filepath.Join(fx.dir, "history")
+	if err := os.Mkdir(hist, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := range uint64(4) {
+		writeJSON(t, hist, fmt.Sprintf("b%d.json", i), analysis(comparetest.Workload{Requests: 400, Seed: 30 + i}.Run()))
+	}
+	for _, args := range [][]string{{hist, fx.same}, {fx.base, fx.same, "--baseline-history", hist}} {
+		code, stdout, _ := runLLMProf(t, append([]string{"diff", fast, "-f", "json", "--gate", "tpot.p50<+5%"}, args...)...)
+		var doc struct {
+			Unit     string `json:"unit"`
+			Baseline struct {
+				Runs int `json:"runs"`
+			} `json:"baseline"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &doc); err != nil || code != ExitOK || !strings.Contains(doc.Unit, "history") {
+			t.Errorf("%v: exit %d, unit %q, %v", args, code, doc.Unit, err)
+		}
+	}
 }

@@ -1,0 +1,229 @@
+package compare
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/llmprof/llmprof/internal/orderstat"
+)
+
+// Requests of one run are not independent: batching, KV-cache pressure,
+// preemption storms and bursts of arrivals come and go over seconds, so
+// neighbours in time share their fate. What matters for a statistic is the
+// dependence of the quantity it is made of, so each metric gets its own
+// effective sample size, n_eff = n / (1 + 2 Σ ρ_k) (EffectiveN), of:
+//
+//   - a quantile q: the indicator x_i > Q_q, whose autocorrelation sets
+//     the variance of a sample quantile (a storm that lifts the tail need
+//     not move the median);
+//   - a mean: the values (log scale where positive);
+//   - the shift: the indicator of the median;
+//   - ITL: the same per request (the share of its gaps above the quantile,
+//     its mean gap), so n_eff counts requests, not tokens;
+//   - a per-token bucket: the request's bucket time per output token.
+//
+// With the default BlockDetect a side whose metrics have n_eff < n/2 is
+// resampled in blocks of max(⌈n^⅓⌉, ⌈2n/n_eff⌉) consecutive requests (the
+// longest any decidable metric needs; Künsch 1989), the shift's interval is
+// widened by √(n/n_eff), and a metric whose n_eff is below its sample-size
+// floor (the binomial rule for a quantile, 50 for a mean) is inconclusive:
+// one run per side cannot separate its change from run-to-run variance.
+
+// metricNeff is one metric's effective sample size on one side.
+type metricNeff struct {
+	neff float64
+	n    int
+}
+
+// effectiveN returns the effective sample size of the units behind
+// metric s on side p (requests; tokens for ITL without request bounds).
+func (c *comparison) effectiveN(p *pooled, s spec) metricNeff {
+	q := s.q
+	if s.stat == StatShift {
+		q = 0.5
+	}
+	quantile := s.stat != StatMean
+	var x []float64
+	switch {
+	case s.kind() == KindRate:
+		return metricNeff{}
+	case s.kind() == KindBucket:
+		num := p.fam[s.fam.fam][s.bucket]
+		for i := range num {
+			if d := p.out[i]; d > 0 && !math.IsNaN(num[i]) {
+				x = append(x, num[i]/d)
+			}
+		}
+		quantile = false
+	case s.isITL() && p.itlReq != nil:
+		thr := orderstat.Quantile(sortedCopy(p.itl), q)
+		sum := make([]float64, p.n)
+		cnt := make([]float64, p.n)
+		for j, r := range p.itlReq {
+			v := p.itl[j]
+			if quantile {
+				v = 0
+				if p.itl[j] > thr {
+					v = 1
+				}
+			}
+			sum[r] += v
+			cnt[r]++
+		}
+		for i := range sum {
+			if cnt[i] > 0 {
+				x = append(x, sum[i]/cnt[i])
+			}
+		}
+		return metricNeff{neff: EffectiveN(x), n: len(x)}
+	case s.isITL():
+		x = p.itl
+	default:
+		x = known(p.series[s.series()])
+	}
+	if len(x) < 3 {
+		return metricNeff{neff: float64(len(x)), n: len(x)}
+	}
+	if quantile {
+		thr := orderstat.Quantile(sortedCopy(x), q)
+		ind := make([]float64, len(x))
+		for i, v := range x {
+			if v > thr {
+				ind[i] = 1
+			}
+		}
+		return metricNeff{neff: EffectiveN(ind), n: len(x)}
+	}
+	if allPositive(x) {
+		return metricNeff{neff: EffectiveN(logs(x)), n: len(x)}
+	}
+	return metricNeff{neff: EffectiveN(x), n: len(x)}
+}
+
+// effectiveFloor is the fewest effective units a metric needs per side.
+func (c *comparison) effectiveFloor(s spec) int {
+	switch {
+	case s.stat == StatShift:
+		return minQuantileBootstrapN
+	case s.kind() == KindLatency && s.stat != StatMean:
+		return max(MinSamplesForQuantile(s.q, c.opts.Alpha), minQuantileBootstrapN)
+	}
+	return minBootstrapN
+}
+
+// dependence is what decideDependence found for one side.
+type dependence struct {
+	neff map[string]metricNeff // by metric name
+}
+
+// decideDependence measures every metric's effective sample size on both
+// sides and sets each side's block length (BlockDetect), or applies the
+// block setting given.
+func (c *comparison) decideDependence(specs []spec) (base, cand dependence) {
+	for _, side := range []struct {
+		p *pooled
+		d *dependence
+	}{{c.base, &base}, {c.cand, &cand}} {
+		p, d := side.p, side.d
+		d.neff = map[string]metricNeff{}
+		need := 1
+		worst, wname := 1.0, ""
+		for _, s := range specs {
+			if s.kind() == KindRate {
+				continue
+			}
+			e := c.effectiveN(p, s)
+			d.neff[s.name] = e
+			if e.n < 3 {
+				continue
+			}
+			r := e.neff / float64(e.n)
+			if r < worst {
+				worst, wname = r, s.name
+			}
+			if r < autocorrelated && e.neff >= float64(c.effectiveFloor(s)) {
+				blk := int(math.Ceil(2 / r))
+				if s.isITL() && p.itlReq == nil {
+					blk = int(math.Ceil(float64(blk) / max(1, p.itlPerRequest)))
+				}
+				need = max(need, blk)
+			}
+		}
+		detected := worst < autocorrelated
+		switch b := c.opts.Block; {
+		case b == BlockDetect:
+			if !detected {
+				continue
+			}
+			p.block = max(blockLen(BlockAuto, p.n), need)
+			e := d.neff[wname]
+			c.warnf("%s: %s are autocorrelated (least effective n: %s ≈ %.0f of %d): requests are resampled in blocks of %d; a metric with too few effective samples is inconclusive",
+				p.label, sideWord(p == c.base), wname, e.neff, e.n, p.block)
+		case b == 0:
+			if detected {
+				e := d.neff[wname]
+				c.warnf("%s: %s look autocorrelated (%s: effective n ≈ %.0f of %d): intervals assume independent requests (--block off); the default, --block detect, would widen them",
+					p.label, sideWord(p == c.base), wname, e.neff, e.n)
+			}
+			// Off means off: no floors, no widening.
+			d.neff = nil
+		default:
+			p.block = blockLen(b, p.n)
+		}
+	}
+	return base, cand
+}
+
+// inflation is √ of the design effect of the shift of metric name, pooled
+// over both sides as the variance of a difference is: √((n_b/n_eff,b)/n_b +
+// (n_c/n_eff,c)/n_c) / √(1/n_b + 1/n_c); 1 without dependence.
+func inflation(b, k dependence, name string) float64 {
+	eb, ek := b.neff[name], k.neff[name]
+	if eb.n == 0 || ek.n == 0 || eb.neff <= 0 || ek.neff <= 0 {
+		return 1
+	}
+	num := 1/eb.neff + 1/ek.neff
+	den := 1/float64(eb.n) + 1/float64(ek.n)
+	return math.Max(1, math.Sqrt(num/den))
+}
+
+// tailQuantile is the quantile from which a statistic counts as a tail: a
+// run's tail is made of a few episodes (a preemption storm, a burst of long
+// prompts), so with autocorrelated requests and one run per side its change
+// cannot be told from run-to-run variance.
+const tailQuantile = 0.9
+
+// requireEffective marks a metric inconclusive when a side has fewer
+// effective units than the metric needs because its requests are
+// autocorrelated: with one run per side, the change cannot be told from
+// run-to-run variance.
+func (c *comparison) requireEffective(w *work, b, k dependence) {
+	if w.short != "" {
+		return
+	}
+	floor := c.effectiveFloor(w.spec)
+	need := minSamplesForU(c.opts.Alpha)
+	if w.spec.kind() == KindLatency && w.spec.stat != StatMean && w.spec.stat != StatShift && w.spec.q >= tailQuantile &&
+		(c.base.block > 1 || c.cand.block > 1) && len(c.base.runs) == 1 && len(c.cand.runs) == 1 {
+		w.short = fmt.Sprintf("%s: the requests are autocorrelated and a run's tail is made of a few episodes (preemption storms, bursts): one run per side cannot separate its change from run-to-run variance; ≥ %d runs per side, or ≥ 2 earlier baselines (--baseline-history), would",
+			w.m.Name, need)
+		w.shortN = need
+		w.unitsOf = "runs"
+		return
+	}
+	for _, side := range []struct {
+		d     dependence
+		label string
+	}{{b, "baseline"}, {k, "candidate"}} {
+		e, ok := side.d.neff[w.spec.name]
+		if !ok || e.n == 0 || e.neff >= float64(floor) || e.n < floor {
+			continue
+		}
+		w.short = fmt.Sprintf("%s: the %s's requests are autocorrelated (effective n ≈ %.0f of %d, under the %d this statistic needs): one run per side cannot separate a change from run-to-run variance; ≥ %d runs per side, or ≥ 2 earlier baselines (--baseline-history), would",
+			w.m.Name, side.label, e.neff, e.n, floor, need)
+		w.shortN = need
+		w.unitsOf = "runs"
+		w.m.Note = fmt.Sprintf("effective n ≈ %.0f of %d on the %s", e.neff, e.n, side.label)
+		return
+	}
+}

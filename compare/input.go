@@ -1,0 +1,352 @@
+package compare
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/llmprof/llmprof/ingest"
+)
+
+// AnalysisSchema is the schema of a saved analysis (`analyze --format
+// json`), whose "samples" key holds the run diff compares and whose
+// "warnings" the input problems analyze found.
+const AnalysisSchema = "llmprof.report/v1"
+
+// LoadOptions tell Load how to read raw runs. Without Analyze a raw run is
+// an error naming it.
+type LoadOptions struct {
+	// Decoders are the trace decoders `analyze` uses: a file or directory
+	// one of them sniffs is a raw run. Saved analyses and samples files are
+	// recognized first, by their schema.
+	Decoders []ingest.Decoder
+	// Analyze takes a raw run (a file or directory) through the analysis
+	// pipeline, returning the run and the input's warnings.
+	Analyze func(ctx context.Context, path string) (Run, []string, error)
+}
+
+// Input is what Load read for one side.
+type Input struct {
+	Runs []Run
+	// Warnings are the inputs' own problems (truncation, an interrupted
+	// capture, malformed records), "path: message".
+	Warnings []string
+	// Files are the regular files and directories read, for telling
+	// whether both sides read the same input.
+	Files []string
+	infos []os.FileInfo
+}
+
+// Load reads one side: each path is a saved analysis, a samples file (one
+// run or an array of runs), a raw run that a decoder recognizes (a trace
+// file or directory, analyzed as `analyze` would), or a directory of saved
+// analyses and samples files (a baseline history, one run per file).
+// Errors name the path.
+func Load(ctx context.Context, paths []string, opts LoadOptions) (*Input, error) {
+	out := &Input{}
+	for _, p := range paths {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if err := out.load(ctx, p, opts); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func (out *Input) load(ctx context.Context, p string, opts LoadOptions) error {
+	st, err := os.Stat(p)
+	if err != nil {
+		return &ingest.InputError{Path: p, Err: unwrapPath(err)}
+	}
+	for _, prev := range out.infos {
+		if os.SameFile(prev, st) {
+			return nil // named twice (a baseline that is also in its history): read once
+		}
+	}
+	out.infos = append(out.infos, st)
+	out.Files = append(out.Files, p)
+	if st.IsDir() {
+		in := &ingest.Input{Path: p, Dir: true}
+		if sniffed(in, opts.Decoders) || !holdsSamples(p) {
+			return out.raw(ctx, p, opts)
+		}
+		return out.loadHistory(p)
+	}
+	in, err := ingest.NewInput(p)
+	if err != nil {
+		return err // an InputError names the path
+	}
+	head := bytes.TrimLeft(in.Head, " \t\r\n\xef\xbb\xbf")
+	if len(head) == 0 {
+		return fmt.Errorf("%s: empty file", p)
+	}
+	if isSamplesHead(head) {
+		return out.loadSamples(p, in)
+	}
+	if sniffed(in, opts.Decoders) {
+		return out.raw(ctx, p, opts)
+	}
+	if head[0] == '{' || head[0] == '[' {
+		// Hand-written samples without a schema marker.
+		return out.loadSamples(p, in)
+	}
+	// Neither samples nor a format a decoder recognizes: the analysis
+	// pipeline says what it is not, in analyze's words.
+	return out.raw(ctx, p, opts)
+}
+
+func sniffed(in *ingest.Input, decoders []ingest.Decoder) bool {
+	return slices.ContainsFunc(decoders, func(d ingest.Decoder) bool { return d.Sniff(in) })
+}
+
+// isSamplesHead reports whether a JSON head carries one of llmprof's own
+// schemas at its top level (a saved analysis, samples, or — to refuse it
+// with a clear message — a diff report).
+func isSamplesHead(head []byte) bool {
+	if head[0] == '[' {
+		head = bytes.TrimLeft(head[1:], " \t\r\n")
+		if len(head) == 0 || head[0] != '{' {
+			return false
+		}
+	}
+	if head[0] != '{' {
+		return false
+	}
+	dec := json.NewDecoder(bytes.NewReader(head))
+	if _, err := dec.Token(); err != nil {
+		return false
+	}
+	for depth := 1; depth == 1; {
+		key, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		k, ok := key.(string)
+		if !ok {
+			return false
+		}
+		if k == "schema" {
+			v, err := dec.Token()
+			s, _ := v.(string)
+			return err == nil && strings.HasPrefix(s, "llmprof.")
+		}
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return false
+		}
+	}
+	return false
+}
+
+// holdsSamples reports whether a directory's files are saved analyses or
+// samples files (a baseline history) rather than traces.
+func holdsSamples(dir string) bool {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	found := false
+	for _, e := range ents {
+		if !e.Type().IsRegular() || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		in, err := ingest.NewInput(filepath.Join(dir, e.Name()))
+		if err != nil {
+			return false
+		}
+		head := bytes.TrimLeft(in.Head, " \t\r\n\xef\xbb\xbf")
+		if len(head) == 0 || !isSamplesHead(head) {
+			return false
+		}
+		found = true
+	}
+	return found
+}
+
+// loadHistory reads every saved analysis or samples file of a directory, in
+// name order.
+func (out *Input) loadHistory(dir string) error {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return &ingest.InputError{Path: dir, Err: unwrapPath(err)}
+	}
+	for _, e := range ents {
+		if !e.Type().IsRegular() || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		if st, err := os.Stat(p); err == nil {
+			if slices.ContainsFunc(out.infos, func(prev os.FileInfo) bool { return os.SameFile(prev, st) }) {
+				continue
+			}
+			out.infos = append(out.infos, st)
+		}
+		in, err := ingest.NewInput(p)
+		if err != nil {
+			return err
+		}
+		if err := out.loadSamples(p, in); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (out *Input) raw(ctx context.Context, p string, opts LoadOptions) error {
+	if opts.Analyze == nil {
+		return fmt.Errorf("%s: a raw trace input; analyze it first (llmprof analyze --format json)", p)
+	}
+	run, warns, err := opts.Analyze(ctx, p)
+	if err != nil {
+		return err
+	}
+	if run.RunID == "" {
+		run.RunID = p
+	}
+	out.Runs = append(out.Runs, run)
+	out.Warnings = append(out.Warnings, warns...)
+	return nil
+}
+
+func (out *Input) loadSamples(p string, in *ingest.Input) error {
+	runs, warns, err := readSamples(in)
+	if err != nil {
+		return fmt.Errorf("%s: %w", p, err)
+	}
+	for i := range runs {
+		if runs[i].RunID == "" {
+			runs[i].RunID = p
+			if len(runs) > 1 {
+				runs[i].RunID = fmt.Sprintf("%s#%d", p, i+1)
+			}
+		}
+	}
+	out.Runs = append(out.Runs, runs...)
+	for _, w := range warns {
+		out.Warnings = append(out.Warnings, p+": "+w)
+	}
+	return nil
+}
+
+// readSamples decodes a JSON input that holds runs: a saved analysis (its
+// "samples" and "warnings"), a samples file, or an array of runs.
+func readSamples(in *ingest.Input) ([]Run, []string, error) {
+	rc, err := in.Open()
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rc.Close()
+	dec := json.NewDecoder(rc)
+	var top json.RawMessage
+	if err := dec.Decode(&top); err != nil {
+		return nil, nil, fmt.Errorf("not valid JSON: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, nil, errors.New("more than one JSON document: not a saved analysis or samples file")
+	}
+	top = bytes.TrimSpace(top)
+	if top[0] == '[' {
+		runs, err := decodeRuns(top)
+		return runs, nil, err
+	}
+	var keys map[string]json.RawMessage
+	if err := json.Unmarshal(top, &keys); err != nil {
+		return nil, nil, fmt.Errorf("not a JSON object: %w", err)
+	}
+	var schema string
+	if s, ok := keys["schema"]; ok {
+		if err := json.Unmarshal(s, &schema); err != nil {
+			return nil, nil, fmt.Errorf("schema is not a string: %s", s)
+		}
+	}
+	switch {
+	case schema == AnalysisSchema:
+		samples, ok := keys["samples"]
+		if !ok || string(bytes.TrimSpace(samples)) == "null" {
+			return nil, nil, errors.New(`saved analysis has no "samples" (write it again with this llmprof's analyze --format json)`)
+		}
+		runs, err := decodeRuns(samples)
+		if err != nil {
+			return nil, nil, err
+		}
+		var warns []ingest.Warning
+		if w, ok := keys["warnings"]; ok {
+			if err := json.Unmarshal(w, &warns); err != nil {
+				return nil, nil, fmt.Errorf("warnings: %w", err)
+			}
+		}
+		var msgs []string
+		for _, w := range warns {
+			msgs = append(msgs, w.String())
+		}
+		return runs, msgs, nil
+	case strings.HasPrefix(schema, "llmprof.report/"):
+		return nil, nil, fmt.Errorf("saved analysis schema %q is not supported (this llmprof reads %q); write it again with this llmprof", schema, AnalysisSchema)
+	case strings.HasPrefix(schema, "llmprof.samples/"):
+		runs, err := decodeRuns(top)
+		return runs, nil, err
+	case strings.HasPrefix(schema, "llmprof.diff/"):
+		return nil, nil, errors.New("is a diff report, not an analysis: diff compares analyses")
+	case schema != "":
+		return nil, nil, fmt.Errorf("unknown schema %q (want a saved analysis %q or samples %q)", schema, AnalysisSchema, SamplesSchema)
+	}
+	if _, ok := keys["requests"]; ok {
+		runs, err := decodeRuns(top)
+		return runs, nil, err
+	}
+	return nil, nil, fmt.Errorf("not a saved analysis (%s) or samples file (%s)", AnalysisSchema, SamplesSchema)
+}
+
+// decodeRuns reads one run or an array of runs.
+func decodeRuns(b json.RawMessage) ([]Run, error) {
+	b = bytes.TrimSpace(b)
+	if len(b) > 0 && b[0] == '[' {
+		var runs []Run
+		if err := json.Unmarshal(b, &runs); err != nil {
+			return nil, fmt.Errorf("not an array of runs (%s): %w", SamplesSchema, err)
+		}
+		if len(runs) == 0 {
+			return nil, errors.New("no runs in the array")
+		}
+		return runs, nil
+	}
+	var r Run
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, err
+	}
+	return []Run{r}, nil
+}
+
+func unwrapPath(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// SameInput reports whether two sides read the same files (the same path,
+// or the same file under two names): a comparison of an input with itself
+// proves nothing.
+func SameInput(a, b *Input) (string, bool) {
+	if len(a.Files) == 0 || len(a.Files) != len(b.Files) {
+		return "", false
+	}
+	for i := range a.Files {
+		sa, err1 := os.Stat(a.Files[i])
+		sb, err2 := os.Stat(b.Files[i])
+		if err1 != nil || err2 != nil || !os.SameFile(sa, sb) {
+			return "", false
+		}
+	}
+	return strings.Join(a.Files, ","), true
+}
