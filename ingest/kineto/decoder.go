@@ -174,7 +174,6 @@ type event struct {
 	hasDur   bool
 	badTime  bool
 	id       ident
-	scope    byte
 	args     []byte
 	hasArgs  bool
 	argsOff  int64
@@ -184,7 +183,6 @@ type event struct {
 type ident struct {
 	num   int64
 	isNum bool
-	set   bool
 }
 
 // eventArgs holds the args members the decoder uses.
@@ -221,6 +219,7 @@ type decoder struct {
 
 	base              int64
 	hasBase           bool
+	added             int64 // what finish added to every time (the base, once placed)
 	minTs, maxTs      int64
 	sawTime           bool
 	gpuAnnotationSpan []int32 // indices of gpu_user_annotation spans (pid to fix)
@@ -540,10 +539,6 @@ func (d *decoder) readEvent() {
 			e.ts, e.hasTs = d.time(s, e)
 		case "dur":
 			e.dur, e.hasDur = d.time(s, e)
-		case "s":
-			if b := d.strOrSkip(); len(b) > 0 {
-				e.scope = b[0]
-			}
 		case "args":
 			if e.cat != catNone && !wantsArgs(e.cat) && e.ph != 'M' {
 				s.skip()
@@ -601,13 +596,13 @@ func (d *decoder) ident(s *scanner) ident {
 	switch c := s.peek(); {
 	case c == '"':
 		s.skipString()
-		return ident{set: true}
+		return ident{}
 	case c == '-' || c >= '0' && c <= '9':
 		v, ok := parseInt(s.number())
-		return ident{num: v, isNum: ok, set: true}
+		return ident{num: v, isNum: ok}
 	}
 	s.skip()
-	return ident{set: true}
+	return ident{}
 }
 
 // time reads a ts or dur (µs) as nanoseconds.
