@@ -16,7 +16,7 @@ import (
 // every time layout Kineto has used, CUDA and ROCm, decodes them and
 // checks every GPU op and CPU span comes back to the nanosecond.
 func TestWriteRoundTrip(t *testing.T) {
-	cfg := synth.DefaultConfig(3, 2*time.Second)
+	cfg := synth.DefaultConfig(3, time.Second)
 	cfg.GPUClock = synth.ClockError{OffsetNs: 1_734_000_000, DriftPPM: 35}
 	cfg.CUDAGraphs = true
 	run, err := synth.Generate(cfg)
