@@ -3,6 +3,8 @@ package kineto
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -41,6 +43,11 @@ const (
 	MetaCUDARuntime   = "kineto.cuda_runtime_version"
 	MetaCUDADriver    = "kineto.cuda_driver_version"
 	MetaGPU           = "kineto.gpu" // "cuda" or "rocm", from the runtime call names
+	// MetaHostID is an opaque identity of the machine (the first 4 bytes
+	// of the SHA-256 of the trace's host_name, as the nsys decoder hashes
+	// its Hostname): equal values mean the same host; the name itself
+	// never leaves the decoder.
+	MetaHostID = "kineto.host_id"
 )
 
 // Span attributes the decoder sets.
@@ -292,6 +299,11 @@ func (d *decoder) read(r io.Reader) error {
 			d.meta(MetaCUDARuntime, d.scalar())
 		case "cuda_driver_version":
 			d.meta(MetaCUDADriver, d.scalar())
+		case "host_name":
+			if h := d.scalar(); h != "" {
+				sum := sha256.Sum256([]byte(h))
+				d.meta(MetaHostID, hex.EncodeToString(sum[:4]))
+			}
 		default:
 			s.skip()
 		}
