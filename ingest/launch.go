@@ -15,8 +15,9 @@ func (s *Span) IsCUDAAPI() bool {
 // correlation; nsys joins on correlationId and the process bits of
 // globalTid). calls[i] is the index in t.Spans of GPUOps[i]'s launching
 // call, or -1 when the op has no correlation ID or no call matches (e.g.
-// unified-memory migrations, or a call outside the capture). Several ops can
-// share one call: the kernels of a CUDA graph launch. It is a sort-merge
+// unified-memory migrations, or a call outside the capture); when inputs
+// share a (pid, correlation), the call of the op's own source is taken.
+// Several ops can share one call: the kernels of a CUDA graph launch. It is a sort-merge
 // join: O(n log n) time and 16 bytes per call and op, never a map of every
 // call.
 func (t *Trace) LaunchCalls() (calls []int32) {
@@ -59,6 +60,16 @@ func (t *Trace) LaunchCalls() (calls []int32) {
 		}
 		if j < len(api) && api[j].key == o.key {
 			calls[o.idx] = api[j].idx
+			// Two inputs can hold the same (pid, correlation): ranks on two
+			// hosts (or containers) whose processes have equal pids. The
+			// call from the op's own input wins.
+			src := t.GPUOps[o.idx].Source
+			for k := j; k < len(api) && api[k].key == o.key; k++ {
+				if t.Spans[api[k].idx].Source == src {
+					calls[o.idx] = api[k].idx
+					break
+				}
+			}
 		}
 	}
 	return calls

@@ -3,6 +3,8 @@ package kineto
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -41,6 +43,11 @@ const (
 	MetaCUDARuntime   = "kineto.cuda_runtime_version"
 	MetaCUDADriver    = "kineto.cuda_driver_version"
 	MetaGPU           = "kineto.gpu" // "cuda" or "rocm", from the runtime call names
+	// MetaHostID is an opaque identity of the machine (the first 4 bytes
+	// of the SHA-256 of the trace's host_name, as the nsys decoder hashes
+	// its Hostname): equal values mean the same host; the name itself
+	// never leaves the decoder.
+	MetaHostID = "kineto.host_id"
 )
 
 // Span attributes the decoder sets.
@@ -83,6 +90,18 @@ func (dec Decoder) Decode(ctx context.Context, in *ingest.Input, t *ingest.Trace
 		return err
 	}
 	defer rc.Close()
+	// Size the record slices once from the file's size (about one span per
+	// 500 bytes and one GPU op per 2 KB in real and synthetic traces; a
+	// gzip'd trace is taken as 8× its size): growing them by appending
+	// would copy them and, at the peak, hold two copies.
+	size := in.Size
+	if in.Compression != ingest.CompressionNone {
+		size = min(size*8, 1<<36)
+	}
+	if t.Spans == nil && t.GPUOps == nil {
+		t.Spans = make([]ingest.Span, 0, size/512)
+		t.GPUOps = make([]ingest.GPUOp, 0, size/2048)
+	}
 	return dec.decode(ctx, rc, t)
 }
 
@@ -162,7 +181,6 @@ type event struct {
 	hasDur   bool
 	badTime  bool
 	id       ident
-	scope    byte
 	args     []byte
 	hasArgs  bool
 	argsOff  int64
@@ -172,7 +190,6 @@ type event struct {
 type ident struct {
 	num   int64
 	isNum bool
-	set   bool
 }
 
 // eventArgs holds the args members the decoder uses.
@@ -209,6 +226,7 @@ type decoder struct {
 
 	base              int64
 	hasBase           bool
+	added             int64 // what finish added to every time (the base, once placed)
 	minTs, maxTs      int64
 	sawTime           bool
 	gpuAnnotationSpan []int32 // indices of gpu_user_annotation spans (pid to fix)
@@ -281,6 +299,11 @@ func (d *decoder) read(r io.Reader) error {
 			d.meta(MetaCUDARuntime, d.scalar())
 		case "cuda_driver_version":
 			d.meta(MetaCUDADriver, d.scalar())
+		case "host_name":
+			if h := d.scalar(); h != "" {
+				sum := sha256.Sum256([]byte(h))
+				d.meta(MetaHostID, hex.EncodeToString(sum[:4]))
+			}
 		default:
 			s.skip()
 		}
@@ -528,10 +551,6 @@ func (d *decoder) readEvent() {
 			e.ts, e.hasTs = d.time(s, e)
 		case "dur":
 			e.dur, e.hasDur = d.time(s, e)
-		case "s":
-			if b := d.strOrSkip(); len(b) > 0 {
-				e.scope = b[0]
-			}
 		case "args":
 			if e.cat != catNone && !wantsArgs(e.cat) && e.ph != 'M' {
 				s.skip()
@@ -589,13 +608,13 @@ func (d *decoder) ident(s *scanner) ident {
 	switch c := s.peek(); {
 	case c == '"':
 		s.skipString()
-		return ident{set: true}
+		return ident{}
 	case c == '-' || c >= '0' && c <= '9':
 		v, ok := parseInt(s.number())
-		return ident{num: v, isNum: ok, set: true}
+		return ident{num: v, isNum: ok}
 	}
 	s.skip()
-	return ident{set: true}
+	return ident{}
 }
 
 // time reads a ts or dur (µs) as nanoseconds.

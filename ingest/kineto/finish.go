@@ -38,7 +38,6 @@ func (d *decoder) finish() {
 // events on one host CLOCK_REALTIME-based clock (docs/kineto.md), so one
 // domain per file.
 func (d *decoder) place(src *ingest.Source) {
-	t := d.t
 	clock := ingest.ClockDomain{Name: "kineto:" + baseName(src.Path), Kind: ingest.ClockRealtime}
 	switch {
 	case d.hasBase:
@@ -46,7 +45,9 @@ func (d *decoder) place(src *ingest.Source) {
 		d.meta(MetaTimestamps, "relative")
 		// Kineto clamps a relative ts below 0 to 0: such a time is invalid.
 		d.dropZeroTimes()
-		if !d.shift(d.base) {
+		if d.shift(d.base) {
+			d.added = d.base
+		} else {
 			d.warnf("baseTimeNanoseconds", "bad-value", "baseTimeNanoseconds %d overflows when added to the timestamps; they stay relative", d.base)
 			clock.Kind = ingest.ClockUnknown
 		}
@@ -59,7 +60,6 @@ func (d *decoder) place(src *ingest.Source) {
 			"(PyTorch builds of 2024-04/05 wrote such files): they cannot be placed on the wall clock", d.maxTs/1000)
 	}
 	src.Clock = clock
-	_ = t
 }
 
 // dropZeroTimes removes records whose relative ts is exactly 0.
@@ -256,16 +256,12 @@ func (d *decoder) fillCorrelationFromFlows() {
 	for _, f := range d.flows {
 		byKey[key{f.pid, f.tid, f.ts}] = f.id
 	}
-	base := int64(0)
-	if d.hasBase {
-		base = d.base
-	}
 	for i := range t.GPUOps {
 		o := &t.GPUOps[i]
 		if o.Correlation != 0 {
 			continue
 		}
-		if id, ok := byKey[key{int64(o.Device), int64(o.Stream), o.Start - base}]; ok && id > 0 && id <= math.MaxUint32 {
+		if id, ok := byKey[key{int64(o.Device), int64(o.Stream), o.Start - d.added}]; ok && id > 0 && id <= math.MaxUint32 {
 			o.Correlation = uint32(id)
 		}
 	}

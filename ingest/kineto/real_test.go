@@ -142,14 +142,13 @@ func countJSON(t *testing.T, path string) jsonCount {
 		name, _ := e["name"].(string)
 		cat, _ := e["cat"].(string)
 		args, _ := e["args"].(map[string]any)
-		dur := nsOf(t, e["dur"].(json.Number))
-		ts := nsOf(t, e["ts"].(json.Number))
 		corr := ""
 		if v, ok := args["correlation"].(json.Number); ok {
 			corr = v.String()
 		}
 		switch cat {
 		case "kernel":
+			dur, ts := nsOf(t, e["dur"].(json.Number)), nsOf(t, e["ts"].(json.Number))
 			s := c.kernels[name]
 			if s == nil {
 				s = &nameStats{}

@@ -269,9 +269,8 @@ func (s *scanner) strInto(buf *[]byte) []byte {
 	}
 }
 
-// validText reports whether b holds no control character; invalid UTF-8 is
-// accepted (names are shown, never interpreted) but replaced later by the
-// string table's users.
+// validText reports whether b holds no control character. Invalid UTF-8 is
+// kept as it is: names are shown, never interpreted.
 func validText(b []byte) bool {
 	for _, c := range b {
 		if c < 0x20 {

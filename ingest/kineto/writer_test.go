@@ -16,7 +16,7 @@ import (
 // every time layout Kineto has used, CUDA and ROCm, decodes them and
 // checks every GPU op and CPU span comes back to the nanosecond.
 func TestWriteRoundTrip(t *testing.T) {
-	cfg := synth.DefaultConfig(3, 2*time.Second)
+	cfg := synth.DefaultConfig(3, time.Second)
 	cfg.GPUClock = synth.ClockError{OffsetNs: 1_734_000_000, DriftPPM: 35}
 	cfg.CUDAGraphs = true
 	run, err := synth.Generate(cfg)
@@ -128,5 +128,36 @@ func compareSpans(t *testing.T, want, got *ingest.Trace, pid uint32, rocm bool) 
 			a.Pid != b.Pid || a.Tid != b.Tid || a.Correlation != b.Correlation {
 			t.Fatalf("span %d:\n got  %q %+v\n want %q %+v", i, got.Str(b.Name), *b, name, *a)
 		}
+	}
+}
+
+// TestRanksWithEqualPids: two ranks on two hosts whose processes have the
+// same pid and the same correlation ids (each file numbers them from 1)
+// stay apart: every kernel joins its own rank's launch, and each rank is
+// its own clock domain.
+func TestRanksWithEqualPids(t *testing.T) {
+	rank := func(r int, kernel string, ts string) *ingest.Trace {
+		doc := `{"schemaVersion": 1, "distributedInfo": {"rank": ` + string(rune('0'+r)) + `, "world_size": 2},
+  "traceEvents": [
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": ` + ts + `, "dur": 5, "args": {"correlation": 7}},
+  {"ph": "X", "cat": "kernel", "name": "` + kernel + `", "pid": 0, "tid": 7, "ts": ` + ts + `, "dur": 20, "args": {"device": 0, "stream": 7, "correlation": 7}}
+  ], "baseTimeNanoseconds": 1735632360000000000}`
+		tr, err := kineto.Decoder{}.DecodeReader(context.Background(), strings.NewReader(doc), "rank-"+string(rune('0'+r))+".pt.trace.json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr
+	}
+	m := ingest.Merge(rank(0, "gemm_rank0", "100.000"), rank(1, "gemm_rank1", "900.000"))
+	m.Validate()
+	calls := m.LaunchCalls()
+	for i, c := range calls {
+		o := &m.GPUOps[i]
+		if c < 0 || m.Spans[c].Source != o.Source {
+			t.Errorf("%s joined to call %d of another rank", m.Str(o.Name), c)
+		}
+	}
+	if m.Sources[0].Clock.Name == m.Sources[1].Clock.Name {
+		t.Errorf("both ranks in clock domain %q", m.Sources[0].Clock.Name)
 	}
 }
