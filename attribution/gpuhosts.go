@@ -20,7 +20,8 @@ type devKey struct {
 // hostMap resolves each source to the host its GPU records belong to.
 type hostMap struct {
 	bySource []int    // source → index into labels
-	labels   []string // "host 1a2b3c4d" or "capture <file>"
+	labels   []string // "host 1a2b3c4d" or "capture <file>"; "" for a lone capture
+	names    []string // the labels, never blanked (GPU.Hosts)
 	joined   []bool   // per label: its sources are on the reference clock
 }
 
@@ -61,6 +62,7 @@ func gpuHosts(t *ingest.Trace, ar *align.Result) hostMap {
 			k = len(m.labels)
 			index[label] = k
 			m.labels = append(m.labels, label)
+			m.names = append(m.names, label)
 			m.joined = append(m.joined, true)
 		}
 		m.joined[k] = m.joined[k] && joined
@@ -99,7 +101,7 @@ func (m hostMap) list(t *ingest.Trace) []GPUHost {
 		}
 	}
 	out := []GPUHost{}
-	for h, label := range m.labels {
+	for h, label := range m.names {
 		if !has[h] {
 			continue
 		}
