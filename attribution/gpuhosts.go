@@ -1,6 +1,7 @@
 package attribution
 
 import (
+	"cmp"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -113,14 +114,6 @@ func (m hostMap) list(t *ingest.Trace) []GPUHost {
 		}
 		out = append(out, gh)
 	}
-	slices.SortFunc(out, func(a, b GPUHost) int {
-		switch {
-		case a.Name < b.Name:
-			return -1
-		case a.Name > b.Name:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(a, b GPUHost) int { return cmp.Compare(a.Name, b.Name) })
 	return out
 }
