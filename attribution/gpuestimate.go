@@ -180,7 +180,9 @@ func (g *requestGPU) addEstimatedGPU(ri, i, n int, buckets *[NumBuckets]int64) {
 	case n > 1:
 		for c, v := range g.decode[ri] {
 			// Cumulative split, so the tokens' shares sum to the total.
-			add[c] = v*int64(i)/int64(n-1) - v*int64(i-1)/int64(n-1)
+			// (in float: v × i could overflow on absurd input)
+			per := float64(v) / float64(n-1)
+			add[c] = int64(per*float64(i)) - int64(per*float64(i-1))
 		}
 	}
 	var sum int64

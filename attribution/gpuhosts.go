@@ -1,6 +1,7 @@
 package attribution
 
 import (
+	"cmp"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -20,7 +21,8 @@ type devKey struct {
 // hostMap resolves each source to the host its GPU records belong to.
 type hostMap struct {
 	bySource []int    // source → index into labels
-	labels   []string // "host 1a2b3c4d" or "capture <file>"
+	labels   []string // "host 1a2b3c4d" or "capture <file>"; "" for a lone capture
+	names    []string // the labels, never blanked (GPU.Hosts)
 	joined   []bool   // per label: its sources are on the reference clock
 }
 
@@ -61,6 +63,7 @@ func gpuHosts(t *ingest.Trace, ar *align.Result) hostMap {
 			k = len(m.labels)
 			index[label] = k
 			m.labels = append(m.labels, label)
+			m.names = append(m.names, label)
 			m.joined = append(m.joined, true)
 		}
 		m.joined[k] = m.joined[k] && joined
@@ -99,7 +102,7 @@ func (m hostMap) list(t *ingest.Trace) []GPUHost {
 		}
 	}
 	out := []GPUHost{}
-	for h, label := range m.labels {
+	for h, label := range m.names {
 		if !has[h] {
 			continue
 		}
@@ -111,14 +114,6 @@ func (m hostMap) list(t *ingest.Trace) []GPUHost {
 		}
 		out = append(out, gh)
 	}
-	slices.SortFunc(out, func(a, b GPUHost) int {
-		switch {
-		case a.Name < b.Name:
-			return -1
-		case a.Name > b.Name:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(a, b GPUHost) int { return cmp.Compare(a.Name, b.Name) })
 	return out
 }
