@@ -844,7 +844,7 @@ func (c *comparison) computeRequestLevel(specs []spec) {
 				f = max(f, 1)
 			}
 			c.shiftMetric(w, xb, xc, f, true)
-			if c.opts.Block != 0 && allPositive(xb, xc) {
+			if c.batchMeansOn() && allPositive(xb, xc) {
 				mb := orderstat.Quantile(sortedCopy(xb), 0.5)
 				if bm, ok := c.newBatchMeans(s, mb, mb*(1+w.m.DeltaPct/100)); ok {
 					c.widen(w, bm, mb)
@@ -918,7 +918,7 @@ func (c *comparison) computeRequestLevel(specs []spec) {
 			repsB, repsC = outs[2][name], outs[3][name]
 		}
 		c.bootMetric(p.w, p.pb, p.pc, repsB, repsC)
-		if c.opts.Block != 0 {
+		if c.batchMeansOn() {
 			if bm, ok := c.newBatchMeans(p.w.spec, p.pb, p.pc); ok {
 				c.widen(p.w, bm, p.pb)
 			}

@@ -97,11 +97,12 @@ func TestRunAgainstItselfNeverPasses(t *testing.T) {
 }
 
 // TestUnchangedRunPasses: an unchanged workload, another seed, passes rules
-// its 600 requests can decide (p99 needs thousands for a ±10% rule).
+// its 600 requests can decide (its queueing is autocorrelated, so tails
+// need runs; p99 needs thousands for a ±10% rule anyway).
 func TestUnchangedRunPasses(t *testing.T) {
 	r := comparetest.Workload{Requests: 600, Seed: 1}.Run()
 	r2 := comparetest.Workload{Requests: 600, Seed: 2}.Run()
-	res, err := compare.Compare(side("base", r), side("cand", r2), fastOptions("ttft.p90<+15%", "tpot.p50<+5%", "e2e.p90<+10%", "itl.p50<+5%"))
+	res, err := compare.Compare(side("base", r), side("cand", r2), fastOptions("ttft.p50<+10%", "tpot.p50<+5%", "e2e.p50<+15%", "itl.p50<+5%"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,8 @@ import (
 // the baseline) estimates the variance of the whole runs' change, s_δ²/K.
 // The change then has the interval d ± t_{K−1}·s_δ/√K on the log scale
 // (raw where a value is ≤ 0), and the metric's interval is the union of
-// that and the bootstrap's: a rule fails only when both agree.
+// that and the bootstrap's: a rule fails only when both agree. It applies
+// where the requests are autocorrelated (batchMeansOn).
 
 // Segments is how many stretches batch means cut a side into.
 const Segments = 8
@@ -193,4 +194,11 @@ func (c *comparison) widen(w *work, bm batchMeans, pb float64) {
 		}
 		return p
 	}
+}
+
+// batchMeansOn says whether intervals are joined with batch means: when a
+// side's requests are resampled in blocks (autocorrelation detected, or
+// blocks asked for). Independent requests keep the bootstrap's full power.
+func (c *comparison) batchMeansOn() bool {
+	return c.opts.Block != 0 && (c.base.block > 1 || c.cand.block > 1)
 }
