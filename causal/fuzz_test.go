@@ -30,7 +30,7 @@ func FuzzAnalyze(f *testing.F) {
 		small := func() int64 { return next() % 1_000_000_000_000 }
 		var reqs []Request
 		tr := ingest.New()
-		metric := tr.Strings.Intern("nvml.process.sm_util")
+		metric := tr.Strings.Intern(ingest.MetricNVMLProcessSMUtil)
 		for i := 0; len(data) >= 8 && i < 400; i++ {
 			a := small()
 			switch i % 3 {

@@ -383,16 +383,18 @@ func kernelsByStart(ops []ingest.GPUOp) []int {
 	return order
 }
 
-// DefaultSMUtilMetrics are the sample metric names SMUtilLoad looks for, in
-// order: llmprof record's per-process NVML series and its plain spelling.
-var DefaultSMUtilMetrics = []string{"nvml.process.sm_util", "sm_util_pct", "sm_util"}
+// DefaultSMUtilMetrics are the sample metric names SMUtilLoad looks for:
+// the per-process NVML series as llmprof record writes it (one name, in
+// ingest, for the writer and the reader).
+var DefaultSMUtilMetrics = []string{ingest.MetricNVMLProcessSMUtil}
 
 // SMUtilLoad builds LoadSMUtil from per-process NVML samples
 // (nvmlDeviceGetProcessUtilization: SM percent over the last sample period).
 // Each sample covers the period since the same process's previous sample,
 // capped at twice that process's median period: NVML returns a process only
-// when it had non-zero utilization, so a longer gap means it was idle. Values
-// are summed over a tenant's processes and divided by 100. metric names the
+// when it had non-zero utilization, so a longer gap means it was idle. A
+// process's samples on different GPUs are separate series. Values are summed
+// over a tenant's processes and GPUs and divided by 100 (GPUs' worth of SMs). metric names the
 // sample series; "" tries DefaultSMUtilMetrics.
 func SMUtilLoad(t *ingest.Trace, metric string, tenants *TenantMap, grid Grid) (*Load, error) {
 	var id ingest.StrID
@@ -415,7 +417,13 @@ func SMUtilLoad(t *ingest.Trace, metric string, tenants *TenantMap, grid Grid) (
 	for k := range accs {
 		accs[k] = newAccumulator(grid)
 	}
-	byPid := map[uint32][]int{}
+	// A process's samples are a series per GPU it runs on (a tensor-parallel
+	// engine reports on each): periods are per (pid, device).
+	type series struct {
+		pid    uint32
+		device int16
+	}
+	bySeries := map[series][]int{}
 	unmapped := map[uint32]bool{}
 	for i := range t.Samples {
 		s := &t.Samples[i]
@@ -426,18 +434,24 @@ func SMUtilLoad(t *ingest.Trace, metric string, tenants *TenantMap, grid Grid) (
 			unmapped[s.Pid] = true
 			continue
 		}
-		byPid[s.Pid] = append(byPid[s.Pid], i)
+		key := series{s.Pid, s.Device}
+		bySeries[key] = append(bySeries[key], i)
 	}
-	pids := make([]uint32, 0, len(byPid))
-	for pid := range byPid {
-		pids = append(pids, pid)
+	keys := make([]series, 0, len(bySeries))
+	for k := range bySeries {
+		keys = append(keys, k)
 	}
-	slices.Sort(pids)
-	for _, pid := range pids {
-		idx := byPid[pid]
+	slices.SortFunc(keys, func(a, b series) int {
+		if c := cmp.Compare(a.pid, b.pid); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.device, b.device)
+	})
+	for _, key := range keys {
+		idx := bySeries[key]
 		sort.SliceStable(idx, func(a, b int) bool { return t.Samples[idx[a]].Time < t.Samples[idx[b]].Time })
 		period := medianGap(t.Samples, idx)
-		k := l.Index(tenants.ByPid[pid])
+		k := l.Index(tenants.ByPid[key.pid])
 		prev := int64(math.MinInt64)
 		for _, i := range idx {
 			s := &t.Samples[i]

@@ -38,7 +38,7 @@ func (b *traceBuilder) process(pid uint32, name string) *traceBuilder {
 }
 
 func (b *traceBuilder) migSample(pid uint32, device, instance int16) *traceBuilder {
-	b.t.Samples = append(b.t.Samples, ingest.Sample{Time: 1, Value: 1, Metric: b.t.Strings.Intern("nvml.process.sm_util"), Pid: pid, Device: device, Instance: instance})
+	b.t.Samples = append(b.t.Samples, ingest.Sample{Time: 1, Value: 1, Metric: b.t.Strings.Intern(ingest.MetricNVMLProcessSMUtil), Pid: pid, Device: device, Instance: instance})
 	return b
 }
 
