@@ -29,6 +29,11 @@ const (
 	VerdictAssociation Verdict = "association"
 	// VerdictNegligible: significant but smaller than Options.MinEffectPct.
 	VerdictNegligible Verdict = "negligible"
+	// VerdictConfounded: would be interference, but a negative control of
+	// the same metric (a pair across GPUs or MIG instances, which cannot
+	// interfere) came out significant: something the controls miss moves
+	// latency, and this finding may be it.
+	VerdictConfounded Verdict = "confounded"
 	// VerdictNoEvidence: q ≥ α.
 	VerdictNoEvidence Verdict = "no evidence"
 	// VerdictNotEstimable: too little data or no variation; Reason says why.

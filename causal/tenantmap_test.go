@@ -1,6 +1,7 @@
 package causal
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -162,7 +163,7 @@ func TestTenantMapPlacementAndMethods(t *testing.T) {
 		{Pid: 31, Tenant: "worker", Via: ViaProcessName, Device: 2, Instance: -1},
 	}
 	for i := range want {
-		if m.Entries[i] != want[i] {
+		if !reflect.DeepEqual(m.Entries[i], want[i]) {
 			t.Errorf("entry %d = %+v, want %+v", i, m.Entries[i], want[i])
 		}
 	}
