@@ -151,14 +151,14 @@ type KernelPair struct {
 	// StretchPct is 100·(exp(β) − 1): how much longer a target kernel takes
 	// when the source's work overlaps all of it than when it runs alone,
 	// with its (1−α) interval.
-	StretchPct Float `json:"stretch_pct"`
-	CILowPct   Float `json:"ci_low_pct"`
-	CIHighPct  Float `json:"ci_high_pct"`
-	Coef       Float `json:"coef"`
-	SE         Float `json:"se"`
+	StretchPct Float  `json:"stretch_pct"`
+	CILowPct   Float  `json:"ci_low_pct"`
+	CIHighPct  Float  `json:"ci_high_pct"`
+	Coef       Float  `json:"coef"`
+	SE         Float  `json:"se"`
 	SEKind     SEKind `json:"se_kind,omitempty"`
-	P          Float `json:"p"`
-	Q          Float `json:"q"`
+	P          Float  `json:"p"`
+	Q          Float  `json:"q"`
 	// MeanOverlap is the mean share of the target's kernels overlapped by
 	// the source's work.
 	MeanOverlap Float `json:"mean_overlap"`

@@ -139,6 +139,9 @@ type Load struct {
 	Values  [][]float64
 	// Notes says what the builder had to leave out and why.
 	Notes []string
+	// Members[k], when set, are the tenants series k stands for (a shared
+	// source's); nil or empty means Tenants[k] alone.
+	Members [][]string
 
 	// cum[k][i] is the integral of tenant k's load over bins [0, i), in
 	// load·bins; it turns every exposure into two lookups.
@@ -172,6 +175,25 @@ func (l *Load) Series(tenant string) []float64 {
 		return l.Values[i]
 	}
 	return nil
+}
+
+// members are the tenants series k stands for.
+func (l *Load) members(k int) []string {
+	if k < len(l.Members) && len(l.Members[k]) > 0 {
+		return l.Members[k]
+	}
+	return []string{l.Tenants[k]}
+}
+
+// setMembers records the shared sources' tenants from the map.
+func (l *Load) setMembers(tm *TenantMap) {
+	if tm == nil {
+		return
+	}
+	l.Members = make([][]string, len(l.Tenants))
+	for k, n := range l.Tenants {
+		l.Members[k] = tm.Members(n)
+	}
 }
 
 // finish builds the prefix integrals. Builders call it; code that fills
@@ -337,6 +359,7 @@ func BusyLoad(ops []ingest.GPUOp, tenants *TenantMap, grid Grid) *Load {
 	if unmapped > 0 {
 		l.Notes = append(l.Notes, fmt.Sprintf("%d kernels of %d processes with no tenant were left out of the GPU busy load", unmapped, len(unmappedPids)))
 	}
+	l.setMembers(tenants)
 	l.finish()
 	return l
 }
@@ -469,6 +492,7 @@ func SMUtilLoad(t *ingest.Trace, metric string, tenants *TenantMap, grid Grid) (
 	if len(unmapped) > 0 {
 		l.Notes = append(l.Notes, fmt.Sprintf("SM utilization samples of %d processes with no tenant were left out", len(unmapped)))
 	}
+	l.setMembers(tenants)
 	l.finish()
 	return l, nil
 }
