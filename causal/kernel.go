@@ -81,6 +81,10 @@ type KernelStep struct {
 	Ops          []int32
 	Requests     []int32
 	Size, Tokens float64
+	// Context is the batch's KV context in tokens: each request's prompt
+	// plus the tokens it had generated when the step started (0 unknown).
+	// Attention kernels take time in proportion to it.
+	Context float64
 }
 
 // KernelInput is what KernelAnalyze works on.
@@ -113,6 +117,19 @@ func KernelInputFromAttribution(t *ingest.Trace, tm *TenantMap, att *attribution
 		}
 		if s.Tokens > 0 {
 			ks.Tokens = float64(s.Tokens)
+		}
+		known := len(s.Requests) > 0
+		for _, ri := range s.Requests {
+			if ri < 0 || int(ri) >= len(att.Requests) || att.Requests[ri].InputTokens < 0 {
+				known = false
+				break
+			}
+			r := &att.Requests[ri]
+			done, _ := slices.BinarySearch(r.Tokens, s.Start)
+			ks.Context += float64(r.InputTokens + done)
+		}
+		if !known {
+			ks.Context = 0
 		}
 		in.Steps = append(in.Steps, ks)
 	}
@@ -157,8 +174,13 @@ type KernelPair struct {
 	Coef       Float  `json:"coef"`
 	SE         Float  `json:"se"`
 	SEKind     SEKind `json:"se_kind,omitempty"`
-	P          Float  `json:"p"`
-	Q          Float  `json:"q"`
+	// P tests H0: |s| ≤ MinEffectPct (a minimum-effect test: a stretch
+	// below the practical threshold is not a link, however many kernels
+	// measure it); PZero is the classical p-value of s = 0. Q is P adjusted
+	// across all kernel pairs.
+	P     Float `json:"p"`
+	PZero Float `json:"p_zero"`
+	Q     Float `json:"q"`
 	// MeanOverlap is the mean share of the target's kernels overlapped by
 	// the source's work.
 	MeanOverlap Float `json:"mean_overlap"`
@@ -217,6 +239,7 @@ type kernelRow struct {
 	y          float64
 	group      int
 	size, tok  float64
+	ctx        float64
 	cat        attribution.KernelCategory
 }
 
@@ -336,16 +359,19 @@ func KernelAnalyze(in KernelInput, opts KernelOptions) *KernelResult {
 		if len(sources) == 0 {
 			continue
 		}
-		rows, groups, useSize, useTok := kernelRows(t, kernels[target], stepOf, in.Steps, cats)
+		rows, groups, use := kernelRows(t, kernels[target], stepOf, in.Steps, cats)
 		if !controlsNoted {
 			res.Controls = append(res.Controls, "kernel identity (name, grid, block, and the launch of that name within its step)")
-			if useSize {
+			if use.size {
 				res.Controls = append(res.Controls, "log batch size of the kernel's step, a quadratic per identity")
 			}
-			if useTok {
+			if use.tok {
 				res.Controls = append(res.Controls, "log batch tokens of the kernel's step, a quadratic per identity")
 			}
-			if !useSize && !useTok {
+			if use.ctx {
+				res.Controls = append(res.Controls, "log context tokens of the step's batch (prompt plus tokens generated so far), a quadratic per identity")
+			}
+			if !use.size && !use.tok && !use.ctx {
 				res.Notes = append(res.Notes, "kernels are not linked to engine steps: no batch controls (a tenant's own larger batches may read as interference)")
 			}
 			controlsNoted = true
@@ -358,7 +384,7 @@ func KernelAnalyze(in KernelInput, opts KernelOptions) *KernelResult {
 			}
 			xs[j] = overlaps(rows, busy)
 		}
-		pairs := kernelRegression(target, sources, isolated, srcDev, rows, groups, useSize, useTok, xs, o, !o.NoCategories)
+		pairs := kernelRegression(target, sources, isolated, srcDev, rows, groups, use, xs, o, !o.NoCategories)
 		if len(in.Steps) > 0 {
 			for j := range pairs {
 				if pairs[j].Estimable {
@@ -424,6 +450,10 @@ func overlaps(rows []kernelRow, busy []interval) []float64 {
 	return x
 }
 
+// batchUse says which of the step's batch measures the regression controls
+// for.
+type batchUse struct{ size, tok, ctx bool }
+
 // identity is a kernel's fixed-effect group: its name, launch shape, and
 // which launch of that name in its engine step it is (0 when not linked to
 // a step).
@@ -442,23 +472,26 @@ type stepName struct {
 // kernelRows gathers the target's kernels (sorted by start) with their
 // identity and step batch; the batch controls are used when at least 90% of
 // the kernels carry them (the others are then left out).
-func kernelRows(t *ingest.Trace, idx []int, stepOf []int32, steps []KernelStep, cats *attribution.CategoryCache) ([]kernelRow, int, bool, bool) {
+func kernelRows(t *ingest.Trace, idx []int, stepOf []int32, steps []KernelStep, cats *attribution.CategoryCache) ([]kernelRow, int, batchUse) {
 	rows := make([]kernelRow, 0, len(idx))
 	groupOf := map[identity]int{}
 	nth := map[stepName]int{}
-	haveSize, haveTok := 0, 0
+	haveSize, haveTok, haveCtx := 0, 0, 0
 	for _, i := range idx {
 		op := &t.GPUOps[i]
 		r := kernelRow{op: i, start: op.Start, dur: op.End - op.Start, cat: cats.Of(op)}
 		r.y = math.Log(float64(r.dur))
 		if s := stepOf[i]; s >= 0 {
-			r.size, r.tok = steps[s].Size, steps[s].Tokens
+			r.size, r.tok, r.ctx = steps[s].Size, steps[s].Tokens, steps[s].Context
 		}
 		if r.size > 0 {
 			haveSize++
 		}
 		if r.tok > 0 {
 			haveTok++
+		}
+		if r.ctx > 0 {
+			haveCtx++
 		}
 		id := identity{name: op.Name, grid: op.Grid, block: op.Block}
 		if s := stepOf[i]; s >= 0 {
@@ -476,18 +509,18 @@ func kernelRows(t *ingest.Trace, idx []int, stepOf []int32, steps []KernelStep, 
 		r.group = g
 		rows = append(rows, r)
 	}
-	useSize := float64(haveSize) >= controlCoverage*float64(len(rows)) && len(rows) > 0
-	useTok := float64(haveTok) >= controlCoverage*float64(len(rows)) && len(rows) > 0
-	if useSize || useTok {
+	enough := func(n int) bool { return len(rows) > 0 && float64(n) >= controlCoverage*float64(len(rows)) }
+	use := batchUse{size: enough(haveSize), tok: enough(haveTok), ctx: enough(haveCtx)}
+	if use.size || use.tok || use.ctx {
 		kept := rows[:0]
 		for _, r := range rows {
-			if (!useSize || r.size > 0) && (!useTok || r.tok > 0) {
+			if (!use.size || r.size > 0) && (!use.tok || r.tok > 0) && (!use.ctx || r.ctx > 0) {
 				kept = append(kept, r)
 			}
 		}
 		rows = kept
 	}
-	return rows, len(groupOf), useSize, useTok
+	return rows, len(groupOf), use
 }
 
 // within residualizes v on each identity's own intercept and batch slopes
@@ -495,7 +528,7 @@ func kernelRows(t *ingest.Trace, idx []int, stepOf []int32, steps []KernelStep, 
 // model with those effects). It returns the residuals and the number of
 // parameters absorbed; rows of a group with no residual freedom get weight 0
 // through zero residuals.
-func within(rows []kernelRow, groups int, useSize, useTok bool, cols [][]float64) ([][]float64, int, []bool) {
+func within(rows []kernelRow, groups int, use batchUse, cols [][]float64) ([][]float64, int, []bool) {
 	members := make([][]int, groups)
 	for r := range rows {
 		members[rows[r].group] = append(members[rows[r].group], r)
@@ -516,7 +549,8 @@ func within(rows []kernelRow, groups int, useSize, useTok bool, cols [][]float64
 		for _, use := range []struct {
 			on bool
 			of func(kernelRow) float64
-		}{{useSize, func(r kernelRow) float64 { return r.size }}, {useTok, func(r kernelRow) float64 { return r.tok }}} {
+		}{{use.size, func(r kernelRow) float64 { return r.size }}, {use.tok, func(r kernelRow) float64 { return r.tok }},
+			{use.ctx, func(r kernelRow) float64 { return r.ctx }}} {
 			if !use.on {
 				continue
 			}
@@ -600,7 +634,7 @@ type kernelFit struct {
 
 // fitKernels fits the within-transformed log durations on the overlaps of
 // rows sel (nil: all) with block-clustered errors.
-func fitKernels(rows []kernelRow, groups int, useSize, useTok bool, xs [][]float64, sel []bool, o KernelOptions) kernelFit {
+func fitKernels(rows []kernelRow, groups int, use batchUse, xs [][]float64, sel []bool, o KernelOptions) kernelFit {
 	f := kernelFit{estimable: make([]bool, len(xs))}
 	var sub []kernelRow
 	var subX [][]float64
@@ -659,7 +693,7 @@ func fitKernels(rows []kernelRow, groups int, useSize, useTok bool, xs [][]float
 				zs[j][r] = subX[j][r] / den
 			}
 		}
-		res, absorbed, keep := within(sub, groups, useSize, useTok, append([][]float64{yw}, zs...))
+		res, absorbed, keep := within(sub, groups, use, append([][]float64{yw}, zs...))
 		if iter == 0 {
 			for r := range sub {
 				if keep[r] {
@@ -759,13 +793,26 @@ func fitKernels(rows []kernelRow, groups int, useSize, useTok bool, xs [][]float
 	for a := range idx {
 		binOf[a] = rank[bins[a]]
 	}
+	// The block is as long as the longer of the scores' dependence and the
+	// regressors': a source's activity comes in stretches (its steps, its
+	// bursts), and a slow drift of what the controls miss makes every kernel
+	// of one stretch err alike, which the scores show only once the drift
+	// is large. Clustering at the scale the "treatment" varies at is the
+	// design-based advice of Abadie, Athey, Imbens & Wooldridge (2023).
 	blockBins := 1.0
 	for j := 0; j < fit.k; j++ {
-		series := make([]float64, len(sorted))
+		score := make([]float64, len(sorted))
+		reg := make([]float64, len(sorted))
+		count := make([]float64, len(sorted))
 		for a := range idx {
-			series[binOf[a]] += fit.x.At(a, j) * fit.resid[a]
+			score[binOf[a]] += fit.x.At(a, j) * fit.resid[a]
+			reg[binOf[a]] += fit.x.At(a, j)
+			count[binOf[a]]++
 		}
-		blockBins = math.Max(blockBins, blockLength(series))
+		for i := range reg {
+			reg[i] /= count[i]
+		}
+		blockBins = math.Max(blockBins, math.Max(blockLength(score), blockLength(reg)))
 	}
 	b := int(math.Ceil(blockBins))
 	f.blockNs = int64(b) * o.ScoreBin
@@ -808,6 +855,24 @@ func fitKernels(rows []kernelRow, groups int, useSize, useTok bool, xs [][]float
 	return f
 }
 
+// minEffectP is the p-value of H0: |β| ≤ δ against |β| > δ: P(t > (|b| −
+// δ)/se) with df degrees of freedom, the size-α test at the boundary of the
+// null interval (the far tail is negligible there); δ = 0 gives the
+// classical two-sided p-value, and |b| ≤ δ gives 1.
+func minEffectP(b, se, delta float64, df int) float64 {
+	if math.IsNaN(b) || math.IsNaN(se) || se <= 0 || df <= 0 {
+		return math.NaN()
+	}
+	z := (math.Abs(b) - delta) / se
+	switch {
+	case delta == 0:
+		return tTwoSided(z, df)
+	case z <= 0:
+		return 1
+	}
+	return tTwoSided(z, df) / 2
+}
+
 // identityWeights is 1/σ_g for each row of idx, σ_g the root mean squared
 // residual of its identity (the median σ where a group has too few rows or
 // no residual at all).
@@ -845,7 +910,7 @@ func identityWeights(sub []kernelRow, idx []int, resid []float64, groups int) []
 
 // kernelRegression fits one target's kernels on one GPU against every
 // source's overlap at once.
-func kernelRegression(target busyKey, sources []busyKey, isolated []bool, srcDev []int16, rows []kernelRow, groups int, useSize, useTok bool, xs [][]float64, o KernelOptions, byCat bool) []KernelPair {
+func kernelRegression(target busyKey, sources []busyKey, isolated []bool, srcDev []int16, rows []kernelRow, groups int, use batchUse, xs [][]float64, o KernelOptions, byCat bool) []KernelPair {
 	pairs := make([]KernelPair, len(sources))
 	for j, s := range sources {
 		pairs[j] = KernelPair{
@@ -862,7 +927,7 @@ func kernelRegression(target busyKey, sources []busyKey, isolated []bool, srcDev
 			pairs[j].MeanOverlap = Float(m / float64(len(rows)))
 		}
 	}
-	f := fitKernels(rows, groups, useSize, useTok, xs, nil, o)
+	f := fitKernels(rows, groups, use, xs, nil, o)
 	for j := range pairs {
 		p := &pairs[j]
 		p.Kernels, p.Blocks, p.BlockNs = f.n, f.blocks, f.blockNs
@@ -878,7 +943,8 @@ func kernelRegression(target busyKey, sources []busyKey, isolated []bool, srcDev
 		crit := tCritical(o.Alpha, f.df)
 		p.Estimable = true
 		p.Coef, p.SE, p.SEKind = Float(b), Float(s), f.kind
-		p.P = Float(tTwoSided(b/s, f.df))
+		p.PZero = Float(tTwoSided(b/s, f.df))
+		p.P = Float(minEffectP(b, s, o.MinEffectPct/100, f.df))
 		p.StretchPct, p.CILowPct, p.CIHighPct = Float(100*b), Float(100*(b-crit*s)), Float(100*(b+crit*s))
 	}
 	if !byCat || f.reason != "" {
@@ -900,7 +966,7 @@ func kernelRegression(target busyKey, sources []busyKey, isolated []bool, srcDev
 		for r := range rows {
 			sel[r] = rows[r].cat == c
 		}
-		fc := fitKernels(rows, groups, useSize, useTok, xs, sel, o)
+		fc := fitKernels(rows, groups, use, xs, sel, o)
 		if fc.reason != "" {
 			continue
 		}
