@@ -142,6 +142,10 @@ type Load struct {
 	// Members[k], when set, are the tenants series k stands for (a shared
 	// source's); nil or empty means Tenants[k] alone.
 	Members [][]string
+	// ObservedFrom and ObservedTo bound the time the load was measured in
+	// (a GPU capture often covers a part of the run); zero both means the
+	// whole grid. Outside it a load of 0 means "not seen", not "idle".
+	ObservedFrom, ObservedTo int64
 
 	// cum[k][i] is the integral of tenant k's load over bins [0, i), in
 	// load·bins; it turns every exposure into two lookups.
@@ -340,6 +344,15 @@ func BusyLoad(ops []ingest.GPUOp, tenants *TenantMap, grid Grid) *Load {
 			accs[lastK].add(c.start, c.end, 1)
 			*c = open{op.Start, op.End, true}
 		}
+	}
+	for i := range ops {
+		if ops[i].Kind != ingest.OpKernel || ops[i].End <= ops[i].Start {
+			continue
+		}
+		if l.ObservedTo == 0 || ops[i].Start < l.ObservedFrom {
+			l.ObservedFrom = ops[i].Start
+		}
+		l.ObservedTo = max(l.ObservedTo, ops[i].End)
 	}
 	if kernelsSorted(ops) {
 		for i := range ops {

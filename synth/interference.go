@@ -3,6 +3,7 @@ package synth
 import (
 	"math"
 	"slices"
+	"time"
 )
 
 // Tenant interference (Config.Interference): a kernel of the target's engine
@@ -110,4 +111,18 @@ func (r *Run) stretcher(e int, modelIndex map[string]int) func(start, base int64
 		}
 		return d
 	}
+}
+
+// DemoConfig is the run `llmprof demo` writes: DefaultConfig's three
+// tenants plus a fourth, "embed", whose own engine shares GPU 0 with the
+// engine serving search and chat and stretches its kernels by 40% while
+// they overlap (Interference); batch-eval's engine on GPU 1 is the negative
+// control. The tenants analysis should find embed → search and chat's
+// shared engine and nothing else.
+func DemoConfig(seed int64, d time.Duration) Config {
+	c := DefaultConfig(seed, d)
+	c.Tenants = append(c.Tenants, Tenant{Name: "embed", Model: "mistral-7b", Rate: 8, InputTokens: 600, OutputTokens: 30})
+	c.Models = append(c.Models, Model{Name: "mistral-7b", Device: 0, MaxBatch: 32, KVTokens: 60_000})
+	c.Interference = []Interference{{Source: "embed", Target: "search", Slowdown: 0.4}}
+	return c
 }
