@@ -188,6 +188,10 @@ type KernelPair struct {
 	Identities  int   `json:"identities"`
 	Blocks      int   `json:"blocks"`
 	BlockNs     int64 `json:"block_ns"`
+	// perRequest is, per request of KernelInput.Requests, the ms of its
+	// latency (TTFT plus decode) the source's overlap cost it (point
+	// estimate); nil without steps.
+	perRequest []float64
 	// ByCategory: the same regression on each kernel category's kernels.
 	ByCategory []CategoryStretch `json:"by_category,omitempty"`
 	// Impact is the source's share of the target's request latency: the
@@ -388,7 +392,7 @@ func KernelAnalyze(in KernelInput, opts KernelOptions) *KernelResult {
 		if len(in.Steps) > 0 {
 			for j := range pairs {
 				if pairs[j].Estimable {
-					pairs[j].Impact = impact(in, tm, target.tenant, rows, xs[j], pairs[j])
+					pairs[j].Impact = impact(in, tm, target.tenant, rows, xs[j], &pairs[j])
 				}
 			}
 		}
@@ -1065,7 +1069,7 @@ func blockLength(x []float64) float64 {
 
 // impact is the source's share of the target's request latency, for the
 // requests of the target's tenants that the target's steps served.
-func impact(in KernelInput, tm *TenantMap, target string, rows []kernelRow, x []float64, p KernelPair) []Impact {
+func impact(in KernelInput, tm *TenantMap, target string, rows []kernelRow, x []float64, p *KernelPair) []Impact {
 	members := tm.Members(target)
 	crit := (float64(p.CIHighPct) - float64(p.CILowPct)) // only to test for NaN
 	if math.IsNaN(crit) {
@@ -1078,6 +1082,8 @@ func impact(in KernelInput, tm *TenantMap, target string, rows []kernelRow, x []
 	}
 	n := len(in.Requests)
 	var out []Impact
+	var pr []float64
+	defer func() { p.perRequest = pr }()
 	for _, m := range []Metric{MetricTTFT, MetricTPOT} {
 		sums := make([][]float64, len(coefs))
 		for b := range sums {
@@ -1119,6 +1125,12 @@ func impact(in KernelInput, tm *TenantMap, target string, rows []kernelRow, x []
 				}
 			}
 		}
+		if pr == nil {
+			pr = make([]float64, n)
+		}
+		for ri := range pr {
+			pr[ri] += sums[0][ri] / 1e6
+		}
 		var tot [3]float64
 		var base float64
 		count := 0
@@ -1150,6 +1162,34 @@ func impact(in KernelInput, tm *TenantMap, target string, rows []kernelRow, x []
 			Metric: m, Requests: count, EffectMs: Float(tot[0] / c), CILowMs: Float(lo / c), CIHighMs: Float(hi / c),
 			BaselineMs: Float(base / c), Share: Float(tot[0] / base),
 		})
+	}
+	return out
+}
+
+// RequestCost returns, per source tenant, the milliseconds each request
+// (KernelInput.Requests' order, n of them) lost to that source's concurrent
+// work on its kernels: the point estimate of the Impact of every pair that
+// is not a negative control, summed over targets. Sources without such a
+// pair are absent. diff compares these series as tenant.NAME
+// (compare.TenantSeries).
+func (r *KernelResult) RequestCost(n int) map[string][]float64 {
+	if r == nil {
+		return nil
+	}
+	out := map[string][]float64{}
+	for i := range r.Pairs {
+		p := &r.Pairs[i]
+		if p.Isolated || !p.Estimable || len(p.perRequest) != n {
+			continue
+		}
+		s := out[p.Source]
+		if s == nil {
+			s = make([]float64, n)
+			out[p.Source] = s
+		}
+		for j, v := range p.perRequest {
+			s[j] += v
+		}
 	}
 	return out
 }

@@ -54,6 +54,7 @@ type kernelTally struct {
 	isolatedPairs, isolatedFalse  int
 	selfPairs                     int
 	rawZero                       int // null pairs with the classical p(s = 0) < 0.05
+	costWrong                     int // seeds whose per-request cost series are wrong
 	stretches                     []float64
 	lines                         []string
 }
@@ -100,6 +101,20 @@ func (k *kernelTally) add(seed int64, res *causal.Result) {
 		if p.Source == p.Target || slices.Contains(res.Mapping.Members(p.Source), p.Target) {
 			k.selfPairs++
 		}
+	}
+	// What diff compares as tenant.NAME: A's cost to the requests, positive;
+	// none for D, whose pairs are all negative controls.
+	n := 0
+	for _, ts := range res.Tenants {
+		n += ts.Requests
+	}
+	cost := kr.RequestCost(n)
+	total := 0.0
+	for _, v := range cost["A"] {
+		total += v
+	}
+	if total <= 0 || cost["D"] != nil {
+		k.costWrong++
 	}
 }
 
@@ -153,8 +168,8 @@ func TestKernelSynthQuick(t *testing.T) {
 	if k.found != k.seeds || k.within != k.seeds {
 		t.Errorf("A → B found in %d and within ±15%% in %d of %d seeds", k.found, k.within, k.seeds)
 	}
-	if k.falseLinks > 1 || k.selfPairs > 0 {
-		t.Errorf("%d false links, %d self-pairs", k.falseLinks, k.selfPairs)
+	if k.falseLinks > 1 || k.selfPairs > 0 || k.costWrong > 0 {
+		t.Errorf("%d false links, %d self-pairs, %d seeds with wrong request costs", k.falseLinks, k.selfPairs, k.costWrong)
 	}
 }
 

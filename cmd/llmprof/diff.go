@@ -60,6 +60,7 @@ func NewCmdDiff(f *Factory) *cobra.Command {
 			return compare.Run{}, fmt.Errorf("%s: no requests found (no span in a request convention llmprof knows)", path)
 		}
 		run := compare.FromAttribution(a.Attr)
+		run.Tenants = compare.TenantSeries(a.Tenants, len(a.Attr.Requests))
 		run.RunID = path
 		return run, nil
 	}
