@@ -18,9 +18,12 @@ type Options struct {
 	Controls   []Control `json:"controls"`
 	NoControls bool      `json:"no_controls,omitempty"`
 	// ClusterWidth groups requests into time clusters for the robust
-	// standard errors (requests that overlap share shocks); default 20 s
-	// (10 s, the statistics reference's choice, over-rejected true nulls in
-	// the simulator: 6.3% at a nominal 5%).
+	// standard errors (requests that overlap share shocks); 0 (default)
+	// adapts it to the run: 20 s on long runs (10 s, the statistics
+	// reference's choice, over-rejected true nulls in the simulator: 6.3% at
+	// a nominal 5%), shorter when the target's requests span less than
+	// 2·MinClusters·20 s, never below 1 s nor the 90th percentile of the
+	// target's exposure windows (see autoClusterWidth).
 	ClusterWidth int64 `json:"cluster_ns"`
 	// PeriodEffects adds a fixed effect per period of this length from the
 	// first request (statistics reference B.2's hour effects), absorbing
@@ -62,7 +65,6 @@ func DefaultOptions() Options {
 	return Options{
 		Metrics:      []Metric{MetricTTFT, MetricTPOT},
 		Controls:     slices.Clone(AllControls),
-		ClusterWidth: 20e9,
 		Alpha:        0.05,
 		MinRequests:  50,
 		MinClusters:  10,
@@ -82,9 +84,6 @@ func (o Options) withDefaults() Options {
 		o.Controls = nil
 	} else if o.Controls == nil {
 		o.Controls = d.Controls
-	}
-	if o.ClusterWidth <= 0 {
-		o.ClusterWidth = d.ClusterWidth
 	}
 	if o.Alpha <= 0 {
 		o.Alpha = d.Alpha
@@ -117,6 +116,9 @@ type Input struct {
 	Load     *Load
 	// Mapping, when the load came from processes, is echoed in the result.
 	Mapping *TenantMap
+	// Kernels, when set, adds the kernel-level view (KernelAnalyze) with
+	// this result's α, FDR procedure and practical threshold.
+	Kernels *KernelInput
 }
 
 // Assumptions are printed with every result: the effects are attributable
@@ -204,6 +206,23 @@ func Analyze(in Input, opts Options) (*Result, error) {
 	for _, m := range o.Metrics {
 		for _, target := range targets {
 			rows, notes := collectRows(byTenant[target], m, o.Controls)
+			if load.ObservedTo > load.ObservedFrom {
+				// A bin of slack: a request ends a little after the last
+				// kernel of its step (detokenizing, streaming).
+				from, to := load.ObservedFrom-load.Grid.Width, load.ObservedTo+load.Grid.Width
+				kept, out := rows.obs[:0], 0
+				for _, r := range rows.obs {
+					if r.start >= from && r.end <= to {
+						kept = append(kept, r)
+					} else {
+						out++
+					}
+				}
+				rows.obs = kept
+				if out > 0 {
+					notes = append(notes, fmt.Sprintf("%d requests outside the %.1f s the load was measured in (the GPU capture) were left out", out, float64(load.ObservedTo-load.ObservedFrom)/1e9))
+				}
+			}
 			for _, n := range notes {
 				res.Notes = append(res.Notes, fmt.Sprintf("%s %s: %s", target, m, n))
 			}
@@ -218,6 +237,9 @@ func Analyze(in Input, opts Options) (*Result, error) {
 	}
 	markIsolation(res)
 	judge(res, o)
+	if in.Kernels != nil {
+		res.Kernel = KernelAnalyze(*in.Kernels, KernelOptions{Alpha: o.Alpha, Dependent: o.Dependent, MinEffectPct: o.MinEffectPct})
+	}
 	return res, nil
 }
 
@@ -356,25 +378,43 @@ func judge(res *Result, o Options) {
 		}
 	}
 	qs := qValues(ps, o.Dependent)
+	// A negative control (source and target on different GPUs or MIG
+	// instances) cannot interfere: when one is significant and above the
+	// practical threshold, a driver the controls miss moves that metric,
+	// and the metric's interference findings are marked confounded.
+	fired := map[Metric]bool{}
 	for i := range res.Pairs {
 		p := &res.Pairs[i]
 		p.Q = Float(qs[i])
+		if p.Isolated && p.Significant(o.Alpha) {
+			res.Notes = append(res.Notes, fmt.Sprintf("negative control fired: %s → %s (%s) run on different GPUs or MIG instances yet q = %.3g; suspect a common driver the controls miss", p.Source, p.Target, p.Metric, float64(p.Q)))
+			if math.Abs(float64(p.EffectPct)) >= o.MinEffectPct {
+				fired[p.Metric] = true
+			}
+		}
+	}
+	for i := range res.Pairs {
+		p := &res.Pairs[i]
 		switch {
 		case !p.Estimable:
 			p.Verdict = VerdictNotEstimable
 		case p.Q.IsNaN() || float64(p.Q) >= o.Alpha:
 			p.Verdict = VerdictNoEvidence
-		case p.Coef <= 0:
+		case p.Isolated || p.Coef <= 0:
 			p.Verdict = VerdictAssociation
 		case p.Lag != nil && p.Lag.Estimable && float64(p.Lag.PlaceboP) < o.Alpha:
 			p.Verdict = VerdictAssociation
 		case float64(p.EffectPct) < o.MinEffectPct:
 			p.Verdict = VerdictNegligible
+		case fired[p.Metric]:
+			p.Verdict = VerdictConfounded
 		default:
 			p.Verdict = VerdictInterference
 		}
-		if p.Isolated && p.Significant(o.Alpha) {
-			res.Notes = append(res.Notes, fmt.Sprintf("negative control fired: %s → %s (%s) run on different GPUs or MIG instances yet q = %.3g; suspect a common driver the controls miss", p.Source, p.Target, p.Metric, float64(p.Q)))
+	}
+	for _, m := range res.Metrics {
+		if fired[m] {
+			res.Notes = append(res.Notes, fmt.Sprintf("%s: a negative control fired, so its interference findings are marked confounded", m))
 		}
 	}
 }

@@ -170,7 +170,8 @@ func TestJudge(t *testing.T) {
 		{"placebo fails", func(p *Pair) { p.Lag.PlaceboP = 0.01 }, VerdictAssociation, false},
 		{"lag model not estimable", func(p *Pair) { p.Lag.Estimable, p.Lag.PlaceboP = false, nan }, VerdictInterference, false},
 		{"negligible", func(p *Pair) { p.EffectPct = 0.5 }, VerdictNegligible, false},
-		{"isolated and significant", func(p *Pair) { p.Isolated = true }, VerdictInterference, true},
+		// A negative control is never interference.
+		{"isolated and significant", func(p *Pair) { p.Isolated = true }, VerdictAssociation, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -186,6 +187,28 @@ func TestJudge(t *testing.T) {
 				t.Errorf("notes %q", res.Notes)
 			}
 		})
+	}
+}
+
+// When a negative control of a metric fires, that metric's interference
+// findings are marked confounded; another metric's are not.
+func TestJudgeNegativeControlConfounds(t *testing.T) {
+	found := Pair{Source: "A", Target: "B", Metric: MetricTPOT, Estimable: true, P: 0.001, Coef: 1, EffectPct: 10}
+	other := found
+	other.Metric = MetricTTFT
+	control := Pair{Source: "D", Target: "B", Metric: MetricTPOT, Estimable: true, P: 0.002, Coef: 0.5, EffectPct: 5, Isolated: true}
+	small := control
+	small.Metric, small.EffectPct = MetricTTFT, 0.2
+	res := &Result{Metrics: []Metric{MetricTTFT, MetricTPOT}, Pairs: []Pair{found, other, control, small}}
+	judge(res, DefaultOptions())
+	want := []Verdict{VerdictConfounded, VerdictInterference, VerdictAssociation, VerdictAssociation}
+	for i, w := range want {
+		if got := res.Pairs[i].Verdict; got != w {
+			t.Errorf("%s → %s %s: verdict %q, want %q", res.Pairs[i].Source, res.Pairs[i].Target, res.Pairs[i].Metric, got, w)
+		}
+	}
+	if !strings.Contains(strings.Join(res.Notes, "\n"), "tpot: a negative control fired") {
+		t.Errorf("notes %q", res.Notes)
 	}
 }
 

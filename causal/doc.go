@@ -44,6 +44,21 @@
 // HC3 Longley regressions, R's grangertest, R's p.adjust). FromAttribution
 // turns attribution's requests into this package's input.
 //
+// # The kernel view
+//
+// KernelAnalyze (run by Analyze when Input.Kernels is set) measures the
+// mechanism where it happens: each kernel of tenant B on a GPU against the
+// share of its interval other tenants' work on that GPU overlapped, within
+// kernel identity (name, grid, block, launch within its step) and B's
+// batch, by weighted Gauss–Newton with errors clustered in time blocks whose
+// length comes from the data (Politis–White), and a minimum-effect test.
+// It carries 10–60 s captures, where the request level cannot; its impact
+// gives the milliseconds of B's TTFT and TPOT attributable to A.
+// ServedTenants names processes after the tenants of the requests they
+// serve, so GPU work and requests carry the same names; a process serving
+// several tenants is a shared source (SharedName), never paired with its
+// own tenants.
+//
 // docs/tenants.md explains the method for users and quotes what the
 // simulator tests measure.
 //

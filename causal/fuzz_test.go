@@ -9,7 +9,7 @@ import (
 )
 
 // FuzzAnalyze feeds arbitrary requests, kernels and samples through the load
-// builders and Analyze. Whatever the input (negative or reversed times,
+// builders, Analyze and KernelAnalyze. Whatever the input (negative or reversed times,
 // zero or huge lengths, NaN values, a single bin), nothing may panic, and
 // every estimable pair must carry finite figures.
 func FuzzAnalyze(f *testing.F) {
@@ -30,7 +30,7 @@ func FuzzAnalyze(f *testing.F) {
 		small := func() int64 { return next() % 1_000_000_000_000 }
 		var reqs []Request
 		tr := ingest.New()
-		metric := tr.Strings.Intern("nvml.process.sm_util")
+		metric := tr.Strings.Intern(ingest.MetricNVMLProcessSMUtil)
 		for i := 0; len(data) >= 8 && i < 400; i++ {
 			a := small()
 			switch i % 3 {
@@ -63,6 +63,12 @@ func FuzzAnalyze(f *testing.F) {
 		loads := []*Load{BusyLoad(tr.GPUOps, tm, grid), TokensInFlightLoad(reqs, grid), PrefillTokensLoad(reqs, grid)}
 		if l, err := SMUtilLoad(tr, "", tm, grid); err == nil {
 			loads = append(loads, l)
+		}
+		kr := KernelAnalyze(KernelInput{Trace: tr, Tenants: tm}, KernelOptions{MinKernels: 5, MinBlocks: 2})
+		for _, p := range kr.Pairs {
+			if p.Estimable && (math.IsNaN(float64(p.StretchPct)) || math.IsInf(float64(p.SE), 0) || math.IsNaN(float64(p.SE))) {
+				t.Fatalf("estimable kernel pair %s→%s with stretch %v se %v", p.Source, p.Target, p.StretchPct, p.SE)
+			}
 		}
 		for _, l := range loads {
 			res, err := Analyze(Input{Requests: reqs, Load: l, Mapping: tm}, Options{MinRequests: 5, MinClusters: 2, MinBins: 10})

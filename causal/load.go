@@ -139,6 +139,13 @@ type Load struct {
 	Values  [][]float64
 	// Notes says what the builder had to leave out and why.
 	Notes []string
+	// Members[k], when set, are the tenants series k stands for (a shared
+	// source's); nil or empty means Tenants[k] alone.
+	Members [][]string
+	// ObservedFrom and ObservedTo bound the time the load was measured in
+	// (a GPU capture often covers a part of the run); zero both means the
+	// whole grid. Outside it a load of 0 means "not seen", not "idle".
+	ObservedFrom, ObservedTo int64
 
 	// cum[k][i] is the integral of tenant k's load over bins [0, i), in
 	// load·bins; it turns every exposure into two lookups.
@@ -172,6 +179,25 @@ func (l *Load) Series(tenant string) []float64 {
 		return l.Values[i]
 	}
 	return nil
+}
+
+// members are the tenants series k stands for.
+func (l *Load) members(k int) []string {
+	if k < len(l.Members) && len(l.Members[k]) > 0 {
+		return l.Members[k]
+	}
+	return []string{l.Tenants[k]}
+}
+
+// setMembers records the shared sources' tenants from the map.
+func (l *Load) setMembers(tm *TenantMap) {
+	if tm == nil {
+		return
+	}
+	l.Members = make([][]string, len(l.Tenants))
+	for k, n := range l.Tenants {
+		l.Members[k] = tm.Members(n)
+	}
 }
 
 // finish builds the prefix integrals. Builders call it; code that fills
@@ -319,6 +345,15 @@ func BusyLoad(ops []ingest.GPUOp, tenants *TenantMap, grid Grid) *Load {
 			*c = open{op.Start, op.End, true}
 		}
 	}
+	for i := range ops {
+		if ops[i].Kind != ingest.OpKernel || ops[i].End <= ops[i].Start {
+			continue
+		}
+		if l.ObservedTo == 0 || ops[i].Start < l.ObservedFrom {
+			l.ObservedFrom = ops[i].Start
+		}
+		l.ObservedTo = max(l.ObservedTo, ops[i].End)
+	}
 	if kernelsSorted(ops) {
 		for i := range ops {
 			visit(&ops[i])
@@ -337,6 +372,7 @@ func BusyLoad(ops []ingest.GPUOp, tenants *TenantMap, grid Grid) *Load {
 	if unmapped > 0 {
 		l.Notes = append(l.Notes, fmt.Sprintf("%d kernels of %d processes with no tenant were left out of the GPU busy load", unmapped, len(unmappedPids)))
 	}
+	l.setMembers(tenants)
 	l.finish()
 	return l
 }
@@ -383,16 +419,18 @@ func kernelsByStart(ops []ingest.GPUOp) []int {
 	return order
 }
 
-// DefaultSMUtilMetrics are the sample metric names SMUtilLoad looks for, in
-// order: llmprof record's per-process NVML series and its plain spelling.
-var DefaultSMUtilMetrics = []string{"nvml.process.sm_util", "sm_util_pct", "sm_util"}
+// DefaultSMUtilMetrics are the sample metric names SMUtilLoad looks for:
+// the per-process NVML series as llmprof record writes it (one name, in
+// ingest, for the writer and the reader).
+var DefaultSMUtilMetrics = []string{ingest.MetricNVMLProcessSMUtil}
 
 // SMUtilLoad builds LoadSMUtil from per-process NVML samples
 // (nvmlDeviceGetProcessUtilization: SM percent over the last sample period).
 // Each sample covers the period since the same process's previous sample,
 // capped at twice that process's median period: NVML returns a process only
-// when it had non-zero utilization, so a longer gap means it was idle. Values
-// are summed over a tenant's processes and divided by 100. metric names the
+// when it had non-zero utilization, so a longer gap means it was idle. A
+// process's samples on different GPUs are separate series. Values are summed
+// over a tenant's processes and GPUs and divided by 100 (GPUs' worth of SMs). metric names the
 // sample series; "" tries DefaultSMUtilMetrics.
 func SMUtilLoad(t *ingest.Trace, metric string, tenants *TenantMap, grid Grid) (*Load, error) {
 	var id ingest.StrID
@@ -415,7 +453,13 @@ func SMUtilLoad(t *ingest.Trace, metric string, tenants *TenantMap, grid Grid) (
 	for k := range accs {
 		accs[k] = newAccumulator(grid)
 	}
-	byPid := map[uint32][]int{}
+	// A process's samples are a series per GPU it runs on (a tensor-parallel
+	// engine reports on each): periods are per (pid, device).
+	type series struct {
+		pid    uint32
+		device int16
+	}
+	bySeries := map[series][]int{}
 	unmapped := map[uint32]bool{}
 	for i := range t.Samples {
 		s := &t.Samples[i]
@@ -426,18 +470,24 @@ func SMUtilLoad(t *ingest.Trace, metric string, tenants *TenantMap, grid Grid) (
 			unmapped[s.Pid] = true
 			continue
 		}
-		byPid[s.Pid] = append(byPid[s.Pid], i)
+		key := series{s.Pid, s.Device}
+		bySeries[key] = append(bySeries[key], i)
 	}
-	pids := make([]uint32, 0, len(byPid))
-	for pid := range byPid {
-		pids = append(pids, pid)
+	keys := make([]series, 0, len(bySeries))
+	for k := range bySeries {
+		keys = append(keys, k)
 	}
-	slices.Sort(pids)
-	for _, pid := range pids {
-		idx := byPid[pid]
+	slices.SortFunc(keys, func(a, b series) int {
+		if c := cmp.Compare(a.pid, b.pid); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.device, b.device)
+	})
+	for _, key := range keys {
+		idx := bySeries[key]
 		sort.SliceStable(idx, func(a, b int) bool { return t.Samples[idx[a]].Time < t.Samples[idx[b]].Time })
 		period := medianGap(t.Samples, idx)
-		k := l.Index(tenants.ByPid[pid])
+		k := l.Index(tenants.ByPid[key.pid])
 		prev := int64(math.MinInt64)
 		for _, i := range idx {
 			s := &t.Samples[i]
@@ -455,6 +505,7 @@ func SMUtilLoad(t *ingest.Trace, metric string, tenants *TenantMap, grid Grid) (
 	if len(unmapped) > 0 {
 		l.Notes = append(l.Notes, fmt.Sprintf("SM utilization samples of %d processes with no tenant were left out", len(unmapped)))
 	}
+	l.setMembers(tenants)
 	l.finish()
 	return l, nil
 }

@@ -157,7 +157,7 @@ func TestExposureMatchesDirectIntegration(t *testing.T) {
 
 func TestSMUtilLoad(t *testing.T) {
 	tr := ingest.New()
-	metric := tr.Strings.Intern("nvml.process.sm_util")
+	metric := tr.Strings.Intern(ingest.MetricNVMLProcessSMUtil)
 	other := tr.Strings.Intern("nvml.process.mem_util")
 	sample := func(pid uint32, at int64, v float64) ingest.Sample {
 		return ingest.Sample{Time: at, Value: v, Metric: metric, Pid: pid, Device: 0, Instance: -1}
@@ -264,7 +264,7 @@ func TestBuildLoadPicksTheBestAvailable(t *testing.T) {
 	}
 	tm := NewTenantMap(map[uint32]string{1: "A", 2: "B"})
 	sample := func(tr *ingest.Trace, pid uint32) ingest.Sample {
-		return ingest.Sample{Time: 1e9, Value: 50, Metric: tr.Strings.Intern("nvml.process.sm_util"), Pid: pid, Instance: -1}
+		return ingest.Sample{Time: 1e9, Value: 50, Metric: tr.Strings.Intern(ingest.MetricNVMLProcessSMUtil), Pid: pid, Instance: -1}
 	}
 	busy := LoadGPUBusy
 	tests := []struct {

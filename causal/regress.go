@@ -104,7 +104,8 @@ func notEstimable(source, target string, m Metric, reason string) *Pair {
 func requestRegression(target string, m Metric, rows targetRows, load *Load, o Options, step float64) []*Pair {
 	var sources []int
 	for k, name := range load.Tenants {
-		if name != target {
+		// Never the target itself, nor a shared source that serves it.
+		if name != target && !slices.Contains(load.members(k), target) {
 			sources = append(sources, k)
 		}
 	}
@@ -153,10 +154,14 @@ func requestRegression(target string, m Metric, rows targetRows, load *Load, o O
 		cols = append(cols, periodDummies(rows.obs, o.PeriodEffects)...)
 	}
 
+	width := o.ClusterWidth
+	if width <= 0 {
+		width = autoClusterWidth(rows.obs, o.MinClusters)
+	}
 	groups := make([]int, n)
 	distinct := map[int]bool{}
 	for r := range rows.obs {
-		groups[r] = int(floorDiv(rows.obs[r].start, o.ClusterWidth))
+		groups[r] = int(floorDiv(rows.obs[r].start, width))
 		distinct[groups[r]] = true
 	}
 	g := len(distinct)
@@ -167,7 +172,7 @@ func requestRegression(target string, m Metric, rows targetRows, load *Load, o O
 	case n < 10*k:
 		return failOpen(pairs, sources, load, target, m, n, fmt.Sprintf("only %d requests of %s with %s for %d parameters (need 10 per parameter)", n, target, m, k))
 	case g < o.MinClusters:
-		return failOpen(pairs, sources, load, target, m, n, fmt.Sprintf("%s's requests fall in only %d time clusters of %s (need %d for cluster-robust errors)", target, g, fmtDuration(o.ClusterWidth), o.MinClusters))
+		return failOpen(pairs, sources, load, target, m, n, fmt.Sprintf("%s's requests fall in only %d time clusters of %s (need %d for cluster-robust errors)", target, g, fmtDuration(width), o.MinClusters))
 	}
 
 	y := make([]float64, n)
@@ -230,7 +235,7 @@ func requestRegression(target string, m Metric, rows targetRows, load *Load, o O
 			CILowMs:    Float(baselineMs * pct(lo, step) / 100),
 			CIHighMs:   Float(baselineMs * pct(hi, step) / 100),
 			BaselineMs: Float(baselineMs), MeanExposure: Float(stat.Mean(x, nil)),
-			Requests: n, Clusters: g, SEKind: seKind, naiveSE: seNaive[j],
+			Requests: n, Clusters: g, ClusterNs: width, SEKind: seKind, naiveSE: seNaive[j],
 		}
 		base := quietLevel(x)
 		sh, a, c := share(rows.obs, x, base, b), share(rows.obs, x, base, lo), share(rows.obs, x, base, hi)
@@ -238,6 +243,34 @@ func requestRegression(target string, m Metric, rows targetRows, load *Load, o O
 		pairs[i] = p
 	}
 	return pairs
+}
+
+// maxClusterWidth is the cluster width of long runs (validated in the
+// simulator, docs/tenants.md).
+const maxClusterWidth int64 = 20e9
+
+// autoClusterWidth adapts the time clusters to the run: 20 s when the
+// target's requests span at least 2·minClusters·20 s, else the span over
+// 2·minClusters in whole seconds, but never under 1 s nor under the 90th
+// percentile of the target's exposure windows (a cluster shorter than the
+// requests it holds would split their shared shocks).
+func autoClusterWidth(rows []obs, minClusters int) int64 {
+	if len(rows) == 0 {
+		return maxClusterWidth
+	}
+	lo, hi := rows[0].start, rows[0].start
+	lens := make([]int64, len(rows))
+	for i := range rows {
+		lo, hi = min(lo, rows[i].start), max(hi, rows[i].start)
+		lens[i] = rows[i].end - rows[i].start
+	}
+	slices.Sort(lens)
+	p90 := lens[(len(lens)*9)/10]
+	w := (hi - lo) / int64(2*max(1, minClusters))
+	w = w / 1e9 * 1e9
+	w = min(w, maxClusterWidth)
+	floor := max(int64(1e9), (p90+1e9-1)/1e9*1e9)
+	return max(w, min(floor, maxClusterWidth))
 }
 
 // failOpen marks every pair not yet decided as not estimable for reason.

@@ -29,6 +29,11 @@ const (
 	VerdictAssociation Verdict = "association"
 	// VerdictNegligible: significant but smaller than Options.MinEffectPct.
 	VerdictNegligible Verdict = "negligible"
+	// VerdictConfounded: would be interference, but a negative control of
+	// the same metric (a pair across GPUs or MIG instances, which cannot
+	// interfere) came out significant: something the controls miss moves
+	// latency, and this finding may be it.
+	VerdictConfounded Verdict = "confounded"
 	// VerdictNoEvidence: q ≥ α.
 	VerdictNoEvidence Verdict = "no evidence"
 	// VerdictNotEstimable: too little data or no variation; Reason says why.
@@ -54,6 +59,9 @@ type Result struct {
 
 	Tenants []TenantSummary `json:"tenants"`
 	Pairs   []Pair          `json:"pairs"`
+	// Kernel is the kernel-level view (the mechanism), when the input had
+	// kernels of at least two tenants.
+	Kernel *KernelResult `json:"kernel,omitempty"`
 	// Mapping says how processes were assigned to tenants, when the load
 	// came from processes.
 	Mapping *TenantMap `json:"mapping,omitempty"`
@@ -120,6 +128,9 @@ type Pair struct {
 	MeanExposure Float `json:"mean_exposure"`
 	Requests     int   `json:"requests"`
 	Clusters     int   `json:"clusters"`
+	// ClusterNs is the width of the time clusters the errors are
+	// clustered by (adapted to the target's run length by default).
+	ClusterNs int64 `json:"cluster_ns"`
 	// Isolated marks a negative control: source and target run on different
 	// MIG instances or GPUs, so no effect is expected; a significant one
 	// points to confounding.

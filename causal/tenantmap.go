@@ -19,6 +19,10 @@ type Via string
 const (
 	// ViaOverride: the user said so (--tenant-pid).
 	ViaOverride Via = "override"
+	// ViaRequests: the process serves requests (its OTLP resource's
+	// process.pid, or the engine of their steps) of this tenant; one serving
+	// several tenants is a shared source.
+	ViaRequests Via = "requests"
 	// ViaResource: an OTLP resource carried process.pid and a tenant key.
 	ViaResource Via = "resource"
 	// ViaProcessName: the process's name in an nsys export.
@@ -41,6 +45,10 @@ type MapOptions struct {
 	// NoMIG turns off the last resort of naming a tenant after its MIG
 	// instance.
 	NoMIG bool
+	// Served is, per pid, the tenants of the requests the process serves
+	// (ServedTenants): the strongest evidence after Override, so that a
+	// process's tenant is named as its requests are.
+	Served map[uint32][]string
 }
 
 // PidTenant is one process's assignment.
@@ -50,6 +58,9 @@ type PidTenant struct {
 	Via    Via    `json:"via"`
 	// Key is the resource attribute that named the tenant (ViaResource).
 	Key string `json:"key,omitempty"`
+	// Serves lists the tenants of a shared source (a process serving
+	// requests of several tenants), whose Tenant is SharedName(Serves).
+	Serves []string `json:"serves,omitempty"`
 	// Device and Instance place the process on a GPU and MIG GPU instance
 	// (from its samples and kernels); -1 when unknown.
 	Device   int16 `json:"device"`
@@ -97,7 +108,7 @@ func (m *TenantMap) Tenants() []string {
 // Methods counts the assignments by method, strongest first, for the report
 // line "tenants from: 3 by resource, 1 by process-name".
 func (m *TenantMap) Methods() []ViaCount {
-	order := []Via{ViaOverride, ViaResource, ViaProcessName, ViaMIGInstance}
+	order := []Via{ViaOverride, ViaRequests, ViaResource, ViaProcessName, ViaMIGInstance}
 	var out []ViaCount
 	for _, v := range order {
 		n := 0
@@ -120,7 +131,8 @@ type ViaCount struct {
 }
 
 // MapTenants assigns the processes of a trace to tenants, trying for each
-// process, in order: opts.Override; an OTLP resource with process.pid and one
+// process, in order: opts.Override; the tenants of the requests it serves
+// (opts.Served; several make it a shared source); an OTLP resource with process.pid and one
 // of opts.Keys; the process's name in an nsys export (processes of one name
 // count as one tenant, so a server's worker processes stay together); and,
 // unless opts.NoMIG, the MIG instance its samples came from. Only processes
@@ -141,7 +153,8 @@ func MapTenants(t *ingest.Trace, opts MapOptions) *TenantMap {
 	}
 	add := func(e PidTenant) {
 		if prev, ok := m.ByPid[e.Pid]; ok {
-			if prev != e.Tenant && e.Via != ViaProcessName && e.Via != ViaMIGInstance {
+			weak := e.Via == ViaProcessName || e.Via == ViaMIGInstance || (viaOf(m, e.Pid) == ViaRequests && e.Key == "service.name")
+			if prev != e.Tenant && !weak {
 				m.Notes = append(m.Notes, fmt.Sprintf("pid %d is tenant %q by %s and %q by %s; kept %q", e.Pid, prev, viaOf(m, e.Pid), e.Tenant, e.Via, prev))
 			}
 			return
@@ -157,6 +170,24 @@ func MapTenants(t *ingest.Trace, opts MapOptions) *TenantMap {
 	slices.Sort(overrides)
 	for _, pid := range overrides {
 		add(PidTenant{Pid: pid, Tenant: opts.Override[pid], Via: ViaOverride})
+	}
+
+	served := make([]uint32, 0, len(opts.Served))
+	for pid := range opts.Served {
+		served = append(served, pid)
+	}
+	slices.Sort(served)
+	for _, pid := range served {
+		names := slices.Clone(opts.Served[pid])
+		slices.Sort(names)
+		names = slices.Compact(names)
+		switch len(names) {
+		case 0:
+		case 1:
+			add(PidTenant{Pid: pid, Tenant: names[0], Via: ViaRequests})
+		default:
+			add(PidTenant{Pid: pid, Tenant: SharedName(names), Via: ViaRequests, Serves: names})
+		}
 	}
 
 	for _, res := range t.Resources {

@@ -1,6 +1,7 @@
 package causal
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -38,7 +39,7 @@ func (b *traceBuilder) process(pid uint32, name string) *traceBuilder {
 }
 
 func (b *traceBuilder) migSample(pid uint32, device, instance int16) *traceBuilder {
-	b.t.Samples = append(b.t.Samples, ingest.Sample{Time: 1, Value: 1, Metric: b.t.Strings.Intern("nvml.process.sm_util"), Pid: pid, Device: device, Instance: instance})
+	b.t.Samples = append(b.t.Samples, ingest.Sample{Time: 1, Value: 1, Metric: b.t.Strings.Intern(ingest.MetricNVMLProcessSMUtil), Pid: pid, Device: device, Instance: instance})
 	return b
 }
 
@@ -162,7 +163,7 @@ func TestTenantMapPlacementAndMethods(t *testing.T) {
 		{Pid: 31, Tenant: "worker", Via: ViaProcessName, Device: 2, Instance: -1},
 	}
 	for i := range want {
-		if m.Entries[i] != want[i] {
+		if !reflect.DeepEqual(m.Entries[i], want[i]) {
 			t.Errorf("entry %d = %+v, want %+v", i, m.Entries[i], want[i])
 		}
 	}

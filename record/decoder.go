@@ -386,7 +386,7 @@ func (r *captureReader) readBuffered() error {
 }
 
 func (r *captureReader) readProcess() error {
-	smUtil := r.t.Strings.Intern("nvml.process.sm_util_pct")
+	smUtil := r.t.Strings.Intern(ingest.MetricNVMLProcessSMUtil)
 	memUtil := r.t.Strings.Intern("nvml.process.mem_util_pct")
 	used := r.t.Strings.Intern("nvml.process.used_memory_bytes")
 	return readTable(r, TableGPUProcess, func(_ int, p *ProcessSample) {

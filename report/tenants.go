@@ -6,6 +6,8 @@ import (
 	"math"
 	"strings"
 
+	"github.com/charmbracelet/lipgloss"
+
 	"github.com/llmprof/llmprof/causal"
 )
 
@@ -29,7 +31,7 @@ func tenantsText(b *strings.Builder, st styles, res *causal.Result, note string,
 			top = p.Reason
 		}
 	}
-	if estimable == 0 && !full {
+	if estimable == 0 && !full && !kernelFindings(res.Kernel) {
 		fmt.Fprintf(b, "\n%s  %s\n", st.section.Render("TENANTS"), st.dim.Render(fmt.Sprintf(
 			"no pair of tenants is estimable (%d pairs; mostly: %s)", len(res.Pairs), top)))
 		return
@@ -37,12 +39,13 @@ func tenantsText(b *strings.Builder, st styles, res *causal.Result, note string,
 	fmt.Fprintf(b, "\n%s  %s\n", st.section.Render("TENANTS"), st.dim.Render(fmt.Sprintf(
 		"effect of each tenant's load (%s) on the others' latency, per %s of the source's load; %s at q < %g",
 		res.Load, stepString(res), res.Correction, res.Alpha)))
+	kernelText(b, st, res.Kernel, full)
 	for _, m := range res.Metrics {
 		heatMap(b, st, res, m)
 	}
 	var found []causal.Pair
 	for _, p := range res.Pairs {
-		if p.Verdict == causal.VerdictInterference || p.Verdict == causal.VerdictAssociation || full {
+		if p.Verdict == causal.VerdictInterference || p.Verdict == causal.VerdictAssociation || p.Verdict == causal.VerdictConfounded || full {
 			found = append(found, p)
 		}
 	}
@@ -83,12 +86,7 @@ func tenantsText(b *strings.Builder, st styles, res *causal.Result, note string,
 				line += "; isolated (other GPU or MIG instance): a significant effect here points to confounding"
 			}
 		}
-		style := st.dim
-		if p.Verdict == causal.VerdictInterference {
-			style = st.bad
-		} else if p.Verdict == causal.VerdictAssociation {
-			style = st.warn
-		}
+		style := verdictStyle(st, p.Verdict)
 		fmt.Fprintf(b, "  %s\n", style.Render(line))
 	}
 	if full {
@@ -117,21 +115,44 @@ func heatMap(b *strings.Builder, st styles, res *causal.Result, m causal.Metric)
 	if len(tenants) < 2 {
 		return
 	}
-	fmt.Fprintf(b, "  %s effect (%% of target latency), source ↓ target →\n", strings.ToUpper(m.String()))
-	cols := append([]string{""}, tenants...)
-	t := newTable(cols...)
-	for i, src := range tenants {
-		row := []string{src}
+	// Rows are the tenants with load (sources), columns those with
+	// requests (targets); a tenant of a shared source is never its target.
+	var rows, targets []int
+	for i := range tenants {
+		src, dst := false, false
 		for j := range tenants {
+			src = src || cells[i][j] != nil
+			dst = dst || cells[j][i] != nil
+		}
+		if src {
+			rows = append(rows, i)
+		}
+		if dst {
+			targets = append(targets, i)
+		}
+	}
+	if len(rows) == 0 || len(targets) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "  %s effect (%% of target latency), source ↓ target →\n", strings.ToUpper(m.String()))
+	cols := []string{""}
+	for _, j := range targets {
+		cols = append(cols, tenants[j])
+	}
+	t := newTable(cols...)
+	for _, i := range rows {
+		src := tenants[i]
+		row := []string{src}
+		for _, j := range targets {
 			p := cells[i][j]
 			switch {
-			case i == j:
+			case i == j || p == nil && res.Mapping != nil && sharesTenant(res.Mapping, src, tenants[j]):
 				row = append(row, "·")
 			case p == nil || !p.Estimable:
 				row = append(row, "n/e")
 			case p.Verdict == causal.VerdictInterference:
 				row = append(row, shade(st, signedPct(float64(p.EffectPct))+"*", float64(p.EffectPct)))
-			case p.Verdict == causal.VerdictAssociation:
+			case p.Verdict == causal.VerdictAssociation || p.Verdict == causal.VerdictConfounded:
 				row = append(row, st.warn.Render(signedPct(float64(p.EffectPct))+"?"))
 			default:
 				row = append(row, "~")
@@ -140,7 +161,100 @@ func heatMap(b *strings.Builder, st styles, res *causal.Result, m causal.Metric)
 		t.row(row...)
 	}
 	t.render(b, st, 4)
-	fmt.Fprintf(b, "    %s\n", st.dim.Render("* interference  ? association (placebo or sign fails)  ~ no evidence or negligible  n/e not estimable"))
+	fmt.Fprintf(b, "    %s\n", st.dim.Render("* interference  ? association or confounded (placebo, sign or a negative control fails)  ~ no evidence or negligible  n/e not estimable  · same tenant"))
+}
+
+// sharesTenant reports whether two names stand for a common tenant (a
+// shared source and one of its tenants).
+func sharesTenant(m *causal.TenantMap, a, b string) bool {
+	mb := m.Members(b)
+	for _, x := range m.Members(a) {
+		for _, y := range mb {
+			if x == y {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func verdictStyle(st styles, v causal.Verdict) lipgloss.Style {
+	switch v {
+	case causal.VerdictInterference:
+		return st.bad
+	case causal.VerdictAssociation, causal.VerdictConfounded:
+		return st.warn
+	}
+	return st.dim
+}
+
+// kernelFindings reports whether the kernel view found anything to show.
+func kernelFindings(k *causal.KernelResult) bool {
+	if k == nil {
+		return false
+	}
+	for _, p := range k.Pairs {
+		if p.Significant(k.Alpha) {
+			return true
+		}
+	}
+	return false
+}
+
+// kernelText renders the kernel-level view: how much each source's
+// concurrent work stretches the target's kernels, by category, and what it
+// costs the target's requests.
+func kernelText(b *strings.Builder, st styles, k *causal.KernelResult, full bool) {
+	if k == nil || len(k.Pairs) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "  %s\n", st.dim.Render("kernel level: stretch of the target's kernels while the source's work overlaps them, against the same kernels alone"))
+	shown := 0
+	for _, p := range k.Pairs {
+		if !full && !p.Significant(k.Alpha) {
+			continue
+		}
+		shown++
+		var line string
+		if !p.Estimable {
+			line = fmt.Sprintf("%s → %s (GPU %d) kernels: not estimable: %s", p.Source, p.Target, p.Device, p.Reason)
+			fmt.Fprintf(b, "  %s\n", st.dim.Render(line))
+			continue
+		}
+		line = fmt.Sprintf("%s → %s (GPU %d) kernels: %s, %s (95%% CI %s … %s), q %s, %d kernels, %s of them overlapped on average",
+			p.Source, p.Target, p.Device, p.Verdict, signedPct(float64(p.StretchPct)), signedPct(float64(p.CILowPct)), signedPct(float64(p.CIHighPct)),
+			qString(float64(p.Q)), p.Kernels, pct(float64(p.MeanOverlap)))
+		if p.Isolated {
+			line += "; negative control (other GPU or MIG instance)"
+		}
+		fmt.Fprintf(b, "  %s\n", verdictStyle(st, p.Verdict).Render(line))
+		if !p.Significant(k.Alpha) {
+			continue
+		}
+		var cats []string
+		for _, c := range p.ByCategory {
+			cats = append(cats, fmt.Sprintf("%s %s (%s … %s)", c.Category, signedPct(float64(c.StretchPct)), signedPct(float64(c.CILowPct)), signedPct(float64(c.CIHighPct))))
+		}
+		if len(cats) > 0 {
+			fmt.Fprintf(b, "    %s\n", st.dim.Render("by category: "+strings.Join(cats, ", ")))
+		}
+		var imp []string
+		for _, im := range p.Impact {
+			imp = append(imp, fmt.Sprintf("%s %s ms (%s … %s, %s of %s ms)", im.Metric, signedMs(float64(im.EffectMs)), signedMs(float64(im.CILowMs)), signedMs(float64(im.CIHighMs)),
+				pct(float64(im.Share)), ms(float64(im.BaselineMs))))
+		}
+		if len(imp) > 0 {
+			fmt.Fprintf(b, "    %s\n", st.dim.Render(fmt.Sprintf("costs %s's requests on average: %s", p.Target, strings.Join(imp, ", "))))
+		}
+	}
+	if shown == 0 {
+		fmt.Fprintf(b, "  %s\n", st.dim.Render(fmt.Sprintf("no tenant's concurrent work significantly stretches another's kernels (%d pairs)", len(k.Pairs))))
+	}
+	if full {
+		for _, n := range k.Notes {
+			fmt.Fprintf(b, "  %s\n", st.dim.Render("kernel note: "+n))
+		}
+	}
 }
 
 // shade colours a cell by effect size (colour terminals only).

@@ -44,11 +44,12 @@ type Config struct {
 	OTLPJitterNs int64
 
 	// Interference slows a target tenant's engine while a source tenant's
-	// engine keeps the same GPU busy (MPS or time slicing): every kernel of
-	// the target's engine takes (1 + Slowdown × busy) longer, busy being the
-	// fraction of the surrounding 10 ms the source's engine had kernels on
-	// the GPU. Source and target must be served by different engines on one
-	// device; the truth of tenant causal regression (docs/design.md §10).
+	// engine runs kernels on the same GPU (MPS or time slicing): a kernel of
+	// the target's engine takes (1 + Slowdown × overlap) times its base
+	// duration, overlap being the share of its interval during which the
+	// source's engine had a kernel running (synth/interference.go). Source
+	// and target must be served by different engines on one device; the
+	// truth of the tenant analysis (docs/tenants.md).
 	Interference []Interference
 	// CUDAGraphs records decode steps as CUDA graph replays (as vLLM runs
 	// them): one cudaGraphLaunch per step, whose correlation ID every kernel

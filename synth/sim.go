@@ -31,14 +31,12 @@ func Generate(cfg Config) (*Run, error) {
 		e.Tenants = append(e.Tenants, t.Name)
 	}
 	run.arrivals(rng, modelIndex)
-	// Engines whose load slows others are simulated first, so that their
-	// GPU busy time is known when the engines they slow run.
-	busy := make([][]float64, len(run.Engines))
+	// Engines whose work slows others are simulated first, so that their
+	// kernels are known when the engines they slow run.
 	for _, e := range run.engineOrder(modelIndex) {
 		sim := &engineSim{run: run, cfg: &cfg, model: &cfg.Models[e], engine: e, rng: rng}
-		sim.slow = run.slowdown(e, modelIndex, busy)
+		sim.stretch = run.stretcher(e, modelIndex)
 		sim.simulate()
-		busy[e] = run.busyFraction(e)
 	}
 	for i := range run.Requests {
 		if run.Requests[i].End > run.End {
@@ -47,9 +45,6 @@ func Generate(cfg Config) (*Run, error) {
 	}
 	return run, nil
 }
-
-// busyBin is the resolution at which one engine's GPU load slows another.
-const busyBin = 10_000_000
 
 // engineOrder puts interference sources before their targets (one level:
 // an engine that is both slowed and slows another is slowed only by engines
@@ -72,66 +67,6 @@ func (r *Run) engineOrder(modelIndex map[string]int) []int {
 		}
 	}
 	return append(order, rest...)
-}
-
-// slowdown returns the factor engine e's kernels take longer at time t, from
-// the busy fractions of the engines that interfere with it.
-func (r *Run) slowdown(e int, modelIndex map[string]int, busy [][]float64) func(int64) float64 {
-	type src struct {
-		engine int
-		coef   float64
-	}
-	var srcs []src
-	tenantEngine := map[string]int{}
-	for _, t := range r.Config.Tenants {
-		tenantEngine[t.Name] = modelIndex[t.Model]
-	}
-	for _, in := range r.Config.Interference {
-		if tenantEngine[in.Target] == e {
-			srcs = append(srcs, src{tenantEngine[in.Source], in.Slowdown})
-		}
-	}
-	if len(srcs) == 0 {
-		return nil
-	}
-	start := r.Config.Start
-	return func(t int64) float64 {
-		f := 1.0
-		for _, s := range srcs {
-			b := busy[s.engine]
-			if i := int((t - start) / busyBin); i >= 0 && i < len(b) {
-				f += s.coef * b[i]
-			}
-		}
-		return f
-	}
-}
-
-// busyFraction is the share of each 10 ms bin engine e had a kernel running.
-func (r *Run) busyFraction(e int) []float64 {
-	var out []float64
-	start := r.Config.Start
-	for si := range r.Steps {
-		st := &r.Steps[si]
-		if st.Engine != e {
-			continue
-		}
-		for _, op := range r.Ops[st.FirstOp:st.EndOp] {
-			for a := op.Start; a < op.End; {
-				i := int((a - start) / busyBin)
-				if i < 0 {
-					break
-				}
-				end := min(op.End, start+int64(i+1)*busyBin)
-				for len(out) <= i {
-					out = append(out, 0)
-				}
-				out[i] += float64(end-a) / busyBin
-				a = end
-			}
-		}
-	}
-	return out
 }
 
 // arrivals draws every tenant's requests and their lengths, then orders them
@@ -231,9 +166,10 @@ type engineSim struct {
 	// preemptedAt holds when a waiting request was evicted.
 	preemptedAt map[int]int64
 	corr        uint32
-	// slow, when set, is how much longer the engine's kernels take at a time
-	// (interference from other engines on the GPU).
-	slow func(int64) float64
+	// stretch, when set, returns how long a kernel of base duration takes
+	// when it starts at a time (interference from other engines' kernels
+	// running concurrently on the GPU; see interference.go).
+	stretch func(start, base int64) int64
 }
 
 func (s *engineSim) simulate() {
@@ -374,8 +310,8 @@ func (s *engineSim) step(start int64) int64 {
 			op.Start = gpuEnd + 1_000
 		}
 		dur := op.End // kernelPlan put the duration in End
-		if s.slow != nil {
-			dur = int64(float64(dur) * s.slow(op.Start))
+		if s.stretch != nil {
+			dur = s.stretch(op.Start, dur)
 		}
 		dur = int64(float64(dur) * s.run.episodeSlowdown(s.engine, op.Category, op.Start))
 		op.End = op.Start + dur

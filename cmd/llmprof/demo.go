@@ -112,7 +112,7 @@ func runDemo(opts *DemoOptions) error {
 	if opts.Duration <= 0 {
 		return usageErrorf("--duration must be positive")
 	}
-	cfg := synth.DefaultConfig(opts.Seed, opts.Duration)
+	cfg := synth.DemoConfig(opts.Seed, opts.Duration)
 	cfg.GPUClock = synth.ClockError{OffsetNs: 1_734_000_000, DriftPPM: 35, JitterNs: 20_000}
 	cfg.CUDAGraphs = opts.CUDAGraphs
 	if opts.Metrics {

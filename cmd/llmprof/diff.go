@@ -303,7 +303,9 @@ func gateSummary(res *compare.Result) string {
 // analyzeRawRun takes one raw input (a trace file or directory) through the
 // analyze pipeline and returns its run and the input's warnings.
 func analyzeRawRun(ctx context.Context, f *Factory, path string) (compare.Run, []string, error) {
-	a, err := analyzeInputs(ctx, f, []string{path}, pipelineOptions{RequestsOnly: false, Tenants: tenantOptions{Skip: true}})
+	// The tenant regression runs too: its per-request attributed impact is
+	// what diff's tenant.* metrics compare (compare.TenantSeries).
+	a, err := analyzeInputs(ctx, f, []string{path}, pipelineOptions{})
 	if err != nil {
 		return compare.Run{}, nil, err
 	}
@@ -311,6 +313,7 @@ func analyzeRawRun(ctx context.Context, f *Factory, path string) (compare.Run, [
 		return compare.Run{}, nil, fmt.Errorf("%s: no requests found (no span in a request convention llmprof knows)", path)
 	}
 	run := compare.FromAttribution(a.Attr)
+	run.Tenants = compare.TenantSeries(a.Tenants, len(a.Attr.Requests))
 	run.RunID = path
 	var warns []string
 	for _, w := range a.Trace.Warnings.List {

@@ -109,7 +109,9 @@ func tenantRegression(t *ingest.Trace, att *attribution.Result, opts pipelineOpt
 		keys = append([]string{opts.TenantKey}, keys...)
 	}
 	reqs := causal.FromAttribution(att, t)
-	tm := causal.MapTenants(t, causal.MapOptions{Override: to.Pids, Keys: keys})
+	// A process is named after the tenants of the requests it serves (the
+	// same --tenant-key names both sides); several make a shared source.
+	tm := causal.MapTenants(t, causal.MapOptions{Override: to.Pids, Keys: keys, Served: causal.ServedTenants(t, att)})
 	load, err := causal.BuildLoad(t, reqs, tm, lo)
 	if err != nil {
 		return nil, "tenant regression not run: " + err.Error(), nil
@@ -119,7 +121,8 @@ func tenantRegression(t *ingest.Trace, att *attribution.Result, opts pipelineOpt
 		copts.Metrics = to.Metrics
 	}
 	copts.NoLagModel = to.NoLag
-	res, err := causal.Analyze(causal.Input{Requests: reqs, Load: load, Mapping: tm}, copts)
+	kin := causal.KernelInputFromAttribution(t, tm, att, reqs)
+	res, err := causal.Analyze(causal.Input{Requests: reqs, Load: load, Mapping: tm, Kernels: &kin}, copts)
 	if err != nil {
 		return nil, "tenant regression not run: " + err.Error(), nil
 	}

@@ -1,0 +1,244 @@
+package causal
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/llmprof/llmprof/attribution"
+	"github.com/llmprof/llmprof/ingest"
+)
+
+// kernelTrace builds kernels of tenant B (pid 2, GPU 0) that A's work
+// (pid 1, GPU 0) stretches by stretch × the overlapped share, and of D (pid
+// 4, GPU 1) that nothing touches; C (pid 3, GPU 0) runs without effect.
+func kernelTrace(seed uint64, stretch float64) (*ingest.Trace, *TenantMap) {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	t := ingest.New()
+	names := []ingest.StrID{t.Strings.Intern("gemm_kernel"), t.Strings.Intern("flash_fwd_kernel")}
+	var aBusy, cBusy []interval
+	busy := func(pid uint32, dev int16, out *[]interval) {
+		for at := int64(0); at < 20e9; {
+			on := int64(rng.ExpFloat64() * 50e6)
+			k := ingest.GPUOp{Start: at, End: at + on, Pid: pid, Device: dev, Kind: ingest.OpKernel, Name: names[0], Grid: [3]uint32{64, 1, 1}}
+			t.GPUOps = append(t.GPUOps, k)
+			*out = append(*out, interval{k.Start, k.End})
+			at += on + int64(rng.ExpFloat64()*80e6)
+		}
+	}
+	busy(1, 0, &aBusy)
+	busy(3, 0, &cBusy)
+	var dBusy []interval
+	busy(4, 1, &dBusy)
+	for at := int64(0); at < 20e9; {
+		id := rng.IntN(2)
+		base := []float64{200e3, 500e3}[id] * (0.95 + 0.1*rng.Float64())
+		d := base
+		for it := 0; it < 6; it++ {
+			d = base * (1 + stretch*float64(coveredBy(aBusy, at, at+int64(d)))/d)
+		}
+		t.GPUOps = append(t.GPUOps, ingest.GPUOp{Start: at, End: at + int64(d), Pid: 2, Device: 0, Kind: ingest.OpKernel, Name: names[id], Grid: [3]uint32{uint32(32 * (id + 1)), 1, 1}})
+		at += int64(d) + 20e3
+	}
+	slices.SortFunc(t.GPUOps, func(a, b ingest.GPUOp) int { return int(a.Start - b.Start) })
+	tm := NewTenantMap(map[uint32]string{1: "A", 2: "B", 3: "C", 4: "D"})
+	for i := range tm.Entries {
+		tm.Entries[i].Device = 0
+		if tm.Entries[i].Pid == 4 {
+			tm.Entries[i].Device = 1
+		}
+	}
+	return t, tm
+}
+
+func coveredBy(iv []interval, a, b int64) int64 {
+	var c int64
+	for _, v := range iv {
+		c += max(0, min(b, v.end)-max(a, v.start))
+	}
+	return c
+}
+
+func TestKernelAnalyzeRecoversStretch(t *testing.T) {
+	tr, tm := kernelTrace(1, 0.3)
+	res := KernelAnalyze(KernelInput{Trace: tr, Tenants: tm}, KernelOptions{})
+	find := func(src, dst string) *KernelPair {
+		for i := range res.Pairs {
+			if res.Pairs[i].Source == src && res.Pairs[i].Target == dst {
+				return &res.Pairs[i]
+			}
+		}
+		return nil
+	}
+	ab := find("A", "B")
+	if ab == nil || !ab.Estimable {
+		t.Fatalf("A → B missing or not estimable: %+v (notes %v)", ab, res.Notes)
+	}
+	if math.Abs(float64(ab.StretchPct)-30) > 1.5 || float64(ab.CILowPct) > 30 || float64(ab.CIHighPct) < 30 || ab.Verdict != VerdictInterference {
+		t.Errorf("A → B stretch %.2f%% [%.2f, %.2f] %s, want 30%% inside", float64(ab.StretchPct), float64(ab.CILowPct), float64(ab.CIHighPct), ab.Verdict)
+	}
+	if ab.Identities != 2 || ab.Blocks < 10 || ab.BlockNs < 10e6 {
+		t.Errorf("identities %d, blocks %d of %d ns", ab.Identities, ab.Blocks, ab.BlockNs)
+	}
+	if cb := find("C", "B"); cb == nil || cb.Significant(0.05) || cb.Isolated {
+		t.Errorf("C → B: %+v", cb)
+	}
+	db := find("D", "B")
+	if db == nil || !db.Isolated || db.SourceDevice != 1 || db.Verdict == VerdictInterference {
+		t.Errorf("D → B must be a negative control across GPUs: %+v", db)
+	}
+	for _, p := range res.Pairs {
+		if p.Source == p.Target {
+			t.Errorf("self-pair %s", p.Source)
+		}
+	}
+	if !slices.ContainsFunc(res.Notes, func(n string) bool { return strings.Contains(n, "not linked to engine steps") }) {
+		t.Errorf("notes %q", res.Notes)
+	}
+
+	// Without interference nothing is found.
+	tr, tm = kernelTrace(2, 0)
+	res = KernelAnalyze(KernelInput{Trace: tr, Tenants: tm}, KernelOptions{})
+	for _, p := range res.Pairs {
+		if p.Significant(0.05) {
+			t.Errorf("null run: %s → %s %.2f%% q %.3g", p.Source, p.Target, float64(p.StretchPct), float64(p.Q))
+		}
+	}
+}
+
+func TestOverlapsMatchBruteForce(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 3))
+	var busy []interval
+	for at := int64(0); at < 1e6; {
+		d := int64(rng.IntN(5000) + 1)
+		busy = append(busy, interval{at, at + d})
+		at += d + int64(rng.IntN(5000)+1)
+	}
+	var rows []kernelRow
+	for at := int64(0); at < 1e6; at += int64(rng.IntN(3000)) {
+		rows = append(rows, kernelRow{start: at, dur: int64(rng.IntN(8000) + 1)})
+	}
+	got := overlaps(rows, busy)
+	for i, r := range rows {
+		want := float64(coveredBy(busy, r.start, r.start+r.dur)) / float64(r.dur)
+		if math.Abs(got[i]-want) > 1e-12 {
+			t.Fatalf("row %d: overlap %g, want %g", i, got[i], want)
+		}
+	}
+}
+
+func TestBlockLength(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 4))
+	iid := make([]float64, 2000)
+	ar := make([]float64, 2000)
+	for i := range iid {
+		iid[i] = rng.NormFloat64()
+		if i > 0 {
+			ar[i] = 0.95*ar[i-1] + rng.NormFloat64()
+		}
+	}
+	if b := blockLength(iid); b > 3 {
+		t.Errorf("independent series: block length %.1f, want about 1", b)
+	}
+	if b := blockLength(ar); b < 15 {
+		t.Errorf("AR(1) with ρ = 0.95: block length %.1f, want long (tens)", b)
+	}
+	if b := blockLength([]float64{1, 2, 3}); b != 1 {
+		t.Errorf("tiny series: %g", b)
+	}
+}
+
+func TestMinEffectP(t *testing.T) {
+	if p := minEffectP(0.005, 0.001, 0.01, 100); p != 1 {
+		t.Errorf("inside the null interval: p %g, want 1", p)
+	}
+	if p := minEffectP(0.02, 0.001, 0.01, 100); p > 1e-10 {
+		t.Errorf("10 se above the threshold: p %g", p)
+	}
+	if p, q := minEffectP(-0.3, 0.1, 0, 50), tTwoSided(3, 50); math.Abs(p-q) > 1e-15 {
+		t.Errorf("δ = 0 is the classical test: %g vs %g", p, q)
+	}
+}
+
+// A process that serves two tenants' requests is one shared source, named
+// so; it is never paired with either of its tenants.
+func TestServedTenantsAndSharedSource(t *testing.T) {
+	b := newTraceBuilder()
+	b.resource(map[string]ingest.Value{"process.pid": ingest.IntValue(10), "service.name": b.str("vllm")})
+	b.resource(map[string]ingest.Value{"process.pid": ingest.IntValue(20), "service.name": b.str("vllm-acme")})
+	b.kernels(10, 20)
+	tr := b.t
+	span := func(res int32) int {
+		tr.Spans = append(tr.Spans, ingest.Span{Resource: res, Scope: -1})
+		return len(tr.Spans) - 1
+	}
+	att := &attribution.Result{Requests: []attribution.Request{
+		{Tenant: "search", Span: span(0)}, {Tenant: "chat", Span: span(0)}, {Tenant: "acme", Span: span(1)},
+	}}
+	served := ServedTenants(tr, att)
+	if !slices.Equal(served[10], []string{"chat", "search"}) || !slices.Equal(served[20], []string{"acme"}) {
+		t.Fatalf("served %v", served)
+	}
+	tm := MapTenants(tr, MapOptions{Served: served})
+	if got := tm.ByPid[10]; got != "chat+search (shared)" {
+		t.Errorf("pid 10 is %q", got)
+	}
+	if got := tm.ByPid[20]; got != "acme" {
+		t.Errorf("pid 20 is %q, want the requests' tenant, not service.name", got)
+	}
+	if m := tm.Members("chat+search (shared)"); !slices.Equal(m, []string{"chat", "search"}) {
+		t.Errorf("members %v", m)
+	}
+	if !tm.shareMembers("chat+search (shared)", "search") || tm.shareMembers("acme", "search") {
+		t.Error("shareMembers")
+	}
+	if len(tm.Notes) != 0 {
+		t.Errorf("a resource's service.name is no conflict with the requests: %q", tm.Notes)
+	}
+	// The request level never pairs the shared source with its tenants.
+	l := newLoad(LoadGPUBusy, Grid{Width: 1e9, N: 4}, tm.Tenants())
+	l.setMembers(tm)
+	var reqs []Request
+	for i := 0; i < 60; i++ {
+		for _, tenant := range []string{"search", "acme"} {
+			reqs = append(reqs, Request{Tenant: tenant, Arrival: int64(i) * 5e7, End: int64(i)*5e7 + 4e8, TTFT: 1e8, TPOT: 1e7, OutputTokens: 20, InputTokens: 100, BatchSize: 4})
+		}
+	}
+	res, err := Analyze(Input{Requests: reqs, Load: l, Mapping: tm}, Options{NoLagModel: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range res.Pairs {
+		if p.Source == p.Target || slices.Contains(tm.Members(p.Source), p.Target) {
+			t.Errorf("self-pair %s → %s", p.Source, p.Target)
+		}
+	}
+	if res.Pair("chat+search (shared)", "acme", MetricTTFT) == nil {
+		t.Error("the shared source must still be paired with other tenants")
+	}
+}
+
+func TestAutoClusterWidth(t *testing.T) {
+	rows := func(span, window int64) []obs {
+		var out []obs
+		for at := int64(0); at <= span; at += 1e8 {
+			out = append(out, obs{start: at, end: at + window})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		span, window, want int64
+	}{
+		{900e9, 1e9, 20e9}, // long run: the validated 20 s
+		{30e9, 1e8, 1e9},   // 30 s: 1.5 s clusters, whole seconds
+		{180e9, 5e8, 9e9},  // 180 s: 9 s
+		{30e9, 4.5e9, 5e9}, // windows longer than the span allows: the 90th percentile
+		{4e9, 1e8, 1e9},    // never below 1 s
+	} {
+		if got := autoClusterWidth(rows(tc.span, tc.window), 10); got != tc.want {
+			t.Errorf("span %d s, windows %d ms: width %d, want %d", tc.span/1e9, tc.window/1e6, got, tc.want)
+		}
+	}
+}
