@@ -302,7 +302,12 @@ func (d *decoder) read(r io.Reader) error {
 		case "host_name":
 			if h := d.scalar(); h != "" {
 				sum := sha256.Sum256([]byte(h))
-				d.meta(MetaHostID, hex.EncodeToString(sum[:4]))
+				id := hex.EncodeToString(sum[:4])
+				d.meta(MetaHostID, id)
+				// The same hash nsys/meta.go takes of an export's host
+				// name, so a Kineto trace and an nsys export of one machine
+				// group together, and ranks on two machines never merge.
+				d.t.Sources[0].Host = id
 			}
 		default:
 			s.skip()
