@@ -54,7 +54,10 @@ are warnings shown in every report; --strict turns them into an error.`),
   llmprof analyze --tenant-key customer.id --slo ttft=200ms,tpot=50ms traces.jsonl
 
   # machine-readable, for CI or a notebook; one row per token for pandas
-  llmprof analyze --format json -o report.json --tokens tokens.csv traces.jsonl`),
+  llmprof analyze --format json -o report.json --tokens tokens.csv traces.jsonl
+
+  # charts in one offline HTML page
+  llmprof analyze --format html -o report.html testdata/demo`),
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Inputs = args
@@ -62,7 +65,7 @@ are warnings shown in every report; --strict turns them into an error.`),
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&opts.Format, "format", "text", "output format: text or json")
+	fl.StringVar(&opts.Format, "format", "text", "output format: text, json, or html (one self-contained page with charts)")
 	fl.StringVarP(&opts.Output, "output", "o", "", "write the report to `FILE` instead of stdout")
 	fl.BoolVar(&opts.Strict, "strict", false, "treat input warnings as errors")
 	fl.StringVar(&opts.TenantKey, "tenant-key", "", "attribute naming a request's tenant (default: llm.tenant, tenant.id, enduser.id, then the calling service)")
@@ -73,8 +76,8 @@ are warnings shown in every report; --strict turns them into an error.`),
 }
 
 func runAnalyze(ctx context.Context, f *Factory, opts *AnalyzeOptions) error {
-	if opts.Format != "text" && opts.Format != "json" {
-		return usageErrorf("--format must be text or json, not %q", opts.Format)
+	if opts.Format != "text" && opts.Format != "json" && opts.Format != "html" {
+		return usageErrorf("--format must be text, json or html, not %q", opts.Format)
 	}
 	slo, err := parseSLO(opts.SLO)
 	if err != nil {
@@ -101,8 +104,11 @@ func runAnalyze(ctx context.Context, f *Factory, opts *AnalyzeOptions) error {
 		}
 	}
 	return writeOutput(opts.IO, opts.Output, func(w io.Writer, tty bool) error {
-		if opts.Format == "json" {
+		switch opts.Format {
+		case "json":
 			return rep.WriteJSON(w)
+		case "html":
+			return rep.WriteHTML(w, report.NewHTMLViews(rep, res, a.Trace))
 		}
 		return rep.WriteText(w, report.TextOptions{Color: report.ColorFor(tty)})
 	})

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"html"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/llmprof/llmprof/internal/browser"
+)
+
+// analyzeDemoHTML writes `analyze --format html` of testdata/demo and returns
+// its path and bytes.
+func analyzeDemoHTML(t *testing.T) (string, []byte) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "report.html")
+	if code, _, stderr := runLLMProf(t, "analyze", "--format", "html", "-o", out, filepath.Join("..", "..", "testdata", "demo")); code != ExitOK {
+		t.Fatalf("analyze exited %d: %s", code, stderr)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, b
+}
+
+var svgRE = regexp.MustCompile(`(?s)<svg\b.*?</svg>`)
+
+// TestAnalyzeHTMLDemo checks the page without a browser: it is small, loads
+// nothing from the network, every chart is well-formed SVG, and it holds
+// what the report holds (full kernel names, every section of the demo).
+func TestAnalyzeHTMLDemo(t *testing.T) {
+	_, page := analyzeDemoHTML(t)
+	if len(page) > 2<<20 {
+		t.Errorf("report is %d bytes, want under 2 MiB", len(page))
+	}
+	// Offline: no external resource of any kind. The SVG namespace is a
+	// name, not a fetch.
+	stripped := strings.ReplaceAll(string(page), `xmlns="http://www.w3.org/2000/svg"`, "")
+	for _, bad := range []string{"http://", "https://", "<link", "src="} {
+		if strings.Contains(stripped, bad) {
+			t.Errorf("page contains %q: it must open offline", bad)
+		}
+	}
+	svgs := svgRE.FindAll(page, -1)
+	if len(svgs) < 15 {
+		t.Errorf("%d charts, want at least 15 (CDFs, time series, stages, GPU, tokens, tenants, KV)", len(svgs))
+	}
+	for i, s := range svgs {
+		d := xml.NewDecoder(bytes.NewReader(s))
+		for {
+			_, err := d.Token()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatalf("chart %d is not well-formed SVG: %v\n%.300s", i, err, s)
+			}
+		}
+	}
+	for _, id := range []string{"latency", "over-time", "stages", "gpu", "tokens", "tenants", "kv-cache", "blind-spots", "alignment", "warnings"} {
+		if !bytes.Contains(page, []byte(`<section id="`+id+`"`)) {
+			t.Errorf("no %q section", id)
+		}
+	}
+	for _, label := range []string{"TTFT distribution by tenant", "TPOT distribution by model", "E2E distribution by tenant",
+		"TTFT over time", "Queue time over time", "Where the time went", "GPU busy/idle timeline", "Kernel categories",
+		"Per-token buckets by position", "Tenant activity heat map", "KV cache hits and misses"} {
+		if !bytes.Contains(page, []byte(`aria-label="`+label+`"`)) {
+			t.Errorf("no chart %q", label)
+		}
+	}
+	// The top-kernels table has the full names the JSON report has (the
+	// terminal cuts them).
+	code, js, stderr := runLLMProf(t, "analyze", "--format", "json", filepath.Join("..", "..", "testdata", "demo"))
+	if code != ExitOK {
+		t.Fatalf("analyze --format json exited %d: %s", code, stderr)
+	}
+	var rep struct {
+		GPU struct {
+			TopKernels []struct{ Name string } `json:"top_kernels"`
+		} `json:"gpu"`
+	}
+	if err := json.Unmarshal([]byte(js), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.GPU.TopKernels) == 0 {
+		t.Fatal("the demo report has no top kernels")
+	}
+	for _, k := range rep.GPU.TopKernels {
+		if !strings.Contains(string(page), html.EscapeString(k.Name)) {
+			t.Errorf("kernel %q is not in the page under its full name", k.Name)
+		}
+	}
+}
+
+var attrRE = func(name string) *regexp.Regexp {
+	return regexp.MustCompile(`<html[^>]*\b` + name + `="([^"]*)"`)
+}
+
+// TestAnalyzeHTMLInBrowser loads the demo report in headless Chromium: the
+// page's script ran to its end (data-rendered), counted every chart in the
+// rendered DOM, recorded no error, and the console is silent. It also takes
+// a screenshot ($LLMPROF_SCREENSHOT_DIR keeps it; scripts/html-screenshot.sh
+// does the same by hand).
+func TestAnalyzeHTMLInBrowser(t *testing.T) {
+	bin, err := browser.Find()
+	if err != nil {
+		t.Skip("browser test skipped: ", err)
+	}
+	path, page := analyzeDemoHTML(t)
+	p, err := browser.Load(context.Background(), bin, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	attr := func(name string) string {
+		m := attrRE(name).FindStringSubmatch(p.DOM)
+		if m == nil {
+			return ""
+		}
+		return m[1]
+	}
+	if attr("data-rendered") != "true" {
+		t.Fatalf("the page's script did not finish (no data-rendered on <html>); log:\n%s", p.Log)
+	}
+	if n := attr("data-errors"); n != "" {
+		t.Errorf("the page recorded %s error(s)", n)
+	}
+	if msgs := p.ConsoleMessages(); len(msgs) > 0 {
+		t.Errorf("the page logged to the console:\n%s", strings.Join(msgs, "\n"))
+	}
+	want := len(svgRE.FindAll(page, -1))
+	got, _ := strconv.Atoi(attr("data-charts"))
+	if got != want || got == 0 {
+		t.Errorf("the browser found %d charts, the page has %d", got, want)
+	}
+	if n := strings.Count(p.DOM, "<svg"); n != want {
+		t.Errorf("rendered DOM has %d <svg> elements, want %d", n, want)
+	}
+	t.Logf("script done %s ms after navigation start", attr("data-render-ms"))
+
+	dir := os.Getenv("LLMPROF_SCREENSHOT_DIR")
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	png := filepath.Join(dir, "analyze-demo.png")
+	if err := browser.Screenshot(context.Background(), bin, path, png, 1280, 2400); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(png)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n")) || len(b) < 20_000 {
+		t.Errorf("screenshot %s is not a PNG of a drawn page (%d bytes)", png, len(b))
+	}
+}
