@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/llmprof/llmprof/attribution"
@@ -84,9 +85,19 @@ func (h *htmlPage) table(class string, cols []string, rows [][]string, sortable 
 		class += " sortable"
 	}
 	h.f(`<table class="%s"><thead><tr>`, strings.TrimSpace(class))
+	numeric := make([]bool, len(cols))
+	for i := 1; i < len(cols); i++ {
+		numeric[i] = true
+		for _, r := range rows {
+			if i < len(r) && !looksNumeric(r[i]) {
+				numeric[i] = false
+				break
+			}
+		}
+	}
 	for i, c := range cols {
 		align := "num"
-		if i == 0 {
+		if !numeric[i] {
 			align = "txt"
 		}
 		if sortable {
@@ -101,13 +112,28 @@ func (h *htmlPage) table(class string, cols []string, rows [][]string, sortable 
 		for i, c := range r {
 			if i == 0 {
 				h.f(`<th scope="row" class="txt">%s</th>`, esc(c))
-			} else {
+			} else if i < len(numeric) && numeric[i] {
 				h.f(`<td class="num">%s</td>`, esc(c))
+			} else {
+				h.f(`<td class="txt">%s</td>`, esc(c))
 			}
 		}
 		h.f(`</tr>`)
 	}
 	h.f(`</tbody></table>`)
+}
+
+// looksNumeric reports whether a cell prints a number (with thousands
+// separators, a sign, a unit or a percent sign), or the em dash of an
+// unknown value.
+func looksNumeric(s string) bool {
+	s = strings.TrimSpace(s)
+	if s == "—" {
+		return true
+	}
+	s = strings.NewReplacer(",", "", "%", "", "µs", "", "ms", "", "s", "", "+", "").Replace(s)
+	_, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	return err == nil
 }
 
 func (h *htmlPage) toc(r *Report, v *HTMLViews) {
@@ -500,7 +526,7 @@ func (h *htmlPage) tenants(r *Report, tl *TenantLoad) {
 	}
 	if res := r.Tenants; res != nil {
 		h.f(`<p>effect of each tenant's load (%s) on the others' latency, per %s of the source's load; %s at q &lt; %g</p>`,
-			esc(string(res.Load)), esc(stepString(res)), esc(res.Correction), res.Alpha)
+			esc(res.Load.String()), esc(stepString(res)), esc(res.Correction), res.Alpha)
 		h.f(`<div class="row">`)
 		for _, m := range res.Metrics {
 			h.effectMatrix(res, m)
@@ -539,7 +565,7 @@ func (h *htmlPage) effectMatrix(res *causal.Result, m causal.Metric) {
 				if p.Verdict == causal.VerdictInterference {
 					text += "*"
 				}
-				cells[i][j] = heatCell{Fill: diverging(e / 20), Text: text,
+				cells[i][j] = heatCell{Fill: diverging(e / 20), Text: text, Mark: p.Verdict == causal.VerdictInterference,
 					Tip: fmt.Sprintf("%s → %s %s: %s, %s (95%% CI %s … %s), q %s", tenants[i], tenants[j], m, p.Verdict,
 						signedPct(e), signedPct(float64(p.CILowPct)), signedPct(float64(p.CIHighPct)), qString(float64(p.Q)))}
 			}
@@ -548,6 +574,10 @@ func (h *htmlPage) effectMatrix(res *causal.Result, m causal.Metric) {
 	label := strings.ToUpper(m.String()) + " effect, source ↓ target →"
 	h.figure(label, svgHeatMap(label, tenants, tenants, cells, 72, 24, ""))
 }
+
+// inflatedShown bounds the inflated-hit table: the page stays small and the
+// JSON report has them all.
+const inflatedShown = 25
 
 func (h *htmlPage) kv(kv *attribution.KVCache) {
 	if kv == nil {
@@ -579,10 +609,16 @@ func (h *htmlPage) kv(kv *attribution.KVCache) {
 		h.f(`<p class="warn">%d of %d checked hits recomputed their prefix (inflated hit ratio): effective hit share %s, not %s</p>`,
 			n, kv.Checked, pct(kv.EffectiveHitShare), pct(kv.HitShare))
 		var rows [][]string
-		for _, x := range kv.Inflated {
+		for i, x := range kv.Inflated {
+			if i == inflatedShown {
+				break
+			}
 			rows = append(rows, []string{x.ID, x.Tenant, x.Model, commas(x.CachedTokens), commas(x.InputTokens), ms(x.PrefillMs), x.Method})
 		}
 		h.table("", []string{"request", "tenant", "model", "cached tokens", "prompt tokens", "prefill ms", "found by"}, rows, true)
+		if n > inflatedShown {
+			h.f(`<p class="dim">… %s more (see --format json)</p>`, commas(n-inflatedShown))
+		}
 	}
 	if kv.Note != "" {
 		h.f(`<p class="dim">%s</p>`, esc(kv.Note))

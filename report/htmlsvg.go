@@ -47,8 +47,14 @@ func (s axisScale) at(v float64) float64 {
 func (s axisScale) ticks() []float64 {
 	var out []float64
 	if s.log {
+		// 1-2-5 in each decade when there are few decades; only the powers
+		// of ten when labels would crowd.
+		mult := []float64{1, 2, 5}
+		if math.Log10(s.hi/s.lo) > 2.5 {
+			mult = []float64{1}
+		}
 		for e := math.Floor(math.Log10(s.lo)); e <= math.Ceil(math.Log10(s.hi)); e++ {
-			for _, m := range []float64{1, 2, 5} {
+			for _, m := range mult {
 				if v := m * math.Pow(10, e); v >= s.lo*0.999 && v <= s.hi*1.001 {
 					out = append(out, v)
 				}
@@ -86,11 +92,13 @@ func tickLabel(v float64) string {
 	case a == 0:
 		return "0"
 	case a >= 1e6:
-		return strconv.FormatFloat(v/1e6, 'g', 3, 64) + "M"
-	case a >= 1e4:
-		return strconv.FormatFloat(v/1e3, 'g', 3, 64) + "k"
+		return strconv.FormatFloat(v/1e6, 'f', -1, 64) + "M"
+	case a >= 1e3:
+		return strconv.FormatFloat(v/1e3, 'f', -1, 64) + "k"
+	case a < 0.01:
+		return strconv.FormatFloat(v, 'g', 2, 64)
 	}
-	return strconv.FormatFloat(v, 'g', 3, 64)
+	return strconv.FormatFloat(math.Round(v*1000)/1000, 'f', -1, 64)
 }
 
 // svgDoc accumulates one chart.
@@ -167,8 +175,8 @@ func (d *svgDoc) legend(x, y float64, names []string, colorOf func(int) string, 
 
 // lineChart draws lines on a shared frame. yMax 0 means the data's maximum.
 func lineChart(label, xLabel, yLabel string, series []lineSeries, xLog bool, yMax float64) string {
-	const w, h = 460.0, 260.0
-	const left, right, top, bottom = 52.0, 132.0, 12.0, 36.0
+	const w, h = 520.0, 260.0
+	const left, right, top, bottom = 52.0, 172.0, 12.0, 36.0
 	xlo, xhi, yhi := math.Inf(1), math.Inf(-1), yMax
 	for _, s := range series {
 		for i, x := range s.X {
@@ -269,7 +277,7 @@ func stackedBars(label string, parts []string, colors []string, rows []stackRow)
 			segW := s * bw
 			d.rect(x, y, segW, barH, colors[j%len(colors)], fmt.Sprintf("%s · %s: %s", r.Label, parts[j], pct(s)))
 			if segW > 34 {
-				d.text(x+segW/2, y+barH-4, "middle", "inbar", pct(s))
+				d.text(x+segW/2, y+barH-4, "middle", textClass(colors[j%len(colors)]), pct(s))
 			}
 			x += segW
 		}
@@ -323,6 +331,8 @@ func hBars(label string, items []barItem) string {
 // heatCell is one cell of a heat map.
 type heatCell struct {
 	Fill string
+	// Mark outlines the cell (a significant finding).
+	Mark bool
 	Tip  string
 	Text string
 }
@@ -351,8 +361,11 @@ func svgHeatMap(label string, rowLabels, colLabels []string, cells [][]heatCell,
 		for j, c := range r {
 			x := left + float64(j)*cellW
 			d.rect(x, y, cellW, cellH, c.Fill, c.Tip)
+			if c.Mark {
+				fmt.Fprintf(&d.b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="none" class="mark"/>`, x+1, y+1, cellW-2, cellH-2)
+			}
 			if c.Text != "" {
-				d.text(x+cellW/2, y+cellH/2+4, "middle", "incell", c.Text)
+				d.text(x+cellW/2, y+cellH/2+4, "middle", textClass(c.Fill), c.Text)
 			}
 		}
 	}
@@ -389,6 +402,27 @@ func diverging(v float64) string {
 		c[i] = int(from[i] + (to[i]-from[i])*v)
 	}
 	return fmt.Sprintf("#%02x%02x%02x", c[0], c[1], c[2])
+}
+
+// textClass picks dark or light text for a label drawn on fill ("#rrggbb"),
+// by the fill's relative luminance (WCAG), so that labels keep their
+// contrast on every colour of the palette.
+func textClass(fill string) string {
+	var r, g, b int
+	if _, err := fmt.Sscanf(fill, "#%02x%02x%02x", &r, &g, &b); err != nil {
+		return "ontext-dark"
+	}
+	lin := func(c int) float64 {
+		v := float64(c) / 255
+		if v <= 0.04045 {
+			return v / 12.92
+		}
+		return math.Pow((v+0.055)/1.055, 2.4)
+	}
+	if 0.2126*lin(r)+0.7152*lin(g)+0.0722*lin(b) > 0.22 {
+		return "ontext-dark"
+	}
+	return "ontext-light"
 }
 
 func esc(s string) string { return html.EscapeString(s) }
