@@ -1,8 +1,12 @@
 package report
 
 import (
+	"bufio"
+	"io"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/llmprof/llmprof/attribution"
 )
@@ -81,4 +85,101 @@ func nsToMs(v float64) float64 {
 		return v
 	}
 	return v / 1e6
+}
+
+// RequestColumns are the columns of `analyze --requests` in CSV and JSON
+// Lines, in order (the Parquet table adds arrival as a timestamp and the
+// partition columns; docs/fleet.md). Columns may be added at the end, never
+// renamed.
+func RequestColumns() []string {
+	cols := []string{"request_id", "tenant", "model", "arrival_ns", "offset_ms", "ttft_ms", "tpot_ms", "e2e_ms", "queue_ms"}
+	for _, s := range attribution.StageNames() {
+		cols = append(cols, "stage_"+s+"_ms")
+	}
+	return append(cols, "input_tokens", "output_tokens", "cached_tokens", "kv_hit", "finish")
+}
+
+// WriteRequests writes one row per request: CSV with a header, or JSON Lines
+// when jsonLines is set. An unknown value is an empty CSV field or a JSON
+// null.
+func WriteRequests(w io.Writer, rows []RequestRow, jsonLines bool) error {
+	bw := bufio.NewWriterSize(w, 1<<20)
+	cols := RequestColumns()
+	if !jsonLines {
+		bw.WriteString(strings.Join(cols, ",") + "\n")
+	}
+	line := make([]byte, 0, 512)
+	for i := range rows {
+		r := &rows[i]
+		vals := make([]string, 0, len(cols))
+		quoted := make([]bool, 0, len(cols))
+		add := func(v string, isString bool) {
+			vals = append(vals, v)
+			quoted = append(quoted, isString)
+		}
+		f := func(v float64) string {
+			if math.IsNaN(v) {
+				return ""
+			}
+			return strconv.FormatFloat(v, 'f', -1, 64)
+		}
+		n := func(v int) string {
+			if v < 0 {
+				return ""
+			}
+			return strconv.Itoa(v)
+		}
+		add(r.ID, true)
+		add(r.Tenant, true)
+		add(r.Model, true)
+		add(strconv.FormatInt(r.ArrivalNs, 10), false)
+		for _, v := range []float64{r.OffsetMs, r.TTFT, r.TPOT, r.E2E, r.Queue} {
+			add(f(v), false)
+		}
+		for _, v := range r.StagesMs {
+			add(f(v), false)
+		}
+		add(n(r.InputTokens), false)
+		add(n(r.OutputTokens), false)
+		add(n(r.CachedTokens), false)
+		hit := ""
+		if r.KVKnown {
+			hit = strconv.FormatBool(r.KVHit)
+		}
+		add(hit, false)
+		add(r.Finish, true)
+
+		line = line[:0]
+		if jsonLines {
+			line = append(line, '{')
+			for j, v := range vals {
+				if j > 0 {
+					line = append(line, ',')
+				}
+				line = appendJSONString(line, cols[j])
+				line = append(line, ':')
+				switch {
+				case quoted[j] && (v != "" || cols[j] != "finish"):
+					line = appendJSONString(line, v)
+				case v == "":
+					line = append(line, "null"...)
+				default:
+					line = append(line, v...)
+				}
+			}
+			line = append(line, "}\n"...)
+		} else {
+			for j, v := range vals {
+				if j > 0 {
+					line = append(line, ',')
+				}
+				line = appendCSV(line, v)
+			}
+			line = append(line, '\n')
+		}
+		if _, err := bw.Write(line); err != nil {
+			return err
+		}
+	}
+	return bw.Flush()
 }

@@ -27,6 +27,7 @@ type AnalyzeOptions struct {
 	TenantKey string
 	SLO       string
 	Tokens    string
+	Requests  string
 	Stall     time.Duration
 }
 
@@ -56,6 +57,9 @@ are warnings shown in every report; --strict turns them into an error.`),
   # machine-readable, for CI or a notebook; one row per token for pandas
   llmprof analyze --format json -o report.json --tokens tokens.csv traces.jsonl
 
+  # one row per request (id, tenant, model, arrival, stages, TTFT, TPOT, E2E, tokens, KV hit)
+  llmprof analyze --requests requests.parquet traces.jsonl
+
   # charts in one offline HTML page
   llmprof analyze --format html -o report.html testdata/demo`),
 		Args: cobra.MinimumNArgs(1),
@@ -71,6 +75,7 @@ are warnings shown in every report; --strict turns them into an error.`),
 	fl.StringVar(&opts.TenantKey, "tenant-key", "", "attribute naming a request's tenant (default: llm.tenant, tenant.id, enduser.id, then the calling service)")
 	fl.StringVar(&opts.SLO, "slo", "", "goodput objectives, e.g. `ttft=200ms,tpot=50ms,e2e=10s`")
 	fl.StringVar(&opts.Tokens, "tokens", "", "also write one row per output token to `FILE` (CSV, or JSON Lines if it ends in .jsonl)")
+	fl.StringVar(&opts.Requests, "requests", "", "also write one row per request to `FILE`: CSV, JSON Lines (.jsonl) or Parquet (.parquet); docs/fleet.md lists the columns")
 	fl.DurationVar(&opts.Stall, "stall", 0, "a decode token slower than this is a stall (default: 3× the model's median inter-token latency)")
 	return cmd
 }
@@ -101,6 +106,11 @@ func runAnalyze(ctx context.Context, f *Factory, opts *AnalyzeOptions) error {
 		jsonl := strings.HasSuffix(opts.Tokens, ".jsonl")
 		if err := writeFileAtomic(opts.Tokens, func(w *bufio.Writer) error { return report.WriteTokens(w, res, jsonl) }); err != nil {
 			return fmt.Errorf("--tokens %s: %w", opts.Tokens, err)
+		}
+	}
+	if opts.Requests != "" {
+		if err := writeRequests(opts.Requests, opts.Inputs, a); err != nil {
+			return fmt.Errorf("--requests %s: %w", opts.Requests, err)
 		}
 	}
 	return writeOutput(opts.IO, opts.Output, func(w io.Writer, tty bool) error {
