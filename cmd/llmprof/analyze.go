@@ -29,6 +29,7 @@ type AnalyzeOptions struct {
 	Tokens    string
 	Requests  string
 	Stall     time.Duration
+	Top       int
 }
 
 // NewCmdAnalyze builds `llmprof analyze`.
@@ -76,11 +77,15 @@ are warnings shown in every report; --strict turns them into an error.`),
 	fl.StringVar(&opts.SLO, "slo", "", "goodput objectives, e.g. `ttft=200ms,tpot=50ms,e2e=10s`")
 	fl.StringVar(&opts.Tokens, "tokens", "", "also write one row per output token to `FILE` (CSV, or JSON Lines if it ends in .jsonl)")
 	fl.StringVar(&opts.Requests, "requests", "", "also write one row per request to `FILE`: CSV, JSON Lines (.jsonl) or Parquet (.parquet); docs/fleet.md lists the columns")
+	fl.IntVar(&opts.Top, "top", 0, "list the `N` kernels that took the most GPU time (default 10)")
 	fl.DurationVar(&opts.Stall, "stall", 0, "a decode token slower than this is a stall (default: 3× the model's median inter-token latency)")
 	return cmd
 }
 
 func runAnalyze(ctx context.Context, f *Factory, opts *AnalyzeOptions) error {
+	if opts.Top < 0 {
+		return usageErrorf("--top must be a positive number of kernels, not %d", opts.Top)
+	}
 	if opts.Format != "text" && opts.Format != "json" && opts.Format != "html" {
 		return usageErrorf("--format must be text, json or html, not %q", opts.Format)
 	}
@@ -88,7 +93,7 @@ func runAnalyze(ctx context.Context, f *Factory, opts *AnalyzeOptions) error {
 	if err != nil {
 		return err
 	}
-	a, err := analyzeInputs(ctx, f, opts.Inputs, pipelineOptions{TenantKey: opts.TenantKey, SLO: slo, Stall: opts.Stall})
+	a, err := analyzeInputs(ctx, f, opts.Inputs, pipelineOptions{TenantKey: opts.TenantKey, SLO: slo, Stall: opts.Stall, TopKernels: opts.Top})
 	if err != nil {
 		return err
 	}
@@ -120,7 +125,11 @@ func runAnalyze(ctx context.Context, f *Factory, opts *AnalyzeOptions) error {
 		case "html":
 			return rep.WriteHTML(w, report.NewHTMLViews(rep, res, a.Trace))
 		}
-		return rep.WriteText(w, report.TextOptions{Color: report.ColorFor(tty)})
+		width := 0
+		if w == opts.IO.Out {
+			width = textWidth(opts.IO, tty)
+		}
+		return rep.WriteText(w, report.TextOptions{Color: report.ColorFor(tty), Width: width})
 	})
 }
 

@@ -28,6 +28,8 @@ type pipelineOptions struct {
 	// Tenants configures the tenant causal regression, which runs when the
 	// requests come from at least two tenants.
 	Tenants tenantOptions
+	// TopKernels is how many kernels the GPU section lists (0: default).
+	TopKernels int
 }
 
 // tenantOptions are the settings of the tenant causal regression.
@@ -68,7 +70,7 @@ func analyzeInputs(ctx context.Context, f *Factory, paths []string, opts pipelin
 		return nil, &UsageError{fmt.Errorf("alignment: %w", err)}
 	}
 	res := attribution.Analyze(t, attribution.Options{TenantKey: opts.TenantKey, SLO: opts.SLO, StallThreshold: opts.Stall,
-		Alignment: ar, RequestsOnly: opts.RequestsOnly})
+		Alignment: ar, RequestsOnly: opts.RequestsOnly, GPU: attribution.GPUOptions{TopKernels: opts.TopKernels}})
 	out := &pipelineResult{Trace: t, Align: ar, Attr: res}
 	if !opts.Tenants.Skip {
 		out.Tenants, out.TenantsNote, err = tenantRegression(t, res, opts)
