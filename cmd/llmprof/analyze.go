@@ -13,6 +13,7 @@ import (
 	"github.com/llmprof/llmprof/attribution"
 	"github.com/llmprof/llmprof/compare"
 	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/internal/progress"
 	"github.com/llmprof/llmprof/report"
 )
 
@@ -118,6 +119,7 @@ func runAnalyze(ctx context.Context, f *Factory, opts *AnalyzeOptions) error {
 			return fmt.Errorf("--requests %s: %w", opts.Requests, err)
 		}
 	}
+	defer writeWarningSummary(opts.IO.ErrOut, rep.Warnings)
 	return writeOutput(opts.IO, opts.Output, func(w io.Writer, tty bool) error {
 		switch opts.Format {
 		case "json":
@@ -134,23 +136,27 @@ func runAnalyze(ctx context.Context, f *Factory, opts *AnalyzeOptions) error {
 }
 
 // openInputs decodes and merges the inputs (with the given decoders, or the
-// Factory's), with a progress line on a terminal when there are several.
-func openInputs(ctx context.Context, f *Factory, paths []string, decoders []ingest.Decoder) (*ingest.Trace, error) {
+// Factory's), counting files and bytes on the progress meter.
+func openInputs(ctx context.Context, f *Factory, paths []string, decoders []ingest.Decoder, m *progress.Meter) (*ingest.Trace, error) {
 	if decoders == nil {
 		decoders = f.decoders()
 	}
-	var progress func(done, total int, path string)
-	if f != nil && f.IO.ErrTTY {
-		progress = func(done, total int, path string) {
-			if total > 1 {
-				fmt.Fprintf(f.IO.ErrOut, "\r\033[Kread %d/%d  %s", done, total, path)
-				if done == total {
-					fmt.Fprint(f.IO.ErrOut, "\r\033[K")
-				}
-			}
+	var oo ingest.OpenOptions
+	if m != nil {
+		var total int64
+		for _, p := range paths {
+			total += progress.Size(p)
+		}
+		// The file count is known once Open has expanded the directories;
+		// until then the meter counts the paths given.
+		m.Inputs(len(paths), total)
+		m.Stage(progress.StageReading)
+		oo.Progress = func(done, n int, path string) {
+			m.Inputs(n, total)
+			m.FileDone(progress.Size(path))
 		}
 	}
-	return ingest.Open(ctx, paths, decoders, ingest.OpenOptions{Progress: progress})
+	return ingest.Open(ctx, paths, decoders, oo)
 }
 
 // writeOutput runs render on stdout or on the named file (written whole, then
