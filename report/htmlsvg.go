@@ -25,10 +25,9 @@ func seriesDash(i int) string  { return dashes[i%len(dashes)] }
 
 // axisScale maps data values to pixels, linearly or on a log10 scale.
 type axisScale struct {
-	lo, hi   float64 // data range (positive for log)
-	p0, p1   float64 // pixel range
-	log      bool
-	unitText string
+	lo, hi float64 // data range (positive for log)
+	p0, p1 float64 // pixel range
+	log    bool
 }
 
 func (s axisScale) at(v float64) float64 {

@@ -164,3 +164,42 @@ func TestAnalyzeHTMLInBrowser(t *testing.T) {
 		t.Errorf("screenshot %s is not a PNG of a drawn page (%d bytes)", png, len(b))
 	}
 }
+
+// TestAnalyzeHTMLTenMinutes: the report of a 10-minute demo run (13,000
+// requests, 1.4 M tokens) stays under 2 MiB, and loads in the browser when
+// there is one. Long: the run takes half a minute to write and read.
+func TestAnalyzeHTMLTenMinutes(t *testing.T) {
+	if os.Getenv("LLMPROF_LONG") == "" {
+		t.Skip("set LLMPROF_LONG=1 to write and analyze a 10-minute demo run")
+	}
+	dir := t.TempDir()
+	if code, _, stderr := runLLMProf(t, "demo", "--duration", "10m", dir); code != ExitOK {
+		t.Fatalf("demo exited %d: %s", code, stderr)
+	}
+	out := filepath.Join(t.TempDir(), "report.html")
+	if code, _, stderr := runLLMProf(t, "analyze", "--format", "html", "-o", out, dir); code != ExitOK {
+		t.Fatalf("analyze exited %d: %s", code, stderr)
+	}
+	st, err := os.Stat(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Size() > 2<<20 {
+		t.Errorf("10-minute report is %d bytes, want under 2 MiB", st.Size())
+	}
+	t.Logf("10-minute report: %d bytes", st.Size())
+	bin, err := browser.Find()
+	if err != nil {
+		return
+	}
+	p, err := browser.Load(context.Background(), bin, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := attrRE("data-rendered").FindStringSubmatch(p.DOM); m == nil || m[1] != "true" {
+		t.Error("the 10-minute report's script did not finish")
+	}
+	if msgs := p.ConsoleMessages(); len(msgs) > 0 {
+		t.Errorf("console: %s", strings.Join(msgs, "\n"))
+	}
+}
