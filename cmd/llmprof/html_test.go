@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"html"
 	"io"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -103,6 +105,26 @@ func TestAnalyzeHTMLDemo(t *testing.T) {
 	}
 }
 
+// kernelColumn returns one column of the top-kernels table as the DOM has
+// it, in row order.
+func kernelColumn(t *testing.T, dom string, col int) []string {
+	t.Helper()
+	i := strings.Index(dom, `<table class="kernels sortable">`)
+	if i < 0 {
+		t.Fatal("no top-kernels table in the DOM")
+	}
+	body := dom[i:]
+	body = body[:strings.Index(body, "</table>")]
+	var out []string
+	for _, row := range regexp.MustCompile(`(?s)<tr>(.*?)</tr>`).FindAllStringSubmatch(body, -1)[1:] {
+		cells := regexp.MustCompile(`(?s)<t[hd][^>]*>(.*?)</t[hd]>`).FindAllStringSubmatch(row[1], -1)
+		if col < len(cells) {
+			out = append(out, html.UnescapeString(cells[col][1]))
+		}
+	}
+	return out
+}
+
 var attrRE = func(name string) *regexp.Regexp {
 	return regexp.MustCompile(`<html[^>]*\b` + name + `="([^"]*)"`)
 }
@@ -147,6 +169,39 @@ func TestAnalyzeHTMLInBrowser(t *testing.T) {
 		t.Errorf("rendered DOM has %d <svg> elements, want %d", n, want)
 	}
 	t.Logf("script done %s ms after navigation start", attr("data-render-ms"))
+
+	// Sorting: a copy of the page clicks the top-kernels table's "count"
+	// header once (descending), then the "kernel" header (descending by
+	// name), after the page's own script.
+	for _, tc := range []struct {
+		col     int
+		numeric bool
+	}{{2, true}, {0, false}} {
+		click := fmt.Sprintf(`<script>document.querySelector("table.kernels thead th:nth-child(%d)").click()</script></body>`, tc.col+1)
+		sorted := filepath.Join(t.TempDir(), "sorted.html")
+		if err := os.WriteFile(sorted, bytes.Replace(page, []byte("</body>"), []byte(click), 1), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		sp, err := browser.Load(context.Background(), bin, sorted)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cells := kernelColumn(t, sp.DOM, tc.col)
+		ok := slices.IsSortedFunc(cells, func(a, b string) int {
+			if tc.numeric {
+				x, _ := strconv.Atoi(strings.ReplaceAll(a, ",", ""))
+				y, _ := strconv.Atoi(strings.ReplaceAll(b, ",", ""))
+				return y - x
+			}
+			return strings.Compare(b, a)
+		})
+		if !ok || len(cells) < 2 {
+			t.Errorf("column %d after a click is not in descending order: %q", tc.col, cells)
+		}
+		if !strings.Contains(sp.DOM, `aria-sort="descending"`) {
+			t.Error("the clicked header is not marked aria-sort=descending")
+		}
+	}
 
 	dir := os.Getenv("LLMPROF_SCREENSHOT_DIR")
 	if dir == "" {
