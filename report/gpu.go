@@ -61,7 +61,11 @@ func gpuText(b *strings.Builder, st styles, g *attribution.GPU, width int) {
 	if len(g.TopKernels) > 0 {
 		k := newTable("top kernels", "category", "count", "total", "avg µs", "share")
 		for _, kt := range g.TopKernels {
-			k.row(shorten(kt.Name, 60), kt.Category, commas(kt.Count), fmtSeconds(kt.TotalMs/1e3), fmtFloat(kt.AvgUs, 1), pct(kt.Share))
+			name := kt.Name
+			if st.width == 0 {
+				name = shorten(name, 60) // no width to fit: a fixed cut
+			}
+			k.row(name, kt.Category, commas(kt.Count), fmtSeconds(kt.TotalMs/1e3), fmtFloat(kt.AvgUs, 1), pct(kt.Share))
 		}
 		k.render(b, st, 2)
 	}

@@ -21,7 +21,9 @@ type TextOptions struct {
 	// Color enables ANSI styling. Callers pass true only for a terminal
 	// without NO_COLOR (see ColorFor).
 	Color bool
-	// Width is the terminal width used for bars (default 100).
+	// Width is the terminal's width: the layout fits it (textwidth.go).
+	// 0 leaves lines as long as they are, with bars sized as for 100
+	// columns (output to a file or a pipe).
 	Width int
 }
 
@@ -37,6 +39,8 @@ type styles struct {
 	title, section, header, dim, warn, bar, barEmpty, good, bad lipgloss.Style
 	// Gate verdicts (diff).
 	fail, pass, inconclusive lipgloss.Style
+	// width is the terminal width tables fit (0: no limit).
+	width int
 }
 
 func newStyles(w io.Writer, color bool) styles {
@@ -65,10 +69,11 @@ func newStyles(w io.Writer, color bool) styles {
 
 // WriteText renders the report for a terminal.
 func (r *Report) WriteText(w io.Writer, opts TextOptions) error {
+	st := newStyles(w, opts.Color)
+	st.width = max(0, opts.Width)
 	if opts.Width <= 0 {
 		opts.Width = 100
 	}
-	st := newStyles(w, opts.Color)
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 
@@ -160,7 +165,7 @@ func (r *Report) WriteText(w io.Writer, opts TextOptions) error {
 			p("  %s\n", st.warn.Render(w.String()))
 		}
 	}
-	_, err := io.WriteString(w, b.String())
+	_, err := io.WriteString(w, fitLines(b.String(), st.width))
 	return err
 }
 
@@ -468,6 +473,15 @@ func newTable(cols ...string) *table { return &table{cols: cols} }
 func (t *table) row(cells ...string) { t.rows = append(t.rows, cells) }
 
 func (t *table) render(b *strings.Builder, st styles, indent int) {
+	if st.width > 0 {
+		if parts := t.fit(st.width, indent); parts != nil {
+			st.width = 0
+			for _, p := range parts {
+				p.render(b, st, indent)
+			}
+			return
+		}
+	}
 	widths := make([]int, len(t.cols))
 	for i, c := range t.cols {
 		widths[i] = lipgloss.Width(c)

@@ -13,6 +13,7 @@ import (
 	"github.com/llmprof/llmprof/attribution"
 	"github.com/llmprof/llmprof/compare"
 	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/internal/progress"
 	"github.com/llmprof/llmprof/report"
 )
 
@@ -27,7 +28,9 @@ type AnalyzeOptions struct {
 	TenantKey string
 	SLO       string
 	Tokens    string
+	Requests  string
 	Stall     time.Duration
+	Top       int
 }
 
 // NewCmdAnalyze builds `llmprof analyze`.
@@ -55,7 +58,13 @@ are warnings shown in every report; --strict turns them into an error.`),
   llmprof analyze --tenant-key customer.id --slo ttft=200ms,tpot=50ms traces.jsonl
 
   # machine-readable, for CI or a notebook; one row per token for pandas
-  llmprof analyze --format json -o report.json --tokens tokens.csv traces.jsonl`),
+  llmprof analyze --format json -o report.json --tokens tokens.csv traces.jsonl
+
+  # one row per request (id, tenant, model, arrival, stages, TTFT, TPOT, E2E, tokens, KV hit)
+  llmprof analyze --requests requests.parquet traces.jsonl
+
+  # charts in one offline HTML page
+  llmprof analyze --format html -o report.html testdata/demo`),
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Inputs = args
@@ -63,25 +72,30 @@ are warnings shown in every report; --strict turns them into an error.`),
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&opts.Format, "format", "text", "output format: text or json")
+	fl.StringVar(&opts.Format, "format", "text", "output format: text, json, or html (one self-contained page with charts)")
 	fl.StringVarP(&opts.Output, "output", "o", "", "write the report to `FILE` instead of stdout")
 	fl.BoolVar(&opts.Strict, "strict", false, "treat input warnings as errors")
 	fl.StringVar(&opts.TenantKey, "tenant-key", "", "attribute naming a request's tenant (default: llm.tenant, tenant.id, enduser.id, then the calling service)")
 	fl.StringVar(&opts.SLO, "slo", "", "goodput objectives, e.g. `ttft=200ms,tpot=50ms,e2e=10s`")
 	fl.StringVar(&opts.Tokens, "tokens", "", "also write one row per output token to `FILE` (CSV, or JSON Lines if it ends in .jsonl)")
+	fl.StringVar(&opts.Requests, "requests", "", "also write one row per request to `FILE`: CSV, JSON Lines (.jsonl) or Parquet (.parquet); docs/fleet.md lists the columns")
+	fl.IntVar(&opts.Top, "top", 0, "list the `N` kernels that took the most GPU time (default 10)")
 	fl.DurationVar(&opts.Stall, "stall", 0, "a decode token slower than this is a stall (default: 3× the model's median inter-token latency)")
 	return cmd
 }
 
 func runAnalyze(ctx context.Context, f *Factory, opts *AnalyzeOptions) error {
-	if opts.Format != "text" && opts.Format != "json" {
-		return usageErrorf("--format must be text or json, not %q", opts.Format)
+	if opts.Top < 0 {
+		return usageErrorf("--top must be a positive number of kernels, not %d", opts.Top)
+	}
+	if opts.Format != "text" && opts.Format != "json" && opts.Format != "html" {
+		return usageErrorf("--format must be text, json or html, not %q", opts.Format)
 	}
 	slo, err := parseSLO(opts.SLO)
 	if err != nil {
 		return err
 	}
-	a, err := analyzeInputs(ctx, f, opts.Inputs, pipelineOptions{TenantKey: opts.TenantKey, SLO: slo, Stall: opts.Stall})
+	a, err := analyzeInputs(ctx, f, opts.Inputs, pipelineOptions{TenantKey: opts.TenantKey, SLO: slo, Stall: opts.Stall, TopKernels: opts.Top})
 	if err != nil {
 		return err
 	}
@@ -101,36 +115,52 @@ func runAnalyze(ctx context.Context, f *Factory, opts *AnalyzeOptions) error {
 			return fmt.Errorf("--tokens %s: %w", opts.Tokens, err)
 		}
 	}
-	return writeOutput(opts.IO, opts.Output, func(w io.Writer, tty bool) error {
-		if opts.Format == "json" {
-			return rep.WriteJSON(w)
+	if opts.Requests != "" {
+		if err := writeRequests(opts.Requests, opts.Inputs, a); err != nil {
+			return fmt.Errorf("--requests %s: %w", opts.Requests, err)
 		}
-		return rep.WriteText(w, report.TextOptions{Color: report.ColorFor(tty)})
+	}
+	defer writeWarningSummary(opts.IO.ErrOut, rep.Warnings)
+	return writeOutput(opts.IO, opts.Output, func(w io.Writer, tty bool) error {
+		switch opts.Format {
+		case "json":
+			return rep.WriteJSON(w)
+		case "html":
+			return rep.WriteHTML(w, report.NewHTMLViews(rep, res, a.Trace))
+		}
+		width := 0
+		if w == opts.IO.Out {
+			width = textWidth(opts.IO, tty)
+		}
+		return rep.WriteText(w, report.TextOptions{Color: report.ColorFor(tty), Width: width})
 	})
 }
 
 // openInputs decodes and merges the inputs (with the given decoders, or the
-// Factory's), with a progress line on a terminal when there are several.
-func openInputs(ctx context.Context, f *Factory, paths []string, decoders []ingest.Decoder) (*ingest.Trace, error) {
+// Factory's), counting files and bytes on the progress meter.
+func openInputs(ctx context.Context, f *Factory, paths []string, decoders []ingest.Decoder, m *progress.Meter) (*ingest.Trace, error) {
 	if decoders == nil {
 		decoders = f.decoders()
 	}
-	var progress func(done, total int, path string)
-	if f != nil && f.IO.ErrTTY {
-		progress = func(done, total int, path string) {
-			if total > 1 {
-				fmt.Fprintf(f.IO.ErrOut, "\r\033[Kread %d/%d  %s", done, total, path)
-				if done == total {
-					fmt.Fprint(f.IO.ErrOut, "\r\033[K")
-				}
-			}
+	var oo ingest.OpenOptions
+	if m != nil {
+		var total int64
+		for _, p := range paths {
+			total += progress.Size(p)
+		}
+		// The file count is known once Open has expanded the directories;
+		// until then the meter counts the paths given.
+		m.Inputs(len(paths), total)
+		m.Stage(progress.StageReading)
+		oo.Progress = func(done, n int, path string) {
+			m.Inputs(n, total)
+			m.FileDone(progress.Size(path))
 		}
 	}
-	var stdin io.Reader
 	if f != nil {
-		stdin = f.IO.In
+		oo.Stdin = f.IO.In
 	}
-	return ingest.Open(ctx, paths, decoders, ingest.OpenOptions{Progress: progress, Stdin: stdin})
+	return ingest.Open(ctx, paths, decoders, oo)
 }
 
 // writeOutput runs render on stdout or on the named file (written whole, then

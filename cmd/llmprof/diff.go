@@ -120,7 +120,7 @@ Exit status: 0 no rule failed, 1 unusable input, 2 usage error, 3 a rule failed
 	fl.StringVar(&opts.GateFile, "gate-file", "", "YAML file with gate rules (gates: [...], fail_on_inconclusive, alpha, block)")
 	fl.BoolVar(&opts.FailOnInconclusive, "fail-on-inconclusive", false, "an inconclusive rule fails the gate (exit 3)")
 	fl.StringVarP(&opts.Format, "format", "f", "text", "output format: text, markdown, json or junit")
-	fl.StringArrayVar(&opts.Outputs, "out", nil, "also write FORMAT=PATH, e.g. markdown=summary.md or junit=diff.xml (repeatable)")
+	fl.StringArrayVar(&opts.Outputs, "out", nil, "also write FORMAT=PATH, e.g. markdown=summary.md, junit=diff.xml or html=diff.html (repeatable)")
 	fl.BoolVar(&opts.All, "all", false, "list every bucket metric, not only those that changed or are gated")
 	fl.Float64Var(&opts.Alpha, "alpha", def.Alpha, "significance level; intervals are 1−alpha")
 	fl.Uint64Var(&opts.Seed, "seed", def.Seed, "bootstrap seed (same inputs and seed, same report)")
@@ -157,6 +157,7 @@ var diffFormats = map[string]func(w io.Writer, res *compare.Result, o report.Dif
 	"junit": func(w io.Writer, res *compare.Result, _ report.DiffOptions) error {
 		return report.WriteDiffJUnit(w, res)
 	},
+	"html": report.WriteDiffHTML,
 }
 
 func runDiff(ctx context.Context, opts *DiffOptions) error {

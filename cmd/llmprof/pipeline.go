@@ -9,6 +9,7 @@ import (
 	"github.com/llmprof/llmprof/attribution"
 	"github.com/llmprof/llmprof/causal"
 	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/internal/progress"
 	"github.com/llmprof/llmprof/signals"
 )
 
@@ -29,6 +30,8 @@ type pipelineOptions struct {
 	// Tenants configures the tenant causal regression, which runs when the
 	// requests come from at least two tenants.
 	Tenants tenantOptions
+	// TopKernels is how many kernels the GPU section lists (0: default).
+	TopKernels int
 }
 
 // tenantOptions are the settings of the tenant causal regression.
@@ -60,23 +63,31 @@ type pipelineResult struct {
 
 // analyzeInputs runs decoders → align → attribution on the inputs.
 func analyzeInputs(ctx context.Context, f *Factory, paths []string, opts pipelineOptions) (*pipelineResult, error) {
-	t, err := openInputs(ctx, f, paths, opts.Decoders)
+	var meter *progress.Meter
+	if f != nil {
+		meter = progress.New(f.IO.ErrOut, f.IO.ErrTTY)
+		defer meter.Close()
+	}
+	t, err := openInputs(ctx, f, paths, opts.Decoders, meter)
 	if err != nil {
 		return nil, err
 	}
+	meter.Stage("aligning clocks")
 	aopts := align.DefaultOptions()
 	aopts.Reference = opts.Reference
 	ar, err := align.Align(t, aopts)
 	if err != nil {
 		return nil, &UsageError{fmt.Errorf("alignment: %w", err)}
 	}
+	meter.Stage(fmt.Sprintf("attributing %d spans, %d GPU ops", len(t.Spans), len(t.GPUOps)))
 	res := attribution.Analyze(t, attribution.Options{TenantKey: opts.TenantKey, SLO: opts.SLO, StallThreshold: opts.Stall,
-		Alignment: ar, RequestsOnly: opts.RequestsOnly})
+		Alignment: ar, RequestsOnly: opts.RequestsOnly, GPU: attribution.GPUOptions{TopKernels: opts.TopKernels}})
 	out := &pipelineResult{Trace: t, Align: ar, Attr: res}
 	if !opts.RequestsOnly {
 		out.Signals = signals.Analyze(t, res, signals.Options{})
 	}
 	if !opts.Tenants.Skip {
+		meter.Stage("tenant regression")
 		out.Tenants, out.TenantsNote, err = tenantRegression(t, res, opts)
 		if err != nil {
 			return nil, err

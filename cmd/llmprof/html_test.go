@@ -1,0 +1,260 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"html"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/llmprof/llmprof/internal/browser"
+)
+
+// analyzeDemoHTML writes `analyze --format html` of testdata/demo and returns
+// its path and bytes.
+func analyzeDemoHTML(t *testing.T) (string, []byte) {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "report.html")
+	if code, _, stderr := runLLMProf(t, "analyze", "--format", "html", "-o", out, filepath.Join("..", "..", "testdata", "demo")); code != ExitOK {
+		t.Fatalf("analyze exited %d: %s", code, stderr)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, b
+}
+
+var svgRE = regexp.MustCompile(`(?s)<svg\b.*?</svg>`)
+
+// TestAnalyzeHTMLDemo checks the page without a browser: it is small, loads
+// nothing from the network, every chart is well-formed SVG, and it holds
+// what the report holds (full kernel names, every section of the demo).
+func TestAnalyzeHTMLDemo(t *testing.T) {
+	_, page := analyzeDemoHTML(t)
+	if len(page) > 2<<20 {
+		t.Errorf("report is %d bytes, want under 2 MiB", len(page))
+	}
+	// Offline: no external resource of any kind. The SVG namespace is a
+	// name, not a fetch.
+	stripped := strings.ReplaceAll(string(page), `xmlns="http://www.w3.org/2000/svg"`, "")
+	for _, bad := range []string{"http://", "https://", "<link", "src="} {
+		if strings.Contains(stripped, bad) {
+			t.Errorf("page contains %q: it must open offline", bad)
+		}
+	}
+	svgs := svgRE.FindAll(page, -1)
+	if len(svgs) < 15 {
+		t.Errorf("%d charts, want at least 15 (CDFs, time series, stages, GPU, tokens, tenants, KV)", len(svgs))
+	}
+	for i, s := range svgs {
+		d := xml.NewDecoder(bytes.NewReader(s))
+		for {
+			_, err := d.Token()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatalf("chart %d is not well-formed SVG: %v\n%.300s", i, err, s)
+			}
+		}
+	}
+	for _, id := range []string{"latency", "over-time", "stages", "gpu", "tokens", "tenants", "kv-cache", "blind-spots", "alignment", "warnings"} {
+		if !bytes.Contains(page, []byte(`<section id="`+id+`"`)) {
+			t.Errorf("no %q section", id)
+		}
+	}
+	for _, label := range []string{"TTFT distribution by tenant", "TPOT distribution by model", "E2E distribution by tenant",
+		"TTFT over time", "Queue time over time", "Where the time went", "GPU busy/idle timeline", "Kernel categories",
+		"Per-token buckets by position", "Tenant activity heat map", "KV cache hits and misses"} {
+		if !bytes.Contains(page, []byte(`aria-label="`+label+`"`)) {
+			t.Errorf("no chart %q", label)
+		}
+	}
+	// The top-kernels table has the full names the JSON report has (the
+	// terminal cuts them).
+	code, js, stderr := runLLMProf(t, "analyze", "--format", "json", filepath.Join("..", "..", "testdata", "demo"))
+	if code != ExitOK {
+		t.Fatalf("analyze --format json exited %d: %s", code, stderr)
+	}
+	var rep struct {
+		GPU struct {
+			TopKernels []struct{ Name string } `json:"top_kernels"`
+		} `json:"gpu"`
+	}
+	if err := json.Unmarshal([]byte(js), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.GPU.TopKernels) == 0 {
+		t.Fatal("the demo report has no top kernels")
+	}
+	for _, k := range rep.GPU.TopKernels {
+		if !strings.Contains(string(page), html.EscapeString(k.Name)) {
+			t.Errorf("kernel %q is not in the page under its full name", k.Name)
+		}
+	}
+}
+
+// kernelColumn returns one column of the top-kernels table as the DOM has
+// it, in row order.
+func kernelColumn(t *testing.T, dom string, col int) []string {
+	t.Helper()
+	i := strings.Index(dom, `<table class="kernels sortable">`)
+	if i < 0 {
+		t.Fatal("no top-kernels table in the DOM")
+	}
+	body := dom[i:]
+	body = body[:strings.Index(body, "</table>")]
+	var out []string
+	for _, row := range regexp.MustCompile(`(?s)<tr>(.*?)</tr>`).FindAllStringSubmatch(body, -1)[1:] {
+		cells := regexp.MustCompile(`(?s)<t[hd][^>]*>(.*?)</t[hd]>`).FindAllStringSubmatch(row[1], -1)
+		if col < len(cells) {
+			out = append(out, html.UnescapeString(cells[col][1]))
+		}
+	}
+	return out
+}
+
+var attrRE = func(name string) *regexp.Regexp {
+	return regexp.MustCompile(`<html[^>]*\b` + name + `="([^"]*)"`)
+}
+
+// TestAnalyzeHTMLInBrowser loads the demo report in headless Chromium: the
+// page's script ran to its end (data-rendered), counted every chart in the
+// rendered DOM, recorded no error, and the console is silent. It also takes
+// a screenshot ($LLMPROF_SCREENSHOT_DIR keeps it; scripts/html-screenshot.sh
+// does the same by hand).
+func TestAnalyzeHTMLInBrowser(t *testing.T) {
+	bin, err := browser.Find()
+	if err != nil {
+		t.Skip("browser test skipped: ", err)
+	}
+	path, page := analyzeDemoHTML(t)
+	p, err := browser.Load(context.Background(), bin, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	attr := func(name string) string {
+		m := attrRE(name).FindStringSubmatch(p.DOM)
+		if m == nil {
+			return ""
+		}
+		return m[1]
+	}
+	if attr("data-rendered") != "true" {
+		t.Fatalf("the page's script did not finish (no data-rendered on <html>); log:\n%s", p.Log)
+	}
+	if n := attr("data-errors"); n != "" {
+		t.Errorf("the page recorded %s error(s)", n)
+	}
+	if msgs := p.ConsoleMessages(); len(msgs) > 0 {
+		t.Errorf("the page logged to the console:\n%s", strings.Join(msgs, "\n"))
+	}
+	want := len(svgRE.FindAll(page, -1))
+	got, _ := strconv.Atoi(attr("data-charts"))
+	if got != want || got == 0 {
+		t.Errorf("the browser found %d charts, the page has %d", got, want)
+	}
+	if n := strings.Count(p.DOM, "<svg"); n != want {
+		t.Errorf("rendered DOM has %d <svg> elements, want %d", n, want)
+	}
+	t.Logf("script done %s ms after navigation start", attr("data-render-ms"))
+
+	// Sorting: a copy of the page clicks the top-kernels table's "count"
+	// header once (descending), then the "kernel" header (descending by
+	// name), after the page's own script.
+	for _, tc := range []struct {
+		col     int
+		numeric bool
+	}{{2, true}, {0, false}} {
+		click := fmt.Sprintf(`<script>document.querySelector("table.kernels thead th:nth-child(%d)").click()</script></body>`, tc.col+1)
+		sorted := filepath.Join(t.TempDir(), "sorted.html")
+		if err := os.WriteFile(sorted, bytes.Replace(page, []byte("</body>"), []byte(click), 1), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		sp, err := browser.Load(context.Background(), bin, sorted)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cells := kernelColumn(t, sp.DOM, tc.col)
+		ok := slices.IsSortedFunc(cells, func(a, b string) int {
+			if tc.numeric {
+				x, _ := strconv.Atoi(strings.ReplaceAll(a, ",", ""))
+				y, _ := strconv.Atoi(strings.ReplaceAll(b, ",", ""))
+				return y - x
+			}
+			return strings.Compare(b, a)
+		})
+		if !ok || len(cells) < 2 {
+			t.Errorf("column %d after a click is not in descending order: %q", tc.col, cells)
+		}
+		if !strings.Contains(sp.DOM, `aria-sort="descending"`) {
+			t.Error("the clicked header is not marked aria-sort=descending")
+		}
+	}
+
+	dir := os.Getenv("LLMPROF_SCREENSHOT_DIR")
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	png := filepath.Join(dir, "analyze-demo.png")
+	if err := browser.Screenshot(context.Background(), bin, path, png, 1280, 2400); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(png)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n")) || len(b) < 20_000 {
+		t.Errorf("screenshot %s is not a PNG of a drawn page (%d bytes)", png, len(b))
+	}
+}
+
+// TestAnalyzeHTMLTenMinutes: the report of a 10-minute demo run (13,000
+// requests, 1.4 M tokens) stays under 2 MiB, and loads in the browser when
+// there is one. Long: the run takes half a minute to write and read.
+func TestAnalyzeHTMLTenMinutes(t *testing.T) {
+	if os.Getenv("LLMPROF_LONG") == "" {
+		t.Skip("set LLMPROF_LONG=1 to write and analyze a 10-minute demo run")
+	}
+	dir := t.TempDir()
+	if code, _, stderr := runLLMProf(t, "demo", "--duration", "10m", dir); code != ExitOK {
+		t.Fatalf("demo exited %d: %s", code, stderr)
+	}
+	out := filepath.Join(t.TempDir(), "report.html")
+	if code, _, stderr := runLLMProf(t, "analyze", "--format", "html", "-o", out, dir); code != ExitOK {
+		t.Fatalf("analyze exited %d: %s", code, stderr)
+	}
+	st, err := os.Stat(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Size() > 2<<20 {
+		t.Errorf("10-minute report is %d bytes, want under 2 MiB", st.Size())
+	}
+	t.Logf("10-minute report: %d bytes", st.Size())
+	bin, err := browser.Find()
+	if err != nil {
+		return
+	}
+	p, err := browser.Load(context.Background(), bin, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := attrRE("data-rendered").FindStringSubmatch(p.DOM); m == nil || m[1] != "true" {
+		t.Error("the 10-minute report's script did not finish")
+	}
+	if msgs := p.ConsoleMessages(); len(msgs) > 0 {
+		t.Errorf("console: %s", strings.Join(msgs, "\n"))
+	}
+}

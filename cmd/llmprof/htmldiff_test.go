@@ -1,0 +1,75 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/xml"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/llmprof/llmprof/internal/browser"
+)
+
+// TestDiffHTML: `diff --out html=…` writes an offline page whose forest plot
+// has a dot for each metric of the table and the gate's threshold ticks, the
+// failed rule named, and explanation bars; in a browser it renders without
+// errors.
+func TestDiffHTML(t *testing.T) {
+	fx := newFixtures(t)
+	out := filepath.Join(fx.dir, "diff.html")
+	code, _, stderr := runLLMProf(t, "diff", fast, fx.base, fx.slow, "--gate", "tpot.p50<+5%", "--gate", "ttft.p99<+200%", "--out", "html="+out)
+	if code != ExitRegression {
+		t.Fatalf("exit %d, want %d: %s", code, ExitRegression, stderr)
+	}
+	page, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range svgRE.FindAll(page, -1) {
+		d := xml.NewDecoder(bytes.NewReader(s))
+		for {
+			_, err := d.Token()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatalf("chart is not well-formed SVG: %v", err)
+			}
+		}
+	}
+	text := string(page)
+	rows := strings.Count(text[strings.Index(text, `<section id="forest"`):], `<tr><th scope="row"`)
+	if dots := strings.Count(text, "<circle"); dots == 0 || dots > rows {
+		t.Errorf("%d dots in the forest plot for %d metric rows", dots, rows)
+	}
+	if n := strings.Count(text, `stroke-dasharray="3 2"`); n != 2 {
+		t.Errorf("%d threshold ticks, want one per rule (2)", n)
+	}
+	for _, want := range []string{"tpot.p50 &lt; +5%", ">fail<", `aria-label="tpot.p50 explanation"`, "gate fail"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if strings.Contains(strings.ReplaceAll(text, `xmlns="http://www.w3.org/2000/svg"`, ""), "http") {
+		t.Error("the page refers to the network")
+	}
+	bin, err := browser.Find()
+	if err != nil {
+		t.Log("browser part skipped: ", err)
+		return
+	}
+	p, err := browser.Load(context.Background(), bin, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := attrRE("data-rendered").FindStringSubmatch(p.DOM); m == nil || m[1] != "true" {
+		t.Error("the diff page's script did not finish")
+	}
+	if msgs := p.ConsoleMessages(); len(msgs) > 0 {
+		t.Errorf("console: %s", strings.Join(msgs, "\n"))
+	}
+}

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/llmprof/llmprof/internal/golden"
+)
+
+// TestAnalyzeDemoFitsWidth renders testdata/demo at 80 and 120 columns
+// ($COLUMNS): no line is wider than the terminal, so none wraps, and the
+// layout is kept as golden files.
+func TestAnalyzeDemoFitsWidth(t *testing.T) {
+	for _, width := range []int{80, 120} {
+		t.Run(fmt.Sprint(width), func(t *testing.T) {
+			t.Setenv("COLUMNS", fmt.Sprint(width))
+			code, stdout, stderr := runLLMProf(t, "analyze", filepath.Join("..", "..", "testdata", "demo"))
+			if code != ExitOK {
+				t.Fatalf("analyze exited %d: %s", code, stderr)
+			}
+			for i, l := range strings.Split(stdout, "\n") {
+				if w := ansi.StringWidth(l); w > width {
+					t.Errorf("line %d is %d cells wide, over %d: %q", i+1, w, width, l)
+				}
+			}
+			golden.Check(t, filepath.Join("testdata", fmt.Sprintf("analyze-demo-%d.txt", width)), []byte(stdout))
+		})
+	}
+}
+
+// TestTopKernels: --top N lists N kernels.
+func TestTopKernels(t *testing.T) {
+	t.Setenv("COLUMNS", "120")
+	code, stdout, stderr := runLLMProf(t, "analyze", "--top", "3", filepath.Join("..", "..", "testdata", "demo"))
+	if code != ExitOK {
+		t.Fatalf("analyze exited %d: %s", code, stderr)
+	}
+	_, after, ok := strings.Cut(stdout, "top kernels")
+	if !ok {
+		t.Fatal("no top kernels table")
+	}
+	block, _, _ := strings.Cut(after, "longest idle gaps")
+	if n := strings.Count(strings.TrimSpace(block), "\n"); n != 3 {
+		t.Errorf("%d kernel rows with --top 3:\n%s", n, block)
+	}
+}

@@ -1,0 +1,503 @@
+package export
+
+import (
+	"bufio"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/compress"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/llmprof/llmprof/align"
+	"github.com/llmprof/llmprof/attribution"
+	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/report"
+)
+
+// The Parquet tables of `llmprof export --parquet DIR`: one file per table
+// (requests, tokens, steps, gpu_ops, spans, alignment), zstd-compressed,
+// every row led by the partition columns run_id, host and date so that the
+// files of many runs can be globbed together or repartitioned (Hive style)
+// without rewriting a column. docs/fleet.md is the schema document and shows
+// the queries that export/duckdbtest runs on these files.
+
+// ParquetOptions say which run the rows belong to.
+type ParquetOptions struct {
+	// RunID names the run (every row's run_id).
+	RunID string
+	// Host is the machine the run was profiled on ("" when unknown: null).
+	Host string
+	// Date is the run's day, UTC (zero: null).
+	Date time.Time
+}
+
+// ParquetStats counts the rows written per table.
+type ParquetStats struct {
+	Tables map[string]int
+}
+
+// ParquetTables are the tables WriteParquet writes, in order.
+var ParquetTables = []string{"requests", "tokens", "steps", "gpu_ops", "spans", "alignment"}
+
+// parquetBatch is the rows per record batch (and row group): big enough for
+// good compression, small enough that memory stays flat for 10 M GPU ops.
+const parquetBatch = 1 << 16
+
+// WriteParquet writes every table into dir (created if needed). Each file is
+// written whole under a temporary name and renamed into place.
+func WriteParquet(dir string, t *ingest.Trace, res *attribution.Result, al *align.Result, opts ParquetOptions) (ParquetStats, error) {
+	st := ParquetStats{Tables: map[string]int{}}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return st, err
+	}
+	part := partition{runID: opts.RunID, host: opts.Host}
+	if !opts.Date.IsZero() {
+		part.date = arrow.Date32FromTime(opts.Date.UTC())
+		part.hasDate = true
+	}
+	writers := []struct {
+		name   string
+		fields []arrow.Field
+		rows   func(*pqTable) error
+	}{
+		{"requests", requestFields(), func(w *pqTable) error { return requestRows(w, report.RequestRows(res)) }},
+		{"tokens", tokenFields(), func(w *pqTable) error { return tokenRows(w, res) }},
+		{"steps", stepFields, func(w *pqTable) error { return stepRows(w, res) }},
+		{"gpu_ops", gpuOpFields, func(w *pqTable) error { return gpuOpRows(w, t) }},
+		{"spans", spanFields, func(w *pqTable) error { return spanRows(w, t) }},
+		{"alignment", alignmentFields, func(w *pqTable) error { return alignmentRows(w, al) }},
+	}
+	for _, wr := range writers {
+		n, err := writeTable(filepath.Join(dir, wr.name+".parquet"), part, wr.fields, wr.rows)
+		if err != nil {
+			return st, fmt.Errorf("%s.parquet: %w", wr.name, err)
+		}
+		st.Tables[wr.name] = n
+	}
+	return st, nil
+}
+
+// WriteRequestsParquet writes the per-request table alone (`analyze
+// --requests FILE.parquet`), with the same columns as requests.parquet.
+func WriteRequestsParquet(path string, rows []report.RequestRow, opts ParquetOptions) error {
+	part := partition{runID: opts.RunID, host: opts.Host}
+	if !opts.Date.IsZero() {
+		part.date, part.hasDate = arrow.Date32FromTime(opts.Date.UTC()), true
+	}
+	_, err := writeTable(path, part, requestFields(), func(w *pqTable) error { return requestRows(w, rows) })
+	return err
+}
+
+type partition struct {
+	runID, host string
+	date        arrow.Date32
+	hasDate     bool
+}
+
+var partitionFields = []arrow.Field{
+	{Name: "run_id", Type: arrow.BinaryTypes.String},
+	{Name: "host", Type: arrow.BinaryTypes.String, Nullable: true},
+	{Name: "date", Type: arrow.FixedWidthTypes.Date32, Nullable: true},
+}
+
+func writeTable(path string, part partition, fields []arrow.Field, rows func(*pqTable) error) (int, error) {
+	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
+	f, err := os.Create(tmp)
+	if err != nil {
+		return 0, err
+	}
+	defer os.Remove(tmp) // a no-op once renamed
+	bw := bufio.NewWriterSize(f, 1<<20)
+	schema := arrow.NewSchema(append(append([]arrow.Field(nil), partitionFields...), fields...), nil)
+	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd), parquet.WithMaxRowGroupLength(parquetBatch))
+	fw, err := pqarrow.NewFileWriter(schema, bw, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	if err != nil {
+		f.Close()
+		return 0, err
+	}
+	w := &pqTable{fw: fw, b: array.NewRecordBuilder(memory.DefaultAllocator, schema), part: part}
+	defer w.b.Release()
+	err = rows(w)
+	if err == nil {
+		err = w.flush()
+	}
+	if cerr := fw.Close(); err == nil {
+		err = cerr
+	}
+	if ferr := bw.Flush(); err == nil {
+		err = ferr
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return 0, err
+	}
+	return w.rows, os.Rename(tmp, path)
+}
+
+// pqTable appends rows to a record builder column by column, flushing a
+// record batch every parquetBatch rows. Column indices count from the first
+// column after the partition columns.
+type pqTable struct {
+	fw      *pqarrow.FileWriter
+	b       *array.RecordBuilder
+	part    partition
+	pending int
+	rows    int
+}
+
+const firstCol = 3
+
+func (w *pqTable) begin() {
+	w.b.Field(0).(*array.StringBuilder).Append(w.part.runID)
+	nullableString(w.b.Field(1).(*array.StringBuilder), w.part.host)
+	if d := w.b.Field(2).(*array.Date32Builder); w.part.hasDate {
+		d.Append(w.part.date)
+	} else {
+		d.AppendNull()
+	}
+}
+
+func (w *pqTable) str(i int, s string) { w.b.Field(firstCol + i).(*array.StringBuilder).Append(s) }
+
+// nstr appends s, or null when it is empty.
+func (w *pqTable) nstr(i int, s string) {
+	nullableString(w.b.Field(firstCol+i).(*array.StringBuilder), s)
+}
+
+func (w *pqTable) i64(i int, v int64) { w.b.Field(firstCol + i).(*array.Int64Builder).Append(v) }
+
+// ni64 appends v, or null when ok is false.
+func (w *pqTable) ni64(i int, v int64, ok bool) {
+	b := w.b.Field(firstCol + i).(*array.Int64Builder)
+	if ok {
+		b.Append(v)
+	} else {
+		b.AppendNull()
+	}
+}
+
+func (w *pqTable) i32(i int, v int32) { w.b.Field(firstCol + i).(*array.Int32Builder).Append(v) }
+
+// f64 appends v, or null when it is NaN (unknown).
+func (w *pqTable) f64(i int, v float64) {
+	b := w.b.Field(firstCol + i).(*array.Float64Builder)
+	if math.IsNaN(v) {
+		b.AppendNull()
+	} else {
+		b.Append(v)
+	}
+}
+
+func (w *pqTable) boolean(i int, v, ok bool) {
+	b := w.b.Field(firstCol + i).(*array.BooleanBuilder)
+	if ok {
+		b.Append(v)
+	} else {
+		b.AppendNull()
+	}
+}
+
+func (w *pqTable) ts(i int, ns int64) {
+	w.b.Field(firstCol + i).(*array.TimestampBuilder).Append(arrow.Timestamp(ns / 1e3))
+}
+
+func (w *pqTable) end() error {
+	w.rows++
+	w.pending++
+	if w.pending >= parquetBatch {
+		return w.flush()
+	}
+	return nil
+}
+
+func (w *pqTable) flush() error {
+	if w.pending == 0 {
+		return nil
+	}
+	rec := w.b.NewRecordBatch()
+	defer rec.Release()
+	w.pending = 0
+	return w.fw.Write(rec)
+}
+
+func nullableString(b *array.StringBuilder, s string) {
+	if s == "" {
+		b.AppendNull()
+	} else {
+		b.Append(s)
+	}
+}
+
+var (
+	str  = arrow.BinaryTypes.String
+	i64  = arrow.PrimitiveTypes.Int64
+	i32  = arrow.PrimitiveTypes.Int32
+	f64  = arrow.PrimitiveTypes.Float64
+	boo  = arrow.FixedWidthTypes.Boolean
+	tsUS = &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}
+)
+
+func col(name string, t arrow.DataType, nullable bool) arrow.Field {
+	return arrow.Field{Name: name, Type: t, Nullable: nullable}
+}
+
+// requestFields: one row per request, the columns of `analyze --requests`.
+func requestFields() []arrow.Field {
+	f := []arrow.Field{
+		col("request_id", str, false), col("tenant", str, false), col("model", str, false),
+		col("arrival", tsUS, false), col("arrival_ns", i64, false), col("offset_ms", f64, false),
+		col("ttft_ms", f64, true), col("tpot_ms", f64, true), col("e2e_ms", f64, true), col("queue_ms", f64, true),
+	}
+	for _, s := range attribution.StageNames() {
+		f = append(f, col("stage_"+s+"_ms", f64, false))
+	}
+	return append(f, col("input_tokens", i64, true), col("output_tokens", i64, true), col("cached_tokens", i64, true),
+		col("kv_hit", boo, true), col("finish", str, true))
+}
+
+func requestRows(w *pqTable, rows []report.RequestRow) error {
+	for i := range rows {
+		r := &rows[i]
+		w.begin()
+		w.str(0, r.ID)
+		w.str(1, r.Tenant)
+		w.str(2, r.Model)
+		w.ts(3, r.ArrivalNs)
+		w.i64(4, r.ArrivalNs)
+		w.f64(5, r.OffsetMs)
+		w.f64(6, r.TTFT)
+		w.f64(7, r.TPOT)
+		w.f64(8, r.E2E)
+		w.f64(9, r.Queue)
+		c := 10
+		for _, v := range r.StagesMs {
+			w.f64(c, v)
+			c++
+		}
+		w.ni64(c, int64(r.InputTokens), r.InputTokens >= 0)
+		w.ni64(c+1, int64(r.OutputTokens), r.OutputTokens >= 0)
+		w.ni64(c+2, int64(r.CachedTokens), r.CachedTokens >= 0)
+		w.boolean(c+3, r.KVHit, r.KVKnown)
+		w.nstr(c+4, r.Finish)
+		if err := w.end(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// bucketColumn names a token bucket's column as the --tokens CSV does:
+// "gpu.gemm" → "gpu_gemm_ns".
+func bucketColumn(b string) string { return strings.ReplaceAll(b, ".", "_") + "_ns" }
+
+func tokenFields() []arrow.Field {
+	f := []arrow.Field{
+		col("request_id", str, false), col("tenant", str, false), col("model", str, false),
+		col("token_index", i32, false), col("emitted_at_ns", i64, false), col("interval_ns", i64, false),
+	}
+	for _, b := range attribution.BucketNames() {
+		f = append(f, col(bucketColumn(b), i64, false))
+	}
+	return append(f, col("estimated", boo, false))
+}
+
+func tokenRows(w *pqTable, res *attribution.Result) error {
+	if res == nil {
+		return nil
+	}
+	var err error
+	res.EachToken(func(tb *attribution.TokenBreakdown) {
+		if err != nil {
+			return
+		}
+		r := &res.Requests[tb.Request]
+		w.begin()
+		w.str(0, r.ID)
+		w.str(1, r.Tenant)
+		w.str(2, r.Model)
+		w.i32(3, int32(tb.Index))
+		w.i64(4, tb.EmittedAt)
+		w.i64(5, tb.Interval)
+		for b, v := range tb.Buckets {
+			w.i64(6+b, v)
+		}
+		w.boolean(6+len(tb.Buckets), tb.Estimated, true)
+		err = w.end()
+	})
+	return err
+}
+
+var stepFields = []arrow.Field{
+	col("step", i32, false), col("step_id", i64, false), col("engine", str, true), col("pid", i64, false),
+	col("start_ns", i64, false), col("end_ns", i64, false), col("duration_ms", f64, false), col("phase", str, true),
+	col("batch_size", i64, false), col("batch_tokens", i64, true), col("requests", i64, false),
+	col("gpu_ops", i64, false), col("gpu_ops_via", str, false),
+}
+
+func stepRows(w *pqTable, res *attribution.Result) error {
+	if res == nil {
+		return nil
+	}
+	for i := range res.Steps {
+		s := &res.Steps[i]
+		var engine string
+		var pid uint32
+		if s.Engine >= 0 && s.Engine < len(res.Engines) {
+			engine, pid = res.Engines[s.Engine].Name, res.Engines[s.Engine].Pid
+		}
+		w.begin()
+		w.i32(0, int32(i))
+		w.i64(1, s.ID)
+		w.nstr(2, engine)
+		w.i64(3, int64(pid))
+		w.i64(4, s.Start)
+		w.i64(5, s.End)
+		w.f64(6, float64(s.End-s.Start)/1e6)
+		w.nstr(7, s.Phase)
+		w.i64(8, int64(s.Size))
+		w.ni64(9, int64(s.Tokens), s.Tokens >= 0)
+		w.i64(10, int64(len(s.Requests)))
+		w.i64(11, int64(len(s.Ops)))
+		w.str(12, s.OpsVia.String())
+		if err := w.end(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var gpuOpFields = []arrow.Field{
+	col("start_ns", i64, false), col("end_ns", i64, false), col("duration_ns", i64, false),
+	col("device", i32, false), col("stream", i64, false), col("pid", i64, false), col("correlation", i64, false),
+	col("kind", str, false), col("category", str, false), col("name", str, true), col("short_name", str, true),
+	col("bytes", i64, false), col("graph_id", i64, false),
+}
+
+func gpuOpRows(w *pqTable, t *ingest.Trace) error {
+	if t == nil {
+		return nil
+	}
+	cats := attribution.NewCategoryCache(t)
+	for i := range t.GPUOps {
+		op := &t.GPUOps[i]
+		w.begin()
+		w.i64(0, op.Start)
+		w.i64(1, op.End)
+		w.i64(2, op.End-op.Start)
+		w.i32(3, int32(op.Device))
+		w.i64(4, int64(op.Stream))
+		w.i64(5, int64(op.Pid))
+		w.i64(6, int64(op.Correlation))
+		w.str(7, op.Kind.String())
+		w.str(8, cats.Of(op).String())
+		w.nstr(9, t.Str(op.Name))
+		w.nstr(10, t.Str(op.ShortName))
+		w.i64(11, int64(min(op.Bytes, math.MaxInt64)))
+		w.i64(12, int64(op.GraphID))
+		if err := w.end(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var spanFields = []arrow.Field{
+	col("trace_id", str, true), col("span_id", str, true), col("parent_span_id", str, true),
+	col("name", str, false), col("service", str, true), col("origin", str, false), col("kind", str, false), col("status", str, false),
+	col("start_ns", i64, false), col("end_ns", i64, false), col("duration_ns", i64, false),
+	col("pid", i64, false), col("tid", i64, false), col("correlation", i64, false),
+}
+
+func spanRows(w *pqTable, t *ingest.Trace) error {
+	if t == nil {
+		return nil
+	}
+	serviceKey, hasService := t.Key("service.name")
+	service := func(s *ingest.Span) string {
+		if !hasService || s.Resource < 0 || int(s.Resource) >= len(t.Resources) {
+			return ""
+		}
+		for _, a := range t.Resources[s.Resource].Attrs {
+			if a.Key == serviceKey {
+				return t.FormatValue(a.Value())
+			}
+		}
+		return ""
+	}
+	hex := func(zero bool, s string) string {
+		if zero {
+			return ""
+		}
+		return s
+	}
+	for i := range t.Spans {
+		s := &t.Spans[i]
+		w.begin()
+		w.nstr(0, hex(s.TraceID.IsZero(), s.TraceID.String()))
+		w.nstr(1, hex(s.ID.IsZero(), s.ID.String()))
+		w.nstr(2, hex(s.Parent.IsZero(), s.Parent.String()))
+		w.str(3, t.Str(s.Name))
+		w.nstr(4, service(s))
+		w.str(5, s.Origin.String())
+		w.str(6, s.Kind.String())
+		w.str(7, s.Status.String())
+		w.i64(8, s.Start)
+		w.i64(9, s.End)
+		w.i64(10, s.End-s.Start)
+		w.i64(11, int64(s.Pid))
+		w.i64(12, int64(s.Tid))
+		w.i64(13, int64(s.Correlation))
+		if err := w.end(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var alignmentFields = []arrow.Field{
+	col("domain", str, false), col("kind", str, true), col("status", str, false), col("anchors", str, false),
+	col("offset_ns", i64, false), col("drift_ppm", f64, false), col("drift_fitted", boo, false),
+	col("residual_p50_ns", i64, true), col("residual_p99_ns", i64, true), col("bound_ns", i64, true),
+}
+
+func alignmentRows(w *pqTable, al *align.Result) error {
+	if al == nil {
+		return nil
+	}
+	opt := func(p *int64) (int64, bool) {
+		if p == nil {
+			return 0, false
+		}
+		return *p, true
+	}
+	for _, f := range al.Fits {
+		w.begin()
+		w.str(0, f.Domain)
+		w.nstr(1, f.Kind)
+		w.str(2, string(f.Status))
+		w.str(3, f.Anchors.String())
+		w.i64(4, f.OffsetNs)
+		w.f64(5, f.DriftPPM)
+		w.boolean(6, f.DriftFitted, true)
+		v, ok := opt(f.ResidualP50Ns)
+		w.ni64(7, v, ok)
+		v, ok = opt(f.ResidualP99Ns)
+		w.ni64(8, v, ok)
+		v, ok = opt(f.BoundNs)
+		w.ni64(9, v, ok)
+		if err := w.end(); err != nil {
+			return err
+		}
+	}
+	return nil
+}

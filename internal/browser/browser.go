@@ -1,0 +1,118 @@
+// Package browser drives a headless Chromium for the tests that check the
+// HTML report in a real browser (cmd/llmprof/html_test.go): it loads a
+// page, returns the DOM after its scripts ran and the browser's console log,
+// and takes screenshots. Tests skip when no Chromium is installed (.ci/run
+// installs Debian's chromium package).
+package browser
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// ErrNotFound is returned by Find when no Chromium binary is on PATH and
+// $LLMPROF_CHROMIUM is unset.
+var ErrNotFound = errors.New("no headless Chromium found (install Debian's chromium package, or set LLMPROF_CHROMIUM to the binary)")
+
+// Find returns the Chromium binary: $LLMPROF_CHROMIUM, else the first of
+// chromium, chromium-browser, google-chrome, headless_shell on PATH.
+func Find() (string, error) {
+	if p := os.Getenv("LLMPROF_CHROMIUM"); p != "" {
+		return p, nil
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "headless_shell"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p, nil
+		}
+	}
+	return "", ErrNotFound
+}
+
+// Page is the result of loading a page.
+type Page struct {
+	// DOM is the serialized document after the page's scripts ran.
+	DOM string
+	// Log is Chromium's stderr with logging enabled: console messages and
+	// uncaught exceptions of the page appear here as "CONSOLE" lines.
+	Log string
+}
+
+// ConsoleMessages returns the log lines of the page's console: its
+// console.log/console.error calls and its uncaught exceptions ("Uncaught
+// ReferenceError: …"). Chromium logs them all at INFO level, so they are not
+// told apart here; a page that logs nothing returns none. Chromium's own
+// start-up noise (dbus, GPU process) is not about the page and is left out.
+func (p *Page) ConsoleMessages() []string {
+	var out []string
+	for _, l := range strings.Split(p.Log, "\n") {
+		if strings.Contains(l, ":CONSOLE") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// Load opens a local file and returns its DOM once loaded.
+func Load(ctx context.Context, bin, file string) (*Page, error) {
+	stdout, stderr, err := run(ctx, bin, file, "--dump-dom", "--enable-logging=stderr", "--v=0")
+	if err != nil {
+		return nil, err
+	}
+	return &Page{DOM: stdout, Log: stderr}, nil
+}
+
+// Screenshot writes a PNG of the page at the given viewport size.
+func Screenshot(ctx context.Context, bin, file, png string, width, height int) error {
+	abs, err := filepath.Abs(png)
+	if err != nil {
+		return err
+	}
+	_, _, err = run(ctx, bin, file, "--screenshot="+abs, fmt.Sprintf("--window-size=%d,%d", width, height), "--hide-scrollbars")
+	if err != nil {
+		return err
+	}
+	if st, err := os.Stat(abs); err != nil || st.Size() == 0 {
+		return fmt.Errorf("chromium wrote no screenshot to %s", abs)
+	}
+	return nil
+}
+
+func run(ctx context.Context, bin, file string, args ...string) (string, string, error) {
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return "", "", err
+	}
+	profile, err := os.MkdirTemp("", "llmprof-chromium-")
+	if err != nil {
+		return "", "", err
+	}
+	defer os.RemoveAll(profile)
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	full := append([]string{
+		"--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--no-default-browser-check",
+		"--disable-extensions", "--disable-background-networking", "--user-data-dir=" + profile,
+	}, args...)
+	full = append(full, "file://"+abs)
+	cmd := exec.CommandContext(ctx, bin, full...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		return out.String(), errOut.String(), fmt.Errorf("%s: %w\n%s", bin, err, tail(errOut.String(), 2000))
+	}
+	return out.String(), errOut.String(), nil
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
