@@ -42,6 +42,10 @@ func (r *Report) WriteHTML(w io.Writer, views *HTMLViews) error {
 	h.sources(r)
 	if rq := r.Requests; rq != nil && rq.Requests > 0 {
 		h.requests(r, views)
+	} else if rq != nil {
+		h.section("latency", "Requests", "")
+		h.f(`<p class="warn">No request spans in the input: no span follows a request convention llmprof reads (see the README's span conventions), so there is no latency to chart.</p>`)
+		h.end()
 	}
 	if r.GPU != nil {
 		h.gpu(r.GPU, views.GPU)

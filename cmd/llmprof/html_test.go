@@ -258,3 +258,23 @@ func TestAnalyzeHTMLTenMinutes(t *testing.T) {
 		t.Errorf("console: %s", strings.Join(msgs, "\n"))
 	}
 }
+
+// TestAnalyzeHTMLNoRequests: an input without request spans still gives a
+// page, which says why there are no latency charts.
+func TestAnalyzeHTMLNoRequests(t *testing.T) {
+	dir := t.TempDir()
+	in := writeFile(t, dir, "spans.json", []byte(`{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"web"}}]},`+
+		`"scopeSpans":[{"spans":[{"traceId":"0102030405060708090a0b0c0d0e0f10","spanId":"0102030405060708","name":"GET /","kind":2,`+
+		`"startTimeUnixNano":"1700000000000000000","endTimeUnixNano":"1700000000100000000"}]}]}]}`))
+	out := filepath.Join(dir, "r.html")
+	if code, _, stderr := runLLMProf(t, "analyze", "--format", "html", "-o", out, in); code != ExitOK {
+		t.Fatalf("analyze exited %d: %s", code, stderr)
+	}
+	page, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(page, []byte("No request spans in the input")) || !bytes.Contains(page, []byte(`<section id="warnings"`)) {
+		t.Errorf("page does not explain the missing requests:\n%.2000s", page)
+	}
+}
