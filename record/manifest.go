@@ -243,11 +243,25 @@ func firstErr(errs ...error) error {
 	return nil
 }
 
-// ReadManifest reads and checks dir/manifest.json.
+// maxManifestBytes bounds the manifest a reader takes in. A real one is a
+// few KiB (tens with many GPUs and MIG instances).
+const maxManifestBytes = 4 << 20
+
+// ReadManifest reads and checks dir/manifest.json, which must be a regular
+// file inside dir (a symlink to outside, a FIFO or a device is refused) of
+// at most 4 MiB.
 func ReadManifest(dir string) (*Manifest, error) {
-	data, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+	f, err := openInCapture(dir, ManifestFile)
 	if err != nil {
 		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxManifestBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", ManifestFile, err)
+	}
+	if len(data) > maxManifestBytes {
+		return nil, fmt.Errorf("%s: over %d MiB, not a capture manifest", ManifestFile, maxManifestBytes>>20)
 	}
 	var m Manifest
 	if err := json.Unmarshal(data, &m); err != nil {
@@ -285,19 +299,24 @@ func hostInfo() HostInfo {
 	return h
 }
 
-// verifyChecksum checks a file against the manifest's sha256.
-func verifyChecksum(path, want string) error {
-	f, err := os.Open(path)
+// verifyChecksum checks a capture's file against the size and sha256 its
+// manifest states. Only the stated bytes are read, and the error says that
+// the file differs, never what it holds (not even its hash).
+func verifyChecksum(dir string, fi FileInfo) error {
+	f, err := openInCapture(dir, fi.Path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
+	if f.size != fi.Bytes {
+		return fmt.Errorf("%s is %d bytes, the manifest says %d", fi.Path, f.size, fi.Bytes)
+	}
 	h := sha256.New()
 	if _, err := io.Copy(h, f); err != nil {
-		return err
+		return fmt.Errorf("%s: %w", fi.Path, err)
 	}
-	if got := hex.EncodeToString(h.Sum(nil)); got != want {
-		return fmt.Errorf("%s: sha256 %s, manifest says %s", filepath.Base(path), got, want)
+	if got := hex.EncodeToString(h.Sum(nil)); got != fi.SHA256 {
+		return fmt.Errorf("%s: sha256 differs from the manifest's", fi.Path)
 	}
 	return nil
 }
