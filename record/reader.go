@@ -35,7 +35,7 @@ func OpenCapture(dir string) (*Capture, error) {
 // most a reader takes from it. A capture still being recorded (or killed)
 // states none; its files are read up to their size when opened.
 func (c *Capture) statedSize(file string) (int64, bool) {
-	if c.Interrupted() {
+	if c.Manifest == nil || c.Interrupted() {
 		return 0, false
 	}
 	for _, f := range c.Manifest.Files {
