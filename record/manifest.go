@@ -176,8 +176,11 @@ type OTLPInfo struct {
 	Spans    int64  `json:"spans"`
 	// Rejected counts requests refused as malformed (the client was told).
 	Rejected int64 `json:"rejected"`
-	Metrics  int64 `json:"metrics_requests,omitempty"`
-	Logs     int64 `json:"logs_requests,omitempty"`
+	// SpansLost counts spans the receiver acknowledged that never reached
+	// the disk (a write failure); Requests and Spans count what did.
+	SpansLost int64 `json:"spans_lost,omitempty"`
+	Metrics   int64 `json:"metrics_requests,omitempty"`
+	Logs      int64 `json:"logs_requests,omitempty"`
 }
 
 // ExternalInfo points at files other tools wrote into the capture.

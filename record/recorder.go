@@ -76,6 +76,9 @@ type Options struct {
 
 	// newSampler replaces openNVML in tests (go-nvml mocks).
 	newSampler func(NVMLOptions) (gpuSampler, error)
+	// wrapTable, a test seam, stands between each table's Arrow writer and
+	// its file (to inject write errors).
+	wrapTable func(table string, w io.Writer) io.Writer
 }
 
 // Defaults.
@@ -157,7 +160,24 @@ type recording struct {
 	gpm    *tableWriter[GPMSample]
 
 	overruns atomic.Int64
+
+	// writeFailed carries the first write error of any table: the
+	// recording then stops the child and ends as failed.
+	writeFailed chan error
 }
+
+// ErrCaptureWrite is wrapped by Record's error when a table of the capture
+// could not be written (a full disk, an I/O error): the child was stopped,
+// the manifest says "failed", and counts only what reached the disk.
+var ErrCaptureWrite = errors.New("writing the capture failed")
+
+// manifestReserve is the file that keeps room for the final manifest: it is
+// created at the start and removed just before the manifest is last
+// written, so a recording that fills the disk can still say so.
+const (
+	manifestReserve      = ".manifest-reserve"
+	manifestReserveBytes = 1 << 20
+)
 
 // Record runs opts.Command with an OTLP receiver, NVML sampling and clock
 // snapshots, writes the capture to opts.Dir and returns how it ended. The
@@ -184,19 +204,29 @@ func Record(ctx context.Context, opts Options) (*Result, error) {
 	if err := prepareDir(opts.Dir); err != nil {
 		return nil, err
 	}
-	r := &recording{opts: opts, dir: opts.Dir}
+	r := &recording{opts: opts, dir: opts.Dir, writeFailed: make(chan error, 1)}
 	start := readClockPair("start")
 	r.initManifest(start)
 	if err := writeManifest(r.dir, &r.manifest); err != nil {
 		return nil, fmt.Errorf("%s: %w", r.dir, err)
 	}
-	cfg := writerConfig{captureID: r.manifest.CaptureID, flushInterval: opts.FlushInterval}
+	if err := reserveSpace(filepath.Join(r.dir, manifestReserve), manifestReserveBytes); err != nil {
+		return nil, fmt.Errorf("%s: keeping room for the final manifest: %w", r.dir, err)
+	}
+	cfg := writerConfig{captureID: r.manifest.CaptureID, flushInterval: opts.FlushInterval,
+		onFail: r.writeFailure, wrap: opts.wrapTable}
 	var err error
 	// Payloads wait in a shorter queue: each can be megabytes.
 	otlpCfg := cfg
 	otlpCfg.queueLen = 64
 	if r.otlp, err = newTableWriter[OTLPPayload](r.dir, otlpSchema, otlpCfg); err != nil {
 		return nil, err
+	}
+	r.otlp.weigh = func(p *OTLPPayload) int64 {
+		if p.Signal == SignalTraces {
+			return int64(p.Items)
+		}
+		return 0
 	}
 	if r.clock, err = newTableWriter[ClockPair](r.dir, clockSchema, cfg); err != nil {
 		return nil, err
@@ -284,7 +314,7 @@ func Record(ctx context.Context, opts Options) (*Result, error) {
 		}
 	}()
 
-	status, detail := r.supervise(ctx, c)
+	status, detail := r.supervise(ctx, c, r.writeFailed)
 	code, sig := c.exit()
 	r.addClock(readClockPair("child_exit"))
 	r.event("child_exit", exitText(code, sig), ptr(int64(code)))
@@ -326,9 +356,38 @@ func Record(ctx context.Context, opts Options) (*Result, error) {
 		r.exportNsys(nsysPath, nsysReport)
 	}
 	res := r.finish(status, detail, code)
-	fmt.Fprintf(opts.Log, "llmprof record: wrote %s (%s): %d spans in %d OTLP requests, %d NVML rows; %s\n",
-		r.dir, status, r.manifest.OTLP.Spans, r.manifest.OTLP.Requests, r.nvmlRows(), detail)
+	lost := ""
+	if n := r.manifest.OTLP.SpansLost; n > 0 {
+		lost = fmt.Sprintf(" (%d received spans were not stored)", n)
+	}
+	fmt.Fprintf(opts.Log, "llmprof record: wrote %s (%s): %d spans in %d OTLP requests stored%s, %d NVML rows; %s\n",
+		r.dir, res.Status, r.manifest.OTLP.Spans, r.manifest.OTLP.Requests, lost, r.nvmlRows(), r.manifest.StatusDetail)
+	if res.Status == StatusFailed {
+		return res, fmt.Errorf("%s: %w: %s", r.dir, ErrCaptureWrite, r.manifest.StatusDetail)
+	}
 	return res, nil
+}
+
+// writeFailure is every table's onFail: the first error ends the recording.
+func (r *recording) writeFailure(table string, err error) {
+	select {
+	case r.writeFailed <- err:
+	default:
+	}
+}
+
+// reserveSpace creates path with n bytes allocated.
+func reserveSpace(path string, n int64) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if err := allocate(f, n); err != nil {
+		f.Close()
+		os.Remove(path)
+		return err
+	}
+	return f.Close()
 }
 
 // prepareDir creates the capture directory; an existing empty directory is
@@ -515,7 +574,7 @@ func stopSignal() syscall.Signal {
 // to its process group and killing the group on the second, or when it
 // outlives the stop timeout. It returns the status to record when record
 // (not the child) ended the run.
-func (r *recording) supervise(ctx context.Context, c *child) (status, detail string) {
+func (r *recording) supervise(ctx context.Context, c *child, writeFailed <-chan error) (status, detail string) {
 	var (
 		grace    <-chan time.Time
 		deadline <-chan time.Time
@@ -566,6 +625,13 @@ func (r *recording) supervise(ctx context.Context, c *child) (status, detail str
 				status, detail = StatusComplete, fmt.Sprintf("stopped after --duration %s", r.opts.Duration)
 			}
 			stop(stopSignal(), "--duration elapsed")
+		case err := <-writeFailed:
+			writeFailed = nil
+			// Whatever ended the run before, a capture that lost data
+			// failed.
+			status, detail = StatusFailed, ErrCaptureWrite.Error()+": "+err.Error()
+			fmt.Fprintf(r.opts.Log, "llmprof record: %s\n", detail)
+			stop(stopSignal(), "the capture cannot be written")
 		case <-grace:
 			grace = nil
 			stops = max(stops, 1)
@@ -595,6 +661,7 @@ func (r *recording) addClock(p ClockPair) {
 
 func (r *recording) recordReceiver(recv *Receiver) {
 	st := recv.Stats()
+	// Provisional: finish replaces them with what reached the disk.
 	r.manifest.OTLP.Requests = st.Requests
 	r.manifest.OTLP.Spans = st.Spans
 	r.manifest.OTLP.Rejected = st.Rejected
@@ -712,10 +779,21 @@ func (r *recording) finish(status, detail string, code int) *Result {
 		}
 	}
 	r.manifest.Drops.SamplerOverruns = r.overruns.Load()
-	r.manifest.Status, r.manifest.StatusDetail = status, detail
-	if len(errs) > 0 {
-		r.manifest.StatusDetail += "; write errors: " + strings.Join(errs, "; ")
+	// Count what is in the file, not what was acknowledged: a write
+	// failure loses the rows still queued and the batch that failed.
+	received := r.manifest.OTLP.Spans
+	r.manifest.OTLP.Requests = r.otlp.rows.Load()
+	r.manifest.OTLP.Spans = r.otlp.Stored()
+	r.manifest.OTLP.SpansLost = max(received-r.manifest.OTLP.Spans, 0)
+	if len(errs) > 0 && status != StatusFailed {
+		status, detail = StatusFailed, ErrCaptureWrite.Error()+": "+strings.Join(errs, "; ")+"; "+detail
+	} else if len(errs) > 0 {
+		detail += "; write errors: " + strings.Join(errs, "; ")
 	}
+	r.manifest.Status, r.manifest.StatusDetail = status, detail
+	// The room kept since the start is what lets this write succeed on a
+	// full disk.
+	os.Remove(filepath.Join(r.dir, manifestReserve))
 	if err := writeManifest(r.dir, &r.manifest); err != nil {
 		fmt.Fprintf(r.opts.Log, "llmprof record: %v\n", err)
 	}
