@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,23 +30,6 @@ type endpoints struct {
 func (e endpoints) grpcURL() string       { return "http://" + e.grpc }
 func (e endpoints) httpBaseURL() string   { return "http://" + e.http }
 func (e endpoints) httpTracesURL() string { return "http://" + e.http + "/v1/traces" }
-
-// dialable turns a listener address into one a local client can dial: an
-// unspecified host (0.0.0.0, ::) becomes loopback.
-func dialable(addr string) string {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return addr
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
-		if ip.To4() != nil {
-			host = "127.0.0.1"
-		} else {
-			host = "::1"
-		}
-	}
-	return net.JoinHostPort(host, port)
-}
 
 // expandArgs substitutes the placeholders anywhere inside each argument,
 // so `--endpoint={otlp_grpc}` works as well as a bare `{otlp_grpc}`.

@@ -167,6 +167,9 @@ func (r *captureReader) describe() {
 		r.warnf("", "capture-drops", "NVML sampling fell behind: %d rows dropped, %d ticks skipped",
 			m.Drops.ChannelFull, m.Drops.SamplerOverruns)
 	}
+	if m.Status != StatusRecording && m.OTLP.Requests == 0 && m.pointedAtReceiver() {
+		r.warnf("", "capture-no-spans", "%s", noExportsNote(endpoints{grpc: m.OTLP.GRPCAddr, http: m.OTLP.HTTPAddr}))
+	}
 	if m.OTLP.Rejected > 0 {
 		r.warnf("", "capture-otlp-rejected", "the receiver refused %d malformed OTLP export request(s)", m.OTLP.Rejected)
 	}

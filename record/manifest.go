@@ -183,6 +183,21 @@ type OTLPInfo struct {
 	Logs      int64 `json:"logs_requests,omitempty"`
 }
 
+// pointedAtReceiver reports whether record told the command to export to
+// its receiver: the OTEL endpoint variables, or a placeholder in its
+// arguments.
+func (m *Manifest) pointedAtReceiver() bool {
+	if _, ok := m.Command.EnvAdded["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"]; ok {
+		return true
+	}
+	for _, a := range m.Command.Argv {
+		if strings.Contains(a, "{otlp_") {
+			return true
+		}
+	}
+	return false
+}
+
 // ExternalInfo points at files other tools wrote into the capture.
 type ExternalInfo struct {
 	Nsys *NsysInfo `json:"nsys,omitempty"`

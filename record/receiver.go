@@ -137,10 +137,10 @@ func startReceiverLimits(grpcAddr, httpAddr string, lim receiverLimits, sink pay
 	r := &Receiver{sink: sink, limits: lim, budget: newMemBudget(lim.budget), closing: make(chan struct{})}
 	r.lastActivity.Store(monoNow())
 	var err error
-	if r.grpcLn, err = net.Listen("tcp", grpcAddr); err != nil {
+	if r.grpcLn, err = net.Listen(listenNetwork(listenHost(grpcAddr)), grpcAddr); err != nil {
 		return nil, fmt.Errorf("OTLP gRPC receiver: %w", err)
 	}
-	if r.httpLn, err = net.Listen("tcp", httpAddr); err != nil {
+	if r.httpLn, err = net.Listen(listenNetwork(listenHost(httpAddr)), httpAddr); err != nil {
 		r.grpcLn.Close()
 		return nil, fmt.Errorf("OTLP HTTP receiver: %w", err)
 	}

@@ -162,8 +162,11 @@ type recording struct {
 	overruns atomic.Int64
 
 	// writeFailed carries the first write error of any table: the
-	// recording then stops the child and ends as failed.
+	// recording then stops the child and ends as failed. writeErr keeps
+	// that first error (or the first found when the tables are closed).
 	writeFailed chan error
+	writeErrMu  sync.Mutex
+	writeErr    error
 }
 
 // ErrCaptureWrite is wrapped by Record's error when a table of the capture
@@ -351,6 +354,11 @@ func Record(ctx context.Context, opts Options) (*Result, error) {
 	recv.Stop(stopCtx)
 	cancel()
 	r.recordReceiver(recv)
+	if r.manifest.OTLP.Requests == 0 && r.manifest.pointedAtReceiver() {
+		note := noExportsNote(ep)
+		r.event("otlp_none", note, nil)
+		fmt.Fprintf(opts.Log, "llmprof record: warning: %s\n", note)
+	}
 
 	if opts.Nsys {
 		r.exportNsys(nsysPath, nsysReport)
@@ -362,14 +370,30 @@ func Record(ctx context.Context, opts Options) (*Result, error) {
 	}
 	fmt.Fprintf(opts.Log, "llmprof record: wrote %s (%s): %d spans in %d OTLP requests stored%s, %d NVML rows; %s\n",
 		r.dir, res.Status, r.manifest.OTLP.Spans, r.manifest.OTLP.Requests, lost, r.nvmlRows(), r.manifest.StatusDetail)
-	if res.Status == StatusFailed {
-		return res, fmt.Errorf("%s: %w: %s", r.dir, ErrCaptureWrite, r.manifest.StatusDetail)
+	r.writeErrMu.Lock()
+	werr := r.writeErr
+	r.writeErrMu.Unlock()
+	if werr != nil {
+		return res, fmt.Errorf("%s: %w: %w; %s", r.dir, ErrCaptureWrite, werr, exitText(code, sig))
 	}
 	return res, nil
 }
 
+// noExportsNote says that a command told where to export sent nothing, and
+// why that may be.
+func noExportsNote(ep endpoints) string {
+	return fmt.Sprintf("no OTLP export arrived, though the command was pointed at the receiver (grpc %s, http %s): "+
+		"its OpenTelemetry SDK may be off or exporting elsewhere, or it could not reach that address; vLLM exports only with --otlp-traces-endpoint %s",
+		ep.grpc, ep.http, PlaceholderGRPCURL)
+}
+
 // writeFailure is every table's onFail: the first error ends the recording.
 func (r *recording) writeFailure(table string, err error) {
+	r.writeErrMu.Lock()
+	if r.writeErr == nil {
+		r.writeErr = err
+	}
+	r.writeErrMu.Unlock()
 	select {
 	case r.writeFailed <- err:
 	default:
@@ -785,10 +809,17 @@ func (r *recording) finish(status, detail string, code int) *Result {
 	r.manifest.OTLP.Requests = r.otlp.rows.Load()
 	r.manifest.OTLP.Spans = r.otlp.Stored()
 	r.manifest.OTLP.SpansLost = max(received-r.manifest.OTLP.Spans, 0)
-	if len(errs) > 0 && status != StatusFailed {
-		status, detail = StatusFailed, ErrCaptureWrite.Error()+": "+strings.Join(errs, "; ")+"; "+detail
-	} else if len(errs) > 0 {
-		detail += "; write errors: " + strings.Join(errs, "; ")
+	var unsaid []string // errors the detail does not mention yet
+	for _, e := range errs {
+		if !strings.Contains(detail, e) {
+			unsaid = append(unsaid, e)
+		}
+	}
+	switch {
+	case len(errs) > 0 && status != StatusFailed:
+		status, detail = StatusFailed, ErrCaptureWrite.Error()+": "+strings.Join(unsaid, "; ")+"; "+detail
+	case len(unsaid) > 0:
+		detail += "; write errors: " + strings.Join(unsaid, "; ")
 	}
 	r.manifest.Status, r.manifest.StatusDetail = status, detail
 	// The room kept since the start is what lets this write succeed on a

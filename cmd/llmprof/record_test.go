@@ -62,6 +62,16 @@ func TestRecordFlags(t *testing.T) {
 				t.Errorf("grpc %q http %q", o.GRPCAddr, o.HTTPAddr)
 			}
 		}, ""},
+		{"listen host:port is the gRPC endpoint", []string{"--listen", "0.0.0.0:4317", "true"}, func(t *testing.T, o *RecordOptions) {
+			if o.GRPCAddr != "0.0.0.0:4317" || o.HTTPAddr != "0.0.0.0:0" {
+				t.Errorf("grpc %q http %q", o.GRPCAddr, o.HTTPAddr)
+			}
+		}, ""},
+		{"listen port and --otlp-grpc", []string{"--listen", "0.0.0.0:4317", "--otlp-grpc", ":5000", "true"}, nil, "give the port once"},
+		{"listen host that does not resolve", []string{"--listen", "no_such host!", "true"}, nil, "--listen"},
+		{"listen host not on this machine", []string{"--listen", "192.0.2.1", "true"}, nil, "cannot listen"},
+		{"listen bad port", []string{"--listen", "0.0.0.0:99999", "true"}, nil, "port"},
+		{"receiver bad port", []string{"--otlp-http", ":http", "true"}, nil, "port"},
 		{"non-loopback refused", []string{"--otlp-grpc", "0.0.0.0:4317", "true"}, nil, "--listen 0.0.0.0"},
 		{"bad protocol", []string{"--otlp-protocol", "thrift", "true"}, nil, "--otlp-protocol"},
 		{"contradiction", []string{"--no-nvml", "--require-gpu", "true"}, nil, "contradict"},
@@ -86,6 +96,28 @@ func TestRecordFlags(t *testing.T) {
 			}
 			tc.check(t, got)
 		})
+	}
+}
+
+// A bad --listen is a usage error (exit 2) found before anything starts:
+// no capture directory is created.
+func TestRecordListenUsage(t *testing.T) {
+	for _, listen := range []string{"no_such host!", "0.0.0.0:99999", "192.0.2.1", "[::1"} {
+		dir := filepath.Join(t.TempDir(), "run.llmprof")
+		_, stderr, code := runRecordMain(t, "record", "--listen", listen, "-o", dir, "--no-nvml", "--", "true")
+		if code != ExitUsage || !strings.Contains(stderr, "--listen") {
+			t.Errorf("--listen %q: exit %d, want %d\n%s", listen, code, ExitUsage, stderr)
+		}
+		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("--listen %q: the capture directory was created", listen)
+		}
+	}
+	// 0.0.0.0 with a port works end to end (a free port, to be safe here).
+	dir := filepath.Join(t.TempDir(), "run.llmprof")
+	if _, stderr, code := runRecordMain(t, "record", "--listen", "0.0.0.0:0", "-o", dir, "--no-nvml", "--otlp-quiet", "10ms", "--", "true"); code != 0 {
+		t.Fatalf("--listen 0.0.0.0:0: exit %d\n%s", code, stderr)
+	} else if !strings.Contains(stderr, "grpc 127.0.0.1:") {
+		t.Errorf("the child was not told IPv4 loopback:\n%s", stderr)
 	}
 }
 
