@@ -179,8 +179,13 @@ type OTLPInfo struct {
 	// SpansLost counts spans the receiver acknowledged that never reached
 	// the disk (a write failure); Requests and Spans count what did.
 	SpansLost int64 `json:"spans_lost,omitempty"`
-	Metrics   int64 `json:"metrics_requests,omitempty"`
-	Logs      int64 `json:"logs_requests,omitempty"`
+	// Throttled counts exports told to retry later (the receiver's memory
+	// budget or stream limit was reached); PeakBodyBytes is the most
+	// request-body memory the receiver held at once.
+	Throttled     int64 `json:"throttled,omitempty"`
+	PeakBodyBytes int64 `json:"peak_body_bytes,omitempty"`
+	Metrics       int64 `json:"metrics_requests,omitempty"`
+	Logs          int64 `json:"logs_requests,omitempty"`
 }
 
 // pointedAtReceiver reports whether record told the command to export to

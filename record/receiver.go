@@ -296,8 +296,11 @@ func (r *Receiver) newCharge(ctx context.Context) *charge {
 // store the export (final: retrying cannot help, the recording is ending),
 // or the receiver is shutting down (retryable, as OTLP defines it).
 func sinkRefusal(err error) (final bool, msg string) {
-	if errors.Is(err, errNotStored) {
+	switch {
+	case errors.Is(err, errNotStored):
 		return true, "llmprof record could not store the export: " + err.Error()
+	case errors.Is(err, context.DeadlineExceeded):
+		return false, "llmprof record's capture writer is behind: the export timed out waiting for it"
 	}
 	return false, "llmprof record is shutting down: " + err.Error()
 }

@@ -691,6 +691,8 @@ func (r *recording) recordReceiver(recv *Receiver) {
 	r.manifest.OTLP.Rejected = st.Rejected
 	r.manifest.OTLP.Metrics = st.Metrics
 	r.manifest.OTLP.Logs = st.Logs
+	r.manifest.OTLP.Throttled = st.Throttled
+	r.manifest.OTLP.PeakBodyBytes = st.PeakBodyBytes
 	if st.Rejected > 0 {
 		r.event("otlp_rejected", fmt.Sprintf("%d malformed export request(s) refused", st.Rejected), ptr(st.Rejected))
 	}
