@@ -22,7 +22,7 @@ import (
 
 // sentinel is what the files outside every test capture hold: if any of it
 // shows up in a warning or an error, the reader read outside the capture.
-const sentinel = "SQLite format 3\x00 OUTSIDE-SENTINEL-7f3a9c"
+const sentinel = "OUTSIDE-SENTINEL-7f3a9c"
 
 // confinedLayout is a capture directory next to a directory it must never
 // read: tmp/outside/{secret,gpu.nsys.sqlite} and tmp/cap.llmprof.
@@ -129,7 +129,9 @@ func (l *confinedLayout) checkNothingOutside(t testing.TB, tr *ingest.Trace, emb
 	}
 	texts = append(texts, embedded...)
 	for _, s := range texts {
-		if strings.Contains(s, "OUTSIDE-SENTINEL") || strings.Contains(s, "53 51 4c 69") {
+		// The text, or its first bytes as a "not an Arrow stream (starts
+		// with …)" message would print them.
+		if strings.Contains(s, "OUTSIDE-SENTINEL") || strings.Contains(s, "4f 55 54 53") {
 			t.Errorf("outside content in %q", s)
 		}
 	}
@@ -419,6 +421,9 @@ func FuzzCaptureConfined(f *testing.F) {
 				os.WriteFile(p, []byte("SQLite format 3\x00 inside"), 0o644)
 			}
 		}
+		// The harness's own writes may pass through a symlink it made to
+		// outside; only what the reader does counts.
+		l.opens()
 		tr, embedded, err := decodeConfined(t, l.cap)
 		l.checkNothingOutside(t, tr, embedded, err)
 	})

@@ -360,7 +360,12 @@ func (r *Receiver) grpcHandler(signal string) grpc.MethodHandler {
 		// inside dec: room for both is taken first, and what the payload
 		// does not need is given back after.
 		c := r.newCharge(ctx)
-		defer c.release() // unless the payload is queued: then the writer does
+		queued := false
+		defer func() {
+			if !queued { // once queued, the writer releases it
+				c.release()
+			}
+		}()
 		if err := c.grow(2 * r.limits.maxGRPCMessage); err != nil {
 			r.throttled.Add(1)
 			return nil, throttledStatus("llmprof record: " + err.Error() + "; retry later")
@@ -394,6 +399,7 @@ func (r *Receiver) grpcHandler(signal string) grpc.MethodHandler {
 			// than drop the batch.
 			return nil, status.Error(codes.Unavailable, msg)
 		}
+		queued = true
 		return &rawMessage{}, nil
 	}
 }
@@ -427,7 +433,12 @@ func (r *Receiver) httpHandler(signal string) http.HandlerFunc {
 		}
 		contentEncoding := strings.ToLower(strings.TrimSpace(req.Header.Get("Content-Encoding")))
 		c := r.newCharge(req.Context())
-		defer c.release() // unless the payload is queued: then the writer does
+		queued := false
+		defer func() {
+			if !queued { // once queued, the writer releases it
+				c.release()
+			}
+		}()
 		body, status, err := readBody(req.Body, contentEncoding, req.ContentLength, r.limits.maxPayload, c)
 		if status == http.StatusTooManyRequests {
 			r.throttled.Add(1)
@@ -465,6 +476,7 @@ func (r *Receiver) httpHandler(signal string) http.HandlerFunc {
 			httpError(w, enc, http.StatusServiceUnavailable, msg)
 			return
 		}
+		queued = true
 		// An empty ExportXServiceResponse: zero bytes in protobuf, {} in JSON.
 		if enc == EncodingJSON {
 			w.Header().Set("Content-Type", "application/json")

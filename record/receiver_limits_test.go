@@ -359,3 +359,37 @@ func liveHeap() uint64 {
 	metrics.Read(sample)
 	return sample[0].Value.Uint64()
 }
+
+// A payload stays charged while it waits for the capture writer, and is
+// released when the writer has copied it: the budget covers the queue.
+func TestReceiverQueuedPayloadsStayCharged(t *testing.T) {
+	var mu sync.Mutex
+	var held []OTLPPayload
+	r := startLimitedReceiver(t, defaultReceiverLimits, func(_ context.Context, p OTLPPayload) error {
+		mu.Lock()
+		defer mu.Unlock()
+		held = append(held, p) // queued, not yet written
+		return nil
+	})
+	pb, _ := testTraces(50).MarshalProto()
+	resp, err := http.Post("http://"+r.HTTPAddr()+"/v1/traces", "application/x-protobuf", bytes.NewReader(pb))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if _, err := ptraceotlp.NewGRPCClient(grpcConn(t, r.GRPCAddr())).Export(context.Background(), testTraces(50)); err != nil {
+		t.Fatal(err)
+	}
+	used, _ := r.budget.usage()
+	if used < 2*int64(len(pb)) {
+		t.Fatalf("%d bytes charged for two queued payloads of %d", used, len(pb))
+	}
+	mu.Lock()
+	for i := range held {
+		held[i].releaseBody() // what the writer does once the row is in a batch
+	}
+	mu.Unlock()
+	if used, _ := r.budget.usage(); used != 0 {
+		t.Fatalf("%d bytes still charged after the writer took both", used)
+	}
+}

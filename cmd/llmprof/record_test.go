@@ -198,8 +198,15 @@ esac
 
 // buildBinaries builds llmprof and the OpenTelemetry SDK test client once
 // for the end-to-end tests.
+//
+// LLMPROF_TEST_BINDIR, when set, names a directory that already holds both
+// (built from this tree): repeating a test, e.g. 20 runs in a row under
+// load, then does not relink them every time.
 func buildBinaries(t *testing.T) (llmprof, client string) {
 	t.Helper()
+	if dir := os.Getenv("LLMPROF_TEST_BINDIR"); dir != "" {
+		return filepath.Join(dir, "llmprof"), filepath.Join(dir, "otlpclient")
+	}
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("no go toolchain on PATH to build the test binaries")
