@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -31,6 +32,15 @@ type confinedLayout struct {
 	opens        func() []string // files opened in outside since the watch began
 }
 
+// inotifyFD is one inotify instance for the whole test process: creating
+// and closing one per fuzz input costs a kernel grace period each time.
+var inotifyFD = sync.OnceValues(func() (int, error) {
+	return unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+})
+
+// inotifyMu serializes reading the shared instance.
+var inotifyMu sync.Mutex
+
 // newConfinedLayout creates both directories and watches outside with
 // inotify: every open(2) of a file there is an IN_OPEN event, whoever makes
 // it, so the check does not rely on the code under test.
@@ -48,15 +58,18 @@ func newConfinedLayout(t testing.TB) *confinedLayout {
 			t.Fatal(err)
 		}
 	}
-	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	fd, err := inotifyFD()
 	if err != nil {
 		t.Skipf("inotify unavailable (%v): cannot watch for reads outside the capture", err)
 	}
-	t.Cleanup(func() { unix.Close(fd) })
-	if _, err := unix.InotifyAddWatch(fd, l.outside, unix.IN_OPEN|unix.IN_ACCESS); err != nil {
+	wd, err := unix.InotifyAddWatch(fd, l.outside, unix.IN_OPEN|unix.IN_ACCESS)
+	if err != nil {
 		t.Skipf("inotify watch: %v", err)
 	}
+	t.Cleanup(func() { unix.InotifyRmWatch(fd, uint32(wd)) })
 	l.opens = func() []string {
+		inotifyMu.Lock()
+		defer inotifyMu.Unlock()
 		var names []string
 		buf := make([]byte, 64<<10)
 		for {
@@ -67,7 +80,11 @@ func newConfinedLayout(t testing.TB) *confinedLayout {
 			for off := 0; off+unix.SizeofInotifyEvent <= n; {
 				ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
 				name := string(bytes.TrimRight(buf[off+unix.SizeofInotifyEvent:off+unix.SizeofInotifyEvent+int(ev.Len)], "\x00"))
-				names = append(names, name)
+				// Events of other layouts' watches (and their removal)
+				// share the instance; only this watch's opens count.
+				if ev.Wd == int32(wd) && ev.Mask&(unix.IN_OPEN|unix.IN_ACCESS) != 0 {
+					names = append(names, name)
+				}
 				off += unix.SizeofInotifyEvent + int(ev.Len)
 			}
 		}
