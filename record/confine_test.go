@@ -215,6 +215,7 @@ func TestOpenInCapture(t *testing.T) {
 		{"fifo-link", ErrNotRegular},
 		{"dir", ErrNotRegular},
 		{"missing", os.ErrNotExist},
+		{"fifo/x", syscall.ENOTDIR}, // a FIFO as a directory is not opened either
 	} {
 		t.Run(tc.path, func(t *testing.T) {
 			f, err := openInCapture(l.cap, tc.path)
@@ -422,8 +423,14 @@ func FuzzCaptureConfined(f *testing.F) {
 		os.WriteFile(filepath.Join(l.cap, ManifestFile), manifest, 0o644)
 		for i := 0; i+2 < len(layout) && i < 30; i += 3 {
 			kind, name, target := layout[i]%5, names[int(layout[i+1])%len(names)], targets[int(layout[i+2])%len(targets)]
-			p := filepath.Join(l.cap, name) // names are fixed and local: the harness stays inside
+			p := filepath.Join(l.cap, name) // names are fixed and local
 			os.MkdirAll(filepath.Dir(p), 0o755)
+			// Only under a real directory: through a symlinked one the
+			// harness would write outside, and under a FIFO os.RemoveAll
+			// blocks opening it.
+			if st, err := os.Lstat(filepath.Dir(p)); err != nil || !st.IsDir() {
+				continue
+			}
 			os.RemoveAll(p)
 			switch kind {
 			case 0:
