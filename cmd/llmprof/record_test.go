@@ -69,7 +69,6 @@ func TestRecordFlags(t *testing.T) {
 		}, ""},
 		{"listen port and --otlp-grpc", []string{"--listen", "0.0.0.0:4317", "--otlp-grpc", ":5000", "true"}, nil, "give the port once"},
 		{"listen host that does not resolve", []string{"--listen", "no_such host!", "true"}, nil, "--listen"},
-		{"listen host not on this machine", []string{"--listen", "192.0.2.1", "true"}, nil, "cannot listen"},
 		{"listen bad port", []string{"--listen", "0.0.0.0:99999", "true"}, nil, "port"},
 		{"receiver bad port", []string{"--otlp-http", ":http", "true"}, nil, "port"},
 		{"non-loopback refused", []string{"--otlp-grpc", "0.0.0.0:4317", "true"}, nil, "--listen 0.0.0.0"},
@@ -102,7 +101,7 @@ func TestRecordFlags(t *testing.T) {
 // A bad --listen is a usage error (exit 2) found before anything starts:
 // no capture directory is created.
 func TestRecordListenUsage(t *testing.T) {
-	for _, listen := range []string{"no_such host!", "0.0.0.0:99999", "192.0.2.1", "[::1"} {
+	for _, listen := range []string{"no_such host!", "0.0.0.0:99999", "[::1"} {
 		dir := filepath.Join(t.TempDir(), "run.llmprof")
 		_, stderr, code := runRecordMain(t, "record", "--listen", listen, "-o", dir, "--no-nvml", "--", "true")
 		if code != ExitUsage || !strings.Contains(stderr, "--listen") {
