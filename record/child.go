@@ -4,10 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -30,23 +30,6 @@ type endpoints struct {
 func (e endpoints) grpcURL() string       { return "http://" + e.grpc }
 func (e endpoints) httpBaseURL() string   { return "http://" + e.http }
 func (e endpoints) httpTracesURL() string { return "http://" + e.http + "/v1/traces" }
-
-// dialable turns a listener address into one a local client can dial: an
-// unspecified host (0.0.0.0, ::) becomes loopback.
-func dialable(addr string) string {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return addr
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
-		if ip.To4() != nil {
-			host = "127.0.0.1"
-		} else {
-			host = "::1"
-		}
-	}
-	return net.JoinHostPort(host, port)
-}
 
 // expandArgs substitutes the placeholders anywhere inside each argument,
 // so `--endpoint={otlp_grpc}` works as well as a bare `{otlp_grpc}`.
@@ -190,11 +173,23 @@ func startChild(cfg childConfig) (*child, error) {
 	cmd.Dir = cfg.dir
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = cfg.stdin, cfg.stdout, cfg.stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	c := &child{cmd: cmd, pid: cmd.Process.Pid, done: make(chan struct{})}
+	parentDeathSignal(cmd.SysProcAttr)
+	c := &child{cmd: cmd, done: make(chan struct{})}
+	started := make(chan error, 1)
 	go func() {
+		// The parent-death signal fires when the thread that forked the
+		// child exits, not the process (syscall.SysProcAttr.Pdeathsig,
+		// go.dev/issue/27505), and the Go runtime ends a thread whose
+		// locked goroutine returns. So this goroutine locks its thread,
+		// starts the child there and keeps the thread, blocked in Wait,
+		// until the child is gone.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
 		err := cmd.Wait()
 		var exit *exec.ExitError
 		if err != nil && !errors.As(err, &exit) {
@@ -202,6 +197,10 @@ func startChild(cfg childConfig) (*child, error) {
 		}
 		close(c.done)
 	}()
+	if err := <-started; err != nil {
+		return nil, err
+	}
+	c.pid = cmd.Process.Pid
 	return c, nil
 }
 

@@ -1,6 +1,7 @@
 package record
 
 import (
+	"net"
 	"os"
 	"reflect"
 	"slices"
@@ -30,11 +31,12 @@ func TestExpandArgs(t *testing.T) {
 	}
 }
 
+// The child is told an address that reaches the receiver: for a wildcard
+// bind, IPv4 loopback (a socket bound to 0.0.0.0 is IPv4 only, so [::1]
+// would not reach it).
 func TestDialable(t *testing.T) {
 	for in, want := range map[string]string{
 		"127.0.0.1:5":  "127.0.0.1:5",
-		"0.0.0.0:5":    "127.0.0.1:5",
-		"[::]:5":       "[::1]:5",
 		"10.1.2.3:5":   "10.1.2.3:5",
 		"not-an-addr":  "not-an-addr",
 		"[::1]:4318":   "[::1]:4318",
@@ -43,6 +45,24 @@ func TestDialable(t *testing.T) {
 		if got := dialable(in); got != want {
 			t.Errorf("dialable(%q) = %q, want %q", in, got, want)
 		}
+	}
+	for _, host := range []string{"0.0.0.0", "::"} {
+		ln, err := net.Listen(listenNetwork(host), net.JoinHostPort(host, "0"))
+		if err != nil {
+			t.Logf("%s: %v (no such family here)", host, err)
+			continue
+		}
+		_, port, _ := net.SplitHostPort(ln.Addr().String())
+		got := dialable(ln.Addr().String())
+		ln.Close()
+		if got != "127.0.0.1:"+port {
+			t.Errorf("bound %s, the child is told %s", ln.Addr(), got)
+		}
+	}
+	ln, _ := net.Listen(listenNetwork("0.0.0.0"), "0.0.0.0:0")
+	defer ln.Close()
+	if !strings.HasPrefix(ln.Addr().String(), "0.0.0.0:") {
+		t.Errorf("0.0.0.0 bound as %s, not IPv4 only", ln.Addr())
 	}
 }
 
@@ -173,4 +193,54 @@ func TestNsysArgs(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("got %q", got)
 	}
+}
+
+func TestParseListen(t *testing.T) {
+	for _, tc := range []struct {
+		in, host, port, err string
+	}{
+		{"", "127.0.0.1", "", ""},
+		{"0.0.0.0", "0.0.0.0", "", ""},
+		{"0.0.0.0:4317", "0.0.0.0", "4317", ""},
+		{"127.0.0.1:0", "127.0.0.1", "0", ""},
+		{"localhost", "localhost", "", ""},
+		{"[::1]", "::1", "", ""},
+		{"::", "::", "", ""},
+		{"0.0.0.0:", "", "", "port"},
+		{"0.0.0.0:99999", "", "", "port"},
+		{"0.0.0.0:http", "", "", "port"},
+		{":4317", "", "", "no host"},
+		{"no_such host!", "", "", "does not resolve"},
+		{"192.0.2.1", "", "", "cannot listen"}, // TEST-NET-1: no machine has it
+	} {
+		t.Run(tc.in, func(t *testing.T) {
+			if tc.in == "192.0.2.1" && nonlocalBindAllowed() {
+				t.Skip("this machine binds any address (net.ipv4.ip_nonlocal_bind)")
+			}
+			host, port, err := ParseListen(tc.in)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("ParseListen(%q) = %q, %q, %v; want an error about %s", tc.in, host, port, err, tc.err)
+				}
+				return
+			}
+			if err != nil && strings.Contains(tc.in, ":") && strings.Contains(err.Error(), "cannot listen") {
+				t.Skipf("no IPv6 here: %v", err)
+			}
+			if err != nil || host != tc.host || port != tc.port {
+				t.Fatalf("ParseListen(%q) = %q, %q, %v", tc.in, host, port, err)
+			}
+		})
+	}
+}
+
+// nonlocalBindAllowed reports whether an address no machine has can be
+// bound here anyway.
+func nonlocalBindAllowed() bool {
+	ln, err := net.Listen("tcp4", "192.0.2.1:0")
+	if err != nil {
+		return false
+	}
+	ln.Close()
+	return true
 }

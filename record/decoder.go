@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -48,12 +47,18 @@ var _ ingest.Decoder = (*CaptureDecoder)(nil)
 func (*CaptureDecoder) Name() string { return "capture" }
 
 // Sniff recognizes a directory holding a manifest.json whose format is
-// llmprof-capture.
+// llmprof-capture, and one whose manifest.json is a symlink out of it or
+// not a regular file (Decode then refuses it, saying why).
 func (*CaptureDecoder) Sniff(in *ingest.Input) bool {
 	if !in.Dir {
 		return false
 	}
-	f, err := os.Open(filepath.Join(in.Path, ManifestFile))
+	f, err := openInCapture(in.Path, ManifestFile)
+	if isUnsafePath(err) {
+		// Claimed, so that Decode says what is wrong with it instead of
+		// the directory being taken for a folder of other inputs.
+		return true
+	}
 	if err != nil {
 		return false
 	}
@@ -165,6 +170,9 @@ func (r *captureReader) describe() {
 		r.warnf("", "capture-drops", "NVML sampling fell behind: %d rows dropped, %d ticks skipped",
 			m.Drops.ChannelFull, m.Drops.SamplerOverruns)
 	}
+	if m.Status != StatusRecording && m.OTLP.Requests == 0 && m.pointedAtReceiver() {
+		r.warnf("", "capture-no-spans", "%s", noExportsNote(endpoints{grpc: m.OTLP.GRPCAddr, http: m.OTLP.HTTPAddr}))
+	}
 	if m.OTLP.Rejected > 0 {
 		r.warnf("", "capture-otlp-rejected", "the receiver refused %d malformed OTLP export request(s)", m.OTLP.Rejected)
 	}
@@ -230,6 +238,10 @@ func readTable[R any](r *captureReader, table string, fn func(i int, row *R)) er
 	if err != nil {
 		if ctxErr := r.ctx.Err(); ctxErr != nil {
 			return ctxErr
+		}
+		if isUnsafePath(err) {
+			r.warnf(TableFile(table), "capture-unsafe-path", "%v; table not read", err)
+			return nil
 		}
 		r.warnf(TableFile(table), "capture-bad-table", "%v; table skipped after %d rows", err, i)
 		return nil
@@ -436,11 +448,18 @@ func (r *captureReader) checkFiles() {
 	if r.c.Interrupted() {
 		return // the manifest predates the data
 	}
+	seen := map[string]bool{}
 	for _, f := range r.manifest().Files {
-		if f.SHA256 == "" {
+		if f.SHA256 == "" || seen[f.Path] {
 			continue
 		}
-		if err := verifyChecksum(filepath.Join(r.c.Dir, f.Path), f.SHA256); err != nil {
+		seen[f.Path] = true
+		err := verifyChecksum(r.c.Dir, f)
+		switch {
+		case err == nil:
+		case isUnsafePath(err):
+			r.warnf(ManifestFile, "capture-unsafe-path", "files[]: %v; not read", err)
+		default:
 			r.warnf(f.Path, "capture-checksum", "%v: the file changed after recording", err)
 		}
 	}
@@ -453,7 +472,15 @@ func (d *CaptureDecoder) decodeEmbedded(ctx context.Context, c *Capture, t *inge
 	if ns == nil || ns.SQLite == "" {
 		return nil
 	}
-	path := filepath.Join(c.Dir, filepath.FromSlash(ns.SQLite))
+	path, err := resolveInCapture(c.Dir, ns.SQLite)
+	if err != nil {
+		code := "capture-embedded"
+		if isUnsafePath(err) {
+			code = "capture-unsafe-path"
+		}
+		t.Warnf(srcCapture, ManifestFile, code, "external.nsys.sqlite: %v; not read", err)
+		return nil
+	}
 	in, err := ingest.NewInput(path)
 	if err != nil {
 		t.Warnf(srcCapture, "", "capture-embedded", "nsys export %s: %v", ns.SQLite, err)

@@ -176,8 +176,31 @@ type OTLPInfo struct {
 	Spans    int64  `json:"spans"`
 	// Rejected counts requests refused as malformed (the client was told).
 	Rejected int64 `json:"rejected"`
-	Metrics  int64 `json:"metrics_requests,omitempty"`
-	Logs     int64 `json:"logs_requests,omitempty"`
+	// SpansLost counts spans the receiver acknowledged that never reached
+	// the disk (a write failure); Requests and Spans count what did.
+	SpansLost int64 `json:"spans_lost,omitempty"`
+	// Throttled counts exports told to retry later (the receiver's memory
+	// budget or stream limit was reached); PeakBodyBytes is the most
+	// request-body memory the receiver held at once.
+	Throttled     int64 `json:"throttled,omitempty"`
+	PeakBodyBytes int64 `json:"peak_body_bytes,omitempty"`
+	Metrics       int64 `json:"metrics_requests,omitempty"`
+	Logs          int64 `json:"logs_requests,omitempty"`
+}
+
+// pointedAtReceiver reports whether record told the command to export to
+// its receiver: the OTEL endpoint variables, or a placeholder in its
+// arguments.
+func (m *Manifest) pointedAtReceiver() bool {
+	if _, ok := m.Command.EnvAdded["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"]; ok {
+		return true
+	}
+	for _, a := range m.Command.Argv {
+		if strings.Contains(a, "{otlp_") {
+			return true
+		}
+	}
+	return false
 }
 
 // ExternalInfo points at files other tools wrote into the capture.
@@ -243,11 +266,25 @@ func firstErr(errs ...error) error {
 	return nil
 }
 
-// ReadManifest reads and checks dir/manifest.json.
+// maxManifestBytes bounds the manifest a reader takes in. A real one is a
+// few KiB (tens with many GPUs and MIG instances).
+const maxManifestBytes = 4 << 20
+
+// ReadManifest reads and checks dir/manifest.json, which must be a regular
+// file inside dir (a symlink to outside, a FIFO or a device is refused) of
+// at most 4 MiB.
 func ReadManifest(dir string) (*Manifest, error) {
-	data, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+	f, err := openInCapture(dir, ManifestFile)
 	if err != nil {
 		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxManifestBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", ManifestFile, err)
+	}
+	if len(data) > maxManifestBytes {
+		return nil, fmt.Errorf("%s: over %d MiB, not a capture manifest", ManifestFile, maxManifestBytes>>20)
 	}
 	var m Manifest
 	if err := json.Unmarshal(data, &m); err != nil {
@@ -285,19 +322,24 @@ func hostInfo() HostInfo {
 	return h
 }
 
-// verifyChecksum checks a file against the manifest's sha256.
-func verifyChecksum(path, want string) error {
-	f, err := os.Open(path)
+// verifyChecksum checks a capture's file against the size and sha256 its
+// manifest states. Only the stated bytes are read, and the error says that
+// the file differs, never what it holds (not even its hash).
+func verifyChecksum(dir string, fi FileInfo) error {
+	f, err := openInCapture(dir, fi.Path)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
+	if f.size != fi.Bytes {
+		return fmt.Errorf("%s is %d bytes, the manifest says %d", fi.Path, f.size, fi.Bytes)
+	}
 	h := sha256.New()
 	if _, err := io.Copy(h, f); err != nil {
-		return err
+		return fmt.Errorf("%s: %w", fi.Path, err)
 	}
-	if got := hex.EncodeToString(h.Sum(nil)); got != want {
-		return fmt.Errorf("%s: sha256 %s, manifest says %s", filepath.Base(path), got, want)
+	if got := hex.EncodeToString(h.Sum(nil)); got != fi.SHA256 {
+		return fmt.Errorf("%s: sha256 differs from the manifest's", fi.Path)
 	}
 	return nil
 }

@@ -31,6 +31,21 @@ func OpenCapture(dir string) (*Capture, error) {
 	return &Capture{Dir: dir, Manifest: m}, nil
 }
 
+// statedSize is the size a finished capture's manifest gives for file: the
+// most a reader takes from it. A capture still being recorded (or killed)
+// states none; its files are read up to their size when opened.
+func (c *Capture) statedSize(file string) (int64, bool) {
+	if c.Manifest == nil || c.Interrupted() {
+		return 0, false
+	}
+	for _, f := range c.Manifest.Files {
+		if f.Path == file && f.SHA256 != "" {
+			return f.Bytes, true
+		}
+	}
+	return 0, false
+}
+
 // Interrupted reports whether the recorder never finished the capture: its
 // manifest still says "recording". Every complete batch is still readable.
 func (c *Capture) Interrupted() bool { return c.Manifest.Status == StatusRecording }
@@ -60,8 +75,9 @@ func ReadTable[R any](c *Capture, fn func(*R) error) (TableRead, error) {
 	if ts == nil {
 		return TableRead{}, fmt.Errorf("record: %s is not a capture table row type", reflect.TypeFor[R]())
 	}
-	path := filepath.Join(c.Dir, TableFile(ts.name))
-	f, err := os.Open(path)
+	file := TableFile(ts.name)
+	path := filepath.Join(c.Dir, file)
+	f, err := openInCapture(c.Dir, file)
 	if errors.Is(err, os.ErrNotExist) {
 		return TableRead{Path: path}, nil
 	}
@@ -69,6 +85,9 @@ func ReadTable[R any](c *Capture, fn func(*R) error) (TableRead, error) {
 		return TableRead{Path: path}, err
 	}
 	defer f.Close()
+	if n, ok := c.statedSize(file); ok {
+		f.limitTo(n)
+	}
 	res := TableRead{Path: path, Present: true}
 	err = readStream(f, ts, func(row reflect.Value) error {
 		return fn(row.Addr().Interface().(*R))

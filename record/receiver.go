@@ -1,12 +1,15 @@
 package record
 
 import (
+	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,19 +17,69 @@ import (
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	_ "google.golang.org/grpc/encoding/gzip" // accept gzip-compressed gRPC exports
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/tap"
 	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/types/known/durationpb"
 )
 
-// maxPayloadBytes bounds one export request (decompressed). SDK batches are
-// far smaller (512 spans by default); the bound keeps a runaway client from
-// exhausting memory.
-const maxPayloadBytes = 64 << 20
+// receiverLimits bound what clients can make the receiver hold: the
+// defaults (defaultReceiverLimits) are listed, with measured figures, in
+// docs/record.md.
+type receiverLimits struct {
+	// budget is the memory for request bodies in flight, over both
+	// transports and every connection: HTTP bodies as read and
+	// decompressed, decompressor windows, gRPC messages from the moment
+	// their handler starts, and payloads queued for the capture writer.
+	budget int64
+	// budgetWait is how long a request waits for room before it is told
+	// to retry (HTTP 429 with Retry-After, gRPC UNAVAILABLE with
+	// RetryInfo: the OTLP back-pressure signals).
+	budgetWait time.Duration
+	// maxPayload bounds one HTTP body, decompressed; maxGRPCMessage one
+	// gRPC message (a gRPC handler reserves twice that while gRPC reads
+	// and decompresses it, then keeps what the payload needs).
+	maxPayload, maxGRPCMessage int64
+	// maxStreams bounds export requests being handled at once (both
+	// transports); maxConns, connections per listener.
+	maxStreams, maxConns int
+	// bodyTimeout is how long a request may take to arrive whole (a body
+	// that never comes); exportTimeout bounds a gRPC export from its
+	// headers to its answer; idleTimeout closes idle keep-alive connections.
+	bodyTimeout, exportTimeout, idleTimeout time.Duration
+}
+
+var defaultReceiverLimits = receiverLimits{
+	budget:         256 << 20,
+	budgetWait:     2 * time.Second,
+	maxPayload:     64 << 20,
+	maxGRPCMessage: 16 << 20,
+	maxStreams:     64,
+	maxConns:       256,
+	bodyTimeout:    30 * time.Second,
+	exportTimeout:  60 * time.Second,
+	idleTimeout:    2 * time.Minute,
+}
+
+// Memory a decompressor holds besides its output, charged to the budget:
+// gzip's 32 KiB window and tables; zstd's block buffers (its window is
+// charged as the frame declares it).
+const (
+	gzipStateBytes    = 64 << 10
+	zstdStateBytes    = 512 << 10
+	bodyReadBufBytes  = 32 << 10
+	initialBodyBuffer = 64 << 10
+)
+
+// retryAfter is what a refused client is told to wait.
+const retryAfter = time.Second
 
 // payloadSink takes a received payload into the capture. It blocks while the
 // capture's queue is full — back-pressure the client feels as a slower
@@ -42,6 +95,9 @@ type Receiver struct {
 	grpcSrv        *grpc.Server
 	httpSrv        *http.Server
 	sink           payloadSink
+	limits         receiverLimits
+	budget         *memBudget
+	streams        atomic.Int64 // export requests being handled
 	// closing is closed when Stop begins, so blocked handlers give up and the
 	// client is told to retry elsewhere rather than hang.
 	closing   chan struct{}
@@ -52,6 +108,8 @@ type Receiver struct {
 	lastActivity atomic.Int64 // CLOCK_MONOTONIC ns of the latest request start or end
 
 	requests, spans, rejected, metrics, logs atomic.Int64
+	// throttled counts requests refused for back-pressure (told to retry).
+	throttled atomic.Int64
 }
 
 // ReceiverStats are the receiver's counters: requests accepted (all
@@ -59,23 +117,50 @@ type Receiver struct {
 // and accepted metrics and logs requests.
 type ReceiverStats struct {
 	Requests, Spans, Rejected, Metrics, Logs int64
+	// Throttled counts requests told to retry later (memory budget or
+	// stream limit reached); PeakBodyBytes is the most body memory held
+	// at once.
+	Throttled, PeakBodyBytes int64
 }
 
-// startReceiver listens on grpcAddr and httpAddr and serves until Stop.
+// startReceiver listens on grpcAddr and httpAddr and serves until Stop,
+// with the default limits.
 func startReceiver(grpcAddr, httpAddr string, sink payloadSink) (*Receiver, error) {
-	r := &Receiver{sink: sink, closing: make(chan struct{})}
+	return startReceiverLimits(grpcAddr, httpAddr, defaultReceiverLimits, sink)
+}
+
+// exportCancelKey carries the cancel function of a gRPC export's deadline
+// from the tap, which sets it, to the handler, which ends it.
+type exportCancelKey struct{}
+
+func startReceiverLimits(grpcAddr, httpAddr string, lim receiverLimits, sink payloadSink) (*Receiver, error) {
+	r := &Receiver{sink: sink, limits: lim, budget: newMemBudget(lim.budget), closing: make(chan struct{})}
 	r.lastActivity.Store(monoNow())
 	var err error
-	if r.grpcLn, err = net.Listen("tcp", grpcAddr); err != nil {
+	if r.grpcLn, err = net.Listen(listenNetwork(listenHost(grpcAddr)), grpcAddr); err != nil {
 		return nil, fmt.Errorf("OTLP gRPC receiver: %w", err)
 	}
-	if r.httpLn, err = net.Listen("tcp", httpAddr); err != nil {
+	if r.httpLn, err = net.Listen(listenNetwork(listenHost(httpAddr)), httpAddr); err != nil {
 		r.grpcLn.Close()
 		return nil, fmt.Errorf("OTLP HTTP receiver: %w", err)
 	}
+	r.grpcLn = newLimitListener(r.grpcLn, lim.maxConns)
+	r.httpLn = newLimitListener(r.httpLn, lim.maxConns)
 	r.grpcSrv = grpc.NewServer(
 		grpc.ForceServerCodecV2(rawCodec{}),
-		grpc.MaxRecvMsgSize(maxPayloadBytes),
+		grpc.MaxRecvMsgSize(int(lim.maxGRPCMessage)),
+		grpc.MaxConcurrentStreams(uint32(lim.maxStreams)),
+		// A fixed flow-control window (no BDP growth) bounds what a stream
+		// whose handler has not started can make the transport buffer.
+		grpc.InitialWindowSize(1<<20),
+		grpc.InitialConnWindowSize(1<<20),
+		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: lim.idleTimeout}),
+		// Every export gets a deadline, so a message that never arrives
+		// ends the stream (the transport's reads watch this context).
+		grpc.InTapHandle(func(ctx context.Context, _ *tap.Info) (context.Context, error) {
+			ctx, cancel := context.WithTimeout(ctx, lim.exportTimeout)
+			return context.WithValue(ctx, exportCancelKey{}, cancel), nil
+		}),
 	)
 	for _, s := range []struct{ service, signal string }{
 		{"opentelemetry.proto.collector.trace.v1.TraceService", SignalTraces},
@@ -93,7 +178,7 @@ func startReceiver(grpcAddr, httpAddr string, sink payloadSink) (*Receiver, erro
 	mux.HandleFunc("/v1/traces", r.httpHandler(SignalTraces))
 	mux.HandleFunc("/v1/metrics", r.httpHandler(SignalMetrics))
 	mux.HandleFunc("/v1/logs", r.httpHandler(SignalLogs))
-	r.httpSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	r.httpSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: lim.idleTimeout}
 	r.serveWG.Add(2)
 	go func() { defer r.serveWG.Done(); _ = r.grpcSrv.Serve(r.grpcLn) }()
 	go func() { defer r.serveWG.Done(); _ = r.httpSrv.Serve(r.httpLn) }()
@@ -108,9 +193,10 @@ func (r *Receiver) HTTPAddr() string { return r.httpLn.Addr().String() }
 
 // Stats returns the counters so far.
 func (r *Receiver) Stats() ReceiverStats {
+	_, peak := r.budget.usage()
 	return ReceiverStats{
 		Requests: r.requests.Load(), Spans: r.spans.Load(), Rejected: r.rejected.Load(),
-		Metrics: r.metrics.Load(), Logs: r.logs.Load(),
+		Metrics: r.metrics.Load(), Logs: r.logs.Load(), Throttled: r.throttled.Load(), PeakBodyBytes: peak,
 	}
 }
 
@@ -169,6 +255,7 @@ func (r *Receiver) accept(ctx context.Context, p OTLPPayload) error {
 		}
 	}()
 	if err := r.sink(ctx, p); err != nil {
+		p.releaseBody()
 		return err
 	}
 	r.requests.Add(1)
@@ -190,6 +277,42 @@ func (r *Receiver) begin() func() {
 		r.lastActivity.Store(monoNow())
 		r.inflight.Add(-1)
 	}
+}
+
+// admit takes one of the maxStreams request slots, or says no.
+func (r *Receiver) admit() (done func(), ok bool) {
+	if r.streams.Add(1) > int64(r.limits.maxStreams) {
+		r.streams.Add(-1)
+		return nil, false
+	}
+	return func() { r.streams.Add(-1) }, true
+}
+
+func (r *Receiver) newCharge(ctx context.Context) *charge {
+	return &charge{b: r.budget, ctx: ctx, wait: r.limits.budgetWait}
+}
+
+// sinkRefusal words a sink failure for the client: the capture could not
+// store the export (final: retrying cannot help, the recording is ending),
+// or the receiver is shutting down (retryable, as OTLP defines it).
+func sinkRefusal(err error) (final bool, msg string) {
+	switch {
+	case errors.Is(err, errNotStored):
+		return true, "llmprof record could not store the export: " + err.Error()
+	case errors.Is(err, context.DeadlineExceeded):
+		return false, "llmprof record's capture writer is behind: the export timed out waiting for it"
+	}
+	return false, "llmprof record is shutting down: " + err.Error()
+}
+
+// throttledStatus is OTLP/gRPC back-pressure: UNAVAILABLE with a RetryInfo
+// (opentelemetry-specification, protocol/otlp.md, "OTLP/gRPC Throttling").
+func throttledStatus(msg string) error {
+	st := status.New(codes.Unavailable, msg)
+	if d, err := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(retryAfter)}); err == nil {
+		st = d
+	}
+	return st.Err()
 }
 
 // rawMessage carries a gRPC message's bytes untouched.
@@ -224,11 +347,35 @@ func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
 func (r *Receiver) grpcHandler(signal string) grpc.MethodHandler {
 	return func(_ any, ctx context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
 		defer r.begin()()
+		if cancel, ok := ctx.Value(exportCancelKey{}).(context.CancelFunc); ok {
+			defer cancel()
+		}
+		done, ok := r.admit()
+		if !ok {
+			r.throttled.Add(1)
+			return nil, throttledStatus(fmt.Sprintf("llmprof record is handling %d exports; retry later", r.limits.maxStreams))
+		}
+		defer done()
+		// gRPC reads the whole (compressed) message and decompresses it
+		// inside dec: room for both is taken first, and what the payload
+		// does not need is given back after.
+		c := r.newCharge(ctx)
+		queued := false
+		defer func() {
+			if !queued { // once queued, the writer releases it
+				c.release()
+			}
+		}()
+		if err := c.grow(2 * r.limits.maxGRPCMessage); err != nil {
+			r.throttled.Add(1)
+			return nil, throttledStatus("llmprof record: " + err.Error() + "; retry later")
+		}
 		var in rawMessage
 		if err := dec(&in); err != nil {
 			r.rejected.Add(1)
 			return nil, err
 		}
+		c.shrinkTo(int64(cap(in.b)))
 		p := OTLPPayload{
 			RecvMonoNs: monoNow(), RecvRealNs: realNow(),
 			Signal: signal, Transport: "grpc", Encoding: EncodingProto, Payload: in.b,
@@ -242,11 +389,17 @@ func (r *Receiver) grpcHandler(signal string) grpc.MethodHandler {
 			return nil, status.Error(codes.InvalidArgument, err.Error())
 		}
 		p.Items = uint32(n)
+		p.release = c.release
 		if err := r.accept(ctx, p); err != nil {
-			// Unavailable is retryable: an SDK will try again rather than
-			// drop the batch.
-			return nil, status.Error(codes.Unavailable, "llmprof record is shutting down: "+err.Error())
+			final, msg := sinkRefusal(err)
+			if final {
+				return nil, status.Error(codes.Internal, msg)
+			}
+			// Unavailable is retryable: an SDK will try again rather
+			// than drop the batch.
+			return nil, status.Error(codes.Unavailable, msg)
 		}
+		queued = true
 		return &rawMessage{}, nil
 	}
 }
@@ -259,6 +412,18 @@ func (r *Receiver) httpHandler(signal string) http.HandlerFunc {
 			httpError(w, EncodingJSON, http.StatusMethodNotAllowed, "OTLP/HTTP takes POST")
 			return
 		}
+		done, ok := r.admit()
+		if !ok {
+			r.throttled.Add(1)
+			w.Header().Set("Retry-After", retryAfterHeader())
+			httpError(w, EncodingJSON, http.StatusTooManyRequests,
+				fmt.Sprintf("llmprof record is handling %d exports; retry later", r.limits.maxStreams))
+			return
+		}
+		defer done()
+		// The whole body must arrive within bodyTimeout: one that never
+		// comes does not hold a connection and a slot forever.
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(r.limits.bodyTimeout))
 		enc, ok := payloadEncoding(req.Header.Get("Content-Type"))
 		if !ok {
 			r.rejected.Add(1)
@@ -267,7 +432,21 @@ func (r *Receiver) httpHandler(signal string) http.HandlerFunc {
 			return
 		}
 		contentEncoding := strings.ToLower(strings.TrimSpace(req.Header.Get("Content-Encoding")))
-		body, status, err := readBody(req.Body, contentEncoding)
+		c := r.newCharge(req.Context())
+		queued := false
+		defer func() {
+			if !queued { // once queued, the writer releases it
+				c.release()
+			}
+		}()
+		body, status, err := readBody(req.Body, contentEncoding, req.ContentLength, r.limits.maxPayload, c)
+		if status == http.StatusTooManyRequests {
+			r.throttled.Add(1)
+			w.Header().Set("Retry-After", retryAfterHeader())
+			w.Header().Set("Connection", "close") // the rest of the body is not read
+			httpError(w, enc, status, "llmprof record: "+err.Error()+"; retry later")
+			return
+		}
 		if err != nil {
 			r.rejected.Add(1)
 			httpError(w, enc, status, err.Error())
@@ -285,13 +464,19 @@ func (r *Receiver) httpHandler(signal string) http.HandlerFunc {
 		p := OTLPPayload{
 			RecvMonoNs: monoNow(), RecvRealNs: realNow(),
 			Signal: signal, Transport: "http", Encoding: enc, ContentEncoding: contentEncoding,
-			Peer: req.RemoteAddr, Items: uint32(n), Payload: body,
+			Peer: req.RemoteAddr, Items: uint32(n), Payload: body, release: c.release,
 		}
 		if err := r.accept(req.Context(), p); err != nil {
-			w.Header().Set("Retry-After", "1")
-			httpError(w, enc, http.StatusServiceUnavailable, "llmprof record is shutting down: "+err.Error())
+			final, msg := sinkRefusal(err)
+			if final {
+				httpError(w, enc, http.StatusInternalServerError, msg)
+				return
+			}
+			w.Header().Set("Retry-After", retryAfterHeader())
+			httpError(w, enc, http.StatusServiceUnavailable, msg)
 			return
 		}
+		queued = true
 		// An empty ExportXServiceResponse: zero bytes in protobuf, {} in JSON.
 		if enc == EncodingJSON {
 			w.Header().Set("Content-Type", "application/json")
@@ -318,37 +503,151 @@ func payloadEncoding(contentType string) (string, bool) {
 	return "", false
 }
 
-// readBody reads a request body, undoing its Content-Encoding, up to
-// maxPayloadBytes decompressed. It returns the HTTP status for a failure.
-func readBody(body io.Reader, contentEncoding string) ([]byte, int, error) {
-	src := io.LimitReader(body, maxPayloadBytes+1)
+// retryAfterHeader is the Retry-After value, in whole seconds.
+func retryAfterHeader() string { return fmt.Sprint(int(retryAfter.Seconds())) }
+
+// readBody reads a request body, undoing its Content-Encoding, up to max
+// bytes decompressed, charging c for everything it holds: the read buffer,
+// the decompressor's state and window, and the output as it grows. It
+// returns the HTTP status for a failure: 429 when the budget had no room.
+func readBody(body io.Reader, contentEncoding string, contentLength, max int64, c *charge) ([]byte, int, error) {
+	fail := func(err error) ([]byte, int, error) {
+		switch {
+		case errors.Is(err, errOverBudget):
+			return nil, http.StatusTooManyRequests, err
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			return nil, http.StatusRequestTimeout, fmt.Errorf("the body did not arrive in time: %w", err)
+		}
+		return nil, http.StatusBadRequest, err
+	}
+	var src io.Reader = body
+	initial := int64(initialBodyBuffer)
 	switch contentEncoding {
 	case "", "identity":
+		if contentLength > max {
+			return nil, http.StatusRequestEntityTooLarge, fmt.Errorf("body over %d MiB", max>>20)
+		}
+		if contentLength > 0 {
+			initial = contentLength + 1 // +1 to see the end without growing
+		}
 	case "gzip":
-		zr, err := gzip.NewReader(src)
+		if err := c.grow(gzipStateBytes + bodyReadBufBytes); err != nil {
+			return fail(err)
+		}
+		zr, err := gzip.NewReader(bufio.NewReaderSize(body, bodyReadBufBytes))
 		if err != nil {
-			return nil, http.StatusBadRequest, fmt.Errorf("gzip body: %w", err)
+			return fail(fmt.Errorf("gzip body: %w", err))
 		}
 		defer zr.Close()
 		src = zr
 	case "zstd":
-		zr, err := zstd.NewReader(src, zstd.WithDecoderConcurrency(1))
+		if err := c.grow(bodyReadBufBytes); err != nil {
+			return fail(err)
+		}
+		br := bufio.NewReaderSize(body, bodyReadBufBytes)
+		head, _ := br.Peek(zstdMaxHeader)
+		window := zstdWindow(head, max)
+		if window > max {
+			return nil, http.StatusRequestEntityTooLarge,
+				fmt.Errorf("zstd body declares a %d MiB window, over the %d MiB a body may have", window>>20, max>>20)
+		}
+		// The decoder allocates the window the frame declares; it is
+		// charged before, and a later frame may declare no more.
+		if err := c.grow(window + zstdStateBytes); err != nil {
+			return fail(err)
+		}
+		zr, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true),
+			zstd.WithDecoderMaxWindow(uint64(max64(window, zstd.MinWindowSize))),
+			zstd.WithDecoderMaxMemory(uint64(max64(window, zstd.MinWindowSize))))
 		if err != nil {
-			return nil, http.StatusBadRequest, fmt.Errorf("zstd body: %w", err)
+			return fail(fmt.Errorf("zstd body: %w", err))
 		}
 		defer zr.Close()
 		src = zr
 	default:
 		return nil, http.StatusUnsupportedMediaType, fmt.Errorf("unsupported Content-Encoding %q: want gzip, zstd or none", contentEncoding)
 	}
-	b, err := io.ReadAll(io.LimitReader(src, maxPayloadBytes+1))
-	if err != nil {
-		return nil, http.StatusBadRequest, fmt.Errorf("reading body: %w", err)
+	initial = min(initial, max+1)
+	if err := c.grow(initial); err != nil {
+		return fail(err)
 	}
-	if len(b) > maxPayloadBytes {
-		return nil, http.StatusRequestEntityTooLarge, fmt.Errorf("body over %d MiB", maxPayloadBytes>>20)
+	buf := make([]byte, 0, initial)
+	for {
+		if len(buf) == cap(buf) {
+			if int64(len(buf)) > max {
+				return nil, http.StatusRequestEntityTooLarge, fmt.Errorf("body over %d MiB", max>>20)
+			}
+			// Grow by doubling; both buffers exist during the copy, so
+			// the new one is charged before the old one is given back.
+			next := min(2*int64(cap(buf)), max+1)
+			if err := c.grow(next); err != nil {
+				return fail(err)
+			}
+			nb := make([]byte, len(buf), next)
+			copy(nb, buf)
+			c.give(int64(cap(buf)))
+			buf = nb
+		}
+		n, err := src.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			if int64(len(buf)) > max {
+				return nil, http.StatusRequestEntityTooLarge, fmt.Errorf("body over %d MiB", max>>20)
+			}
+			return fail(fmt.Errorf("reading body: %w", err))
+		}
 	}
-	return b, http.StatusOK, nil
+	if int64(len(buf)) > max {
+		return nil, http.StatusRequestEntityTooLarge, fmt.Errorf("body over %d MiB", max>>20)
+	}
+	return buf, http.StatusOK, nil
+}
+
+func max64(a int64, b uint64) int64 { return max(a, int64(b)) }
+
+// zstdMaxHeader is the longest zstd frame header: magic, descriptor,
+// window descriptor, 4-byte dictionary id, 8-byte content size.
+const zstdMaxHeader = 4 + 1 + 1 + 4 + 8
+
+// zstdWindow returns the window the first zstd frame of a body declares
+// (RFC 8878 §3.1.1.1: the window descriptor, or the content size of a
+// single-segment frame). A body it cannot read a header from — not zstd, a
+// skippable frame first, cut short — is charged limit, the most any frame
+// of it may then use.
+func zstdWindow(head []byte, limit int64) int64 {
+	if len(head) < 6 || head[0] != 0x28 || head[1] != 0xb5 || head[2] != 0x2f || head[3] != 0xfd {
+		return limit
+	}
+	fhd := head[4]
+	single := fhd&0x20 != 0
+	if !single {
+		wd := head[5]
+		log := 10 + uint(wd>>3)
+		if log > 41 {
+			return 1 << 42
+		}
+		base := int64(1) << log
+		return base + base/8*int64(wd&7)
+	}
+	pos := 5 + []int{0, 1, 2, 4}[fhd&3] // dictionary id
+	size := []int{1, 2, 4, 8}[fhd>>6]
+	if len(head) < pos+size {
+		return limit
+	}
+	var fcs uint64
+	for i := range size {
+		fcs |= uint64(head[pos+i]) << (8 * i)
+	}
+	if size == 2 {
+		fcs += 256
+	}
+	if fcs > uint64(limit) {
+		return limit + 1
+	}
+	return max(int64(fcs), 1<<10)
 }
 
 // httpError answers with a google.rpc.Status in the request's encoding, as
@@ -374,8 +673,12 @@ func grpcCodeForHTTP(code int) codes.Code {
 	switch code {
 	case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType:
 		return codes.InvalidArgument
-	case http.StatusServiceUnavailable:
+	case http.StatusServiceUnavailable, http.StatusTooManyRequests:
 		return codes.Unavailable
+	case http.StatusRequestTimeout:
+		return codes.DeadlineExceeded
+	case http.StatusInternalServerError:
+		return codes.Internal
 	case http.StatusMethodNotAllowed:
 		return codes.Unimplemented
 	}

@@ -59,6 +59,7 @@ func (s *sinkRecorder) sink(ctx context.Context, p OTLPPayload) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	p.releaseBody() // kept here, outside the receiver's budget
 	s.got = append(s.got, p)
 	return nil
 }

@@ -79,6 +79,9 @@ type Options struct {
 
 	// newSampler replaces openNVML in tests (go-nvml mocks).
 	newSampler func(NVMLOptions) (gpuSampler, error)
+	// wrapTable, a test seam, stands between each table's Arrow writer and
+	// its file (to inject write errors).
+	wrapTable func(table string, w io.Writer) io.Writer
 }
 
 // Defaults.
@@ -160,7 +163,27 @@ type recording struct {
 	gpm    *tableWriter[GPMSample]
 
 	overruns atomic.Int64
+
+	// writeFailed carries the first write error of any table: the
+	// recording then stops the child and ends as failed. writeErr keeps
+	// that first error (or the first found when the tables are closed).
+	writeFailed chan error
+	writeErrMu  sync.Mutex
+	writeErr    error
 }
+
+// ErrCaptureWrite is wrapped by Record's error when a table of the capture
+// could not be written (a full disk, an I/O error): the child was stopped,
+// the manifest says "failed", and counts only what reached the disk.
+var ErrCaptureWrite = errors.New("writing the capture failed")
+
+// manifestReserve is the file that keeps room for the final manifest: it is
+// created at the start and removed just before the manifest is last
+// written, so a recording that fills the disk can still say so.
+const (
+	manifestReserve      = ".manifest-reserve"
+	manifestReserveBytes = 1 << 20
+)
 
 // Record runs opts.Command with an OTLP receiver, NVML sampling and clock
 // snapshots, writes the capture to opts.Dir and returns how it ended. The
@@ -187,19 +210,29 @@ func Record(ctx context.Context, opts Options) (*Result, error) {
 	if err := prepareDir(opts.Dir); err != nil {
 		return nil, err
 	}
-	r := &recording{opts: opts, dir: opts.Dir}
+	r := &recording{opts: opts, dir: opts.Dir, writeFailed: make(chan error, 1)}
 	start := readClockPair("start")
 	r.initManifest(start)
 	if err := writeManifest(r.dir, &r.manifest); err != nil {
 		return nil, fmt.Errorf("%s: %w", r.dir, err)
 	}
-	cfg := writerConfig{captureID: r.manifest.CaptureID, flushInterval: opts.FlushInterval}
+	if err := reserveSpace(filepath.Join(r.dir, manifestReserve), manifestReserveBytes); err != nil {
+		return nil, fmt.Errorf("%s: keeping room for the final manifest: %w", r.dir, err)
+	}
+	cfg := writerConfig{captureID: r.manifest.CaptureID, flushInterval: opts.FlushInterval,
+		onFail: r.writeFailure, wrap: opts.wrapTable}
 	var err error
 	// Payloads wait in a shorter queue: each can be megabytes.
 	otlpCfg := cfg
 	otlpCfg.queueLen = 64
 	if r.otlp, err = newTableWriter[OTLPPayload](r.dir, otlpSchema, otlpCfg); err != nil {
 		return nil, err
+	}
+	r.otlp.weigh = func(p *OTLPPayload) int64 {
+		if p.Signal == SignalTraces {
+			return int64(p.Items)
+		}
+		return 0
 	}
 	if r.clock, err = newTableWriter[ClockPair](r.dir, clockSchema, cfg); err != nil {
 		return nil, err
@@ -292,7 +325,7 @@ func Record(ctx context.Context, opts Options) (*Result, error) {
 		}
 	}()
 
-	status, detail := r.supervise(ctx, c)
+	status, detail := r.supervise(ctx, c, r.writeFailed)
 	code, sig := c.exit()
 	r.addClock(readClockPair("child_exit"))
 	r.event("child_exit", exitText(code, sig), ptr(int64(code)))
@@ -330,14 +363,64 @@ func Record(ctx context.Context, opts Options) (*Result, error) {
 	recv.Stop(stopCtx)
 	cancel()
 	r.recordReceiver(recv)
+	if r.manifest.OTLP.Requests == 0 && r.manifest.pointedAtReceiver() {
+		note := noExportsNote(ep)
+		r.event("otlp_none", note, nil)
+		fmt.Fprintf(opts.Log, "llmprof record: warning: %s\n", note)
+	}
 
 	if opts.Nsys {
 		r.exportNsys(nsysPath, nsysReport)
 	}
 	res := r.finish(status, detail, code)
-	fmt.Fprintf(opts.Log, "llmprof record: wrote %s (%s): %d spans in %d OTLP requests, %d NVML rows; %s\n",
-		r.dir, status, r.manifest.OTLP.Spans, r.manifest.OTLP.Requests, r.nvmlRows(), detail)
+	lost := ""
+	if n := r.manifest.OTLP.SpansLost; n > 0 {
+		lost = fmt.Sprintf(" (%d received spans were not stored)", n)
+	}
+	fmt.Fprintf(opts.Log, "llmprof record: wrote %s (%s): %d spans in %d OTLP requests stored%s, %d NVML rows; %s\n",
+		r.dir, res.Status, r.manifest.OTLP.Spans, r.manifest.OTLP.Requests, lost, r.nvmlRows(), r.manifest.StatusDetail)
+	r.writeErrMu.Lock()
+	werr := r.writeErr
+	r.writeErrMu.Unlock()
+	if werr != nil {
+		return res, fmt.Errorf("%s: %w: %w; %s", r.dir, ErrCaptureWrite, werr, exitText(code, sig))
+	}
 	return res, nil
+}
+
+// noExportsNote says that a command told where to export sent nothing, and
+// why that may be.
+func noExportsNote(ep endpoints) string {
+	return fmt.Sprintf("no OTLP export arrived, though the command was pointed at the receiver (grpc %s, http %s): "+
+		"its OpenTelemetry SDK may be off or exporting elsewhere, or it could not reach that address; vLLM exports only with --otlp-traces-endpoint %s",
+		ep.grpc, ep.http, PlaceholderGRPCURL)
+}
+
+// writeFailure is every table's onFail: the first error ends the recording.
+func (r *recording) writeFailure(table string, err error) {
+	r.writeErrMu.Lock()
+	if r.writeErr == nil {
+		r.writeErr = err
+	}
+	r.writeErrMu.Unlock()
+	select {
+	case r.writeFailed <- err:
+	default:
+	}
+}
+
+// reserveSpace creates path with n bytes allocated.
+func reserveSpace(path string, n int64) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if err := allocate(f, n); err != nil {
+		f.Close()
+		os.Remove(path)
+		return err
+	}
+	return f.Close()
 }
 
 // prepareDir creates the capture directory; an existing empty directory is
@@ -524,7 +607,7 @@ func stopSignal() syscall.Signal {
 // to its process group and killing the group on the second, or when it
 // outlives the stop timeout. It returns the status to record when record
 // (not the child) ended the run.
-func (r *recording) supervise(ctx context.Context, c *child) (status, detail string) {
+func (r *recording) supervise(ctx context.Context, c *child, writeFailed <-chan error) (status, detail string) {
 	var (
 		grace    <-chan time.Time
 		deadline <-chan time.Time
@@ -575,6 +658,13 @@ func (r *recording) supervise(ctx context.Context, c *child) (status, detail str
 				status, detail = StatusComplete, fmt.Sprintf("stopped after --duration %s", r.opts.Duration)
 			}
 			stop(stopSignal(), "--duration elapsed")
+		case err := <-writeFailed:
+			writeFailed = nil
+			// Whatever ended the run before, a capture that lost data
+			// failed.
+			status, detail = StatusFailed, ErrCaptureWrite.Error()+": "+err.Error()
+			fmt.Fprintf(r.opts.Log, "llmprof record: %s\n", detail)
+			stop(stopSignal(), "the capture cannot be written")
 		case <-grace:
 			grace = nil
 			stops = max(stops, 1)
@@ -604,11 +694,14 @@ func (r *recording) addClock(p ClockPair) {
 
 func (r *recording) recordReceiver(recv *Receiver) {
 	st := recv.Stats()
+	// Provisional: finish replaces them with what reached the disk.
 	r.manifest.OTLP.Requests = st.Requests
 	r.manifest.OTLP.Spans = st.Spans
 	r.manifest.OTLP.Rejected = st.Rejected
 	r.manifest.OTLP.Metrics = st.Metrics
 	r.manifest.OTLP.Logs = st.Logs
+	r.manifest.OTLP.Throttled = st.Throttled
+	r.manifest.OTLP.PeakBodyBytes = st.PeakBodyBytes
 	if st.Rejected > 0 {
 		r.event("otlp_rejected", fmt.Sprintf("%d malformed export request(s) refused", st.Rejected), ptr(st.Rejected))
 	}
@@ -721,10 +814,28 @@ func (r *recording) finish(status, detail string, code int) *Result {
 		}
 	}
 	r.manifest.Drops.SamplerOverruns = r.overruns.Load()
-	r.manifest.Status, r.manifest.StatusDetail = status, detail
-	if len(errs) > 0 {
-		r.manifest.StatusDetail += "; write errors: " + strings.Join(errs, "; ")
+	// Count what is in the file, not what was acknowledged: a write
+	// failure loses the rows still queued and the batch that failed.
+	received := r.manifest.OTLP.Spans
+	r.manifest.OTLP.Requests = r.otlp.rows.Load()
+	r.manifest.OTLP.Spans = r.otlp.Stored()
+	r.manifest.OTLP.SpansLost = max(received-r.manifest.OTLP.Spans, 0)
+	var unsaid []string // errors the detail does not mention yet
+	for _, e := range errs {
+		if !strings.Contains(detail, e) {
+			unsaid = append(unsaid, e)
+		}
 	}
+	switch {
+	case len(errs) > 0 && status != StatusFailed:
+		status, detail = StatusFailed, ErrCaptureWrite.Error()+": "+strings.Join(unsaid, "; ")+"; "+detail
+	case len(unsaid) > 0:
+		detail += "; write errors: " + strings.Join(unsaid, "; ")
+	}
+	r.manifest.Status, r.manifest.StatusDetail = status, detail
+	// The room kept since the start is what lets this write succeed on a
+	// full disk.
+	os.Remove(filepath.Join(r.dir, manifestReserve))
 	if err := writeManifest(r.dir, &r.manifest); err != nil {
 		fmt.Fprintf(r.opts.Log, "llmprof record: %v\n", err)
 	}

@@ -105,7 +105,7 @@ func checkFinal(t *testing.T, res *Result, wantStatus string) *Capture {
 		if f.SHA256 == "" {
 			t.Errorf("%s: no checksum", f.Path)
 		}
-		if err := verifyChecksum(filepath.Join(res.Dir, f.Path), f.SHA256); err != nil {
+		if err := verifyChecksum(res.Dir, f); err != nil {
 			t.Error(err)
 		}
 	}

@@ -41,6 +41,19 @@ type OTLPPayload struct {
 	// Items counts spans (traces), metrics (metrics) or log records (logs).
 	Items   uint32 `arrow:"items"`
 	Payload []byte `arrow:"payload"`
+
+	// release returns the payload's bytes to the receiver's memory budget;
+	// the capture writer calls it once the row is copied into a batch.
+	release func()
+}
+
+// releaseBody hands the payload's memory back to the receiver that charged
+// it, if any (once; later calls do nothing).
+func (p *OTLPPayload) releaseBody() {
+	if p.release != nil {
+		p.release()
+		p.release = nil
+	}
 }
 
 // ClockPair is one bracketed snapshot of the host clocks: CLOCK_MONOTONIC,

@@ -35,6 +35,10 @@ const (
 // errTableClosed is returned by Send after Close.
 var errTableClosed = errors.New("capture table closed")
 
+// errNotStored is wrapped by Send's error after the table failed to write:
+// the row would be lost, so it is refused.
+var errNotStored = errors.New("the capture cannot store it")
+
 // FileInfo describes one table file in the manifest.
 type FileInfo struct {
 	Path    string `json:"path"`
@@ -73,6 +77,13 @@ type tableWriter[R any] struct {
 	rows, batches, dropped atomic.Int64
 	err                    error // the first write error; read after done
 	failed                 atomic.Pointer[error]
+
+	// weigh, when set, gives a row's weight (an OTLP payload's spans);
+	// stored sums the weights of the rows in batches that reached the file.
+	weigh  func(*R) int64
+	stored atomic.Int64
+	// onFail hears the first write error, once.
+	onFail func(error)
 }
 
 type writerConfig struct {
@@ -81,6 +92,11 @@ type writerConfig struct {
 	batchBytes    int
 	flushInterval time.Duration
 	queueLen      int
+	// onFail is told the first write error of the table (the recording
+	// then ends: a capture that cannot be stored is not quietly continued).
+	onFail func(table string, err error)
+	// wrap, a test seam, stands between the Arrow writer and the file.
+	wrap func(table string, w io.Writer) io.Writer
 }
 
 func (c writerConfig) withDefaults() writerConfig {
@@ -115,7 +131,14 @@ func newTableWriter[R any](dir string, ts *tableSchema, cfg writerConfig) (*tabl
 		batchRows: cfg.batchRows, batchBytes: cfg.batchBytes, flushInterval: cfg.flushInterval,
 		ch: make(chan R, cfg.queueLen), done: make(chan struct{}),
 	}
-	tw.count.w = io.MultiWriter(f, tw.hash)
+	var out io.Writer = f
+	if cfg.wrap != nil {
+		out = cfg.wrap(ts.name, f)
+	}
+	if cfg.onFail != nil {
+		tw.onFail = func(err error) { cfg.onFail(ts.name, err) }
+	}
+	tw.count.w, tw.count.h = out, tw.hash
 	schema := ts.withMetadata(cfg.captureID)
 	tw.w = ipc.NewWriter(&tw.count, ipc.WithSchema(schema), ipc.WithZstd(), ipc.WithAllocator(memory.DefaultAllocator))
 	tw.b = array.NewRecordBuilder(memory.DefaultAllocator, schema)
@@ -133,8 +156,8 @@ func (tw *tableWriter[R]) Send(ctx context.Context, r R) error {
 	}
 	if err := tw.failed.Load(); err != nil {
 		// Refuse rather than accept what cannot be stored: an OTLP client
-		// hears it and can retry or report.
-		return *err
+		// hears it and reports it.
+		return fmt.Errorf("%w: %w", errNotStored, *err)
 	}
 	select {
 	case tw.ch <- r:
@@ -192,6 +215,7 @@ func (tw *tableWriter[R]) run() {
 	timer := time.NewTimer(tw.flushInterval)
 	timer.Stop()
 	pending, pendingBytes := 0, 0
+	var pendingWeight int64
 	flush := func() {
 		if pending == 0 {
 			return
@@ -199,15 +223,15 @@ func (tw *tableWriter[R]) run() {
 		rec := tw.b.NewRecordBatch()
 		if tw.err == nil {
 			if err := tw.w.Write(rec); err != nil {
-				tw.err = fmt.Errorf("%s: %w", tw.file, err)
-				tw.failed.Store(&tw.err)
+				tw.fail(err)
 			} else {
 				tw.rows.Add(int64(pending))
 				tw.batches.Add(1)
+				tw.stored.Add(pendingWeight)
 			}
 		}
 		rec.Release()
-		pending, pendingBytes = 0, 0
+		pending, pendingBytes, pendingWeight = 0, 0, 0
 		timer.Stop()
 	}
 	for {
@@ -221,8 +245,16 @@ func (tw *tableWriter[R]) run() {
 			if pending == 0 {
 				timer.Reset(tw.flushInterval)
 			}
+			if tw.err != nil {
+				releaseRow(&r)
+				continue // nothing more reaches the file; Send already refuses
+			}
 			pendingBytes += tw.ts.appendRow(tw.b, reflect.ValueOf(&r).Elem())
+			releaseRow(&r) // its bytes are in the builder now
 			pending++
+			if tw.weigh != nil {
+				pendingWeight += tw.weigh(&r)
+			}
 			if pending >= tw.batchRows || pendingBytes >= tw.batchBytes {
 				flush()
 			}
@@ -232,27 +264,64 @@ func (tw *tableWriter[R]) run() {
 	}
 }
 
-func (tw *tableWriter[R]) finish() {
-	tw.b.Release()
-	if err := tw.w.Close(); err != nil && tw.err == nil {
-		tw.err = fmt.Errorf("%s: %w", tw.file, err)
+// fail records the table's first write error: later rows are refused
+// (Send) or discarded, and onFail hears of it.
+func (tw *tableWriter[R]) fail(err error) {
+	if tw.err != nil {
+		return
 	}
-	if err := tw.f.Sync(); err != nil && tw.err == nil {
-		tw.err = fmt.Errorf("%s: %w", tw.file, err)
-	}
-	if err := tw.f.Close(); err != nil && tw.err == nil {
-		tw.err = fmt.Errorf("%s: %w", tw.file, err)
+	tw.err = fmt.Errorf("%s: %w", tw.file, err)
+	tw.failed.Store(&tw.err)
+	if tw.onFail != nil {
+		tw.onFail(tw.err)
 	}
 }
 
-// countingWriter counts the bytes that reach the file.
+func (tw *tableWriter[R]) finish() {
+	tw.b.Release()
+	if tw.err == nil {
+		if err := tw.w.Close(); err != nil {
+			tw.fail(err)
+		}
+	}
+	if err := tw.f.Sync(); err != nil {
+		tw.fail(err)
+	}
+	if err := tw.f.Close(); err != nil {
+		tw.fail(err)
+	}
+}
+
+// Stored is the sum of the weights of the rows that reached the file.
+func (tw *tableWriter[R]) Stored() int64 { return tw.stored.Load() }
+
+// Err is the table's first write error, if any, so far.
+func (tw *tableWriter[R]) Err() error {
+	if p := tw.failed.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// releaseRow returns a row's memory to whoever charged it (an OTLP payload
+// to the receiver's budget): queued rows stay charged until this point.
+func releaseRow[R any](r *R) {
+	if rel, ok := any(r).(interface{ releaseBody() }); ok {
+		rel.releaseBody()
+	}
+}
+
+// countingWriter counts and hashes the bytes that reach the file — after a
+// short write too, so the manifest describes the file as it is.
 type countingWriter struct {
 	w io.Writer
+	h hash.Hash
 	n int64
 }
 
 func (c *countingWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
+	c.h.Write(p[:n])
 	c.n += int64(n)
 	return n, err
 }

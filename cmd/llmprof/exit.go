@@ -13,6 +13,10 @@ const (
 	ExitError      = 1 // I/O error, unusable input
 	ExitUsage      = 2 // bad flags or arguments
 	ExitRegression = 3 // the gate found a regression
+	// ExitRecordFailed: `record` itself failed (its capture could not be
+	// written, …); otherwise record exits with its command's status. 125, as
+	// timeout(1), env(1) and nohup(1) do for their own failures.
+	ExitRecordFailed = 125
 )
 
 // UsageError is a mistake in how the command was called.

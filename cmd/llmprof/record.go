@@ -103,7 +103,19 @@ status (128+n if signal n killed it).`),
 			if opts.NoNVML && opts.RequireGPU {
 				return usageErrorf("--no-nvml and --require-gpu contradict each other")
 			}
-			var err error
+			host, port, err := record.ParseListen(opts.Listen)
+			if err != nil {
+				return usageErrorf("--listen: %w", err)
+			}
+			if port != "" {
+				// --listen HOST:PORT, as a collector's endpoint: the port
+				// is the gRPC receiver's.
+				if opts.GRPCAddr != "" {
+					return usageErrorf("--listen %s names a port and --otlp-grpc %s another; give the port once", opts.Listen, opts.GRPCAddr)
+				}
+				opts.GRPCAddr = ":" + port
+			}
+			opts.Listen = host
 			if opts.GRPCAddr, err = record.ListenAddr(opts.Listen, opts.GRPCAddr); err != nil {
 				return &UsageError{fmt.Errorf("--otlp-grpc: %w", err)}
 			}
@@ -117,7 +129,7 @@ status (128+n if signal n killed it).`),
 	cmd.Flags().SetInterspersed(false)
 	fl := cmd.Flags()
 	fl.StringVarP(&opts.Output, "output", "o", "", "capture `directory` to create (default run-<UTC time>.llmprof)")
-	fl.StringVar(&opts.Listen, "listen", record.DefaultListen, "`host` the receivers bind to; a non-loopback host exposes them to the network")
+	fl.StringVar(&opts.Listen, "listen", record.DefaultListen, "`host` the receivers bind to (host:port sets the gRPC port too); a non-loopback host exposes them to the network")
 	fl.StringVar(&opts.GRPCAddr, "otlp-grpc", "", "gRPC receiver `address` (host:port or :port; default a free port)")
 	fl.StringVar(&opts.HTTPAddr, "otlp-http", "", "HTTP receiver `address` (host:port or :port; default a free port)")
 	fl.StringVar(&opts.Protocol, "otlp-protocol", record.ProtocolGRPC, "protocol the command's SDK is told to export with: grpc, http/protobuf or http/json")
@@ -172,7 +184,9 @@ func runRecord(ctx context.Context, opts *RecordOptions) error {
 		return &ExitCodeError{Code: start.Code, Msg: "record: " + start.Error()}
 	}
 	if err != nil {
-		return fmt.Errorf("record: %w", err)
+		// record itself failed (the capture could not be written, …):
+		// its own status, not one the command could have exited with.
+		return &ExitCodeError{Code: ExitRecordFailed, Msg: "record: " + err.Error()}
 	}
 	if res.ExitCode != 0 {
 		return &ExitCodeError{Code: res.ExitCode}

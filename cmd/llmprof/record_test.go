@@ -62,6 +62,15 @@ func TestRecordFlags(t *testing.T) {
 				t.Errorf("grpc %q http %q", o.GRPCAddr, o.HTTPAddr)
 			}
 		}, ""},
+		{"listen host:port is the gRPC endpoint", []string{"--listen", "0.0.0.0:4317", "true"}, func(t *testing.T, o *RecordOptions) {
+			if o.GRPCAddr != "0.0.0.0:4317" || o.HTTPAddr != "0.0.0.0:0" {
+				t.Errorf("grpc %q http %q", o.GRPCAddr, o.HTTPAddr)
+			}
+		}, ""},
+		{"listen port and --otlp-grpc", []string{"--listen", "0.0.0.0:4317", "--otlp-grpc", ":5000", "true"}, nil, "give the port once"},
+		{"listen host that does not resolve", []string{"--listen", "no_such host!", "true"}, nil, "--listen"},
+		{"listen bad port", []string{"--listen", "0.0.0.0:99999", "true"}, nil, "port"},
+		{"receiver bad port", []string{"--otlp-http", ":http", "true"}, nil, "port"},
 		{"non-loopback refused", []string{"--otlp-grpc", "0.0.0.0:4317", "true"}, nil, "--listen 0.0.0.0"},
 		{"bad protocol", []string{"--otlp-protocol", "thrift", "true"}, nil, "--otlp-protocol"},
 		{"contradiction", []string{"--no-nvml", "--require-gpu", "true"}, nil, "contradict"},
@@ -86,6 +95,28 @@ func TestRecordFlags(t *testing.T) {
 			}
 			tc.check(t, got)
 		})
+	}
+}
+
+// A bad --listen is a usage error (exit 2) found before anything starts:
+// no capture directory is created.
+func TestRecordListenUsage(t *testing.T) {
+	for _, listen := range []string{"no_such host!", "0.0.0.0:99999", "[::1"} {
+		dir := filepath.Join(t.TempDir(), "run.llmprof")
+		_, stderr, code := runRecordMain(t, "record", "--listen", listen, "-o", dir, "--no-nvml", "--", "true")
+		if code != ExitUsage || !strings.Contains(stderr, "--listen") {
+			t.Errorf("--listen %q: exit %d, want %d\n%s", listen, code, ExitUsage, stderr)
+		}
+		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("--listen %q: the capture directory was created", listen)
+		}
+	}
+	// 0.0.0.0 with a port works end to end (a free port, to be safe here).
+	dir := filepath.Join(t.TempDir(), "run.llmprof")
+	if _, stderr, code := runRecordMain(t, "record", "--listen", "0.0.0.0:0", "-o", dir, "--no-nvml", "--otlp-quiet", "10ms", "--", "true"); code != 0 {
+		t.Fatalf("--listen 0.0.0.0:0: exit %d\n%s", code, stderr)
+	} else if !strings.Contains(stderr, "grpc 127.0.0.1:") {
+		t.Errorf("the child was not told IPv4 loopback:\n%s", stderr)
 	}
 }
 
@@ -166,8 +197,15 @@ esac
 
 // buildBinaries builds llmprof and the OpenTelemetry SDK test client once
 // for the end-to-end tests.
+//
+// LLMPROF_TEST_BINDIR, when set, names a directory that already holds both
+// (built from this tree): repeating a test, e.g. 20 runs in a row under
+// load, then does not relink them every time.
 func buildBinaries(t *testing.T) (llmprof, client string) {
 	t.Helper()
+	if dir := os.Getenv("LLMPROF_TEST_BINDIR"); dir != "" {
+		return filepath.Join(dir, "llmprof"), filepath.Join(dir, "otlpclient")
+	}
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("no go toolchain on PATH to build the test binaries")
@@ -305,6 +343,36 @@ func waitGrowth(t *testing.T, dir string, n int64) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// waitBatches waits until the capture's OTLP table holds at least n
+// complete batches, read as a reader would (the stream is still being
+// written: a cut last batch is expected and ignored).
+func waitBatches(t *testing.T, dir string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if c, err := record.OpenCapture(dir); err == nil {
+			if res, err := record.ReadTable(c, func(*record.OTLPPayload) error { return nil }); err == nil && res.Batches >= n {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the capture's OTLP table never held %d complete batches", n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// processGone reports whether pid has exited (gone, or a zombie nobody
+// has reaped yet: in a container, pid 1 may never reap it).
+func processGone(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i < 0 || i+2 >= len(b) || b[i+2] == 'Z' || b[i+2] == 'X'
 }
 
 // childPid waits for the manifest that names the child (rewritten once the
@@ -453,8 +521,10 @@ func TestRecordEndToEnd(t *testing.T) {
 		dir := filepath.Join(tmp, "run.llmprof")
 		cmd, _ := start(t, dir, nil, "-until-signal", "-burst", "400")
 		pid := childPid(t, dir)
-		// Several batches are on disk and more are being written.
-		waitGrowth(t, dir, 256<<10)
+		// Several batches are on disk and more are being written. (Wait
+		// for what is asserted below — two complete batches — not a size:
+		// under load one batch can exceed any size chosen.)
+		waitBatches(t, dir, 2)
 		if err := cmd.Process.Kill(); err != nil {
 			t.Fatal(err)
 		}
@@ -485,5 +555,58 @@ func TestRecordEndToEnd(t *testing.T) {
 			t.Fatalf("decoded %d spans (want %d), warnings %v", len(tr.Spans), len(got), tr.Warnings.List)
 		}
 		t.Logf("after SIGKILL: %d spans in %d complete batches, table truncated: %v", len(got), res.Batches, res.Truncated)
+	})
+
+	t.Run("the child dies with a SIGKILLed record", func(t *testing.T) {
+		if _, err := os.Stat("/proc/self/stat"); err != nil {
+			t.Skip("no /proc to watch the child")
+		}
+		dir := filepath.Join(t.TempDir(), "run.llmprof")
+		cmd := exec.Command(llmprof, "record", "--no-nvml", "-o", dir, "--", "sleep", "100")
+		cmd.WaitDelay = 10 * time.Second
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		pid := childPid(t, dir)
+		if processGone(pid) {
+			t.Fatalf("the child %d is not running", pid)
+		}
+		cmd.Process.Kill()
+		cmd.Wait()
+		deadline := time.Now().Add(10 * time.Second)
+		for !processGone(pid) {
+			if time.Now().After(deadline) {
+				syscall.Kill(pid, syscall.SIGKILL)
+				t.Fatalf("the child %d outlived its SIGKILLed recorder by 10 s", pid)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+
+	t.Run("a full disk", func(t *testing.T) {
+		small := t.TempDir()
+		if err := syscall.Mount("tmpfs", small, "tmpfs", 0, "size=4m"); err != nil {
+			t.Skipf("cannot mount a 4 MiB tmpfs to fill (%v); TestRecordWriteFailure in record covers this with an injected error", err)
+		}
+		t.Cleanup(func() { syscall.Unmount(small, syscall.MNT_DETACH) })
+		dir := filepath.Join(small, "run.llmprof")
+		cmd, out := start(t, dir, nil, "-until-signal", "-burst", "400")
+		err := cmd.Wait()
+		if code := exitCodeOf(err); code != ExitRecordFailed {
+			t.Fatalf("record exited %d on a full disk, want %d\n%s", code, ExitRecordFailed, out)
+		}
+		m, err := record.ReadManifest(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := capturedSpans(t, dir)
+		if m.Status != record.StatusFailed || !strings.Contains(m.StatusDetail, "no space left on device") ||
+			m.OTLP.Spans != int64(len(got)) || len(got) == 0 {
+			t.Fatalf("manifest %s (%s): %d spans counted, %d in the table\n%s", m.Status, m.StatusDetail, m.OTLP.Spans, len(got), out)
+		}
+		if !strings.Contains(out.String(), fmt.Sprintf("%d spans in", len(got))) {
+			t.Errorf("the final line does not give the stored count %d:\n%s", len(got), out)
+		}
+		t.Logf("full disk: %d spans stored, %d lost; %s", m.OTLP.Spans, m.OTLP.SpansLost, m.StatusDetail)
 	})
 }
