@@ -279,7 +279,7 @@ func jsonProblem(err error) string {
 // readJSONDocument decodes an OTLP/JSON document that spans lines (pretty
 // printed), or several concatenated ones. It is read whole, up to the limit.
 func (d *state) readJSONDocument(r io.Reader, limit int64) (string, error) {
-	b, tooLarge, err := d.readAllLimit(r, limit)
+	b, tooLarge, err := d.readAllLimit(r, limit, true)
 	if err != nil {
 		return "", err
 	}
@@ -318,14 +318,19 @@ func (d *state) readJSONDocument(r io.Reader, limit int64) (string, error) {
 
 // readAllLimit reads r whole unless it is longer than limit, in which case it
 // stops and reports tooLarge (the rest is not read: an endless input must not
-// hold the decoder). A NUL byte, which no JSON text holds, ends the text
-// there: what follows is binary data or zero fill, and a warning says so.
+// hold the decoder). For text (JSON), a NUL byte, which no JSON text holds,
+// ends the text there: what follows is binary data or zero fill, and a
+// warning says so; binary input (protobuf) is read as it is.
 // With the size known (sizeHint > 0) it allocates once; otherwise it reads in
 // chunks and copies them once into place, so that the peak is twice the text,
 // not the three times of a doubling buffer.
-func (d *state) readAllLimit(r io.Reader, limit int64) (b []byte, tooLarge bool, err error) {
+func (d *state) readAllLimit(r io.Reader, limit int64, text bool) (b []byte, tooLarge bool, err error) {
 	nr := &nulStop{r: r}
-	lr := io.LimitReader(nr, limit+1)
+	var in io.Reader = nr
+	if !text {
+		in = r
+	}
+	lr := io.LimitReader(in, limit+1)
 	if d.sizeHint > 0 && d.sizeHint <= limit {
 		var buf bytes.Buffer
 		buf.Grow(int(d.sizeHint) + bytes.MinRead)
@@ -393,7 +398,7 @@ func readChunks(r io.Reader) ([]byte, error) {
 }
 
 func (d *state) readJaeger(r io.Reader, limit int64) error {
-	b, tooLarge, err := d.readAllLimit(r, limit)
+	b, tooLarge, err := d.readAllLimit(r, limit, true)
 	if err != nil {
 		return err
 	}

@@ -251,7 +251,7 @@ func (m *metricState) decode(ctx context.Context, r *bufio.Reader, f form, limit
 		lr := lineReader{r: r, max: limit}
 		records := 0
 		if f == formJSONDoc {
-			b, tooLarge, err := m.readAllLimit(r, limit)
+			b, tooLarge, err := m.readAllLimit(r, limit, true)
 			if err != nil {
 				return err
 			}
@@ -291,7 +291,7 @@ func (m *metricState) decode(ctx context.Context, r *bufio.Reader, f form, limit
 			format = "otlp-metrics-json-lines"
 		}
 	case formProto:
-		b, tooLarge, err := m.readAllLimit(r, limit)
+		b, tooLarge, err := m.readAllLimit(r, limit, false)
 		if err != nil {
 			return err
 		}
