@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
+	"github.com/llmprof/llmprof/attribution"
 	"github.com/llmprof/llmprof/export"
 )
 
@@ -53,10 +55,11 @@ func TestExportParquetDemo(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("export exited %d: %s", code, stderr)
 	}
-	if !strings.Contains(stderr, "requests 189, tokens 17663") {
+	demo := committedDemo(t)
+	if !strings.Contains(stderr, fmt.Sprintf("requests %d, tokens %d", demo.Requests, demo.Tokens)) {
 		t.Errorf("summary line: %s", stderr)
 	}
-	want := map[string]int64{"requests": 189, "tokens": 17663, "gpu_ops": 31542, "alignment": 2}
+	want := map[string]int64{"requests": int64(demo.Requests), "tokens": int64(demo.Tokens), "gpu_ops": int64(demo.GPUOps), "alignment": 2}
 	for _, name := range export.ParquetTables {
 		tbl := readParquet(t, filepath.Join(dir, name+".parquet"))
 		if n, ok := want[name]; ok && tbl.NumRows() != n {
@@ -87,8 +90,8 @@ func TestExportParquetDemo(t *testing.T) {
 			bucketCols = append(bucketCols, column(t, tokens, f.Name))
 		}
 	}
-	if len(bucketCols) != 14 {
-		t.Fatalf("%d bucket columns, want 14", len(bucketCols))
+	if len(bucketCols) != int(attribution.NumBuckets) {
+		t.Fatalf("%d bucket columns, want one per token bucket (%d)", len(bucketCols), attribution.NumBuckets)
 	}
 	bad := 0
 	for ci, chunk := range interval.Chunks() {

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dustin/go-humanize"
 )
 
 // TestWarningSummaryOnStderr: with -o the report goes to a file, yet stderr
@@ -47,7 +49,8 @@ func TestProgressOnTerminal(t *testing.T) {
 		t.Fatalf("analyze exited %d: %s", code, errOut.String())
 	}
 	e := errOut.String()
-	if !strings.Contains(e, "\r\033[Kreading 0/1 files, 0 B of 1.4 MB") || !strings.Contains(e, "2/2 files") || !strings.Contains(e, "\r\033[Kllmprof: 1 warning") {
+	size := humanize.Bytes(uint64(committedDemo(t).Bytes))
+	if !strings.Contains(e, "\r\033[Kreading 0/1 files, 0 B of "+size) || !strings.Contains(e, "2/2 files") || !strings.Contains(e, "\r\033[Kllmprof: 1 warning") {
 		t.Errorf("no progress line, or not cleared before the summary: %q", e)
 	}
 }
