@@ -76,7 +76,7 @@ func (out *Input) load(ctx context.Context, p string, opts LoadOptions) error {
 	out.Files = append(out.Files, p)
 	if st.IsDir() {
 		in := &ingest.Input{Path: p, Dir: true}
-		if sniffed(in, opts.Decoders) || !holdsSamples(p) {
+		if sniffed(in, opts.Decoders) || !holdsSamples(p, opts.Decoders) {
 			return out.raw(ctx, p, opts)
 		}
 		return out.loadHistory(p)
@@ -148,8 +148,9 @@ func isSamplesHead(head []byte) bool {
 }
 
 // holdsSamples reports whether a directory's files are saved analyses or
-// samples files (a baseline history) rather than traces.
-func holdsSamples(dir string) bool {
+// samples files (a baseline history) rather than traces: JSON that carries
+// llmprof's schema, or that no decoder recognizes.
+func holdsSamples(dir string, decoders []ingest.Decoder) bool {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return false
@@ -164,7 +165,10 @@ func holdsSamples(dir string) bool {
 			return false
 		}
 		head := bytes.TrimLeft(in.Head, " \t\r\n\xef\xbb\xbf")
-		if len(head) == 0 || !isSamplesHead(head) {
+		if len(head) == 0 || (head[0] != '{' && head[0] != '[') {
+			return false
+		}
+		if !isSamplesHead(head) && sniffed(in, decoders) {
 			return false
 		}
 		found = true

@@ -401,7 +401,7 @@ func TestDiffStrictHistoryOutput(t *testing.T) {
 		writeJSON(t, hist, fmt.Sprintf("b%d.json", i), analysis(comparetest.Workload{Requests: 400, Seed: 30 + i}.Run()))
 	}
 	for _, args := range [][]string{{hist, fx.same}, {fx.base, fx.same, "--baseline-history", hist}} {
-		code, stdout, _ := runLLMProf(t, append([]string{"diff", fast, "-f", "json", "--gate", "tpot.p50<+5%"}, args...)...)
+		code, stdout, stderr := runLLMProf(t, append([]string{"diff", fast, "-f", "json", "--gate", "tpot.p50<+5%"}, args...)...)
 		var doc struct {
 			Unit     string `json:"unit"`
 			Baseline struct {
@@ -409,7 +409,7 @@ func TestDiffStrictHistoryOutput(t *testing.T) {
 			} `json:"baseline"`
 		}
 		if err := json.Unmarshal([]byte(stdout), &doc); err != nil || code != ExitOK || !strings.Contains(doc.Unit, "history") {
-			t.Errorf("%v: exit %d, unit %q, %v", args, code, doc.Unit, err)
+			t.Errorf("%v: exit %d, unit %q, %v; %s", args, code, doc.Unit, err, stderr)
 		}
 	}
 }
