@@ -203,10 +203,10 @@ func compareSynth(tb testing.TB, b, c compare.Run, reps int, seed uint64, rules 
 // and the same workload on GEMM kernels 30% slower still fails
 // tpot.p50<+5% with gpu.gemm ranked first in the explanation.
 func TestSynthIssueGates(t *testing.T) {
-	const d = 30 * time.Second
+	const d = 20 * time.Second
 	runs := synthRuns(t, []int64{1, 2, 3, 4}, d, 1)
 	for i := 0; i+1 < len(runs); i += 2 {
-		res := compareSynth(t, runs[i], runs[i+1], 500, 1, issueGates...)
+		res := compareSynth(t, runs[i], runs[i+1], 300, 1, issueGates...)
 		if res.Gate.Failed {
 			for _, m := range res.Metrics {
 				if m.Gate != nil {
@@ -219,7 +219,7 @@ func TestSynthIssueGates(t *testing.T) {
 	// The same workload (prompts, arrivals: a benchmark replayed with its
 	// seed) on GEMM kernels 30% slower.
 	slow := synthRun(t, 1, d, 1.3)
-	res := compareSynth(t, runs[0], slow, 500, 1, "tpot.p50<+5%")
+	res := compareSynth(t, runs[0], slow, 300, 1, "tpot.p50<+5%")
 	var m compare.Metric
 	for _, x := range res.Metrics {
 		if x.Name == "tpot.p50" {
