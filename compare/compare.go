@@ -139,9 +139,7 @@ func Compare(baseline, candidate Side, opts Options) (*Result, error) {
 	c.runLevel = nb >= 2 && nc >= 2 && !opts.PoolRuns
 	c.history = nb >= 2 && nc == 1 && !opts.PoolRuns
 	for _, s := range []Side{baseline, candidate} {
-		for _, w := range s.InputWarnings {
-			res.InputWarnings = append(res.InputWarnings, w)
-		}
+		res.InputWarnings = append(res.InputWarnings, s.InputWarnings...)
 	}
 	switch {
 	case c.runLevel:

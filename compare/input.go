@@ -148,10 +148,8 @@ func isSamplesHead(head []byte) bool {
 }
 
 // holdsSamples reports whether a directory's files are saved analyses or
-// samples files (a baseline history) rather than traces, by the rule load
-// applies to one file: llmprof's schema in the head, or JSON that no decoder
-// takes (the schema key may lie beyond the head: encoding/json writes a
-// map's keys sorted, "samples" before "schema").
+// samples files (a baseline history) rather than traces: JSON that carries
+// llmprof's schema, or that no decoder recognizes.
 func holdsSamples(dir string, decoders []ingest.Decoder) bool {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -167,11 +165,10 @@ func holdsSamples(dir string, decoders []ingest.Decoder) bool {
 			return false
 		}
 		head := bytes.TrimLeft(in.Head, " \t\r\n\xef\xbb\xbf")
-		switch {
-		case len(head) == 0:
+		if len(head) == 0 || (head[0] != '{' && head[0] != '[') {
 			return false
-		case isSamplesHead(head):
-		case sniffed(in, decoders) || (head[0] != '{' && head[0] != '['):
+		}
+		if !isSamplesHead(head) && sniffed(in, decoders) {
 			return false
 		}
 		found = true

@@ -72,16 +72,24 @@ analyze --format json), a samples file (JSON of one run or an array of runs),
 or a comma-separated list of those. Several runs per side make the run the
 replication unit.
 
-Medians use the Mann–Whitney U test and the Hodges–Lehmann shift with its Moses
-interval on log latency; tails, means and per-token buckets a seeded bootstrap
-(--block for autocorrelated requests). A change that is not significant prints
-as ~. Every metric shows its minimum detectable effect (MDE).
+pNN and mean are that statistic's change, with a seeded bootstrap interval (ITL
+resamples whole requests): the change is always that of the two values shown.
+*.shift is the Hodges–Lehmann shift (Mann–Whitney U, Moses interval). Where
+requests are autocorrelated (--block detect, the default) they are resampled in
+blocks, intervals also cover the spread between stretches of each run, and a
+metric with too few effective samples is inconclusive: one run per side cannot
+separate its change from run-to-run variance. Earlier baselines
+(--baseline-history DIR, or a directory as the baseline) put that variance in
+the verdict. A change that is not significant prints as ~. Every metric shows
+its minimum detectable effect (MDE).
 
 A gate rule is METRIC<THRESHOLD or METRIC>THRESHOLD with a relative (%) or
 absolute (ms, s, us; req/s, tok/s) threshold. It fails when the confidence
 interval of the change lies entirely beyond the threshold (Holm-corrected across
 rules), passes when it lies entirely on the good side, and is inconclusive
-otherwise or when there are too few samples (p99 needs 368 per side).
+otherwise or when there are too few samples (p99 needs 368 per side). A rule on
+a metric a side lacks fails unless --allow-missing; the same input on both sides
+is an error; --strict fails on input warnings.
 
 Exit status: 0 no rule failed, 1 unusable input, 2 usage error, 3 a rule failed
 (or was inconclusive under --fail-on-inconclusive).`),
@@ -125,7 +133,7 @@ Exit status: 0 no rule failed, 1 unusable input, 2 usage error, 3 a rule failed
 	fl.Float64Var(&opts.Alpha, "alpha", def.Alpha, "significance level; intervals are 1−alpha")
 	fl.Uint64Var(&opts.Seed, "seed", def.Seed, "bootstrap seed (same inputs and seed, same report)")
 	fl.IntVar(&opts.Reps, "bootstrap", def.Reps, "bootstrap replicates")
-	fl.StringVar(&opts.Block, "block", "off", "block bootstrap over consecutive requests: off, auto (n^1/3) or a block length")
+	fl.StringVar(&opts.Block, "block", "detect", "block bootstrap over consecutive requests: detect (where autocorrelated), off, auto (n^1/3) or a block length")
 	fl.BoolVar(&opts.PoolRuns, "pool-runs", false, "treat several runs per side as one long run instead of replicates")
 	fl.BoolVar(&opts.AllowModelChange, "allow-model-change", false, "compare runs that served different models")
 	fl.BoolVar(&opts.AllowMissing, "allow-missing", false, "a gated metric without data on a side is inconclusive instead of failing the gate")

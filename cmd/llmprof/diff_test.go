@@ -409,7 +409,7 @@ func TestDiffStrictHistoryOutput(t *testing.T) {
 			} `json:"baseline"`
 		}
 		if err := json.Unmarshal([]byte(stdout), &doc); err != nil || code != ExitOK || !strings.Contains(doc.Unit, "history") {
-			t.Errorf("%v: exit %d, unit %q, %v; stderr: %s", args, code, doc.Unit, err, stderr)
+			t.Errorf("%v: exit %d, unit %q, %v; %s", args, code, doc.Unit, err, stderr)
 		}
 	}
 }
