@@ -626,14 +626,18 @@ func orthoBasis(cols [][]float64, tol float64) [][]float64 {
 
 // kernelFit is one pooled within regression.
 type kernelFit struct {
-	beta, se  []float64
-	df        int
-	blocks    int
-	blockNs   int64
-	kind      SEKind
-	n         int
-	estimable []bool
-	reason    string
+	beta, se []float64
+	// df is blocks − 1; coefDF each coefficient's degrees of freedom (of
+	// the block length its interval was taken from), dfs the same by fit
+	// column.
+	df          int
+	coefDF, dfs []int
+	blocks      int
+	blockNs     int64
+	kind        SEKind
+	n           int
+	estimable   []bool
+	reason      string
 }
 
 // fitKernels fits the within-transformed log durations on the overlaps of
@@ -837,7 +841,29 @@ func fitKernels(rows []kernelRow, groups int, use batchUse, xs [][]float64, sel 
 	}
 	f.df = g - 1
 	ses := se(cov)
-	f.beta, f.se = make([]float64, k), make([]float64, k)
+	// The block length is itself estimated, and too short a block
+	// understates the variance: each coefficient keeps the wider of its
+	// intervals with blocks of b and of 2b bins (each with its own degrees
+	// of freedom). In the simulator b alone covered the truth in 88% of 50
+	// runs at a nominal 95%.
+	f.dfs = make([]int, len(ses))
+	for c := range f.dfs {
+		f.dfs[c] = f.df
+	}
+	labels2 := make([]int, f.n)
+	for a := range idx {
+		labels2[a] = binOf[a] / (2 * b)
+	}
+	cov2, g2, ok2 := fit.clusterJackknife(labels2)
+	if ok2 && g2 >= 5 {
+		ses2 := se(cov2)
+		for c := range ses {
+			if tCritical(o.Alpha, g2-1)*ses2[c] > tCritical(o.Alpha, f.df)*ses[c] {
+				ses[c], f.dfs[c] = ses2[c], g2-1
+			}
+		}
+	}
+	f.beta, f.se, f.coefDF = make([]float64, k), make([]float64, k), make([]int, k)
 	// fitColumns may have dropped collinear columns: index the kept ones.
 	fitIndex := make([]int, len(kept))
 	next := 0
@@ -855,6 +881,7 @@ func fitKernels(rows []kernelRow, groups int, use batchUse, xs [][]float64, sel 
 		}
 		c := fitIndex[colOf[j]]
 		f.beta[j], f.se[j], f.estimable[j] = stretch[j], ses[c], true
+		f.coefDF[j] = f.dfs[c]
 	}
 	return f
 }
@@ -943,12 +970,12 @@ func kernelRegression(target busyKey, sources []busyKey, isolated []bool, srcDev
 			p.Reason = fmt.Sprintf("%s's overlap with %s's kernels does not vary or moves in lockstep with another source's", p.Source, p.Target)
 			continue
 		}
-		b, s := f.beta[j], f.se[j]
-		crit := tCritical(o.Alpha, f.df)
+		b, s, df := f.beta[j], f.se[j], f.coefDF[j]
+		crit := tCritical(o.Alpha, df)
 		p.Estimable = true
 		p.Coef, p.SE, p.SEKind = Float(b), Float(s), f.kind
-		p.PZero = Float(tTwoSided(b/s, f.df))
-		p.P = Float(minEffectP(b, s, o.MinEffectPct/100, f.df))
+		p.PZero = Float(tTwoSided(b/s, df))
+		p.P = Float(minEffectP(b, s, o.MinEffectPct/100, df))
 		p.StretchPct, p.CILowPct, p.CIHighPct = Float(100*b), Float(100*(b-crit*s)), Float(100*(b+crit*s))
 	}
 	if !byCat || f.reason != "" {
@@ -974,16 +1001,16 @@ func kernelRegression(target busyKey, sources []busyKey, isolated []bool, srcDev
 		if fc.reason != "" {
 			continue
 		}
-		crit := tCritical(o.Alpha, fc.df)
 		for j := range pairs {
 			if !pairs[j].Estimable || !fc.estimable[j] {
 				continue
 			}
 			b, s := fc.beta[j], fc.se[j]
+			crit := tCritical(o.Alpha, fc.coefDF[j])
 			pairs[j].ByCategory = append(pairs[j].ByCategory, CategoryStretch{
 				Category: c.String(), Kernels: fc.n,
 				StretchPct: Float(100 * b), CILowPct: Float(100 * (b - crit*s)), CIHighPct: Float(100 * (b + crit*s)),
-				P: Float(tTwoSided(b/s, fc.df)),
+				P: Float(tTwoSided(b/s, fc.coefDF[j])),
 			})
 		}
 	}

@@ -35,7 +35,7 @@ func NewCmdTenants(f *Factory) *cobra.Command {
 		Use:   "tenants [flags] <input>...",
 		Short: "Which tenant's load slows which other tenant, by how much, and how sure",
 		Long: strings.TrimSpace(`
-Tenant causal regression (docs/design.md §10). For every ordered pair of tenants A → B
+Tenant causal regression (docs/tenants.md). For every ordered pair of tenants A → B
 it regresses B's log latency on B's exposure to A's load during each request
 (GPU busy time of A's kernels, NVML per-process SM utilization, or A's tokens
 in flight — the best the input has), holding B's own batch size and prompt
@@ -50,9 +50,19 @@ verdict: interference, association (placebo or sign fails), negligible, no
 evidence, or not estimable (with the reason). Tenants on different GPUs or MIG
 instances are negative controls.
 
+At kernel level (what a 10–60 s capture carries) each of B's kernels is
+compared with the same kernel alone: its duration against the share of it
+that A's work on the same GPU overlapped, within kernel identity and B's
+batch, with errors clustered in time blocks chosen from the data: "A's
+concurrent work stretches B's kernels by +35% [CI]", what that costs B's
+requests in ms of TTFT and TPOT, and per kernel category.
+
 Tenants come from --tenant-key (default llm.tenant, tenant.id, enduser.id,
-then the calling service); GPU work is assigned to tenants through processes
-(resource process.pid, nsys process names, MIG instances) or --tenant-pid.`),
+then the calling service). A process's tenant is the tenant of the requests
+it serves (resource process.pid, the engine of their steps); one serving
+several tenants is a shared source ("chat+search (shared)"), never paired
+with its own tenants. Otherwise: --tenant-pid, resource keys, nsys process
+names, MIG instances. See docs/tenants.md.`),
 		Example: strings.TrimSpace(`
   llmprof tenants run/
   llmprof tenants --tenant-key customer.id --metric ttft,tpot,e2e traces.jsonl gpu.sqlite
