@@ -259,11 +259,12 @@ func (r *captureReader) readOTLP() error {
 			logs++
 			return
 		}
-		enc := otlp.Proto
-		if p.Encoding == EncodingJSON {
-			enc = otlp.JSON
-		}
 		pos := "row " + strconv.Itoa(i)
+		enc, ok := otlp.ParseEncoding(p.Encoding)
+		if !ok {
+			r.warnf(TableFile(TableOTLP), "bad-otlp-payload", "%s: unknown encoding %q (want %s or %s); read as protobuf", pos, p.Encoding, otlp.Proto, otlp.JSON)
+			enc = otlp.Proto
+		}
 		if p.Signal == SignalMetrics {
 			if err := metrics.Decode(p.Payload, enc, pos); err != nil {
 				r.warnf(TableFile(TableOTLP), "bad-otlp-payload", "metrics: %v", err)

@@ -3,6 +3,7 @@ package record
 import (
 	"errors"
 	"fmt"
+	"github.com/llmprof/llmprof/ingest/otlp"
 
 	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
@@ -17,10 +18,12 @@ const (
 	SignalLogs    = "logs"
 )
 
-// Payload encodings.
-const (
-	EncodingProto = "proto"
-	EncodingJSON  = "json"
+// Payload encodings, as the OTLP table's encoding column spells them: the
+// names of otlp.Encoding, the one payload-encoding type (the reader turns
+// them back with otlp.ParseEncoding).
+var (
+	EncodingProto = otlp.Proto.String()
+	EncodingJSON  = otlp.JSON.String()
 )
 
 var errMalformed = errors.New("malformed OTLP payload")

@@ -36,6 +36,18 @@ func (e Encoding) String() string {
 	return "auto"
 }
 
+// ParseEncoding is the inverse of Encoding.String for Proto and JSON. An
+// empty name is Proto, as the capture format's first version wrote it.
+func ParseEncoding(name string) (Encoding, bool) {
+	switch name {
+	case "proto", "":
+		return Proto, true
+	case "json":
+		return JSON, true
+	}
+	return Proto, false
+}
+
 // DecodePayload decodes one ExportTraceServiceRequest body — what an OTLP
 // exporter sends to /v1/traces or over gRPC — into t, appending its spans to
 // those already there with Source src. A gzip- or zstd-compressed body
