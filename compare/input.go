@@ -38,6 +38,9 @@ type Input struct {
 	// Warnings are the inputs' own problems (truncation, an interrupted
 	// capture, malformed records), "path: message".
 	Warnings []string
+	// Notes say what an input cannot do (a benchmark result has no
+	// attribution to explain a change with); they are not problems.
+	Notes []string
 	// Files are the regular files and directories read, for telling
 	// whether both sides read the same input.
 	Files []string
@@ -45,7 +48,8 @@ type Input struct {
 }
 
 // Load reads one side: each path is a saved analysis, a samples file (one
-// run or an array of runs), a raw run that a decoder recognizes (a trace
+// run or an array of runs), a `vllm bench serve --save-result` file (one run
+// per result; see vllmbench.go), a raw run that a decoder recognizes (a trace
 // file or directory, analyzed as `analyze` would), or a directory of saved
 // analyses and samples files (a baseline history, one run per file).
 // Errors name the path.
@@ -91,6 +95,9 @@ func (out *Input) load(ctx context.Context, p string, opts LoadOptions) error {
 	}
 	if isSamplesHead(head) {
 		return out.loadSamples(p, in)
+	}
+	if isVLLMBenchHead(head) {
+		return out.loadVLLMBench(p, in)
 	}
 	if sniffed(in, opts.Decoders) {
 		return out.raw(ctx, p, opts)

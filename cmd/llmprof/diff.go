@@ -209,6 +209,9 @@ func runDiff(ctx context.Context, opts *DiffOptions) error {
 	if err != nil {
 		return err
 	}
+	// What a side cannot explain (a benchmark result has no attribution)
+	// belongs beside the figures, where every reader sees it.
+	res.Warnings = append(res.Warnings, append(base.Notes, cand.Notes...)...)
 
 	if err := writeOutput(opts.IO, opts.Output, func(w io.Writer, tty bool) error {
 		return render(w, res, report.DiffOptions{All: opts.All, Color: report.ColorFor(tty) && opts.Format == "text"})

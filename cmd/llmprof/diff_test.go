@@ -413,3 +413,36 @@ func TestDiffStrictHistoryOutput(t *testing.T) {
 		}
 	}
 }
+
+// Two `vllm bench serve --save-result --save-detailed` files diff as two
+// runs, and the report says what such a side cannot explain.
+func TestDiffVLLMBenchResults(t *testing.T) {
+	dir := t.TempDir()
+	bench := func(name string, scale float64) string {
+		var ttft, lat, out, itls, start []string
+		for i := range 40 {
+			f := scale * (0.03 + 0.001*float64(i%7))
+			gaps := []string{}
+			total := f
+			for j := range 9 {
+				g := scale * (0.009 + 0.0001*float64((i+j)%5))
+				gaps = append(gaps, fmt.Sprintf("%.6f", g))
+				total += g
+			}
+			ttft = append(ttft, fmt.Sprintf("%.6f", f))
+			lat = append(lat, fmt.Sprintf("%.6f", total))
+			out = append(out, "10")
+			itls = append(itls, "["+strings.Join(gaps, ",")+"]")
+			start = append(start, fmt.Sprintf("%.3f", 100+0.05*float64(i)))
+		}
+		l := func(v []string) string { return "[" + strings.Join(v, ",") + "]" }
+		doc := fmt.Sprintf(`{"date": "20261201-101500", "endpoint_type": "openai", "backend": "openai", "label": null, "model_id": "m", "num_prompts": 40, "duration": 2.5, "completed": 40, "request_throughput": 16.0, "output_lens": %s, "ttfts": %s, "itls": %s, "latencies": %s, "start_times": %s, "errors": %s}`,
+			l(out), l(ttft), l(itls), l(lat), l(start), l(slices.Repeat([]string{`""`}, 40)))
+		return writeFile(t, dir, name, []byte(doc))
+	}
+	base, cand := bench("base.json", 1), bench("cand.json", 1.3)
+	code, stdout, stderr := runLLMProf(t, "diff", fast, base, cand)
+	if code != ExitOK || !strings.Contains(stdout, "vllm bench serve") || !strings.Contains(stdout, "ttft") {
+		t.Fatalf("exit %d: %s\n%s", code, stdout, stderr)
+	}
+}

@@ -1,0 +1,181 @@
+package compare
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// benchResult writes a `vllm bench serve --save-result` object with the keys
+// in the order vllm/benchmarks/serve.py writes them (setup, then the
+// benchmark's result dict, then the percentile figures). Times are seconds.
+// With detailed false the per-request lists that --save-detailed keeps are
+// left out, as vLLM removes them. slow scales every latency.
+func benchResult(n int, seed uint64, slow float64, detailed bool, failed int) []byte {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	var in, out, start, ttft, lat, queue, errs, itls []string
+	t := 0.0
+	for i := range n {
+		p, o := 100+rng.IntN(900), 20+rng.IntN(200)
+		first := slow * (0.02 + 0.03*rng.ExpFloat64())
+		gaps := make([]string, o-1)
+		total := first
+		for j := range gaps {
+			g := slow * (0.008 + 0.002*rng.Float64())
+			total += g
+			gaps[j] = fmt.Sprintf("%.6f", g)
+		}
+		e := `""`
+		if i < failed {
+			e, first, total, gaps = `"HTTP 500"`, 0, 0, nil
+		}
+		t += rng.ExpFloat64() / 20
+		in = append(in, fmt.Sprint(p))
+		out = append(out, fmt.Sprint(o))
+		start = append(start, fmt.Sprintf("%.6f", 1000+t))
+		ttft = append(ttft, fmt.Sprintf("%.6f", first))
+		lat = append(lat, fmt.Sprintf("%.6f", total))
+		queue = append(queue, "0.0")
+		errs = append(errs, e)
+		itls = append(itls, "["+strings.Join(gaps, ", ")+"]")
+	}
+	list := func(v []string) string { return "[" + strings.Join(v, ", ") + "]" }
+	var b bytes.Buffer
+	fmt.Fprintf(&b, `{"date": "20261201-101500", "endpoint_type": "openai", "backend": "openai", "label": null, "model_id": "meta-llama/Llama-3.1-8B-Instruct", "tokenizer_id": "meta-llama/Llama-3.1-8B-Instruct", "num_prompts": %d, "request_rate": 20.0, "burstiness": 1.0, "max_concurrency": null, `, n)
+	fmt.Fprintf(&b, `"duration": %.3f, "completed": %d, "failed": %d, "total_input_tokens": 1, "total_output_tokens": 1, "request_throughput": 19.5, "request_goodput": null, "output_throughput": 2000.0, "total_token_throughput": 9000.0, `, t+1, n-failed, failed)
+	if detailed {
+		fmt.Fprintf(&b, `"input_lens": %s, "output_lens": %s, "ttfts": %s, "itls": %s, `, list(in), list(out), list(ttft), list(itls))
+	}
+	fmt.Fprintf(&b, `"latencies": %s, `, list(lat))
+	if detailed {
+		fmt.Fprintf(&b, `"start_times": %s, `, list(start))
+	}
+	fmt.Fprintf(&b, `"queue_times": %s, `, list(queue))
+	if detailed {
+		fmt.Fprintf(&b, `"generated_texts": %s, "errors": %s, `, list(make([]string, 0)), list(errs))
+	}
+	b.WriteString(`"max_output_tokens_per_s": 2100.0, "max_concurrent_requests": 12, "rtfx": 0.0, "mean_ttft_ms": 50.1, "median_ttft_ms": 40.2, "std_ttft_ms": 30.0, "p99_ttft_ms": 180.0, "mean_tpot_ms": 9.0, "median_tpot_ms": 9.0, "std_tpot_ms": 0.5, "p99_tpot_ms": 10.0, "mean_itl_ms": 9.0, "median_itl_ms": 9.0, "std_itl_ms": 0.6, "p99_itl_ms": 10.0}`)
+	return b.Bytes()
+}
+
+func loadFile(t *testing.T, name string, data []byte) (*Input, error) {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return Load(t.Context(), []string{p}, LoadOptions{})
+}
+
+func TestVLLMBenchDetailed(t *testing.T) {
+	data := benchResult(50, 1, 1, true, 2)
+	in, err := loadFile(t, "bench.json", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(in.Runs) != 1 || len(in.Notes) != 1 || !strings.Contains(in.Notes[0], "cannot be explained") {
+		t.Fatalf("runs %d, notes %q", len(in.Runs), in.Notes)
+	}
+	r := in.Runs[0]
+	if r.Requests != 50 || r.Completed != 48 || len(r.TTFT) != 50 || len(r.TPOT) != 50 || len(r.E2E) != 50 || r.Models[0] != "meta-llama/Llama-3.1-8B-Instruct" {
+		t.Fatalf("run %+v", r)
+	}
+	if len(in.Warnings) != 1 || !strings.Contains(in.Warnings[0], "2 of 50 requests failed") {
+		t.Errorf("warnings %q", in.Warnings)
+	}
+	// Recompute from the same draws: the first request sent is request 0
+	// (start times increase), a failed one, so its timings are unknown.
+	if !math.IsNaN(r.TTFT[0]) || !math.IsNaN(r.E2E[0]) {
+		t.Errorf("a failed request has timings: %v %v", r.TTFT[0], r.E2E[0])
+	}
+	sumCounts := 0
+	for i := range r.ITLCounts {
+		sumCounts += r.ITLCounts[i]
+	}
+	if sumCounts != len(r.ITL) || len(r.ITL) == 0 {
+		t.Errorf("itl counts sum to %d, %d gaps", sumCounts, len(r.ITL))
+	}
+	for i := 2; i < 50; i++ {
+		// TPOT is vLLM's: the time after the first token over the tokens after it.
+		want := (r.E2E[i] - r.TTFT[i]) / (r.OutputTokens[i] - 1)
+		if math.Abs(r.TPOT[i]-want) > 1e-9 || r.TTFT[i] <= 0 || r.TPOT[i] < 8 || r.TPOT[i] > 10 {
+			t.Fatalf("request %d: ttft %v, tpot %v, want %v", i, r.TTFT[i], r.TPOT[i], want)
+		}
+	}
+}
+
+func TestVLLMBenchWithoutDetail(t *testing.T) {
+	in, err := loadFile(t, "bench.json", benchResult(30, 2, 1, false, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := in.Runs[0]
+	if len(r.E2E) != 30 || r.TTFT != nil || r.TPOT != nil || r.ITL != nil {
+		t.Fatalf("run %+v", r)
+	}
+	if len(in.Warnings) != 1 || !strings.Contains(in.Warnings[0], "--save-detailed") {
+		t.Errorf("warnings %q", in.Warnings)
+	}
+}
+
+// --append-result writes one object per line: one run each.
+func TestVLLMBenchAppended(t *testing.T) {
+	data := append(benchResult(20, 3, 1, true, 0), '\n')
+	data = append(data, benchResult(20, 4, 1, true, 0)...)
+	in, err := loadFile(t, "bench.json", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(in.Runs) != 2 || !strings.HasSuffix(in.Runs[1].RunID, "#2") {
+		t.Fatalf("%d runs, ids %q", len(in.Runs), in.Runs[0].RunID)
+	}
+}
+
+func TestVLLMBenchRefusesAggregatesOnly(t *testing.T) {
+	_, err := loadFile(t, "bench.json", []byte(`{"date": "x", "backend": "vllm", "num_prompts": 10, "request_throughput": 1.5, "mean_ttft_ms": 40}`))
+	if err == nil || !strings.Contains(err.Error(), "bench.json") || !strings.Contains(err.Error(), "--save-detailed") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// A slower candidate fails a TTFT gate; an unchanged one does not.
+func TestVLLMBenchGate(t *testing.T) {
+	base, err := loadFile(t, "base.json", benchResult(400, 5, 1, true, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gates := func(rules ...string) Options {
+		o := DefaultOptions()
+		o.Reps, o.Seed = 300, 1
+		for _, r := range rules {
+			g, err := ParseGate(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o.Policy.Gates = append(o.Policy.Gates, g)
+		}
+		return o
+	}
+	for _, tc := range []struct {
+		seed uint64
+		slow float64
+		fail bool
+	}{{6, 1, false}, {7, 1, false}, {5, 1.5, true}} {
+		cand, err := loadFile(t, "cand.json", benchResult(400, tc.seed, tc.slow, true, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := Compare(Side{Label: "base", Runs: base.Runs}, Side{Label: "cand", Runs: cand.Runs}, gates("ttft.p50<+10%", "tpot.p50<+10%"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Gate.Failed != tc.fail {
+			t.Errorf("seed %d, slow ×%v: gate failed = %v, want %v", tc.seed, tc.slow, res.Gate.Failed, tc.fail)
+		}
+	}
+}
