@@ -597,30 +597,7 @@ func within(rows []kernelRow, groups int, use batchUse, cols [][]float64) ([][]f
 // orthoBasis is an orthonormal basis of the columns' span (modified
 // Gram–Schmidt, twice), leaving out columns that add no direction.
 func orthoBasis(cols [][]float64, tol float64) [][]float64 {
-	var basis [][]float64
-	for _, c := range cols {
-		v := slices.Clone(c)
-		norm := math.Sqrt(dot(v, v))
-		if norm == 0 || math.IsNaN(norm) || math.IsInf(norm, 0) {
-			continue
-		}
-		for pass := 0; pass < 2; pass++ {
-			for _, q := range basis {
-				d := dot(v, q)
-				for i := range v {
-					v[i] -= d * q[i]
-				}
-			}
-		}
-		r := math.Sqrt(dot(v, v))
-		if r <= tol*norm {
-			continue
-		}
-		for i := range v {
-			v[i] /= r
-		}
-		basis = append(basis, v)
-	}
+	basis, _ := gramSchmidt(cols, tol)
 	return basis
 }
 

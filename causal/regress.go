@@ -400,8 +400,14 @@ func fitColumns(cols [][]float64, y []float64) (*olsFit, []bool, error) {
 // norm. Dropping the others keeps the fit identified and names what could
 // not be separated.
 func independent(cols [][]float64, tol float64) []bool {
-	keep := make([]bool, len(cols))
-	var basis [][]float64
+	_, keep := gramSchmidt(cols, tol)
+	return keep
+}
+
+// gramSchmidt returns an orthonormal basis of the columns' span and, per
+// column, whether it added a direction (see independent).
+func gramSchmidt(cols [][]float64, tol float64) (basis [][]float64, keep []bool) {
+	keep = make([]bool, len(cols))
 	for j, c := range cols {
 		v := slices.Clone(c)
 		norm := math.Sqrt(dot(v, v))
@@ -426,7 +432,7 @@ func independent(cols [][]float64, tol float64) []bool {
 		basis = append(basis, v)
 		keep[j] = true
 	}
-	return keep
+	return basis, keep
 }
 
 // fmtDuration writes whole seconds as "10 s" and shorter widths in ms, for
