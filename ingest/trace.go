@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"crypto/sha256"
 	"encoding/hex"
 	"strconv"
 )
@@ -433,4 +434,15 @@ type Thread struct {
 	Pid, Tid uint32
 	Name     string
 	Source   SourceID
+}
+
+// HostID is the opaque identity Source.Host holds for a machine named name:
+// the first 4 bytes of the name's SHA-256, in hex. Every decoder that learns
+// a host name (an nsys export's Hostname, a PyTorch profiler trace's
+// host_name) turns it into Source.Host through this one function, so inputs
+// from one machine group together whatever their format, and the name itself
+// never leaves the decoder.
+func HostID(name string) string {
+	sum := sha256.Sum256([]byte(name))
+	return hex.EncodeToString(sum[:4])
 }

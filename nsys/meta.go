@@ -1,8 +1,6 @@
 package nsys
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"strconv"
 	"strings"
 
@@ -110,8 +108,7 @@ func (d *decoder) readMetadata() error {
 		// only a hash of it leaves the decoder: it tells hosts apart.
 		_ = d.eachRow("TARGET_INFO_SYSTEM_ENV", []column{exp("value").text()}, "name = 'Hostname'", func(st *sqlite.Stmt) {
 			if h := st.Text(1); h != "" && src.Host == "" {
-				sum := sha256.Sum256([]byte(h))
-				src.Host = hex.EncodeToString(sum[:4])
+				src.Host = ingest.HostID(h)
 			}
 		})
 	}

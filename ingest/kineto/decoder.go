@@ -3,8 +3,6 @@ package kineto
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -43,11 +41,6 @@ const (
 	MetaCUDARuntime   = "kineto.cuda_runtime_version"
 	MetaCUDADriver    = "kineto.cuda_driver_version"
 	MetaGPU           = "kineto.gpu" // "cuda" or "rocm", from the runtime call names
-	// MetaHostID is an opaque identity of the machine (the first 4 bytes
-	// of the SHA-256 of the trace's host_name, as the nsys decoder hashes
-	// its Hostname): equal values mean the same host; the name itself
-	// never leaves the decoder.
-	MetaHostID = "kineto.host_id"
 )
 
 // Span attributes the decoder sets.
@@ -301,13 +294,9 @@ func (d *decoder) read(r io.Reader) error {
 			d.meta(MetaCUDADriver, d.scalar())
 		case "host_name":
 			if h := d.scalar(); h != "" {
-				sum := sha256.Sum256([]byte(h))
-				id := hex.EncodeToString(sum[:4])
-				d.meta(MetaHostID, id)
-				// The same hash nsys/meta.go takes of an export's host
-				// name, so a Kineto trace and an nsys export of one machine
-				// group together, and ranks on two machines never merge.
-				d.t.Sources[0].Host = id
+				// Source.Host, as the nsys decoder sets it for an export:
+				// ranks on one machine group together, on two never merge.
+				d.t.Sources[0].Host = ingest.HostID(h)
 			}
 		default:
 			s.skip()

@@ -2,6 +2,8 @@ package kineto
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math/big"
@@ -374,4 +376,37 @@ func ExampleDecoder() {
 	k := tr.GPUOps[0]
 	fmt.Println(tr.Str(k.Name), k.Start, k.Duration(), k.Pid, k.Grid[0], k.Block[0], tr.LaunchCalls()[0])
 	// Output: gemm 1700000000000012001 20000 7 4 128 0
+}
+
+// A real trace's host_name becomes Source.Host as the nsys decoder turns an
+// export's Hostname into it (an independent SHA-256 here), and a trace
+// without one has no host.
+func TestRealFilesHost(t *testing.T) {
+	for _, path := range realFiles(t) {
+		t.Run(filepath.Base(path), func(t *testing.T) {
+			in, err := ingest.NewInput(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rc, err := in.Open()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rc.Close()
+			var top struct {
+				HostName string `json:"host_name"`
+			}
+			if err := json.NewDecoder(rc).Decode(&top); err != nil {
+				t.Fatal(err)
+			}
+			want := ""
+			if top.HostName != "" {
+				sum := sha256.Sum256([]byte(top.HostName))
+				want = hex.EncodeToString(sum[:4])
+			}
+			if got := decodeReal(t, path).Sources[0].Host; got != want {
+				t.Errorf("host %q, want %q", got, want)
+			}
+		})
+	}
 }
