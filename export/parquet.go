@@ -6,7 +6,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -296,17 +295,14 @@ func requestRows(w *pqTable, rows []report.RequestRow) error {
 	return nil
 }
 
-// bucketColumn names a token bucket's column as the --tokens CSV does:
-// "gpu.gemm" → "gpu_gemm_ns".
-func bucketColumn(b string) string { return strings.ReplaceAll(b, ".", "_") + "_ns" }
-
 func tokenFields() []arrow.Field {
 	f := []arrow.Field{
 		col("request_id", str, false), col("tenant", str, false), col("model", str, false),
 		col("token_index", i32, false), col("emitted_at_ns", i64, false), col("interval_ns", i64, false),
 	}
-	for _, b := range attribution.BucketNames() {
-		f = append(f, col(bucketColumn(b), i64, false))
+	// The --tokens column names, from the bucket table (attribution/tokens.go).
+	for _, b := range attribution.Buckets() {
+		f = append(f, col(b.Info().Column, i64, false))
 	}
 	return append(f, col("estimated", boo, false))
 }

@@ -450,7 +450,7 @@ func (h *htmlPage) tokens(ts *attribution.TokenSummary) {
 	for j, i := range used {
 		parts[j] = ts.Decode.Buckets[i].Name
 		colors[j] = seriesColor(j)
-		if parts[j] == "step_unsplit" {
+		if parts[j] == attribution.BucketStepUnsplit.String() {
 			colors[j] = "#bbbbbb"
 		}
 	}
