@@ -63,7 +63,8 @@ const stdinName = "<stdin>"
 type Input struct {
 	Path string
 	Dir  bool
-	// Size of the file on disk (compressed size if compressed); 0 for a
+	// Size of the file on disk (compressed size if compressed); for a
+	// directory input (a capture), of the regular files below it; 0 for a
 	// stream.
 	Size int64
 	// Compression wraps the whole file; Open undoes it.
@@ -223,8 +224,12 @@ type OpenOptions struct {
 	// Parallelism bounds how many inputs are decoded at once (default
 	// GOMAXPROCS).
 	Parallelism int
+	// Expanded, if set, is called once the paths are expanded into the
+	// inputs to decode (directories walked), before any is decoded: the
+	// inputs' count and sizes are known from here on.
+	Expanded func(inputs []*Input)
 	// Progress, if set, is called after each input is decoded.
-	Progress func(done, total int, path string)
+	Progress func(done, total int, in *Input)
 	// Stdin is read for the path "-" (default os.Stdin).
 	Stdin io.Reader
 	// FIFOWait bounds how long opening a named pipe waits for its writer
@@ -282,6 +287,9 @@ func Open(ctx context.Context, paths []string, decoders []Decoder, opts OpenOpti
 	if len(inputs) == 0 {
 		return nil, nothingError(paths, nil, w.skipped)
 	}
+	if opts.Expanded != nil {
+		opts.Expanded(inputs)
+	}
 	parts := make([]*Trace, len(inputs))
 	errs := make([]error, len(inputs))
 	par := opts.Parallelism
@@ -304,7 +312,7 @@ func Open(ctx context.Context, paths []string, decoders []Decoder, opts OpenOpti
 			if opts.Progress != nil {
 				mu.Lock()
 				done++
-				opts.Progress(done, len(inputs), in.Path)
+				opts.Progress(done, len(inputs), in)
 				mu.Unlock()
 			}
 		}()

@@ -463,3 +463,54 @@ func TestUnknownFormatMessage(t *testing.T) {
 		}
 	}
 }
+
+// dirDecoder takes directories holding a "manifest" file, as a capture
+// decoder does, and decodes nothing.
+type dirDecoder struct{}
+
+func (dirDecoder) Name() string { return "dir" }
+func (dirDecoder) Sniff(in *ingest.Input) bool {
+	_, err := os.Stat(filepath.Join(in.Path, "manifest"))
+	return in.Dir && err == nil
+}
+func (dirDecoder) Decode(context.Context, *ingest.Input, *ingest.Trace) error { return nil }
+
+// Expanded sees what Open will decode, with sizes on disk: a file's, and a
+// directory input's regular files below it; Progress then reports each.
+func TestOpenReportsInputsAndSizes(t *testing.T) {
+	root := t.TempDir()
+	capture := filepath.Join(root, "run.llmprof")
+	os.MkdirAll(filepath.Join(capture, "tables"), 0o755)
+	os.WriteFile(filepath.Join(capture, "manifest"), make([]byte, 10), 0o644)
+	os.WriteFile(filepath.Join(capture, "tables", "spans"), make([]byte, 5), 0o644)
+	file := filepath.Join(root, "trace.jsonl")
+	os.WriteFile(file, spansJSONL(3, 1), 0o644)
+	st, _ := os.Stat(file)
+
+	var sizes map[string]int64
+	var done []string
+	_, err := ingest.Open(context.Background(), []string{root}, []ingest.Decoder{dirDecoder{}, &otlp.Decoder{}}, ingest.OpenOptions{
+		Parallelism: 1,
+		Expanded: func(ins []*ingest.Input) {
+			sizes = map[string]int64{}
+			for _, in := range ins {
+				sizes[filepath.Base(in.Path)] = in.Size
+			}
+		},
+		Progress: func(_, total int, in *ingest.Input) {
+			if total != len(sizes) {
+				t.Errorf("progress total %d, %d inputs expanded", total, len(sizes))
+			}
+			done = append(done, filepath.Base(in.Path))
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sizes) != 2 || sizes["run.llmprof"] != 15 || sizes["trace.jsonl"] != st.Size() {
+		t.Errorf("expanded sizes %v, want run.llmprof 15 and trace.jsonl %d", sizes, st.Size())
+	}
+	if len(done) != 2 {
+		t.Errorf("progress for %v", done)
+	}
+}

@@ -88,6 +88,7 @@ func (w *walker) expand(path string) error {
 	}
 	dirIn := &Input{Path: path, Dir: true}
 	if sniffDecoder(dirIn, w.decoders) != nil {
+		dirIn.Size = dirSize(path)
 		w.inputs = append(w.inputs, dirIn)
 		return nil
 	}
@@ -153,6 +154,7 @@ func (w *walker) walk(dir string, depth int) error {
 		if st.IsDir() {
 			sub := &Input{Path: p, Dir: true}
 			if sniffDecoder(sub, w.decoders) != nil {
+				sub.Size = dirSize(p)
 				w.inputs = append(w.inputs, sub)
 				continue
 			}
@@ -198,6 +200,22 @@ func (w *walker) walk(dir string, depth int) error {
 // siblingExport is the name of the SQLite export beside an .nsys-rep, if the
 // directory has one: nsys stats and nsys export write report1.sqlite beside
 // report1.nsys-rep.
+// dirSize is the size of a directory input (a capture): the regular files
+// below it, as its decoder reads them (links are not followed: a capture's
+// reader opens regular files only).
+func dirSize(dir string) int64 {
+	var n int64
+	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if info, err := d.Info(); err == nil {
+				n += info.Size()
+			}
+		}
+		return nil
+	})
+	return n
+}
+
 func siblingExport(name string, names map[string]bool) string {
 	stem := strings.TrimSuffix(strings.TrimSuffix(name, ".nsys-rep"), ".qdrep")
 	if stem == name {

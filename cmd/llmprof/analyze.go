@@ -144,18 +144,17 @@ func openInputs(ctx context.Context, f *Factory, paths []string, decoders []inge
 	}
 	var oo ingest.OpenOptions
 	if m != nil {
-		var total int64
-		for _, p := range paths {
-			total += progress.Size(p)
+		// Open's own walk of the inputs says what there is to read (the
+		// files it will decode, symlinks followed, with their sizes).
+		oo.Expanded = func(ins []*ingest.Input) {
+			var total int64
+			for _, in := range ins {
+				total += in.Size
+			}
+			m.Inputs(len(ins), total)
+			m.Stage(progress.StageReading)
 		}
-		// The file count is known once Open has expanded the directories;
-		// until then the meter counts the paths given.
-		m.Inputs(len(paths), total)
-		m.Stage(progress.StageReading)
-		oo.Progress = func(done, n int, path string) {
-			m.Inputs(n, total)
-			m.FileDone(progress.Size(path))
-		}
+		oo.Progress = func(_, _ int, in *ingest.Input) { m.FileDone(in.Size) }
 	}
 	if f != nil {
 		oo.Stdin = f.IO.In

@@ -50,7 +50,7 @@ func TestProgressOnTerminal(t *testing.T) {
 	}
 	e := errOut.String()
 	size := humanize.Bytes(uint64(committedDemo(t).Bytes))
-	if !strings.Contains(e, "\r\033[Kreading 0/1 files, 0 B of "+size) || !strings.Contains(e, "2/2 files") || !strings.Contains(e, "\r\033[Kllmprof: 1 warning") {
+	if !strings.Contains(e, "\r\033[Kreading 0/2 files, 0 B of "+size) || !strings.Contains(e, "2/2 files") || !strings.Contains(e, "\r\033[Kllmprof: 1 warning") {
 		t.Errorf("no progress line, or not cleared before the summary: %q", e)
 	}
 }

@@ -7,9 +7,6 @@ package progress
 import (
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -146,24 +143,3 @@ func (m *Meter) line() string {
 // StageReading is the stage whose line shows files, bytes, rate and ETA.
 const StageReading = "reading"
 
-// Size is the bytes on disk of a file, or of every file under a directory
-// (0 for what cannot be read: the decoders report that).
-func Size(path string) int64 {
-	st, err := os.Stat(path)
-	if err != nil {
-		return 0
-	}
-	if !st.IsDir() {
-		return st.Size()
-	}
-	var n int64
-	filepath.WalkDir(path, func(_ string, d fs.DirEntry, err error) error {
-		if err == nil && d.Type().IsRegular() {
-			if info, err := d.Info(); err == nil {
-				n += info.Size()
-			}
-		}
-		return nil
-	})
-	return n
-}

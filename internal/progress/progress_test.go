@@ -2,8 +2,6 @@ package progress
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -51,21 +49,5 @@ func TestDrawsAndClears(t *testing.T) {
 	out := buf.String()
 	if !strings.Contains(out, "reading 1/2 files, 1.0 kB of 2.0 kB") || !strings.HasSuffix(out, "\r\033[K") {
 		t.Errorf("output %q", out)
-	}
-}
-
-func TestSize(t *testing.T) {
-	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "a"), make([]byte, 10), 0o644)
-	os.MkdirAll(filepath.Join(dir, "sub"), 0o755)
-	os.WriteFile(filepath.Join(dir, "sub", "b"), make([]byte, 5), 0o644)
-	if got := Size(dir); got != 15 {
-		t.Errorf("Size(dir) = %d, want 15", got)
-	}
-	if got := Size(filepath.Join(dir, "a")); got != 10 {
-		t.Errorf("Size(file) = %d, want 10", got)
-	}
-	if got := Size(filepath.Join(dir, "missing")); got != 0 {
-		t.Errorf("Size(missing) = %d", got)
 	}
 }
