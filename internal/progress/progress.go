@@ -142,4 +142,3 @@ func (m *Meter) line() string {
 
 // StageReading is the stage whose line shows files, bytes, rate and ETA.
 const StageReading = "reading"
-
