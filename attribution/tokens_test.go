@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/llmprof/llmprof/attribution"
+	"github.com/llmprof/llmprof/ingest"
 	"github.com/llmprof/llmprof/synth"
 )
 
@@ -15,7 +16,7 @@ func truthBuckets(tt *synth.TokenTruth) [attribution.NumBuckets]int64 {
 	b[attribution.BucketQueue] = tt.Queue
 	b[attribution.BucketPreempted] = tt.Preempted
 	b[attribution.BucketCPUSchedule] = tt.CPUSchedule
-	for c := range synth.NumCategories {
+	for c := range ingest.NumKernelCategories {
 		b[attribution.BucketGPUFirst+attribution.Bucket(c)] = tt.GPU[c]
 	}
 	b[attribution.BucketGPUIdle] = tt.GPUIdle

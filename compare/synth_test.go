@@ -14,6 +14,7 @@ import (
 
 	"github.com/llmprof/llmprof/attribution"
 	"github.com/llmprof/llmprof/compare"
+	"github.com/llmprof/llmprof/ingest"
 	"github.com/llmprof/llmprof/internal/synthtrace"
 	"github.com/llmprof/llmprof/synth"
 )
@@ -28,7 +29,7 @@ func synthRun(tb testing.TB, seed int64, d time.Duration, gemm float64) compare.
 	cfg := synth.DefaultConfig(seed, d)
 	if gemm != 1 {
 		for i := range cfg.Models {
-			cfg.Models[i].CategorySpeed = map[synth.Category]float64{synth.CatGEMM: gemm}
+			cfg.Models[i].CategorySpeed = map[ingest.KernelCategory]float64{ingest.CategoryGEMM: gemm}
 		}
 	}
 	run, err := synth.Generate(cfg)

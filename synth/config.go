@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/llmprof/llmprof/ingest"
 )
 
 // Config describes a synthetic run. DefaultConfig is a realistic starting
@@ -127,9 +129,9 @@ type Model struct {
 	// Speed scales every kernel duration (1 = default; 2 = twice as slow).
 	Speed float64
 	// CategorySpeed further scales the kernels of one category
-	// ({CatGEMM: 1.3}: GEMMs 30% slower), the regression a diff should
+	// ({ingest.CategoryGEMM: 1.3}: GEMMs 30% slower), the regression a diff should
 	// blame on that category; a category not listed keeps 1.
-	CategorySpeed map[Category]float64
+	CategorySpeed map[ingest.KernelCategory]float64
 }
 
 // DefaultConfig is a three-tenant, two-model run of the given length.

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/llmprof/llmprof/ingest"
 )
 
 // EpisodeKind is a kind of injected infrastructure fault.
@@ -73,12 +75,12 @@ func (r *Run) activeEpisode(e int, kind EpisodeKind, t int64) *Episode {
 
 // episodeSlowdown is how much longer a kernel of engine e and category cat
 // starting at t takes because of an episode.
-func (r *Run) episodeSlowdown(e int, cat Category, t int64) float64 {
+func (r *Run) episodeSlowdown(e int, cat ingest.KernelCategory, t int64) float64 {
 	f := 1.0
 	if ep := r.activeEpisode(e, EpisodeThrottle, t); ep != nil {
 		f *= ep.factor()
 	}
-	if cat == CatCommunication {
+	if cat == ingest.CategoryCommunication {
 		if ep := r.activeEpisode(e, EpisodePFCStorm, t); ep != nil {
 			f *= ep.factor()
 		}

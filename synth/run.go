@@ -112,24 +112,6 @@ type Step struct {
 	Stalled bool
 }
 
-// Category is a kernel category: the one table of them lives in ingest
-// (ingest/category.go), so the truth speaks the report's vocabulary.
-type Category = ingest.KernelCategory
-
-const (
-	CatGEMM           = ingest.CategoryGEMM
-	CatAttention      = ingest.CategoryAttention
-	CatCommunication  = ingest.CategoryCommunication
-	CatNormActivation = ingest.CategoryNormActivation
-	CatSampling       = ingest.CategorySampling
-	CatMemcpy         = ingest.CategoryMemcpy
-	CatMemset         = ingest.CategoryMemset
-	CatOther          = ingest.CategoryOther
-)
-
-// NumCategories is the number of kernel categories.
-const NumCategories = ingest.NumKernelCategories
-
 // OpKind says whether an op is a kernel or a copy.
 type OpKind uint8
 
@@ -146,7 +128,7 @@ const (
 type Op struct {
 	Step     int
 	Name     string
-	Category Category
+	Category ingest.KernelCategory
 	Kind     OpKind
 	// Start and End on the GPU; LaunchStart and LaunchEnd the CUDA API call
 	// on the engine thread.
@@ -159,7 +141,7 @@ type Op struct {
 
 // StepGPU summarizes a step's GPU time: per-category busy time, the idle
 // gaps between its ops, and its first and last op times.
-func (r *Run) StepGPU(s *Step) (byCat [NumCategories]int64, idle, first, last int64) {
+func (r *Run) StepGPU(s *Step) (byCat [ingest.NumKernelCategories]int64, idle, first, last int64) {
 	ops := r.Ops[s.FirstOp:s.EndOp]
 	if len(ops) == 0 {
 		return byCat, 0, s.Start, s.Start

@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+
+	"github.com/llmprof/llmprof/ingest"
 )
 
 // Generate simulates a run. The same Config always yields the same Run.
@@ -369,7 +371,7 @@ func (s *engineSim) kernelPlan(p, d, np, batch, ctxDecode, sumSq int) []Op {
 	m := s.model
 	T := float64(p + d)
 	var ops []Op
-	add := func(name string, cat Category, kind OpKind, ns float64, grid, block uint32, bytes uint64) {
+	add := func(name string, cat ingest.KernelCategory, kind OpKind, ns float64, grid, block uint32, bytes uint64) {
 		f := m.Speed
 		if c, ok := m.CategorySpeed[cat]; ok {
 			f *= c
@@ -377,36 +379,36 @@ func (s *engineSim) kernelPlan(p, d, np, batch, ctxDecode, sumSq int) []Op {
 		dur := int64(ns * f * (0.95 + 0.1*s.rng.Float64()))
 		ops = append(ops, Op{Name: name, Category: cat, Kind: kind, End: max(dur, 1_000), GridX: grid, BlockX: block, Bytes: bytes})
 	}
-	add(kHtoD, CatMemcpy, MemcpyHtoD, 4_000+0.5*T, 0, 0, uint64(8*(p+d)))
+	add(kHtoD, ingest.CategoryMemcpy, MemcpyHtoD, 4_000+0.5*T, 0, 0, uint64(8*(p+d)))
 	gemm := func(factor float64) float64 { return factor * (60_000 + 900*T) }
 	for l := 0; l < m.Layers; l++ {
-		add(kRMSNorm, CatNormActivation, KernelOp, 6_000+10*T, uint32(p+d), 256, 0)
-		add(kGEMMqkv, CatGEMM, KernelOp, gemm(1.0), 132, 384, 0)
+		add(kRMSNorm, ingest.CategoryNormActivation, KernelOp, 6_000+10*T, uint32(p+d), 256, 0)
+		add(kGEMMqkv, ingest.CategoryGEMM, KernelOp, gemm(1.0), 132, 384, 0)
 		if np > 0 {
-			add(kFlash, CatAttention, KernelOp, 20_000+50*float64(p)+0.02*float64(sumSq), uint32(np*32), 128, 0)
+			add(kFlash, ingest.CategoryAttention, KernelOp, 20_000+50*float64(p)+0.02*float64(sumSq), uint32(np*32), 128, 0)
 		}
 		if d > 0 {
-			add(kPaged, CatAttention, KernelOp, 15_000+4*float64(ctxDecode), uint32(d*32), 128, 0)
+			add(kPaged, ingest.CategoryAttention, KernelOp, 15_000+4*float64(ctxDecode), uint32(d*32), 128, 0)
 		}
-		add(kGEMMo, CatGEMM, KernelOp, gemm(0.6), 132, 384, 0)
+		add(kGEMMo, ingest.CategoryGEMM, KernelOp, gemm(0.6), 132, 384, 0)
 		if m.TP > 1 {
-			add(kAllReduce, CatCommunication, KernelOp, 25_000+50*T, 32, 512, 0)
+			add(kAllReduce, ingest.CategoryCommunication, KernelOp, 25_000+50*T, 32, 512, 0)
 		}
-		add(kRMSNorm, CatNormActivation, KernelOp, 6_000+10*T, uint32(p+d), 256, 0)
-		add(kGEMMqkv, CatGEMM, KernelOp, gemm(1.6), 132, 384, 0)
-		add(kSiluMul, CatNormActivation, KernelOp, 5_000+20*T, uint32(p+d), 1024, 0)
-		add(kGEMMo, CatGEMM, KernelOp, gemm(1.2), 132, 384, 0)
+		add(kRMSNorm, ingest.CategoryNormActivation, KernelOp, 6_000+10*T, uint32(p+d), 256, 0)
+		add(kGEMMqkv, ingest.CategoryGEMM, KernelOp, gemm(1.6), 132, 384, 0)
+		add(kSiluMul, ingest.CategoryNormActivation, KernelOp, 5_000+20*T, uint32(p+d), 1024, 0)
+		add(kGEMMo, ingest.CategoryGEMM, KernelOp, gemm(1.2), 132, 384, 0)
 		if m.TP > 1 {
-			add(kAllReduce, CatCommunication, KernelOp, 25_000+50*T, 32, 512, 0)
+			add(kAllReduce, ingest.CategoryCommunication, KernelOp, 25_000+50*T, 32, 512, 0)
 		}
 	}
-	add(kRMSNorm, CatNormActivation, KernelOp, 6_000+10*T, uint32(p+d), 256, 0)
-	add(kGEMMhead, CatGEMM, KernelOp, 80_000+1_500*float64(batch), 132, 256, 0)
+	add(kRMSNorm, ingest.CategoryNormActivation, KernelOp, 6_000+10*T, uint32(p+d), 256, 0)
+	add(kGEMMhead, ingest.CategoryGEMM, KernelOp, 80_000+1_500*float64(batch), 132, 256, 0)
 	// The sampler zeroes its per-request penalty counts before it samples.
-	add(kMemset, CatMemset, Memset, 1_500+2*float64(batch), 0, 0, uint64(4*batch*1024))
-	add(kSoftmax, CatSampling, KernelOp, 12_000+300*float64(batch), uint32(batch), 1024, 0)
-	add(kTopK, CatSampling, KernelOp, 20_000+500*float64(batch), uint32(batch), 1024, 0)
-	add(kDtoH, CatMemcpy, MemcpyDtoH, 3_000, 0, 0, uint64(8*batch))
+	add(kMemset, ingest.CategoryMemset, Memset, 1_500+2*float64(batch), 0, 0, uint64(4*batch*1024))
+	add(kSoftmax, ingest.CategorySampling, KernelOp, 12_000+300*float64(batch), uint32(batch), 1024, 0)
+	add(kTopK, ingest.CategorySampling, KernelOp, 20_000+500*float64(batch), uint32(batch), 1024, 0)
+	add(kDtoH, ingest.CategoryMemcpy, MemcpyDtoH, 3_000, 0, 0, uint64(8*batch))
 	return ops
 }
 

@@ -1,5 +1,7 @@
 package synth
 
+import "github.com/llmprof/llmprof/ingest"
+
 // TokenTruth is the true decomposition of one output token's interval
 // (previous token, this token] — (arrival, first token] for the first — into
 // the buckets of docs/design.md §7. Tokenize is kept apart from Queue so that the
@@ -11,7 +13,7 @@ type TokenTruth struct {
 	Queue          int64
 	Preempted      int64
 	CPUSchedule    int64
-	GPU            [NumCategories]int64
+	GPU            [ingest.NumKernelCategories]int64
 	GPUIdle        int64
 	CPUPostprocess int64
 	// Other is the engine loop's time between steps.
