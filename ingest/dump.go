@@ -24,8 +24,12 @@ func (t *Trace) Dump(w io.Writer, opts DumpOptions) error {
 	b := bufio.NewWriter(w)
 	if opts.Sources {
 		for i, s := range t.Sources {
-			fmt.Fprintf(b, "source %d path=%q format=%q producer=%q clock=%q kind=%s spans=%d gpu_ops=%d samples=%d\n",
+			fmt.Fprintf(b, "source %d path=%q format=%q producer=%q clock=%q kind=%s spans=%d gpu_ops=%d samples=%d",
 				i, s.Path, s.Format, s.Producer, s.Clock.Name, s.Clock.Kind, s.Spans, s.GPUOps, s.Samples)
+			if s.Host != "" {
+				fmt.Fprintf(b, " host=%s", s.Host)
+			}
+			b.WriteByte('\n')
 			for _, a := range s.Anchors {
 				fmt.Fprintf(b, "  anchor kind=%d local=%d ref=[%d,%d]\n", a.Kind, a.Local, a.RefLow, a.RefHigh)
 			}
