@@ -51,13 +51,17 @@ type Options struct {
 	PoolRuns bool `json:"pool_runs"`
 	// AllowModelChange compares runs that served disjoint sets of models.
 	AllowModelChange bool `json:"allow_model_change"`
+	// Workload says how one run per side is compared: WorkloadAuto (the
+	// default; "" means it too), WorkloadPaired or WorkloadIndependent
+	// (compare/workload.go).
+	Workload string `json:"workload"`
 	// Policy holds the gate rules.
 	Policy Policy `json:"-"`
 }
 
 // DefaultOptions returns the defaults documented on Options.
 func DefaultOptions() Options {
-	return Options{Alpha: 0.05, Power: 0.8, Reps: 2000, Seed: 1, Block: BlockDetect}
+	return Options{Alpha: 0.05, Power: 0.8, Reps: 2000, Seed: 1, Block: BlockDetect, Workload: WorkloadAuto}
 }
 
 func (o Options) validate() error {
@@ -70,6 +74,8 @@ func (o Options) validate() error {
 		return fmt.Errorf("bootstrap replicates %d: want at least 10 (2000 by default)", o.Reps)
 	case o.Block < BlockDetect:
 		return fmt.Errorf("block %d: want 0 (off), %d (auto), %d (detect) or a positive length", o.Block, BlockAuto, BlockDetect)
+	case o.Workload != "" && o.Workload != WorkloadAuto && o.Workload != WorkloadPaired && o.Workload != WorkloadIndependent:
+		return fmt.Errorf("workload %q: want %s, %s or %s", o.Workload, WorkloadAuto, WorkloadPaired, WorkloadIndependent)
 	}
 	seen := map[string]bool{}
 	for _, g := range o.Policy.Gates {
@@ -149,8 +155,13 @@ func Compare(baseline, candidate Side, opts Options) (*Result, error) {
 	case nb > 1 && !opts.PoolRuns:
 		c.warnf("baseline has %d runs, candidate %d: run-level replication needs at least two runs on both sides, so requests are pooled", nb, nc)
 	case nb == 1 && nc == 1:
-		c.warnf("one run per side: the intervals hold the variation within each run, not between runs (another seed, machine or day); "+
-			"give ≥ 2 earlier baselines (--baseline-history DIR) to include run-to-run variance, or ≥ %d runs per side for run-level replication", minSamplesForU(opts.Alpha))
+		if err := c.decideWorkload(); err != nil {
+			return nil, err
+		}
+		if res.Workload != DesignDifferent {
+			c.warnf("one run per side: the intervals hold the variation within each run, not between runs (another machine or day); "+
+				"give ≥ 2 earlier baselines (--baseline-history DIR) to include run-to-run variance, or ≥ %d runs per side for run-level replication", minSamplesForU(opts.Alpha))
+		}
 	}
 	if identicalSides(baseline.Runs, candidate.Runs) {
 		c.identical = true
@@ -172,6 +183,9 @@ func Compare(baseline, candidate Side, opts Options) (*Result, error) {
 		c.computeHistory(specs)
 	default:
 		c.computeRequestLevel(specs)
+		for _, w := range c.works {
+			c.requireWorkload(w)
+		}
 	}
 	for _, w := range c.works {
 		c.explain(w)
@@ -220,6 +234,8 @@ type comparison struct {
 	base, cand *pooled
 	runLevel   bool
 	history    bool // several baseline runs, one candidate run
+	paired     bool // one workload replayed: request i of each side is one request
+	segments   int  // stretches per side for batch means (segmentCount)
 	identical  bool // both sides hold the same samples
 	works      []*work
 	// absent says, per metric name, why it could not be compared.
@@ -795,6 +811,7 @@ const minBootstrapN = 50
 // request share its fate). Requests are resampled in blocks when they are
 // autocorrelated (decideBlocks). The shift is the Hodges–Lehmann estimate.
 func (c *comparison) computeRequestLevel(specs []spec) {
+	c.segments = c.segmentCount()
 	depB, depC := c.decideDependence(specs)
 	method := MethodBootstrap
 	if c.base.block > 1 || c.cand.block > 1 {
@@ -891,12 +908,20 @@ func (c *comparison) computeRequestLevel(specs []spec) {
 	}
 	var outs [4]map[string][]float64
 	var wg sync.WaitGroup
+	// Paired requests are resampled together: the same draws of the same
+	// blocks on both sides, so what request i shares across the runs
+	// cancels in the change.
+	blockB, blockC, streamB, streamC := c.base.block, c.cand.block, "baseline/requests", "candidate/requests"
+	if c.paired {
+		blockB = max(blockB, blockC)
+		blockC, streamB, streamC = blockB, "paired/requests", "paired/requests"
+	}
 	jobs := []func() map[string][]float64{
 		func() map[string][]float64 {
-			return reqB.run(c.base.n, c.base.block, c.opts.Reps, c.opts.Seed, "baseline/requests")
+			return reqB.run(c.base.n, blockB, c.opts.Reps, c.opts.Seed, streamB)
 		},
 		func() map[string][]float64 {
-			return reqC.run(c.cand.n, c.cand.block, c.opts.Reps, c.opts.Seed, "candidate/requests")
+			return reqC.run(c.cand.n, blockC, c.opts.Reps, c.opts.Seed, streamC)
 		},
 		func() map[string][]float64 {
 			return itlB.run(len(c.base.itl), itlBlock(c.base), c.opts.Reps, c.opts.Seed, "baseline/itl")

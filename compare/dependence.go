@@ -38,6 +38,20 @@ type metricNeff struct {
 // effectiveN returns the effective sample size of the units behind
 // metric s on side p (requests; tokens for ITL without request bounds).
 func (c *comparison) effectiveN(p *pooled, s spec) metricNeff {
+	if s.kind() == KindRate {
+		return metricNeff{}
+	}
+	x := known(unitSeries(p, s))
+	return metricNeff{neff: EffectiveN(x), n: len(x)}
+}
+
+// unitSeries is what metric s is made of on side p, one value per unit in
+// arrival order, NaN where a unit has none: per request, except ITL
+// without request bounds (per token). A quantile's is the indicator of
+// exceeding the side's own quantile (the share of a request's gaps above
+// it, for ITL), a mean's the values (log scale where positive), a bucket's
+// the request's bucket time per output token.
+func unitSeries(p *pooled, s spec) []float64 {
 	q := s.q
 	if s.stat == StatShift {
 		q = 0.5
@@ -45,16 +59,16 @@ func (c *comparison) effectiveN(p *pooled, s spec) metricNeff {
 	quantile := s.stat != StatMean
 	var x []float64
 	switch {
-	case s.kind() == KindRate:
-		return metricNeff{}
 	case s.kind() == KindBucket:
 		num := p.fam[s.fam.fam][s.bucket]
+		x = make([]float64, len(num))
 		for i := range num {
+			x[i] = math.NaN()
 			if d := p.out[i]; d > 0 && !math.IsNaN(num[i]) {
-				x = append(x, num[i]/d)
+				x[i] = num[i] / d
 			}
 		}
-		quantile = false
+		return x
 	case s.isITL() && p.itlReq != nil:
 		thr := orderstat.Quantile(sortedCopy(p.itl), q)
 		sum := make([]float64, p.n)
@@ -71,33 +85,60 @@ func (c *comparison) effectiveN(p *pooled, s spec) metricNeff {
 			cnt[r]++
 		}
 		for i := range sum {
-			if cnt[i] > 0 {
-				x = append(x, sum[i]/cnt[i])
-			}
+			sum[i] /= cnt[i] // NaN for a request without gaps
 		}
-		return metricNeff{neff: EffectiveN(x), n: len(x)}
+		return sum
 	case s.isITL():
 		x = p.itl
 	default:
-		x = known(p.series[s.series()])
+		x = p.series[s.series()]
 	}
-	if len(x) < 3 {
-		return metricNeff{neff: float64(len(x)), n: len(x)}
+	k := known(x)
+	if len(k) < 3 {
+		return x
 	}
-	if quantile {
-		thr := orderstat.Quantile(sortedCopy(x), q)
-		ind := make([]float64, len(x))
+	out := make([]float64, len(x))
+	switch {
+	case quantile:
+		thr := orderstat.Quantile(sortedCopy(k), q)
 		for i, v := range x {
-			if v > thr {
-				ind[i] = 1
+			switch {
+			case math.IsNaN(v):
+				out[i] = v
+			case v > thr:
+				out[i] = 1
 			}
 		}
-		return metricNeff{neff: EffectiveN(ind), n: len(x)}
+	case allPositive(k):
+		for i, v := range x {
+			out[i] = math.Log(v) // NaN stays NaN
+		}
+	default:
+		copy(out, x)
 	}
-	if allPositive(x) {
-		return metricNeff{neff: EffectiveN(logs(x)), n: len(x)}
+	return out
+}
+
+// pairedN is the effective sample size of metric s's paired differences
+// (unitSeries of the candidate minus the baseline's, request by request):
+// with one workload replayed, what the runs share cancels and what is left
+// — a stall in one run, a storm the other escaped — decides how far apart
+// the resampled blocks must be.
+func (c *comparison) pairedN(s spec) metricNeff {
+	if s.kind() == KindRate || (s.isITL() && (c.base.itlReq == nil || c.cand.itlReq == nil)) {
+		return metricNeff{}
 	}
-	return metricNeff{neff: EffectiveN(x), n: len(x)}
+	xb, xc := unitSeries(c.base, s), unitSeries(c.cand, s)
+	if len(xb) != len(xc) {
+		return metricNeff{}
+	}
+	var d []float64
+	for i := range xb {
+		if v := xc[i] - xb[i]; !math.IsNaN(v) {
+			d = append(d, v)
+		}
+	}
+	return metricNeff{neff: EffectiveN(d), n: len(d)}
 }
 
 // effectiveFloor is the fewest effective units a metric needs per side.
@@ -120,6 +161,14 @@ type dependence struct {
 // sides and sets each side's block length (BlockDetect), or applies the
 // block setting given.
 func (c *comparison) decideDependence(specs []spec) (base, cand dependence) {
+	paired := map[string]metricNeff{}
+	if c.paired && c.opts.Block != 0 {
+		for _, s := range specs {
+			if e := c.pairedN(s); e.n >= 3 {
+				paired[s.name] = e
+			}
+		}
+	}
 	for _, side := range []struct {
 		p *pooled
 		d *dependence
@@ -133,6 +182,10 @@ func (c *comparison) decideDependence(specs []spec) (base, cand dependence) {
 				continue
 			}
 			e := c.effectiveN(p, s)
+			if pe, ok := paired[s.name]; ok && e.n > 0 && pe.neff/float64(pe.n) < e.neff/float64(e.n) {
+				// The paired differences are what the change is made of.
+				e.neff = float64(e.n) * pe.neff / float64(pe.n)
+			}
 			d.neff[s.name] = e
 			if e.n < 3 {
 				continue

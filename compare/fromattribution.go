@@ -18,8 +18,8 @@ func FromAttribution(res *attribution.Result) Run {
 		DurationMS: res.Overall.Duration * 1e3,
 		Requests:   n,
 		TTFT:       make(Series, n), TPOT: make(Series, n), E2E: make(Series, n), Queue: make(Series, n),
-		OutputTokens: make(Series, n),
-		Stages:       map[string]Series{},
+		OutputTokens: make(Series, n), InputTokens: make(Series, n),
+		Stages: map[string]Series{},
 	}
 	models := map[string]bool{}
 	for i := range res.Requests {
@@ -35,6 +35,10 @@ func FromAttribution(res *attribution.Result) Run {
 		run.OutputTokens[i] = math.NaN()
 		if r.OutputTokens >= 0 {
 			run.OutputTokens[i] = float64(r.OutputTokens)
+		}
+		run.InputTokens[i] = math.NaN()
+		if r.InputTokens >= 0 {
+			run.InputTokens[i] = float64(r.InputTokens)
 		}
 		gaps := r.ITLs()
 		for _, g := range gaps {

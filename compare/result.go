@@ -51,11 +51,15 @@ const (
 type Result struct {
 	Baseline  SideSummary
 	Candidate SideSummary
-	// Unit is the replication unit: "request" or "run".
-	Unit    string
-	Options Options
-	Metrics []Metric
-	Gate    GateSummary
+	// Unit is the replication unit: "request", "request (paired)" or "run".
+	Unit string
+	// Workload is what one run per side was found to be (compare/workload.go):
+	// DesignReplayed, DesignDifferent, DesignUnknown or DesignAssumed; empty
+	// with several runs per side.
+	Workload string
+	Options  Options
+	Metrics  []Metric
+	Gate     GateSummary
 	// Warnings are problems with the data or the comparison that every
 	// renderer shows.
 	Warnings []string

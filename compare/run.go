@@ -47,6 +47,8 @@ var TokenBuckets = attribution.BucketNames()
 //	                how many completed requests met it; good is meaningless when slo is ""
 //	ttft_ms, tpot_ms, e2e_ms, queue_ms   per request
 //	output_tokens   per request
+//	input_tokens    per request: prompt tokens; two runs whose sequences agree replayed
+//	                one workload, and diff pairs their requests (docs/diff.md)
 //	itl_ms          per output-token gap, requests concatenated in arrival order
 //	itl_counts      per request, how many of the itl_ms gaps are its own
 //	stages_ms       {stage bucket: per-request ms}
@@ -68,6 +70,7 @@ type Run struct {
 	E2E          Series `json:"e2e_ms,omitempty"`
 	Queue        Series `json:"queue_ms,omitempty"`
 	OutputTokens Series `json:"output_tokens,omitempty"`
+	InputTokens  Series `json:"input_tokens,omitempty"`
 	ITL          Series `json:"itl_ms,omitempty"`
 	// ITLCounts is how many of the ITL gaps each request contributed, so
 	// the bootstrap can resample a request with its tokens.
@@ -138,7 +141,7 @@ func (r *Run) Validate() error {
 	for _, s := range []struct {
 		name string
 		s    Series
-	}{{"ttft_ms", r.TTFT}, {"tpot_ms", r.TPOT}, {"e2e_ms", r.E2E}, {"queue_ms", r.Queue}, {"output_tokens", r.OutputTokens}} {
+	}{{"ttft_ms", r.TTFT}, {"tpot_ms", r.TPOT}, {"e2e_ms", r.E2E}, {"queue_ms", r.Queue}, {"output_tokens", r.OutputTokens}, {"input_tokens", r.InputTokens}} {
 		if len(s.s) != 0 && len(s.s) != r.Requests {
 			return fmt.Errorf("%s has %d values for %d requests", s.name, len(s.s), r.Requests)
 		}

@@ -21,8 +21,40 @@ import (
 // that and the bootstrap's: a rule fails only when both agree. It applies
 // where the requests are autocorrelated (batchMeansOn).
 
-// Segments is how many stretches batch means cut a side into.
+// Segments is the most stretches batch means cut a side into; fewer when
+// the run is short against its requests' lifetimes (segmentCount).
 const Segments = 8
+
+// segmentLives is how many mean request lifetimes a segment spans at
+// least. On the simulator (docs/diff.md) 1 and 1.5 left token.other and
+// token.gpu.idle — means made of a few CPU stalls that hit every request
+// alive — false-failing in 7–11% of replayed pairs; 2 kept every metric
+// within α.
+const segmentLives = 2
+
+// segmentCount is how many stretches batch means cut both sides into.
+// Requests alive at the same moment share the engine's state — a CPU stall,
+// a preemption storm, the batch they decode in — so stretches shorter than
+// a request's life are correlated and would understate the variance. Each
+// segment spans at least twice the mean request lifetime (end-to-end
+// latency), by each side's duration: Segments at most, 2 at least (with
+// Student's t on 1 degree of freedom, an honest, wide interval for a run
+// that holds few independent stretches). Without durations or end-to-end
+// latency, Segments.
+func (c *comparison) segmentCount() int {
+	k := Segments
+	for _, p := range []*pooled{c.base, c.cand} {
+		var dur float64
+		for _, r := range p.runs {
+			dur += r.DurationMS
+		}
+		life := mean(known(p.series["e2e"]))
+		if dur > 0 && life > 0 && !math.IsNaN(life) {
+			k = min(k, int(dur/(segmentLives*life)))
+		}
+	}
+	return max(2, k)
+}
 
 // minSegmentUnits is the fewest requests a segment must hold for batch
 // means to be computed at all (smaller sides rely on the bootstrap).
@@ -31,12 +63,13 @@ const minSegmentUnits = 10
 // segmentValues returns metric s on each of Segments contiguous stretches
 // of side p's requests; nil when the side is too short.
 func (c *comparison) segmentValues(p *pooled, s spec) []float64 {
-	if p.n < Segments*minSegmentUnits {
+	K := c.segments
+	if p.n < K*minSegmentUnits {
 		return nil
 	}
-	out := make([]float64, 0, Segments)
-	for k := range Segments {
-		lo, hi := k*p.n/Segments, (k+1)*p.n/Segments
+	out := make([]float64, 0, K)
+	for k := range K {
+		lo, hi := k*p.n/K, (k+1)*p.n/K
 		var v float64
 		switch {
 		case s.kind() == KindBucket:
@@ -105,12 +138,12 @@ func (c *comparison) newBatchMeans(s spec, pb, pc float64) (batchMeans, bool) {
 	// prompts and arrival seed), so a warm-up ramp both share cancels; for
 	// unrelated schedules the pairing costs only degrees of freedom.
 	lb, lc := tr(sb), tr(sc)
-	diffs := make([]float64, Segments)
+	diffs := make([]float64, len(lb))
 	for k := range diffs {
 		diffs[k] = lc[k] - lb[k]
 	}
-	bm.se = stddev(diffs) / math.Sqrt(Segments)
-	nu := float64(Segments - 1)
+	bm.se = stddev(diffs) / math.Sqrt(float64(len(diffs)))
+	nu := float64(len(diffs) - 1)
 	if bm.se == 0 {
 		return batchMeans{}, false
 	}

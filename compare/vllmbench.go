@@ -105,7 +105,7 @@ func (b *vllmBench) run() (Run, []string, error) {
 		return Run{}, nil, errors.New("no per-request latencies (neither \"latencies\" nor \"ttfts\"): this vLLM wrote aggregates only; rerun with --save-result --save-detailed")
 	}
 	for name, l := range map[string]int{"ttfts": len(b.TTFTs), "latencies": len(b.Latencies), "itls": len(b.ITLs),
-		"output_lens": len(b.OutputLens), "start_times": len(b.StartTimes), "errors": len(b.Errors)} {
+		"output_lens": len(b.OutputLens), "input_lens": len(b.InputLens), "start_times": len(b.StartTimes), "errors": len(b.Errors)} {
 		if l != 0 && l != n {
 			return Run{}, nil, fmt.Errorf("%q has %d entries, the other per-request lists %d", name, l, n)
 		}
@@ -142,6 +142,7 @@ func (b *vllmBench) run() (Run, []string, error) {
 	}
 	run.TTFT, run.TPOT = series(len(b.TTFTs) == n), series(len(b.TTFTs) == n && len(b.Latencies) == n && len(b.OutputLens) == n)
 	run.E2E, run.OutputTokens = series(len(b.Latencies) == n), series(len(b.OutputLens) == n)
+	run.InputTokens = series(len(b.InputLens) == n)
 	withITL := len(b.ITLs) == n
 	if withITL {
 		run.ITLCounts = make([]int, n)
@@ -167,6 +168,9 @@ func (b *vllmBench) run() (Run, []string, error) {
 		}
 		if run.OutputTokens != nil {
 			set(run.OutputTokens, float64(b.OutputLens[i]))
+		}
+		if run.InputTokens != nil {
+			run.InputTokens[k] = float64(b.InputLens[i]) // the prompt is known even when the request failed
 		}
 		if run.TPOT != nil {
 			tpot := nan

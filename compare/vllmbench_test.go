@@ -85,6 +85,9 @@ func TestVLLMBenchDetailed(t *testing.T) {
 	if r.Requests != 50 || r.Completed != 48 || len(r.TTFT) != 50 || len(r.TPOT) != 50 || len(r.E2E) != 50 || r.Models[0] != "meta-llama/Llama-3.1-8B-Instruct" {
 		t.Fatalf("run %+v", r)
 	}
+	if len(r.InputTokens) != 50 || r.InputTokens[0] < 100 || r.InputTokens[0] >= 1000 {
+		t.Errorf("input_lens: prompt lengths %v", r.InputTokens)
+	}
 	if len(in.Warnings) != 1 || !strings.Contains(in.Warnings[0], "2 of 50 requests failed") {
 		t.Errorf("warnings %q", in.Warnings)
 	}
@@ -176,6 +179,10 @@ func TestVLLMBenchGate(t *testing.T) {
 		}
 		if res.Gate.Failed != tc.fail {
 			t.Errorf("seed %d, slow ×%v: gate failed = %v, want %v", tc.seed, tc.slow, res.Gate.Failed, tc.fail)
+		}
+		// The same seed is the same prompts (input_lens): a replay, paired.
+		if want := map[bool]string{true: DesignReplayed, false: DesignDifferent}[tc.seed == 5]; res.Workload != want {
+			t.Errorf("seed %d against seed 5: workload %q, want %q", tc.seed, res.Workload, want)
 		}
 	}
 }

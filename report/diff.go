@@ -41,14 +41,18 @@ func (o DiffOptions) top() int {
 // explanation[] of {bucket, delta_ms}; gate.verdict. The other fields are
 // additions. Numbers that do not exist (no interval, no p-value) are null.
 type diffDoc struct {
-	Schema    string          `json:"schema"`
-	Baseline  diffSideDoc     `json:"baseline"`
-	Candidate diffSideDoc     `json:"candidate"`
-	Unit      string          `json:"unit"`
-	Options   compare.Options `json:"options"`
-	Metrics   []diffMetricDoc `json:"metrics"`
-	Gate      diffGateDoc     `json:"gate"`
-	Warnings  []string        `json:"warnings"`
+	Schema    string      `json:"schema"`
+	Baseline  diffSideDoc `json:"baseline"`
+	Candidate diffSideDoc `json:"candidate"`
+	Unit      string      `json:"unit"`
+	// Workload is what one run per side was found to be: "replayed"
+	// (requests paired), "different" (undecided), "unknown", "assumed";
+	// absent with several runs per side.
+	Workload string          `json:"workload,omitempty"`
+	Options  compare.Options `json:"options"`
+	Metrics  []diffMetricDoc `json:"metrics"`
+	Gate     diffGateDoc     `json:"gate"`
+	Warnings []string        `json:"warnings"`
 	// InputWarnings are the inputs' own problems (truncation, interrupted
 	// captures), which diff --strict fails on.
 	InputWarnings []string `json:"input_warnings"`
@@ -152,6 +156,7 @@ func WriteDiffJSON(w io.Writer, res *compare.Result) error {
 		Baseline:  sideDoc(res.Baseline),
 		Candidate: sideDoc(res.Candidate),
 		Unit:      res.Unit,
+		Workload:  res.Workload,
 		Options:   res.Options,
 		Metrics:   []diffMetricDoc{},
 		Gate: diffGateDoc{

@@ -11,7 +11,15 @@ import (
 // Config describes a synthetic run. DefaultConfig is a realistic starting
 // point; every field has a documented default applied by Generate when zero.
 type Config struct {
+	// Seed draws the workload: arrivals, prompt and completion lengths,
+	// cache hits (and, unless NoiseSeed is set, the system's randomness).
 	Seed int64
+	// NoiseSeed, when nonzero, draws the system's randomness — kernel
+	// jitter, CPU stalls — separately from the workload, so that two runs
+	// with one Seed and different NoiseSeeds replay the same prompts on
+	// the same schedule (a benchmark run twice with its seed) and differ
+	// only as a serving system differs from run to run.
+	NoiseSeed int64
 	// Start is the Unix ns time of the run's first instant.
 	Start int64
 	// Duration is the span of request arrivals; the run lasts until the last

@@ -33,6 +33,9 @@ func Generate(cfg Config) (*Run, error) {
 		e.Tenants = append(e.Tenants, t.Name)
 	}
 	run.arrivals(rng, modelIndex)
+	if cfg.NoiseSeed != 0 {
+		rng = rand.New(rand.NewPCG(uint64(cfg.NoiseSeed), 0x6e6f697365)) // "noise"
+	}
 	// Engines whose work slows others are simulated first, so that their
 	// kernels are known when the engines they slow run.
 	for _, e := range run.engineOrder(modelIndex) {

@@ -37,6 +37,7 @@ type DiffOptions struct {
 	Reps             int
 	Block            string
 	PoolRuns         bool
+	Workload         string
 	AllowModelChange bool
 	AllowMissing     bool
 	Strict           bool
@@ -71,6 +72,13 @@ captures — analyzed as 'llmprof analyze' would), a saved analysis (llmprof
 analyze --format json), a samples file (JSON of one run or an array of runs),
 or a comma-separated list of those. Several runs per side make the run the
 replication unit.
+
+One run per side decides only when both ran one workload: the same prompts in
+the same order (a benchmark replayed with its seed), found from the prompt
+lengths. Its requests are then paired, and both sides are resampled together.
+Runs of different workloads cannot tell a change from the difference of
+workloads, so their metrics are inconclusive and say what would decide
+(--workload independent decides from within-run variation alone).
 
 pNN and mean are that statistic's change, with a seeded bootstrap interval (ITL
 resamples whole requests): the change is always that of the two values shown.
@@ -135,6 +143,7 @@ Exit status: 0 no rule failed, 1 unusable input, 2 usage error, 3 a rule failed
 	fl.IntVar(&opts.Reps, "bootstrap", def.Reps, "bootstrap replicates")
 	fl.StringVar(&opts.Block, "block", "detect", "block bootstrap over consecutive requests: detect (where autocorrelated), off, auto (n^1/3) or a block length")
 	fl.BoolVar(&opts.PoolRuns, "pool-runs", false, "treat several runs per side as one long run instead of replicates")
+	fl.StringVar(&opts.Workload, "workload", def.Workload, "one run per side: auto (pair the requests of a replayed workload, found from the prompt lengths; leave different workloads undecided), paired, or independent (decide from within-run variation alone)")
 	fl.BoolVar(&opts.AllowModelChange, "allow-model-change", false, "compare runs that served different models")
 	fl.BoolVar(&opts.AllowMissing, "allow-missing", false, "a gated metric without data on a side is inconclusive instead of failing the gate")
 	fl.BoolVar(&opts.Strict, "strict", false, "fail (exit 1) when an input has warnings (truncation, an interrupted capture, malformed records)")
@@ -240,7 +249,7 @@ func diffCompareOptions(opts *DiffOptions) (compare.Options, error) {
 	}
 	c := compare.DefaultOptions()
 	c.Alpha, c.Seed, c.Reps = opts.Alpha, opts.Seed, opts.Reps
-	c.PoolRuns, c.AllowModelChange = opts.PoolRuns, opts.AllowModelChange
+	c.PoolRuns, c.AllowModelChange, c.Workload = opts.PoolRuns, opts.AllowModelChange, opts.Workload
 	c.Policy.AllowMissing = opts.AllowMissing
 	c.Policy.FailOnInconclusive = opts.FailOnInconclusive
 	block := opts.Block

@@ -317,7 +317,7 @@ func TestDiffReadsWhatAnalyzeReads(t *testing.T) {
 func TestDiffRawRuns(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name string, speed float64) string {
-		cfg := synth.DefaultConfig(21, 8*time.Second)
+		cfg := synth.DefaultConfig(21, 16*time.Second)
 		cfg.Models[0].Speed = speed
 		run, err := synth.Generate(cfg)
 		if err != nil {
@@ -340,7 +340,7 @@ func TestDiffRawRuns(t *testing.T) {
 	base, cand := write("base", 1.0), write("cand", 1.4)
 	code, stdout, stderr := runLLMProf(t, "diff", "--format", "json", "--gate", "tpot.p50<+10%", "--gate", "queue.p50<+1000%", base, cand)
 	if code != ExitRegression {
-		t.Fatalf("exit %d, want %d; stderr %s", code, ExitRegression, stderr)
+		t.Fatalf("exit %d, want %d; stderr %s\n%s", code, ExitRegression, stderr, stdout)
 	}
 	var doc struct {
 		Metrics []struct {

@@ -1,0 +1,150 @@
+package compare
+
+import (
+	"fmt"
+	"math"
+)
+
+// One run per side holds two kinds of variation. Within the run, requests
+// differ and neighbours in time share their fate; the bootstrap, blocks and
+// batch means see that. Between runs, the workload itself differs — other
+// prompts, other arrival times, another tenant's burst — and so does the
+// state the serving system drifts into (KV-cache pressure, preemption
+// storms), which a short run holds one draw of. On the simulator the run to
+// run spread of a median was 1.3–3× what even the halves of one run show
+// (docs/diff.md), so no within-run interval can stand in for it.
+//
+// What one run per side can decide depends on the design:
+//
+//   - The same workload replayed on both sides (a benchmark run with its
+//     seed: the same prompts in the same order on the same schedule) makes
+//     request i of the baseline and request i of the candidate the same
+//     request. Diff pairs them: both sides are resampled with the same
+//     requests (and blocks), so what the two runs share cancels and the
+//     interval is that of the change, not of two unrelated draws.
+//   - Different workloads cannot be told apart from a change of the code
+//     with one run each: the run is the replication unit, and with one of
+//     them per side every request-level metric is inconclusive, saying
+//     what would decide (a replayed workload, earlier baselines, runs per
+//     side).
+//
+// Replay is recognised from the prompt lengths (Run.InputTokens), which a
+// replay reproduces request by request and different workloads do not.
+
+// Workload settings of Options.Workload.
+const (
+	// WorkloadAuto (the default) pairs requests when the prompt lengths
+	// show one workload replayed, leaves one-run-per-side metrics
+	// undecided when they show different workloads, and treats the runs as
+	// draws of one workload (with a warning) when they cannot tell.
+	WorkloadAuto = "auto"
+	// WorkloadPaired pairs request i with request i: the runs replayed one
+	// workload (both sides must hold as many requests).
+	WorkloadPaired = "paired"
+	// WorkloadIndependent treats the two runs as independent draws of one
+	// workload: intervals hold within-run variation only, as when the
+	// prompts cannot be compared.
+	WorkloadIndependent = "independent"
+)
+
+// Workload designs a comparison found (Result.Workload).
+const (
+	DesignReplayed  = "replayed"  // one workload on both sides: requests paired
+	DesignDifferent = "different" // the prompts differ: one run per side cannot decide
+	DesignUnknown   = "unknown"   // no prompt lengths to tell; treated as one workload
+	DesignAssumed   = "assumed"   // --workload independent: treated as one workload
+)
+
+// replayAgreement is the share of requests whose prompt lengths must agree,
+// position by position, for two runs to count as one workload replayed (a
+// few requests swapped in arrival order, or failed, do not break a replay;
+// different draws of one prompt distribution agree at a few percent).
+const replayAgreement = 0.9
+
+// workloadMatch compares the prompt lengths of two runs in arrival order:
+// ok is false when either lacks them (for more than a tenth of its
+// requests); agree is the share of positions whose lengths are equal.
+func workloadMatch(b, c *Run) (agree float64, ok bool) {
+	known := func(r *Run) bool {
+		if len(r.InputTokens) != r.Requests || r.Requests == 0 {
+			return false
+		}
+		k := 0
+		for _, v := range r.InputTokens {
+			if !math.IsNaN(v) {
+				k++
+			}
+		}
+		return float64(k) >= 0.9*float64(r.Requests)
+	}
+	if !known(b) || !known(c) {
+		return 0, false
+	}
+	if b.Requests != c.Requests {
+		return 0, true
+	}
+	same := 0
+	for i, v := range b.InputTokens {
+		if v == c.InputTokens[i] && !math.IsNaN(v) {
+			same++
+		}
+	}
+	return float64(same) / float64(b.Requests), true
+}
+
+// decideWorkload sets c.paired and the result's design for one run per
+// side. It fails when pairing is asked for and cannot be done.
+func (c *comparison) decideWorkload() error {
+	if len(c.base.runs) != 1 || len(c.cand.runs) != 1 {
+		return nil // several runs per side: the run is the unit, or they are pooled
+	}
+	b, k := &c.base.runs[0], &c.cand.runs[0]
+	agree, ok := workloadMatch(b, k)
+	switch c.opts.Workload {
+	case WorkloadPaired:
+		if b.Requests != k.Requests {
+			return fmt.Errorf("--workload paired: baseline has %d requests, candidate %d; pairing needs one request for each", b.Requests, k.Requests)
+		}
+		c.paired = true
+		c.res.Workload = DesignReplayed
+		c.res.Unit = "request (paired)"
+		if ok && agree < replayAgreement {
+			c.warnf("--workload paired: the prompt lengths agree at only %.0f%% of requests; pairing request i with request i assumes one workload replayed", 100*agree)
+		}
+	case WorkloadIndependent:
+		c.res.Workload = DesignAssumed
+		c.warnf("--workload independent: the two runs are taken as independent draws of one workload; the intervals hold the variation within each run, not the difference between workloads")
+	default:
+		switch {
+		case !ok:
+			c.res.Workload = DesignUnknown
+			c.warnf("cannot tell whether both runs replayed one workload (no prompt lengths, input_tokens, on a side): the intervals assume they did; if the prompts differ, a change may be the workload's")
+		case agree >= replayAgreement:
+			c.paired = true
+			c.res.Workload = DesignReplayed
+			c.res.Unit = "request (paired)"
+		default:
+			c.res.Workload = DesignDifferent
+			what := fmt.Sprintf("the prompt lengths agree at %.0f%% of requests", 100*agree)
+			if b.Requests != k.Requests {
+				what = fmt.Sprintf("%d requests against %d", b.Requests, k.Requests)
+			}
+			c.warnf("the two runs served different workloads (%s): with one run per side a change cannot be told from the difference of workloads and run-to-run variance, so no request-level metric is decided; "+
+				"replay the same workload (the same prompts and arrival seed, e.g. vllm bench serve --seed), give ≥ 2 earlier baselines (--baseline-history), or ≥ %d runs per side; --workload independent decides from within-run variation alone", what, minSamplesForU(c.opts.Alpha))
+		}
+	}
+	return nil
+}
+
+// requireWorkload marks a request-level metric undecided when the runs
+// served different workloads (decideWorkload); that reason comes before any
+// other, since no amount of data within the two runs would remove it.
+func (c *comparison) requireWorkload(w *work) {
+	if c.res.Workload != DesignDifferent || w.m.Method == MethodNone {
+		return
+	}
+	need := minSamplesForU(c.opts.Alpha)
+	w.short = fmt.Sprintf("%s: the runs served different workloads; one run of each cannot separate a change from the difference of workloads; a replayed workload, ≥ 2 earlier baselines (--baseline-history) or ≥ %d runs per side would", w.m.Name, need)
+	w.shortN = need
+	w.unitsOf = "runs"
+}
