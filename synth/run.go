@@ -140,8 +140,8 @@ type Op struct {
 	// concurrent kernels added (Config.Interference, interference.go): its
 	// duration less the one it would have had alone, in ns; 0 when nothing
 	// slows its engine.
-	Interference int64
-	GridX, BlockX          uint32
+	Interference  int64
+	GridX, BlockX uint32
 }
 
 // StepGPU summarizes a step's GPU time: per-category busy time, the idle
