@@ -358,13 +358,13 @@ func slope(x, y []float64) float64 {
 // simulator's runs: it should find the link, and the log is the comparison
 // with the direct slope quoted in docs/tenants.md (the request level also
 // counts B's queueing behind its own stretched steps, which the direct
-// slope leaves out). Behind LLMPROF_LONG: 8 runs of 300 s, about 75 s of
+// slope leaves out). Behind LLMPROF_LONG: 8 runs of 300 s, about 70 s of
 // CPU.
 func TestRequestLevelVsKernelTruthLong(t *testing.T) {
 	if os.Getenv("LLMPROF_LONG") == "" {
 		t.Skip("set LLMPROF_LONG=1 to compare the request-level effect with the kernel stretch's direct effect on long runs")
 	}
-	// One run at a time: a 300 s run holds about 3 GB while it is analyzed.
+	// One run at a time: a 300 s run peaks at about 4 GB while it is analyzed.
 	const seeds = 8
 	results := make([][]requestVsTruth, seeds)
 	for s := range results {
