@@ -22,7 +22,7 @@ type Options struct {
 	// adapts it to the run: 20 s on long runs (10 s, the statistics
 	// reference's choice, over-rejected true nulls in the simulator: 6.3% at
 	// a nominal 5%), shorter when the target's requests span less than
-	// 2·MinClusters·20 s, never below 1 s nor the 90th percentile of the
+	// 1.2·MinClusters·20 s, never below 1 s nor the 90th percentile of the
 	// target's exposure windows (see autoClusterWidth).
 	ClusterWidth int64 `json:"cluster_ns"`
 	// PeriodEffects adds a fixed effect per period of this length from the

@@ -1074,73 +1074,79 @@ func blockLength(x []float64) float64 {
 // impact is the source's share of the target's request latency, for the
 // requests of the target's tenants that the target's steps served.
 func impact(in KernelInput, tm *TenantMap, target string, rows []kernelRow, x []float64, p *KernelPair) []Impact {
-	members := tm.Members(target)
-	crit := (float64(p.CIHighPct) - float64(p.CILowPct)) // only to test for NaN
-	if math.IsNaN(crit) {
+	if math.IsNaN(float64(p.CILowPct)) || math.IsNaN(float64(p.CIHighPct)) {
 		return nil
 	}
-	coefs := []float64{float64(p.Coef), float64(p.CILowPct) / 100, float64(p.CIHighPct) / 100}
-	rowOf := map[int]int{}
+	// The point estimate and the interval's ends.
+	coefs := [3]float64{float64(p.Coef), float64(p.CILowPct) / 100, float64(p.CIHighPct) / 100}
+	rowOf := make([]int32, len(in.Trace.GPUOps))
+	for i := range rowOf {
+		rowOf[i] = -1
+	}
 	for r := range rows {
-		rowOf[rows[r].op] = r
+		rowOf[rows[r].op] = int32(r)
+	}
+	member := map[string]bool{}
+	for _, m := range tm.Members(target) {
+		member[m] = true
 	}
 	n := len(in.Requests)
-	var out []Impact
-	var pr []float64
-	defer func() { p.perRequest = pr }()
-	for _, m := range []Metric{MetricTTFT, MetricTPOT} {
-		sums := make([][]float64, len(coefs))
-		for b := range sums {
-			sums[b] = make([]float64, n)
+	// sums[phase][coef][request]: phase 0 up to the first token, 1 after.
+	var sums [2][3][]float64
+	for ph := range sums {
+		for b := range sums[ph] {
+			sums[ph][b] = make([]float64, n)
 		}
-		for si := range in.Steps {
-			s := &in.Steps[si]
-			extra := make([]float64, len(coefs))
-			any := false
-			for _, oi := range s.Ops {
-				r, ok := rowOf[int(oi)]
-				if !ok {
-					continue
-				}
-				any = true
-				for b, c := range coefs {
-					// The kernel took base·(1 + s·x): s·x/(1 + s·x) of it is
-					// the source's.
-					extra[b] += float64(rows[r].dur) * c * x[r] / (1 + c*x[r])
-				}
-			}
-			if !any {
+	}
+	for si := range in.Steps {
+		s := &in.Steps[si]
+		var extra [3]float64
+		any := false
+		for _, oi := range s.Ops {
+			if oi < 0 || int(oi) >= len(rowOf) || rowOf[oi] < 0 {
 				continue
 			}
-			for _, ri := range s.Requests {
-				if ri < 0 || int(ri) >= n {
-					continue
-				}
-				q := &in.Requests[ri]
-				if !slices.Contains(members, q.Tenant) || q.TTFT <= 0 {
-					continue
-				}
-				prefill := s.End <= q.Arrival+q.TTFT
-				if (m == MetricTTFT) != prefill {
-					continue
-				}
-				for b := range coefs {
-					sums[b][ri] += extra[b]
-				}
+			r := rowOf[oi]
+			any = true
+			for b, c := range coefs {
+				// The kernel took base·(1 + s·x): s·x/(1 + s·x) of it is
+				// the source's.
+				extra[b] += float64(rows[r].dur) * c * x[r] / (1 + c*x[r])
 			}
 		}
-		if pr == nil {
-			pr = make([]float64, n)
+		if !any {
+			continue
 		}
-		for ri := range pr {
-			pr[ri] += sums[0][ri] / 1e6
+		for _, ri := range s.Requests {
+			if ri < 0 || int(ri) >= n {
+				continue
+			}
+			q := &in.Requests[ri]
+			if !member[q.Tenant] || q.TTFT <= 0 {
+				continue
+			}
+			ph := 1
+			if s.End <= q.Arrival+q.TTFT {
+				ph = 0
+			}
+			for b := range coefs {
+				sums[ph][b][ri] += extra[b]
+			}
 		}
+	}
+	pr := make([]float64, n)
+	for ri := range pr {
+		pr[ri] = (sums[0][0][ri] + sums[1][0][ri]) / 1e6
+	}
+	p.perRequest = pr
+	var out []Impact
+	for ph, m := range []Metric{MetricTTFT, MetricTPOT} {
 		var tot [3]float64
 		var base float64
 		count := 0
 		for ri := range in.Requests {
 			q := &in.Requests[ri]
-			if !slices.Contains(members, q.Tenant) {
+			if !member[q.Tenant] {
 				continue
 			}
 			lat, ok := q.Latency(m)
@@ -1152,7 +1158,7 @@ func impact(in KernelInput, tm *TenantMap, target string, rows []kernelRow, x []
 				div = float64(q.OutputTokens - 1)
 			}
 			for b := range coefs {
-				tot[b] += sums[b][ri] / div
+				tot[b] += sums[ph][b][ri] / div
 			}
 			base += float64(lat)
 			count++

@@ -232,8 +232,9 @@ func TestAutoClusterWidth(t *testing.T) {
 		span, window, want int64
 	}{
 		{900e9, 1e9, 20e9}, // long run: the validated 20 s
-		{30e9, 1e8, 1e9},   // 30 s: 1.5 s clusters, whole seconds
-		{180e9, 5e8, 9e9},  // 180 s: 9 s
+		{30e9, 1e8, 3e9},   // 30 s: 2.5 s clusters, to the nearest second
+		{180e9, 5e8, 15e9}, // 180 s: 15 s
+		{100e9, 1e8, 8e9},  // 100 s: 8.33 s, to the nearest second
 		{30e9, 4.5e9, 5e9}, // windows longer than the span allows: the 90th percentile
 		{4e9, 1e8, 1e9},    // never below 1 s
 	} {

@@ -250,10 +250,15 @@ func requestRegression(target string, m Metric, rows targetRows, load *Load, o O
 const maxClusterWidth int64 = 20e9
 
 // autoClusterWidth adapts the time clusters to the run: 20 s when the
-// target's requests span at least 2·minClusters·20 s, else the span over
-// 2·minClusters in whole seconds, but never under 1 s nor under the 90th
-// percentile of the target's exposure windows (a cluster shorter than the
-// requests it holds would split their shared shocks).
+// target's requests span at least 1.2·minClusters·20 s, else the span over
+// 1.2·minClusters to the nearest second (about 12 clusters), but never
+// under 1 s nor under the 90th percentile of the target's exposure windows
+// (a cluster shorter than the requests it holds would split their shared
+// shocks). Fewer, wider clusters, with t on their count − 1 degrees of
+// freedom, cover better on short runs: in the simulator 60 s runs were
+// covered in 91.2% of 1,000 seeds with the span over 2·minClusters (3 s),
+// 93.3% with 5 s and 94.3% with 6 s, which left 2% of runs with too few
+// clusters (docs/tenants.md).
 func autoClusterWidth(rows []obs, minClusters int) int64 {
 	if len(rows) == 0 {
 		return maxClusterWidth
@@ -266,8 +271,8 @@ func autoClusterWidth(rows []obs, minClusters int) int64 {
 	}
 	slices.Sort(lens)
 	p90 := lens[(len(lens)*9)/10]
-	w := (hi - lo) / int64(2*max(1, minClusters))
-	w = w / 1e9 * 1e9
+	w := 5 * (hi - lo) / int64(6*max(1, minClusters))
+	w = (w + 5e8) / 1e9 * 1e9
 	w = min(w, maxClusterWidth)
 	floor := max(int64(1e9), (p90+1e9-1)/1e9*1e9)
 	return max(w, min(floor, maxClusterWidth))

@@ -2,6 +2,7 @@ package causal
 
 import (
 	"fmt"
+	"os"
 	"runtime"
 	"slices"
 	"strings"
@@ -317,5 +318,121 @@ func TestConfounderNeedsControls(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// lengthRow is the request-level regression's record at one run length.
+type lengthRow struct {
+	seconds                     int
+	seeds                       int
+	estimable                   map[Metric]int
+	covered                     map[Metric]int
+	nullTests, nullSig, nullRaw int
+	clusters, widthNs           []float64
+}
+
+// clusterCoverage runs the request-level regression (no lag model) on
+// seeds of defaultSim cut to the given length, with the cluster widths
+// autoClusterWidth picks, and tallies A → B's coverage and the null pairs.
+func clusterCoverage(seconds, seeds int) lengthRow {
+	row := lengthRow{seconds: seconds, seeds: seeds, estimable: map[Metric]int{}, covered: map[Metric]int{}}
+	var mu sync.Mutex
+	jobs := make(chan uint64)
+	var wg sync.WaitGroup
+	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for s := range jobs {
+				cfg := defaultSim(s)
+				cfg.seconds = seconds
+				run := simulate(cfg)
+				res := run.analyze(Options{NoLagModel: true})
+				mu.Lock()
+				for i := range res.Pairs {
+					p := &res.Pairs[i]
+					if p.Metric == MetricE2E {
+						continue
+					}
+					truth := run.truth(p.Source, p.Target, p.Metric, res.Step)
+					if truth != 0 {
+						if !p.Estimable {
+							continue
+						}
+						row.estimable[p.Metric]++
+						row.clusters = append(row.clusters, float64(p.Clusters))
+						row.widthNs = append(row.widthNs, float64(p.ClusterNs))
+						if float64(p.CILowPct) <= truth && truth <= float64(p.CIHighPct) {
+							row.covered[p.Metric]++
+						}
+						continue
+					}
+					if !p.Estimable {
+						continue
+					}
+					row.nullTests++
+					if p.Significant(0.05) {
+						row.nullSig++
+					}
+					if float64(p.P) < 0.05 {
+						row.nullRaw++
+					}
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	for s := 1; s <= seeds; s++ {
+		jobs <- uint64(s)
+	}
+	close(jobs)
+	wg.Wait()
+	return row
+}
+
+func (r lengthRow) String() string {
+	mean := func(v []float64) float64 {
+		s := 0.0
+		for _, x := range v {
+			s += x
+		}
+		return s / float64(max(1, len(v)))
+	}
+	rate := func(n, d int) float64 { return float64(n) / float64(max(1, d)) }
+	return fmt.Sprintf("%4d s: A→B estimable ttft %.3f tpot %.3f; covered ttft %.3f tpot %.3f; clusters %.1f of %.1f s; null pairs raw p<.05 %.3f, q<.05 %.3f (%d tests)",
+		r.seconds, rate(r.estimable[MetricTTFT], r.seeds), rate(r.estimable[MetricTPOT], r.seeds),
+		rate(r.covered[MetricTTFT], r.estimable[MetricTTFT]), rate(r.covered[MetricTPOT], r.estimable[MetricTPOT]),
+		mean(r.clusters), mean(r.widthNs)/1e9, rate(r.nullRaw, r.nullTests), rate(r.nullSig, r.nullTests), r.nullTests)
+}
+
+// The cluster widths that adapt to the run length (autoClusterWidth):
+// where the request level is estimable at 30, 60, 120 and 180 s, A → B's
+// 95% interval covers the truth in about 95% of seeds and the null pairs'
+// p-values stay calibrated. 200 seeds per length (50 with -short, 1,000
+// with LLMPROF_LONG, whose log is the table in docs/tenants.md).
+func TestSynthClusterWidthCoverage(t *testing.T) {
+	seeds, slack := 200, 0.0
+	switch {
+	case os.Getenv("LLMPROF_LONG") != "":
+		seeds = 1000
+	case testing.Short():
+		seeds, slack = 50, 0.04
+	}
+	for _, sec := range []int{30, 60, 120, 180, 300} {
+		r := clusterCoverage(sec, seeds)
+		t.Log(r)
+		for _, m := range []Metric{MetricTTFT, MetricTPOT} {
+			if r.estimable[m] < seeds/2 {
+				continue
+			}
+			if c := float64(r.covered[m]) / float64(r.estimable[m]); c < 0.90-slack {
+				t.Errorf("%d s, A→B %s: interval covers the truth in %.3f of %d estimable seeds, want about 0.95", sec, m, c, r.estimable[m])
+			}
+		}
+		if r.nullTests > 0 {
+			if raw := float64(r.nullRaw) / float64(r.nullTests); raw > 0.08+slack {
+				t.Errorf("%d s: null pairs' raw p < 0.05 in %.3f of %d tests", sec, raw, r.nullTests)
+			}
+		}
 	}
 }

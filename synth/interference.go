@@ -126,3 +126,46 @@ func DemoConfig(seed int64, d time.Duration) Config {
 	c.Interference = []Interference{{Source: "embed", Target: "search", Slowdown: 0.4}}
 	return c
 }
+
+// InterferenceCost is the truth of what interference cost one request: the
+// time other tenants' concurrent work added to the ops of the engine steps
+// that served it (Op.Interference summed over each step's ops), split at its
+// first token. Prefill is over the steps up to and including the one that
+// emitted the first token, Decode over the later ones (divide by
+// len(Tokens) − 1 for the cost per output token). Kernels and copies (memcpy
+// and memset, which the simulator stretches alike) are kept apart: the
+// kernel view of causal measures kernels only.
+//
+// It is the direct cost — the request's own steps ran longer — not the
+// total effect on its latency: a stretched step also delays the requests
+// queued behind it, which this does not count.
+type InterferenceCost struct {
+	Prefill, Decode         int64
+	CopyPrefill, CopyDecode int64
+}
+
+// InterferenceCost is request q's InterferenceCost.
+func (r *Run) InterferenceCost(q *Request) InterferenceCost {
+	var c InterferenceCost
+	if len(q.Tokens) == 0 {
+		return c
+	}
+	first := q.FirstToken()
+	for _, si := range q.Steps {
+		st := &r.Steps[si]
+		prefill := st.End <= first
+		for _, op := range r.Ops[st.FirstOp:st.EndOp] {
+			switch {
+			case op.Kind == KernelOp && prefill:
+				c.Prefill += op.Interference
+			case op.Kind == KernelOp:
+				c.Decode += op.Interference
+			case prefill:
+				c.CopyPrefill += op.Interference
+			default:
+				c.CopyDecode += op.Interference
+			}
+		}
+	}
+	return c
+}

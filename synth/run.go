@@ -136,7 +136,12 @@ type Op struct {
 	LaunchStart, LaunchEnd int64
 	Correlation            uint32
 	Bytes                  uint64
-	GridX, BlockX          uint32
+	// Interference is the part of the op's duration that other tenants'
+	// concurrent kernels added (Config.Interference, interference.go): its
+	// duration less the one it would have had alone, in ns; 0 when nothing
+	// slows its engine.
+	Interference  int64
+	GridX, BlockX uint32
 }
 
 // StepGPU summarizes a step's GPU time: per-category busy time, the idle

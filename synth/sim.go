@@ -314,11 +314,16 @@ func (s *engineSim) step(start int64) int64 {
 		if k > 0 && gpuEnd+1_000 > op.Start {
 			op.Start = gpuEnd + 1_000
 		}
-		dur := op.End // kernelPlan put the duration in End
+		base := op.End // kernelPlan put the duration in End
+		dur := base
 		if s.stretch != nil {
 			dur = s.stretch(op.Start, dur)
 		}
-		dur = int64(float64(dur) * s.run.episodeSlowdown(s.engine, op.Category, op.Start))
+		slow := s.run.episodeSlowdown(s.engine, op.Category, op.Start)
+		dur = int64(float64(dur) * slow)
+		if s.stretch != nil {
+			op.Interference = dur - int64(float64(base)*slow)
+		}
 		op.End = op.Start + dur
 		op.Correlation = s.corr
 		gpuEnd = op.End

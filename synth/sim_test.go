@@ -2,6 +2,7 @@ package synth
 
 import (
 	"bytes"
+	"math"
 	"testing"
 	"time"
 )
@@ -127,4 +128,85 @@ func TestGPUTraceClock(t *testing.T) {
 	if !found {
 		t.Fatalf("first op not found at %d on the GPU clock", want)
 	}
+}
+
+// The interference record is the model's: every op of B's engine lasts its
+// base duration times (1 + 0.35 × the share of its interval A's engine had
+// kernels on the GPU), base being its duration less Op.Interference; no
+// other engine's op is stretched; and InterferenceCost sums a request's
+// steps' records at its first token.
+func TestInterferenceRecord(t *testing.T) {
+	const s = 0.35
+	cfg := MultiTenantGPUConfig(4, 10*time.Second, s)
+	r, err := Generate(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	engine := map[string]int{}
+	for i, e := range r.Engines {
+		engine[e.Model] = i
+	}
+	a, b := engine["engine-a"], engine["engine-b"]
+	busyA := r.kernelUnion(a)
+	stretched, worst := 0, 0.0
+	for i := range r.Ops {
+		op := &r.Ops[i]
+		e := r.Steps[op.Step].Engine
+		if e != b {
+			if op.Interference != 0 {
+				t.Fatalf("op %d of engine %d, which nothing slows, has interference %d", i, e, op.Interference)
+			}
+			continue
+		}
+		d := op.End - op.Start
+		base := d - op.Interference
+		if op.Interference < 0 || base <= 0 {
+			t.Fatalf("op %d: duration %d, interference %d", i, d, op.Interference)
+		}
+		x := float64(covered(busyA, op.Start, op.End)) / float64(d)
+		if op.Interference > 0 {
+			stretched++
+		}
+		// The duration is the rounded fixed point of the equation.
+		if dev := math.Abs(float64(d) - float64(base)*(1+s*x)); dev > 1 {
+			worst = math.Max(worst, dev/float64(d))
+			if dev > 1e-3*float64(d) {
+				t.Fatalf("op %d: lasts %d ns, base %d × (1 + %.2f × overlap %.4f) = %.0f", i, d, base, s, x, float64(base)*(1+s*x))
+			}
+		}
+	}
+	if stretched == 0 {
+		t.Fatal("no op of B's engine was stretched")
+	}
+	checked := 0
+	for i := range r.Requests {
+		q := &r.Requests[i]
+		if q.Engine != b {
+			if c := r.InterferenceCost(q); c != (InterferenceCost{}) {
+				t.Fatalf("%s of an engine nothing slows costs %+v", q.ID, c)
+			}
+			continue
+		}
+		var want InterferenceCost
+		for k, si := range q.Steps {
+			st := &r.Steps[si]
+			for _, op := range r.Ops[st.FirstOp:st.EndOp] {
+				switch {
+				case k == 0 && op.Kind == KernelOp:
+					want.Prefill += op.Interference
+				case k == 0:
+					want.CopyPrefill += op.Interference
+				case op.Kind == KernelOp:
+					want.Decode += op.Interference
+				default:
+					want.CopyDecode += op.Interference
+				}
+			}
+		}
+		if got := r.InterferenceCost(q); got != want {
+			t.Fatalf("%s: InterferenceCost %+v, its steps hold %+v", q.ID, got, want)
+		}
+		checked++
+	}
+	t.Logf("%d of B's ops stretched, worst deviation from the model %.2g of a duration, %d requests checked", stretched, worst, checked)
 }
