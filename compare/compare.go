@@ -837,6 +837,9 @@ func (c *comparison) computeRequestLevel(specs []spec) {
 			w.short = fmt.Sprintf("%s is one value per run: a confident answer needs run-level replication, ≥ %d runs per side (have %d and %d)",
 				s.name, w.m.MinN, len(c.base.runs), len(c.cand.runs))
 			w.shortN = w.m.MinN
+		case s.kind() == KindLatency && s.stat == StatShift && c.paired && !s.isITL() &&
+			allPositive(known(c.base.series[s.series()]), known(c.cand.series[s.series()])):
+			c.pairedShiftMetric(s, depB, depC)
 		case s.kind() == KindLatency && s.stat == StatShift:
 			var xb, xc []float64
 			if s.isITL() {

@@ -24,6 +24,10 @@ const (
 	// MethodHodgesLehmann: Mann–Whitney U p-value, Hodges–Lehmann shift and
 	// Moses interval on log latency (medians of independent requests).
 	MethodHodgesLehmann Method = "hodges-lehmann"
+	// MethodPairedHodgesLehmann: the one-sample Hodges–Lehmann estimate of
+	// the requests' paired log changes (one workload replayed), with the
+	// Wilcoxon signed-rank interval and p-value.
+	MethodPairedHodgesLehmann Method = "paired-hodges-lehmann"
 	// MethodBootstrap: percentile bootstrap over independent requests.
 	MethodBootstrap Method = "bootstrap"
 	// MethodBlockBootstrap: moving-block bootstrap over consecutive

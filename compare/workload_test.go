@@ -44,7 +44,7 @@ func TestReplayedWorkloadIsPaired(t *testing.T) {
 	if indep.Workload != compare.DesignAssumed {
 		t.Errorf("--workload independent: %q", indep.Workload)
 	}
-	for _, name := range []string{"ttft.p50", "ttft.mean", "e2e.p50", "tpot.p90", "token.gpu.attention"} {
+	for _, name := range []string{"ttft.p50", "ttft.mean", "ttft.shift", "e2e.p50", "e2e.shift", "tpot.p90", "token.gpu.attention"} {
 		p, u := metric(t, paired, name), metric(t, indep, name)
 		if !(p.CILowPct > 0 && p.CILowPct < 3.01 && p.CIHighPct > 2.99) {
 			t.Errorf("%s paired: %+.2f%% [%+.2f, %+.2f], want an interval above 0 holding +3%%", name, p.DeltaPct, p.CILowPct, p.CIHighPct)
@@ -52,6 +52,9 @@ func TestReplayedWorkloadIsPaired(t *testing.T) {
 		if pw, uw := p.CIHighPct-p.CILowPct, u.CIHighPct-u.CILowPct; !(pw < uw/4) {
 			t.Errorf("%s: paired interval %.2f points wide, independent %.2f: pairing should remove the requests' own spread", name, pw, uw)
 		}
+	}
+	if m := metric(t, paired, "ttft.shift"); m.Method != compare.MethodPairedHodgesLehmann {
+		t.Errorf("paired ttft.shift: method %s, want %s", m.Method, compare.MethodPairedHodgesLehmann)
 	}
 	if g := metric(t, paired, "ttft.p50").Gate; g.Verdict != compare.Fail {
 		t.Errorf("paired ttft.p50<+1%%: %s (%s), want fail", g.Verdict, g.Reason)

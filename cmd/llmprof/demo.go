@@ -23,6 +23,7 @@ type DemoOptions struct {
 	IO       *IOStreams
 	Dir      string
 	Seed     int64
+	Noise    int64
 	Duration time.Duration
 	Style    string
 	Encoding string
@@ -74,7 +75,8 @@ VLLM_TORCH_PROFILER_DIR holds), the steps as record_function annotations.`),
 		},
 	}
 	fl := cmd.Flags()
-	fl.Int64Var(&opts.Seed, "seed", 1, "random seed")
+	fl.Int64Var(&opts.Seed, "seed", 1, "random seed of the workload (prompts, arrivals) and, unless --noise-seed, of the system")
+	fl.Int64Var(&opts.Noise, "noise-seed", 0, "random seed of the system alone (kernel jitter, CPU stalls): the same --seed with another --noise-seed replays the workload, as a benchmark run twice")
 	fl.DurationVar(&opts.Duration, "duration", 30*time.Second, "span of request arrivals")
 	fl.StringVar(&opts.Style, "style", "llmprof", "span conventions: llmprof (llm.* spans, token events, steps), vllm (stock llm_request spans) or vllm-server (llm_request as a real server exports it: TTFT ≠ queue + prefill)")
 	fl.StringVar(&opts.Encoding, "encoding", "jsonl", "OTLP file form: jsonl, json, proto or proto-framed")
@@ -113,6 +115,7 @@ func runDemo(opts *DemoOptions) error {
 		return usageErrorf("--duration must be positive")
 	}
 	cfg := synth.DemoConfig(opts.Seed, opts.Duration)
+	cfg.NoiseSeed = opts.Noise
 	cfg.GPUClock = synth.ClockError{OffsetNs: 1_734_000_000, DriftPPM: 35, JitterNs: 20_000}
 	cfg.CUDAGraphs = opts.CUDAGraphs
 	if opts.Metrics {

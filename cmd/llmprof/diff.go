@@ -82,7 +82,8 @@ workloads, so their metrics are inconclusive and say what would decide
 
 pNN and mean are that statistic's change, with a seeded bootstrap interval (ITL
 resamples whole requests): the change is always that of the two values shown.
-*.shift is the Hodges–Lehmann shift (Mann–Whitney U, Moses interval). Where
+*.shift is the Hodges–Lehmann shift (Mann–Whitney U, Moses interval; for paired
+requests the signed-rank version). Where
 requests are autocorrelated (--block detect, the default) they are resampled in
 blocks, intervals also cover the spread between stretches of each run, and a
 metric with too few effective samples is inconclusive: one run per side cannot

@@ -446,3 +446,37 @@ func TestDiffVLLMBenchResults(t *testing.T) {
 		t.Fatalf("exit %d: %s\n%s", code, stdout, stderr)
 	}
 }
+
+// TestDiffReplayedDemo: two demo runs of one workload (--seed) with other
+// system noise (--noise-seed) are recognised as a replay and paired, and
+// the gates do not fail them; a run of another workload decides
+// nothing and says why.
+func TestDiffReplayedDemo(t *testing.T) {
+	dir := t.TempDir()
+	demo := func(name string, args ...string) string {
+		d := filepath.Join(dir, name)
+		if code, _, stderr := runLLMProf(t, append([]string{"demo", "--duration", "6s", "--nsys", "0"}, append(args, d)...)...); code != 0 {
+			t.Fatalf("demo %v: exit %d: %s", args, code, stderr)
+		}
+		return d
+	}
+	a := demo("a", "--seed", "7", "--noise-seed", "1")
+	b := demo("b", "--seed", "7", "--noise-seed", "2")
+	c := demo("c", "--seed", "8", "--noise-seed", "2")
+	gates := []string{"--gate", "tpot.p50<+2%", "--gate", "tpot.p90<+3%", "--gate", "itl.p90<+3%", "--gate", "ttft.p90<+5%"}
+	var doc struct{ Unit, Workload string }
+	code, stdout, stderr := runLLMProf(t, append([]string{"diff", "--format", "json", "--bootstrap", "300", a, b}, gates...)...)
+	if code != ExitOK {
+		t.Fatalf("replayed: exit %d: %s\n%s", code, stderr, stdout)
+	}
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Workload != "replayed" || doc.Unit != "request (paired)" {
+		t.Errorf("replayed: workload %q, unit %q", doc.Workload, doc.Unit)
+	}
+	code, stdout, _ = runLLMProf(t, "diff", "--bootstrap", "300", a, c, "--gate", "tpot.p50<+5%")
+	if code != ExitOK || !strings.Contains(stdout, "the runs served different workloads") || !strings.Contains(stdout, "INCONCLUSIVE") {
+		t.Errorf("different workloads: exit %d\n%s", code, stdout)
+	}
+}
