@@ -11,9 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llmprof/llmprof/attribution"
 	"github.com/llmprof/llmprof/causal"
-	"github.com/llmprof/llmprof/internal/synthtrace"
 	"github.com/llmprof/llmprof/synth"
 )
 
@@ -51,14 +49,8 @@ type impactOutcome struct {
 // per-op record (synth.Op.Interference).
 func impactRun(t testing.TB, seed int64, d time.Duration) impactOutcome {
 	t.Helper()
-	run, err := synth.Generate(impactConfig(seed, d))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := synthtrace.WithGPU(t, run, true)
-	att := attribution.Analyze(tr, attribution.Options{RequestsOnly: true})
-	reqs := causal.FromAttribution(att, tr)
-	tm := causal.MapTenants(tr, causal.MapOptions{Served: causal.ServedTenants(tr, att)})
+	pp := pipe(t, impactConfig(seed, d))
+	run, tr, att, reqs, tm := pp.run, pp.tr, pp.att, pp.reqs, pp.tm
 	kr := causal.KernelAnalyze(causal.KernelInputFromAttribution(tr, tm, att, reqs), causal.KernelOptions{NoCategories: true})
 	out := impactOutcome{pairs: kr.Pairs, tm: tm, truth: map[causal.Metric]float64{}, copies: map[causal.Metric]float64{}}
 	byID := map[string]*synth.Request{}
@@ -98,14 +90,11 @@ func impactRun(t testing.TB, seed int64, d time.Duration) impactOutcome {
 // impactTally counts a seed sweep of the request-level impact against the
 // truth.
 type impactTally struct {
-	seeds, found                 int
-	within, covered              map[causal.Metric]int
-	relErr                       map[causal.Metric][]float64
-	copyShare                    map[causal.Metric][]float64
-	nullPairs, falseLinks        int
-	isolatedPairs, isolatedFalse int
-	selfPairs                    int
-	lines                        []string
+	pairTally
+	seeds, found    int
+	within, covered map[causal.Metric]int
+	relErr          map[causal.Metric][]float64
+	copyShare       map[causal.Metric][]float64
 }
 
 func newImpactTally() *impactTally {
@@ -118,21 +107,9 @@ var impactMetrics = []causal.Metric{causal.MetricTTFT, causal.MetricTPOT}
 func (k *impactTally) add(seed int64, o impactOutcome) {
 	k.seeds++
 	for _, p := range o.pairs {
-		if p.Source == p.Target || slices.Contains(o.tm.Members(p.Source), p.Target) {
-			k.selfPairs++
-		}
+		k.self(p.Source, p.Target, o.tm)
 		if p.Source != "A" || p.Target != "B" {
-			k.nullPairs++
-			if p.Isolated {
-				k.isolatedPairs++
-			}
-			if p.Significant(0.05) {
-				k.falseLinks++
-				if p.Isolated {
-					k.isolatedFalse++
-				}
-				k.lines = append(k.lines, fmt.Sprintf("seed %d: false link %s → %s %+.2f%% q %.2g", seed, p.Source, p.Target, float64(p.StretchPct), float64(p.Q)))
-			}
+			k.null(seed, p)
 			continue
 		}
 		if p.Estimable && float64(p.Q) < 0.01 && p.Verdict == causal.VerdictInterference {
@@ -280,14 +257,8 @@ type requestVsTruth struct {
 // acted on B only by stretching the kernels of B's own steps.
 func requestLevelRun(t testing.TB, seed int64, d time.Duration) []requestVsTruth {
 	t.Helper()
-	run, err := synth.Generate(impactConfig(seed, d))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := synthtrace.WithGPU(t, run, true)
-	att := attribution.Analyze(tr, attribution.Options{RequestsOnly: true})
-	reqs := causal.FromAttribution(att, tr)
-	tm := causal.MapTenants(tr, causal.MapOptions{Served: causal.ServedTenants(tr, att)})
+	pp := pipe(t, impactConfig(seed, d))
+	run, tr, reqs, tm := pp.run, pp.tr, pp.reqs, pp.tm
 	load, err := causal.BuildLoad(tr, reqs, tm, causal.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)

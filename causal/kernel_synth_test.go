@@ -13,6 +13,7 @@ import (
 
 	"github.com/llmprof/llmprof/attribution"
 	"github.com/llmprof/llmprof/causal"
+	"github.com/llmprof/llmprof/ingest"
 	"github.com/llmprof/llmprof/internal/synthtrace"
 	"github.com/llmprof/llmprof/synth"
 )
@@ -21,19 +22,35 @@ import (
 // engine fully overlapped by A's work takes 35% longer (synth/interference.go).
 const injectedStretch = 0.35
 
-// kernelRun takes one simulated run through the whole pipeline (OTLP and
-// the GPU side decoded, attribution, processes named after the requests
-// they serve) and returns the tenant analysis with the kernel view.
-func kernelRun(t testing.TB, seed int64, d time.Duration) *causal.Result {
+// piped is a simulated run taken through the pipeline up to the tenants:
+// OTLP and the GPU side decoded, attribution (requests only), the requests
+// causal reads, and the processes named after the requests they serve.
+type piped struct {
+	run  *synth.Run
+	tr   *ingest.Trace
+	att  *attribution.Result
+	reqs []causal.Request
+	tm   *causal.TenantMap
+}
+
+func pipe(t testing.TB, cfg synth.Config) piped {
 	t.Helper()
-	run, err := synth.Generate(synth.MultiTenantGPUConfig(seed, d, injectedStretch))
+	run, err := synth.Generate(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tr := synthtrace.WithGPU(t, run, true)
 	att := attribution.Analyze(tr, attribution.Options{RequestsOnly: true})
 	reqs := causal.FromAttribution(att, tr)
-	tm := causal.MapTenants(tr, causal.MapOptions{Served: causal.ServedTenants(tr, att)})
+	return piped{run: run, tr: tr, att: att, reqs: reqs, tm: causal.MapTenants(tr, causal.MapOptions{Served: causal.ServedTenants(tr, att)})}
+}
+
+// kernelRun takes one simulated run through the whole pipeline (pipe) and
+// returns the tenant analysis with the kernel view.
+func kernelRun(t testing.TB, seed int64, d time.Duration) *causal.Result {
+	t.Helper()
+	pp := pipe(t, synth.MultiTenantGPUConfig(seed, d, injectedStretch))
+	tr, att, reqs, tm := pp.tr, pp.att, pp.reqs, pp.tm
 	load, err := causal.BuildLoad(tr, reqs, tm, causal.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -52,37 +69,58 @@ func kernelRun(t testing.TB, seed int64, d time.Duration) *causal.Result {
 // per-category fits: the kernel view alone, for the long sweep.
 func kernelRunLight(t testing.TB, seed int64, d time.Duration) *causal.Result {
 	t.Helper()
-	run, err := synth.Generate(synth.MultiTenantGPUConfig(seed, d, injectedStretch))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := synthtrace.WithGPU(t, run, true)
-	att := attribution.Analyze(tr, attribution.Options{RequestsOnly: true})
-	reqs := causal.FromAttribution(att, tr)
-	tm := causal.MapTenants(tr, causal.MapOptions{Served: causal.ServedTenants(tr, att)})
+	pp := pipe(t, synth.MultiTenantGPUConfig(seed, d, injectedStretch))
+	tr, att, reqs, tm := pp.tr, pp.att, pp.reqs, pp.tm
 	kr := causal.KernelAnalyze(causal.KernelInputFromAttribution(tr, tm, att, reqs), causal.KernelOptions{NoCategories: true})
 	return &causal.Result{Kernel: kr, Mapping: tm, Tenants: []causal.TenantSummary{{Requests: len(reqs)}}}
 }
 
+// pairTally counts what a sweep must never show: self-pairs, and links
+// among the pairs without an injected effect (false links), those across
+// GPUs or MIG instances apart.
+type pairTally struct {
+	nullPairs, falseLinks        int
+	isolatedPairs, isolatedFalse int
+	selfPairs                    int
+	lines                        []string
+}
+
+// self counts p if it pairs a tenant (or a shared source) with itself.
+func (k *pairTally) self(source, target string, tm *causal.TenantMap) {
+	if source == target || slices.Contains(tm.Members(source), target) {
+		k.selfPairs++
+	}
+}
+
+// null counts p, a pair without an injected effect.
+func (k *pairTally) null(seed int64, p causal.KernelPair) {
+	k.nullPairs++
+	if p.Isolated {
+		k.isolatedPairs++
+	}
+	if p.Significant(0.05) {
+		k.falseLinks++
+		if p.Isolated {
+			k.isolatedFalse++
+		}
+		k.lines = append(k.lines, fmt.Sprintf("seed %d: false link %s → %s %+.2f%% q %.2g", seed, p.Source, p.Target, float64(p.StretchPct), float64(p.Q)))
+	}
+}
+
 // kernelTally counts a seed sweep of the kernel view against the truth.
 type kernelTally struct {
+	pairTally
 	seeds, found, within, covered int
-	nullPairs, falseLinks         int
-	isolatedPairs, isolatedFalse  int
-	selfPairs                     int
 	rawZero                       int // null pairs with the classical p(s = 0) < 0.05
 	costWrong                     int // seeds whose per-request cost series are wrong
 	stretches                     []float64
-	lines                         []string
 }
 
 func (k *kernelTally) add(seed int64, res *causal.Result) {
 	kr := res.Kernel
 	k.seeds++
 	for _, p := range kr.Pairs {
-		if p.Source == p.Target || slices.Contains(res.Mapping.Members(p.Source), p.Target) {
-			k.selfPairs++
-		}
+		k.self(p.Source, p.Target, res.Mapping)
 		if p.Source == "A" && p.Target == "B" {
 			s := float64(p.StretchPct) / 100
 			k.stretches = append(k.stretches, s)
@@ -99,25 +137,13 @@ func (k *kernelTally) add(seed int64, res *causal.Result) {
 				seed, 100*s, float64(p.CILowPct), float64(p.CIHighPct), float64(p.Q), p.Kernels, p.Blocks, time.Duration(p.BlockNs)))
 			continue
 		}
-		k.nullPairs++
 		if p.Estimable && float64(p.PZero) < 0.05 {
 			k.rawZero++
 		}
-		if p.Isolated {
-			k.isolatedPairs++
-		}
-		if p.Significant(0.05) {
-			k.falseLinks++
-			if p.Isolated {
-				k.isolatedFalse++
-			}
-			k.lines = append(k.lines, fmt.Sprintf("seed %d: false link %s → %s %+.2f%% q %.2g", seed, p.Source, p.Target, float64(p.StretchPct), float64(p.Q)))
-		}
+		k.null(seed, p)
 	}
 	for _, p := range res.Pairs {
-		if p.Source == p.Target || slices.Contains(res.Mapping.Members(p.Source), p.Target) {
-			k.selfPairs++
-		}
+		k.self(p.Source, p.Target, res.Mapping)
 	}
 	// What diff compares as tenant.NAME: A's cost to the requests, positive;
 	// none for D, whose pairs are all negative controls.

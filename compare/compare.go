@@ -730,6 +730,26 @@ func (c *comparison) shiftMetric(w *work, xb, xc []float64, inflate float64, shi
 	}
 }
 
+// gateOnScale is gate g's threshold on the scale a change is measured on:
+// a log ratio where logScale, else a raw change; a relative threshold is a
+// share of base, and an absolute one on the log scale is the ratio it makes
+// at base. ok is false when base plus an absolute threshold is not positive
+// (no log ratio reaches it).
+func gateOnScale(g Gate, logScale bool, base float64) (thr float64, ok bool) {
+	switch {
+	case g.Relative && logScale:
+		return math.Log1p(g.Threshold / 100), true
+	case g.Relative:
+		return g.Threshold / 100 * base, true
+	case logScale:
+		if base+g.Threshold <= 0 {
+			return 0, false
+		}
+		return math.Log((base + g.Threshold) / base), true
+	}
+	return g.Threshold, true
+}
+
 // inflateP divides the normal score of a p-value by inflate (the square
 // root of a design effect): the p-value the same statistic would have with
 // inflate² times its variance.
@@ -1112,17 +1132,9 @@ func (c *comparison) historyMetric(w *work, vb []float64, vc float64) {
 	m.Significant = m.P <= c.opts.Alpha
 	m.Note = fmt.Sprintf("candidate run against the spread of %d baseline runs (prediction interval)", len(vb))
 	w.pFail = func(g Gate) float64 {
-		thr := g.Threshold
-		switch {
-		case g.Relative && logScale:
-			thr = math.Log1p(g.Threshold / 100)
-		case g.Relative:
-			thr = g.Threshold / 100 * m.Baseline
-		case logScale:
-			if m.Baseline+g.Threshold <= 0 {
-				return 1
-			}
-			thr = math.Log((m.Baseline + g.Threshold) / m.Baseline)
+		thr, ok := gateOnScale(g, logScale, m.Baseline)
+		if !ok {
+			return 1
 		}
 		if se == 0 {
 			if (g.Op == Below && d > thr) || (g.Op == Above && d < thr) {

@@ -153,35 +153,27 @@ func (c *comparison) requireWorkload(w *work) {
 
 // pairedShiftMetric is ".shift" for one workload replayed: the one-sample
 // Hodges–Lehmann estimate of the requests' log changes, candidate request i
-// against baseline request i, with the signed-rank interval and test. Only
-// for positive latencies: with zeros (queue time) the differences pile up
-// at 0, and the signed-rank test's normal approximation false-failed half
-// the replayed simulator pairs, so such a shift stays two-sample. The interval is widened, and the test statistic
-// shrunk, by √(n/n_eff) of the differences (dependence.go), and joined to
-// batch means where requests are autocorrelated, as for the two-sample
-// shift.
+// against baseline request i, with the signed-rank interval and test; an
+// absolute gate threshold is the ratio it makes at the baseline median. The
+// interval is widened, and the test statistic shrunk, by √(n/n_eff) of the
+// differences (dependence.go), and joined to batch means where requests
+// are autocorrelated, as for the two-sample shift. Only for positive
+// latencies: with zeros (queue time) the differences pile up at 0, and the
+// signed-rank test's normal approximation false-failed half the replayed
+// simulator pairs, so such a shift stays two-sample.
 func (c *comparison) pairedShiftMetric(s spec, depB, depC dependence) {
 	vb, vc := c.base.series[s.series()], c.cand.series[s.series()]
-	var b, k []float64
+	var b, d []float64
 	for i := range vb {
 		if !math.IsNaN(vb[i]) && !math.IsNaN(vc[i]) {
 			b = append(b, vb[i])
-			k = append(k, vc[i])
+			d = append(d, math.Log(vc[i])-math.Log(vb[i]))
 		}
 	}
-	w := c.newWork(s, MethodPairedHodgesLehmann, len(b), len(k))
+	w := c.newWork(s, MethodPairedHodgesLehmann, len(d), len(d))
 	m := w.m
 	alpha := c.opts.Alpha
 	mb := orderstat.Quantile(sortedCopy(b), 0.5)
-	logScale := allPositive(b, k)
-	d := make([]float64, len(b))
-	for i := range d {
-		if logScale {
-			d[i] = math.Log(k[i]) - math.Log(b[i])
-		} else {
-			d[i] = k[i] - b[i]
-		}
-	}
 	inflate := 1.0
 	if e := c.pairedN(s); e.n > 0 && e.neff > 0 {
 		inflate = math.Max(1, math.Sqrt(float64(e.n)/e.neff))
@@ -193,34 +185,20 @@ func (c *comparison) pairedShiftMetric(s spec, depB, depC dependence) {
 	m.P = math.Min(1, 2*math.Min(inflateP(pu, inflate, false), inflateP(pl, inflate, false)))
 	m.Significant = m.P <= alpha
 	seD := inflate * math.Sqrt(math.Pi/3) * stddev(d) / math.Sqrt(float64(max(1, len(d))))
-	if logScale {
-		m.DeltaPct, m.CILowPct, m.CIHighPct = pctOfLog(hl.Estimate), pctOfLog(lo), pctOfLog(hi)
-		m.Delta = mb * m.DeltaPct / 100
-		m.CILow, m.CIHigh = mb*m.CILowPct/100, mb*m.CIHighPct/100
-		m.MDEPct = pctOfLog((c.za + c.zb) * seD)
-		m.MDE = mb * m.MDEPct / 100
-	} else {
-		m.Delta, m.CILow, m.CIHigh = hl.Estimate, lo, hi
-		m.DeltaPct, m.CILowPct, m.CIHighPct = pctOf(hl.Estimate, mb), pctOf(lo, mb), pctOf(hi, mb)
-		m.MDE = (c.za + c.zb) * seD
-		m.MDEPct = pctOf(m.MDE, mb)
-	}
-	m.Note = "paired Hodges–Lehmann shift: the median of the Walsh averages of the requests' changes (Wilcoxon signed-rank interval)"
-	if !logScale {
-		m.Note = "zeros present: paired shift on the raw scale, percent of the baseline median"
-	}
+	m.DeltaPct, m.CILowPct, m.CIHighPct = pctOfLog(hl.Estimate), pctOfLog(lo), pctOfLog(hi)
+	m.Delta, m.CILow, m.CIHigh = mb*m.DeltaPct/100, mb*m.CILowPct/100, mb*m.CIHighPct/100
+	m.MDEPct = pctOfLog((c.za + c.zb) * seD)
+	m.MDE = mb * m.MDEPct / 100
+	m.Note = "paired Hodges–Lehmann shift: the median of the Walsh averages of the requests' log changes (Wilcoxon signed-rank interval)"
 	m.MinN = minSignedRankN
 	if hl.K == 0 {
 		w.short = fmt.Sprintf("%s needs ≥ %d paired requests for an interval (have %d)", m.Name, minSignedRankN, len(d))
 		w.shortN = minSignedRankN
 	}
 	w.pFail = func(g Gate) float64 {
-		delta := g.Threshold
-		switch {
-		case g.Relative && logScale:
-			delta = math.Log1p(g.Threshold / 100)
-		case g.Relative:
-			delta = g.Threshold / 100 * mb
+		delta, ok := gateOnScale(g, true, mb)
+		if !ok {
+			return 1
 		}
 		pu, pl := signedRankTest(sorted, delta)
 		if g.Op == Below {
@@ -228,7 +206,7 @@ func (c *comparison) pairedShiftMetric(s spec, depB, depC dependence) {
 		}
 		return inflateP(pl, inflate, false)
 	}
-	if c.batchMeansOn() && logScale {
+	if c.batchMeansOn() {
 		if bm, ok := c.newBatchMeans(s, mb, mb*(1+m.DeltaPct/100)); ok {
 			c.widen(w, bm, mb)
 		}

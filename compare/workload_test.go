@@ -56,6 +56,14 @@ func TestReplayedWorkloadIsPaired(t *testing.T) {
 	if m := metric(t, paired, "ttft.shift"); m.Method != compare.MethodPairedHodgesLehmann {
 		t.Errorf("paired ttft.shift: method %s, want %s", m.Method, compare.MethodPairedHodgesLehmann)
 	}
+	// Absolute thresholds are the ratio they make at the baseline median
+	// (3% of it is well above 0.1 ms and well below 100 ms).
+	for rule, want := range map[string]compare.Verdict{"ttft.shift<+0.1ms": compare.Fail, "ttft.shift<+100ms": compare.Pass} {
+		res := compareWith(t, b, c, compare.WorkloadAuto, rule)
+		if g := metric(t, res, "ttft.shift").Gate; g.Verdict != want {
+			t.Errorf("paired %s: %s (%s), want %s", rule, g.Verdict, g.Reason, want)
+		}
+	}
 	if g := metric(t, paired, "ttft.p50").Gate; g.Verdict != compare.Fail {
 		t.Errorf("paired ttft.p50<+1%%: %s (%s), want fail", g.Verdict, g.Reason)
 	}
