@@ -209,9 +209,9 @@ func (f *olsFit) clusterJackknife(groups []int) (v *mat.SymDense, g int, ok bool
 			}
 		}
 	}
-	for _, p := range parts {
+	for _, label := range order { // in a fixed order: the same inputs, the same digits
 		for a := range xtx {
-			xtx[a] += p.xtx[a]
+			xtx[a] += parts[label].xtx[a]
 		}
 	}
 	acc := mat.NewSymDense(k, nil)
