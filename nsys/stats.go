@@ -27,12 +27,13 @@ type Stats struct {
 // nsys prints them (a two-call row of a real osrt_sum, min 2,971,823 and max
 // 333,015,608, shows StdDev 233,376,198.5 = |a−b|/√2). The variance is
 // computed in two passes around the mean, which keeps full precision for
-// nanosecond values in the 1e10 range where Σx² would not.
-func summarize(v []int64) Stats {
+// nanosecond values in the 1e10 range where Σx² would not. st sorts, and
+// keeps its buffer for the next group of the report.
+func (st *sorter) summarize(v []int64) Stats {
 	if len(v) == 0 {
 		return Stats{}
 	}
-	sortInt64s(v)
+	st.sort(v)
 	s := Stats{Count: len(v), Min: v[0], Max: v[len(v)-1]}
 	for _, x := range v {
 		s.Total += x
@@ -54,14 +55,19 @@ func summarize(v []int64) Stats {
 	return s
 }
 
-// radixMin is the length from which sortInt64s sorts by radix.
+// radixMin is the length from which a sorter sorts by radix.
 const radixMin = 1 << 10
 
-// sortInt64s sorts v ascending. Summaries sort millions of durations (one
+// sorter sorts int64s ascending. Summaries sort millions of durations (one
 // per kernel), which a least-significant-digit radix sort does in a few
 // linear passes instead of n log n comparisons; a byte that every value
-// shares (the high bytes of nanosecond durations) costs only its count.
-func sortInt64s(v []int64) {
+// shares (the high bytes of nanosecond durations) costs only its count. buf
+// is the radix sort's scratch, kept for the next sort: allocated per group
+// it would be garbage the size of every group together, which the collector
+// leaves alone while the model dominates the heap.
+type sorter struct{ buf []int64 }
+
+func (st *sorter) sort(v []int64) {
 	if len(v) < radixMin {
 		slices.Sort(v)
 		return
@@ -73,7 +79,10 @@ func sortInt64s(v []int64) {
 			counts[d][byte(u>>(8*d))]++
 		}
 	}
-	src, dst := v, make([]int64, len(v))
+	if cap(st.buf) < len(v) {
+		st.buf = make([]int64, len(v))
+	}
+	src, dst := v, st.buf[:len(v)]
 	for d := range 8 {
 		c := &counts[d]
 		if c[byte((uint64(v[0])^1<<63)>>(8*d))] == len(v) {

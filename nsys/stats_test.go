@@ -7,10 +7,11 @@ import (
 	"testing"
 )
 
-// sortInt64s sorts as slices.Sort does, through its radix path too: random
-// values of every size, negative ones, the extremes, values sharing their
-// high bytes (nanosecond durations) and all-equal ones.
-func TestSortInt64s(t *testing.T) {
+// A sorter sorts as slices.Sort does, through its radix path too and with
+// its buffer reused for larger and smaller inputs: random values, negative
+// ones, the extremes, values sharing their high bytes (nanosecond
+// durations) and all-equal ones.
+func TestSorter(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	gens := map[string]func() int64{
 		"any":       func() int64 { return int64(r.Uint64()) },
@@ -19,15 +20,16 @@ func TestSortInt64s(t *testing.T) {
 		"equal":     func() int64 { return 42 },
 		"extremes":  func() int64 { return []int64{math.MinInt64, math.MaxInt64, 0, -1, 1}[r.IntN(5)] },
 	}
+	var st sorter
 	for name, gen := range gens {
-		for _, n := range []int{0, 1, 2, radixMin - 1, radixMin, 10_000, 100_003} {
+		for _, n := range []int{0, 1, 2, radixMin - 1, radixMin, 100_003, 10_000} {
 			v := make([]int64, n)
 			for i := range v {
 				v[i] = gen()
 			}
 			want := slices.Clone(v)
 			slices.Sort(want)
-			sortInt64s(v)
+			st.sort(v)
 			if !slices.Equal(v, want) {
 				t.Fatalf("%s, %d values: not sorted as slices.Sort sorts them", name, n)
 			}
