@@ -24,9 +24,9 @@ var (
 	parMinRows int64 = 1 << 17
 	// parRangeRows is the rowid span of a range (at most parMaxRanges
 	// ranges: a sparse table gets wider ones).
-	parRangeRows int64 = 1 << 14
+	parRangeRows int64 = 1 << 13
 	// parBlockRows is how many rows a worker hands over at once.
-	parBlockRows = 1 << 11
+	parBlockRows = 1 << 10
 )
 
 const parMaxRanges = 1 << 12
