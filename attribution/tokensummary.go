@@ -157,13 +157,16 @@ func (res *Result) TokenBuckets(i int) (RequestBuckets, bool) {
 
 // summarizeTokens walks every token once and aggregates.
 //
-// The tokens arrive request by request, so a request's decode tokens are
-// summed apart and added once to the decode, tenant and model groups when
-// the next request starts (no map lookup and three bucket additions fewer
-// per token); its summed buckets are its first tokens' plus that. The sums
-// are integers, so they are exactly the per-token ones. Decode tokens
-// over their model's stall threshold are kept (copies: stallCandidates at
-// most) for findStalls, which then needs no second walk.
+// The tokens arrive request by request and, within one, by index, so a
+// request's decode tokens reach each position group as one run: a run is
+// summed apart and added to its position group and to the request's decode
+// sum when it ends, and the request's decode sum to the decode, tenant and
+// model groups when the next request starts (per token: one bucket
+// addition instead of five, no map lookups). A request's summed buckets are
+// its first tokens' plus its decode sum. The sums are integers, so they are
+// exactly the per-token ones. Decode tokens over their model's stall
+// threshold are kept (copies: stallCandidates at most) for findStalls,
+// which then needs no second walk.
 func summarizeTokens(res *Result, stall time.Duration) *TokenSummary {
 	ts := &TokenSummary{First: BucketShares{Name: "first"}, Decode: BucketShares{Name: "decode"}}
 	positions := []struct {
@@ -192,11 +195,21 @@ func summarizeTokens(res *Result, stall time.Duration) *TokenSummary {
 		first        [NumBuckets]int64 // its first tokens' buckets
 		limit        int64             // its model's stall threshold
 		hasLimit     bool
+		run          BucketShares // its decode tokens of one position group
+		runPos       = -1         // that group
 	)
+	endRun := func() {
+		if runPos >= 0 {
+			ts.ByPosition[runPos].merge(&run)
+			decode.merge(&run)
+		}
+		run, runPos = BucketShares{}, -1
+	}
 	flush := func() {
 		if cur < 0 {
 			return
 		}
+		endRun()
 		sums := &res.tokenSums[cur]
 		for b := range sums.All {
 			sums.All[b] = first[b] + decode.sums[b]
@@ -219,13 +232,8 @@ func summarizeTokens(res *Result, stall time.Duration) *TokenSummary {
 		if tb.Estimated {
 			ts.Estimated++
 		}
-		for i, p := range positions {
-			if tb.Index >= p.lo && tb.Index < p.hi {
-				ts.ByPosition[i].add(tb)
-				break
-			}
-		}
 		if tb.Index == 0 {
+			ts.ByPosition[0].add(tb)
 			res.tokenSums[cur].First = tb.Buckets
 			for b, v := range tb.Buckets {
 				first[b] += v
@@ -233,8 +241,16 @@ func summarizeTokens(res *Result, stall time.Duration) *TokenSummary {
 			ts.First.add(tb)
 			return
 		}
+		pos := 1
+		for tb.Index >= positions[pos].hi {
+			pos++
+		}
+		if pos != runPos {
+			endRun()
+			runPos = pos
+		}
 		decodeTokens++
-		decode.add(tb)
+		run.add(tb)
 		if hasLimit && tb.Interval > limit {
 			stalls.keep(tb)
 		}

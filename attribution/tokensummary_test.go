@@ -29,15 +29,29 @@ func TestTokenSummaryPerRequestSums(t *testing.T) {
 	}
 
 	// Every token added to every group it belongs to.
-	decode := BucketShares{Name: "decode"}
+	decode, firstTokens := BucketShares{Name: "decode"}, BucketShares{Name: "first"}
+	positions := []BucketShares{{Name: "0"}, {Name: "1"}, {Name: "2–9"}, {Name: "10–99"}, {Name: "100+"}}
 	tenants, models := map[string]*BucketShares{}, map[string]*BucketShares{}
 	sums := make([]RequestBuckets, len(res.Requests))
 	res.EachToken(func(tb *TokenBreakdown) {
 		for b, v := range tb.Buckets {
 			sums[tb.Request].All[b] += v
 		}
+		switch {
+		case tb.Index < 1:
+			positions[0].add(tb)
+		case tb.Index < 2:
+			positions[1].add(tb)
+		case tb.Index < 10:
+			positions[2].add(tb)
+		case tb.Index < 100:
+			positions[3].add(tb)
+		default:
+			positions[4].add(tb)
+		}
 		if tb.Index == 0 {
 			sums[tb.Request].First = tb.Buckets
+			firstTokens.add(tb)
 			return
 		}
 		r := &res.Requests[tb.Request]
@@ -50,8 +64,21 @@ func TestTokenSummaryPerRequestSums(t *testing.T) {
 		}
 	})
 	decode.finish()
+	firstTokens.finish()
 	if !reflect.DeepEqual(got.Decode, decode) {
 		t.Errorf("decode tokens: %+v, per token %+v", got.Decode, decode)
+	}
+	if !reflect.DeepEqual(got.First, firstTokens) {
+		t.Errorf("first tokens: %+v, per token %+v", got.First, firstTokens)
+	}
+	for i := range positions {
+		positions[i].finish()
+	}
+	if !reflect.DeepEqual(got.ByPosition, positions) {
+		t.Errorf("by position: %+v, per token %+v", got.ByPosition, positions)
+	}
+	if got.ByPosition[4].Tokens == 0 {
+		t.Errorf("no token past the 100th: the test does not cover every position group")
 	}
 	if want := sortedGroups(tenants); !reflect.DeepEqual(got.ByTenant, want) {
 		t.Errorf("by tenant: %+v, per token %+v", got.ByTenant, want)
