@@ -51,6 +51,8 @@ type cursor[T any] struct {
 // column alone checks it, which costs a tenth of having SQLite sort the
 // rows (an external merge sort of every selected column, the largest part
 // of reading a big table). Only a table out of order is sorted by SQLite.
+// A big table's check and read are each split over several connections
+// (parallel.go).
 func openCursor[T any](d *decoder, table string, cols []column, where, timeCol string,
 	convert func(*query, *row) (T, bool), time func(*T) int64) (*cursor[T], error) {
 	order := quoteIdent(timeCol) + ", rowid"
