@@ -13,8 +13,10 @@ import (
 // each scanning consecutive rowid ranges; the decoder's goroutine receives
 // the rows range by range, in rowid order, and converts them exactly as it
 // converts rows read on its own connection: same order, same warnings, same
-// interned strings. Memory stays flat: each range is handed over in blocks
-// of parBlockRows rows, and a worker waits while its blocks are not taken.
+// interned strings. Memory stays flat: a worker reads its whole range
+// ahead, in blocks of parBlockRows rows, but ranges are handed out only as
+// far as one per worker past the range the decoder is on, so at most one
+// range more than there are workers is in flight.
 
 // Tuning of the parallel read. Variables, so that tests can run small
 // tables through it.

@@ -128,14 +128,18 @@ func TestParallelReadMany(t *testing.T) {
 }
 
 // A cancelled decode stops the workers and says so (the decoder looks at
-// the context every 65,536 rows).
+// the context every 65,536 rows); no worker outlives the decode.
 func TestParallelReadCancelled(t *testing.T) {
 	path := benchFile(t, 70_000)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	withParallel(0, 100, 10, func() {
+		before := runtime.NumGoroutine()
 		if _, err := (Decoder{}).DecodeFile(ctx, path); !errors.Is(err, context.Canceled) {
 			t.Fatalf("err = %v, want context canceled", err)
+		}
+		if after := runtime.NumGoroutine(); after > before {
+			t.Fatalf("%d goroutines after the decode, %d before", after, before)
 		}
 	})
 }

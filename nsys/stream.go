@@ -65,18 +65,21 @@ func openCursor[T any](d *decoder, table string, cols []column, where, timeCol s
 		return &cursor[T]{d: d}, nil
 	}
 	c := &cursor[T]{d: d, q: q, convert: convert, time: time}
+	lo, hi, parallel := int64(0), int64(0), false
 	if order == "rowid" {
-		if lo, hi, ok := d.parallelOK(table); ok {
-			c.par = d.startParallel(q, lo, hi)
-			return c, c.next()
-		}
+		lo, hi, parallel = d.parallelOK(table)
 	}
-	c.st, err = d.conn.Prepare(q.sql)
-	if err != nil {
+	if parallel {
+		c.par = d.startParallel(q, lo, hi)
+	} else if c.st, err = d.conn.Prepare(q.sql); err != nil {
 		d.warnf("table "+table, "read-error", "cannot read table %s: %v", table, err)
 		return c, nil
 	}
-	return c, c.next()
+	if err := c.next(); err != nil {
+		c.close() // the caller keeps no cursor it got with an error: stop the workers here
+		return nil, err
+	}
+	return c, nil
 }
 
 func (c *cursor[T]) close() {
