@@ -1,6 +1,9 @@
 package ingest
 
-import "github.com/llmprof/llmprof/internal/radix"
+import (
+	"cmp"
+	"slices"
+)
 
 // IsCUDAAPI reports whether a span is a CUDA runtime or driver API call.
 func (s *Span) IsCUDAAPI() bool {
@@ -14,9 +17,9 @@ func (s *Span) IsCUDAAPI() bool {
 // call, or -1 when the op has no correlation ID or no call matches (e.g.
 // unified-memory migrations, or a call outside the capture); when inputs
 // share a (pid, correlation), the call of the op's own source is taken.
-// Several ops can share one call: the kernels of a CUDA graph launch. It is
-// a sort-merge join (keys sorted by radix, in linear time) and 16 bytes per
-// call and op, never a map of every call.
+// Several ops can share one call: the kernels of a CUDA graph launch. It is a sort-merge
+// join: O(n log n) time and 16 bytes per call and op, never a map of every
+// call.
 func (t *Trace) LaunchCalls() (calls []int32) {
 	type keyed struct {
 		key uint64
@@ -47,12 +50,9 @@ func (t *Trace) LaunchCalls() (calls []int32) {
 			ops = append(ops, keyed{key(o.Pid, o.Correlation), int32(i)})
 		}
 	}
-	// By (key, index): both lists were built in index order and the radix
-	// sort is stable. Its scratch, 16 bytes per op while it runs, serves
-	// both sorts.
-	byKey := func(k *keyed) uint64 { return k.key }
-	buf := radix.Sort(ops, nil, byKey)
-	radix.Sort(api, buf, byKey)
+	byKey := func(a, b keyed) int { return cmp.Or(cmp.Compare(a.key, b.key), cmp.Compare(a.idx, b.idx)) }
+	slices.SortFunc(api, byKey)
+	slices.SortFunc(ops, byKey)
 	j := 0
 	for _, o := range ops {
 		for j < len(api) && api[j].key < o.key {

@@ -3,9 +3,9 @@ package nsys
 import (
 	"cmp"
 	"math"
+	"slices"
 
 	"github.com/llmprof/llmprof/ingest"
-	"github.com/llmprof/llmprof/internal/radix"
 )
 
 // Stats summarizes a set of values (durations in ns, or sizes in bytes) the
@@ -55,15 +55,54 @@ func (st *sorter) summarize(v []int64) Stats {
 	return s
 }
 
-// sorter sorts durations for the summaries: millions of them (one per
-// kernel) go through internal/radix in a few linear passes instead of n log n
-// comparisons. buf is the radix sort's scratch, kept for the next group:
-// allocated per group it would be garbage the size of every group together,
-// which the collector leaves alone while the model dominates the heap.
+// radixMin is the length from which a sorter sorts by radix.
+const radixMin = 1 << 10
+
+// sorter sorts int64s ascending. Summaries sort millions of durations (one
+// per kernel), which a least-significant-digit radix sort does in a few
+// linear passes instead of n log n comparisons; a byte that every value
+// shares (the high bytes of nanosecond durations) costs only its count. buf
+// is the radix sort's scratch, kept for the next sort: allocated per group
+// it would be garbage the size of every group together, which the collector
+// leaves alone while the model dominates the heap.
 type sorter struct{ buf []int64 }
 
 func (st *sorter) sort(v []int64) {
-	st.buf = radix.Sort(v, st.buf, func(x *int64) uint64 { return uint64(*x) ^ 1<<63 }) // signed order as unsigned
+	if len(v) < radixMin {
+		slices.Sort(v)
+		return
+	}
+	var counts [8][256]int
+	for _, x := range v {
+		u := uint64(x) ^ 1<<63 // order the signed values as unsigned
+		for d := range 8 {
+			counts[d][byte(u>>(8*d))]++
+		}
+	}
+	if cap(st.buf) < len(v) {
+		st.buf = make([]int64, len(v))
+	}
+	src, dst := v, st.buf[:len(v)]
+	for d := range 8 {
+		c := &counts[d]
+		if c[byte((uint64(v[0])^1<<63)>>(8*d))] == len(v) {
+			continue // every value has this byte
+		}
+		off := 0
+		for b := range c {
+			off, c[b] = off+c[b], off
+		}
+		shift := 8 * d
+		for _, x := range src {
+			b := byte((uint64(x) ^ 1<<63) >> shift)
+			dst[c[b]] = x
+			c[b]++
+		}
+		src, dst = dst, src
+	}
+	if &src[0] != &v[0] {
+		copy(v, src)
+	}
 }
 
 // percent is part/whole in percent (0 when whole is 0).

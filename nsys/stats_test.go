@@ -22,7 +22,7 @@ func TestSorter(t *testing.T) {
 	}
 	var st sorter
 	for name, gen := range gens {
-		for _, n := range []int{0, 1, 2, 1023, 1024, 100_003, 10_000} {
+		for _, n := range []int{0, 1, 2, radixMin - 1, radixMin, 100_003, 10_000} {
 			v := make([]int64, n)
 			for i := range v {
 				v[i] = gen()
