@@ -124,6 +124,7 @@ func (d *decoder) inTimeOrderParallel(table, where, timeCol string) (ordered, ok
 	type part struct {
 		first, last    int64
 		empty, ordered bool
+		panicked       any // passed on as in parRead.read
 	}
 	res := make([]part, len(parts))
 	var wg sync.WaitGroup
@@ -131,6 +132,7 @@ func (d *decoder) inTimeOrderParallel(table, where, timeCol string) (ordered, ok
 		wg.Go(func() {
 			p := &res[i]
 			p.empty = true
+			defer func() { p.panicked = recover() }()
 			conn, err := sqlite.OpenReadOnly(d.path)
 			if err != nil {
 				return
@@ -171,6 +173,9 @@ func (d *decoder) inTimeOrderParallel(table, where, timeCol string) (ordered, ok
 	var prev *part
 	for i := range res {
 		p := &res[i]
+		if p.panicked != nil {
+			panic(p.panicked)
+		}
 		if !p.ordered {
 			return false, true
 		}
@@ -196,6 +201,8 @@ type rowBlock struct {
 	text    []byte
 	textEnd []int
 	err     error
+	// panicked is what the worker panicked with (read).
+	panicked any
 }
 
 // rowTask is one rowid range; its blocks arrive on out, which is closed
@@ -275,7 +282,7 @@ func (p *parRead) work(path, sql string, cols []column, work <-chan *rowTask) {
 
 // read sends the rows of t (or the error that prevents reading them) and
 // closes t.out; false means the reader stopped.
-func (p *parRead) read(st *sqlite.Stmt, err error, cols []column, t *rowTask) bool {
+func (p *parRead) read(st *sqlite.Stmt, err error, cols []column, t *rowTask) (goOn bool) {
 	defer close(t.out)
 	send := func(b *rowBlock) bool {
 		select {
@@ -285,6 +292,16 @@ func (p *parRead) read(st *sqlite.Stmt, err error, cols []column, t *rowTask) bo
 			return false
 		}
 	}
+	// A panic here is a bug (ours or SQLite's) met on some input. It goes
+	// to the decoder's goroutine, which panics with it where a one-connection
+	// read would have, so that ingest.Open reports it naming the file
+	// instead of the process crashing.
+	defer func() {
+		if r := recover(); r != nil {
+			send(&rowBlock{panicked: r})
+			goOn = false
+		}
+	}()
 	if err == nil {
 		if err = st.Reset(); err == nil {
 			if err = st.BindInt64(1, t.lo); err == nil {
@@ -380,6 +397,9 @@ func (p *parRead) step(r *row) (bool, error) {
 		if !ok {
 			p.cur = nil
 			continue
+		}
+		if b.panicked != nil {
+			panic(b.panicked)
 		}
 		p.blk, p.pos = b, 0
 	}

@@ -3,6 +3,7 @@ package nsys
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"path/filepath"
 	"reflect"
@@ -175,4 +176,27 @@ func TestRanges(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A worker that panics (a bug met on some input) does not crash the
+// process: the decoder's goroutine panics with the same value when it
+// reaches that range, where ingest.Open turns it into an error naming the
+// file. (A nil statement makes the worker panic.)
+func TestParallelReadPanicReachesTheDecoder(t *testing.T) {
+	cols := []column{req("start")}
+	p := &parRead{ncols: len(cols), order: make(chan *rowTask, 1), stop: make(chan struct{})}
+	task := &rowTask{lo: 1, hi: 10, out: make(chan *rowBlock, 1)}
+	p.order <- task
+	close(p.order)
+	p.wg.Go(func() { p.read(nil, nil, cols, task) })
+	defer p.close()
+	defer func() {
+		r := recover()
+		if r == nil || !strings.Contains(fmt.Sprint(r), "nil pointer") {
+			t.Fatalf("the decoder's goroutine recovered %v, want the worker's nil-pointer panic", r)
+		}
+	}()
+	var r row
+	p.step(&r)
+	t.Fatal("step returned")
 }
