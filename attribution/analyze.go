@@ -221,6 +221,9 @@ func Analyze(t *ingest.Trace, opts Options) *Result {
 		order = append(order, i)
 	}
 	slices.Sort(order) // spans are sorted by start: requests come out by arrival
+	if len(order) > 0 {
+		res.Requests = make([]Request, 0, len(order))
+	}
 	for _, i := range order {
 		r, problems := buildRequest(t, ix, k, i, cands[i], &opts)
 		for _, p := range problems {

@@ -163,6 +163,7 @@ type tokenWalker struct {
 	cats    *CategoryCache
 	parts   []stepParts
 	reqStep [][]int32 // per request, its steps by start
+	times   []int64   // the estimated token times of the request walked
 }
 
 type stepParts struct {
@@ -301,8 +302,9 @@ func overlap(a, b, c, d int64) int64 { return max(0, min(b, d)-max(a, c)) }
 
 // tokenTimes returns the request's token emission times, estimating them
 // evenly between first and last token when the input has no token events
-// (no variance is invented: every gap is the mean).
-func tokenTimes(r *Request) ([]int64, bool) {
+// (no variance is invented: every gap is the mean). Estimated times are
+// written into buf, which the walker reuses from request to request.
+func tokenTimes(r *Request, buf []int64) ([]int64, bool) {
 	if len(r.Tokens) > 0 {
 		return r.Tokens, false
 	}
@@ -311,9 +313,9 @@ func tokenTimes(r *Request) ([]int64, bool) {
 	}
 	n := r.OutputTokens
 	if n == 1 || r.LastToken <= r.FirstToken {
-		return []int64{r.FirstToken}, true
+		return append(buf[:0], r.FirstToken), true
 	}
-	out := make([]int64, n)
+	out := slices.Grow(buf[:0], n)[:n]
 	span := r.LastToken - r.FirstToken
 	for i := range out {
 		out[i] = r.FirstToken + int64(float64(span)*float64(i)/float64(n-1))
@@ -326,9 +328,12 @@ func tokenTimes(r *Request) ([]int64, bool) {
 // value is reused between calls).
 func (w *tokenWalker) request(ri int, fn func(*TokenBreakdown)) {
 	r := &w.res.Requests[ri]
-	times, estimated := tokenTimes(r)
+	times, estimated := tokenTimes(r, w.times)
 	if len(times) == 0 {
 		return
+	}
+	if estimated {
+		w.times = times
 	}
 	steps := w.reqStep[ri]
 	// First scheduling: the first step, else the end of the queue stage.

@@ -156,6 +156,17 @@ func (res *Result) TokenBuckets(i int) (RequestBuckets, bool) {
 }
 
 // summarizeTokens walks every token once and aggregates.
+//
+// The tokens arrive request by request and, within one, by index, so a
+// request's decode tokens reach each position group as one run: a run is
+// summed apart and added to its position group and to the request's decode
+// sum when it ends, and the request's decode sum to the decode, tenant and
+// model groups when the next request starts (per token: one bucket
+// addition instead of five, no map lookups). A request's summed buckets are
+// its first tokens' plus its decode sum. The sums are integers, so they are
+// exactly the per-token ones. Decode tokens over their model's stall
+// threshold are kept (copies: stallCandidates at most) for findStalls,
+// which then needs no second walk.
 func summarizeTokens(res *Result, stall time.Duration) *TokenSummary {
 	ts := &TokenSummary{First: BucketShares{Name: "first"}, Decode: BucketShares{Name: "decode"}}
 	positions := []struct {
@@ -175,36 +186,77 @@ func summarizeTokens(res *Result, stall time.Duration) *TokenSummary {
 		}
 		return g
 	}
-	var decodeTokens int
+	limits := stallLimits(res, stall)
+	var (
+		decodeTokens int
+		stalls       stallCandidates
+		cur          = -1              // the request whose tokens are arriving
+		decode       BucketShares      // its decode tokens
+		first        [NumBuckets]int64 // its first tokens' buckets
+		limit        int64             // its model's stall threshold
+		hasLimit     bool
+		run          BucketShares // its decode tokens of one position group
+		runPos       = -1         // that group
+	)
+	endRun := func() {
+		if runPos >= 0 {
+			ts.ByPosition[runPos].merge(&run)
+			decode.merge(&run)
+		}
+		run, runPos = BucketShares{}, -1
+	}
+	flush := func() {
+		if cur < 0 {
+			return
+		}
+		endRun()
+		sums := &res.tokenSums[cur]
+		for b := range sums.All {
+			sums.All[b] = first[b] + decode.sums[b]
+		}
+		if decode.Tokens > 0 {
+			r := &res.Requests[cur]
+			ts.Decode.merge(&decode)
+			group(tenants, r.Tenant).merge(&decode)
+			group(models, r.Model).merge(&decode)
+		}
+	}
 	res.tokenSums = make([]RequestBuckets, len(res.Requests))
 	res.EachToken(func(tb *TokenBreakdown) {
-		r := &res.Requests[tb.Request]
-		sums := &res.tokenSums[tb.Request]
-		for b, v := range tb.Buckets {
-			sums.All[b] += v
-		}
-		if tb.Index == 0 {
-			sums.First = tb.Buckets
+		if tb.Request != cur {
+			flush()
+			cur, decode, first = tb.Request, BucketShares{}, [NumBuckets]int64{}
+			limit, hasLimit = limits[res.Requests[cur].Model]
 		}
 		ts.Tokens++
 		if tb.Estimated {
 			ts.Estimated++
 		}
-		for i, p := range positions {
-			if tb.Index >= p.lo && tb.Index < p.hi {
-				ts.ByPosition[i].add(tb)
-			}
-		}
 		if tb.Index == 0 {
+			ts.ByPosition[0].add(tb)
+			res.tokenSums[cur].First = tb.Buckets
+			for b, v := range tb.Buckets {
+				first[b] += v
+			}
 			ts.First.add(tb)
 			return
 		}
+		pos := 1
+		for tb.Index >= positions[pos].hi {
+			pos++
+		}
+		if pos != runPos {
+			endRun()
+			runPos = pos
+		}
 		decodeTokens++
-		ts.Decode.add(tb)
-		group(tenants, r.Tenant).add(tb)
-		group(models, r.Model).add(tb)
+		run.add(tb)
+		if hasLimit && tb.Interval > limit {
+			stalls.keep(tb)
+		}
 	})
-	findStalls(res, ts, models, stall, decodeTokens)
+	flush()
+	findStalls(res, ts, models, stall, decodeTokens, &stalls)
 	ts.Stalls.Worst = worst(ts.Stalls.Worst)
 	ts.First.finish()
 	ts.Decode.finish()
@@ -217,19 +269,21 @@ func summarizeTokens(res *Result, stall time.Duration) *TokenSummary {
 	return ts
 }
 
-// findStalls walks the tokens a second time, now that each model's typical
-// decode token is known, and keeps the decode tokens over the threshold.
-func findStalls(res *Result, ts *TokenSummary, models map[string]*BucketShares, stall time.Duration, decodeTokens int) {
+// merge adds the tokens of h to g.
+func (g *BucketShares) merge(h *BucketShares) {
+	g.Tokens += h.Tokens
+	g.intervalNs += h.intervalNs
+	for b, v := range h.sums {
+		g.sums[b] += v
+	}
+}
+
+// stallLimits is each model's stall threshold in ns: the one given, or 3×
+// its median inter-token latency (TPOT where it has no ITL); models with
+// none are left out.
+func stallLimits(res *Result, stall time.Duration) map[string]int64 {
 	thr := map[string]int64{}
-	typical := map[string]*[NumBuckets]float64{}
-	ts.Stalls.ThresholdMs = map[string]float64{}
-	ts.Stalls.ByCause = map[string]int{}
-	ts.Stalls.Auto = stall <= 0
 	for _, m := range res.ByModel {
-		g := models[m.Name]
-		if g == nil || g.Tokens == 0 {
-			continue
-		}
 		v := stall.Nanoseconds()
 		if v <= 0 {
 			med := m.Metrics.ITL.P50
@@ -238,7 +292,52 @@ func findStalls(res *Result, ts *TokenSummary, models map[string]*BucketShares, 
 			}
 			v = int64(3 * med * 1e6)
 		}
-		if v <= 0 {
+		if v > 0 {
+			thr[m.Name] = v
+		}
+	}
+	return thr
+}
+
+// stallCandidatesMax bounds the tokens summarizeTokens keeps for findStalls
+// (about 150 bytes each); past it findStalls walks the tokens again.
+var stallCandidatesMax = 1 << 16
+
+// stallCandidates are the decode tokens over their model's threshold, in
+// walk order, unless there were too many to keep.
+type stallCandidates struct {
+	tokens   []TokenBreakdown
+	overflow bool
+}
+
+func (c *stallCandidates) keep(tb *TokenBreakdown) {
+	if c.overflow {
+		return
+	}
+	if len(c.tokens) == stallCandidatesMax {
+		c.tokens, c.overflow = nil, true
+		return
+	}
+	c.tokens = append(c.tokens, *tb)
+}
+
+// findStalls finds the decode tokens over the threshold, now that each
+// model's typical decode token is known: among the candidates the walk kept,
+// or, when it kept too many, by walking the tokens a second time.
+func findStalls(res *Result, ts *TokenSummary, models map[string]*BucketShares, stall time.Duration, decodeTokens int, cands *stallCandidates) {
+	thr := map[string]int64{}
+	typical := map[string]*[NumBuckets]float64{}
+	ts.Stalls.ThresholdMs = map[string]float64{}
+	ts.Stalls.ByCause = map[string]int{}
+	ts.Stalls.Auto = stall <= 0
+	limits := stallLimits(res, stall)
+	for _, m := range res.ByModel {
+		g := models[m.Name]
+		if g == nil || g.Tokens == 0 {
+			continue
+		}
+		v, ok := limits[m.Name]
+		if !ok {
 			continue
 		}
 		thr[m.Name] = v
@@ -252,7 +351,7 @@ func findStalls(res *Result, ts *TokenSummary, models map[string]*BucketShares, 
 	if len(thr) == 0 {
 		return
 	}
-	res.EachToken(func(tb *TokenBreakdown) {
+	check := func(tb *TokenBreakdown) {
 		if tb.Index == 0 {
 			return
 		}
@@ -268,7 +367,14 @@ func findStalls(res *Result, ts *TokenSummary, models map[string]*BucketShares, 
 			return
 		}
 		ts.Stalls.add(s, tb.Step)
-	})
+	}
+	if cands.overflow {
+		res.EachToken(check)
+	} else {
+		for i := range cands.tokens {
+			check(&cands.tokens[i])
+		}
+	}
 	ts.Stalls.mergeWindows()
 	if decodeTokens > 0 {
 		ts.Stalls.Share = float64(ts.Stalls.Count) / float64(decodeTokens)

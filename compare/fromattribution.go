@@ -22,6 +22,11 @@ func FromAttribution(res *attribution.Result) Run {
 		Stages: map[string]Series{},
 	}
 	models := map[string]bool{}
+	var stageName [attribution.NumStages]string
+	var stageHas [attribution.NumStages]bool
+	for st := attribution.Stage(0); st < attribution.NumStages; st++ {
+		stageName[st], stageHas[st] = st.String(), stagePresent(res, st)
+	}
 	for i := range res.Requests {
 		r := &res.Requests[i]
 		models[r.Model] = true
@@ -46,10 +51,10 @@ func FromAttribution(res *attribution.Result) Run {
 		}
 		run.ITLCounts = append(run.ITLCounts, len(gaps))
 		for st := attribution.Stage(0); st < attribution.NumStages; st++ {
-			if r.Stages[st] == 0 && !stagePresent(res, st) {
+			if r.Stages[st] == 0 && !stageHas[st] {
 				continue
 			}
-			name := st.String()
+			name := stageName[st]
 			if run.Stages[name] == nil {
 				run.Stages[name] = make(Series, n)
 			}
@@ -64,15 +69,17 @@ func FromAttribution(res *attribution.Result) Run {
 	if res.Tokens != nil {
 		run.TokensEstimated = res.Tokens.Estimated > 0
 		run.Tokens, run.FirstToken = map[string]Series{}, map[string]Series{}
+		// The series by bucket number: naming a bucket builds its name.
+		var all, first [attribution.NumBuckets]Series
 		for b := attribution.Bucket(0); b < attribution.NumBuckets; b++ {
-			run.Tokens[b.String()] = make(Series, n)
-			run.FirstToken[b.String()] = make(Series, n)
+			all[b], first[b] = make(Series, n), make(Series, n)
+			run.Tokens[b.String()], run.FirstToken[b.String()] = all[b], first[b]
 		}
 		for i := range res.Requests {
 			sums, _ := res.TokenBuckets(i)
-			for b := attribution.Bucket(0); b < attribution.NumBuckets; b++ {
-				run.Tokens[b.String()][i] = float64(sums.All[b]) / 1e6
-				run.FirstToken[b.String()][i] = float64(sums.First[b]) / 1e6
+			for b := range attribution.NumBuckets {
+				all[b][i] = float64(sums.All[b]) / 1e6
+				first[b][i] = float64(sums.First[b]) / 1e6
 			}
 		}
 		for b := attribution.Bucket(0); b < attribution.NumBuckets; b++ {

@@ -16,7 +16,7 @@ const benchKernels = 200_000
 
 // benchFile writes an export of n kernels, each launched by a
 // cudaLaunchKernel call, in steps of 256 under an NVTX range.
-func benchFile(b *testing.B, n int) string {
+func benchFile(b testing.TB, n int) string {
 	b.Helper()
 	t := ingest.New()
 	t.Sources = []ingest.Source{{Path: "bench"}}

@@ -141,6 +141,10 @@ type decoder struct {
 	conn   *sqlite.Conn
 	schema *schema
 	t      *ingest.Trace
+	// path is the file, which parallel.go's workers open again; damaged
+	// says it is read with writable_schema, and then only on conn.
+	path    string
+	damaged bool
 
 	// epoch is added to every timestamp: utcEpochNs, or 0 when the export
 	// was written with --ts-normalize (its times are already epoch ns).
@@ -174,7 +178,7 @@ func (dec Decoder) decodeFile(ctx context.Context, path string, t *ingest.Trace)
 		return fmt.Errorf("not a readable SQLite database: %w", err)
 	}
 	defer conn.Close()
-	d := &decoder{ctx: ctx, opts: dec, tables: dec.Tables, conn: conn, t: t, apiNames: map[int64]ingest.StrID{}}
+	d := &decoder{ctx: ctx, opts: dec, tables: dec.Tables, conn: conn, t: t, path: path, apiNames: map[int64]ingest.StrID{}}
 	if d.tables == 0 {
 		d.tables = AllTables
 	}
@@ -187,6 +191,7 @@ func (dec Decoder) decodeFile(ctx context.Context, path string, t *ingest.Trace)
 		// user with a cut-off copy wants; the tables past the cut then fail
 		// one by one, each with its own warning.
 		damage := describeDamage(path, err)
+		d.damaged = true
 		if xerr := conn.Exec("PRAGMA writable_schema = ON"); xerr != nil {
 			return fmt.Errorf("not a readable SQLite database: %s", damage)
 		}

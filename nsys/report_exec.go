@@ -97,10 +97,11 @@ func KernelExecSummary(t *ingest.Trace, kn KernelName) []KernExecSum {
 		v.kernel = append(v.kernel, o.End-o.Start)
 	}
 	out := make([]KernExecSum, len(keys))
+	var st sorter
 	for i, k := range keys {
 		v := &vs[i]
 		out[i] = KernExecSum{PID: k.pid, TID: k.tid, Device: k.dev, Count: len(v.kernel), QCount: len(v.queue),
-			Total: summarize(v.total), API: summarize(v.api), Queue: summarize(v.queue), Kernel: summarize(v.kernel),
+			Total: st.summarize(v.total), API: st.summarize(v.api), Queue: st.summarize(v.queue), Kernel: st.summarize(v.kernel),
 			Func: k.api, Name: k.kname}
 	}
 	slices.SortFunc(out, func(a, b KernExecSum) int {

@@ -233,9 +233,10 @@ func NVTXKernelSummary(t *ingest.Trace, kn KernelName) []NVTXKernSum {
 		})
 	}
 	out := make([]NVTXKernSum, len(g.keys))
+	var st sorter
 	for i, k := range g.keys {
 		out[i] = NVTXKernSum{Range: k.rng, Style: k.style, PID: k.pid, TID: k.tid, Ranges: len(instances[k]),
-			Stats: summarize(g.vals[i]), Kernel: k.kernel}
+			Stats: st.summarize(g.vals[i]), Kernel: k.kernel}
 	}
 	slices.SortFunc(out, func(a, b NVTXKernSum) int {
 		return cmp.Or(strings.Compare(a.Range, b.Range), strings.Compare(a.Style, b.Style), cmp.Compare(a.PID, b.PID),

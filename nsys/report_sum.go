@@ -36,8 +36,9 @@ func nameSums(t *ingest.Trace, ids []ingest.StrID, vals [][]int64) []NameSum {
 	}
 	out := make([]NameSum, len(names))
 	var grand int64
+	var st sorter
 	for i, name := range names {
-		out[i] = NameSum{Name: name, Stats: summarize(merged[i])}
+		out[i] = NameSum{Name: name, Stats: st.summarize(merged[i])}
 		grand += out[i].Total
 	}
 	for i := range out {
@@ -175,8 +176,9 @@ func NVTXSummary(t *ingest.Trace) []NVTXSum {
 	}
 	out := make([]NVTXSum, len(g.keys))
 	var grand int64
+	var st sorter
 	for i, k := range g.keys {
-		out[i] = NVTXSum{NameSum: NameSum{Name: k.name, Stats: summarize(g.vals[i])}, Style: k.style}
+		out[i] = NVTXSum{NameSum: NameSum{Name: k.name, Stats: st.summarize(g.vals[i])}, Style: k.style}
 		grand += out[i].Total
 	}
 	for i := range out {

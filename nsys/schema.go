@@ -115,6 +115,9 @@ type query struct {
 	// present[i] says whether cols[i] exists in the file.
 	present []bool
 	sql     string
+	// selectFrom is sql up to its WHERE clause and where the filter, for
+	// the rowid-range reads of parallel.go.
+	selectFrom, where string
 }
 
 // buildQuery selects rowid and cols from table (absent columns as NULL),
@@ -149,6 +152,7 @@ func (d *decoder) buildQuery(table string, cols []column, where, order string) (
 			"table %s has no column %s; read as NULL", table, strings.Join(missing, ", "))
 	}
 	fmt.Fprintf(&b, " FROM %s", quoteIdent(table))
+	q.selectFrom, q.where = b.String(), where
 	if where != "" {
 		b.WriteString(" WHERE " + where)
 	}
@@ -179,27 +183,34 @@ type row struct {
 
 // scan reads the current row of st (rowid first, then cols) into r.
 func (r *row) scan(st *sqlite.Stmt, cols []column) {
-	r.rowid = st.Int64(0)
 	if cap(r.cells) < len(cols) {
 		r.cells = make([]cell, len(cols))
 	}
 	r.cells = r.cells[:len(cols)]
-	r.text = nil
+	r.rowid, r.text = scanCells(st, cols, r.cells)
+}
+
+// scanCells reads the current row of st into cells and returns its rowid
+// and the bytes of its text column (valid until the next Step). A number
+// costs one call into SQLite: only a zero is asked whether it is a NULL.
+func scanCells(st *sqlite.Stmt, cols []column, cells []cell) (rowid int64, text []byte) {
+	rowid = st.Int64(0)
 	for i, c := range cols {
-		if st.IsNull(i + 1) {
-			r.cells[i] = cell{null: true}
-			continue
-		}
 		switch c.kind {
 		case realCol:
-			r.cells[i] = cell{v: int64(math.Float64bits(st.Float64(i + 1)))}
+			f, ok := st.Float64OK(i + 1)
+			cells[i] = cell{v: int64(math.Float64bits(f)), null: !ok}
 		case textCol:
-			r.cells[i] = cell{}
-			r.text = st.TextBytes(i + 1)
+			cells[i] = cell{null: st.IsNull(i + 1)}
+			if !cells[i].null {
+				text = st.TextBytes(i + 1)
+			}
 		default:
-			r.cells[i] = cell{v: st.Int64(i + 1)}
+			v, ok := st.Int64OK(i + 1)
+			cells[i] = cell{v: v, null: !ok}
 		}
 	}
+	return rowid, text
 }
 
 // nullNotNull names the NOT NULL columns that are NULL in r.

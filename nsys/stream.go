@@ -30,7 +30,9 @@ type cursor[T any] struct {
 	convert func(*query, *row) (T, bool)
 	time    func(*T) int64
 	st      *sqlite.Stmt
-	r       row
+	// par, when set, reads the rows instead of st (parallel.go).
+	par *parRead
+	r   row
 	// buf and pos serve the records read in storage order after a failed
 	// sorted read.
 	buf []item[T]
@@ -49,6 +51,8 @@ type cursor[T any] struct {
 // column alone checks it, which costs a tenth of having SQLite sort the
 // rows (an external merge sort of every selected column, the largest part
 // of reading a big table). Only a table out of order is sorted by SQLite.
+// A big table's check and read are each split over several connections
+// (parallel.go).
 func openCursor[T any](d *decoder, table string, cols []column, where, timeCol string,
 	convert func(*query, *row) (T, bool), time func(*T) int64) (*cursor[T], error) {
 	order := quoteIdent(timeCol) + ", rowid"
@@ -61,15 +65,28 @@ func openCursor[T any](d *decoder, table string, cols []column, where, timeCol s
 		return &cursor[T]{d: d}, nil
 	}
 	c := &cursor[T]{d: d, q: q, convert: convert, time: time}
-	c.st, err = d.conn.Prepare(q.sql)
-	if err != nil {
+	lo, hi, parallel := int64(0), int64(0), false
+	if order == "rowid" {
+		lo, hi, parallel = d.parallelOK(table)
+	}
+	if parallel {
+		c.par = d.startParallel(q, lo, hi)
+	} else if c.st, err = d.conn.Prepare(q.sql); err != nil {
 		d.warnf("table "+table, "read-error", "cannot read table %s: %v", table, err)
 		return c, nil
 	}
-	return c, c.next()
+	if err := c.next(); err != nil {
+		c.close() // the caller keeps no cursor it got with an error: stop the workers here
+		return nil, err
+	}
+	return c, nil
 }
 
 func (c *cursor[T]) close() {
+	if c.par != nil {
+		c.par.close()
+		c.par = nil
+	}
 	if c.st != nil {
 		c.st.Close()
 		c.st = nil
@@ -86,6 +103,9 @@ func (d *decoder) inTimeOrder(table, where, timeCol string) bool {
 	}
 	if cols, err := d.schema.columns(d.conn, table); err != nil || !cols[timeCol] {
 		return false
+	}
+	if ordered, ok := d.inTimeOrderParallel(table, where, timeCol); ok {
+		return ordered
 	}
 	sql := "SELECT " + quoteIdent(timeCol) + " FROM " + quoteIdent(table)
 	if where != "" {
@@ -130,8 +150,14 @@ func (c *cursor[T]) next() error {
 		}
 		return nil
 	}
-	for c.st != nil {
-		ok, err := c.st.Step()
+	for c.st != nil || c.par != nil {
+		var ok bool
+		var err error
+		if c.par != nil {
+			ok, err = c.par.step(&c.r)
+		} else {
+			ok, err = c.st.Step()
+		}
 		if err != nil {
 			if c.read == 0 {
 				return c.fallback(err)
@@ -148,7 +174,9 @@ func (c *cursor[T]) next() error {
 		if err := c.d.tick(); err != nil {
 			return err
 		}
-		c.r.scan(c.st, c.q.cols)
+		if c.par == nil {
+			c.r.scan(c.st, c.q.cols)
+		}
 		c.read++
 		if v, ok := c.convert(c.q, &c.r); ok {
 			c.cur, c.valid = item[T]{v, c.r.rowid}, true

@@ -1,0 +1,99 @@
+package attribution
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/llmprof/llmprof/internal/synthtrace"
+	"github.com/llmprof/llmprof/synth"
+)
+
+// summarizeTokens adds each request's decode tokens to the groups once per
+// request and finds stalls among the tokens it kept: the figures are those
+// of adding every token to every group, and the stalls those of a second
+// walk (which it falls back to when it kept too many).
+func TestTokenSummaryPerRequestSums(t *testing.T) {
+	cfg := synth.DefaultConfig(12, 15*time.Second)
+	cfg.StallProbability = 0.01
+	cfg.StallNs = 80_000_000
+	run, err := synth.Generate(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := Analyze(synthtrace.WithGPU(t, run, true), DefaultOptions)
+	got := summarizeTokens(res, 0)
+	if got.Stalls.Count == 0 || len(got.ByTenant) < 2 || len(got.ByModel) < 1 {
+		t.Fatalf("the run should have stalls, tenants and models: %d stalls, %d tenants, %d models",
+			got.Stalls.Count, len(got.ByTenant), len(got.ByModel))
+	}
+
+	// Every token added to every group it belongs to.
+	decode, firstTokens := BucketShares{Name: "decode"}, BucketShares{Name: "first"}
+	positions := []BucketShares{{Name: "0"}, {Name: "1"}, {Name: "2–9"}, {Name: "10–99"}, {Name: "100+"}}
+	tenants, models := map[string]*BucketShares{}, map[string]*BucketShares{}
+	sums := make([]RequestBuckets, len(res.Requests))
+	res.EachToken(func(tb *TokenBreakdown) {
+		for b, v := range tb.Buckets {
+			sums[tb.Request].All[b] += v
+		}
+		switch {
+		case tb.Index < 1:
+			positions[0].add(tb)
+		case tb.Index < 2:
+			positions[1].add(tb)
+		case tb.Index < 10:
+			positions[2].add(tb)
+		case tb.Index < 100:
+			positions[3].add(tb)
+		default:
+			positions[4].add(tb)
+		}
+		if tb.Index == 0 {
+			sums[tb.Request].First = tb.Buckets
+			firstTokens.add(tb)
+			return
+		}
+		r := &res.Requests[tb.Request]
+		decode.add(tb)
+		for m, name := range map[*map[string]*BucketShares]string{&tenants: r.Tenant, &models: r.Model} {
+			if (*m)[name] == nil {
+				(*m)[name] = &BucketShares{Name: name}
+			}
+			(*m)[name].add(tb)
+		}
+	})
+	decode.finish()
+	firstTokens.finish()
+	if !reflect.DeepEqual(got.Decode, decode) {
+		t.Errorf("decode tokens: %+v, per token %+v", got.Decode, decode)
+	}
+	if !reflect.DeepEqual(got.First, firstTokens) {
+		t.Errorf("first tokens: %+v, per token %+v", got.First, firstTokens)
+	}
+	for i := range positions {
+		positions[i].finish()
+	}
+	if !reflect.DeepEqual(got.ByPosition, positions) {
+		t.Errorf("by position: %+v, per token %+v", got.ByPosition, positions)
+	}
+	if got.ByPosition[4].Tokens == 0 {
+		t.Errorf("no token past the 100th: the test does not cover every position group")
+	}
+	if want := sortedGroups(tenants); !reflect.DeepEqual(got.ByTenant, want) {
+		t.Errorf("by tenant: %+v, per token %+v", got.ByTenant, want)
+	}
+	if want := sortedGroups(models); !reflect.DeepEqual(got.ByModel, want) {
+		t.Errorf("by model: %+v, per token %+v", got.ByModel, want)
+	}
+	if !reflect.DeepEqual(res.tokenSums, sums) {
+		t.Errorf("per-request token sums differ from the per-token ones")
+	}
+
+	// The stalls found by walking the tokens again.
+	defer func(n int) { stallCandidatesMax = n }(stallCandidatesMax)
+	stallCandidatesMax = 0
+	if again := summarizeTokens(res, 0); !reflect.DeepEqual(again, got) {
+		t.Errorf("stalls from the kept tokens %+v, from a second walk %+v", got.Stalls, again.Stalls)
+	}
+}
