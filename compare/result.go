@@ -58,7 +58,8 @@ type Result struct {
 	// Unit is the replication unit: "request", "request (paired)" or "run".
 	Unit string
 	// Workload is what one run per side was found to be (compare/workload.go):
-	// DesignReplayed, DesignDifferent, DesignUnknown or DesignAssumed; empty
+	// DesignReplayed, DesignReordered, DesignDifferent, DesignUnknown or
+	// DesignAssumed; empty
 	// with several runs per side.
 	Workload string
 	Options  Options

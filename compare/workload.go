@@ -55,6 +55,11 @@ const (
 	DesignDifferent = "different" // the prompts differ: one run per side cannot decide
 	DesignUnknown   = "unknown"   // no prompt lengths to tell; treated as one workload
 	DesignAssumed   = "assumed"   // --workload independent: treated as one workload
+	// DesignReordered: the same prompts in another order (a benchmark that
+	// sends them all at once, so the server sees them in any order): one
+	// workload, but request i of one run is not request i of the other, so
+	// the requests are compared unpaired.
+	DesignReordered = "reordered"
 )
 
 // replayAgreement is the share of requests whose prompt lengths must agree,
@@ -65,8 +70,9 @@ const replayAgreement = 0.9
 
 // workloadMatch compares the prompt lengths of two runs in arrival order:
 // ok is false when either lacks them (for more than a tenth of its
-// requests); agree is the share of positions whose lengths are equal.
-func workloadMatch(b, c *Run) (agree float64, ok bool) {
+// requests); agree is the share of positions whose lengths are equal, and
+// sameSet the share once both are sorted (the same prompts in any order).
+func workloadMatch(b, c *Run) (agree, sameSet float64, ok bool) {
 	known := func(r *Run) bool {
 		if len(r.InputTokens) != r.Requests || r.Requests == 0 {
 			return false
@@ -80,18 +86,21 @@ func workloadMatch(b, c *Run) (agree float64, ok bool) {
 		return float64(k) >= 0.9*float64(r.Requests)
 	}
 	if !known(b) || !known(c) {
-		return 0, false
+		return 0, 0, false
 	}
 	if b.Requests != c.Requests {
-		return 0, true
+		return 0, 0, true
 	}
-	same := 0
-	for i, v := range b.InputTokens {
-		if v == c.InputTokens[i] && !math.IsNaN(v) {
-			same++
+	equal := func(x, y []float64) float64 {
+		same := 0
+		for i, v := range x {
+			if v == y[i] && !math.IsNaN(v) {
+				same++
+			}
 		}
+		return float64(same) / float64(len(x))
 	}
-	return float64(same) / float64(b.Requests), true
+	return equal(b.InputTokens, c.InputTokens), equal(sortedCopy(b.InputTokens), sortedCopy(c.InputTokens)), true
 }
 
 // decideWorkload sets c.paired and the result's design for one run per
@@ -101,7 +110,7 @@ func (c *comparison) decideWorkload() error {
 		return nil // several runs per side: the run is the unit, or they are pooled
 	}
 	b, k := &c.base.runs[0], &c.cand.runs[0]
-	agree, ok := workloadMatch(b, k)
+	agree, sameSet, ok := workloadMatch(b, k)
 	switch c.opts.Workload {
 	case WorkloadPaired:
 		if b.Requests != k.Requests {
@@ -125,6 +134,9 @@ func (c *comparison) decideWorkload() error {
 			c.paired = true
 			c.res.Workload = DesignReplayed
 			c.res.Unit = "request (paired)"
+		case sameSet >= replayAgreement:
+			c.res.Workload = DesignReordered
+			c.warnf("both runs served the same prompts in another order (their lengths agree at %.0f%% of requests once sorted, %.0f%% in arrival order): one workload, compared unpaired", 100*sameSet, 100*agree)
 		default:
 			c.res.Workload = DesignDifferent
 			what := fmt.Sprintf("the prompt lengths agree at %.0f%% of requests", 100*agree)

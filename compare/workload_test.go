@@ -1,6 +1,7 @@
 package compare_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -133,5 +134,16 @@ func TestWorkloadUnknownAndForced(t *testing.T) {
 	}
 	if res := compareWith(t, pb, pc, compare.WorkloadAuto); res.Workload != compare.DesignReplayed {
 		t.Errorf("10%% of prompts swapped with a neighbour: workload %q, want replayed", res.Workload)
+	}
+	// The same prompts in another order (sent all at once): one workload,
+	// unpaired, decided.
+	rev := withPrompts(c, 1)
+	slices.Reverse(rev.InputTokens)
+	res = compareWith(t, pb, rev, compare.WorkloadAuto)
+	if res.Workload != compare.DesignReordered || res.Unit != "request" || !strings.Contains(strings.Join(res.Warnings, "\n"), "same prompts in another order") {
+		t.Errorf("prompts reversed: workload %q, unit %q, warnings %q", res.Workload, res.Unit, res.Warnings)
+	}
+	if m := metric(t, res, "ttft.p50"); strings.Contains(m.CannotDecide, "different workloads") {
+		t.Errorf("prompts reversed: ttft.p50 %q", m.CannotDecide)
 	}
 }

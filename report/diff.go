@@ -46,7 +46,8 @@ type diffDoc struct {
 	Candidate diffSideDoc `json:"candidate"`
 	Unit      string      `json:"unit"`
 	// Workload is what one run per side was found to be: "replayed"
-	// (requests paired), "different" (undecided), "unknown", "assumed";
+	// (requests paired), "reordered", "different" (undecided), "unknown",
+	// "assumed";
 	// absent with several runs per side.
 	Workload string          `json:"workload,omitempty"`
 	Options  compare.Options `json:"options"`
