@@ -32,6 +32,12 @@
 //     length, Künsch's moving-block bootstrap over consecutive requests, for
 //     autocorrelated runs. ITL (one value per token, tokens of a request are
 //     not independent) always uses blocks at least one request long.
+//   - One run per side of one workload replayed (the prompt lengths agree
+//     request by request): the requests are paired, both sides resampled
+//     with the same draws, and the shift is the one-sample Hodges–Lehmann
+//     estimate of the requests' log changes with the Wilcoxon signed-rank
+//     interval. One run per side of different workloads decides nothing:
+//     the run is then the unit (workload.go).
 //   - Several runs per side: the run is the replication unit; each metric
 //     becomes one value per run and the runs are compared with U,
 //     Hodges–Lehmann and Moses. Rates can only be compared this way.

@@ -196,11 +196,16 @@ func TestSynthCalibration(t *testing.T) {
 	if os.Getenv("LLMPROF_LONG") == "" {
 		t.Skip("a long Monte Carlo (200 seed pairs); set LLMPROF_LONG=1 to run it")
 	}
-	pairs := 200
+	pairs, d := 200, 8*time.Second
 	if v, err := strconv.Atoi(os.Getenv("LLMPROF_CALIBRATION_PAIRS")); err == nil && v > 0 {
 		pairs = v
 	}
-	calibrate(t, pairs, 8*time.Second, 300, min(pairs, 50))
+	// LLMPROF_CALIBRATION_SECONDS sets the runs' length (docs/diff.md's
+	// table for 60 s runs).
+	if v, err := strconv.Atoi(os.Getenv("LLMPROF_CALIBRATION_SECONDS")); err == nil && v > 0 {
+		d = time.Duration(v) * time.Second
+	}
+	calibrate(t, pairs, d, 300, min(pairs, 50))
 }
 
 // compareSynth compares two simulated runs under rules.
