@@ -527,71 +527,121 @@ func kernelRows(t *ingest.Trace, idx []int, stepOf []int32, steps []KernelStep, 
 	return rows, len(groupOf), use
 }
 
-// within residualizes v on each identity's own intercept and batch slopes
-// (Frisch–Waugh: the pooled regression of the residuals gives the β of the
-// model with those effects). It returns the residuals and the number of
-// parameters absorbed; rows of a group with no residual freedom get weight 0
-// through zero residuals.
-func within(rows []kernelRow, groups int, use batchUse, cols [][]float64) ([][]float64, int, []bool) {
-	members := make([][]int, groups)
+// withinPlan residualizes columns on each identity's own intercept and
+// batch slopes (Frisch–Waugh: the pooled regression of the residuals gives
+// the β of the model with those effects). The controls do not change across
+// the Gauss–Newton steps of a fit, so each group's members and orthonormal
+// basis are found once (newWithinPlan) and applied to every step's columns.
+// Rows of a group with no residual freedom are left out (keep false).
+type withinPlan struct {
+	members [][]int
+	// basis is each group's orthonormal basis of its controls; nil for a
+	// group without rows or without freedom left.
+	basis [][][]float64
+	// absorbed is the number of parameters the bases take.
+	absorbed int
+	// keep says which rows are in a group with freedom left; pos is each
+	// kept row's index among the kept rows (-1 for the others).
+	keep []bool
+	pos  []int
+	kept int
+}
+
+// newWithinPlan finds the members and bases of rows' groups. A group whose
+// rows in rows are all the rows it has in full (same rows, same order) takes
+// its basis from full instead of computing it again; full may be nil.
+func newWithinPlan(rows []kernelRow, groups int, use batchUse, full *withinPlan) *withinPlan {
+	p := &withinPlan{members: make([][]int, groups), basis: make([][][]float64, groups), keep: make([]bool, len(rows)), pos: make([]int, len(rows))}
 	for r := range rows {
-		members[rows[r].group] = append(members[rows[r].group], r)
+		p.members[rows[r].group] = append(p.members[rows[r].group], r)
 	}
-	out := make([][]float64, len(cols))
-	for j := range cols {
-		out[j] = make([]float64, len(rows))
-	}
-	keep := make([]bool, len(rows))
-	absorbed := 0
-	for _, m := range members {
+	for g, m := range p.members {
 		if len(m) == 0 {
 			continue
 		}
-		z := [][]float64{constant(len(m))}
-		// A quadratic in each log batch measure: kernel time is affine in
-		// the work (a fixed cost plus a per-token one), not a power of it.
-		for _, use := range []struct {
-			on bool
-			of func(kernelRow) float64
-		}{{use.size, func(r kernelRow) float64 { return r.size }}, {use.tok, func(r kernelRow) float64 { return r.tok }},
-			{use.ctx, func(r kernelRow) float64 { return r.ctx }}} {
-			if !use.on {
-				continue
+		var basis [][]float64
+		if full != nil && len(full.members[g]) == len(m) {
+			basis = full.basis[g]
+			if basis == nil {
+				continue // no freedom in full: none here either
 			}
-			c, c2 := make([]float64, len(m)), make([]float64, len(m))
-			for a, r := range m {
-				c[a] = math.Log(use.of(rows[r]))
-				c2[a] = c[a] * c[a]
-			}
-			z = append(z, c, c2)
-		}
-		basis := orthoBasis(z, 1e-8)
-		if len(m) <= len(basis) {
-			continue // no freedom left: the group says nothing about β
-		}
-		absorbed += len(basis)
-		v := make([]float64, len(m))
-		for j, col := range cols {
-			for a, r := range m {
-				v[a] = col[r]
-			}
-			for pass := 0; pass < 2; pass++ {
-				for _, q := range basis {
-					d := dot(v, q)
-					for a := range v {
-						v[a] -= d * q[a]
-					}
+		} else {
+			z := [][]float64{constant(len(m))}
+			// A quadratic in each log batch measure: kernel time is affine in
+			// the work (a fixed cost plus a per-token one), not a power of it.
+			for _, use := range []struct {
+				on bool
+				of func(kernelRow) float64
+			}{{use.size, func(r kernelRow) float64 { return r.size }}, {use.tok, func(r kernelRow) float64 { return r.tok }},
+				{use.ctx, func(r kernelRow) float64 { return r.ctx }}} {
+				if !use.on {
+					continue
 				}
+				c, c2 := make([]float64, len(m)), make([]float64, len(m))
+				for a, r := range m {
+					c[a] = math.Log(use.of(rows[r]))
+					c2[a] = c[a] * c[a]
+				}
+				z = append(z, c, c2)
 			}
-			for a, r := range m {
-				out[j][r] = v[a]
+			basis = orthoBasis(z, 1e-8)
+			if len(m) <= len(basis) {
+				continue // no freedom left: the group says nothing about β
 			}
 		}
+		p.basis[g] = basis
+		p.absorbed += len(basis)
 		for _, r := range m {
-			keep[r] = true
+			p.keep[r] = true
 		}
 	}
-	return out, absorbed, keep
+	for r := range p.pos {
+		p.pos[r] = -1
+		if p.keep[r] {
+			p.pos[r] = p.kept
+			p.kept++
+		}
+	}
+	return p
+}
+
+// apply writes the residuals of col on the identity effects of the kept
+// rows to out (length p.kept, in row order); v is scratch of at least the
+// largest group's size.
+func (p *withinPlan) apply(col, out, v []float64) {
+	for g, basis := range p.basis {
+		if basis == nil {
+			continue
+		}
+		m := p.members[g]
+		v := v[:len(m)]
+		for a, r := range m {
+			v[a] = col[r]
+		}
+		for pass := 0; pass < 2; pass++ {
+			for _, q := range basis {
+				d := dot(v, q)
+				for a := range v {
+					v[a] -= d * q[a]
+				}
+			}
+		}
+		for a, r := range m {
+			out[p.pos[r]] = v[a]
+		}
+	}
+}
+
+// largest is the size of the largest group with freedom left (the scratch
+// apply needs).
+func (p *withinPlan) largest() int {
+	n := 0
+	for g, b := range p.basis {
+		if b != nil {
+			n = max(n, len(p.members[g]))
+		}
+	}
+	return n
 }
 
 // orthoBasis is an orthonormal basis of the columns' span (modified
@@ -618,8 +668,10 @@ type kernelFit struct {
 }
 
 // fitKernels fits the within-transformed log durations on the overlaps of
-// rows sel (nil: all) with block-clustered errors.
-func fitKernels(rows []kernelRow, groups int, use batchUse, xs [][]float64, sel []bool, o KernelOptions) kernelFit {
+// rows sel (nil: all) with block-clustered errors. full is the identity
+// effects of all rows (newWithinPlan; nil: found here), whose bases the
+// groups sel keeps whole reuse.
+func fitKernels(rows []kernelRow, groups int, use batchUse, xs [][]float64, sel []bool, o KernelOptions, full *withinPlan) kernelFit {
 	f := kernelFit{estimable: make([]bool, len(xs))}
 	var sub []kernelRow
 	var subX [][]float64
@@ -636,11 +688,27 @@ func fitKernels(rows []kernelRow, groups int, use batchUse, xs [][]float64, sel 
 			}
 		}
 	}
+	plan := full
+	if sel != nil || plan == nil {
+		plan = newWithinPlan(sub, groups, use, full)
+	}
+	k := len(xs)
+	f.n = plan.kept
+	if f.n < o.MinKernels || f.n-plan.absorbed < 10*k {
+		f.reason = fmt.Sprintf("only %d kernels with freedom left after their identity effects (need %d, and 10 per source)", f.n, o.MinKernels)
+		return f
+	}
+	// idx are the kept rows, in order.
+	idx := make([]int, 0, f.n)
+	for r := range sub {
+		if plan.keep[r] {
+			idx = append(idx, r)
+		}
+	}
 	y := make([]float64, len(sub))
 	for r := range sub {
 		y[r] = sub[r].y
 	}
-	k := len(xs)
 	// Gauss–Newton on log d = effects + log(1 + Σ s_j x_j): each step is the
 	// within regression of the working response y − log(1 + Σ s x) on
 	// x_j / (1 + Σ s x); the first, from s = 0, is the log-linear model.
@@ -648,7 +716,6 @@ func fitKernels(rows []kernelRow, groups int, use batchUse, xs [][]float64, sel 
 	var (
 		fit    *olsFit
 		kept   []bool
-		idx    []int
 		colOf  []int
 		nonVar = make([]bool, k)
 	)
@@ -663,6 +730,17 @@ func fitKernels(rows []kernelRow, groups int, use batchUse, xs [][]float64, sel 
 		}
 		nonVar[j] = !(hi-lo > 1e-9)
 	}
+	// The step's columns, residualized on the kept rows: rewritten in place
+	// each step (fitColumns copies them into its design).
+	yy := make([]float64, f.n)
+	xbuf := make([][]float64, k)
+	for j := range xbuf {
+		if !nonVar[j] {
+			xbuf[j] = make([]float64, f.n)
+		}
+	}
+	scratch := make([]float64, plan.largest())
+	var xcols [][]float64
 	for iter := 0; iter < 30; iter++ {
 		for r := range sub {
 			den := 1.0
@@ -678,36 +756,17 @@ func fitKernels(rows []kernelRow, groups int, use batchUse, xs [][]float64, sel 
 				zs[j][r] = subX[j][r] / den
 			}
 		}
-		res, absorbed, keep := within(sub, groups, use, append([][]float64{yw}, zs...))
-		if iter == 0 {
-			for r := range sub {
-				if keep[r] {
-					idx = append(idx, r)
-				}
-			}
-			f.n = len(idx)
-			if f.n < o.MinKernels || f.n-absorbed < 10*k {
-				f.reason = fmt.Sprintf("only %d kernels with freedom left after their identity effects (need %d, and 10 per source)", f.n, o.MinKernels)
-				return f
-			}
-		}
-		yy := make([]float64, f.n)
-		for a, r := range idx {
-			yy[a] = res[0][r]
-		}
-		var xcols [][]float64
+		plan.apply(yw, yy, scratch)
+		xcols = xcols[:0]
 		colOf = colOf[:0]
 		for j := 0; j < k; j++ {
 			if nonVar[j] {
 				colOf = append(colOf, -1)
 				continue
 			}
-			c := make([]float64, f.n)
-			for a, r := range idx {
-				c[a] = res[j+1][r]
-			}
+			plan.apply(zs[j], xbuf[j], scratch)
 			colOf = append(colOf, len(xcols))
-			xcols = append(xcols, c)
+			xcols = append(xcols, xbuf[j])
 		}
 		if len(xcols) == 0 {
 			f.reason = "no source's overlap varies across the target's kernels"
@@ -935,7 +994,8 @@ func kernelRegression(target busyKey, sources []busyKey, isolated []bool, srcDev
 			pairs[j].MeanOverlap = Float(m / float64(len(rows)))
 		}
 	}
-	f := fitKernels(rows, groups, use, xs, nil, o)
+	plan := newWithinPlan(rows, groups, use, nil)
+	f := fitKernels(rows, groups, use, xs, nil, o, plan)
 	for j := range pairs {
 		p := &pairs[j]
 		p.Kernels, p.Blocks, p.BlockNs = f.n, f.blocks, f.blockNs
@@ -974,7 +1034,7 @@ func kernelRegression(target busyKey, sources []busyKey, isolated []bool, srcDev
 		for r := range rows {
 			sel[r] = rows[r].cat == c
 		}
-		fc := fitKernels(rows, groups, use, xs, sel, o)
+		fc := fitKernels(rows, groups, use, xs, sel, o, plan)
 		if fc.reason != "" {
 			continue
 		}
