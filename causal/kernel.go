@@ -532,7 +532,9 @@ func kernelRows(t *ingest.Trace, idx []int, stepOf []int32, steps []KernelStep, 
 // the β of the model with those effects). The controls do not change across
 // the Gauss–Newton steps of a fit, so each group's members and orthonormal
 // basis are found once (newWithinPlan) and applied to every step's columns.
-// Rows of a group with no residual freedom are left out (keep false).
+// Rows of a group with no residual freedom are left out. The columns are
+// laid out group by group (order), so that each group's rows are adjacent
+// in memory, and written back in row order.
 type withinPlan struct {
 	members [][]int
 	// basis is each group's orthonormal basis of its controls; nil for a
@@ -540,18 +542,28 @@ type withinPlan struct {
 	basis [][][]float64
 	// absorbed is the number of parameters the bases take.
 	absorbed int
-	// keep says which rows are in a group with freedom left; pos is each
-	// kept row's index among the kept rows (-1 for the others).
-	keep []bool
-	pos  []int
-	kept int
+	// keep says which rows are in a group with freedom left; kept counts
+	// them and dropped lists the others.
+	keep    []bool
+	kept    int
+	dropped []int
+	// order is the kept rows group by group, segs each group's span of it,
+	// and dest each entry's index among the kept rows in row order.
+	order, dest []int
+	segs        []withinSeg
+}
+
+// withinSeg is one group's rows in a withinPlan's order.
+type withinSeg struct {
+	from, to int
+	basis    [][]float64
 }
 
 // newWithinPlan finds the members and bases of rows' groups. A group whose
 // rows in rows are all the rows it has in full (same rows, same order) takes
 // its basis from full instead of computing it again; full may be nil.
 func newWithinPlan(rows []kernelRow, groups int, use batchUse, full *withinPlan) *withinPlan {
-	p := &withinPlan{members: make([][]int, groups), basis: make([][][]float64, groups), keep: make([]bool, len(rows)), pos: make([]int, len(rows))}
+	p := &withinPlan{members: make([][]int, groups), basis: make([][][]float64, groups), keep: make([]bool, len(rows))}
 	for r := range rows {
 		p.members[rows[r].group] = append(p.members[rows[r].group], r)
 	}
@@ -591,57 +603,117 @@ func newWithinPlan(rows []kernelRow, groups int, use batchUse, full *withinPlan)
 		}
 		p.basis[g] = basis
 		p.absorbed += len(basis)
+		p.segs = append(p.segs, withinSeg{from: len(p.order), to: len(p.order) + len(m), basis: basis})
+		p.order = append(p.order, m...)
 		for _, r := range m {
 			p.keep[r] = true
 		}
 	}
-	for r := range p.pos {
-		p.pos[r] = -1
+	pos := make([]int, len(rows))
+	for r := range rows {
 		if p.keep[r] {
-			p.pos[r] = p.kept
+			pos[r] = p.kept
 			p.kept++
+		} else {
+			p.dropped = append(p.dropped, r)
 		}
+	}
+	p.dest = make([]int, len(p.order))
+	for i, r := range p.order {
+		p.dest[i] = pos[r]
 	}
 	return p
 }
 
-// apply writes the residuals of col on the identity effects of the kept
-// rows to out (length p.kept, in row order); v is scratch of at least the
-// largest group's size.
-func (p *withinPlan) apply(col, out, v []float64) {
-	for g, basis := range p.basis {
-		if basis == nil {
-			continue
+// apply residualizes each of cols (of length kept, in the plan's order) in
+// place on the identity effects, and writes it to the matching outs in row
+// order.
+func (p *withinPlan) apply(cols, outs [][]float64) {
+	for _, s := range p.segs {
+		v := func(c int) []float64 { return cols[c][s.from:s.to] }
+		// Four columns at a time: their products are independent chains
+		// of additions the processor overlaps.
+		c := 0
+		for ; c+4 <= len(cols); c += 4 {
+			residualize4(v(c), v(c+1), v(c+2), v(c+3), s.basis)
 		}
-		m := p.members[g]
-		v := v[:len(m)]
-		for a, r := range m {
-			v[a] = col[r]
+		for ; c < len(cols); c++ {
+			residualize(v(c), s.basis)
 		}
-		for pass := 0; pass < 2; pass++ {
-			for _, q := range basis {
-				d := dot(v, q)
-				for a := range v {
-					v[a] -= d * q[a]
-				}
-			}
-		}
-		for a, r := range m {
-			out[p.pos[r]] = v[a]
+	}
+	for c, out := range outs {
+		col := cols[c][:len(p.dest)]
+		for i, d := range p.dest {
+			out[d] = col[i]
 		}
 	}
 }
 
-// largest is the size of the largest group with freedom left (the scratch
-// apply needs).
-func (p *withinPlan) largest() int {
-	n := 0
-	for g, b := range p.basis {
-		if b != nil {
-			n = max(n, len(p.members[g]))
-		}
+// residualize subtracts from v its projection on the orthonormal basis,
+// twice for stability (modified Gram–Schmidt): for each pass and each q in
+// turn, v −= (v·q) q. Each subtraction runs in the loop that forms the next
+// product, which changes the passes over memory but not a single operation
+// or its order (the digits are those of the two loops written apart).
+func residualize(v []float64, basis [][]float64) {
+	n := len(basis)
+	if n == 0 {
+		return
 	}
-	return n
+	d := dot(v, basis[0])
+	for s := 0; s < 2*n-1; s++ {
+		q, next := basis[s%n][:len(v)], basis[(s+1)%n][:len(v)]
+		e := 0.0
+		for a := range v {
+			v[a] -= d * q[a]
+			e += v[a] * next[a]
+		}
+		d = e
+	}
+	q := basis[n-1][:len(v)]
+	for a := range v {
+		v[a] -= d * q[a]
+	}
+}
+
+// residualize4 is residualize of four vectors of one length at once, each
+// with the same operations in the same order as alone.
+func residualize4(v0, v1, v2, v3 []float64, basis [][]float64) {
+	n := len(basis)
+	if n == 0 {
+		return
+	}
+	l := len(v0)
+	v1, v2, v3 = v1[:l], v2[:l], v3[:l]
+	q := basis[0][:l]
+	var d0, d1, d2, d3 float64
+	for a := range v0 {
+		d0 += v0[a] * q[a]
+		d1 += v1[a] * q[a]
+		d2 += v2[a] * q[a]
+		d3 += v3[a] * q[a]
+	}
+	for s := 0; s < 2*n-1; s++ {
+		q, next := basis[s%n][:l], basis[(s+1)%n][:l]
+		var e0, e1, e2, e3 float64
+		for a := range v0 {
+			v0[a] -= d0 * q[a]
+			e0 += v0[a] * next[a]
+			v1[a] -= d1 * q[a]
+			e1 += v1[a] * next[a]
+			v2[a] -= d2 * q[a]
+			e2 += v2[a] * next[a]
+			v3[a] -= d3 * q[a]
+			e3 += v3[a] * next[a]
+		}
+		d0, d1, d2, d3 = e0, e1, e2, e3
+	}
+	q = basis[n-1][:l]
+	for a := range v0 {
+		v0[a] -= d0 * q[a]
+		v1[a] -= d1 * q[a]
+		v2[a] -= d2 * q[a]
+		v3[a] -= d3 * q[a]
+	}
 }
 
 // orthoBasis is an orthonormal basis of the columns' span (modified
@@ -678,7 +750,17 @@ func fitKernels(rows []kernelRow, groups int, use batchUse, xs [][]float64, sel 
 	if sel == nil {
 		sub, subX = rows, xs
 	} else {
+		n := 0
+		for _, in := range sel {
+			if in {
+				n++
+			}
+		}
+		sub = make([]kernelRow, 0, n)
 		subX = make([][]float64, len(xs))
+		for j := range subX {
+			subX[j] = make([]float64, 0, n)
+		}
 		for r := range rows {
 			if sel[r] {
 				sub = append(sub, rows[r])
@@ -705,10 +787,6 @@ func fitKernels(rows []kernelRow, groups int, use batchUse, xs [][]float64, sel 
 			idx = append(idx, r)
 		}
 	}
-	y := make([]float64, len(sub))
-	for r := range sub {
-		y[r] = sub[r].y
-	}
 	// Gauss–Newton on log d = effects + log(1 + Σ s_j x_j): each step is the
 	// within regression of the working response y − log(1 + Σ s x) on
 	// x_j / (1 + Σ s x); the first, from s = 0, is the log-linear model.
@@ -716,33 +794,49 @@ func fitKernels(rows []kernelRow, groups int, use batchUse, xs [][]float64, sel 
 	var (
 		fit    *olsFit
 		kept   []bool
-		colOf  []int
+		colOf  = make([]int, k)
 		nonVar = make([]bool, k)
 	)
 	var weight []float64
-	yw := make([]float64, len(sub))
-	zs := make([][]float64, k)
-	for j := range zs {
-		zs[j] = make([]float64, len(sub))
+	for j := range nonVar {
 		lo, hi := math.Inf(1), math.Inf(-1)
 		for _, v := range subX[j] {
 			lo, hi = math.Min(lo, v), math.Max(hi, v)
 		}
 		nonVar[j] = !(hi-lo > 1e-9)
 	}
-	// The step's columns, residualized on the kept rows: rewritten in place
-	// each step (fitColumns copies them into its design).
+	// The log durations and overlaps of the kept rows in the plan's order,
+	// and each step's columns: the working response and each varying
+	// source's, in that order (cols), residualized into row order (outs;
+	// rewritten each step, fitColumns copies them into its design).
+	yp := make([]float64, f.n)
+	xp := make([][]float64, k)
+	for i, r := range plan.order {
+		yp[i] = sub[r].y
+	}
 	yy := make([]float64, f.n)
-	xbuf := make([][]float64, k)
-	for j := range xbuf {
+	cols, outs := [][]float64{make([]float64, f.n)}, [][]float64{yy}
+	var xcols [][]float64
+	for j := range xp {
+		xp[j] = make([]float64, f.n)
+		for i, r := range plan.order {
+			xp[j][i] = subX[j][r]
+		}
+		colOf[j] = -1
 		if !nonVar[j] {
-			xbuf[j] = make([]float64, f.n)
+			colOf[j] = len(xcols)
+			c := make([]float64, f.n)
+			xcols = append(xcols, c)
+			cols, outs = append(cols, make([]float64, f.n)), append(outs, c)
 		}
 	}
-	scratch := make([]float64, plan.largest())
-	var xcols [][]float64
+	if len(xcols) == 0 {
+		f.reason = "no source's overlap varies across the target's kernels"
+		return f
+	}
 	for iter := 0; iter < 30; iter++ {
-		for r := range sub {
+		// The rows left out still have to keep their duration positive.
+		for _, r := range plan.dropped {
 			den := 1.0
 			for j := range subX {
 				den += stretch[j] * subX[j][r]
@@ -751,27 +845,24 @@ func fitKernels(rows []kernelRow, groups int, use batchUse, xs [][]float64, sel 
 				f.reason = "the stretch model diverged (a source's overlap shortens kernels to nothing)"
 				return f
 			}
-			yw[r] = y[r] - math.Log(den)
-			for j := range subX {
-				zs[j][r] = subX[j][r] / den
+		}
+		for i := range yp {
+			den := 1.0
+			for j := range xp {
+				den += stretch[j] * xp[j][i]
+			}
+			if den <= 0 {
+				f.reason = "the stretch model diverged (a source's overlap shortens kernels to nothing)"
+				return f
+			}
+			cols[0][i] = yp[i] - math.Log(den)
+			for j, c := range colOf {
+				if c >= 0 {
+					cols[c+1][i] = xp[j][i] / den
+				}
 			}
 		}
-		plan.apply(yw, yy, scratch)
-		xcols = xcols[:0]
-		colOf = colOf[:0]
-		for j := 0; j < k; j++ {
-			if nonVar[j] {
-				colOf = append(colOf, -1)
-				continue
-			}
-			plan.apply(zs[j], xbuf[j], scratch)
-			colOf = append(colOf, len(xcols))
-			xcols = append(xcols, xbuf[j])
-		}
-		if len(xcols) == 0 {
-			f.reason = "no source's overlap varies across the target's kernels"
-			return f
-		}
+		plan.apply(cols, outs)
 		if weight != nil {
 			for a := range yy {
 				yy[a] *= weight[a]
