@@ -373,12 +373,17 @@ func constant(n int) []float64 {
 
 // columns assembles a design matrix from columns.
 func columns(cols [][]float64) *mat.Dense {
-	n := len(cols[0])
-	x := mat.NewDense(n, len(cols), nil)
+	n, k := len(cols[0]), len(cols)
+	data := make([]float64, n*k)
 	for j, c := range cols {
-		x.SetCol(j, c)
+		if len(c) != n {
+			panic(mat.ErrColLength)
+		}
+		for i, v := range c {
+			data[i*k+j] = v
+		}
 	}
-	return x
+	return mat.NewDense(n, k, data)
 }
 
 // fitColumns fits y on the columns, leaving out those that add no
