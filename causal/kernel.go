@@ -563,9 +563,28 @@ type withinSeg struct {
 // rows in rows are all the rows it has in full (same rows, same order) takes
 // its basis from full instead of computing it again; full may be nil.
 func newWithinPlan(rows []kernelRow, groups int, use batchUse, full *withinPlan) *withinPlan {
-	p := &withinPlan{members: make([][]int, groups), basis: make([][][]float64, groups), keep: make([]bool, len(rows))}
+	p := &withinPlan{members: make([][]int, groups), basis: make([][][]float64, groups), keep: make([]bool, len(rows)),
+		order: make([]int, 0, len(rows))}
+	// Each group's rows in order, as slices of one array (a counting sort).
+	count := make([]int, groups+1)
 	for r := range rows {
-		p.members[rows[r].group] = append(p.members[rows[r].group], r)
+		count[rows[r].group+1]++
+	}
+	for g := 1; g <= groups; g++ {
+		count[g] += count[g-1]
+	}
+	all := make([]int, len(rows))
+	for r := range rows {
+		g := rows[r].group
+		all[count[g]] = r
+		count[g]++
+	}
+	from := 0
+	for g := range p.members {
+		if count[g] > from {
+			p.members[g] = all[from:count[g]:count[g]]
+		}
+		from = count[g]
 	}
 	for g, m := range p.members {
 		if len(m) == 0 {
@@ -637,7 +656,11 @@ func (p *withinPlan) apply(cols, outs [][]float64) {
 		for ; c+4 <= len(cols); c += 4 {
 			residualize4(v(c), v(c+1), v(c+2), v(c+3), s.basis)
 		}
-		for ; c < len(cols); c++ {
+		if c+2 <= len(cols) {
+			residualize2(v(c), v(c+1), s.basis)
+			c += 2
+		}
+		if c < len(cols) {
 			residualize(v(c), s.basis)
 		}
 	}
@@ -672,6 +695,39 @@ func residualize(v []float64, basis [][]float64) {
 	q := basis[n-1][:len(v)]
 	for a := range v {
 		v[a] -= d * q[a]
+	}
+}
+
+// residualize2 is residualize of two vectors of one length at once, each
+// with the same operations in the same order as alone.
+func residualize2(v0, v1 []float64, basis [][]float64) {
+	n := len(basis)
+	if n == 0 {
+		return
+	}
+	l := len(v0)
+	v1 = v1[:l]
+	q := basis[0][:l]
+	var d0, d1 float64
+	for a := range v0 {
+		d0 += v0[a] * q[a]
+		d1 += v1[a] * q[a]
+	}
+	for s := 0; s < 2*n-1; s++ {
+		q, next := basis[s%n][:l], basis[(s+1)%n][:l]
+		var e0, e1 float64
+		for a := range v0 {
+			v0[a] -= d0 * q[a]
+			e0 += v0[a] * next[a]
+			v1[a] -= d1 * q[a]
+			e1 += v1[a] * next[a]
+		}
+		d0, d1 = e0, e1
+	}
+	q = basis[n-1][:l]
+	for a := range v0 {
+		v0[a] -= d0 * q[a]
+		v1[a] -= d1 * q[a]
 	}
 }
 
