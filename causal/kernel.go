@@ -326,6 +326,13 @@ func KernelAnalyze(in KernelInput, opts KernelOptions) *KernelResult {
 	}
 	cats := attribution.NewCategoryCache(t)
 	controlsNoted := false
+	var rowOf []int32
+	if len(in.Steps) > 0 {
+		rowOf = make([]int32, len(t.GPUOps))
+		for i := range rowOf {
+			rowOf[i] = -1
+		}
+	}
 
 	for _, target := range keys {
 		var sources []busyKey
@@ -390,10 +397,18 @@ func KernelAnalyze(in KernelInput, opts KernelOptions) *KernelResult {
 		}
 		pairs := kernelRegression(target, sources, isolated, srcDev, rows, groups, use, xs, o, !o.NoCategories)
 		if len(in.Steps) > 0 {
+			// Each op's row, for every pair of this target (and back to -1
+			// after them: only the target's ops were set).
+			for r := range rows {
+				rowOf[rows[r].op] = int32(r)
+			}
 			for j := range pairs {
 				if pairs[j].Estimable {
-					pairs[j].Impact = impact(in, tm, target.tenant, rows, xs[j], &pairs[j])
+					pairs[j].Impact = impact(in, tm, target.tenant, rows, rowOf, xs[j], &pairs[j])
 				}
+			}
+			for r := range rows {
+				rowOf[rows[r].op] = -1
 			}
 		}
 		res.Pairs = append(res.Pairs, pairs...)
@@ -971,7 +986,7 @@ func fitKernels(rows []kernelRow, groups int, use batchUse, xs [][]float64, sel 
 	}
 	rank := map[int64]int{}
 	binOf := make([]int, f.n)
-	var bins []int64
+	bins := make([]int64, 0, len(idx))
 	for _, r := range idx {
 		bins = append(bins, (sub[r].start-t0)/o.ScoreBin)
 	}
@@ -1279,20 +1294,14 @@ func blockLength(x []float64) float64 {
 }
 
 // impact is the source's share of the target's request latency, for the
-// requests of the target's tenants that the target's steps served.
-func impact(in KernelInput, tm *TenantMap, target string, rows []kernelRow, x []float64, p *KernelPair) []Impact {
+// requests of the target's tenants that the target's steps served. rowOf is
+// each op's index in rows (-1 for ops not in rows).
+func impact(in KernelInput, tm *TenantMap, target string, rows []kernelRow, rowOf []int32, x []float64, p *KernelPair) []Impact {
 	if math.IsNaN(float64(p.CILowPct)) || math.IsNaN(float64(p.CIHighPct)) {
 		return nil
 	}
 	// The point estimate and the interval's ends.
 	coefs := [3]float64{float64(p.Coef), float64(p.CILowPct) / 100, float64(p.CIHighPct) / 100}
-	rowOf := make([]int32, len(in.Trace.GPUOps))
-	for i := range rowOf {
-		rowOf[i] = -1
-	}
-	for r := range rows {
-		rowOf[rows[r].op] = int32(r)
-	}
 	member := map[string]bool{}
 	for _, m := range tm.Members(target) {
 		member[m] = true
