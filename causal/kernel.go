@@ -905,6 +905,7 @@ func fitKernels(rows []kernelRow, groups int, use batchUse, xs [][]float64, sel 
 		f.reason = "no source's overlap varies across the target's kernels"
 		return f
 	}
+	var sc olsScratch // the steps' designs: only the last step's fit is kept
 	for iter := 0; iter < 30; iter++ {
 		// The rows left out still have to keep their duration positive.
 		for _, r := range plan.dropped {
@@ -945,7 +946,7 @@ func fitKernels(rows []kernelRow, groups int, use batchUse, xs [][]float64, sel 
 			}
 		}
 		var err error
-		fit, kept, err = fitColumns(xcols, yy)
+		fit, kept, err = fitColumnsReusing(xcols, yy, &sc)
 		if err != nil {
 			f.reason = fmt.Sprintf("kernel regression failed: %v", err)
 			return f

@@ -37,7 +37,26 @@ type olsFit struct {
 // unit norm first, so the condition check and the accuracy do not depend on
 // the units of the regressors (NIST's Longley data, whose raw columns span
 // ten orders of magnitude, is the test).
-func fitOLS(x *mat.Dense, y []float64) (*olsFit, error) {
+func fitOLS(x *mat.Dense, y []float64) (*olsFit, error) { return fitOLSReusing(x, y, nil) }
+
+// olsScratch is memory one fit after another reuses: the design
+// (columnsInto) and its column-scaled copy.
+type olsScratch struct{ design, scaled, col []float64 }
+
+// grow is buf[:n] where buf holds n, else a new slice.
+func grow(buf []float64, n int) []float64 {
+	if cap(buf) >= n {
+		return buf[:n]
+	}
+	return make([]float64, n)
+}
+
+// fitOLSReusing is fitOLS with its scaled copy of x in sc (nil: new
+// memory); sc keeps the buffers for the next fit.
+func fitOLSReusing(x *mat.Dense, y []float64, sc *olsScratch) (*olsFit, error) {
+	if sc == nil {
+		sc = &olsScratch{}
+	}
 	n, k := x.Dims()
 	if n != len(y) {
 		return nil, fmt.Errorf("ols: %d rows but %d responses", n, len(y))
@@ -46,8 +65,8 @@ func fitOLS(x *mat.Dense, y []float64) (*olsFit, error) {
 		return nil, fmt.Errorf("ols: %d observations for %d parameters", n, k)
 	}
 	norms := make([]float64, k)
-	col := make([]float64, n)
-	scaled := make([]float64, n*k)
+	sc.col, sc.scaled = grow(sc.col, n), grow(sc.scaled, n*k)
+	col, scaled := sc.col, sc.scaled
 	for j := 0; j < k; j++ {
 		mat.Col(col, j, x)
 		norms[j] = math.Sqrt(dot(col, col))
