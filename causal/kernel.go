@@ -326,6 +326,13 @@ func KernelAnalyze(in KernelInput, opts KernelOptions) *KernelResult {
 	}
 	cats := attribution.NewCategoryCache(t)
 	controlsNoted := false
+	var rowOf []int32
+	if len(in.Steps) > 0 {
+		rowOf = make([]int32, len(t.GPUOps))
+		for i := range rowOf {
+			rowOf[i] = -1
+		}
+	}
 
 	for _, target := range keys {
 		var sources []busyKey
@@ -390,10 +397,18 @@ func KernelAnalyze(in KernelInput, opts KernelOptions) *KernelResult {
 		}
 		pairs := kernelRegression(target, sources, isolated, srcDev, rows, groups, use, xs, o, !o.NoCategories)
 		if len(in.Steps) > 0 {
+			// Each op's row, for every pair of this target (and back to -1
+			// after them: only the target's ops were set).
+			for r := range rows {
+				rowOf[rows[r].op] = int32(r)
+			}
 			for j := range pairs {
 				if pairs[j].Estimable {
-					pairs[j].Impact = impact(in, tm, target.tenant, rows, xs[j], &pairs[j])
+					pairs[j].Impact = impact(in, tm, target.tenant, rows, rowOf, xs[j], &pairs[j])
 				}
+			}
+			for r := range rows {
+				rowOf[rows[r].op] = -1
 			}
 		}
 		res.Pairs = append(res.Pairs, pairs...)
@@ -527,71 +542,249 @@ func kernelRows(t *ingest.Trace, idx []int, stepOf []int32, steps []KernelStep, 
 	return rows, len(groupOf), use
 }
 
-// within residualizes v on each identity's own intercept and batch slopes
-// (Frisch–Waugh: the pooled regression of the residuals gives the β of the
-// model with those effects). It returns the residuals and the number of
-// parameters absorbed; rows of a group with no residual freedom get weight 0
-// through zero residuals.
-func within(rows []kernelRow, groups int, use batchUse, cols [][]float64) ([][]float64, int, []bool) {
-	members := make([][]int, groups)
+// withinPlan residualizes columns on each identity's own intercept and
+// batch slopes (Frisch–Waugh: the pooled regression of the residuals gives
+// the β of the model with those effects). The controls do not change across
+// the Gauss–Newton steps of a fit, so each group's members and orthonormal
+// basis are found once (newWithinPlan) and applied to every step's columns.
+// Rows of a group with no residual freedom are left out. The columns are
+// laid out group by group (order), so that each group's rows are adjacent
+// in memory, and written back in row order.
+type withinPlan struct {
+	members [][]int
+	// basis is each group's orthonormal basis of its controls; nil for a
+	// group without rows or without freedom left.
+	basis [][][]float64
+	// absorbed is the number of parameters the bases take.
+	absorbed int
+	// keep says which rows are in a group with freedom left; kept counts
+	// them and dropped lists the others.
+	keep    []bool
+	kept    int
+	dropped []int
+	// order is the kept rows group by group, segs each group's span of it,
+	// and dest each entry's index among the kept rows in row order.
+	order, dest []int
+	segs        []withinSeg
+}
+
+// withinSeg is one group's rows in a withinPlan's order.
+type withinSeg struct {
+	from, to int
+	basis    [][]float64
+}
+
+// newWithinPlan finds the members and bases of rows' groups. A group whose
+// rows in rows are all the rows it has in full (same rows, same order) takes
+// its basis from full instead of computing it again; full may be nil.
+func newWithinPlan(rows []kernelRow, groups int, use batchUse, full *withinPlan) *withinPlan {
+	p := &withinPlan{members: make([][]int, groups), basis: make([][][]float64, groups), keep: make([]bool, len(rows)),
+		order: make([]int, 0, len(rows))}
+	// Each group's rows in order, as slices of one array (a counting sort).
+	count := make([]int, groups+1)
 	for r := range rows {
-		members[rows[r].group] = append(members[rows[r].group], r)
+		count[rows[r].group+1]++
 	}
-	out := make([][]float64, len(cols))
-	for j := range cols {
-		out[j] = make([]float64, len(rows))
+	for g := 1; g <= groups; g++ {
+		count[g] += count[g-1]
 	}
-	keep := make([]bool, len(rows))
-	absorbed := 0
-	for _, m := range members {
+	all := make([]int, len(rows))
+	for r := range rows {
+		g := rows[r].group
+		all[count[g]] = r
+		count[g]++
+	}
+	from := 0
+	for g := range p.members {
+		if count[g] > from {
+			p.members[g] = all[from:count[g]:count[g]]
+		}
+		from = count[g]
+	}
+	for g, m := range p.members {
 		if len(m) == 0 {
 			continue
 		}
-		z := [][]float64{constant(len(m))}
-		// A quadratic in each log batch measure: kernel time is affine in
-		// the work (a fixed cost plus a per-token one), not a power of it.
-		for _, use := range []struct {
-			on bool
-			of func(kernelRow) float64
-		}{{use.size, func(r kernelRow) float64 { return r.size }}, {use.tok, func(r kernelRow) float64 { return r.tok }},
-			{use.ctx, func(r kernelRow) float64 { return r.ctx }}} {
-			if !use.on {
-				continue
+		var basis [][]float64
+		if full != nil && len(full.members[g]) == len(m) {
+			basis = full.basis[g]
+			if basis == nil {
+				continue // no freedom in full: none here either
 			}
-			c, c2 := make([]float64, len(m)), make([]float64, len(m))
-			for a, r := range m {
-				c[a] = math.Log(use.of(rows[r]))
-				c2[a] = c[a] * c[a]
-			}
-			z = append(z, c, c2)
-		}
-		basis := orthoBasis(z, 1e-8)
-		if len(m) <= len(basis) {
-			continue // no freedom left: the group says nothing about β
-		}
-		absorbed += len(basis)
-		v := make([]float64, len(m))
-		for j, col := range cols {
-			for a, r := range m {
-				v[a] = col[r]
-			}
-			for pass := 0; pass < 2; pass++ {
-				for _, q := range basis {
-					d := dot(v, q)
-					for a := range v {
-						v[a] -= d * q[a]
-					}
+		} else {
+			z := [][]float64{constant(len(m))}
+			// A quadratic in each log batch measure: kernel time is affine in
+			// the work (a fixed cost plus a per-token one), not a power of it.
+			for _, use := range []struct {
+				on bool
+				of func(kernelRow) float64
+			}{{use.size, func(r kernelRow) float64 { return r.size }}, {use.tok, func(r kernelRow) float64 { return r.tok }},
+				{use.ctx, func(r kernelRow) float64 { return r.ctx }}} {
+				if !use.on {
+					continue
 				}
+				c, c2 := make([]float64, len(m)), make([]float64, len(m))
+				for a, r := range m {
+					c[a] = math.Log(use.of(rows[r]))
+					c2[a] = c[a] * c[a]
+				}
+				z = append(z, c, c2)
 			}
-			for a, r := range m {
-				out[j][r] = v[a]
+			basis = orthoBasis(z, 1e-8)
+			if len(m) <= len(basis) {
+				continue // no freedom left: the group says nothing about β
 			}
 		}
+		p.basis[g] = basis
+		p.absorbed += len(basis)
+		p.segs = append(p.segs, withinSeg{from: len(p.order), to: len(p.order) + len(m), basis: basis})
+		p.order = append(p.order, m...)
 		for _, r := range m {
-			keep[r] = true
+			p.keep[r] = true
 		}
 	}
-	return out, absorbed, keep
+	pos := make([]int, len(rows))
+	for r := range rows {
+		if p.keep[r] {
+			pos[r] = p.kept
+			p.kept++
+		} else {
+			p.dropped = append(p.dropped, r)
+		}
+	}
+	p.dest = make([]int, len(p.order))
+	for i, r := range p.order {
+		p.dest[i] = pos[r]
+	}
+	return p
+}
+
+// apply residualizes each of cols (of length kept, in the plan's order) in
+// place on the identity effects, and writes it to the matching outs in row
+// order.
+func (p *withinPlan) apply(cols, outs [][]float64) {
+	for _, s := range p.segs {
+		v := func(c int) []float64 { return cols[c][s.from:s.to] }
+		// Four columns at a time: their products are independent chains
+		// of additions the processor overlaps.
+		c := 0
+		for ; c+4 <= len(cols); c += 4 {
+			residualize4(v(c), v(c+1), v(c+2), v(c+3), s.basis)
+		}
+		if c+2 <= len(cols) {
+			residualize2(v(c), v(c+1), s.basis)
+			c += 2
+		}
+		if c < len(cols) {
+			residualize(v(c), s.basis)
+		}
+	}
+	for c, out := range outs {
+		col := cols[c][:len(p.dest)]
+		for i, d := range p.dest {
+			out[d] = col[i]
+		}
+	}
+}
+
+// residualize subtracts from v its projection on the orthonormal basis,
+// twice for stability (modified Gram–Schmidt): for each pass and each q in
+// turn, v −= (v·q) q. Each subtraction runs in the loop that forms the next
+// product, which changes the passes over memory but not a single operation
+// or its order (the digits are those of the two loops written apart).
+func residualize(v []float64, basis [][]float64) {
+	n := len(basis)
+	if n == 0 {
+		return
+	}
+	d := dot(v, basis[0])
+	for s := 0; s < 2*n-1; s++ {
+		q, next := basis[s%n][:len(v)], basis[(s+1)%n][:len(v)]
+		e := 0.0
+		for a := range v {
+			v[a] -= d * q[a]
+			e += v[a] * next[a]
+		}
+		d = e
+	}
+	q := basis[n-1][:len(v)]
+	for a := range v {
+		v[a] -= d * q[a]
+	}
+}
+
+// residualize2 is residualize of two vectors of one length at once, each
+// with the same operations in the same order as alone.
+func residualize2(v0, v1 []float64, basis [][]float64) {
+	n := len(basis)
+	if n == 0 {
+		return
+	}
+	l := len(v0)
+	v1 = v1[:l]
+	q := basis[0][:l]
+	var d0, d1 float64
+	for a := range v0 {
+		d0 += v0[a] * q[a]
+		d1 += v1[a] * q[a]
+	}
+	for s := 0; s < 2*n-1; s++ {
+		q, next := basis[s%n][:l], basis[(s+1)%n][:l]
+		var e0, e1 float64
+		for a := range v0 {
+			v0[a] -= d0 * q[a]
+			e0 += v0[a] * next[a]
+			v1[a] -= d1 * q[a]
+			e1 += v1[a] * next[a]
+		}
+		d0, d1 = e0, e1
+	}
+	q = basis[n-1][:l]
+	for a := range v0 {
+		v0[a] -= d0 * q[a]
+		v1[a] -= d1 * q[a]
+	}
+}
+
+// residualize4 is residualize of four vectors of one length at once, each
+// with the same operations in the same order as alone.
+func residualize4(v0, v1, v2, v3 []float64, basis [][]float64) {
+	n := len(basis)
+	if n == 0 {
+		return
+	}
+	l := len(v0)
+	v1, v2, v3 = v1[:l], v2[:l], v3[:l]
+	q := basis[0][:l]
+	var d0, d1, d2, d3 float64
+	for a := range v0 {
+		d0 += v0[a] * q[a]
+		d1 += v1[a] * q[a]
+		d2 += v2[a] * q[a]
+		d3 += v3[a] * q[a]
+	}
+	for s := 0; s < 2*n-1; s++ {
+		q, next := basis[s%n][:l], basis[(s+1)%n][:l]
+		var e0, e1, e2, e3 float64
+		for a := range v0 {
+			v0[a] -= d0 * q[a]
+			e0 += v0[a] * next[a]
+			v1[a] -= d1 * q[a]
+			e1 += v1[a] * next[a]
+			v2[a] -= d2 * q[a]
+			e2 += v2[a] * next[a]
+			v3[a] -= d3 * q[a]
+			e3 += v3[a] * next[a]
+		}
+		d0, d1, d2, d3 = e0, e1, e2, e3
+	}
+	q = basis[n-1][:l]
+	for a := range v0 {
+		v0[a] -= d0 * q[a]
+		v1[a] -= d1 * q[a]
+		v2[a] -= d2 * q[a]
+		v3[a] -= d3 * q[a]
+	}
 }
 
 // orthoBasis is an orthonormal basis of the columns' span (modified
@@ -618,15 +811,27 @@ type kernelFit struct {
 }
 
 // fitKernels fits the within-transformed log durations on the overlaps of
-// rows sel (nil: all) with block-clustered errors.
-func fitKernels(rows []kernelRow, groups int, use batchUse, xs [][]float64, sel []bool, o KernelOptions) kernelFit {
+// rows sel (nil: all) with block-clustered errors. full is the identity
+// effects of all rows (newWithinPlan; nil: found here), whose bases the
+// groups sel keeps whole reuse.
+func fitKernels(rows []kernelRow, groups int, use batchUse, xs [][]float64, sel []bool, o KernelOptions, full *withinPlan) kernelFit {
 	f := kernelFit{estimable: make([]bool, len(xs))}
 	var sub []kernelRow
 	var subX [][]float64
 	if sel == nil {
 		sub, subX = rows, xs
 	} else {
+		n := 0
+		for _, in := range sel {
+			if in {
+				n++
+			}
+		}
+		sub = make([]kernelRow, 0, n)
 		subX = make([][]float64, len(xs))
+		for j := range subX {
+			subX[j] = make([]float64, 0, n)
+		}
 		for r := range rows {
 			if sel[r] {
 				sub = append(sub, rows[r])
@@ -636,11 +841,23 @@ func fitKernels(rows []kernelRow, groups int, use batchUse, xs [][]float64, sel 
 			}
 		}
 	}
-	y := make([]float64, len(sub))
-	for r := range sub {
-		y[r] = sub[r].y
+	plan := full
+	if sel != nil || plan == nil {
+		plan = newWithinPlan(sub, groups, use, full)
 	}
 	k := len(xs)
+	f.n = plan.kept
+	if f.n < o.MinKernels || f.n-plan.absorbed < 10*k {
+		f.reason = fmt.Sprintf("only %d kernels with freedom left after their identity effects (need %d, and 10 per source)", f.n, o.MinKernels)
+		return f
+	}
+	// idx are the kept rows, in order.
+	idx := make([]int, 0, f.n)
+	for r := range sub {
+		if plan.keep[r] {
+			idx = append(idx, r)
+		}
+	}
 	// Gauss–Newton on log d = effects + log(1 + Σ s_j x_j): each step is the
 	// within regression of the working response y − log(1 + Σ s x) on
 	// x_j / (1 + Σ s x); the first, from s = 0, is the log-linear model.
@@ -648,23 +865,50 @@ func fitKernels(rows []kernelRow, groups int, use batchUse, xs [][]float64, sel 
 	var (
 		fit    *olsFit
 		kept   []bool
-		idx    []int
-		colOf  []int
+		colOf  = make([]int, k)
 		nonVar = make([]bool, k)
 	)
 	var weight []float64
-	yw := make([]float64, len(sub))
-	zs := make([][]float64, k)
-	for j := range zs {
-		zs[j] = make([]float64, len(sub))
+	for j := range nonVar {
 		lo, hi := math.Inf(1), math.Inf(-1)
 		for _, v := range subX[j] {
 			lo, hi = math.Min(lo, v), math.Max(hi, v)
 		}
 		nonVar[j] = !(hi-lo > 1e-9)
 	}
+	// The log durations and overlaps of the kept rows in the plan's order,
+	// and each step's columns: the working response and each varying
+	// source's, in that order (cols), residualized into row order (outs;
+	// rewritten each step, fitColumns copies them into its design).
+	yp := make([]float64, f.n)
+	xp := make([][]float64, k)
+	for i, r := range plan.order {
+		yp[i] = sub[r].y
+	}
+	yy := make([]float64, f.n)
+	cols, outs := [][]float64{make([]float64, f.n)}, [][]float64{yy}
+	var xcols [][]float64
+	for j := range xp {
+		xp[j] = make([]float64, f.n)
+		for i, r := range plan.order {
+			xp[j][i] = subX[j][r]
+		}
+		colOf[j] = -1
+		if !nonVar[j] {
+			colOf[j] = len(xcols)
+			c := make([]float64, f.n)
+			xcols = append(xcols, c)
+			cols, outs = append(cols, make([]float64, f.n)), append(outs, c)
+		}
+	}
+	if len(xcols) == 0 {
+		f.reason = "no source's overlap varies across the target's kernels"
+		return f
+	}
+	var sc olsScratch // the steps' designs: only the last step's fit is kept
 	for iter := 0; iter < 30; iter++ {
-		for r := range sub {
+		// The rows left out still have to keep their duration positive.
+		for _, r := range plan.dropped {
 			den := 1.0
 			for j := range subX {
 				den += stretch[j] * subX[j][r]
@@ -673,46 +917,24 @@ func fitKernels(rows []kernelRow, groups int, use batchUse, xs [][]float64, sel 
 				f.reason = "the stretch model diverged (a source's overlap shortens kernels to nothing)"
 				return f
 			}
-			yw[r] = y[r] - math.Log(den)
-			for j := range subX {
-				zs[j][r] = subX[j][r] / den
-			}
 		}
-		res, absorbed, keep := within(sub, groups, use, append([][]float64{yw}, zs...))
-		if iter == 0 {
-			for r := range sub {
-				if keep[r] {
-					idx = append(idx, r)
-				}
+		for i := range yp {
+			den := 1.0
+			for j := range xp {
+				den += stretch[j] * xp[j][i]
 			}
-			f.n = len(idx)
-			if f.n < o.MinKernels || f.n-absorbed < 10*k {
-				f.reason = fmt.Sprintf("only %d kernels with freedom left after their identity effects (need %d, and 10 per source)", f.n, o.MinKernels)
+			if den <= 0 {
+				f.reason = "the stretch model diverged (a source's overlap shortens kernels to nothing)"
 				return f
 			}
-		}
-		yy := make([]float64, f.n)
-		for a, r := range idx {
-			yy[a] = res[0][r]
-		}
-		var xcols [][]float64
-		colOf = colOf[:0]
-		for j := 0; j < k; j++ {
-			if nonVar[j] {
-				colOf = append(colOf, -1)
-				continue
+			cols[0][i] = yp[i] - math.Log(den)
+			for j, c := range colOf {
+				if c >= 0 {
+					cols[c+1][i] = xp[j][i] / den
+				}
 			}
-			c := make([]float64, f.n)
-			for a, r := range idx {
-				c[a] = res[j+1][r]
-			}
-			colOf = append(colOf, len(xcols))
-			xcols = append(xcols, c)
 		}
-		if len(xcols) == 0 {
-			f.reason = "no source's overlap varies across the target's kernels"
-			return f
-		}
+		plan.apply(cols, outs)
 		if weight != nil {
 			for a := range yy {
 				yy[a] *= weight[a]
@@ -724,7 +946,7 @@ func fitKernels(rows []kernelRow, groups int, use batchUse, xs [][]float64, sel 
 			}
 		}
 		var err error
-		fit, kept, err = fitColumns(xcols, yy)
+		fit, kept, err = fitColumnsReusing(xcols, yy, &sc)
 		if err != nil {
 			f.reason = fmt.Sprintf("kernel regression failed: %v", err)
 			return f
@@ -765,7 +987,7 @@ func fitKernels(rows []kernelRow, groups int, use batchUse, xs [][]float64, sel 
 	}
 	rank := map[int64]int{}
 	binOf := make([]int, f.n)
-	var bins []int64
+	bins := make([]int64, 0, len(idx))
 	for _, r := range idx {
 		bins = append(bins, (sub[r].start-t0)/o.ScoreBin)
 	}
@@ -935,7 +1157,8 @@ func kernelRegression(target busyKey, sources []busyKey, isolated []bool, srcDev
 			pairs[j].MeanOverlap = Float(m / float64(len(rows)))
 		}
 	}
-	f := fitKernels(rows, groups, use, xs, nil, o)
+	plan := newWithinPlan(rows, groups, use, nil)
+	f := fitKernels(rows, groups, use, xs, nil, o, plan)
 	for j := range pairs {
 		p := &pairs[j]
 		p.Kernels, p.Blocks, p.BlockNs = f.n, f.blocks, f.blockNs
@@ -974,7 +1197,7 @@ func kernelRegression(target busyKey, sources []busyKey, isolated []bool, srcDev
 		for r := range rows {
 			sel[r] = rows[r].cat == c
 		}
-		fc := fitKernels(rows, groups, use, xs, sel, o)
+		fc := fitKernels(rows, groups, use, xs, sel, o, plan)
 		if fc.reason != "" {
 			continue
 		}
@@ -1072,20 +1295,14 @@ func blockLength(x []float64) float64 {
 }
 
 // impact is the source's share of the target's request latency, for the
-// requests of the target's tenants that the target's steps served.
-func impact(in KernelInput, tm *TenantMap, target string, rows []kernelRow, x []float64, p *KernelPair) []Impact {
+// requests of the target's tenants that the target's steps served. rowOf is
+// each op's index in rows (-1 for ops not in rows).
+func impact(in KernelInput, tm *TenantMap, target string, rows []kernelRow, rowOf []int32, x []float64, p *KernelPair) []Impact {
 	if math.IsNaN(float64(p.CILowPct)) || math.IsNaN(float64(p.CIHighPct)) {
 		return nil
 	}
 	// The point estimate and the interval's ends.
 	coefs := [3]float64{float64(p.Coef), float64(p.CILowPct) / 100, float64(p.CIHighPct) / 100}
-	rowOf := make([]int32, len(in.Trace.GPUOps))
-	for i := range rowOf {
-		rowOf[i] = -1
-	}
-	for r := range rows {
-		rowOf[rows[r].op] = int32(r)
-	}
 	member := map[string]bool{}
 	for _, m := range tm.Members(target) {
 		member[m] = true

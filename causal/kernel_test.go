@@ -243,3 +243,141 @@ func TestAutoClusterWidth(t *testing.T) {
 		}
 	}
 }
+
+// referenceWithin is the identity residualization written plainly (the
+// form withinPlan replaced): each group's basis found anew, each column
+// gathered, projected out twice with a product loop and a subtraction loop
+// per basis vector, and scattered back to the kept rows.
+func referenceWithin(rows []kernelRow, groups int, use batchUse, cols [][]float64) (out [][]float64, absorbed int, kept int) {
+	members := make([][]int, groups)
+	for r := range rows {
+		members[rows[r].group] = append(members[rows[r].group], r)
+	}
+	full := make([][]float64, len(cols))
+	for j := range full {
+		full[j] = make([]float64, len(rows))
+	}
+	keep := make([]bool, len(rows))
+	for _, m := range members {
+		if len(m) == 0 {
+			continue
+		}
+		z := [][]float64{constant(len(m))}
+		for _, u := range []struct {
+			on bool
+			of func(kernelRow) float64
+		}{{use.size, func(r kernelRow) float64 { return r.size }}, {use.tok, func(r kernelRow) float64 { return r.tok }},
+			{use.ctx, func(r kernelRow) float64 { return r.ctx }}} {
+			if !u.on {
+				continue
+			}
+			c, c2 := make([]float64, len(m)), make([]float64, len(m))
+			for a, r := range m {
+				c[a] = math.Log(u.of(rows[r]))
+				c2[a] = c[a] * c[a]
+			}
+			z = append(z, c, c2)
+		}
+		basis := orthoBasis(z, 1e-8)
+		if len(m) <= len(basis) {
+			continue
+		}
+		absorbed += len(basis)
+		v := make([]float64, len(m))
+		for j, col := range cols {
+			for a, r := range m {
+				v[a] = col[r]
+			}
+			for pass := 0; pass < 2; pass++ {
+				for _, q := range basis {
+					d := dot(v, q)
+					for a := range v {
+						v[a] -= d * q[a]
+					}
+				}
+			}
+			for a, r := range m {
+				full[j][r] = v[a]
+			}
+		}
+		for _, r := range m {
+			keep[r] = true
+		}
+	}
+	out = make([][]float64, len(cols))
+	for r := range rows {
+		if keep[r] {
+			kept++
+			for j := range cols {
+				out[j] = append(out[j], full[j][r])
+			}
+		}
+	}
+	return out, absorbed, kept
+}
+
+// The within plan (bases found once, columns laid out group by group, up to
+// four residualized at a time with fused loops, and a subset's plan reusing
+// the bases of the groups it keeps whole) gives the plain residualization's
+// residuals digit for digit, for 1 to 7 columns, with and without batch
+// controls, groups too small to keep, and subsets that keep some groups
+// whole and split others.
+func TestWithinPlanMatchesReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 9))
+	for _, use := range []batchUse{{}, {size: true}, {size: true, tok: true, ctx: true}} {
+		const groups = 40
+		var rows []kernelRow
+		for r := 0; r < 3000; r++ {
+			g := rng.IntN(groups)
+			if g%9 == 0 && rng.IntN(20) > 0 {
+				continue // a few small groups, some without freedom left
+			}
+			rows = append(rows, kernelRow{group: g, size: float64(1 + rng.IntN(64)), tok: float64(1 + rng.IntN(4096)), ctx: float64(1 + rng.IntN(1<<16))})
+		}
+		full := newWithinPlan(rows, groups, use, nil)
+		// A subset: whole groups (even ones) and a share of the odd ones'
+		// rows.
+		var sub []kernelRow
+		for _, r := range rows {
+			if r.group%2 == 0 || rng.IntN(3) == 0 {
+				sub = append(sub, r)
+			}
+		}
+		for _, tc := range []struct {
+			name string
+			rows []kernelRow
+			plan *withinPlan
+		}{{"all rows", rows, full}, {"subset", sub, newWithinPlan(sub, groups, use, full)}} {
+			for ncol := 1; ncol <= 7; ncol++ {
+				cols := make([][]float64, ncol)
+				for j := range cols {
+					cols[j] = make([]float64, len(tc.rows))
+					for r := range cols[j] {
+						cols[j][r] = rng.NormFloat64() + float64(j)*math.Log(tc.rows[r].size)
+					}
+				}
+				want, absorbed, kept := referenceWithin(tc.rows, groups, use, cols)
+				p := tc.plan
+				if p.absorbed != absorbed || p.kept != kept {
+					t.Fatalf("%v %s: plan absorbs %d and keeps %d rows, reference %d and %d", use, tc.name, p.absorbed, p.kept, absorbed, kept)
+				}
+				in, outs := make([][]float64, ncol), make([][]float64, ncol)
+				for j := range in {
+					in[j] = make([]float64, p.kept)
+					for i, r := range p.order {
+						in[j][i] = cols[j][r]
+					}
+					outs[j] = make([]float64, p.kept)
+				}
+				p.apply(in, outs)
+				for j := range outs {
+					for a := range outs[j] {
+						if math.Float64bits(outs[j][a]) != math.Float64bits(want[j][a]) {
+							t.Fatalf("%v %s, %d columns: column %d row %d is %v, reference %v", use, tc.name, ncol, j, a, outs[j][a], want[j][a])
+						}
+					}
+				}
+			}
+		}
+	}
+}

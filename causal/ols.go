@@ -37,7 +37,26 @@ type olsFit struct {
 // unit norm first, so the condition check and the accuracy do not depend on
 // the units of the regressors (NIST's Longley data, whose raw columns span
 // ten orders of magnitude, is the test).
-func fitOLS(x *mat.Dense, y []float64) (*olsFit, error) {
+func fitOLS(x *mat.Dense, y []float64) (*olsFit, error) { return fitOLSReusing(x, y, nil) }
+
+// olsScratch is memory one fit after another reuses: the design
+// (columnsInto) and its column-scaled copy.
+type olsScratch struct{ design, scaled, col []float64 }
+
+// grow is buf[:n] where buf holds n, else a new slice.
+func grow(buf []float64, n int) []float64 {
+	if cap(buf) >= n {
+		return buf[:n]
+	}
+	return make([]float64, n)
+}
+
+// fitOLSReusing is fitOLS with its scaled copy of x in sc (nil: new
+// memory); sc keeps the buffers for the next fit.
+func fitOLSReusing(x *mat.Dense, y []float64, sc *olsScratch) (*olsFit, error) {
+	if sc == nil {
+		sc = &olsScratch{}
+	}
 	n, k := x.Dims()
 	if n != len(y) {
 		return nil, fmt.Errorf("ols: %d rows but %d responses", n, len(y))
@@ -46,18 +65,19 @@ func fitOLS(x *mat.Dense, y []float64) (*olsFit, error) {
 		return nil, fmt.Errorf("ols: %d observations for %d parameters", n, k)
 	}
 	norms := make([]float64, k)
-	xs := mat.NewDense(n, k, nil)
+	sc.col, sc.scaled = grow(sc.col, n), grow(sc.scaled, n*k)
+	col, scaled := sc.col, sc.scaled
 	for j := 0; j < k; j++ {
-		col := mat.Col(nil, j, x)
+		mat.Col(col, j, x)
 		norms[j] = math.Sqrt(dot(col, col))
 		if norms[j] == 0 || math.IsNaN(norms[j]) || math.IsInf(norms[j], 0) {
 			return nil, fmt.Errorf("ols: column %d is zero or not finite: %w", j, errCollinear)
 		}
-		for i := range col {
-			col[i] /= norms[j]
+		for i, v := range col {
+			scaled[i*k+j] = v / norms[j]
 		}
-		xs.SetCol(j, col)
 	}
+	xs := mat.NewDense(n, k, scaled)
 	var qr mat.QR
 	qr.Factorize(xs)
 	cond := qr.Cond()
@@ -97,9 +117,10 @@ func fitOLS(x *mat.Dense, y []float64) (*olsFit, error) {
 	}
 	f.resid = make([]float64, n)
 	for i := 0; i < n; i++ {
+		row := x.RawRowView(i)
 		fit := 0.0
 		for j := 0; j < k; j++ {
-			fit += x.At(i, j) * f.beta[j]
+			fit += row[j] * f.beta[j]
 		}
 		f.resid[i] = y[i] - fit
 		f.rss += f.resid[i] * f.resid[i]
@@ -159,8 +180,9 @@ func (f *olsFit) cluster(groups []int) (*mat.SymDense, int) {
 			order = append(order, groups[i])
 		}
 		e := f.resid[i]
+		row := f.x.RawRowView(i)
 		for j := 0; j < f.k; j++ {
-			s[j] += f.x.At(i, j) * e
+			s[j] += row[j] * e
 		}
 	}
 	meat := mat.NewSymDense(f.k, nil)
@@ -192,15 +214,20 @@ func (f *olsFit) clusterJackknife(groups []int) (v *mat.SymDense, g int, ok bool
 	parts := map[int]*part{}
 	var order []int
 	xtx := make([]float64, k*k)
-	row := make([]float64, k)
+	var p *part
 	for i := 0; i < f.n; i++ {
-		p, seen := parts[groups[i]]
-		if !seen {
-			p = &part{xtx: make([]float64, k*k), score: make([]float64, k)}
-			parts[groups[i]] = p
-			order = append(order, groups[i])
+		// Rows of one cluster often come in a run (time blocks): look the
+		// cluster up only when the label changes.
+		if i == 0 || groups[i] != groups[i-1] {
+			var seen bool
+			p, seen = parts[groups[i]]
+			if !seen {
+				p = &part{xtx: make([]float64, k*k), score: make([]float64, k)}
+				parts[groups[i]] = p
+				order = append(order, groups[i])
+			}
 		}
-		mat.Row(row, i, f.x)
+		row := f.x.RawRowView(i)
 		e := f.resid[i]
 		for a := 0; a < k; a++ {
 			p.score[a] += row[a] * e

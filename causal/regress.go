@@ -372,13 +372,22 @@ func constant(n int) []float64 {
 }
 
 // columns assembles a design matrix from columns.
-func columns(cols [][]float64) *mat.Dense {
-	n := len(cols[0])
-	x := mat.NewDense(n, len(cols), nil)
+func columns(cols [][]float64) *mat.Dense { return columnsInto(cols, nil) }
+
+// columnsInto is columns in buf's memory where it is large enough (the
+// matrix then shares it).
+func columnsInto(cols [][]float64, buf []float64) *mat.Dense {
+	n, k := len(cols[0]), len(cols)
+	data := grow(buf, n*k)
 	for j, c := range cols {
-		x.SetCol(j, c)
+		if len(c) != n {
+			panic(mat.ErrColLength)
+		}
+		for i, v := range c {
+			data[i*k+j] = v
+		}
 	}
-	return x
+	return mat.NewDense(n, k, data)
 }
 
 // fitColumns fits y on the columns, leaving out those that add no
@@ -386,16 +395,27 @@ func columns(cols [][]float64) *mat.Dense {
 // is tried first, so the Gram–Schmidt screen runs only when the QR reports
 // collinearity.
 func fitColumns(cols [][]float64, y []float64) (*olsFit, []bool, error) {
+	return fitColumnsReusing(cols, y, nil)
+}
+
+// fitColumnsReusing is fitColumns building its design and scaled copy in
+// sc's buffers (nil: new ones). The fit's x is then sc's memory: valid
+// until the next fit with sc.
+func fitColumnsReusing(cols [][]float64, y []float64, sc *olsScratch) (*olsFit, []bool, error) {
+	if sc == nil {
+		sc = &olsScratch{}
+	}
 	keep := make([]bool, len(cols))
 	for j := range keep {
 		keep[j] = true
 	}
-	fit, err := fitOLS(columns(cols), y)
+	sc.design = grow(sc.design, len(cols)*len(cols[0]))
+	fit, err := fitOLSReusing(columnsInto(cols, sc.design), y, sc)
 	if err == nil || !errors.Is(err, errCollinear) {
 		return fit, keep, err
 	}
 	keep = independent(cols, 1e-8)
-	fit, err = fitOLS(columns(pick(cols, keep)), y)
+	fit, err = fitOLSReusing(columnsInto(pick(cols, keep), sc.design), y, sc)
 	return fit, keep, err
 }
 
