@@ -236,6 +236,9 @@ type comparison struct {
 	history    bool // several baseline runs, one candidate run
 	paired     bool // one workload replayed: request i of each side is one request
 	segments   int  // stretches per side for batch means (segmentCount)
+	// pairedNeff is the effective sample size of each metric's paired
+	// differences (pairedN), with a replayed workload and blocks on.
+	pairedNeff map[string]metricNeff
 	identical  bool // both sides hold the same samples
 	works      []*work
 	// absent says, per metric name, why it could not be compared.

@@ -169,6 +169,7 @@ func (c *comparison) decideDependence(specs []spec) (base, cand dependence) {
 			}
 		}
 	}
+	c.pairedNeff = paired
 	for _, side := range []struct {
 		p *pooled
 		d *dependence

@@ -2,7 +2,6 @@ package compare_test
 
 import (
 	"fmt"
-	"math"
 	"os"
 	"sort"
 	"strconv"
@@ -160,7 +159,7 @@ func calibrate(t *testing.T, pairs int, d time.Duration, reps int, powerPairs in
 			}
 		}
 	}
-	limit := alpha + 2*math.Sqrt(alpha*(1-alpha)/float64(pairs))
+	limit := mcBound(alpha, pairs)
 	var names []string
 	for k := range decided {
 		names = append(names, k)

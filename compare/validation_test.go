@@ -100,7 +100,13 @@ func falseFailLimit(seeds int, alpha float64) int {
 	if os.Getenv("LLMPROF_LONG") != "" {
 		return int(alpha * float64(seeds))
 	}
-	return int(alpha*float64(seeds) + 2*math.Sqrt(float64(seeds)*alpha*(1-alpha)))
+	return int(float64(seeds) * mcBound(alpha, seeds))
+}
+
+// mcBound is the highest false-fail rate n Monte Carlo trials at a true
+// rate of α may show: α plus two of their standard errors.
+func mcBound(alpha float64, n int) float64 {
+	return alpha + 2*math.Sqrt(alpha*(1-alpha)/float64(n))
 }
 
 func TestNullFalseFailRate(t *testing.T) {

@@ -66,10 +66,10 @@ const (
 // position by position, for two runs to count as one workload replayed (a
 // few requests swapped in arrival order, or failed, do not break a replay),
 // or once both are sorted for the same prompts reordered. Two independent
-// draws of as many prompts from one length distribution agree far less:
-// sorted, 2–6% on average for 200–2000 log-normal lengths (median 300,
-// log-sd 0.5), 33% and at most 54% in 20 draws of 2000 from a narrow one
-// (median 100, log-sd 0.3); position by position, less still.
+// draws of as many prompts from one length distribution agree far less: at
+// most 9–28% for 200–10,000 log-normal lengths (median 300, log-sd 0.5), and
+// 61% for 2000 from a narrow one (median 100, log-sd 0.3), the highest of 20
+// pairs of draws (TestIndependentDrawsAreNotAReplay).
 const replayAgreement = 0.9
 
 // workloadMatch compares the prompt lengths of two runs in arrival order:
@@ -191,7 +191,7 @@ func (c *comparison) pairedShiftMetric(s spec, depB, depC dependence) {
 	alpha := c.opts.Alpha
 	mb := orderstat.Quantile(sortedCopy(b), 0.5)
 	inflate := 1.0
-	if e := c.pairedN(s); e.n > 0 && e.neff > 0 {
+	if e := c.pairedNeff[s.name]; e.n > 0 && e.neff > 0 {
 		inflate = math.Max(1, math.Sqrt(float64(e.n)/e.neff))
 	}
 	hl := PairedHodgesLehmann(d, alpha)

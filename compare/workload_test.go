@@ -147,3 +147,14 @@ func TestWorkloadUnknownAndForced(t *testing.T) {
 		t.Errorf("prompts reversed: ttft.p50 %q", m.CannotDecide)
 	}
 }
+
+// TestForcedPairingSaysHowLittleThePromptsAgree: --workload paired on
+// two independent draws pairs them, and warns.
+func TestForcedPairingSaysHowLittleThePromptsAgree(t *testing.T) {
+	b := withPrompts(comparetest.Workload{Requests: 300, Seed: 5}.Run(), 1)
+	c := withPrompts(comparetest.Workload{Requests: 300, Seed: 6}.Run(), 2)
+	res := compareWith(t, b, c, compare.WorkloadPaired)
+	if res.Workload != compare.DesignReplayed || !strings.Contains(strings.Join(res.Warnings, "\n"), "--workload paired: the prompt lengths agree at only") {
+		t.Errorf("--workload paired on two draws: workload %q, warnings %q", res.Workload, res.Warnings)
+	}
+}

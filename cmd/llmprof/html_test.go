@@ -243,19 +243,28 @@ func TestAnalyzeHTMLTenMinutes(t *testing.T) {
 		t.Errorf("10-minute report is %d bytes, want under 2 MiB", st.Size())
 	}
 	t.Logf("10-minute report: %d bytes", st.Size())
+	renderedCleanly(t, out, "the 10-minute report")
+}
+
+// renderedCleanly loads the page at path in headless Chromium, when there
+// is one (else it logs the skip), and checks that its script ran to its end
+// (data-rendered on <html>) without a console message.
+func renderedCleanly(t *testing.T, path, what string) {
+	t.Helper()
 	bin, err := browser.Find()
 	if err != nil {
+		t.Logf("%s: browser part skipped: %v", what, err)
 		return
 	}
-	p, err := browser.Load(context.Background(), bin, out)
+	p, err := browser.Load(context.Background(), bin, path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if m := attrRE("data-rendered").FindStringSubmatch(p.DOM); m == nil || m[1] != "true" {
-		t.Error("the 10-minute report's script did not finish")
+		t.Errorf("%s: the page's script did not finish", what)
 	}
 	if msgs := p.ConsoleMessages(); len(msgs) > 0 {
-		t.Errorf("console: %s", strings.Join(msgs, "\n"))
+		t.Errorf("%s: console: %s", what, strings.Join(msgs, "\n"))
 	}
 }
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/xml"
 	"errors"
 	"io"
@@ -10,8 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/llmprof/llmprof/internal/browser"
 )
 
 // TestDiffHTML: `diff --out html=…` writes an offline page whose forest plot
@@ -57,19 +54,5 @@ func TestDiffHTML(t *testing.T) {
 	if strings.Contains(strings.ReplaceAll(text, `xmlns="http://www.w3.org/2000/svg"`, ""), "http") {
 		t.Error("the page refers to the network")
 	}
-	bin, err := browser.Find()
-	if err != nil {
-		t.Log("browser part skipped: ", err)
-		return
-	}
-	p, err := browser.Load(context.Background(), bin, out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m := attrRE("data-rendered").FindStringSubmatch(p.DOM); m == nil || m[1] != "true" {
-		t.Error("the diff page's script did not finish")
-	}
-	if msgs := p.ConsoleMessages(); len(msgs) > 0 {
-		t.Errorf("console: %s", strings.Join(msgs, "\n"))
-	}
+	renderedCleanly(t, out, "the diff page")
 }
