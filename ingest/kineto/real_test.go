@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/big"
 	"path/filepath"
 	"slices"
@@ -111,7 +112,9 @@ func nsOf(t *testing.T, n json.Number) int64 {
 	return q.Int64()
 }
 
-func countJSON(t *testing.T, path string) jsonCount {
+// openReal opens a real trace as ingest would (decompressed), for reading
+// it independently of the decoder; the file is closed with the test.
+func openReal(t *testing.T, path string) io.Reader {
 	t.Helper()
 	in, err := ingest.NewInput(path)
 	if err != nil {
@@ -121,7 +124,13 @@ func countJSON(t *testing.T, path string) jsonCount {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rc.Close()
+	t.Cleanup(func() { rc.Close() })
+	return rc
+}
+
+func countJSON(t *testing.T, path string) jsonCount {
+	t.Helper()
+	rc := openReal(t, path)
 	dec := json.NewDecoder(rc)
 	dec.UseNumber()
 	var doc struct {
@@ -384,15 +393,7 @@ func ExampleDecoder() {
 func TestRealFilesHost(t *testing.T) {
 	for _, path := range realFiles(t) {
 		t.Run(filepath.Base(path), func(t *testing.T) {
-			in, err := ingest.NewInput(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rc, err := in.Open()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer rc.Close()
+			rc := openReal(t, path)
 			var top struct {
 				HostName string `json:"host_name"`
 			}
