@@ -35,13 +35,9 @@ type metricNeff struct {
 	n    int
 }
 
-// effectiveN returns the effective sample size of the units behind
-// metric s on side p (requests; tokens for ITL without request bounds).
-func (c *comparison) effectiveN(p *pooled, s spec) metricNeff {
-	if s.kind() == KindRate {
-		return metricNeff{}
-	}
-	x := known(unitSeries(p, s))
+// neffOf is the effective sample size of a unit series (unitSeries).
+func neffOf(units []float64) metricNeff {
+	x := known(units)
 	return metricNeff{neff: EffectiveN(x), n: len(x)}
 }
 
@@ -120,17 +116,14 @@ func unitSeries(p *pooled, s spec) []float64 {
 }
 
 // pairedN is the effective sample size of metric s's paired differences
-// (unitSeries of the candidate minus the baseline's, request by request):
+// (the candidate's unit series minus the baseline's, request by request):
 // with one workload replayed, what the runs share cancels and what is left
 // — a stall in one run, a storm the other escaped — decides how far apart
-// the resampled blocks must be.
-func (c *comparison) pairedN(s spec) metricNeff {
-	if s.kind() == KindRate || (s.isITL() && (c.base.itlReq == nil || c.cand.itlReq == nil)) {
-		return metricNeff{}
-	}
-	xb, xc := unitSeries(c.base, s), unitSeries(c.cand, s)
-	if len(xb) != len(xc) {
-		return metricNeff{}
+// the resampled blocks must be. ok is false when the units are not
+// requests on both sides (ITL without request bounds) or too few.
+func pairedN(s spec, xb, xc []float64, b, k *pooled) (metricNeff, bool) {
+	if (s.isITL() && (b.itlReq == nil || k.itlReq == nil)) || len(xb) != len(xc) {
+		return metricNeff{}, false
 	}
 	var d []float64
 	for i := range xb {
@@ -138,7 +131,8 @@ func (c *comparison) pairedN(s spec) metricNeff {
 			d = append(d, v)
 		}
 	}
-	return metricNeff{neff: EffectiveN(d), n: len(d)}
+	e := metricNeff{neff: EffectiveN(d), n: len(d)}
+	return e, e.n >= 3
 }
 
 // effectiveFloor is the fewest effective units a metric needs per side.
@@ -161,20 +155,31 @@ type dependence struct {
 // sides and sets each side's block length (BlockDetect), or applies the
 // block setting given.
 func (c *comparison) decideDependence(specs []spec) (base, cand dependence) {
+	// Each side's unit series, once per metric: the side's effective n and
+	// the paired differences' come from the same values.
+	units := [2]map[string][]float64{{}, {}}
+	for _, s := range specs {
+		if s.kind() != KindRate {
+			units[0][s.name], units[1][s.name] = unitSeries(c.base, s), unitSeries(c.cand, s)
+		}
+	}
 	paired := map[string]metricNeff{}
 	if c.paired && c.opts.Block != 0 {
 		for _, s := range specs {
-			if e := c.pairedN(s); e.n >= 3 {
+			if s.kind() == KindRate {
+				continue
+			}
+			if e, ok := pairedN(s, units[0][s.name], units[1][s.name], c.base, c.cand); ok {
 				paired[s.name] = e
 			}
 		}
 	}
 	c.pairedNeff = paired
-	for _, side := range []struct {
+	for side, sd := range []struct {
 		p *pooled
 		d *dependence
 	}{{c.base, &base}, {c.cand, &cand}} {
-		p, d := side.p, side.d
+		p, d := sd.p, sd.d
 		d.neff = map[string]metricNeff{}
 		need := 1
 		worst, wname := 1.0, ""
@@ -182,7 +187,7 @@ func (c *comparison) decideDependence(specs []spec) (base, cand dependence) {
 			if s.kind() == KindRate {
 				continue
 			}
-			e := c.effectiveN(p, s)
+			e := neffOf(units[side][s.name])
 			if pe, ok := paired[s.name]; ok && e.n > 0 && pe.neff/float64(pe.n) < e.neff/float64(e.n) {
 				// The paired differences are what the change is made of.
 				e.neff = float64(e.n) * pe.neff / float64(pe.n)
