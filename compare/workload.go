@@ -120,9 +120,7 @@ func (c *comparison) decideWorkload() error {
 		if b.Requests != k.Requests {
 			return fmt.Errorf("--workload paired: baseline has %d requests, candidate %d; pairing needs one request for each", b.Requests, k.Requests)
 		}
-		c.paired = true
-		c.res.Workload = DesignReplayed
-		c.res.Unit = "request (paired)"
+		c.pair()
 		if ok && agree < replayAgreement {
 			c.warnf("--workload paired: the prompt lengths agree at only %.0f%% of requests; pairing request i with request i assumes one workload replayed", 100*agree)
 		}
@@ -135,9 +133,7 @@ func (c *comparison) decideWorkload() error {
 			c.res.Workload = DesignUnknown
 			c.warnf("cannot tell whether both runs replayed one workload (no prompt lengths, input_tokens, on a side): the intervals assume they did; if the prompts differ, a change may be the workload's")
 		case agree >= replayAgreement:
-			c.paired = true
-			c.res.Workload = DesignReplayed
-			c.res.Unit = "request (paired)"
+			c.pair()
 		case sameSet >= replayAgreement:
 			c.res.Workload = DesignReordered
 			c.warnf("both runs served the same prompts in another order (their lengths agree at %.0f%% of requests once sorted, %.0f%% in arrival order): one workload, compared unpaired", 100*sameSet, 100*agree)
@@ -152,6 +148,13 @@ func (c *comparison) decideWorkload() error {
 		}
 	}
 	return nil
+}
+
+// pair compares request i of the baseline with request i of the candidate.
+func (c *comparison) pair() {
+	c.paired = true
+	c.res.Workload = DesignReplayed
+	c.res.Unit = "request (paired)"
 }
 
 // requireWorkload marks a request-level metric undecided when the runs
