@@ -172,12 +172,12 @@ func countJSON(t *testing.T, path string) jsonCount {
 			opCorr = append(opCorr, corr)
 		case "gpu_memcpy":
 			c.memcpy++
-			b, _ := args["bytes"].(json.Number).Int64()
+			b, _ := numberArg(args, "bytes")
 			c.memcpyBytes += b
 			opCorr = append(opCorr, corr)
 		case "gpu_memset":
 			c.memset++
-			b, _ := args["bytes"].(json.Number).Int64()
+			b, _ := numberArg(args, "bytes")
 			c.memsetBytes += b
 			opCorr = append(opCorr, corr)
 		case "cuda_sync":
@@ -410,4 +410,15 @@ func TestRealFilesHost(t *testing.T) {
 			}
 		})
 	}
+}
+
+// numberArg reads an integer argument that a trace may leave out (ROCm
+// traces carry no "bytes" on memcpy and memset).
+func numberArg(args map[string]any, key string) (int64, bool) {
+	v, ok := args[key].(json.Number)
+	if !ok {
+		return 0, false
+	}
+	n, err := v.Int64()
+	return n, err == nil
 }
