@@ -11,9 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llmprof/llmprof/attribution"
-	"github.com/llmprof/llmprof/compare"
-	"github.com/llmprof/llmprof/ingest"
-	"github.com/llmprof/llmprof/internal/progress"
+	"github.com/llmprof/llmprof/internal/driver"
 	"github.com/llmprof/llmprof/report"
 )
 
@@ -95,14 +93,12 @@ func runAnalyze(ctx context.Context, f *Factory, opts *AnalyzeOptions) error {
 	if err != nil {
 		return err
 	}
-	a, err := analyzeInputs(ctx, f, opts.Inputs, pipelineOptions{TenantKey: opts.TenantKey, SLO: slo, Stall: opts.Stall, TopKernels: opts.Top})
+	a, err := driver.Run(ctx, opts.Inputs, f.pipeline(driver.Options{TenantKey: opts.TenantKey, SLO: slo, Stall: opts.Stall, TopKernels: opts.Top}))
 	if err != nil {
 		return err
 	}
 	res := a.Attr
-	samples := compare.FromAttribution(res)
-	rep := report.New(report.Input{Version: versionString(), Trace: a.Trace, Align: a.Align, Attr: res, Samples: &samples,
-		Tenants: a.Tenants, TenantsNote: a.TenantsNote, GPU: res.GPU, Signals: a.Signals})
+	rep := a.Report(versionString())
 	if opts.Strict && len(rep.Warnings) > 0 {
 		for _, w := range rep.Warnings {
 			fmt.Fprintln(opts.IO.ErrOut, "llmprof: "+w.String())
@@ -126,7 +122,7 @@ func runAnalyze(ctx context.Context, f *Factory, opts *AnalyzeOptions) error {
 		case "json":
 			return rep.WriteJSON(w)
 		case "html":
-			return rep.WriteHTML(w, report.NewHTMLViews(rep, res, a.Trace))
+			return rep.WriteHTML(w, a.HTMLViews(rep))
 		}
 		width := 0
 		if w == opts.IO.Out {
@@ -136,30 +132,18 @@ func runAnalyze(ctx context.Context, f *Factory, opts *AnalyzeOptions) error {
 	})
 }
 
-// openInputs decodes and merges the inputs (with the given decoders, or the
-// Factory's), counting files and bytes on the progress meter.
-func openInputs(ctx context.Context, f *Factory, paths []string, decoders []ingest.Decoder, m *progress.Meter) (*ingest.Trace, error) {
-	if decoders == nil {
-		decoders = f.decoders()
+// pipeline completes the options of driver.Run with the command's streams:
+// "-" reads standard input, and a progress meter draws on stderr when it is
+// a terminal.
+func (f *Factory) pipeline(opts driver.Options) driver.Options {
+	if f == nil {
+		return opts
 	}
-	var oo ingest.OpenOptions
-	if m != nil {
-		// Open's own walk of the inputs says what there is to read (the
-		// files it will decode, symlinks followed, with their sizes).
-		oo.Expanded = func(ins []*ingest.Input) {
-			var total int64
-			for _, in := range ins {
-				total += in.Size
-			}
-			m.Inputs(len(ins), total)
-			m.Stage(progress.StageReading)
-		}
-		oo.Progress = func(_, _ int, in *ingest.Input) { m.FileDone(in.Size) }
+	opts.Stdin = f.IO.In
+	if f.IO.ErrTTY {
+		opts.Progress = f.IO.ErrOut
 	}
-	if f != nil {
-		oo.Stdin = f.IO.In
-	}
-	return ingest.Open(ctx, paths, decoders, oo)
+	return opts
 }
 
 // writeOutput runs render on stdout or on the named file (written whole, then

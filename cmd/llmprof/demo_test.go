@@ -44,30 +44,3 @@ func TestDemoFixtureUpToDate(t *testing.T) {
 		}
 	}
 }
-
-// TestAnalyzeDemoGolden is the README's first command, whole.
-func TestAnalyzeDemoGolden(t *testing.T) {
-	code, stdout, stderr := runLLMProf(t, "analyze", filepath.Join("..", "..", "testdata", "demo"))
-	if code != ExitOK {
-		t.Fatalf("analyze exited %d: %s", code, stderr)
-	}
-	golden.Check(t, filepath.Join("testdata", "analyze-demo.txt"), []byte(stdout))
-}
-
-// TestAnalyzeIsDeterministic: the same input gives the same JSON, digit for
-// digit. The tenant regression's leave-one-cluster-out sums once ran in map
-// order, so their last digits changed from run to run.
-func TestAnalyzeIsDeterministic(t *testing.T) {
-	var first string
-	for i := range 4 {
-		code, stdout, stderr := runLLMProf(t, "analyze", "--format", "json", filepath.Join("..", "..", "testdata", "demo"))
-		if code != ExitOK {
-			t.Fatalf("analyze exited %d: %s", code, stderr)
-		}
-		if i == 0 {
-			first = stdout
-		} else if stdout != first {
-			t.Fatalf("run %d of analyze --format json on the demo differs from the first", i+1)
-		}
-	}
-}

@@ -12,14 +12,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llmprof/llmprof/compare"
+	"github.com/llmprof/llmprof/internal/driver"
 	"github.com/llmprof/llmprof/report"
 )
 
 // DiffOptions are the parsed flags and arguments of `llmprof diff`.
 type DiffOptions struct {
 	IO *IOStreams
-	// load reads the inputs of one side (compare.Load with the analyze
-	// pipeline and the Factory's decoders; tests replace it).
+	// load reads the inputs of one side (driver.Load; tests replace it).
 	load func(ctx context.Context, paths []string) (*compare.Input, error)
 
 	// Baseline and Candidate are the two sides, each one or more paths.
@@ -54,9 +54,7 @@ func NewCmdDiff(f *Factory) *cobra.Command {
 	def := compare.DefaultOptions()
 	opts := &DiffOptions{IO: f.IO}
 	opts.load = func(ctx context.Context, paths []string) (*compare.Input, error) {
-		return compare.Load(ctx, paths, compare.LoadOptions{Decoders: f.decoders(), Analyze: func(ctx context.Context, path string) (compare.Run, []string, error) {
-			return analyzeRawRun(ctx, f, path)
-		}})
+		return driver.Load(ctx, paths, f.pipeline(driver.Options{}))
 	}
 	cmd := &cobra.Command{
 		Use:   "diff [flags] <baseline> <candidate>",
@@ -320,29 +318,4 @@ func gateSummary(res *compare.Result) string {
 		msg += fmt.Sprintf(", %d inconclusive under --fail-on-inconclusive (%s)", len(inconclusive), strings.Join(inconclusive, "; "))
 	}
 	return msg
-}
-
-// analyzeRawRun takes one raw input (a trace file or directory) through the
-// analyze pipeline and returns its run and the input's warnings.
-func analyzeRawRun(ctx context.Context, f *Factory, path string) (compare.Run, []string, error) {
-	// The tenant regression runs too: its per-request attributed impact is
-	// what diff's tenant.* metrics compare (compare.TenantSeries).
-	a, err := analyzeInputs(ctx, f, []string{path}, pipelineOptions{})
-	if err != nil {
-		return compare.Run{}, nil, err
-	}
-	if len(a.Attr.Requests) == 0 {
-		return compare.Run{}, nil, fmt.Errorf("%s: no requests found (no span in a request convention llmprof knows)", path)
-	}
-	run := compare.FromAttribution(a.Attr)
-	run.Tenants = compare.TenantSeries(a.Tenants, len(a.Attr.Requests))
-	run.RunID = path
-	var warns []string
-	for _, w := range a.Trace.Warnings.List {
-		warns = append(warns, w.String())
-	}
-	for _, w := range a.Attr.Warnings {
-		warns = append(warns, w.String())
-	}
-	return run, warns, nil
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/llmprof/llmprof/internal/driver"
 )
 
 // Exit codes, one table for every command (docs/design.md §1).
@@ -57,6 +59,7 @@ func exitCode(err error, stderr io.Writer) int {
 		return ExitOK
 	}
 	var usage *UsageError
+	var option *driver.OptionError
 	var regression *RegressionError
 	var coded *ExitCodeError
 	switch {
@@ -72,6 +75,9 @@ func exitCode(err error, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "llmprof: "+usage.Error())
 		fmt.Fprintln(stderr, "Run 'llmprof --help' or 'llmprof <command> --help' for usage.")
 		return ExitUsage
+	case errors.As(err, &option):
+		// The driver's option errors are the caller's mistakes.
+		return exitCode(&UsageError{option}, stderr)
 	case errors.Is(err, context.Canceled):
 		fmt.Fprintln(stderr, "llmprof: interrupted")
 		return ExitError

@@ -5,16 +5,14 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/spf13/cobra"
 
-	"github.com/llmprof/llmprof/align"
 	"github.com/llmprof/llmprof/export"
 	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/internal/driver"
 	"github.com/llmprof/llmprof/report"
 )
 
@@ -22,7 +20,8 @@ import (
 type ExportOptions struct {
 	IO     *IOStreams
 	Inputs []string
-	// Decoders are the input decoders (the Factory's; tests substitute).
+	// Decoders are the input decoders (nil: driver.Decoders(); tests
+	// substitute).
 	Decoders []ingest.Decoder
 	factory  *Factory
 
@@ -72,9 +71,6 @@ schema and how to query thousands of runs.`),
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Inputs = args
-			if opts.Decoders == nil {
-				opts.Decoders = f.decoders()
-			}
 			return runExport(cmd.Context(), opts)
 		},
 	}
@@ -94,8 +90,8 @@ func runExport(ctx context.Context, opts *ExportOptions) error {
 	}
 	// The Parquet tables include tokens, steps and GPU ops: the full
 	// attribution; Perfetto alone needs only the requests.
-	a, err := analyzeInputs(ctx, opts.factory, opts.Inputs, pipelineOptions{Reference: opts.Reference, Decoders: opts.Decoders,
-		RequestsOnly: opts.Parquet == "", Tenants: tenantOptions{Skip: true}})
+	a, err := driver.Run(ctx, opts.Inputs, opts.factory.pipeline(driver.Options{Reference: opts.Reference, Decoders: opts.Decoders,
+		RequestsOnly: opts.Parquet == "", Tenants: driver.TenantOptions{Skip: true}}))
 	if err != nil {
 		return err
 	}
@@ -104,7 +100,7 @@ func runExport(ctx context.Context, opts *ExportOptions) error {
 		return err
 	}
 	if opts.Parquet != "" {
-		popts := parquetPartition(opts.Inputs, a, opts.RunID, opts.Host)
+		popts := driver.ParquetPartition(opts.Inputs, a, opts.RunID, opts.Host)
 		st, err := export.WriteParquet(opts.Parquet, t, a.Attr, res, popts)
 		if err != nil {
 			return fmt.Errorf("--parquet %s: %w", opts.Parquet, err)
@@ -121,40 +117,8 @@ func runExport(ctx context.Context, opts *ExportOptions) error {
 			return nil
 		}
 	}
-	var links []export.Link
-	for _, m := range align.Mirrors(t) {
-		links = append(links, export.Link{From: m.OTLP, To: m.NVTX})
-	}
-	// Requests are drawn per tenant, their stage spans under them, with an
-	// arrow from each request to the first engine step that served it.
-	place := map[ingest.SpanID]export.Placement{}
-	firstStep := map[int]int{}
-	for si, st := range a.Attr.Steps {
-		for _, r := range st.Requests {
-			if _, ok := firstStep[int(r)]; !ok {
-				firstStep[int(r)] = si
-			}
-		}
-	}
-	for ri, r := range a.Attr.Requests {
-		place[t.Spans[r.Span].ID] = export.Placement{Group: "tenant " + r.Tenant, Track: "requests " + r.Model}
-		if si, ok := firstStep[ri]; ok {
-			links = append(links, export.Link{From: r.Span, To: a.Attr.Steps[si].Span})
-		}
-	}
-	popts := export.PerfettoOptions{
-		Grouping: func(t *ingest.Trace, i int) (export.Placement, bool) {
-			p, ok := place[t.Spans[i].ID]
-			return p, ok
-		},
-		Links:        links,
-		NoSpanEvents: opts.NoSpanEvents,
-		Metadata: map[string]any{
-			"inputs":    opts.Inputs,
-			"alignment": res.Fits,
-			"causality": res.Causality,
-		},
-	}
+	popts := driver.PerfettoOptions(opts.Inputs, a)
+	popts.NoSpanEvents = opts.NoSpanEvents
 	var st export.PerfettoStats
 	write := func(w io.Writer) error {
 		if strings.HasSuffix(opts.Perfetto, ".gz") {
@@ -183,38 +147,4 @@ func runExport(ctx context.Context, opts *ExportOptions) error {
 			st.Events, st.LaunchFlows, st.LinkFlows, opts.Perfetto)
 	}
 	return nil
-}
-
-// parquetPartition fills the partition columns: the run id (default: the
-// first input's base name without extensions), the host (default: the host
-// of the reference clock) and the date (the first request's UTC day, when
-// the reference clock is a wall clock).
-func parquetPartition(inputs []string, a *pipelineResult, runID, host string) export.ParquetOptions {
-	if runID == "" && len(inputs) > 0 {
-		runID = filepath.Base(filepath.Clean(inputs[0]))
-		if i := strings.IndexByte(runID, '.'); i > 0 {
-			runID = runID[:i]
-		}
-	}
-	var realtime bool
-	for _, f := range a.Align.Fits {
-		if f.Status != align.StatusReference {
-			continue
-		}
-		realtime = f.Kind == ingest.ClockRealtime.String()
-		for _, s := range a.Trace.Sources {
-			if s.Clock.Name == f.Domain && host == "" {
-				host = s.Clock.Host
-			}
-		}
-	}
-	o := export.ParquetOptions{RunID: runID, Host: host}
-	if realtime && len(a.Attr.Requests) > 0 {
-		first := a.Attr.Requests[0].Arrival
-		for _, r := range a.Attr.Requests {
-			first = min(first, r.Arrival)
-		}
-		o.Date = time.Unix(0, first).UTC()
-	}
-	return o
 }

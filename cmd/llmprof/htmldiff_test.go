@@ -7,9 +7,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/llmprof/llmprof/internal/browser"
 )
+
+var svgRE = regexp.MustCompile(`(?s)<svg\b.*?</svg>`)
 
 // TestDiffHTML: `diff --out html=…` writes an offline page whose forest plot
 // has a dot for each metric of the table and the gate's threshold ticks, the
@@ -54,5 +59,5 @@ func TestDiffHTML(t *testing.T) {
 	if strings.Contains(strings.ReplaceAll(text, `xmlns="http://www.w3.org/2000/svg"`, ""), "http") {
 		t.Error("the page refers to the network")
 	}
-	renderedCleanly(t, out, "the diff page")
+	browser.RenderedCleanly(t, out, "the diff page")
 }

@@ -6,6 +6,9 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/internal/driver"
 )
 
 // Factory carries what every command needs: streams and the decoders that
@@ -13,6 +16,9 @@ import (
 type Factory struct {
 	IO *IOStreams
 }
+
+// decoders are the input decoders the commands read raw runs with.
+func (f *Factory) decoders() []ingest.Decoder { return driver.Decoders() }
 
 // NewCmdRoot builds the command tree.
 func NewCmdRoot(f *Factory) *cobra.Command {

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llmprof/llmprof/causal"
+	"github.com/llmprof/llmprof/internal/driver"
 	"github.com/llmprof/llmprof/report"
 )
 
@@ -93,7 +94,7 @@ func runTenants(ctx context.Context, f *Factory, opts *TenantsOptions) error {
 	if opts.Bin <= 0 {
 		return usageErrorf("--bin must be positive")
 	}
-	to := tenantOptions{Bin: opts.Bin, Load: opts.Load, NoLag: opts.NoLag, Pids: map[uint32]string{}}
+	to := driver.TenantOptions{Bin: opts.Bin, Load: opts.Load, NoLag: opts.NoLag, Pids: map[uint32]string{}}
 	for _, m := range strings.Split(opts.Metrics, ",") {
 		metric, err := causal.ParseMetric(strings.TrimSpace(m))
 		if err != nil {
@@ -109,7 +110,7 @@ func runTenants(ctx context.Context, f *Factory, opts *TenantsOptions) error {
 		}
 		to.Pids[uint32(n)] = strings.TrimSpace(tenant)
 	}
-	a, err := analyzeInputs(ctx, f, opts.Inputs, pipelineOptions{TenantKey: opts.TenantKey, RequestsOnly: true, Tenants: to})
+	a, err := driver.Run(ctx, opts.Inputs, f.pipeline(driver.Options{TenantKey: opts.TenantKey, RequestsOnly: true, Tenants: to}))
 	if err != nil {
 		return err
 	}

@@ -1,5 +1,5 @@
 // Package browser drives a headless Chromium for the tests that check the
-// HTML report in a real browser (cmd/llmprof/html_test.go): it loads a
+// HTML report in a real browser (internal/driver/html_test.go): it loads a
 // page, returns the DOM after its scripts ran and the browser's console log,
 // and takes screenshots. Tests skip when no Chromium is installed (.ci/run
 // installs Debian's chromium package).
@@ -13,7 +13,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"testing"
 	"time"
 )
 
@@ -115,4 +117,37 @@ func tail(s string, n int) string {
 		return s[len(s)-n:]
 	}
 	return s
+}
+
+// HTMLAttr returns the value of the attribute name on the <html> element of
+// a DOM ("" when it has none): the report's script leaves its results there
+// (data-rendered, data-charts, data-errors).
+func HTMLAttr(dom, name string) string {
+	m := regexp.MustCompile(`<html[^>]*\b` + regexp.QuoteMeta(name) + `="([^"]*)"`).FindStringSubmatch(dom)
+	if m == nil {
+		return ""
+	}
+	return m[1]
+}
+
+// RenderedCleanly loads the page at path in headless Chromium, when there
+// is one (else it logs the skip), and checks that its script ran to its end
+// (data-rendered on <html>) without a console message.
+func RenderedCleanly(t testing.TB, path, what string) {
+	t.Helper()
+	bin, err := Find()
+	if err != nil {
+		t.Logf("%s: browser part skipped: %v", what, err)
+		return
+	}
+	p, err := Load(context.Background(), bin, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if HTMLAttr(p.DOM, "data-rendered") != "true" {
+		t.Errorf("%s: the page's script did not finish", what)
+	}
+	if msgs := p.ConsoleMessages(); len(msgs) > 0 {
+		t.Errorf("%s: console: %s", what, strings.Join(msgs, "\n"))
+	}
 }

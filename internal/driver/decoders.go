@@ -1,4 +1,4 @@
-package main
+package driver
 
 import (
 	"github.com/llmprof/llmprof/ingest"
@@ -9,9 +9,9 @@ import (
 	"github.com/llmprof/llmprof/record"
 )
 
-// decoders returns the input decoders, in sniffing order: directory formats
+// Decoders returns the input decoders, in sniffing order: directory formats
 // first, then the formats with unambiguous magic, then the content-shape ones.
-func (f *Factory) decoders() []ingest.Decoder {
+func Decoders() []ingest.Decoder {
 	return []ingest.Decoder{
 		// A capture's nsys export (record --nsys) and scrapes (record
 		// --scrape) are decoded with it.

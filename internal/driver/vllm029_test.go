@@ -1,4 +1,4 @@
-package main
+package driver
 
 import (
 	"os"
@@ -26,10 +26,7 @@ func TestAnalyzeVLLM029Span(t *testing.T) {
 	if err := os.WriteFile(path, []byte(vllm029+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, out, stderr := runLLMProf(t, "analyze", path)
-	if code != ExitOK {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
+	out := analyzeText(t, 0, Options{}, path)
 	flat := strings.Join(strings.Fields(out), " ")
 	for _, want := range []string{
 		"TTFT 1 115.5", // n, then p50

@@ -1,4 +1,4 @@
-package main
+package driver
 
 import (
 	"encoding/json"
@@ -21,10 +21,7 @@ func TestAnalyzeTwoHostsNotMerged(t *testing.T) {
 			t.Fatalf("%s: no Hostname row (%v)", p, rows)
 		}
 	}
-	code, stdout, stderr := runLLMProf(t, "analyze", "--format", "json", a, b)
-	if code != ExitOK {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
+	stdout := analyzeJSON(t, a, b)
 	var rep struct {
 		Unrelated string `json:"unrelated_inputs"`
 		GPU       struct {
@@ -65,10 +62,7 @@ func TestAnalyzeTwoHostsNotMerged(t *testing.T) {
 	if !strings.Contains(rep.Unrelated, "2 different hosts") {
 		t.Errorf("unrelated_inputs = %q", rep.Unrelated)
 	}
-	code, stdout, _ = runLLMProf(t, "analyze", a, b)
-	if code != ExitOK {
-		t.Fatalf("exit %d", code)
-	}
+	stdout = analyzeText(t, 0, Options{}, a, b)
 	lines := strings.Split(stdout, "\n")
 	if len(lines) < 3 || !strings.HasPrefix(lines[2], "NOTE  these inputs are not one run") {
 		t.Errorf("the report does not open with the note:\n%s", strings.Join(lines[:min(5, len(lines))], "\n"))

@@ -1,8 +1,9 @@
-package main
+package driver
 
 import (
 	"context"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/llmprof/llmprof/align"
@@ -13,9 +14,9 @@ import (
 	"github.com/llmprof/llmprof/signals"
 )
 
-// pipelineOptions are the analysis settings shared by the commands that run
-// the pipeline on raw inputs (analyze, diff, export).
-type pipelineOptions struct {
+// Options are the analysis settings shared by the commands that run the
+// pipeline on raw inputs (analyze, diff, export, tenants).
+type Options struct {
 	TenantKey string
 	SLO       attribution.SLO
 	Stall     time.Duration
@@ -25,17 +26,22 @@ type pipelineOptions struct {
 	// RequestsOnly skips the GPU section and the token summary (commands that
 	// do not show them).
 	RequestsOnly bool
-	// Decoders replaces the Factory's decoders (tests).
+	// Decoders replaces Decoders() (tests).
 	Decoders []ingest.Decoder
 	// Tenants configures the tenant causal regression, which runs when the
 	// requests come from at least two tenants.
-	Tenants tenantOptions
+	Tenants TenantOptions
 	// TopKernels is how many kernels the GPU section lists (0: default).
 	TopKernels int
+	// Stdin is what an input "-" reads (nil: os.Stdin).
+	Stdin io.Reader
+	// Progress is the terminal on which a meter shows the stages and the
+	// bytes read (nil: no meter).
+	Progress io.Writer
 }
 
-// tenantOptions are the settings of the tenant causal regression.
-type tenantOptions struct {
+// TenantOptions are the settings of the tenant causal regression.
+type TenantOptions struct {
 	Skip bool
 	// Pids assigns processes to tenants outright (--tenant-pid PID=NAME).
 	Pids map[uint32]string
@@ -47,9 +53,9 @@ type tenantOptions struct {
 	NoLag   bool
 }
 
-// pipelineResult is one run taken through the pipeline: decoded, aligned,
+// Result is one run taken through the pipeline: decoded, aligned,
 // attributed.
-type pipelineResult struct {
+type Result struct {
 	Trace *ingest.Trace
 	Align *align.Result
 	Attr  *attribution.Result
@@ -61,14 +67,14 @@ type pipelineResult struct {
 	Signals *signals.Result
 }
 
-// analyzeInputs runs decoders → align → attribution on the inputs.
-func analyzeInputs(ctx context.Context, f *Factory, paths []string, opts pipelineOptions) (*pipelineResult, error) {
-	var meter *progress.Meter
-	if f != nil {
-		meter = progress.New(f.IO.ErrOut, f.IO.ErrTTY)
-		defer meter.Close()
-	}
-	t, err := openInputs(ctx, f, paths, opts.Decoders, meter)
+// Run takes the inputs through decoders → align → attribution, then the
+// infrastructure signals and the tenant regression. An error in the options
+// (a reference clock no input has, an unknown load series) is an
+// *OptionError; any other error is the inputs'.
+func Run(ctx context.Context, paths []string, opts Options) (*Result, error) {
+	meter := progress.New(opts.Progress, opts.Progress != nil)
+	defer meter.Close()
+	t, err := openInputs(ctx, paths, opts, meter)
 	if err != nil {
 		return nil, err
 	}
@@ -77,12 +83,12 @@ func analyzeInputs(ctx context.Context, f *Factory, paths []string, opts pipelin
 	aopts.Reference = opts.Reference
 	ar, err := align.Align(t, aopts)
 	if err != nil {
-		return nil, &UsageError{fmt.Errorf("alignment: %w", err)}
+		return nil, &OptionError{fmt.Errorf("alignment: %w", err)}
 	}
 	meter.Stage(fmt.Sprintf("attributing %d spans, %d GPU ops", len(t.Spans), len(t.GPUOps)))
 	res := attribution.Analyze(t, attribution.Options{TenantKey: opts.TenantKey, SLO: opts.SLO, StallThreshold: opts.Stall,
 		Alignment: ar, RequestsOnly: opts.RequestsOnly, GPU: attribution.GPUOptions{TopKernels: opts.TopKernels}})
-	out := &pipelineResult{Trace: t, Align: ar, Attr: res}
+	out := &Result{Trace: t, Align: ar, Attr: res}
 	if !opts.RequestsOnly {
 		out.Signals = signals.Analyze(t, res, signals.Options{})
 	}
@@ -98,7 +104,7 @@ func analyzeInputs(ctx context.Context, f *Factory, paths []string, opts pipelin
 
 // tenantRegression runs the tenant causal regression when there are at
 // least two tenants; otherwise it says why not.
-func tenantRegression(t *ingest.Trace, att *attribution.Result, opts pipelineOptions) (*causal.Result, string, error) {
+func tenantRegression(t *ingest.Trace, att *attribution.Result, opts Options) (*causal.Result, string, error) {
 	tenants := map[string]bool{}
 	for i := range att.Requests {
 		tenants[att.Requests[i].Tenant] = true
@@ -111,7 +117,7 @@ func tenantRegression(t *ingest.Trace, att *attribution.Result, opts pipelineOpt
 	if to.Load != "" && to.Load != "auto" {
 		k, err := causal.ParseLoadKind(to.Load)
 		if err != nil {
-			return nil, "", &UsageError{fmt.Errorf("--load: %w", err)}
+			return nil, "", &OptionError{fmt.Errorf("--load: %w", err)}
 		}
 		lo.Kind = &k
 	}
@@ -139,3 +145,36 @@ func tenantRegression(t *ingest.Trace, att *attribution.Result, opts pipelineOpt
 	}
 	return res, "", nil
 }
+
+// openInputs decodes and merges the inputs (with the given decoders, or
+// Decoders()), counting files and bytes on the progress meter.
+func openInputs(ctx context.Context, paths []string, opts Options, m *progress.Meter) (*ingest.Trace, error) {
+	decoders := opts.Decoders
+	if decoders == nil {
+		decoders = Decoders()
+	}
+	var oo ingest.OpenOptions
+	if m != nil {
+		// Open's own walk of the inputs says what there is to read (the
+		// files it will decode, symlinks followed, with their sizes).
+		oo.Expanded = func(ins []*ingest.Input) {
+			var total int64
+			for _, in := range ins {
+				total += in.Size
+			}
+			m.Inputs(len(ins), total)
+			m.Stage(progress.StageReading)
+		}
+		oo.Progress = func(_, _ int, in *ingest.Input) { m.FileDone(in.Size) }
+	}
+	oo.Stdin = opts.Stdin
+	return ingest.Open(ctx, paths, decoders, oo)
+}
+
+// OptionError is a mistake in the options given rather than in the inputs:
+// a reference clock that no input has, an unknown load series. Commands
+// report it as a usage error.
+type OptionError struct{ Err error }
+
+func (e *OptionError) Error() string { return e.Err.Error() }
+func (e *OptionError) Unwrap() error { return e.Err }

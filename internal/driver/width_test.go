@@ -1,4 +1,4 @@
-package main
+package driver
 
 import (
 	"fmt"
@@ -12,16 +12,12 @@ import (
 )
 
 // TestAnalyzeDemoFitsWidth renders testdata/demo at 80 and 120 columns
-// ($COLUMNS): no line is wider than the terminal, so none wraps, and the
+// (what analyze gets from $COLUMNS or the terminal): no line is wider than the terminal, so none wraps, and the
 // layout is kept as golden files.
 func TestAnalyzeDemoFitsWidth(t *testing.T) {
 	for _, width := range []int{80, 120} {
 		t.Run(fmt.Sprint(width), func(t *testing.T) {
-			t.Setenv("COLUMNS", fmt.Sprint(width))
-			code, stdout, stderr := runLLMProf(t, "analyze", filepath.Join("..", "..", "testdata", "demo"))
-			if code != ExitOK {
-				t.Fatalf("analyze exited %d: %s", code, stderr)
-			}
+			stdout := analyzeText(t, width, Options{}, demoDir)
 			for i, l := range strings.Split(stdout, "\n") {
 				if w := ansi.StringWidth(l); w > width {
 					t.Errorf("line %d is %d cells wide, over %d: %q", i+1, w, width, l)
@@ -32,13 +28,9 @@ func TestAnalyzeDemoFitsWidth(t *testing.T) {
 	}
 }
 
-// TestTopKernels: --top N lists N kernels.
+// TestTopKernels: TopKernels N (analyze --top N) lists N kernels.
 func TestTopKernels(t *testing.T) {
-	t.Setenv("COLUMNS", "120")
-	code, stdout, stderr := runLLMProf(t, "analyze", "--top", "3", filepath.Join("..", "..", "testdata", "demo"))
-	if code != ExitOK {
-		t.Fatalf("analyze exited %d: %s", code, stderr)
-	}
+	stdout := analyzeText(t, 120, Options{TopKernels: 3}, demoDir)
 	_, after, ok := strings.Cut(stdout, "top kernels")
 	if !ok {
 		t.Fatal("no top kernels table")

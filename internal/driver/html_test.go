@@ -1,4 +1,4 @@
-package main
+package driver
 
 import (
 	"bytes"
@@ -16,8 +16,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/llmprof/llmprof/internal/browser"
+	"github.com/llmprof/llmprof/nsys"
+	"github.com/llmprof/llmprof/synth"
 )
 
 // analyzeDemoHTML writes `analyze --format html` of testdata/demo and returns
@@ -25,14 +28,23 @@ import (
 func analyzeDemoHTML(t *testing.T) (string, []byte) {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "report.html")
-	if code, _, stderr := runLLMProf(t, "analyze", "--format", "html", "-o", out, filepath.Join("..", "..", "testdata", "demo")); code != ExitOK {
-		t.Fatalf("analyze exited %d: %s", code, stderr)
-	}
-	b, err := os.ReadFile(out)
-	if err != nil {
+	return out, writeHTML(t, out, demoDir)
+}
+
+// writeHTML writes `analyze --format html` of the inputs to out and returns
+// the page.
+func writeHTML(t *testing.T, out string, paths ...string) []byte {
+	t.Helper()
+	a := run(t, Options{}, paths...)
+	rep := a.Report(testVersion)
+	var b bytes.Buffer
+	if err := rep.WriteHTML(&b, a.HTMLViews(rep)); err != nil {
 		t.Fatal(err)
 	}
-	return out, b
+	if err := os.WriteFile(out, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
 }
 
 var svgRE = regexp.MustCompile(`(?s)<svg\b.*?</svg>`)
@@ -83,10 +95,7 @@ func TestAnalyzeHTMLDemo(t *testing.T) {
 	}
 	// The top-kernels table has the full names the JSON report has (the
 	// terminal cuts them).
-	code, js, stderr := runLLMProf(t, "analyze", "--format", "json", filepath.Join("..", "..", "testdata", "demo"))
-	if code != ExitOK {
-		t.Fatalf("analyze --format json exited %d: %s", code, stderr)
-	}
+	js := analyzeJSON(t, demoDir)
 	var rep struct {
 		GPU struct {
 			TopKernels []struct{ Name string } `json:"top_kernels"`
@@ -125,10 +134,6 @@ func kernelColumn(t *testing.T, dom string, col int) []string {
 	return out
 }
 
-var attrRE = func(name string) *regexp.Regexp {
-	return regexp.MustCompile(`<html[^>]*\b` + name + `="([^"]*)"`)
-}
-
 // TestAnalyzeHTMLInBrowser loads the demo report in headless Chromium: the
 // page's script ran to its end (data-rendered), counted every chart in the
 // rendered DOM, recorded no error, and the console is silent. It also takes
@@ -144,13 +149,7 @@ func TestAnalyzeHTMLInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	attr := func(name string) string {
-		m := attrRE(name).FindStringSubmatch(p.DOM)
-		if m == nil {
-			return ""
-		}
-		return m[1]
-	}
+	attr := func(name string) string { return browser.HTMLAttr(p.DOM, name) }
 	if attr("data-rendered") != "true" {
 		t.Fatalf("the page's script did not finish (no data-rendered on <html>); log:\n%s", p.Log)
 	}
@@ -227,14 +226,25 @@ func TestAnalyzeHTMLTenMinutes(t *testing.T) {
 	if os.Getenv("LLMPROF_LONG") == "" {
 		t.Skip("set LLMPROF_LONG=1 to write and analyze a 10-minute demo run")
 	}
+	// What `llmprof demo --duration 10m` writes (cmd/llmprof/demo.go).
+	cfg := synth.DemoConfig(1, 10*time.Minute)
+	cfg.GPUClock = synth.ClockError{OffsetNs: 1_734_000_000, DriftPPM: 35, JitterNs: 20_000}
+	sr, err := synth.Generate(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
-	if code, _, stderr := runLLMProf(t, "demo", "--duration", "10m", dir); code != ExitOK {
-		t.Fatalf("demo exited %d: %s", code, stderr)
+	var trace bytes.Buffer
+	if err := sr.WriteOTLP(&trace, synth.StyleLLM, synth.JSONLines); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, "trace.otlp.jsonl", trace.Bytes())
+	from := cfg.Start + (10*time.Minute).Nanoseconds()/3
+	if err := nsys.WriteSQLite(filepath.Join(dir, "gpu.nsys.sqlite"), sr.GPUTraceWindow(from, from+(3*time.Second).Nanoseconds()), nsys.WriteOptions{}); err != nil {
+		t.Fatal(err)
 	}
 	out := filepath.Join(t.TempDir(), "report.html")
-	if code, _, stderr := runLLMProf(t, "analyze", "--format", "html", "-o", out, dir); code != ExitOK {
-		t.Fatalf("analyze exited %d: %s", code, stderr)
-	}
+	writeHTML(t, out, dir)
 	st, err := os.Stat(out)
 	if err != nil {
 		t.Fatal(err)
@@ -243,29 +253,7 @@ func TestAnalyzeHTMLTenMinutes(t *testing.T) {
 		t.Errorf("10-minute report is %d bytes, want under 2 MiB", st.Size())
 	}
 	t.Logf("10-minute report: %d bytes", st.Size())
-	renderedCleanly(t, out, "the 10-minute report")
-}
-
-// renderedCleanly loads the page at path in headless Chromium, when there
-// is one (else it logs the skip), and checks that its script ran to its end
-// (data-rendered on <html>) without a console message.
-func renderedCleanly(t *testing.T, path, what string) {
-	t.Helper()
-	bin, err := browser.Find()
-	if err != nil {
-		t.Logf("%s: browser part skipped: %v", what, err)
-		return
-	}
-	p, err := browser.Load(context.Background(), bin, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if m := attrRE("data-rendered").FindStringSubmatch(p.DOM); m == nil || m[1] != "true" {
-		t.Errorf("%s: the page's script did not finish", what)
-	}
-	if msgs := p.ConsoleMessages(); len(msgs) > 0 {
-		t.Errorf("%s: console: %s", what, strings.Join(msgs, "\n"))
-	}
+	browser.RenderedCleanly(t, out, "the 10-minute report")
 }
 
 // TestAnalyzeHTMLNoRequests: an input without request spans still gives a
@@ -275,14 +263,7 @@ func TestAnalyzeHTMLNoRequests(t *testing.T) {
 	in := writeFile(t, dir, "spans.json", []byte(`{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"web"}}]},`+
 		`"scopeSpans":[{"spans":[{"traceId":"0102030405060708090a0b0c0d0e0f10","spanId":"0102030405060708","name":"GET /","kind":2,`+
 		`"startTimeUnixNano":"1700000000000000000","endTimeUnixNano":"1700000000100000000"}]}]}]}`))
-	out := filepath.Join(dir, "r.html")
-	if code, _, stderr := runLLMProf(t, "analyze", "--format", "html", "-o", out, in); code != ExitOK {
-		t.Fatalf("analyze exited %d: %s", code, stderr)
-	}
-	page, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	page := writeHTML(t, filepath.Join(dir, "r.html"), in)
 	if !bytes.Contains(page, []byte("No request spans in the input")) || !bytes.Contains(page, []byte(`<section id="warnings"`)) {
 		t.Errorf("page does not explain the missing requests:\n%.2000s", page)
 	}

@@ -1,0 +1,82 @@
+package driver
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/llmprof/llmprof/internal/golden"
+	"github.com/llmprof/llmprof/internal/shareddata"
+)
+
+// TestAnalyzeDemoGolden is the README's first command, whole.
+func TestAnalyzeDemoGolden(t *testing.T) {
+	golden.Check(t, filepath.Join("testdata", "analyze-demo.txt"), []byte(analyzeText(t, 0, Options{}, demoDir)))
+}
+
+// TestAnalyzeIsDeterministic: the same input gives the same JSON, digit for
+// digit. The tenant regression's leave-one-cluster-out sums once ran in map
+// order, so their last digits changed from run to run.
+func TestAnalyzeIsDeterministic(t *testing.T) {
+	var first string
+	for i := range 4 {
+		stdout := analyzeJSON(t, demoDir)
+		if i == 0 {
+			first = stdout
+		} else if stdout != first {
+			t.Fatalf("run %d of analyze --format json on the demo differs from the first", i+1)
+		}
+	}
+}
+
+// analyze of each real trace: a GPU section where there is GPU work, and
+// only the warnings the trace deserves.
+func TestAnalyzeKinetoRealTraces(t *testing.T) {
+	for _, file := range shareddata.Glob(t, "testdata/kineto/*.json.gz") {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			out := analyzeJSON(t, file)
+			var doc struct {
+				GPU *struct {
+					Devices []struct {
+						Ops int `json:"ops"`
+					} `json:"devices"`
+				} `json:"gpu"`
+				Warnings []struct {
+					Code string `json:"code"`
+				} `json:"warnings"`
+			}
+			if err := json.Unmarshal([]byte(out), &doc); err != nil {
+				t.Fatal(err)
+			}
+			var codes []string
+			for _, w := range doc.Warnings {
+				codes = append(codes, w.Code)
+			}
+			switch {
+			case strings.Contains(file, "cpu_only"):
+				if strings.Join(codes, ",") != "no-gpu" {
+					t.Errorf("warnings %v, want no-gpu", codes)
+				}
+			case strings.Contains(file, "cupti_profiler"):
+				if strings.Join(codes, ",") != "no-kernels" {
+					t.Errorf("warnings %v, want no-kernels", codes)
+				}
+			case strings.Contains(file, "trace_diff-test"):
+				// 614 of its 15,632 GPU ops carry a correlation id that no
+				// runtime or driver call in the file has (counted from the
+				// JSON independently); the warning says so.
+				if strings.Join(codes, ",") != "no-launch" {
+					t.Errorf("warnings %v, want no-launch", codes)
+				}
+			default:
+				if len(codes) > 0 {
+					t.Errorf("warnings %v, want none", codes)
+				}
+				if doc.GPU == nil || len(doc.GPU.Devices) != 1 || doc.GPU.Devices[0].Ops == 0 {
+					t.Errorf("GPU section %+v, want one busy device", doc.GPU)
+				}
+			}
+		})
+	}
+}

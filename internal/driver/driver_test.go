@@ -1,0 +1,59 @@
+package driver
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/llmprof/llmprof/report"
+)
+
+// demoDir is the committed demo run (cmd/llmprof's TestDemoFixtureUpToDate
+// keeps it what `llmprof demo` writes).
+var demoDir = filepath.Join("..", "..", "testdata", "demo")
+
+// testVersion stamps the reports of these tests; no golden shows it.
+const testVersion = "(test)"
+
+// run takes the inputs through the pipeline and fails the test on error.
+func run(t *testing.T, opts Options, paths ...string) *Result {
+	t.Helper()
+	a, err := Run(context.Background(), paths, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// analyzeText is the report `llmprof analyze` prints for the inputs,
+// without colour, fitted to width columns (0: no limit).
+func analyzeText(t *testing.T, width int, opts Options, paths ...string) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := run(t, opts, paths...).Report(testVersion).WriteText(&b, report.TextOptions{Width: width}); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// analyzeJSON is `llmprof analyze --format json` of the inputs.
+func analyzeJSON(t *testing.T, paths ...string) string {
+	t.Helper()
+	var b bytes.Buffer
+	if err := run(t, Options{}, paths...).Report(testVersion).WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// writeFile writes b to dir/name and returns the path.
+func writeFile(t *testing.T, dir, name string, b []byte) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
