@@ -76,8 +76,8 @@ func TestOutputTargets(t *testing.T) {
 				got <- err.Error()
 				return
 			}
-			defer f.Close()
 			b, _ := io.ReadAll(f)
+			f.Close() // before the test goes on: the next open must find no reader
 			got <- string(b)
 		}()
 		if code, _, errOut := runLLMProf(t, "analyze", "-o", fifo, in); code != ExitOK {
