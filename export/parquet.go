@@ -1,7 +1,6 @@
 package export
 
 import (
-	"bufio"
 	"fmt"
 	"math"
 	"os"
@@ -18,6 +17,7 @@ import (
 	"github.com/llmprof/llmprof/align"
 	"github.com/llmprof/llmprof/attribution"
 	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/internal/outfile"
 	"github.com/llmprof/llmprof/report"
 )
 
@@ -50,13 +50,31 @@ var ParquetTables = []string{"requests", "tokens", "steps", "gpu_ops", "spans", 
 // good compression, small enough that memory stays flat for 10 M GPU ops.
 const parquetBatch = 1 << 16
 
-// WriteParquet writes every table into dir (created if needed). Each file is
-// written whole under a temporary name and renamed into place.
+// WriteParquet writes every table into dir (created if needed). The tables
+// are written whole into a staging folder inside dir and moved into place
+// only when all of them are complete, so an export that fails midway leaves
+// dir as it was, never a mix of two runs' tables. Files are created with
+// O_EXCL under random names and a symbolic link planted at a table's name is
+// replaced, never followed (internal/outfile), so nothing is written outside
+// dir.
 func WriteParquet(dir string, t *ingest.Trace, res *attribution.Result, al *align.Result, opts ParquetOptions) (ParquetStats, error) {
 	st := ParquetStats{Tables: map[string]int{}}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return st, err
 	}
+	// Refuse before writing anything if a table's name is taken by
+	// something a file cannot replace.
+	for _, name := range ParquetTables {
+		p := filepath.Join(dir, name+".parquet")
+		if fi, err := os.Lstat(p); err == nil && fi.IsDir() {
+			return st, fmt.Errorf("%s is a directory, where the %s table goes", p, name)
+		}
+	}
+	stage, err := os.MkdirTemp(dir, ".llmprof-export-*")
+	if err != nil {
+		return st, err
+	}
+	defer os.RemoveAll(stage)
 	part := partition{runID: opts.RunID, host: opts.Host}
 	if !opts.Date.IsZero() {
 		part.date = arrow.Date32FromTime(opts.Date.UTC())
@@ -75,11 +93,16 @@ func WriteParquet(dir string, t *ingest.Trace, res *attribution.Result, al *alig
 		{"alignment", alignmentFields, func(w *pqTable) error { return alignmentRows(w, al) }},
 	}
 	for _, wr := range writers {
-		n, err := writeTable(filepath.Join(dir, wr.name+".parquet"), part, wr.fields, wr.rows)
+		n, err := writeTable(filepath.Join(stage, wr.name+".parquet"), true, part, wr.fields, wr.rows)
 		if err != nil {
 			return st, fmt.Errorf("%s.parquet: %w", wr.name, err)
 		}
 		st.Tables[wr.name] = n
+	}
+	for _, wr := range writers {
+		if err := os.Rename(filepath.Join(stage, wr.name+".parquet"), filepath.Join(dir, wr.name+".parquet")); err != nil {
+			return st, err
+		}
 	}
 	return st, nil
 }
@@ -91,7 +114,7 @@ func WriteRequestsParquet(path string, rows []report.RequestRow, opts ParquetOpt
 	if !opts.Date.IsZero() {
 		part.date, part.hasDate = arrow.Date32FromTime(opts.Date.UTC()), true
 	}
-	_, err := writeTable(path, part, requestFields(), func(w *pqTable) error { return requestRows(w, rows) })
+	_, err := writeTable(path, false, part, requestFields(), func(w *pqTable) error { return requestRows(w, rows) })
 	return err
 }
 
@@ -107,19 +130,18 @@ var partitionFields = []arrow.Field{
 	{Name: "date", Type: arrow.FixedWidthTypes.Date32, Nullable: true},
 }
 
-func writeTable(path string, part partition, fields []arrow.Field, rows func(*pqTable) error) (int, error) {
-	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
-	f, err := os.Create(tmp)
+// writeTable writes one table to path through internal/outfile (inDir: the
+// path lies inside a directory the export owns).
+func writeTable(path string, inDir bool, part partition, fields []arrow.Field, rows func(*pqTable) error) (int, error) {
+	f, err := outfile.Create(path, outfile.Options{InDir: inDir})
 	if err != nil {
 		return 0, err
 	}
-	defer os.Remove(tmp) // a no-op once renamed
-	bw := bufio.NewWriterSize(f, 1<<20)
+	defer f.Abort()
 	schema := arrow.NewSchema(append(append([]arrow.Field(nil), partitionFields...), fields...), nil)
 	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd), parquet.WithMaxRowGroupLength(parquetBatch))
-	fw, err := pqarrow.NewFileWriter(schema, bw, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	fw, err := pqarrow.NewFileWriter(schema, f, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
 	if err != nil {
-		f.Close()
 		return 0, err
 	}
 	w := &pqTable{fw: fw, b: array.NewRecordBuilder(memory.DefaultAllocator, schema), part: part}
@@ -131,16 +153,10 @@ func writeTable(path string, part partition, fields []arrow.Field, rows func(*pq
 	if cerr := fw.Close(); err == nil {
 		err = cerr
 	}
-	if ferr := bw.Flush(); err == nil {
-		err = ferr
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
 	if err != nil {
 		return 0, err
 	}
-	return w.rows, os.Rename(tmp, path)
+	return w.rows, f.Commit()
 }
 
 // pqTable appends rows to a record builder column by column, flushing a

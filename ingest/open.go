@@ -15,7 +15,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 	"golang.org/x/term"
 )
@@ -185,7 +184,7 @@ func unwrap(raw io.Reader, c Compression, e Encoding) (io.Reader, func(), error)
 	r, closeZ := raw, func() {}
 	switch c {
 	case CompressionGzip:
-		zr, err := gzip.NewReader(raw)
+		zr, err := NewGzipReader(raw)
 		if err != nil {
 			return nil, nil, fmt.Errorf("gzip: %w", err)
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -49,11 +50,20 @@ func globalTid(pid, tid uint32) int64 { return globalPid(pid) | int64(tid&0xFFFF
 // names are derived from their kinds, as nsys does. Decoding the file gives
 // back the trace's records as the decoder would have produced them.
 //
-// The file is written next to path and renamed into place, so a reader
-// never sees half an export.
+// The file is written in a private folder created next to path (so SQLite
+// never opens a name someone else could have planted a link at, and its
+// journal stays beside it) and renamed into place, so a reader never sees
+// half an export.
 func WriteSQLite(path string, t *ingest.Trace, opts WriteOptions) (err error) {
-	tmp := path + ".tmp" + strconv.Itoa(os.Getpid())
-	os.Remove(tmp)
+	if fi, serr := os.Lstat(path); serr == nil && !fi.Mode().IsRegular() && fi.Mode()&os.ModeSymlink == 0 {
+		return fmt.Errorf("%s is not a regular file; an nsys export is written only as a file", path)
+	}
+	stage, err := os.MkdirTemp(filepath.Dir(path), ".llmprof-sqlite-*")
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	defer os.RemoveAll(stage)
+	tmp := filepath.Join(stage, filepath.Base(path))
 	conn, err := sqlite.OpenReadWrite(tmp)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
@@ -63,13 +73,13 @@ func WriteSQLite(path string, t *ingest.Trace, opts WriteOptions) (err error) {
 			err = fmt.Errorf("%s: %w", path, cerr)
 		}
 		if err != nil {
-			os.Remove(tmp)
 			return
 		}
-		if rerr := os.Rename(tmp, path); rerr != nil {
-			os.Remove(tmp)
-			err = rerr
+		if cerr := os.Chmod(tmp, 0o644); cerr != nil {
+			err = cerr
+			return
 		}
+		err = os.Rename(tmp, path)
 	}()
 	w := &writer{conn: conn, t: t, opts: opts, strings: map[string]int64{}}
 	if err := w.write(); err != nil {

@@ -6,13 +6,13 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"time"
 
 	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/internal/outfile"
 )
 
 // EpisodeKind is a kind of injected infrastructure fault.
@@ -191,20 +191,14 @@ func (r *Run) WriteMetrics(dir string, interval time.Duration) ([]string, error)
 	var paths []string
 	for i, write := range []func(w io.Writer, k int){g.vllm, g.dcgm, g.node} {
 		path := filepath.Join(dir, MetricFiles[i])
-		f, err := os.Create(path)
+		err := outfile.Write(path, outfile.Options{InDir: true}, func(w *bufio.Writer) error {
+			for k, t := range times {
+				fmt.Fprintf(w, "# llmprof-scrape %d\n", t)
+				write(w, k)
+			}
+			return nil
+		})
 		if err != nil {
-			return nil, err
-		}
-		w := bufio.NewWriter(f)
-		for k, t := range times {
-			fmt.Fprintf(w, "# llmprof-scrape %d\n", t)
-			write(w, k)
-		}
-		if err := w.Flush(); err != nil {
-			f.Close()
-			return nil, err
-		}
-		if err := f.Close(); err != nil {
 			return nil, err
 		}
 		paths = append(paths, path)

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llmprof/llmprof/ingest/kineto"
+	"github.com/llmprof/llmprof/internal/outfile"
 	"github.com/llmprof/llmprof/nsys"
 	"github.com/llmprof/llmprof/synth"
 )
@@ -133,7 +134,7 @@ func runDemo(opts *DemoOptions) error {
 	if opts.Gzip {
 		name += ".gz"
 	}
-	if err := writeFileAtomic(name, func(w *bufio.Writer) error {
+	if err := writeDemoFile(name, func(w *bufio.Writer) error {
 		if !opts.Gzip {
 			return run.WriteOTLP(w, style, e.enc)
 		}
@@ -154,7 +155,7 @@ func runDemo(opts *DemoOptions) error {
 			if opts.Gzip {
 				path += ".gz"
 			}
-			if err := writeFileAtomic(path, func(w *bufio.Writer) error {
+			if err := writeDemoFile(path, func(w *bufio.Writer) error {
 				if !opts.Gzip {
 					return kt.Write(w)
 				}
@@ -195,13 +196,18 @@ func writeDemoMetrics(opts *DemoOptions, run *synth.Run) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	// MkdirAll accepts a link to a directory; the demo writes only inside
+	// its own directory.
+	if fi, err := os.Lstat(dir); err != nil || !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory of its own (a symbolic link?); the demo writes only inside %s", dir, opts.Dir)
+	}
 	paths, err := run.WriteMetrics(dir, time.Second)
 	if err != nil {
 		return err
 	}
 	// Hidden, so that `llmprof analyze DIR` does not try to read it.
 	truth := filepath.Join(opts.Dir, ".episodes.json")
-	if err := writeFileAtomic(truth, func(w *bufio.Writer) error {
+	if err := writeDemoFile(truth, func(w *bufio.Writer) error {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		return enc.Encode(run.EpisodeTruths())
@@ -221,7 +227,7 @@ func gzipFile(path string) (string, error) {
 	}
 	defer in.Close()
 	out := path + ".gz"
-	err = writeFileAtomic(out, func(w *bufio.Writer) error {
+	err = writeDemoFile(out, func(w *bufio.Writer) error {
 		zw := gzip.NewWriter(w)
 		if _, err := io.Copy(zw, in); err != nil {
 			return err
@@ -234,28 +240,15 @@ func gzipFile(path string) (string, error) {
 	return out, os.Remove(path)
 }
 
-// writeFileAtomic writes a file through a temporary name in the same folder.
+// writeFileAtomic writes an output file the user named (-o, --tokens,
+// --out, --perfetto): atomically when it is a file, in place when it is a
+// device or pipe (internal/outfile).
 func writeFileAtomic(path string, write func(*bufio.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".llmprof-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	bw := bufio.NewWriterSize(tmp, 1<<20)
-	if err := write(bw); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := bw.Flush(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return outfile.Write(path, outfile.Options{}, write)
+}
+
+// writeDemoFile writes a file inside the demo's directory: a symbolic link
+// planted at its name is replaced, never followed out of the directory.
+func writeDemoFile(path string, write func(*bufio.Writer) error) error {
+	return outfile.Write(path, outfile.Options{InDir: true}, write)
 }

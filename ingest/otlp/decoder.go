@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/llmprof/llmprof/ingest"
@@ -103,7 +102,7 @@ func (dec *Decoder) DecodeReader(ctx context.Context, path string, r io.Reader) 
 	var compression string
 	switch {
 	case bytes.HasPrefix(head, gzipMagic):
-		zr, err := gzip.NewReader(br)
+		zr, err := ingest.NewGzipReader(br)
 		if err != nil {
 			return nil, &ingest.InputError{Path: path, Err: fmt.Errorf("gzip: %w", err)}
 		}

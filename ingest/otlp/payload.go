@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/llmprof/llmprof/ingest"
@@ -154,7 +153,7 @@ func (d *state) closeZstd() {
 }
 
 func gunzip(b []byte, limit int64) ([]byte, error) {
-	zr, err := gzip.NewReader(bytes.NewReader(b))
+	zr, err := ingest.NewGzipReader(bytes.NewReader(b))
 	if err != nil {
 		return nil, err
 	}
