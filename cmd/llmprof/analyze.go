@@ -141,7 +141,7 @@ func (f *Factory) pipeline(opts driver.Options) driver.Options {
 	}
 	opts.Stdin = f.IO.In
 	if f.IO.ErrTTY {
-		opts.Progress = f.IO.ErrOut
+		opts.Progress = f.IO.Raw().ErrOut
 	}
 	return opts
 }

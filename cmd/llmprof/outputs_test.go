@@ -3,10 +3,13 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -172,5 +175,45 @@ func TestParquetStaysInside(t *testing.T) {
 	}
 	if strings.Join(names, ",") != "alignment.parquet,gpu_ops.parquet,requests.parquet,spans.parquet,steps.parquet,tokens.parquet" {
 		t.Errorf("the export directory holds %v", names)
+	}
+}
+
+// TestControlCharactersNeverReachTheTerminal: a tenant named with a window
+// title sequence, a screen clear and a carriage return prints with them made
+// visible, in analyze and tenants, on stdout and stderr; the report's own
+// colours stay.
+func TestControlCharactersNeverReachTheTerminal(t *testing.T) {
+	in := smallDemo(t)
+	src, err := os.ReadFile(filepath.Join(in, "trace.otlp.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	hostile := `"\u001b]0;pwned\u0007evil\u001b[2J\rbatch"`
+	os.WriteFile(filepath.Join(dir, "trace.otlp.jsonl"), []byte(strings.ReplaceAll(string(src), `"batch-eval"`, hostile)), 0o644)
+	sgr := regexp.MustCompile(`\x1b\[[0-9;:]*m`)
+	for _, args := range [][]string{{"analyze", dir}, {"tenants", dir}} {
+		var out, errOut bytes.Buffer
+		code := Main(context.Background(), args, &IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut, OutTTY: true, ErrTTY: true})
+		if code != ExitOK {
+			t.Fatalf("%v: exit %d: %s", args, code, errOut.String())
+		}
+		if !strings.Contains(out.String(), `\x1b]0;pwned\x07evil\x1b[2J\x0dbatch`) {
+			t.Errorf("%v: the tenant's name is not shown escaped", args)
+		}
+		if !sgr.MatchString(out.String()) {
+			t.Errorf("%v: the report lost its colours", args)
+		}
+		for name, s := range map[string]string{"stdout": out.String(), "stderr": errOut.String()} {
+			// The progress meter redraws its line with \r and erase-line
+			// (internal/progress); nothing else may.
+			s = strings.ReplaceAll(s, "\r\x1b[K", "")
+			for _, c := range sgr.ReplaceAllString(s, "") {
+				if c < 0x20 && c != '\n' && c != '\t' || c == 0x7f {
+					t.Errorf("%v: %s carries control character %#x", args, name, c)
+					break
+				}
+			}
+		}
 	}
 }

@@ -173,7 +173,7 @@ func runRecord(ctx context.Context, opts *RecordOptions) error {
 			DeviceInterval: opts.NVMLInterval, DrainInterval: opts.DrainInterval, GPMInterval: opts.GPMInterval,
 		},
 		Nsys: opts.Nsys, NsysArgs: opts.NsysArgs,
-		Stdin: opts.IO.In, Stdout: opts.IO.Out, Stderr: opts.IO.ErrOut, Log: opts.IO.ErrOut,
+		Stdin: opts.IO.In, Stdout: opts.IO.Raw().Out, Stderr: opts.IO.Raw().ErrOut, Log: opts.IO.ErrOut,
 		Version: versionString(),
 	}
 	// record handles SIGINT/SIGTERM itself (forward the first, kill on the

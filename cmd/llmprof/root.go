@@ -95,6 +95,8 @@ var commands = []func(*Factory) *cobra.Command{
 
 // Main runs llmprof with the given arguments and returns the exit code.
 func Main(ctx context.Context, args []string, io *IOStreams) int {
+	io, flush := io.terminalSafe()
+	defer flush()
 	f := &Factory{IO: io}
 	root := NewCmdRoot(f)
 	root.SetArgs(args)
