@@ -67,6 +67,9 @@ type ChangePoint struct {
 	Index int
 	Q     float64
 	P     float64
+	// RunP is the run-level t-test's p-value that confirmed a change
+	// found on requests (confirmByRuns); NaN for run points.
+	RunP float64
 }
 
 // series is a sequence of units (runs), each holding one value (run
@@ -355,6 +358,7 @@ func Detect(units [][]float64, o DetectOptions) []ChangePoint {
 	test := func(i int) {
 		lo, hi := bounds(i)
 		cps[i].Q, cps[i].P = s.splitTest(rng, lo, cps[i].Index, hi, o)
+		cps[i].RunP = math.NaN()
 	}
 	for i, idx := range found {
 		cps[i].Index = idx

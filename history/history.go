@@ -99,8 +99,10 @@ type Change struct {
 	Run   RunInfo
 	// Before and After are the levels of the segments it separates.
 	Before, After float64
-	// P is the e-divisive permutation p-value; Q its statistic.
-	P, Q float64
+	// P is the e-divisive permutation p-value; Q its statistic. RunP is
+	// the run-level t-test's p-value that confirmed a change found on
+	// requests (NaN when the points were runs).
+	P, Q, RunP float64
 	// Comparison is compare's verdict on the metric between the runs of
 	// the two segments (the runs as the replication unit): the change's
 	// size, interval, p-value and the buckets that explain it. Nil when
@@ -226,6 +228,13 @@ func analyzeMetric(s *Series, name string, o Options) (Metric, bool) {
 		d := o.Detect
 		d.Seed = seedFor(d.Seed, name)
 		cps = Detect(units, d)
+		if unit == UnitRequest {
+			runVals := make([]float64, len(have))
+			for k, i := range have {
+				runVals[k] = m.Values[i]
+			}
+			cps = confirmByRuns(cps, runVals, o.Detect.Alpha)
+		}
 	}
 	// Map the change points (indices among the runs that have the metric)
 	// back to the runs.
@@ -233,7 +242,7 @@ func analyzeMetric(s *Series, name string, o Options) (Metric, bool) {
 	for _, c := range cps {
 		idx := have[c.Index]
 		bounds = append(bounds, idx)
-		m.Changes = append(m.Changes, Change{Index: idx, P: c.P, Q: c.Q})
+		m.Changes = append(m.Changes, Change{Index: idx, P: c.P, Q: c.Q, RunP: c.RunP})
 	}
 	bounds = append(bounds, len(s.Runs))
 	for i := 0; i+1 < len(bounds); i++ {

@@ -57,6 +57,7 @@ type historyChangeDoc struct {
 	After       jnum             `json:"after"`
 	P           jprob            `json:"p"`
 	Q           jnum             `json:"q"`
+	RunP        *jprob           `json:"run_p,omitempty"`
 	DeltaPct    *jnum            `json:"delta_pct,omitempty"`
 	CILowPct    *jnum            `json:"ci_low_pct,omitempty"`
 	CIHighPct   *jnum            `json:"ci_high_pct,omitempty"`
@@ -108,6 +109,10 @@ func WriteHistoryJSON(w io.Writer, res *history.Result) error {
 		for _, c := range m.Changes {
 			cd := historyChangeDoc{Index: c.Index, Run: c.Run.ID, Commit: c.Run.Commit, Before: jnum(c.Before), After: jnum(c.After),
 				P: jprob(c.P), Q: jnum(c.Q), Unit: c.Unit, BaseRuns: c.BaseRuns, CandRuns: c.CandRuns, Note: c.Note, Explanation: []explanationDoc{}}
+			if !math.IsNaN(c.RunP) {
+				rp := jprob(c.RunP)
+				cd.RunP = &rp
+			}
 			if !c.Run.Time.IsZero() {
 				t := c.Run.Time
 				cd.Time = &t
@@ -162,8 +167,8 @@ func WriteHistoryText(w io.Writer, res *history.Result) error {
 			fmt.Fprintln(bw, "  no change point")
 		}
 		for _, c := range m.Changes {
-			fmt.Fprintf(bw, "  change at run %d%s: %s → %s, %s (p %s)\n", c.Index+1, changeWhere(c),
-				fmtValue(c.Before, m.Unit), fmtValue(c.After, m.Unit), changeSize(c), fmtP(c.P))
+			fmt.Fprintf(bw, "  change at run %d%s: %s → %s, %s (%s)\n", c.Index+1, changeWhere(c),
+				fmtValue(c.Before, m.Unit), fmtValue(c.After, m.Unit), changeSize(c), detectP(c))
 			if line := changeExplanation(c); line != "" {
 				fmt.Fprintf(bw, "    %s\n", line)
 			}
@@ -258,6 +263,16 @@ func WriteHistoryMarkdown(w io.Writer, res *history.Result) error {
 		fmt.Fprintln(bw)
 	}
 	return bw.Flush()
+}
+
+// detectP is the detection's p-values: "p 0.002" for run points, "p 0.002
+// on requests, 0.0004 on runs" where runs confirmed a change found on
+// requests.
+func detectP(c history.Change) string {
+	if math.IsNaN(c.RunP) {
+		return "p " + fmtP(c.P)
+	}
+	return fmt.Sprintf("p %s on requests, %s on runs", fmtP(c.P), fmtP(c.RunP))
 }
 
 func runTime(t time.Time) string {
