@@ -201,7 +201,11 @@ func runHistory(ctx context.Context, opts *HistoryOptions) error {
 		var failed []string
 		for _, r := range res.Gate.Rules {
 			if r.Verdict == compare.Fail || (r.Verdict == compare.Inconclusive && opts.FailOnInconclusive && r.Change >= 0) {
-				failed = append(failed, fmt.Sprintf("%s at run %d", r.Rule, r.Change+1))
+				where := "no run has it"
+				if r.Change >= 0 {
+					where = fmt.Sprintf("at run %d", r.Change+1)
+				}
+				failed = append(failed, fmt.Sprintf("%s %s", r.Rule, where))
 			}
 		}
 		return &RegressionError{Summary: fmt.Sprintf("gate failed: the newest run is past a change that breaks %s", strings.Join(failed, "; "))}
