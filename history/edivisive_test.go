@@ -226,3 +226,31 @@ func TestDetectFlatAndShort(t *testing.T) {
 		t.Errorf("pValue(0, 499) = %v", p)
 	}
 }
+
+// TestDetectWindows: a series longer than the window (120 nights, window
+// 50, so Otava's split step searches overlapping windows) finds steps at
+// nights 40 and 85, each within one night, and nothing else.
+func TestDetectWindows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	z := make([]float64, 120)
+	for i := range z {
+		level := 100.0
+		if i >= 40 {
+			level = 110
+		}
+		if i >= 85 {
+			level = 95
+		}
+		z[i] = level * math.Exp(0.02*rng.NormFloat64())
+	}
+	o := DefaultDetectOptions()
+	o.Permutations = 199
+	cps := Detect(runUnits(z), o)
+	var at []int
+	for _, c := range cps {
+		at = append(at, c.Index)
+	}
+	if len(at) != 2 || math.Abs(float64(at[0]-40)) > 1 || math.Abs(float64(at[1]-85)) > 1 {
+		t.Errorf("changes at %v, want 40 and 85", at)
+	}
+}
