@@ -27,14 +27,14 @@
 //
 // # The unit
 //
-// With enough runs (MinRunsRunLevel) each run is one point: its value of the
-// metric. With fewer, a permutation test of run values cannot reach any
-// useful level (four runs have 24 orders), so the points are the runs'
-// requests — each request's value of the metric's series — and a change may
+// With enough runs (RequestPointsBelow) each run is one point: its value of
+// the metric. With fewer, a permutation test of run values reaches useful
+// levels poorly or not at all (four runs have 24 orders), so the points are
+// the runs' requests — each request's value of the metric's series — and a change may
 // only fall between runs. Permuting requests within a segment is then exact
 // under the null that the requests of the segment's runs come from one
 // distribution; what it does not cover is run-to-run variance beyond the
-// requests' own, which is why each change is also sized by compare with the
-// run as the unit, and why docs/history.md measures the false changes this
-// mode reports between replicated runs.
+// requests' own, so a change found on requests must also pass Otava's
+// t-test on the run values (confirmByRuns), whose variance is the spread
+// between runs. docs/history.md measures both.
 package history

@@ -20,17 +20,24 @@ var DefaultMetrics = []string{"ttft.p50", "ttft.p90", "tpot.p50", "itl.p50", "e2
 
 // Units a metric's change points are found on.
 const (
-	UnitAuto    = "auto"    // run when there are MinRunsRunLevel runs, else request
+	UnitAuto    = "auto"    // request below RequestPointsBelow runs where the metric has per-request values, else run
 	UnitRun     = "run"     // one point per run: its value of the metric
 	UnitRequest = "request" // one point per request, changes between runs only
 )
 
-// MinRunsRunLevel is the fewest runs auto detects on run values. A
-// permutation test of n values has at most n! orders; with seven the
-// smallest p-values e-divisive can reach already come close to the level
-// (the best split of a short series is matched by many orders), and
-// docs/history.md measures the power at 30.
-const MinRunsRunLevel = 8
+// Where auto puts the points. A permutation test of n run values has at
+// most n! orders, and e-divisive's best split of a short series is matched
+// by several of them: ten runs cleanly split six against four reach a
+// p-value of only about 0.01 (ttft.p50 of report's TestHistoryGolden series,
+// stepped from night 7 of 10, is missed on run values and found on
+// requests). Below RequestPointsBelow
+// runs a metric with per-request values is tested on the runs' requests
+// (confirmed on the runs, confirmByRuns); one without (a rate) is tested on
+// run values from MinRunsRunLevel runs on, and not at all below.
+const (
+	RequestPointsBelow = 15
+	MinRunsRunLevel    = 8
+)
 
 // Options configure Analyze.
 type Options struct {
@@ -199,22 +206,27 @@ func analyzeMetric(s *Series, name string, o Options) (Metric, bool) {
 		return m, false
 	}
 	unit := o.Unit
-	if unit == UnitAuto {
-		unit = UnitRun
-		if len(have) < MinRunsRunLevel {
-			unit = UnitRequest
-		}
-	}
 	var units [][]float64
-	if unit == UnitRequest {
+	if unit == UnitRequest || (unit == UnitAuto && len(have) < RequestPointsBelow) {
 		for _, i := range have {
 			units = append(units, compare.RequestValues(&s.Runs[i].Data, name))
 		}
+		unit = UnitRequest
 		if slices.ContainsFunc(units, func(u []float64) bool { return len(u) == 0 }) {
-			m.Note = fmt.Sprintf("%d runs are too few to test run values (at least %d), and %s has no per-request values", len(have), MinRunsRunLevel, name)
-			unit, units = "", nil
+			units = nil
+			switch {
+			case o.Unit == UnitAuto && len(have) >= MinRunsRunLevel:
+				unit = UnitRun
+			case o.Unit == UnitAuto:
+				m.Note = fmt.Sprintf("%d runs are too few to test run values (at least %d), and %s has no per-request values", len(have), MinRunsRunLevel, name)
+				unit = ""
+			default:
+				m.Note = name + " has no per-request values (--unit request)"
+				unit = ""
+			}
 		}
-	} else {
+	}
+	if unit == UnitRun {
 		for _, i := range have {
 			units = append(units, []float64{m.Values[i]})
 		}

@@ -59,8 +59,9 @@ Each change is reported with its run, time and commit, the levels before and
 after, its p-value, and its size with an interval from comparing the runs
 before it with the runs after it as 'llmprof diff' compares two sides of
 several runs (the run is the replication unit), with the attribution buckets
-that moved. With fewer than 8 runs the runs' requests are the points of the
-test (a change can still only fall between runs).
+that moved. With fewer than 15 runs the runs' requests are the points of the
+test (a change can still only fall between runs, and must also pass a t-test
+on the run values); rates need 8 runs.
 
 A gate rule (--gate 'tpot.p50<+5%') fails when the newest run sits after a
 confirmed change point of that metric whose comparison breaks the rule.
@@ -88,7 +89,7 @@ failed.`),
 	fl.StringArrayVar(&opts.Metrics, "metric", nil, "metric to follow (repeatable; default "+strings.Join(history.DefaultMetrics, ", ")+")")
 	fl.StringVar(&opts.Order, "order", history.OrderAuto, "run order: auto (time when every run carries one, else name), time, name, mtime or given")
 	fl.StringVar(&opts.Since, "since", "", "only runs taken on or after this date (2006-01-02 or RFC 3339)")
-	fl.StringVar(&opts.Unit, "unit", history.UnitAuto, "points of the test: auto (runs from 8 runs on, else requests), run or request")
+	fl.StringVar(&opts.Unit, "unit", history.UnitAuto, "points of the test: auto (requests below 15 runs, else runs), run or request")
 	fl.Float64Var(&opts.Detect.Alpha, "alpha", def.Detect.Alpha, "significance level of a change point's permutation test")
 	fl.IntVar(&opts.Detect.Permutations, "permutations", def.Detect.Permutations, "permutations per test")
 	fl.IntVar(&opts.Detect.MinSize, "min-size", def.Detect.MinSize, "fewest runs on either side of a change")

@@ -86,7 +86,7 @@ func TestHistoryGateAndExplanation(t *testing.T) {
 			continue
 		}
 		found = true
-		if m.Points != "run" || len(m.Changes) != 1 || m.Changes[0].Index != 6 {
+		if m.Points != "request" || len(m.Changes) != 1 || m.Changes[0].Index != 6 {
 			t.Fatalf("tpot.p50: points %s, changes %+v; want one at index 6", m.Points, m.Changes)
 		}
 		c := m.Changes[0]
