@@ -91,6 +91,7 @@ var commands = []func(*Factory) *cobra.Command{
 	NewCmdDiff,
 	NewCmdStats,
 	NewCmdRecord,
+	NewCmdHistory,
 }
 
 // Main runs llmprof with the given arguments and returns the exit code.
