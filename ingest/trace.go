@@ -338,6 +338,16 @@ type GPUOp struct {
 	Copy    CopyKind
 }
 
+// Busy reports whether the op occupies its device: kernels, copies, memsets
+// and whole-graph executions. A synchronization record is the host waiting
+// on the device (a synchronizing API call), not work. A device's busy time
+// is the union of the intervals of its busy ops, a device being (host,
+// device index): the GPU section and its HTML timeline (attribution/gpu.go,
+// report/htmlviews.go) and a step's GPU buckets (attribution/tokens.go). A
+// tenant's gpu_busy load (causal/load.go) is narrower on purpose: the union
+// of the tenant's kernels, whose contention it measures (docs/tenants.md).
+func (o *GPUOp) Busy() bool { return o.Kind != OpSync }
+
 // Duration is End − Start.
 func (o *GPUOp) Duration() int64 { return o.End - o.Start }
 
