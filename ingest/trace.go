@@ -92,11 +92,11 @@ func (k ClockKind) String() string {
 }
 
 // ClockDomain names the clock a source's timestamps are on. Sources with the
-// same Name share one alignment fit.
+// same Name share one alignment fit. A host's clock is named after its
+// identity (Source.Host, an ingest.HostID), never its name.
 type ClockDomain struct {
-	Name string // e.g. "realtime@host-a", "nsys:report1.sqlite"
+	Name string // e.g. "realtime@1a2b3c4d", "nsys:report1.sqlite"
 	Kind ClockKind
-	Host string
 }
 
 // AnchorKind is the strength class of a clock anchor (docs/design.md §6).
@@ -449,10 +449,15 @@ type Thread struct {
 // HostID is the opaque identity Source.Host holds for a machine named name:
 // the first 4 bytes of the name's SHA-256, in hex. Every decoder that learns
 // a host name (an nsys export's Hostname, a PyTorch profiler trace's
-// host_name) turns it into Source.Host through this one function, so inputs
-// from one machine group together whatever their format, and the name itself
-// never leaves the decoder.
+// host_name, OTLP's host.name, a capture's hostname) turns it into
+// Source.Host through this one function, so inputs from one machine group
+// together whatever their format, and the name itself never leaves the
+// decoder: clock domains ("realtime@<HostID>") and Parquet's host column are
+// named from Source.Host. An empty name (no host known) has no identity: "".
 func HostID(name string) string {
+	if name == "" {
+		return ""
+	}
 	sum := sha256.Sum256([]byte(name))
 	return hex.EncodeToString(sum[:4])
 }
