@@ -47,5 +47,13 @@ func DiffFormatNames() string {
 	for i, f := range DiffFormats {
 		names[i] = f.Name
 	}
+	return orList(names)
+}
+
+// orList joins names as "a, b or c".
+func orList(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
 	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }

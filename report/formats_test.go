@@ -19,3 +19,17 @@ func TestDiffFormats(t *testing.T) {
 		t.Error("yaml is not a diff format")
 	}
 }
+
+func TestStatsFormats(t *testing.T) {
+	if got, want := StatsFormatNames(), "text, csv or json"; got != want {
+		t.Errorf("StatsFormatNames() = %q, want %q", got, want)
+	}
+	for _, f := range StatsFormats {
+		if g, ok := FindStatsFormat(f.Name); !ok || g.Write == nil {
+			t.Errorf("FindStatsFormat(%q) not found", f.Name)
+		}
+	}
+	if _, ok := FindStatsFormat("markdown"); ok {
+		t.Error("markdown is not a stats format")
+	}
+}
