@@ -68,7 +68,7 @@ func buildSynth(spec synthSpec) (*ingest.Trace, *synthTruth) {
 	rng := rand.New(rand.NewPCG(spec.seed, 0x616c69676e))
 	t := ingest.New()
 	t.Sources = []ingest.Source{
-		{Path: "otlp.jsonl", Format: "otlp-json-lines", Clock: ingest.ClockDomain{Name: "realtime@host-a", Kind: ingest.ClockRealtime, Host: "host-a"}},
+		{Path: "otlp.jsonl", Format: "otlp-json-lines", Host: "host-a", Clock: ingest.ClockDomain{Name: "realtime@host-a", Kind: ingest.ClockRealtime}},
 		{Path: "report.sqlite", Format: "nsys", Clock: ingest.ClockDomain{Name: "nsys:report", Kind: ingest.ClockNsysSession}},
 	}
 	x0 := t0 + spec.shiftNs

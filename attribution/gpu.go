@@ -52,6 +52,19 @@ type GPU struct {
 	KernelCategories []CategoryTime `json:"kernel_categories"`
 	Memory           []GPUMemory    `json:"memory,omitempty"`
 	Options          GPUOptions     `json:"options"`
+
+	// sourceHosts is each source's GPUDevice.Host (by SourceID).
+	sourceHosts []string
+}
+
+// DeviceHost is the GPUDevice.Host of the GPU ops of source src: with the
+// device index, the identity of the device an op ran on. A GPU section read
+// back from JSON has none ("").
+func (g *GPU) DeviceHost(src ingest.SourceID) string {
+	if int(src) < len(g.sourceHosts) {
+		return g.sourceHosts[src]
+	}
+	return ""
 }
 
 // GPUDevice is one device's busy and idle time over its active window,
@@ -211,10 +224,6 @@ func fraction(part, whole int64) float64 {
 	return float64(part) / float64(whole)
 }
 
-// isGPUWork reports whether an op occupies the GPU: synchronization records
-// are the CPU-side waits of synchronizing API calls.
-func isGPUWork(o *ingest.GPUOp) bool { return o.Kind != ingest.OpSync }
-
 // AnalyzeGPU computes the GPU section from a trace (GPU ops sorted by start,
 // as Validate leaves them). It is a pure computation: sort and sweep, no
 // all-pairs joins.
@@ -227,6 +236,10 @@ func AnalyzeGPU(t *ingest.Trace, opts GPUOptions) *GPU {
 func analyzeGPU(t *ingest.Trace, opts GPUOptions, calls []int32, hosts hostMap) *GPU {
 	opts = opts.withDefaults()
 	g := &GPU{Options: opts, Hosts: hosts.list(t), Devices: []GPUDevice{}, Streams: []GPUStream{}, IdleGaps: []IdleGap{}, TopKernels: []KernelTime{}}
+	g.sourceHosts = make([]string, len(t.Sources))
+	for i := range g.sourceHosts {
+		g.sourceHosts[i] = hosts.label(hosts.of(ingest.SourceID(i)))
+	}
 	threads := newThreadCalls(t)
 	cats := NewCategoryCache(t)
 
@@ -265,7 +278,7 @@ func analyzeGPU(t *ingest.Trace, opts GPUOptions, calls []int32, hosts hostMap) 
 
 	for i := range t.GPUOps {
 		o := &t.GPUOps[i]
-		if !isGPUWork(o) {
+		if !o.Busy() {
 			continue
 		}
 		d := o.End - o.Start

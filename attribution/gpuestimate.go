@@ -74,7 +74,7 @@ func estimateRequestGPU(t *ingest.Trace, res *Result, joinable func(ingest.Sourc
 	ops := make([]int32, 0, len(t.GPUOps))
 	for i := range t.GPUOps {
 		o := &t.GPUOps[i]
-		if isGPUWork(o) && o.End > o.Start && (joinable == nil || joinable(o.Source)) {
+		if o.Busy() && o.End > o.Start && (joinable == nil || joinable(o.Source)) {
 			ops = append(ops, int32(i))
 		}
 	}

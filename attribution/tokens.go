@@ -198,7 +198,7 @@ func (w *tokenWalker) split(si int) *stepParts {
 	}
 	first, last := int64(math.MaxInt64), int64(math.MinInt64)
 	for _, oi := range st.Ops {
-		if o := &w.t.GPUOps[oi]; o.Kind != ingest.OpSync {
+		if o := &w.t.GPUOps[oi]; o.Busy() {
 			first, last = min(first, o.Start), max(last, o.End)
 		}
 	}
@@ -228,7 +228,7 @@ func (w *tokenWalker) gpuSweep(st *Step, lo, hi int64, out *[NumBuckets]int64) {
 	prevEnd := int64(math.MinInt64)
 	for _, oi := range st.Ops {
 		o := &w.t.GPUOps[oi]
-		if o.Kind == ingest.OpSync {
+		if !o.Busy() {
 			continue // a CPU-side wait recorded on the GPU timeline, not GPU work
 		}
 		a, b := max(o.Start, lo), min(o.End, hi)

@@ -92,11 +92,11 @@ func (k ClockKind) String() string {
 }
 
 // ClockDomain names the clock a source's timestamps are on. Sources with the
-// same Name share one alignment fit.
+// same Name share one alignment fit. A host's clock is named after its
+// identity (Source.Host, an ingest.HostID), never its name.
 type ClockDomain struct {
-	Name string // e.g. "realtime@host-a", "nsys:report1.sqlite"
+	Name string // e.g. "realtime@1a2b3c4d", "nsys:report1.sqlite"
 	Kind ClockKind
-	Host string
 }
 
 // AnchorKind is the strength class of a clock anchor (docs/design.md §6).
@@ -338,6 +338,16 @@ type GPUOp struct {
 	Copy    CopyKind
 }
 
+// Busy reports whether the op occupies its device: kernels, copies, memsets
+// and whole-graph executions. A synchronization record is the host waiting
+// on the device (a synchronizing API call), not work. A device's busy time
+// is the union of the intervals of its busy ops, a device being (host,
+// device index): the GPU section and its HTML timeline (attribution/gpu.go,
+// report/htmlviews.go) and a step's GPU buckets (attribution/tokens.go). A
+// tenant's gpu_busy load (causal/load.go) is narrower on purpose: the union
+// of the tenant's kernels, whose contention it measures (docs/tenants.md).
+func (o *GPUOp) Busy() bool { return o.Kind != OpSync }
+
 // Duration is End − Start.
 func (o *GPUOp) Duration() int64 { return o.End - o.Start }
 
@@ -439,10 +449,15 @@ type Thread struct {
 // HostID is the opaque identity Source.Host holds for a machine named name:
 // the first 4 bytes of the name's SHA-256, in hex. Every decoder that learns
 // a host name (an nsys export's Hostname, a PyTorch profiler trace's
-// host_name) turns it into Source.Host through this one function, so inputs
-// from one machine group together whatever their format, and the name itself
-// never leaves the decoder.
+// host_name, OTLP's host.name, a capture's hostname) turns it into
+// Source.Host through this one function, so inputs from one machine group
+// together whatever their format, and the name itself never leaves the
+// decoder: clock domains ("realtime@<HostID>") and Parquet's host column are
+// named from Source.Host. An empty name (no host known) has no identity: "".
 func HostID(name string) string {
+	if name == "" {
+		return ""
+	}
 	sum := sha256.Sum256([]byte(name))
 	return hex.EncodeToString(sum[:4])
 }

@@ -134,7 +134,8 @@ func (r *captureReader) describe() {
 	src := &r.t.Sources[srcCapture]
 	src.Format = SourceFormat
 	src.Producer = strings.TrimSpace(m.Tool.Name + " " + m.Tool.Version)
-	src.Clock = ingest.ClockDomain{Name: "realtime@" + m.Host.Hostname, Kind: ingest.ClockRealtime, Host: m.Host.Hostname}
+	src.Host = ingest.HostID(m.Host.Hostname)
+	src.Clock = ingest.ClockDomain{Name: "realtime@" + src.Host, Kind: ingest.ClockRealtime}
 	src.Meta = map[string]string{
 		"capture_id": m.CaptureID,
 		"status":     m.Status,
@@ -206,7 +207,8 @@ func (r *captureReader) monoSource() ingest.SourceID {
 		Format:   SourceFormatMonotonic,
 		Producer: r.t.Sources[srcCapture].Producer,
 		// The monotonic clock is per host and per boot.
-		Clock:   ingest.ClockDomain{Name: "monotonic@" + m.Host.Hostname + "/" + boot, Kind: ingest.ClockMonotonic, Host: m.Host.Hostname},
+		Host:    r.t.Sources[srcCapture].Host,
+		Clock:   ingest.ClockDomain{Name: "monotonic@" + r.t.Sources[srcCapture].Host + "/" + boot, Kind: ingest.ClockMonotonic},
 		Anchors: r.anchors,
 		Meta:    map[string]string{"capture_id": m.CaptureID},
 	})
@@ -280,7 +282,8 @@ func (r *captureReader) readOTLP() error {
 	}
 	src := &r.t.Sources[srcCapture]
 	if src.Spans > 0 {
-		src.Clock = otlp.ClockDomain(r.t, srcCapture)
+		// The payloads' clock; the host stays the manifest's.
+		src.Clock, _ = otlp.ClockDomain(r.t, srcCapture)
 	}
 	if logs > 0 {
 		src.Meta["otlp_other"] = fmt.Sprintf("%d logs export requests kept, not decoded", logs)

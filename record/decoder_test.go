@@ -131,7 +131,7 @@ func TestCaptureDecoder(t *testing.T) {
 	if strings.Contains(strings.Join(values(cap.Meta), " "), "secret") {
 		t.Error("the command's arguments leaked into the source's metadata")
 	}
-	if mono.Format != SourceFormatMonotonic || mono.Clock.Kind != ingest.ClockMonotonic || mono.Clock.Name != "monotonic@gpu-host/01234567" {
+	if mono.Format != SourceFormatMonotonic || mono.Clock.Kind != ingest.ClockMonotonic || mono.Clock.Name != "monotonic@"+ingest.HostID("gpu-host")+"/01234567" || mono.Host != cap.Host || cap.Host != ingest.HostID("gpu-host") {
 		t.Errorf("monotonic source %+v", mono)
 	}
 	wantAnchors := []ingest.ClockAnchor{

@@ -337,6 +337,9 @@ func (h *htmlPage) gpu(g *attribution.GPU, tl *GPUTimeline) {
 		if d.Name != "" {
 			name += " " + d.Name
 		}
+		if d.Host != "" {
+			name = d.Host + " / " + name
+		}
 		share := func(v float64) string {
 			if d.WindowMs == 0 {
 				return "—"
@@ -358,10 +361,14 @@ func (h *htmlPage) gpu(g *attribution.GPU, tl *GPUTimeline) {
 		var labels []string
 		var cells [][]heatCell
 		for _, d := range tl.Devices {
-			labels = append(labels, fmt.Sprintf("device %d", d.Device))
+			dev := fmt.Sprintf("device %d", d.Device)
+			if d.Host != "" {
+				dev = d.Host + " / " + dev
+			}
+			labels = append(labels, dev)
 			row := make([]heatCell, len(d.Busy))
 			for b, v := range d.Busy {
-				row[b] = heatCell{Fill: sequential(v), Tip: fmt.Sprintf("device %d, %s–%s: %s busy", d.Device,
+				row[b] = heatCell{Fill: sequential(v), Tip: fmt.Sprintf("%s, %s–%s: %s busy", dev,
 					fmtSeconds(float64(int64(b)*tl.BinNs)/1e9), fmtSeconds(float64(int64(b+1)*tl.BinNs)/1e9), pct(v))}
 			}
 			cells = append(cells, row)

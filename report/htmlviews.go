@@ -80,8 +80,10 @@ type GPUTimeline struct {
 	Devices []DeviceBusy
 }
 
-// DeviceBusy is one device's row of the GPU timeline.
+// DeviceBusy is one device's row of the GPU timeline: the device is (Host,
+// Device), as in the GPU section.
 type DeviceBusy struct {
+	Host   string
 	Device int16
 	Name   string
 	Busy   []float64
@@ -122,7 +124,7 @@ func NewHTMLViews(rep *Report, res *attribution.Result, t *ingest.Trace) *HTMLVi
 		v.TenantLoad = tenantLoad(rows, tenants, v.OverTime.BinMs)
 	}
 	if t != nil && rep.GPU != nil && len(rep.GPU.Devices) > 0 {
-		v.GPU = gpuTimeline(t, rep.GPU.Devices)
+		v.GPU = gpuTimeline(t, rep.GPU)
 	}
 	return v
 }
@@ -306,10 +308,12 @@ func tenantLoad(rows []RequestRow, tenants []string, binMs float64) *TenantLoad 
 	return tl
 }
 
-// gpuTimeline bins each device's busy time: the union of its ops' intervals
-// (overlapping ops on several streams count once), split across the bins
-// they cover.
-func gpuTimeline(t *ingest.Trace, devices []attribution.GPUDevice) *GPUTimeline {
+// gpuTimeline bins each device's busy time: the union of its busy ops'
+// intervals (ingest.GPUOp.Busy; overlapping ops on several streams count
+// once), split across the bins they cover. Devices are the GPU section's,
+// (host, device): device 0 of one host is not device 0 of another.
+func gpuTimeline(t *ingest.Trace, gpu *attribution.GPU) *GPUTimeline {
+	devices := gpu.Devices
 	start, end := devices[0].StartNs, devices[0].EndNs
 	for _, d := range devices[1:] {
 		start, end = min(start, d.StartNs), max(end, d.EndNs)
@@ -319,16 +323,21 @@ func gpuTimeline(t *ingest.Trace, devices []attribution.GPUDevice) *GPUTimeline 
 	}
 	g := &GPUTimeline{StartNs: start, BinNs: max(1, (end-start+gpuBins-1)/gpuBins)}
 	type span struct{ s, e int64 }
-	byDev := map[int16][]span{}
+	type devKey struct {
+		host string
+		dev  int16
+	}
+	byDev := map[devKey][]span{}
 	for i := range t.GPUOps {
 		op := &t.GPUOps[i]
-		if op.End > op.Start {
-			byDev[op.Device] = append(byDev[op.Device], span{op.Start, op.End})
+		if op.Busy() && op.End > op.Start {
+			k := devKey{gpu.DeviceHost(op.Source), op.Device}
+			byDev[k] = append(byDev[k], span{op.Start, op.End})
 		}
 	}
 	for _, d := range devices {
-		row := DeviceBusy{Device: d.Device, Name: d.Name, Busy: make([]float64, gpuBins)}
-		spans := byDev[d.Device]
+		row := DeviceBusy{Host: d.Host, Device: d.Device, Name: d.Name, Busy: make([]float64, gpuBins)}
+		spans := byDev[devKey{d.Host, d.Device}]
 		slices.SortFunc(spans, func(a, b span) int { return cmp.Compare(a.s, b.s) })
 		addBusy := func(s, e int64) {
 			s, e = max(s, start), min(e, end)

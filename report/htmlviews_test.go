@@ -36,15 +36,17 @@ func TestCDFBounded(t *testing.T) {
 	}
 }
 
-// TestGPUTimelineUnion: overlapping ops on two streams count once; each
-// bin's busy share is the union's share of the bin.
+// TestGPUTimelineUnion: overlapping ops on two streams count once, a
+// synchronization (a CPU-side wait) not at all; each bin's busy share is the
+// union's share of the bin.
 func TestGPUTimelineUnion(t *testing.T) {
 	tr := ingest.New()
 	ops := [][2]int64{{0, 600}, {300, 1200}, {1800, 2400}} // union: 0–1200, 1800–2400
 	for i, o := range ops {
 		tr.GPUOps = append(tr.GPUOps, ingest.GPUOp{Start: o[0], End: o[1], Stream: uint32(i % 2), Device: 0})
 	}
-	g := gpuTimeline(tr, []attribution.GPUDevice{{Device: 0, StartNs: 0, EndNs: 2400}})
+	tr.GPUOps = append(tr.GPUOps, ingest.GPUOp{Start: 1300, End: 1700, Device: 0, Kind: ingest.OpSync})
+	g := gpuTimeline(tr, &attribution.GPU{Devices: []attribution.GPUDevice{{Device: 0, StartNs: 0, EndNs: 2400}}})
 	if g == nil || len(g.Devices) != 1 {
 		t.Fatal("no timeline")
 	}

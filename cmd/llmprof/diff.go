@@ -134,7 +134,7 @@ Exit status: 0 no rule failed, 1 unusable input, 2 usage error, 3 a rule failed
 	fl.StringArrayVar(&opts.Gates, "gate", nil, "gate rule such as 'ttft.p99<+10%', 'tpot.p50<+2ms' or 'throughput>-5%' (repeatable)")
 	fl.StringVar(&opts.GateFile, "gate-file", "", "YAML file with gate rules (gates: [...], fail_on_inconclusive, alpha, block)")
 	fl.BoolVar(&opts.FailOnInconclusive, "fail-on-inconclusive", false, "an inconclusive rule fails the gate (exit 3)")
-	fl.StringVarP(&opts.Format, "format", "f", "text", "output format: text, markdown, json or junit")
+	fl.StringVarP(&opts.Format, "format", "f", "text", "output format: "+report.DiffFormatNames())
 	fl.StringArrayVar(&opts.Outputs, "out", nil, "also write FORMAT=PATH, e.g. markdown=summary.md, junit=diff.xml or html=diff.html (repeatable)")
 	fl.BoolVar(&opts.All, "all", false, "list every bucket metric, not only those that changed or are gated")
 	fl.Float64Var(&opts.Alpha, "alpha", def.Alpha, "significance level; intervals are 1−alpha")
@@ -162,29 +162,16 @@ func splitSide(arg string) ([]string, error) {
 	return parts, nil
 }
 
-// diffFormats maps format names to renderers.
-var diffFormats = map[string]func(w io.Writer, res *compare.Result, o report.DiffOptions) error{
-	"text":     report.WriteDiffText,
-	"markdown": report.WriteDiffMarkdown,
-	"md":       report.WriteDiffMarkdown,
-	"json": func(w io.Writer, res *compare.Result, _ report.DiffOptions) error {
-		return report.WriteDiffJSON(w, res)
-	},
-	"junit": func(w io.Writer, res *compare.Result, _ report.DiffOptions) error {
-		return report.WriteDiffJUnit(w, res)
-	},
-	"html": report.WriteDiffHTML,
-}
-
 func runDiff(ctx context.Context, opts *DiffOptions) error {
 	copts, err := diffCompareOptions(opts)
 	if err != nil {
 		return err
 	}
-	render, ok := diffFormats[opts.Format]
+	format, ok := report.FindDiffFormat(opts.Format)
 	if !ok {
-		return usageErrorf("unknown --format %q (want text, markdown, json or junit)", opts.Format)
+		return usageErrorf("unknown --format %q (want %s)", opts.Format, report.DiffFormatNames())
 	}
+	render := format.Write
 	type output struct {
 		render func(io.Writer, *compare.Result, report.DiffOptions) error
 		path   string
@@ -192,11 +179,11 @@ func runDiff(ctx context.Context, opts *DiffOptions) error {
 	var outputs []output
 	for _, o := range opts.Outputs {
 		name, path, ok := strings.Cut(o, "=")
-		r, known := diffFormats[name]
+		f, known := report.FindDiffFormat(name)
 		if !ok || path == "" || !known {
-			return usageErrorf("--out %q: want FORMAT=PATH with FORMAT text, markdown, json or junit", o)
+			return usageErrorf("--out %q: want FORMAT=PATH with FORMAT %s", o, report.DiffFormatNames())
 		}
-		outputs = append(outputs, output{r, path})
+		outputs = append(outputs, output{f.Write, path})
 	}
 
 	base, err := opts.load(ctx, append(slices.Clone(opts.Baseline), opts.History...))

@@ -15,6 +15,7 @@ import (
 
 	"github.com/llmprof/llmprof/attribution"
 	"github.com/llmprof/llmprof/export"
+	"github.com/llmprof/llmprof/ingest"
 )
 
 // readParquet reads a whole Parquet file as an Arrow table.
@@ -75,8 +76,8 @@ func TestExportParquetDemo(t *testing.T) {
 		}
 		runID := column(t, tbl, "run_id").Chunk(0).(*array.String)
 		host := column(t, tbl, "host").Chunk(0).(*array.String)
-		if runID.Value(0) != "r1" || host.IsNull(0) || host.Value(0) != "gpu-node-1" {
-			t.Errorf("%s: run_id %q, host %q; want r1 on gpu-node-1 (the reference clock's host)", name, runID.Value(0), host.ValueStr(0))
+		if runID.Value(0) != "r1" || host.IsNull(0) || host.Value(0) != ingest.HostID("gpu-node-1") {
+			t.Errorf("%s: run_id %q, host %q; want r1 on gpu-node-1's identity (the reference clock's host)", name, runID.Value(0), host.ValueStr(0))
 		}
 		if column(t, tbl, "date").NullN() != 0 {
 			t.Errorf("%s: null dates on a wall-clock run", name)

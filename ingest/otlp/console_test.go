@@ -92,7 +92,7 @@ func TestConsoleExporter(t *testing.T) {
 	if v, _ := tr.Attr(tr.Resources[0].Attrs, "service.name"); tr.Str(v.Str()) != "vllm" {
 		t.Errorf("service.name = %s", tr.FormatValue(v))
 	}
-	if got := tr.Sources[0].Clock.Name; got != "realtime@gpu-node-3" {
+	if got := tr.Sources[0].Clock.Name; got != "realtime@"+ingest.HostID("gpu-node-3") {
 		t.Errorf("clock %q", got)
 	}
 	// The log line between the objects is one warning, with its line.

@@ -197,7 +197,11 @@ func (dec *Decoder) decode(ctx context.Context, r *bufio.Reader, f form, t *inge
 	s := &t.Sources[src]
 	s.Format = format
 	s.Spans += d.spans
-	s.Clock = clockDomain(t, src, first)
+	if clock, host := clockDomain(t, src, first); host != "" {
+		s.Clock, s.Host = clock, host
+	} else {
+		s.Clock = clock
+	}
 	return nil
 }
 
@@ -620,10 +624,11 @@ func trimNewline(b []byte) []byte {
 	return b
 }
 
-// clockDomain is the clock of the spans of source src from index first on:
-// OTLP timestamps are the emitting host's CLOCK_REALTIME, so the domain is
-// named after that host when every span's resource names the same host.name.
-func clockDomain(t *ingest.Trace, src ingest.SourceID, first int) ingest.ClockDomain {
+// clockDomain is the clock of the spans of source src from index first on,
+// and their host (ingest.HostID of host.name, "" when unknown): OTLP
+// timestamps are the emitting host's CLOCK_REALTIME, so the domain is named
+// after that host when every span's resource names the same host.name.
+func clockDomain(t *ingest.Trace, src ingest.SourceID, first int) (ingest.ClockDomain, string) {
 	host, agree := "", true
 	hostOf := map[int32]string{}
 	key, hasKey := t.Key("host.name")
@@ -651,14 +656,16 @@ func clockDomain(t *ingest.Trace, src ingest.SourceID, first int) ingest.ClockDo
 		}
 	}
 	if !agree || host == "" {
-		return ingest.ClockDomain{Name: "realtime", Kind: ingest.ClockRealtime}
+		return ingest.ClockDomain{Name: "realtime", Kind: ingest.ClockRealtime}, ""
 	}
-	return ingest.ClockDomain{Name: "realtime@" + host, Kind: ingest.ClockRealtime, Host: host}
+	id := ingest.HostID(host)
+	return ingest.ClockDomain{Name: "realtime@" + id, Kind: ingest.ClockRealtime}, id
 }
 
-// ClockDomain returns the clock domain of the spans of source src: realtime,
-// named after the host when all their resources carry the same host.name.
-// The record package uses it for the payloads it decodes with DecodePayload.
-func ClockDomain(t *ingest.Trace, src ingest.SourceID) ingest.ClockDomain {
+// ClockDomain returns the clock domain of the spans of source src, realtime,
+// and their host (ingest.HostID) when all their resources carry the same
+// host.name; the domain is named after the host. The record package uses it
+// for the payloads it decodes with DecodePayload.
+func ClockDomain(t *ingest.Trace, src ingest.SourceID) (ingest.ClockDomain, string) {
 	return clockDomain(t, src, 0)
 }

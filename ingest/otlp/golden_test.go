@@ -146,8 +146,9 @@ func TestFixtureEveryFormSameDump(t *testing.T) {
 			if src.Spans != wantSpans || len(tr.Spans) != wantSpans {
 				t.Errorf("Source.Spans = %d, spans = %d, want %d", src.Spans, len(tr.Spans), wantSpans)
 			}
-			if src.Clock.Name != "realtime@gpu-node-7" || src.Clock.Kind != ingest.ClockRealtime || src.Clock.Host != "gpu-node-7" {
-				t.Errorf("Clock = %+v", src.Clock)
+			// Named after the host's identity, never its name.
+			if id := ingest.HostID("gpu-node-7"); src.Clock.Name != "realtime@"+id || src.Clock.Kind != ingest.ClockRealtime || src.Host != id {
+				t.Errorf("Clock = %+v, Host %q", src.Clock, src.Host)
 			}
 			if len(tr.Resources) != 2 || len(tr.Scopes) != 3 {
 				t.Errorf("%d resources, %d scopes; want 2 and 3 (repeats shared)", len(tr.Resources), len(tr.Scopes))
@@ -189,7 +190,7 @@ func TestFixtureJaegerMatchesOTLP(t *testing.T) {
 			if got != want {
 				t.Errorf("Jaeger decode differs from the OTLP view:\n%s", lineDiff(want, got))
 			}
-			if tr.Sources[0].Clock.Name != "realtime@gpu-node-7" {
+			if tr.Sources[0].Clock.Name != "realtime@"+ingest.HostID("gpu-node-7") {
 				t.Errorf("Clock = %+v", tr.Sources[0].Clock)
 			}
 		})
@@ -219,8 +220,8 @@ func TestDecodePayloadPerBatch(t *testing.T) {
 			if tr.Sources[0].Spans != td.SpanCount() {
 				t.Errorf("Source.Spans = %d, want %d", tr.Sources[0].Spans, td.SpanCount())
 			}
-			if c := otlp.ClockDomain(tr, 0); c.Name != "realtime@gpu-node-7" {
-				t.Errorf("ClockDomain = %+v", c)
+			if c, host := otlp.ClockDomain(tr, 0); c.Name != "realtime@"+ingest.HostID("gpu-node-7") || host != ingest.HostID("gpu-node-7") {
+				t.Errorf("ClockDomain = %+v, host %q", c, host)
 			}
 		})
 	}

@@ -53,7 +53,7 @@ func PerfettoOptions(inputs []string, a *Result) export.PerfettoOptions {
 
 // ParquetPartition fills the partition columns: the run id (default: the
 // first input's base name without extensions), the host (default: the host
-// of the reference clock) and the date (the first request's UTC day, when
+// identity, ingest.Source.Host, of the reference clock's sources) and the date (the first request's UTC day, when
 // the reference clock is a wall clock).
 func ParquetPartition(inputs []string, a *Result, runID, host string) export.ParquetOptions {
 	if runID == "" && len(inputs) > 0 {
@@ -70,7 +70,7 @@ func ParquetPartition(inputs []string, a *Result, runID, host string) export.Par
 		realtime = f.Kind == ingest.ClockRealtime.String()
 		for _, s := range a.Trace.Sources {
 			if s.Clock.Name == f.Domain && host == "" {
-				host = s.Clock.Host
+				host = s.Host
 			}
 		}
 	}

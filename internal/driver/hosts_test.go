@@ -2,6 +2,7 @@ package driver
 
 import (
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 
@@ -69,5 +70,37 @@ func TestAnalyzeTwoHostsNotMerged(t *testing.T) {
 	}
 	if !strings.Contains(stdout, "2 hosts (or captures that cannot be aligned)") {
 		t.Errorf("GPU section does not group by host:\n%s", stdout)
+	}
+	// The HTML timeline keeps the two device 0s apart too: one row each,
+	// named by its host, each as busy as the GPU section says.
+	timelineMatchesGPUSection(t, run(t, Options{}, a, b), 2)
+}
+
+// The HTML timeline's busy time of each device is the GPU section's, on the
+// demo (one host, two devices) as on two hosts above: one busy rule
+// (ingest.GPUOp.Busy), one device identity (host, device).
+func TestGPUTimelineMatchesGPUSection(t *testing.T) {
+	timelineMatchesGPUSection(t, run(t, Options{}, demoDir), 2)
+}
+
+func timelineMatchesGPUSection(t *testing.T, a *Result, devices int) {
+	t.Helper()
+	rep := a.Report(testVersion)
+	tl := a.HTMLViews(rep).GPU
+	if tl == nil || len(tl.Devices) != devices || len(rep.GPU.Devices) != devices {
+		t.Fatalf("timeline %+v, GPU section %d devices; want %d", tl, len(rep.GPU.Devices), devices)
+	}
+	for i, row := range tl.Devices {
+		d := rep.GPU.Devices[i]
+		if row.Host != d.Host || row.Device != d.Device {
+			t.Errorf("timeline row %d is %q/%d, the GPU section's device %q/%d", i, row.Host, row.Device, d.Host, d.Device)
+		}
+		var busyNs float64
+		for _, v := range row.Busy {
+			busyNs += v * float64(tl.BinNs)
+		}
+		if got := busyNs / 1e6; math.Abs(got-d.BusyMs) > 1e-6*max(1, d.BusyMs) {
+			t.Errorf("device %q/%d: timeline busy %.6f ms, GPU section %.6f ms", d.Host, d.Device, got, d.BusyMs)
+		}
 	}
 }
