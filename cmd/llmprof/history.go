@@ -13,6 +13,7 @@ import (
 
 	"github.com/llmprof/llmprof/compare"
 	"github.com/llmprof/llmprof/history"
+	"github.com/llmprof/llmprof/internal/driver"
 	"github.com/llmprof/llmprof/report"
 )
 
@@ -43,7 +44,7 @@ func NewCmdHistory(f *Factory) *cobra.Command {
 	def := history.DefaultOptions()
 	opts := &HistoryOptions{IO: f.IO, Detect: def.Detect}
 	opts.lopts = compare.LoadOptions{Decoders: f.decoders(), Analyze: func(ctx context.Context, path string) (compare.Run, []string, error) {
-		return analyzeRawRun(ctx, f, path)
+		return driver.CompareRun(ctx, path, f.pipeline(driver.Options{}))
 	}}
 	cmd := &cobra.Command{
 		Use:   "history [flags] DIR|FILE...",

@@ -6,6 +6,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
+	"github.com/llmprof/llmprof/internal/browser"
 	"io"
 	"os"
 	"path/filepath"
@@ -172,5 +173,5 @@ func TestHistoryVLLMBenchHTML(t *testing.T) {
 	if strings.Contains(strings.ReplaceAll(text, `xmlns="http://www.w3.org/2000/svg"`, ""), "http") {
 		t.Error("the page refers to the network")
 	}
-	renderedCleanly(t, page, "the history page")
+	browser.RenderedCleanly(t, page, "the history page")
 }
