@@ -228,13 +228,18 @@ func siblingExport(name string, names map[string]bool) string {
 }
 
 // kindOf names what kind of file st describes, for messages.
-func kindOf(st fs.FileInfo) string {
-	m := st.Mode()
+func kindOf(st fs.FileInfo) string { return FileKind(st.Mode()) }
+
+// FileKind names the kind of file a mode describes, for messages
+// ("directory", "named pipe (FIFO)", …; each reads after "a").
+func FileKind(m fs.FileMode) string {
 	switch {
 	case m.IsDir():
 		return "directory"
 	case m.IsRegular():
 		return "file"
+	case m&fs.ModeSymlink != 0:
+		return "symbolic link"
 	case m&fs.ModeNamedPipe != 0:
 		return "named pipe (FIFO)"
 	case m&fs.ModeSocket != 0:

@@ -1,18 +1,15 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
-	"encoding/xml"
-	"errors"
 	"fmt"
-	"github.com/llmprof/llmprof/internal/browser"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/llmprof/llmprof/internal/browser"
 
 	"github.com/llmprof/llmprof/compare/comparetest"
 	"github.com/llmprof/llmprof/internal/shareddata"
@@ -149,19 +146,7 @@ func TestHistoryVLLMBenchHTML(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	charts := svgRE.FindAll(b, -1)
-	for _, s := range charts {
-		d := xml.NewDecoder(bytes.NewReader(s))
-		for {
-			_, err := d.Token()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				t.Fatalf("chart is not well-formed SVG: %v", err)
-			}
-		}
-	}
+	charts := browser.SVGCharts(t, b)
 	text := string(b)
 	rows := strings.Count(text[strings.Index(text, `<section id="changes"`):strings.Index(text, `<section id="runs"`)], `<tr><th scope="row"`)
 	if len(charts) != 5 || rows != 3 || strings.Count(text, `class="change"`) != rows {

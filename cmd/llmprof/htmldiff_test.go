@@ -1,20 +1,13 @@
 package main
 
 import (
-	"bytes"
-	"encoding/xml"
-	"errors"
-	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/llmprof/llmprof/internal/browser"
 )
-
-var svgRE = regexp.MustCompile(`(?s)<svg\b.*?</svg>`)
 
 // TestDiffHTML: `diff --out html=…` writes an offline page whose forest plot
 // has a dot for each metric of the table and the gate's threshold ticks, the
@@ -31,18 +24,7 @@ func TestDiffHTML(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range svgRE.FindAll(page, -1) {
-		d := xml.NewDecoder(bytes.NewReader(s))
-		for {
-			_, err := d.Token()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				t.Fatalf("chart is not well-formed SVG: %v", err)
-			}
-		}
-	}
+	browser.SVGCharts(t, page)
 	text := string(page)
 	rows := strings.Count(text[strings.Index(text, `<section id="forest"`):], `<tr><th scope="row"`)
 	if dots := strings.Count(text, "<circle"); dots == 0 || dots > rows {

@@ -8,8 +8,10 @@ package browser
 import (
 	"bytes"
 	"context"
+	"encoding/xml"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -150,4 +152,27 @@ func RenderedCleanly(t testing.TB, path, what string) {
 	if msgs := p.ConsoleMessages(); len(msgs) > 0 {
 		t.Errorf("%s: console: %s", what, strings.Join(msgs, "\n"))
 	}
+}
+
+var svgRE = regexp.MustCompile(`(?s)<svg\b.*?</svg>`)
+
+// SVGCharts returns the inline SVG charts of an HTML page, failing the test
+// when one is not well-formed XML (a browser would draw it wrong or not at
+// all, without an error).
+func SVGCharts(t testing.TB, page []byte) [][]byte {
+	t.Helper()
+	charts := svgRE.FindAll(page, -1)
+	for i, s := range charts {
+		d := xml.NewDecoder(bytes.NewReader(s))
+		for {
+			_, err := d.Token()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				t.Fatalf("chart %d is not well-formed SVG: %v\n%.300s", i, err, s)
+			}
+		}
+	}
+	return charts
 }

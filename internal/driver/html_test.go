@@ -4,11 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"encoding/xml"
-	"errors"
 	"fmt"
 	"html"
-	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -47,8 +44,6 @@ func writeHTML(t *testing.T, out string, paths ...string) []byte {
 	return b.Bytes()
 }
 
-var svgRE = regexp.MustCompile(`(?s)<svg\b.*?</svg>`)
-
 // TestAnalyzeHTMLDemo checks the page without a browser: it is small, loads
 // nothing from the network, every chart is well-formed SVG, and it holds
 // what the report holds (full kernel names, every section of the demo).
@@ -65,21 +60,9 @@ func TestAnalyzeHTMLDemo(t *testing.T) {
 			t.Errorf("page contains %q: it must open offline", bad)
 		}
 	}
-	svgs := svgRE.FindAll(page, -1)
+	svgs := browser.SVGCharts(t, page)
 	if len(svgs) < 15 {
 		t.Errorf("%d charts, want at least 15 (CDFs, time series, stages, GPU, tokens, tenants, KV)", len(svgs))
-	}
-	for i, s := range svgs {
-		d := xml.NewDecoder(bytes.NewReader(s))
-		for {
-			_, err := d.Token()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				t.Fatalf("chart %d is not well-formed SVG: %v\n%.300s", i, err, s)
-			}
-		}
 	}
 	for _, id := range []string{"latency", "over-time", "stages", "gpu", "tokens", "tenants", "kv-cache", "blind-spots", "alignment", "warnings"} {
 		if !bytes.Contains(page, []byte(`<section id="`+id+`"`)) {
@@ -159,7 +142,7 @@ func TestAnalyzeHTMLInBrowser(t *testing.T) {
 	if msgs := p.ConsoleMessages(); len(msgs) > 0 {
 		t.Errorf("the page logged to the console:\n%s", strings.Join(msgs, "\n"))
 	}
-	want := len(svgRE.FindAll(page, -1))
+	want := len(browser.SVGCharts(t, page))
 	got, _ := strconv.Atoi(attr("data-charts"))
 	if got != want || got == 0 {
 		t.Errorf("the browser found %d charts, the page has %d", got, want)

@@ -25,6 +25,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/llmprof/llmprof/ingest"
 )
 
 // Options say how Create treats the path.
@@ -202,23 +204,7 @@ func special(m fs.FileMode) bool {
 	return m&(fs.ModeNamedPipe|fs.ModeSocket) != 0
 }
 
-func describe(m fs.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&fs.ModeDevice != 0 && m&fs.ModeCharDevice == 0:
-		return "a block device"
-	case m&fs.ModeCharDevice != 0:
-		return "a character device"
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeSymlink != 0:
-		return "a symbolic link"
-	}
-	return "not a regular file (" + m.Type().String() + ")"
-}
+func describe(m fs.FileMode) string { return "a " + ingest.FileKind(m) }
 
 // createTemp starts an atomic write of final, the name the user gave being
 // path. The temporary file is created with O_EXCL under a random name in
