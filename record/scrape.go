@@ -31,6 +31,17 @@ type ScrapeTarget struct {
 	Interval time.Duration
 }
 
+// shown is the target's URL as the capture stores it: a password in the
+// URL (http://user:pass@host/) is replaced by "xxxxx", since a capture is
+// shared.
+func (tg ScrapeTarget) shown() string {
+	u, err := url.Parse(tg.URL)
+	if err != nil {
+		return tg.URL
+	}
+	return u.Redacted()
+}
+
 // ParseScrapeTarget parses URL[@interval], e.g.
 // "http://localhost:8000/metrics@500ms" (default interval 1 s).
 func ParseScrapeTarget(s string) (ScrapeTarget, error) {
@@ -85,6 +96,28 @@ type ScrapeStats struct {
 	File           string `json:"file"`
 	Scrapes, Fails int
 	LastError      string `json:"last_error,omitempty"`
+	// WriteFailed is set when the scrapes stopped because the capture
+	// could not be written.
+	WriteFailed bool `json:"write_failed,omitempty"`
+}
+
+// sameHostRedirects returns a copy of c that follows a redirect only to the
+// target's own scheme and host: a metrics endpoint that sends the scraper
+// elsewhere (another host, or https to http) is an error that says where,
+// not a page silently taken from somewhere else.
+func sameHostRedirects(c *http.Client) *http.Client {
+	cc := *c
+	cc.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		first := via[0].URL
+		if req.URL.Scheme != first.Scheme || req.URL.Host != first.Host {
+			return fmt.Errorf("redirected to %s, another host than %s: not followed", req.URL.Redacted(), first.Host)
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}
+	return &cc
 }
 
 // startScrapers opens one file per target under dir/metrics and scrapes
@@ -92,8 +125,9 @@ type ScrapeStats struct {
 func startScrapers(dir string, targets []ScrapeTarget, client *http.Client) (*scraper, error) {
 	s := &scraper{}
 	if client == nil {
-		client = http.DefaultClient
+		client = &http.Client{}
 	}
+	client = sameHostRedirects(client)
 	if len(targets) == 0 {
 		return s, nil
 	}
@@ -114,7 +148,7 @@ func startScrapers(dir string, targets []ScrapeTarget, client *http.Client) (*sc
 			return nil, err
 		}
 		files = append(files, f)
-		s.stats = append(s.stats, ScrapeStats{URL: tg.URL, File: rel})
+		s.stats = append(s.stats, ScrapeStats{URL: tg.shown(), File: rel})
 	}
 	for i, tg := range targets {
 		s.wg.Add(1)
@@ -148,12 +182,22 @@ func (s *scraper) run(ctx context.Context, i int, tg ScrapeTarget, f *os.File, c
 		}
 		s.mu.Unlock()
 		if err == nil {
-			fmt.Fprintf(w, "%s%d %s\n", "# llmprof-scrape ", at.UnixNano(), tg.URL)
+			fmt.Fprintf(w, "%s%d %s\n", "# llmprof-scrape ", at.UnixNano(), tg.shown())
 			w.Write(body)
 			if len(body) > 0 && body[len(body)-1] != '\n' {
 				w.WriteByte('\n')
 			}
-			w.Flush()
+			// bufio keeps the first write error: a full disk ends this
+			// target's scrapes, counted and reported, not ignored.
+			if werr := w.Flush(); werr != nil {
+				s.mu.Lock()
+				st.Scrapes--
+				st.Fails++
+				st.LastError = "writing the capture: " + werr.Error()
+				st.WriteFailed = true
+				s.mu.Unlock()
+				return
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -215,7 +259,8 @@ func (d *CaptureDecoder) decodeScrapes(ctx context.Context, c *Capture, t *inges
 			continue
 		}
 		if len(in.Head) == 0 {
-			continue // a target that never answered
+			t.Warnf(srcCapture, "", "scrape-empty", "scrape file %s is empty: its target never answered during the capture (the capture's scrape events say why)", filepath.Base(path))
+			continue
 		}
 		var dec ingest.Decoder
 		for _, e := range d.Embedded {
@@ -259,5 +304,15 @@ func (r *recording) stopScrapers(s *scraper) {
 		}
 		r.event("scrape", detail, nil)
 		fmt.Fprintf(r.opts.Log, "llmprof record: scraped %s\n", detail)
+		if st.Scrapes == 0 || st.WriteFailed {
+			// The command's exit code stays record's (docs/record.md),
+			// so the failure is said where it cannot be missed.
+			what := "no scrape of it succeeded"
+			if st.WriteFailed {
+				what = "its scrapes could not be written to the capture"
+			}
+			fmt.Fprintf(r.opts.Log, "llmprof record: warning: %s: %s; the capture has no metrics from it\n", st.URL, what)
+			r.event("scrape-failed", st.URL+": "+what, nil)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package record
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -158,5 +159,83 @@ func TestCaptureOTLPMetrics(t *testing.T) {
 	}
 	if tr.Sources[0].Samples != 2 {
 		t.Errorf("capture source counts %d samples", tr.Sources[0].Samples)
+	}
+}
+
+// TestScrapeHardening: a redirect to another host is not followed, a
+// password in the URL never reaches the capture, a target that never
+// answers is warned about at the end and when the capture is read, and a
+// write error stops the target's scrapes with the error counted.
+func TestScrapeHardening(t *testing.T) {
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("the redirect to another host was followed")
+		fmt.Fprintln(w, "m 1")
+	}))
+	defer elsewhere.Close()
+	redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// 127.0.0.1 and localhost are the same machine, another host name.
+		http.Redirect(w, r, strings.Replace(elsewhere.URL, "127.0.0.1", "localhost", 1)+"/metrics", http.StatusFound)
+	}))
+	defer redirect.Close()
+	secret := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u, p, ok := r.BasicAuth(); !ok || u != "scraper" || p != "hunter2" {
+			http.Error(w, "auth", http.StatusUnauthorized)
+			return
+		}
+		fmt.Fprintln(w, "m 1")
+	}))
+	defer secret.Close()
+	withPass := strings.Replace(secret.URL, "http://", "http://scraper:hunter2@", 1) + "/metrics"
+
+	rt := newRecordTest(t, "sh", "-c", "sleep 0.4")
+	rt.opts.Scrapes = []ScrapeTarget{{URL: redirect.URL + "/metrics", Interval: 100 * time.Millisecond}, {URL: withPass, Interval: 100 * time.Millisecond}}
+	res := rt.run(t)
+	if !strings.Contains(rt.log.String(), "another host than") || !strings.Contains(rt.log.String(), "warning: "+redirect.URL+"/metrics: no scrape of it succeeded") {
+		t.Errorf("the redirect is not reported:\n%s", rt.log)
+	}
+	if !strings.Contains(rt.log.String(), "scraper:xxxxx@") {
+		t.Errorf("the log does not show the redacted URL:\n%s", rt.log)
+	}
+	filepath.WalkDir(res.Dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, _ := os.ReadFile(p)
+		if strings.Contains(string(b), "hunter2") {
+			t.Errorf("%s holds the password", p)
+		}
+		return nil
+	})
+	if strings.Contains(rt.log.String(), "hunter2") {
+		t.Error("the log shows the password")
+	}
+	tr := decodeCapture(t, res.Dir, &CaptureDecoder{Embedded: []ingest.Decoder{&prom.Decoder{}}})
+	found := false
+	for _, w := range tr.Warnings.List {
+		found = found || w.Code == "scrape-empty"
+	}
+	if !found {
+		t.Errorf("no scrape-empty warning reading the capture: %v", tr.Warnings.List)
+	}
+
+	// A full disk (/dev/full) ends the target's scrapes with the error kept.
+	full, err := os.OpenFile("/dev/full", os.O_WRONLY, 0)
+	if err != nil {
+		t.Skipf("no /dev/full: %v", err)
+	}
+	defer full.Close()
+	s := &scraper{stats: []ScrapeStats{{URL: secret.URL}}}
+	done := make(chan struct{})
+	go func() {
+		s.run(context.Background(), 0, ScrapeTarget{URL: withPass, Interval: time.Hour}, full, sameHostRedirects(&http.Client{}))
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the scrape loop went on after a write error")
+	}
+	if st := s.stats[0]; !st.WriteFailed || st.Scrapes != 0 || !strings.Contains(st.LastError, "writing the capture") {
+		t.Errorf("stats after a write error: %+v", st)
 	}
 }
