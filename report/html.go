@@ -13,6 +13,14 @@ import (
 	"github.com/llmprof/llmprof/causal"
 )
 
+// htmlHead opens every page llmprof writes. The Content-Security-Policy
+// lets the page run only its own inline script and style and load nothing
+// (images only as data: URIs): a report rendered from a shared capture can
+// neither fetch nor send anything, whatever a name in it holds.
+const htmlHead = `<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">` +
+	`<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:">` +
+	`<meta name="viewport" content="width=device-width, initial-scale=1">`
+
 // The HTML report is one self-contained file: inline CSS, inline SVG charts
 // and a small inline script (sortable tables, and a data-rendered marker the
 // browser test reads). It loads nothing from the network. docs/html.md
@@ -35,7 +43,7 @@ func (r *Report) WriteHTML(w io.Writer, views *HTMLViews) error {
 	if r.Requests != nil && r.Requests.Requests > 0 {
 		title += fmt.Sprintf(" — %s requests over %s", commas(r.Requests.Requests), fmtSeconds(r.Requests.Duration))
 	}
-	h.f(`<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">`)
+	h.f(htmlHead)
 	h.f(`<meta name="generator" content="llmprof %s"><title>%s</title><style>%s</style></head><body>`, esc(r.Version), esc(title), htmlCSS)
 	h.f(`<header><h1>%s</h1><p class="dim">llmprof %s · report schema %s</p></header><main>`, esc(title), esc(r.Version), esc(r.Schema))
 	h.toc(r, views)

@@ -18,7 +18,7 @@ import (
 func WriteDiffHTML(w io.Writer, res *compare.Result, o DiffOptions) error {
 	h := &htmlPage{}
 	title := fmt.Sprintf("llmprof diff — gate %s", res.Gate.Verdict)
-	h.f(`<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">`)
+	h.f(htmlHead)
 	h.f(`<title>%s</title><style>%s</style></head><body>`, esc(title), htmlCSS)
 	h.f(`<header><h1>%s</h1><p class="dim">baseline %s (%s requests, %d runs) · candidate %s (%s requests, %d runs) · replication unit: %s</p></header><main>`,
 		esc(title), esc(res.Baseline.Label), commas(res.Baseline.Requests), res.Baseline.Runs,

@@ -22,7 +22,7 @@ func WriteHistoryHTML(w io.Writer, res *history.Result) error {
 			title = fmt.Sprintf("llmprof history — %d runs · gate fail", len(res.Runs))
 		}
 	}
-	h.f(`<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">`)
+	h.f(htmlHead)
 	h.f(`<title>%s</title><style>%s</style></head><body>`, esc(title), htmlCSS)
 	h.f(`<header><h1>%s</h1><p class="dim">%s order · e-divisive means, permutation test at %s with %d permutations · schema %s</p></header><main>`,
 		esc(title), esc(res.Options.Order), strconv.FormatFloat(res.Options.Detect.Alpha, 'g', -1, 64), res.Options.Detect.Permutations, history.Schema)

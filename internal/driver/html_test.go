@@ -55,6 +55,9 @@ func TestAnalyzeHTMLDemo(t *testing.T) {
 	// Offline: no external resource of any kind. The SVG namespace is a
 	// name, not a fetch.
 	stripped := strings.ReplaceAll(string(page), `xmlns="http://www.w3.org/2000/svg"`, "")
+	if !strings.Contains(string(page), `<meta http-equiv="Content-Security-Policy" content="default-src 'none';`) {
+		t.Error("the page has no Content-Security-Policy that denies loading by default")
+	}
 	for _, bad := range []string{"http://", "https://", "<link", "src="} {
 		if strings.Contains(stripped, bad) {
 			t.Errorf("page contains %q: it must open offline", bad)
