@@ -2,7 +2,7 @@
 # bench/record-gpu.sh — check `llmprof record`'s NVML capture on a GPU host.
 #
 # Run from anywhere in the repository on a Linux machine with an NVIDIA GPU,
-# its driver (libnvidia-ml.so.1), Go and a C compiler (go-nvml needs cgo):
+# its driver (libnvidia-ml.so.1) and Go (NVML is loaded at run time, no cgo):
 #
 #     bench/record-gpu.sh            # 20 s per run
 #     DUR=60 bench/record-gpu.sh     # longer runs
@@ -40,8 +40,8 @@ if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; t
 fi
 nvidia-smi -L
 
-echo "building llmprof and recordgpu (CGO_ENABLED=1)"
-(cd "$ROOT" && CGO_ENABLED=1 go build -o "$WORK/llmprof" ./cmd/llmprof 2>/dev/null)
+echo "building llmprof and recordgpu (CGO_ENABLED=0: the cgo-free NVML binding)"
+(cd "$ROOT" && CGO_ENABLED=0 go build -o "$WORK/llmprof" ./cmd/llmprof 2>/dev/null)
 (cd "$ROOT" && go build -o "$WORK/recordgpu" ./bench/recordgpu)
 
 # record NAME FLAGS... -- runs `sleep` under record for $DUR s, prints

@@ -77,7 +77,7 @@ type Options struct {
 	// Version is recorded in the manifest.
 	Version string
 
-	// newSampler replaces openNVML in tests (go-nvml mocks).
+	// newSampler replaces openNVML in tests (nvml_mock_test.go).
 	newSampler func(NVMLOptions) (gpuSampler, error)
 	// wrapTable, a test seam, stands between each table's Arrow writer and
 	// its file (to inject write errors).
