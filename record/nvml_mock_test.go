@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // The mocked telemetry: mockServer sets identity (a DGX H100's, the values
@@ -738,6 +739,30 @@ func TestRecordWithMockedGPUs(t *testing.T) {
 	for _, f := range c.Manifest.Files {
 		if f.Table == TableGPUDevice && f.Rows != int64(devRows) {
 			t.Errorf("manifest says %d device rows, file has %d", f.Rows, devRows)
+		}
+	}
+}
+
+// The Go declarations of nvml_api.go have C's sizes on LP64 (nvml.h): a
+// field out of place would shift every value after it.
+func TestNVMLStructLayouts(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		got, want uintptr
+	}{
+		{"nvmlPciInfo_t", unsafe.Sizeof(nvmlPciInfo{}), 68},
+		{"nvmlMemory_t", unsafe.Sizeof(nvmlMemory{}), 24},
+		{"nvmlMemory_v2_t", unsafe.Sizeof(nvmlMemoryV2{}), memoryV2StructBytes},
+		{"nvmlUtilization_t", unsafe.Sizeof(nvmlUtilization{}), 8},
+		{"nvmlFieldValue_t", unsafe.Sizeof(nvmlFieldValue{}), 40},
+		{"nvmlSample_t", unsafe.Sizeof(nvmlSample{}), 16},
+		{"nvmlProcessUtilizationSample_t", unsafe.Sizeof(nvmlProcessUtilization{}), 32},
+		{"nvmlProcessInfo_t", unsafe.Sizeof(nvmlProcessInfo{}), 24},
+		{"nvmlGpmMetric_t", unsafe.Sizeof(nvmlGpmMetric{}), 40},
+		{"nvmlGpmMetricsGet_t", unsafe.Sizeof(nvmlGpmMetricsGet{}), 24 + gpmMetricMax*40},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s: %d bytes, want %d", c.name, c.got, c.want)
 		}
 	}
 }
