@@ -12,6 +12,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -228,6 +229,22 @@ func TestRecordTorchProfiler(t *testing.T) {
 	ar, err := align.Align(tr, align.DefaultOptions())
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Every rank's clock is fitted to the spans' from the step annotations
+	// (1.7 s off, 35 ppm drift in the fixture), within a stated bound.
+	fitted := 0
+	for _, f := range ar.Fits {
+		if f.Kind != "realtime" || len(f.Sources) == 0 || !strings.HasPrefix(f.Domain, "kineto:") {
+			continue
+		}
+		if f.Status == align.StatusCannotAlign || f.BoundNs == nil || !f.Refined {
+			t.Fatalf("domain %s: status %s, refined %v, bound %v: %v", f.Domain, f.Status, f.Refined, f.BoundNs, f.Warnings)
+		}
+		fitted++
+		t.Logf("%s: offset %.3f s, drift %.1f ppm, bound %d µs", f.Domain, float64(f.OffsetNs)/1e9, f.DriftPPM, *f.BoundNs/1000)
+	}
+	if fitted != len(run.Engines) {
+		t.Fatalf("%d Kineto clock domains fitted, want %d", fitted, len(run.Engines))
 	}
 	res2 := attribution.Analyze(tr, attribution.Options{Alignment: ar})
 	var tokens int
