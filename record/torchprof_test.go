@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"net"
@@ -266,4 +267,82 @@ func TestRecordTorchProfiler(t *testing.T) {
 		t.Fatalf("no step found its kernels through its annotation (%d steps)", len(res2.Steps))
 	}
 	t.Logf("%d tokens, %d steps (%d through annotations), %.1f ms of GPU GEMM+attention", tokens, len(res2.Steps), viaNVTX, float64(gpu)/1e6)
+}
+
+func TestDetectServerAndURL(t *testing.T) {
+	for _, tc := range []struct {
+		argv        []string
+		server, url string
+	}{
+		{[]string{"vllm", "serve", "m", "--port", "9000"}, ServerVLLM, "http://127.0.0.1:9000"},
+		{[]string{"/opt/venv/bin/vllm", "serve", "m"}, ServerVLLM, "http://127.0.0.1:8000"},
+		{[]string{"python3", "-m", "vllm.entrypoints.openai.api_server", "--host", "0.0.0.0", "--port=8100"}, ServerVLLM, "http://127.0.0.1:8100"},
+		{[]string{"python", "-m", "sglang.launch_server", "--model-path", "m", "--host", "10.0.0.5"}, ServerSGLang, "http://10.0.0.5:30000"},
+		{[]string{"sglang", "serve", "--port", "31000"}, ServerSGLang, "http://127.0.0.1:31000"},
+		{[]string{"python", "serve.py", "--vllm-like"}, "", ""},
+	} {
+		got := DetectServer(tc.argv)
+		if got != tc.server {
+			t.Errorf("%q: server %q, want %q", tc.argv, got, tc.server)
+			continue
+		}
+		if got != "" {
+			if u := serverURL(got, tc.argv); u != tc.url {
+				t.Errorf("%q: url %q, want %q", tc.argv, u, tc.url)
+			}
+		}
+	}
+}
+
+// SGLang: the folder goes both in SGLANG_TORCH_PROFILER_DIR and in
+// /start_profile's body, with the options; /metrics' SGLang gauges trigger
+// the start.
+func TestTorchProfilerSGLangStart(t *testing.T) {
+	var body map[string]any
+	mux := http.NewServeMux()
+	mux.HandleFunc("/health", func(http.ResponseWriter, *http.Request) {})
+	mux.HandleFunc("/metrics", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprint(w, "# TYPE sglang:num_running_reqs gauge\nsglang:num_running_reqs{model_name=\"m\"} 0.0\nsglang:num_queue_reqs{model_name=\"m\"} 2.0\n")
+	})
+	mux.HandleFunc("POST /start_profile", func(w http.ResponseWriter, r *http.Request) {
+		_ = json.NewDecoder(r.Body).Decode(&body)
+	})
+	started := make(chan struct{}, 1)
+	event := func(kind, _ string) {
+		if kind == "torch_profiler_start" {
+			started <- struct{}{}
+		}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: mux}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+	capture := t.TempDir()
+	var log syncBuffer
+	tp, err := newTorchProfiler(TorchProfilerOptions{Enabled: true, WithStack: true, RecordShapes: true, WithMemory: true},
+		[]string{"python", "-m", "sglang.launch_server", "--port", strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)}, capture, &log, event)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(absPath(capture), "torch")
+	if env := tp.env(); len(env) != 1 || env["SGLANG_TORCH_PROFILER_DIR"] != dir {
+		t.Fatalf("env %v", env)
+	}
+	tp.run(context.Background())
+	select {
+	case <-started:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no /start_profile\n%s", log.String())
+	}
+	info := tp.finish(capture)
+	want := map[string]any{"output_dir": dir, "activities": []any{"CPU", "GPU", "MEM"}, "with_stack": true, "record_shapes": true}
+	if fmt.Sprint(body) != fmt.Sprint(want) {
+		t.Fatalf("start body %v, want %v", body, want)
+	}
+	if info.Trigger != "first request" || info.Dir != "torch" || info.Error != "the server wrote no trace into torch" {
+		t.Fatalf("info %+v", info)
+	}
 }
