@@ -2,7 +2,7 @@
 # bench/record-gpu.sh — check `llmprof record`'s NVML capture on a GPU host.
 #
 # Run from anywhere in the repository on a Linux machine with an NVIDIA GPU,
-# its driver (libnvidia-ml.so.1), Go and a C compiler (go-nvml needs cgo):
+# its driver (libnvidia-ml.so.1) and Go (NVML is loaded at run time, no cgo):
 #
 #     bench/record-gpu.sh            # 20 s per run
 #     DUR=60 bench/record-gpu.sh     # longer runs
@@ -19,6 +19,10 @@
 #            for ring-buffer and per-process samples: a few hundred ms and
 #            never negative if NVML stamps with CLOCK_REALTIME µs (the capture
 #            reader assumes it; docs/record.md), hours or years off if not;
+#   torch    with vllm installed and VLLM_MODEL (default facebook/opt-125m)
+#            in the local Hugging Face cache: a fixed load against vLLM bare
+#            and recorded with --torch-profiler, the throughput and p50
+#            ratios, the traces complete, analyze of the capture;
 #   overhead the recorder's CPU time (user+sys) per second of wall time with
 #            NVML at each cadence, next to the run without NVML — a ratio
 #            measured in the same script; and, if python3 has torch, the
@@ -40,8 +44,8 @@ if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; t
 fi
 nvidia-smi -L
 
-echo "building llmprof and recordgpu (CGO_ENABLED=1)"
-(cd "$ROOT" && CGO_ENABLED=1 go build -o "$WORK/llmprof" ./cmd/llmprof 2>/dev/null)
+echo "building llmprof and recordgpu (CGO_ENABLED=0: the cgo-free NVML binding)"
+(cd "$ROOT" && CGO_ENABLED=0 go build -o "$WORK/llmprof" ./cmd/llmprof 2>/dev/null)
 (cd "$ROOT" && go build -o "$WORK/recordgpu" ./bench/recordgpu)
 
 # record NAME FLAGS... -- runs `sleep` under record for $DUR s, prints
@@ -102,4 +106,76 @@ else
 	echo
 	echo "(python3 with CUDA torch not found: GPU-workload overhead not measured)"
 fi
+
+# --torch-profiler: the same fixed load against vLLM run bare and recorded
+# with its PyTorch profiler on from the first request; the ratio of request
+# throughput (and of p50 latency) is the profiler's overhead on the server.
+# VLLM_MODEL must be in the local Hugging Face cache (nothing is downloaded).
+VLLM_MODEL=${VLLM_MODEL:-facebook/opt-125m}
+if python3 -c 'import vllm' 2>/dev/null && python3 -c "
+import sys
+from huggingface_hub import try_to_load_from_cache
+sys.exit(0 if isinstance(try_to_load_from_cache('$VLLM_MODEL', 'config.json'), str) else 1)" 2>/dev/null; then
+	echo
+	echo "== --torch-profiler: vLLM ($VLLM_MODEL), 256 requests, 16 at a time: profiled / bare"
+	PORT=${VLLM_PORT:-18123}
+	cat >"$WORK/load.py" <<'PY'
+import json, sys, threading, time, urllib.request
+url, model, n, conc = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+lat, lock, idx = [], threading.Lock(), [0]
+def worker():
+    while True:
+        with lock:
+            if idx[0] >= n: return
+            idx[0] += 1
+        body = json.dumps({"model": model, "prompt": "The history of computing is", "max_tokens": 64, "temperature": 0}).encode()
+        t = time.perf_counter()
+        urllib.request.urlopen(urllib.request.Request(url + "/v1/completions", body, {"Content-Type": "application/json"}), timeout=300).read()
+        with lock: lat.append(time.perf_counter() - t)
+t0 = time.perf_counter()
+ts = [threading.Thread(target=worker) for _ in range(conc)]
+[t.start() for t in ts]; [t.join() for t in ts]
+wall = time.perf_counter() - t0
+lat.sort()
+print(f"{n / wall:.3f} {lat[len(lat) // 2] * 1000:.1f}")
+PY
+	wait_ready() {
+		for _ in $(seq 600); do
+			curl -sf "http://127.0.0.1:$PORT/health" >/dev/null 2>&1 && return 0
+			sleep 0.5
+		done
+		return 1
+	}
+	serve=(vllm serve "$VLLM_MODEL" --port "$PORT" --enforce-eager --gpu-memory-utilization 0.5)
+	"${serve[@]}" >"$WORK/vllm-bare.log" 2>&1 &
+	pid=$!
+	wait_ready || { echo "vLLM did not become ready:"; tail -20 "$WORK/vllm-bare.log"; kill -INT $pid; exit 1; }
+	bare=$(python3 "$WORK/load.py" "http://127.0.0.1:$PORT" "$VLLM_MODEL" 256 16)
+	kill -INT $pid; wait $pid || true
+	"$WORK/llmprof" record -o "$WORK/torch.llmprof" --torch-profiler --profile-flush-timeout 5m --otlp-quiet 0s \
+		-- "${serve[@]}" >"$WORK/vllm-torch.log" 2>&1 &
+	pid=$!
+	wait_ready || { echo "vLLM under record did not become ready:"; tail -20 "$WORK/vllm-torch.log"; kill -INT $pid; exit 1; }
+	prof=$(python3 "$WORK/load.py" "http://127.0.0.1:$PORT" "$VLLM_MODEL" 256 16)
+	t0=$(date +%s)
+	kill -INT $pid; wait $pid || true
+	echo "stop, trace flush and shutdown took $(($(date +%s) - t0)) s"
+	awk -v b="$bare" -v p="$prof" 'BEGIN { split(b, x, " "); split(p, y, " ");
+		printf "bare %.2f req/s p50 %.0f ms; profiled %.2f req/s p50 %.0f ms; throughput ratio %.3f, p50 ratio %.3f\n",
+		x[1], x[2], y[1], y[2], y[1] / x[1], y[2] / x[2] }'
+	python3 - "$WORK/torch.llmprof/manifest.json" <<'PY' || status=1
+import json, sys
+t = json.load(open(sys.argv[1]))["external"].get("torch") or {}
+files = t.get("files", [])
+print(f"traces: {len(files)}, complete: {sum(f['complete'] for f in files)}, trigger: {t.get('trigger')}, error: {t.get('error', '')}")
+sys.exit(0 if files and all(f["complete"] for f in files) and not t.get("error") else 1)
+PY
+	"$WORK/llmprof" analyze "$WORK/torch.llmprof" >"$WORK/torch.analyze" 2>&1 || status=1
+	grep -i -m3 "gpu" "$WORK/torch.analyze" || true
+else
+	echo
+	echo "(vllm or the model $VLLM_MODEL not found locally: --torch-profiler overhead not measured)"
+fi
+echo
+echo "(--cupti is not built yet: docs/record.md)"
 exit $status

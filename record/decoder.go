@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/ingest/kineto"
 	"github.com/llmprof/llmprof/ingest/otlp"
 )
 
@@ -101,6 +102,9 @@ func (d *CaptureDecoder) Decode(ctx context.Context, in *ingest.Input, t *ingest
 	}
 	r.devices()
 	r.checkFiles()
+	if err := d.decodeTorch(ctx, c, t); err != nil {
+		return err
+	}
 	if err := d.decodeEmbedded(ctx, c, t); err != nil {
 		return err
 	}
@@ -511,5 +515,53 @@ func (d *CaptureDecoder) decodeEmbedded(ctx context.Context, c *Capture, t *inge
 		return nil
 	}
 	*t = *ingest.Merge(t, sub)
+	return nil
+}
+
+// decodeTorch decodes the PyTorch profiler traces of `record
+// --torch-profiler` (one per rank) with the Kineto decoder and merges each
+// in as a further source: every rank is its own clock domain, aligned to the
+// spans by its step annotations like any Kineto input (docs/kineto.md).
+// Incomplete traces are skipped with a warning.
+func (d *CaptureDecoder) decodeTorch(ctx context.Context, c *Capture, t *ingest.Trace) error {
+	tp := c.Manifest.External.Torch
+	if tp == nil {
+		return nil
+	}
+	for _, f := range tp.Files {
+		if !f.Complete {
+			t.Warnf(srcCapture, f.Path, "capture-torch-incomplete", "torch profiler trace %s is incomplete (%s); not read", f.Path, f.Error)
+			continue
+		}
+		path, err := resolveInCapture(c.Dir, f.Path)
+		if err != nil {
+			code := "capture-embedded"
+			if isUnsafePath(err) {
+				code = "capture-unsafe-path"
+			}
+			t.Warnf(srcCapture, ManifestFile, code, "external.torch.files: %v; not read", err)
+			continue
+		}
+		in, err := ingest.NewInput(path)
+		if err != nil {
+			t.Warnf(srcCapture, f.Path, "capture-embedded", "torch profiler trace %s: %v", f.Path, err)
+			continue
+		}
+		var dec ingest.Decoder = kineto.Decoder{}
+		if !dec.Sniff(in) {
+			t.Warnf(srcCapture, f.Path, "capture-embedded", "torch profiler trace %s is not a Kineto trace; not read", f.Path)
+			continue
+		}
+		sub := ingest.New()
+		sub.Sources = []ingest.Source{{Path: path, Format: dec.Name()}}
+		if err := dec.Decode(ctx, in, sub); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			t.Warnf(srcCapture, f.Path, "capture-embedded", "torch profiler trace %s: %v", f.Path, err)
+			continue
+		}
+		*t = *ingest.Merge(t, sub)
+	}
 	return nil
 }

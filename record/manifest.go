@@ -206,6 +206,8 @@ func (m *Manifest) pointedAtReceiver() bool {
 // ExternalInfo points at files other tools wrote into the capture.
 type ExternalInfo struct {
 	Nsys *NsysInfo `json:"nsys,omitempty"`
+	// Torch lists the PyTorch profiler traces of `record --torch-profiler`.
+	Torch *TorchProfilerInfo `json:"torch,omitempty"`
 }
 
 // NsysInfo describes the nsys report embedded in the capture.

@@ -6,11 +6,8 @@ import (
 	"time"
 )
 
-// NVMLBinding names the NVML binding the recorder is built against.
-const NVMLBinding = "github.com/NVIDIA/go-nvml v0.13.4-1"
-
 // ErrNVMLUnavailable is wrapped by every reason NVML telemetry cannot be
-// captured: built without cgo, no driver, no library, no permission, no GPU.
+// captured: not Linux, no driver, no library, no permission, no GPU.
 var ErrNVMLUnavailable = errors.New("NVML unavailable")
 
 // NVMLOptions configure GPU telemetry. Zero durations take the defaults.

@@ -1,5 +1,3 @@
-//go:build linux && cgo
-
 package record
 
 import (
@@ -12,17 +10,12 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/NVIDIA/go-nvml/pkg/nvml"
-	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
-	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh100"
-	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/gpus"
-	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
+	"unsafe"
 )
 
-// The mocked telemetry. go-nvml's server mocks implement identity and MIG
-// management only; every telemetry function the sampler calls is set here,
-// and one the sampler must not call is left nil, so calling it panics.
+// The mocked telemetry: mockServer sets identity (a DGX H100's, the values
+// go-nvml's dgxh100 mock carried) and every telemetry function the sampler
+// calls; one the sampler must not call is left nil, so calling it panics.
 const (
 	mockUtilGPU    = 42
 	mockUtilMem    = 7
@@ -47,111 +40,402 @@ const (
 	mockSMUtilProc = 55
 )
 
+// mockCalls counts calls by method name.
+type mockCalls struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *mockCalls) called(name string) {
+	c.mu.Lock()
+	if c.n == nil {
+		c.n = map[string]int{}
+	}
+	c.n[name]++
+	c.mu.Unlock()
+}
+
+// calls says how often a method was called.
+func (c *mockCalls) calls(name string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[name]
+}
+
+// mockLib is an nvmlLib whose every method calls its Func field: a nil
+// one panics, like calling NVML before a successful Init aborts.
+type mockLib struct {
+	mockCalls
+	devices                        []*mockDevice
+	InitFunc                       func() nvmlReturn
+	ShutdownFunc                   func() nvmlReturn
+	HasSymbolFunc                  func(string) bool
+	SystemGetDriverVersionFunc     func() (string, nvmlReturn)
+	SystemGetNVMLVersionFunc       func() (string, nvmlReturn)
+	SystemGetCudaDriverVersionFunc func() (int, nvmlReturn)
+	DeviceGetCountFunc             func() (int, nvmlReturn)
+	DeviceGetHandleByIndexFunc     func(int) (nvmlDevice, nvmlReturn)
+	GpmSampleAllocFunc             func() (gpmSample, nvmlReturn)
+	GpmSampleFreeFunc              func(gpmSample) nvmlReturn
+	GpmMetricsGetFunc              func(*nvmlGpmMetricsGet) nvmlReturn
+}
+
+func (m *mockLib) Init() nvmlReturn {
+	m.called("Init")
+	return m.InitFunc()
+}
+
+func (m *mockLib) Shutdown() nvmlReturn {
+	m.called("Shutdown")
+	return m.ShutdownFunc()
+}
+
+func (m *mockLib) HasSymbol(a0 string) bool {
+	m.called("HasSymbol")
+	return m.HasSymbolFunc(a0)
+}
+
+func (m *mockLib) SystemGetDriverVersion() (string, nvmlReturn) {
+	m.called("SystemGetDriverVersion")
+	return m.SystemGetDriverVersionFunc()
+}
+
+func (m *mockLib) SystemGetNVMLVersion() (string, nvmlReturn) {
+	m.called("SystemGetNVMLVersion")
+	return m.SystemGetNVMLVersionFunc()
+}
+
+func (m *mockLib) SystemGetCudaDriverVersion() (int, nvmlReturn) {
+	m.called("SystemGetCudaDriverVersion")
+	return m.SystemGetCudaDriverVersionFunc()
+}
+
+func (m *mockLib) DeviceGetCount() (int, nvmlReturn) {
+	m.called("DeviceGetCount")
+	return m.DeviceGetCountFunc()
+}
+
+func (m *mockLib) DeviceGetHandleByIndex(a0 int) (nvmlDevice, nvmlReturn) {
+	m.called("DeviceGetHandleByIndex")
+	return m.DeviceGetHandleByIndexFunc(a0)
+}
+
+func (m *mockLib) GpmSampleAlloc() (gpmSample, nvmlReturn) {
+	m.called("GpmSampleAlloc")
+	return m.GpmSampleAllocFunc()
+}
+
+func (m *mockLib) GpmSampleFree(a0 gpmSample) nvmlReturn {
+	m.called("GpmSampleFree")
+	return m.GpmSampleFreeFunc(a0)
+}
+
+func (m *mockLib) GpmMetricsGet(a0 *nvmlGpmMetricsGet) nvmlReturn {
+	m.called("GpmMetricsGet")
+	return m.GpmMetricsGetFunc(a0)
+}
+
+// mockDevice is an nvmlDevice of Func fields, like mockLib.
+type mockDevice struct {
+	mockCalls
+	GetUUIDFunc                      func() (string, nvmlReturn)
+	GetNameFunc                      func() (string, nvmlReturn)
+	GetPciInfoFunc                   func() (nvmlPciInfo, nvmlReturn)
+	GetArchitectureFunc              func() (uint32, nvmlReturn)
+	GetCudaComputeCapabilityFunc     func() (int, int, nvmlReturn)
+	GetMemoryInfoFunc                func() (nvmlMemory, nvmlReturn)
+	GetMemoryInfoV2Func              func() (nvmlMemoryV2, nvmlReturn)
+	GetMaxClockInfoFunc              func(uint32) (uint32, nvmlReturn)
+	GetClockInfoFunc                 func(uint32) (uint32, nvmlReturn)
+	GetEnforcedPowerLimitFunc        func() (uint32, nvmlReturn)
+	GetFieldValuesFunc               func([]nvmlFieldValue) nvmlReturn
+	GpmQueryDeviceSupportFunc        func() (nvmlGpmSupport, nvmlReturn)
+	GetMigModeFunc                   func() (current, pending int, ret nvmlReturn)
+	GetMaxMigDeviceCountFunc         func() (int, nvmlReturn)
+	GetMigDeviceHandleByIndexFunc    func(int) (nvmlDevice, nvmlReturn)
+	GetGpuInstanceIdFunc             func() (int, nvmlReturn)
+	GetComputeInstanceIdFunc         func() (int, nvmlReturn)
+	GetUtilizationRatesFunc          func() (nvmlUtilization, nvmlReturn)
+	GetPowerUsageFunc                func() (uint32, nvmlReturn)
+	GetTotalEnergyConsumptionFunc    func() (uint64, nvmlReturn)
+	GetCurrentClocksEventReasonsFunc func() (uint64, nvmlReturn)
+	GetTemperatureFunc               func(uint32) (uint32, nvmlReturn)
+	GetSamplesFunc                   func(uint32, uint64) (valueType uint32, samples []nvmlSample, ret nvmlReturn)
+	GetProcessUtilizationFunc        func(uint64) ([]nvmlProcessUtilization, nvmlReturn)
+	GetComputeRunningProcessesFunc   func() ([]nvmlProcessInfo, nvmlReturn)
+	GpmSampleGetFunc                 func(gpmSample) nvmlReturn
+	GpmMigSampleGetFunc              func(int, gpmSample) nvmlReturn
+}
+
+func (m *mockDevice) GetUUID() (string, nvmlReturn) {
+	m.called("GetUUID")
+	return m.GetUUIDFunc()
+}
+
+func (m *mockDevice) GetName() (string, nvmlReturn) {
+	m.called("GetName")
+	return m.GetNameFunc()
+}
+
+func (m *mockDevice) GetPciInfo() (nvmlPciInfo, nvmlReturn) {
+	m.called("GetPciInfo")
+	return m.GetPciInfoFunc()
+}
+
+func (m *mockDevice) GetArchitecture() (uint32, nvmlReturn) {
+	m.called("GetArchitecture")
+	return m.GetArchitectureFunc()
+}
+
+func (m *mockDevice) GetCudaComputeCapability() (int, int, nvmlReturn) {
+	m.called("GetCudaComputeCapability")
+	return m.GetCudaComputeCapabilityFunc()
+}
+
+func (m *mockDevice) GetMemoryInfo() (nvmlMemory, nvmlReturn) {
+	m.called("GetMemoryInfo")
+	return m.GetMemoryInfoFunc()
+}
+
+func (m *mockDevice) GetMemoryInfoV2() (nvmlMemoryV2, nvmlReturn) {
+	m.called("GetMemoryInfoV2")
+	return m.GetMemoryInfoV2Func()
+}
+
+func (m *mockDevice) GetMaxClockInfo(a0 uint32) (uint32, nvmlReturn) {
+	m.called("GetMaxClockInfo")
+	return m.GetMaxClockInfoFunc(a0)
+}
+
+func (m *mockDevice) GetClockInfo(a0 uint32) (uint32, nvmlReturn) {
+	m.called("GetClockInfo")
+	return m.GetClockInfoFunc(a0)
+}
+
+func (m *mockDevice) GetEnforcedPowerLimit() (uint32, nvmlReturn) {
+	m.called("GetEnforcedPowerLimit")
+	return m.GetEnforcedPowerLimitFunc()
+}
+
+func (m *mockDevice) GetFieldValues(a0 []nvmlFieldValue) nvmlReturn {
+	m.called("GetFieldValues")
+	return m.GetFieldValuesFunc(a0)
+}
+
+func (m *mockDevice) GpmQueryDeviceSupport() (nvmlGpmSupport, nvmlReturn) {
+	m.called("GpmQueryDeviceSupport")
+	return m.GpmQueryDeviceSupportFunc()
+}
+
+func (m *mockDevice) GetMigMode() (current, pending int, ret nvmlReturn) {
+	m.called("GetMigMode")
+	return m.GetMigModeFunc()
+}
+
+func (m *mockDevice) GetMaxMigDeviceCount() (int, nvmlReturn) {
+	m.called("GetMaxMigDeviceCount")
+	return m.GetMaxMigDeviceCountFunc()
+}
+
+func (m *mockDevice) GetMigDeviceHandleByIndex(a0 int) (nvmlDevice, nvmlReturn) {
+	m.called("GetMigDeviceHandleByIndex")
+	return m.GetMigDeviceHandleByIndexFunc(a0)
+}
+
+func (m *mockDevice) GetGpuInstanceId() (int, nvmlReturn) {
+	m.called("GetGpuInstanceId")
+	return m.GetGpuInstanceIdFunc()
+}
+
+func (m *mockDevice) GetComputeInstanceId() (int, nvmlReturn) {
+	m.called("GetComputeInstanceId")
+	return m.GetComputeInstanceIdFunc()
+}
+
+func (m *mockDevice) GetUtilizationRates() (nvmlUtilization, nvmlReturn) {
+	m.called("GetUtilizationRates")
+	return m.GetUtilizationRatesFunc()
+}
+
+func (m *mockDevice) GetPowerUsage() (uint32, nvmlReturn) {
+	m.called("GetPowerUsage")
+	return m.GetPowerUsageFunc()
+}
+
+func (m *mockDevice) GetTotalEnergyConsumption() (uint64, nvmlReturn) {
+	m.called("GetTotalEnergyConsumption")
+	return m.GetTotalEnergyConsumptionFunc()
+}
+
+func (m *mockDevice) GetCurrentClocksEventReasons() (uint64, nvmlReturn) {
+	m.called("GetCurrentClocksEventReasons")
+	return m.GetCurrentClocksEventReasonsFunc()
+}
+
+func (m *mockDevice) GetTemperature(a0 uint32) (uint32, nvmlReturn) {
+	m.called("GetTemperature")
+	return m.GetTemperatureFunc(a0)
+}
+
+func (m *mockDevice) GetSamples(a0 uint32, a1 uint64) (valueType uint32, samples []nvmlSample, ret nvmlReturn) {
+	m.called("GetSamples")
+	return m.GetSamplesFunc(a0, a1)
+}
+
+func (m *mockDevice) GetProcessUtilization(a0 uint64) ([]nvmlProcessUtilization, nvmlReturn) {
+	m.called("GetProcessUtilization")
+	return m.GetProcessUtilizationFunc(a0)
+}
+
+func (m *mockDevice) GetComputeRunningProcesses() ([]nvmlProcessInfo, nvmlReturn) {
+	m.called("GetComputeRunningProcesses")
+	return m.GetComputeRunningProcessesFunc()
+}
+
+func (m *mockDevice) GpmSampleGet(a0 gpmSample) nvmlReturn {
+	m.called("GpmSampleGet")
+	return m.GpmSampleGetFunc(a0)
+}
+
+func (m *mockDevice) GpmMigSampleGet(a0 int, a1 gpmSample) nvmlReturn {
+	m.called("GpmMigSampleGet")
+	return m.GpmMigSampleGetFunc(a0, a1)
+}
+
 func u32(b *[8]byte, v uint32)  { binary.LittleEndian.PutUint32(b[:4], v) }
 func u64(b *[8]byte, v uint64)  { binary.LittleEndian.PutUint64(b[:], v) }
 func f64(b *[8]byte, v float64) { binary.LittleEndian.PutUint64(b[:], math.Float64bits(v)) }
 
-// mockGPMSample is a GPM sample buffer the mocks hand out.
-func mockGPMSample() nvml.GpmSample {
-	return &mock.GpmSample{FreeFunc: func() nvml.Return { return nvml.SUCCESS }}
-}
-
 // setTelemetry fills in every telemetry function of a whole (non-MIG) GPU.
-func setTelemetry(d *server.Device) {
-	d.GetMaxClockInfoFunc = func(nvml.ClockType) (uint32, nvml.Return) { return 1980, nvml.SUCCESS }
-	d.GetEnforcedPowerLimitFunc = func() (uint32, nvml.Return) { return 700_000, nvml.SUCCESS }
-	d.GpmQueryDeviceSupportFunc = func() (nvml.GpmSupport, nvml.Return) {
-		return nvml.GpmSupport{Version: nvml.GPM_SUPPORT_VERSION, IsSupportedDevice: 1}, nvml.SUCCESS
+func setTelemetry(d *mockDevice) {
+	d.GetMaxClockInfoFunc = func(uint32) (uint32, nvmlReturn) { return 1980, nvmlSuccess }
+	d.GetEnforcedPowerLimitFunc = func() (uint32, nvmlReturn) { return 700_000, nvmlSuccess }
+	d.GpmQueryDeviceSupportFunc = func() (nvmlGpmSupport, nvmlReturn) {
+		return nvmlGpmSupport{Version: gpmSupportVersion, IsSupportedDevice: 1}, nvmlSuccess
 	}
-	d.GetUtilizationRatesFunc = func() (nvml.Utilization, nvml.Return) {
-		return nvml.Utilization{Gpu: mockUtilGPU, Memory: mockUtilMem}, nvml.SUCCESS
+	d.GetUtilizationRatesFunc = func() (nvmlUtilization, nvmlReturn) {
+		return nvmlUtilization{Gpu: mockUtilGPU, Memory: mockUtilMem}, nvmlSuccess
 	}
-	d.GetMemoryInfo_v2Func = func() (nvml.Memory_v2, nvml.Return) {
-		return nvml.Memory_v2{Total: mockMemTotal, Reserved: mockMemResv, Used: mockMemUsed, Free: mockMemTotal - mockMemUsed}, nvml.SUCCESS
+	d.GetMemoryInfoV2Func = func() (nvmlMemoryV2, nvmlReturn) {
+		return nvmlMemoryV2{Total: mockMemTotal, Reserved: mockMemResv, Used: mockMemUsed, Free: mockMemTotal - mockMemUsed}, nvmlSuccess
 	}
-	d.GetClockInfoFunc = func(ct nvml.ClockType) (uint32, nvml.Return) {
+	d.GetClockInfoFunc = func(ct uint32) (uint32, nvmlReturn) {
 		switch ct {
-		case nvml.CLOCK_SM:
-			return mockSMClock, nvml.SUCCESS
-		case nvml.CLOCK_MEM:
-			return mockMemClock, nvml.SUCCESS
+		case clockSM:
+			return mockSMClock, nvmlSuccess
+		case clockMem:
+			return mockMemClock, nvmlSuccess
 		}
-		return 0, nvml.ERROR_INVALID_ARGUMENT
+		return 0, nvmlErrInvalidArgument
 	}
-	d.GetPowerUsageFunc = func() (uint32, nvml.Return) { return mockPowerMW, nvml.SUCCESS }
-	d.GetTotalEnergyConsumptionFunc = func() (uint64, nvml.Return) { return mockEnergyMJ, nvml.SUCCESS }
-	d.GetCurrentClocksEventReasonsFunc = func() (uint64, nvml.Return) { return mockReasons, nvml.SUCCESS }
-	d.GetTemperatureFunc = func(nvml.TemperatureSensors) (uint32, nvml.Return) { return mockTempC, nvml.SUCCESS }
-	d.GetFieldValuesFunc = func(fv []nvml.FieldValue) nvml.Return {
+	d.GetPowerUsageFunc = func() (uint32, nvmlReturn) { return mockPowerMW, nvmlSuccess }
+	d.GetTotalEnergyConsumptionFunc = func() (uint64, nvmlReturn) { return mockEnergyMJ, nvmlSuccess }
+	d.GetCurrentClocksEventReasonsFunc = func() (uint64, nvmlReturn) { return mockReasons, nvmlSuccess }
+	d.GetTemperatureFunc = func(uint32) (uint32, nvmlReturn) { return mockTempC, nvmlSuccess }
+	d.GetFieldValuesFunc = func(fv []nvmlFieldValue) nvmlReturn {
 		for i := range fv {
 			f := &fv[i]
-			f.NvmlReturn = uint32(nvml.SUCCESS)
-			f.ValueType = uint32(nvml.VALUE_TYPE_UNSIGNED_LONG_LONG)
+			f.NvmlReturn = uint32(nvmlSuccess)
+			f.ValueType = valueULongLong
 			switch f.FieldId {
-			case nvml.FI_DEV_NVLINK_LINK_COUNT:
-				f.ValueType = uint32(nvml.VALUE_TYPE_UNSIGNED_INT)
+			case fiNVLinkLinkCount:
+				f.ValueType = valueUInt
 				u32(&f.Value, mockNVLinks)
-			case nvml.FI_DEV_POWER_INSTANT:
-				f.ValueType = uint32(nvml.VALUE_TYPE_UNSIGNED_INT)
+			case fiPowerInstant:
+				f.ValueType = valueUInt
 				u32(&f.Value, mockInstantMW)
-			case nvml.FI_DEV_PCIE_COUNT_TX_BYTES:
+			case fiPCIeCountTXBytes:
 				u64(&f.Value, mockPCIeTX)
-			case nvml.FI_DEV_PCIE_COUNT_RX_BYTES:
+			case fiPCIeCountRXBytes:
 				u64(&f.Value, mockPCIeRX)
-			case nvml.FI_DEV_NVLINK_THROUGHPUT_DATA_TX:
+			case fiNVLinkDataTX:
 				u64(&f.Value, mockLinkTXKiB)
-			case nvml.FI_DEV_NVLINK_THROUGHPUT_DATA_RX:
+			case fiNVLinkDataRX:
 				u64(&f.Value, mockLinkRXKiB)
 			default:
-				f.NvmlReturn = uint32(nvml.ERROR_NOT_SUPPORTED)
+				f.NvmlReturn = uint32(nvmlErrNotSupported)
 			}
 		}
-		return nvml.SUCCESS
+		return nvmlSuccess
 	}
-	d.GetSamplesFunc = func(st nvml.SamplingType, last uint64) (nvml.ValueType, []nvml.Sample, nvml.Return) {
+	d.GetSamplesFunc = func(st uint32, last uint64) (uint32, []nvmlSample, nvmlReturn) {
 		if last >= mockTS+2 {
-			return 0, nil, nvml.ERROR_NOT_FOUND // nothing new
+			return 0, nil, nvmlErrNotFound // nothing new
 		}
-		s := []nvml.Sample{{TimeStamp: mockTS + 1}, {TimeStamp: mockTS + 2}, {}} // a zeroed trailing entry, as older tags return
-		if st == nvml.TOTAL_POWER_SAMPLES {
+		s := []nvmlSample{{TimeStamp: mockTS + 1}, {TimeStamp: mockTS + 2}, {}} // a zeroed trailing entry, as older tags return
+		if st == samplesTotalPower {
 			u32(&s[0].SampleValue, 300_000)
 			u32(&s[1].SampleValue, 310_000)
-			return nvml.VALUE_TYPE_UNSIGNED_INT, s, nvml.SUCCESS
+			return valueUInt, s, nvmlSuccess
 		}
 		f64(&s[0].SampleValue, 10)
 		f64(&s[1].SampleValue, 20)
-		return nvml.VALUE_TYPE_DOUBLE, s, nvml.SUCCESS
+		return valueDouble, s, nvmlSuccess
 	}
-	d.GetProcessUtilizationFunc = func(last uint64) ([]nvml.ProcessUtilizationSample, nvml.Return) {
+	d.GetProcessUtilizationFunc = func(last uint64) ([]nvmlProcessUtilization, nvmlReturn) {
 		if last >= mockTS {
-			return nil, nvml.ERROR_NOT_FOUND
+			return nil, nvmlErrNotFound
 		}
-		return []nvml.ProcessUtilizationSample{
+		return []nvmlProcessUtilization{
 			{Pid: mockChildPid, TimeStamp: mockTS, SmUtil: mockSMUtilProc, MemUtil: 9},
 			{Pid: mockOtherPid, TimeStamp: mockTS, SmUtil: 3, MemUtil: 1},
-		}, nvml.SUCCESS
+		}, nvmlSuccess
 	}
-	d.GetComputeRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) {
-		return []nvml.ProcessInfo{{Pid: mockChildPid, UsedGpuMemory: 20 << 30, GpuInstanceId: math.MaxUint32, ComputeInstanceId: math.MaxUint32}}, nvml.SUCCESS
+	d.GetComputeRunningProcessesFunc = func() ([]nvmlProcessInfo, nvmlReturn) {
+		return []nvmlProcessInfo{{Pid: mockChildPid, UsedGpuMemory: 20 << 30, GpuInstanceId: math.MaxUint32, ComputeInstanceId: math.MaxUint32}}, nvmlSuccess
 	}
-	d.GpmSampleGetFunc = func(nvml.GpmSample) nvml.Return { return nvml.SUCCESS }
+	d.GpmSampleGetFunc = func(gpmSample) nvmlReturn { return nvmlSuccess }
 }
 
-// mockServer is a DGX H100 with n GPUs, telemetry set on each, and GPM.
-func mockServer(n int) *server.Server {
-	s := dgxh100.NewWithGPUs(gpus.Multiple(n, gpus.H100_SXM5_80GB)...)
-	for _, d := range s.Devices {
-		setTelemetry(d.(*server.Device))
+// mockServer is a DGX H100 with n GPUs, identity and telemetry set on
+// each, and GPM.
+func mockServer(n int) *mockLib {
+	l := &mockLib{}
+	for i := range n {
+		d := &mockDevice{}
+		uuid := fmt.Sprintf("GPU-%08x-0000-4000-8000-%012x", 0x1000+i, i)
+		d.GetUUIDFunc = func() (string, nvmlReturn) { return uuid, nvmlSuccess }
+		d.GetNameFunc = func() (string, nvmlReturn) { return "NVIDIA H100 80GB HBM3", nvmlSuccess }
+		d.GetPciInfoFunc = func() (nvmlPciInfo, nvmlReturn) {
+			var p nvmlPciInfo
+			for j, c := range fmt.Sprintf("00000000:%02X:00.0", 0x1b+i) {
+				p.BusId[j] = int8(c)
+			}
+			return p, nvmlSuccess
+		}
+		d.GetArchitectureFunc = func() (uint32, nvmlReturn) { return 9, nvmlSuccess } // hopper
+		d.GetCudaComputeCapabilityFunc = func() (int, int, nvmlReturn) { return 9, 0, nvmlSuccess }
+		d.GetMemoryInfoFunc = func() (nvmlMemory, nvmlReturn) {
+			return nvmlMemory{Total: mockMemTotal, Used: mockMemUsed, Free: mockMemTotal - mockMemUsed}, nvmlSuccess
+		}
+		d.GetMigModeFunc = func() (int, int, nvmlReturn) { return 0, 0, nvmlSuccess }
+		setTelemetry(d)
+		l.devices = append(l.devices, d)
 	}
-	s.GpmSampleAllocFunc = func() (nvml.GpmSample, nvml.Return) { return mockGPMSample(), nvml.SUCCESS }
-	s.GpmMetricsGetFunc = func(mg *nvml.GpmMetricsGetType) nvml.Return {
+	l.InitFunc = func() nvmlReturn { return nvmlSuccess }
+	l.ShutdownFunc = func() nvmlReturn { return nvmlSuccess }
+	l.HasSymbolFunc = func(string) bool { return true }
+	l.SystemGetDriverVersionFunc = func() (string, nvmlReturn) { return "550.54.15", nvmlSuccess }
+	l.SystemGetNVMLVersionFunc = func() (string, nvmlReturn) { return "12.550.54.15", nvmlSuccess }
+	l.SystemGetCudaDriverVersionFunc = func() (int, nvmlReturn) { return 12040, nvmlSuccess }
+	l.DeviceGetCountFunc = func() (int, nvmlReturn) { return len(l.devices), nvmlSuccess }
+	l.DeviceGetHandleByIndexFunc = func(i int) (nvmlDevice, nvmlReturn) {
+		if i < 0 || i >= len(l.devices) {
+			return nil, nvmlErrInvalidArgument
+		}
+		return l.devices[i], nvmlSuccess
+	}
+	var next gpmSample
+	l.GpmSampleAllocFunc = func() (gpmSample, nvmlReturn) { next++; return next, nvmlSuccess }
+	l.GpmSampleFreeFunc = func(gpmSample) nvmlReturn { return nvmlSuccess }
+	l.GpmMetricsGetFunc = func(mg *nvmlGpmMetricsGet) nvmlReturn {
 		for i := range mg.NumMetrics {
-			mg.Metrics[i].NvmlReturn = uint32(nvml.SUCCESS)
+			mg.Metrics[i].NvmlReturn = uint32(nvmlSuccess)
 			mg.Metrics[i].Value = float64(mg.Metrics[i].MetricId) * 1.5
 		}
-		return nvml.SUCCESS
+		return nvmlSuccess
 	}
-	return s
+	return l
 }
 
 // rowSink collects what a sampler emits.
@@ -180,7 +464,7 @@ func (r *rowSink) sinks() samplerSinks {
 }
 
 // openMocked opens a sampler on mocks with its rows collected.
-func openMocked(t *testing.T, srv *server.Server) (*nvmlSampler, *rowSink) {
+func openMocked(t *testing.T, srv *mockLib) (*nvmlSampler, *rowSink) {
 	t.Helper()
 	s, err := newNVMLSampler(srv, NVMLOptions{})
 	if err != nil {
@@ -195,12 +479,12 @@ func openMocked(t *testing.T, srv *server.Server) (*nvmlSampler, *rowSink) {
 func TestNVMLInitFailureTouchesNothingElse(t *testing.T) {
 	// Every function but Init is nil: any call after the failed Init
 	// panics, like the real library aborts the process (E4).
-	lib := &mock.Interface{InitFunc: func() nvml.Return { return nvml.ERROR_LIBRARY_NOT_FOUND }}
+	lib := &mockLib{InitFunc: func() nvmlReturn { return nvmlErrLibraryNotFound }}
 	s, err := newNVMLSampler(lib, NVMLOptions{})
 	if s != nil || !errors.Is(err, ErrNVMLUnavailable) || !strings.Contains(err.Error(), "ERROR_LIBRARY_NOT_FOUND") {
 		t.Fatalf("got %v, %v", s, err)
 	}
-	if n := len(lib.InitCalls()); n != 1 {
+	if n := lib.calls("Init"); n != 1 {
 		t.Fatalf("Init called %d times", n)
 	}
 }
@@ -271,8 +555,8 @@ func TestNVMLSamplerMockedValues(t *testing.T) {
 	}
 	for _, b := range rs.buffered {
 		switch {
-		case b.SamplingType == uint8(nvml.TOTAL_POWER_SAMPLES) && b.NVMLTimestampUs == mockTS+1 && b.Value != 300_000,
-			b.SamplingType == uint8(nvml.GPU_UTILIZATION_SAMPLES) && b.NVMLTimestampUs == mockTS+2 && b.Value != 20:
+		case b.SamplingType == uint8(samplesTotalPower) && b.NVMLTimestampUs == mockTS+1 && b.Value != 300_000,
+			b.SamplingType == uint8(samplesGPUUtil) && b.NVMLTimestampUs == mockTS+2 && b.Value != 20:
 			t.Errorf("buffered %+v", b)
 		}
 	}
@@ -328,9 +612,9 @@ func describeRow(row any) string {
 
 func TestNVMLSamplerFailures(t *testing.T) {
 	srv := mockServer(1)
-	dev := srv.Devices[0].(*server.Device)
-	dev.GetPowerUsageFunc = func() (uint32, nvml.Return) { return 0, nvml.ERROR_NOT_SUPPORTED }
-	dev.GetTemperatureFunc = func(nvml.TemperatureSensors) (uint32, nvml.Return) { return 0, nvml.ERROR_UNKNOWN }
+	dev := srv.devices[0]
+	dev.GetPowerUsageFunc = func() (uint32, nvmlReturn) { return 0, nvmlErrNotSupported }
+	dev.GetTemperatureFunc = func(uint32) (uint32, nvmlReturn) { return 0, nvmlErrUnknown }
 	s, rs := openMocked(t, srv)
 	for range 3 {
 		s.pollDevice(s.gpus[0])
@@ -341,10 +625,10 @@ func TestNVMLSamplerFailures(t *testing.T) {
 		}
 	}
 	// NOT_SUPPORTED switches the query off; other errors keep trying.
-	if n := len(dev.GetPowerUsageCalls()); n != 1 {
+	if n := dev.calls("GetPowerUsage"); n != 1 {
 		t.Errorf("unsupported power queried %d times, want 1", n)
 	}
-	if n := len(dev.GetTemperatureCalls()); n != 3 {
+	if n := dev.calls("GetTemperature"); n != 3 {
 		t.Errorf("failing temperature queried %d times, want 3", n)
 	}
 	// One event per (GPU, query, return code), not one per poll.
@@ -355,30 +639,30 @@ func TestNVMLSamplerFailures(t *testing.T) {
 
 func TestNVMLSamplerMIG(t *testing.T) {
 	srv := mockServer(1)
-	dev := srv.Devices[0].(*server.Device)
-	dev.MigMode = nvml.DEVICE_MIG_ENABLE
+	dev := srv.devices[0]
+	dev.GetMigModeFunc = func() (int, int, nvmlReturn) { return migEnable, migEnable, nvmlSuccess }
 	// Under MIG, device utilization, sample buffers and process utilization
 	// are unsupported: the sampler must not call them.
 	dev.GetUtilizationRatesFunc, dev.GetSamplesFunc, dev.GetProcessUtilizationFunc = nil, nil, nil
-	migDev := &mock.Device{
-		GetUUIDFunc:              func() (string, nvml.Return) { return "MIG-abc", nvml.SUCCESS },
-		GetGpuInstanceIdFunc:     func() (int, nvml.Return) { return 3, nvml.SUCCESS },
-		GetComputeInstanceIdFunc: func() (int, nvml.Return) { return 0, nvml.SUCCESS },
-		GetMemoryInfoFunc: func() (nvml.Memory, nvml.Return) {
-			return nvml.Memory{Total: 10 << 30, Used: 4 << 30}, nvml.SUCCESS
+	migDev := &mockDevice{
+		GetUUIDFunc:              func() (string, nvmlReturn) { return "MIG-abc", nvmlSuccess },
+		GetGpuInstanceIdFunc:     func() (int, nvmlReturn) { return 3, nvmlSuccess },
+		GetComputeInstanceIdFunc: func() (int, nvmlReturn) { return 0, nvmlSuccess },
+		GetMemoryInfoFunc: func() (nvmlMemory, nvmlReturn) {
+			return nvmlMemory{Total: 10 << 30, Used: 4 << 30}, nvmlSuccess
 		},
 	}
-	dev.GetMaxMigDeviceCountFunc = func() (int, nvml.Return) { return 2, nvml.SUCCESS }
-	dev.GetMigDeviceHandleByIndexFunc = func(i int) (nvml.Device, nvml.Return) {
+	dev.GetMaxMigDeviceCountFunc = func() (int, nvmlReturn) { return 2, nvmlSuccess }
+	dev.GetMigDeviceHandleByIndexFunc = func(i int) (nvmlDevice, nvmlReturn) {
 		if i == 0 {
-			return migDev, nvml.SUCCESS
+			return migDev, nvmlSuccess
 		}
-		return nil, nvml.ERROR_NOT_FOUND
+		return nil, nvmlErrNotFound
 	}
 	var migGPM []int
-	dev.GpmMigSampleGetFunc = func(gi int, _ nvml.GpmSample) nvml.Return {
+	dev.GpmMigSampleGetFunc = func(gi int, _ gpmSample) nvmlReturn {
 		migGPM = append(migGPM, gi)
-		return nvml.SUCCESS
+		return nvmlSuccess
 	}
 	s, rs := openMocked(t, srv)
 	_, gpus := s.Info()
@@ -409,13 +693,10 @@ func TestNVMLSamplerMIG(t *testing.T) {
 // (calling a missing symbol would abort the process).
 func TestNVMLSamplerOldDriver(t *testing.T) {
 	srv := mockServer(1)
-	srv.LookupSymbolFunc = func(sym string) error {
-		if strings.HasPrefix(sym, "nvmlGpm") || sym == symClocksEvent {
-			return errors.New("not found")
-		}
-		return nil
+	srv.HasSymbolFunc = func(sym string) bool {
+		return !strings.HasPrefix(sym, "nvmlGpm") && sym != symClocksEvent
 	}
-	dev := srv.Devices[0].(*server.Device)
+	dev := srv.devices[0]
 	dev.GpmQueryDeviceSupportFunc, dev.GpmSampleGetFunc, dev.GetCurrentClocksEventReasonsFunc = nil, nil, nil
 	srv.GpmSampleAllocFunc = nil
 	s, rs := openMocked(t, srv)
@@ -458,6 +739,30 @@ func TestRecordWithMockedGPUs(t *testing.T) {
 	for _, f := range c.Manifest.Files {
 		if f.Table == TableGPUDevice && f.Rows != int64(devRows) {
 			t.Errorf("manifest says %d device rows, file has %d", f.Rows, devRows)
+		}
+	}
+}
+
+// The Go declarations of nvml_api.go have C's sizes on LP64 (nvml.h): a
+// field out of place would shift every value after it.
+func TestNVMLStructLayouts(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		got, want uintptr
+	}{
+		{"nvmlPciInfo_t", unsafe.Sizeof(nvmlPciInfo{}), 68},
+		{"nvmlMemory_t", unsafe.Sizeof(nvmlMemory{}), 24},
+		{"nvmlMemory_v2_t", unsafe.Sizeof(nvmlMemoryV2{}), memoryV2StructBytes},
+		{"nvmlUtilization_t", unsafe.Sizeof(nvmlUtilization{}), 8},
+		{"nvmlFieldValue_t", unsafe.Sizeof(nvmlFieldValue{}), 40},
+		{"nvmlSample_t", unsafe.Sizeof(nvmlSample{}), 16},
+		{"nvmlProcessUtilizationSample_t", unsafe.Sizeof(nvmlProcessUtilization{}), 32},
+		{"nvmlProcessInfo_t", unsafe.Sizeof(nvmlProcessInfo{}), 24},
+		{"nvmlGpmMetric_t", unsafe.Sizeof(nvmlGpmMetric{}), 40},
+		{"nvmlGpmMetricsGet_t", unsafe.Sizeof(nvmlGpmMetricsGet{}), 24 + gpmMetricMax*40},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s: %d bytes, want %d", c.name, c.got, c.want)
 		}
 	}
 }

@@ -1,12 +1,14 @@
-//go:build !linux || !cgo
+//go:build !linux
 
 package record
 
 import "fmt"
 
-// openNVML without cgo (or off Linux): go-nvml needs cgo to load
-// libnvidia-ml, so this build records everything but GPU telemetry and the
-// manifest says why.
+// NVMLBinding off Linux: the recorder has no NVML there.
+const NVMLBinding = "none (not Linux)"
+
+// openNVML off Linux: libnvidia-ml is a Linux library here, so this build
+// records everything but GPU telemetry and the manifest says why.
 func openNVML(NVMLOptions) (gpuSampler, error) {
-	return nil, fmt.Errorf("%w: llmprof was built without cgo (or not for Linux); rebuild with CGO_ENABLED=1 on Linux for GPU telemetry", ErrNVMLUnavailable)
+	return nil, fmt.Errorf("%w: llmprof records NVML on Linux only", ErrNVMLUnavailable)
 }

@@ -63,6 +63,9 @@ type Options struct {
 	// Scrapes are Prometheus endpoints scraped into the capture while the
 	// command runs (record/scrape.go).
 	Scrapes []ScrapeTarget
+	// TorchProfiler drives a vLLM or SGLang child's PyTorch profiler
+	// (record/torchprof.go).
+	TorchProfiler TorchProfilerOptions
 
 	// Stdin, Stdout and Stderr are the child's (default: none, and
 	// record's own stdout and stderr).
@@ -77,7 +80,7 @@ type Options struct {
 	// Version is recorded in the manifest.
 	Version string
 
-	// newSampler replaces openNVML in tests (go-nvml mocks).
+	// newSampler replaces openNVML in tests (nvml_mock_test.go).
 	newSampler func(NVMLOptions) (gpuSampler, error)
 	// wrapTable, a test seam, stands between each table's Arrow writer and
 	// its file (to inject write errors).
@@ -149,7 +152,10 @@ func (o *Options) applyDefaults() {
 
 // recording is the state of one Record call.
 type recording struct {
-	opts     Options
+	opts Options
+	// preStop, when set, runs before the first stop request is forwarded
+	// to the child (supervise).
+	preStop  func()
 	dir      string
 	manifest Manifest
 	mu       sync.Mutex // guards manifest while goroutines add to it
@@ -275,7 +281,19 @@ func Record(ctx context.Context, opts Options) (*Result, error) {
 		nsysReport = filepath.Join(r.dir, "nsys", "report")
 		argv = nsysProfileArgs(nsysPath, nsysReport, opts.NsysArgs, argv)
 	}
-	env, added, kept := buildEnv(os.Environ(), r.envSpec(ep))
+	spec := r.envSpec(ep)
+	var tp *torchProfiler
+	if opts.TorchProfiler.Enabled {
+		tp, err = newTorchProfiler(opts.TorchProfiler, argv, r.dir, opts.Log, func(kind, detail string) { r.event(kind, detail, nil) })
+		if err != nil {
+			return r.abort(recv, sampler, err)
+		}
+		for k, v := range tp.env() {
+			spec.always[k] = v
+		}
+		r.preStop = tp.beforeShutdown
+	}
+	env, added, kept := buildEnv(os.Environ(), spec)
 	r.manifest.Command.Exec = argv
 	r.manifest.Command.EnvAdded = added
 	r.manifest.Command.EnvKept = kept
@@ -325,8 +343,19 @@ func Record(ctx context.Context, opts Options) (*Result, error) {
 		}
 	}()
 
+	if tp != nil {
+		tp.run(ctx)
+	}
 	status, detail := r.supervise(ctx, c, r.writeFailed)
 	code, sig := c.exit()
+	if tp != nil {
+		info := tp.finish(r.dir)
+		r.manifest.External.Torch = info
+		r.event("torch_profiler_traces", fmt.Sprintf("%d traces in %s", len(info.Files), info.Dir), nil)
+		if info.Error != "" {
+			fmt.Fprintf(opts.Log, "llmprof record: --torch-profiler: %s\n", info.Error)
+		}
+	}
 	r.addClock(readClockPair("child_exit"))
 	r.event("child_exit", exitText(code, sig), ptr(int64(code)))
 	r.manifest.Command.ExitCode = &code
@@ -619,7 +648,30 @@ func (r *recording) supervise(ctx context.Context, c *child, writeFailed <-chan 
 		defer t.Stop()
 		deadline = t.C
 	}
+	// preDone is set while r.preStop runs before the first stop is
+	// forwarded (the server's profile is stopped and its traces written
+	// while it still runs); a second stop request forwards at once.
+	var (
+		preDone <-chan struct{}
+		preSig  syscall.Signal
+		preWhy  string
+	)
+	var forward func(sig syscall.Signal, why string)
 	stop := func(sig syscall.Signal, why string) {
+		if stops == 0 && r.preStop != nil && preDone == nil && preSig == 0 {
+			ch := make(chan struct{})
+			preDone, preSig, preWhy = ch, sig, why
+			r.event("stop_requested", why+": stopping the torch profile before the child", ptr(int64(sig)))
+			fmt.Fprintf(r.opts.Log, "llmprof record: %s: stopping the profile, then the child (again to stop it at once)\n", why)
+			go func() { defer close(ch); r.preStop() }()
+			return
+		}
+		if preDone != nil {
+			preDone = nil
+		}
+		forward(sig, why)
+	}
+	forward = func(sig syscall.Signal, why string) {
 		stops++
 		if stops == 1 {
 			r.event("stop", why+": forwarding "+signalName(sig)+" to the child's process group", ptr(int64(sig)))
@@ -637,6 +689,11 @@ func (r *recording) supervise(ctx context.Context, c *child, writeFailed <-chan 
 		select {
 		case <-c.done:
 			return status, detail
+		case <-preDone:
+			preDone = nil
+			if stops == 0 {
+				forward(preSig, preWhy)
+			}
 		case s := <-r.opts.Signals:
 			sig, ok := s.(syscall.Signal)
 			if !ok {
@@ -668,7 +725,7 @@ func (r *recording) supervise(ctx context.Context, c *child, writeFailed <-chan 
 		case <-grace:
 			grace = nil
 			stops = max(stops, 1)
-			stop(syscall.SIGKILL, fmt.Sprintf("child still running %s after the stop signal", r.opts.StopTimeout))
+			forward(syscall.SIGKILL, fmt.Sprintf("child still running %s after the stop signal", r.opts.StopTimeout))
 		}
 	}
 }

@@ -42,7 +42,22 @@ type RecordOptions struct {
 	NsysArgs      []string
 	// Scrape are --scrape URL[@interval] targets.
 	Scrape []string
+
+	// TorchProfiler is --torch-profiler[=DIR]: "" off, torchProfilerDefault
+	// for the capture's torch/ folder, else the folder.
+	TorchProfiler       string
+	Server              string
+	ProfileURL          string
+	ProfileAt           time.Duration
+	ProfileDuration     time.Duration
+	ProfileFlushTimeout time.Duration
+	ProfileShapes       bool
+	ProfileStack        bool
+	ProfileMemory       bool
 }
+
+// torchProfilerDefault is --torch-profiler given without a folder.
+const torchProfilerDefault = "<capture>/torch"
 
 // NewCmdRecord captures a live workload.
 func NewCmdRecord(f *Factory) *cobra.Command { return newCmdRecord(f, runRecord) }
@@ -69,6 +84,9 @@ record runs a command and captures, next to it, everything analyze needs:
   - clock pairs (realtime against monotonic, bracketed) at start, end and every
     10 s, so analyze can put every table on one clock
   - with --nsys, an Nsight Systems profile of the command, exported to SQLite
+  - with --torch-profiler, a vLLM or SGLang server's own PyTorch profiler
+    (Kineto traces of every rank), started at the first request and stopped
+    before the server is (docs/record.md)
 
 The capture is a directory (default run-<time>.llmprof) holding manifest.json
 and one zstd Arrow IPC stream per table; analyze reads it directly.
@@ -87,6 +105,10 @@ status (128+n if signal n killed it).`),
   # HTTP/protobuf exporters, and an Nsight Systems profile alongside
   llmprof record --otlp-protocol http/protobuf --nsys -- ./server --port 8000
 
+  # vLLM's PyTorch profiler, from the first request until Ctrl-C
+  llmprof record --torch-profiler -- vllm serve Qwen/Qwen2.5-7B-Instruct \
+      --otlp-traces-endpoint {otlp_grpc_url}
+
   # then
   llmprof analyze run.llmprof`),
 		Args: cobra.MinimumNArgs(1),
@@ -99,6 +121,21 @@ status (128+n if signal n killed it).`),
 			case record.ProtocolGRPC, record.ProtocolHTTPProtobuf, record.ProtocolHTTPJSON:
 			default:
 				return usageErrorf("--otlp-protocol %q: want grpc, http/protobuf or http/json", opts.Protocol)
+			}
+			if opts.TorchProfiler == "" {
+				for _, name := range []string{"server", "profile-url", "profile-at", "profile-duration", "profile-flush-timeout", "profile-record-shapes", "profile-with-stack", "profile-memory"} {
+					if cmd.Flags().Changed(name) {
+						return usageErrorf("--%s needs --torch-profiler", name)
+					}
+				}
+			}
+			switch opts.Server {
+			case "", record.ServerVLLM, record.ServerSGLang:
+			default:
+				return usageErrorf("--server %q: want vllm or sglang", opts.Server)
+			}
+			if opts.TorchProfiler != "" && opts.Server == "" && record.DetectServer(args) == "" {
+				return usageErrorf("--torch-profiler: %q is neither vLLM nor SGLang as far as its command line says; name the server with --server vllm|sglang", args[0])
 			}
 			if opts.NoNVML && opts.RequireGPU {
 				return usageErrorf("--no-nvml and --require-gpu contradict each other")
@@ -150,6 +187,16 @@ status (128+n if signal n killed it).`),
 	fl.BoolVar(&opts.Nsys, "nsys", false, "run the command under nsys profile and export its SQLite into the capture")
 	fl.StringArrayVar(&opts.NsysArgs, "nsys-arg", nil, "extra `flag` for nsys profile (repeatable), e.g. --nsys-arg=--gpu-metrics-devices=0")
 	fl.StringArrayVar(&opts.Scrape, "scrape", nil, "scrape a Prometheus endpoint into the capture while the command runs (repeatable): `URL[@interval]`, e.g. http://localhost:8000/metrics@1s (vLLM, dcgm-exporter :9400, node_exporter :9100); see docs/signals.md")
+	fl.StringVar(&opts.TorchProfiler, "torch-profiler", "", "drive a vLLM or SGLang server's PyTorch profiler; its traces go into the capture's torch/ folder, or `DIR` with --torch-profiler=DIR")
+	fl.Lookup("torch-profiler").NoOptDefVal = torchProfilerDefault
+	fl.StringVar(&opts.Server, "server", "", "the server --torch-profiler drives: vllm or sglang (default: from the command line)")
+	fl.StringVar(&opts.ProfileURL, "profile-url", "", "the server's base `URL` (default from its --host/--port: vLLM 8000, SGLang 30000)")
+	fl.DurationVar(&opts.ProfileAt, "profile-at", 0, "start the profile this long after the server is ready (default: at the first request)")
+	fl.DurationVar(&opts.ProfileDuration, "profile-duration", 0, "stop the profile this long after it started (default: before the server is stopped)")
+	fl.DurationVar(&opts.ProfileFlushTimeout, "profile-flush-timeout", 10*time.Minute, "longest wait for the server to finish writing its traces")
+	fl.BoolVar(&opts.ProfileShapes, "profile-record-shapes", false, "torch.profiler record_shapes")
+	fl.BoolVar(&opts.ProfileStack, "profile-with-stack", false, "torch.profiler with_stack")
+	fl.BoolVar(&opts.ProfileMemory, "profile-memory", false, "torch.profiler profile_memory (SGLang: the MEM activity)")
 	return cmd
 }
 
@@ -162,6 +209,10 @@ func runRecord(ctx context.Context, opts *RecordOptions) error {
 		}
 		scrapes = append(scrapes, st)
 	}
+	torchDir := opts.TorchProfiler
+	if torchDir == torchProfilerDefault {
+		torchDir = ""
+	}
 	ro := record.Options{
 		Scrapes: scrapes,
 		Command: opts.Command, Dir: opts.Output,
@@ -173,6 +224,11 @@ func runRecord(ctx context.Context, opts *RecordOptions) error {
 			DeviceInterval: opts.NVMLInterval, DrainInterval: opts.DrainInterval, GPMInterval: opts.GPMInterval,
 		},
 		Nsys: opts.Nsys, NsysArgs: opts.NsysArgs,
+		TorchProfiler: record.TorchProfilerOptions{
+			Enabled: opts.TorchProfiler != "", Server: opts.Server, URL: opts.ProfileURL,
+			At: opts.ProfileAt, For: opts.ProfileDuration, FlushTimeout: opts.ProfileFlushTimeout,
+			Dir: torchDir, RecordShapes: opts.ProfileShapes, WithStack: opts.ProfileStack, WithMemory: opts.ProfileMemory,
+		},
 		Stdin: opts.IO.In, Stdout: opts.IO.Raw().Out, Stderr: opts.IO.Raw().ErrOut, Log: opts.IO.ErrOut,
 		Version: versionString(),
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -609,4 +610,46 @@ func TestRecordEndToEnd(t *testing.T) {
 		}
 		t.Logf("full disk: %d spans stored, %d lost; %s", m.OTLP.Spans, m.OTLP.SpansLost, m.StatusDetail)
 	})
+}
+
+// --torch-profiler's flags: the folder is optional, the server is detected
+// or named, and profile flags without --torch-profiler are usage errors.
+func TestRecordTorchProfilerFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		wantErr string
+		wantDir string
+	}{
+		{args: []string{"--torch-profiler", "--", "vllm", "serve", "m"}, wantDir: ""},
+		{args: []string{"--torch-profiler=/tmp/traces", "python", "-m", "sglang.launch_server"}, wantDir: "/tmp/traces"},
+		{args: []string{"--torch-profiler", "--server", "vllm", "./my-server"}, wantDir: ""},
+		{args: []string{"--torch-profiler", "./my-server"}, wantErr: "name the server with --server"},
+		{args: []string{"--profile-at", "5s", "vllm", "serve", "m"}, wantErr: "--profile-at needs --torch-profiler"},
+		{args: []string{"--torch-profiler", "--server", "tgi", "vllm"}, wantErr: `--server "tgi"`},
+	} {
+		var got *RecordOptions
+		f := &Factory{IO: &IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard}}
+		cmd := newCmdRecord(f, func(_ context.Context, o *RecordOptions) error { got = o; return nil })
+		cmd.SetArgs(tc.args)
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		err := cmd.Execute()
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%q: err %v, want %q", tc.args, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil || got == nil {
+			t.Errorf("%q: %v", tc.args, err)
+			continue
+		}
+		dir := got.TorchProfiler
+		if dir == torchProfilerDefault {
+			dir = ""
+		}
+		if got.TorchProfiler == "" || dir != tc.wantDir {
+			t.Errorf("%q: --torch-profiler %q, want dir %q", tc.args, got.TorchProfiler, tc.wantDir)
+		}
+	}
 }

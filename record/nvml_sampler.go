@@ -1,5 +1,3 @@
-//go:build linux && cgo
-
 package record
 
 import (
@@ -9,30 +7,14 @@ import (
 	"math"
 	"sync"
 	"time"
-
-	"github.com/NVIDIA/go-nvml/pkg/nvml"
 )
 
-// openNVML loads libnvidia-ml and enumerates the GPUs. On a machine
-// without a driver Init fails (ERROR_LIBRARY_NOT_FOUND) and nothing else is
-// ever called: go-nvml resolves NVML's symbols only when the library loads,
-// and calling one before that kills the process outright (docs/record.md E4).
-func openNVML(opts NVMLOptions) (gpuSampler, error) {
-	var lib nvml.Interface
-	if opts.LibraryPath != "" {
-		lib = nvml.New(nvml.WithLibraryPath(opts.LibraryPath))
-	} else {
-		lib = nvml.New()
-	}
-	return newNVMLSampler(lib, opts)
-}
-
-// nvmlSampler polls NVML through an injected nvml.Interface (the real
-// library, or go-nvml's mocks in tests) and only ever calls methods on it
-// and on nvml.Device, never package-level functions, so mocks stand in for
+// nvmlSampler polls NVML through an injected nvmlLib (the real library
+// loaded at run time by nvml_dl.go, or the mocks of nvml_mock_test.go) and
+// only ever calls methods on it and on nvmlDevice, so mocks stand in for
 // everything.
 type nvmlSampler struct {
-	lib  nvml.Interface
+	lib  nvmlLib
 	opts NVMLOptions
 	info NVMLInfo
 	gpus []*gpuState
@@ -48,7 +30,7 @@ type nvmlSampler struct {
 type failKey struct {
 	gpu   int
 	query string
-	ret   nvml.Return
+	ret   nvmlReturn
 }
 
 // gpuState is one GPU. Each sampling goroutine owns its own fields: the
@@ -56,7 +38,7 @@ type failKey struct {
 // loop the gpm fields.
 type gpuState struct {
 	info    GPUInfo
-	dev     nvml.Device
+	dev     nvmlDevice
 	mig     bool
 	migs    []migState
 	nvlinks int
@@ -64,7 +46,7 @@ type gpuState struct {
 
 	devOff   map[string]bool
 	drainOff map[string]bool
-	lastSeen map[nvml.SamplingType]uint64
+	lastSeen map[uint32]uint64
 	lastProc uint64
 
 	gpmWhole *gpmPair
@@ -72,14 +54,14 @@ type gpuState struct {
 }
 
 type migState struct {
-	dev  nvml.Device
+	dev  nvmlDevice
 	uuid string
 	gi   int
 	ci   int
 }
 
 type gpmPair struct {
-	prev, cur nvml.GpmSample
+	prev, cur gpmSample
 	prevT     int64
 }
 
@@ -95,28 +77,27 @@ const (
 	symEnergyConsumption = "nvmlDeviceGetTotalEnergyConsumption"
 )
 
-func newNVMLSampler(lib nvml.Interface, opts NVMLOptions) (*nvmlSampler, error) {
-	if ret := lib.Init(); ret != nvml.SUCCESS {
+func newNVMLSampler(lib nvmlLib, opts NVMLOptions) (*nvmlSampler, error) {
+	if ret := lib.Init(); ret != nvmlSuccess {
 		// Never touch lib again: see openNVML.
 		return nil, fmt.Errorf("%w: nvml init: %v%s", ErrNVMLUnavailable, ret, initHint(ret))
 	}
 	s := &nvmlSampler{lib: lib, opts: opts.withDefaults(), failed: map[failKey]bool{}, symbols: map[string]bool{}}
-	ext := lib.Extensions()
 	for _, sym := range []string{symMemoryInfoV2, symClocksEvent, symGPMQuery, symGPMMetricsGet, symGPMMigSampleGet, symMigMode, symEnergyConsumption} {
-		s.symbols[sym] = ext.LookupSymbol(sym) == nil
+		s.symbols[sym] = lib.HasSymbol(sym)
 	}
 	s.info.Available = true
-	if v, ret := lib.SystemGetDriverVersion(); ret == nvml.SUCCESS {
+	if v, ret := lib.SystemGetDriverVersion(); ret == nvmlSuccess {
 		s.info.DriverVersion = v
 	}
-	if v, ret := lib.SystemGetNVMLVersion(); ret == nvml.SUCCESS {
+	if v, ret := lib.SystemGetNVMLVersion(); ret == nvmlSuccess {
 		s.info.NVMLVersion = v
 	}
-	if v, ret := lib.SystemGetCudaDriverVersion(); ret == nvml.SUCCESS {
+	if v, ret := lib.SystemGetCudaDriverVersion(); ret == nvmlSuccess {
 		s.info.CUDADriverVersion = v
 	}
 	n, ret := lib.DeviceGetCount()
-	if ret != nvml.SUCCESS {
+	if ret != nvmlSuccess {
 		_ = lib.Shutdown()
 		return nil, fmt.Errorf("%w: nvml device count: %v", ErrNVMLUnavailable, ret)
 	}
@@ -126,7 +107,7 @@ func newNVMLSampler(lib nvml.Interface, opts NVMLOptions) (*nvmlSampler, error) 
 	}
 	for i := range n {
 		dev, ret := lib.DeviceGetHandleByIndex(i)
-		if ret != nvml.SUCCESS {
+		if ret != nvmlSuccess {
 			continue
 		}
 		s.gpus = append(s.gpus, s.describe(i, dev))
@@ -138,65 +119,65 @@ func newNVMLSampler(lib nvml.Interface, opts NVMLOptions) (*nvmlSampler, error) 
 	return s, nil
 }
 
-func initHint(ret nvml.Return) string {
+func initHint(ret nvmlReturn) string {
 	switch ret {
-	case nvml.ERROR_LIBRARY_NOT_FOUND:
+	case nvmlErrLibraryNotFound:
 		return " (libnvidia-ml.so.1 not found: no NVIDIA driver on this machine, or --nvml-lib points elsewhere)"
-	case nvml.ERROR_DRIVER_NOT_LOADED:
+	case nvmlErrDriverNotLoaded:
 		return " (the NVIDIA driver is not running)"
-	case nvml.ERROR_NO_PERMISSION:
+	case nvmlErrNoPermission:
 		return " (no permission to talk to the driver)"
 	}
 	return ""
 }
 
 // describe reads what does not change during the run.
-func (s *nvmlSampler) describe(index int, dev nvml.Device) *gpuState {
+func (s *nvmlSampler) describe(index int, dev nvmlDevice) *gpuState {
 	g := &gpuState{
 		dev: dev, devOff: map[string]bool{}, drainOff: map[string]bool{},
-		lastSeen: map[nvml.SamplingType]uint64{}, gpmMIG: map[int]*gpmPair{},
+		lastSeen: map[uint32]uint64{}, gpmMIG: map[int]*gpmPair{},
 	}
 	g.info.Index = index
 	g.info.UUID, _ = dev.GetUUID()
 	g.info.Name, _ = dev.GetName()
-	if pci, ret := dev.GetPciInfo(); ret == nvml.SUCCESS {
+	if pci, ret := dev.GetPciInfo(); ret == nvmlSuccess {
 		g.info.PCIBusID = cString(pci.BusId[:])
 	}
-	if arch, ret := dev.GetArchitecture(); ret == nvml.SUCCESS {
+	if arch, ret := dev.GetArchitecture(); ret == nvmlSuccess {
 		g.info.Arch = archName(arch)
 	}
-	if major, minor, ret := dev.GetCudaComputeCapability(); ret == nvml.SUCCESS {
+	if major, minor, ret := dev.GetCudaComputeCapability(); ret == nvmlSuccess {
 		g.info.ComputeCap = fmt.Sprintf("%d.%d", major, minor)
 	}
-	if mem, ret := dev.GetMemoryInfo(); ret == nvml.SUCCESS {
+	if mem, ret := dev.GetMemoryInfo(); ret == nvmlSuccess {
 		g.info.MemoryTotalBytes = mem.Total
 	}
-	if v, ret := dev.GetMaxClockInfo(nvml.CLOCK_SM); ret == nvml.SUCCESS {
+	if v, ret := dev.GetMaxClockInfo(clockSM); ret == nvmlSuccess {
 		g.info.MaxSMClockMHz = v
 	}
-	if v, ret := dev.GetEnforcedPowerLimit(); ret == nvml.SUCCESS {
+	if v, ret := dev.GetEnforcedPowerLimit(); ret == nvmlSuccess {
 		g.info.PowerLimitMW = v
 	}
-	links := []nvml.FieldValue{{FieldId: nvml.FI_DEV_NVLINK_LINK_COUNT}}
-	if dev.GetFieldValues(links) == nvml.SUCCESS {
+	links := []nvmlFieldValue{{FieldId: fiNVLinkLinkCount}}
+	if dev.GetFieldValues(links) == nvmlSuccess {
 		if v, ok := fieldUint(links[0]); ok {
-			g.nvlinks = int(min(v, nvml.NVLINK_MAX_LINKS))
+			g.nvlinks = int(min(v, nvlinkMaxLinks))
 			g.info.NVLinks = g.nvlinks
 		}
 	}
 	if s.symbols[symGPMQuery] && s.symbols[symGPMMetricsGet] {
-		if sup, ret := dev.GpmQueryDeviceSupport(); ret == nvml.SUCCESS && sup.IsSupportedDevice != 0 {
+		if sup, ret := dev.GpmQueryDeviceSupport(); ret == nvmlSuccess && sup.IsSupportedDevice != 0 {
 			g.gpm, g.info.GPMSupported = true, true
 		}
 	}
 	if s.symbols[symMigMode] {
-		if cur, _, ret := dev.GetMigMode(); ret == nvml.SUCCESS && cur == nvml.DEVICE_MIG_ENABLE {
+		if cur, _, ret := dev.GetMigMode(); ret == nvmlSuccess && cur == migEnable {
 			g.mig = true
 			g.info.MIG = &MIGInfo{Enabled: true, Instances: []MIGInstance{}}
 			count, _ := dev.GetMaxMigDeviceCount()
 			for j := range count {
 				m, ret := dev.GetMigDeviceHandleByIndex(j)
-				if ret != nvml.SUCCESS {
+				if ret != nvmlSuccess {
 					continue // NOT_FOUND: an empty slot
 				}
 				ms := migState{dev: m}
@@ -280,10 +261,10 @@ func every(ctx context.Context, interval time.Duration, tick func(), overrun fun
 func (s *nvmlSampler) Close() {
 	for _, g := range s.gpus {
 		if g.gpmWhole != nil {
-			g.gpmWhole.free()
+			g.gpmWhole.free(s.lib)
 		}
 		for _, p := range g.gpmMIG {
-			p.free()
+			p.free(s.lib)
 		}
 	}
 	_ = s.lib.Shutdown()
@@ -293,11 +274,11 @@ func (s *nvmlSampler) Close() {
 // query, return code) becomes one event; NOT_SUPPORTED also switches the
 // query off for that GPU, so an unsupported counter costs one call, not ten
 // a second.
-func (s *nvmlSampler) ok(g *gpuState, off map[string]bool, query string, ret nvml.Return) bool {
-	if ret == nvml.SUCCESS {
+func (s *nvmlSampler) ok(g *gpuState, off map[string]bool, query string, ret nvmlReturn) bool {
+	if ret == nvmlSuccess {
 		return true
 	}
-	if ret == nvml.ERROR_NOT_SUPPORTED {
+	if ret == nvmlErrNotSupported {
 		off[query] = true
 	}
 	k := failKey{g.info.Index, query, ret}
@@ -326,7 +307,7 @@ func (s *nvmlSampler) pollDevice(g *gpuState) {
 		}
 	}
 	if s.symbols[symMemoryInfoV2] && !off["memory_v2"] {
-		if m, ret := g.dev.GetMemoryInfo_v2(); s.ok(g, off, "memory_v2", ret) {
+		if m, ret := g.dev.GetMemoryInfoV2(); s.ok(g, off, "memory_v2", ret) {
 			row.MemUsedBytes, row.MemReservedBytes, row.MemTotalBytes = ptr(m.Used), ptr(m.Reserved), ptr(m.Total)
 		}
 	}
@@ -336,12 +317,12 @@ func (s *nvmlSampler) pollDevice(g *gpuState) {
 		}
 	}
 	if !off["sm_clock"] {
-		if v, ret := g.dev.GetClockInfo(nvml.CLOCK_SM); s.ok(g, off, "sm_clock", ret) {
+		if v, ret := g.dev.GetClockInfo(clockSM); s.ok(g, off, "sm_clock", ret) {
 			row.SMClockMHz = ptr(v)
 		}
 	}
 	if !off["mem_clock"] {
-		if v, ret := g.dev.GetClockInfo(nvml.CLOCK_MEM); s.ok(g, off, "mem_clock", ret) {
+		if v, ret := g.dev.GetClockInfo(clockMem); s.ok(g, off, "mem_clock", ret) {
 			row.MemClockMHz = ptr(v)
 		}
 	}
@@ -361,7 +342,7 @@ func (s *nvmlSampler) pollDevice(g *gpuState) {
 		}
 	}
 	if !off["temperature"] {
-		if v, ret := g.dev.GetTemperature(nvml.TEMPERATURE_GPU); s.ok(g, off, "temperature", ret) {
+		if v, ret := g.dev.GetTemperature(temperatureGPU); s.ok(g, off, "temperature", ret) {
 			row.TempC = ptr(v)
 		}
 	}
@@ -379,15 +360,15 @@ func (s *nvmlSampler) pollDevice(g *gpuState) {
 // one driver call: instantaneous power, PCIe byte counters and per-link
 // NVLink throughput (summed over links). Each field has its own return.
 func (s *nvmlSampler) readFields(g *gpuState, off map[string]bool, row *DeviceSample) {
-	fv := []nvml.FieldValue{
-		{FieldId: nvml.FI_DEV_POWER_INSTANT},
-		{FieldId: nvml.FI_DEV_PCIE_COUNT_TX_BYTES},
-		{FieldId: nvml.FI_DEV_PCIE_COUNT_RX_BYTES},
+	fv := []nvmlFieldValue{
+		{FieldId: fiPowerInstant},
+		{FieldId: fiPCIeCountTXBytes},
+		{FieldId: fiPCIeCountRXBytes},
 	}
 	for link := range g.nvlinks {
 		fv = append(fv,
-			nvml.FieldValue{FieldId: nvml.FI_DEV_NVLINK_THROUGHPUT_DATA_TX, ScopeId: uint32(link)},
-			nvml.FieldValue{FieldId: nvml.FI_DEV_NVLINK_THROUGHPUT_DATA_RX, ScopeId: uint32(link)})
+			nvmlFieldValue{FieldId: fiNVLinkDataTX, ScopeId: uint32(link)},
+			nvmlFieldValue{FieldId: fiNVLinkDataRX, ScopeId: uint32(link)})
 	}
 	if !s.ok(g, off, "field_values", g.dev.GetFieldValues(fv)) {
 		return
@@ -396,7 +377,7 @@ func (s *nvmlSampler) readFields(g *gpuState, off map[string]bool, row *DeviceSa
 		if off[name] {
 			return 0, false
 		}
-		if !s.ok(g, off, name, nvml.Return(fv[i].NvmlReturn)) {
+		if !s.ok(g, off, name, nvmlReturn(fv[i].NvmlReturn)) {
 			return 0, false
 		}
 		return fieldUint(fv[i])
@@ -456,7 +437,7 @@ func (s *nvmlSampler) drain() {
 		now := monoNow()
 		if !g.mig { // sample buffers and process utilization are unsupported under MIG
 			for _, bt := range bufferedTypes {
-				s.drainBuffer(g, now, nvml.SamplingType(bt.code))
+				s.drainBuffer(g, now, uint32(bt.code))
 			}
 			s.drainProcessUtil(g, now, desc)
 		}
@@ -464,13 +445,13 @@ func (s *nvmlSampler) drain() {
 	}
 }
 
-func (s *nvmlSampler) drainBuffer(g *gpuState, now int64, st nvml.SamplingType) {
+func (s *nvmlSampler) drainBuffer(g *gpuState, now int64, st uint32) {
 	query := fmt.Sprintf("samples:%d", st)
 	if g.drainOff[query] {
 		return
 	}
 	vt, samples, ret := g.dev.GetSamples(st, g.lastSeen[st])
-	if ret == nvml.ERROR_NOT_FOUND || !s.ok(g, g.drainOff, query, ret) {
+	if ret == nvmlErrNotFound || !s.ok(g, g.drainOff, query, ret) {
 		return
 	}
 	last := g.lastSeen[st]
@@ -497,7 +478,7 @@ func (s *nvmlSampler) drainProcessUtil(g *gpuState, now int64, desc map[uint32]b
 		return
 	}
 	procs, ret := g.dev.GetProcessUtilization(g.lastProc)
-	if ret == nvml.ERROR_NOT_FOUND || !s.ok(g, g.drainOff, query, ret) {
+	if ret == nvmlErrNotFound || !s.ok(g, g.drainOff, query, ret) {
 		return
 	}
 	last := g.lastProc
@@ -560,7 +541,7 @@ func (s *nvmlSampler) pollGPM(g *gpuState) {
 				g.gpmMIG[m.gi] = p
 			}
 			gi := int32(m.gi)
-			s.gpmStep(g, p, &gi, func(smp nvml.GpmSample) nvml.Return { return g.dev.GpmMigSampleGet(m.gi, smp) })
+			s.gpmStep(g, p, &gi, func(smp gpmSample) nvmlReturn { return g.dev.GpmMigSampleGet(m.gi, smp) })
 		}
 		return
 	}
@@ -572,9 +553,9 @@ func (s *nvmlSampler) pollGPM(g *gpuState) {
 	s.gpmStep(g, g.gpmWhole, nil, g.dev.GpmSampleGet)
 }
 
-func (p *gpmPair) free() {
-	_ = p.prev.Free()
-	_ = p.cur.Free()
+func (p *gpmPair) free(lib nvmlLib) {
+	_ = lib.GpmSampleFree(p.prev)
+	_ = lib.GpmSampleFree(p.cur)
 }
 
 func (s *nvmlSampler) allocPair(g *gpuState) *gpmPair {
@@ -584,13 +565,13 @@ func (s *nvmlSampler) allocPair(g *gpuState) *gpmPair {
 	}
 	b, ret := s.lib.GpmSampleAlloc()
 	if !s.ok(g, g.devOff, "gpm", ret) {
-		_ = a.Free()
+		_ = s.lib.GpmSampleFree(a)
 		return nil
 	}
 	return &gpmPair{prev: a, cur: b}
 }
 
-func (s *nvmlSampler) gpmStep(g *gpuState, p *gpmPair, gi *int32, get func(nvml.GpmSample) nvml.Return) {
+func (s *nvmlSampler) gpmStep(g *gpuState, p *gpmPair, gi *int32, get func(gpmSample) nvmlReturn) {
 	t := monoNow()
 	if !s.ok(g, g.devOff, "gpm_sample", get(p.cur)) {
 		return
@@ -598,7 +579,7 @@ func (s *nvmlSampler) gpmStep(g *gpuState, p *gpmPair, gi *int32, get func(nvml.
 	if p.prevT != 0 {
 		// Never a composite literal: the Metrics array grows with every
 		// NVML header (210, 333, 477 entries across go-nvml tags).
-		var mg nvml.GpmMetricsGetType
+		var mg nvmlGpmMetricsGet
 		for i, m := range gpmMetrics {
 			mg.Metrics[i].MetricId = uint32(m.code)
 		}
@@ -606,7 +587,7 @@ func (s *nvmlSampler) gpmStep(g *gpuState, p *gpmPair, gi *int32, get func(nvml.
 		mg.Sample1, mg.Sample2 = p.prev, p.cur
 		if s.ok(g, g.devOff, "gpm_metrics", s.lib.GpmMetricsGet(&mg)) {
 			for i, m := range gpmMetrics {
-				if mg.Metrics[i].NvmlReturn != uint32(nvml.SUCCESS) {
+				if mg.Metrics[i].NvmlReturn != uint32(nvmlSuccess) {
 					continue
 				}
 				s.sinks.gpm(GPMSample{T0MonoNs: p.prevT, T1MonoNs: t, GPU: int16(g.info.Index),
@@ -618,12 +599,12 @@ func (s *nvmlSampler) gpmStep(g *gpuState, p *gpmPair, gi *int32, get func(nvml.
 }
 
 // fieldUint decodes a field value as an unsigned integer.
-func fieldUint(fv nvml.FieldValue) (uint64, bool) {
-	v := decodeValue(nvml.ValueType(fv.ValueType), fv.Value)
+func fieldUint(fv nvmlFieldValue) (uint64, bool) {
+	v := decodeValue(uint32(fv.ValueType), fv.Value)
 	if math.IsNaN(v) || v < 0 {
 		return 0, false
 	}
-	if nvml.ValueType(fv.ValueType) == nvml.VALUE_TYPE_UNSIGNED_LONG_LONG || nvml.ValueType(fv.ValueType) == nvml.VALUE_TYPE_UNSIGNED_LONG {
+	if uint32(fv.ValueType) == valueULongLong || uint32(fv.ValueType) == valueULong {
 		return binary.LittleEndian.Uint64(fv.Value[:]), true
 	}
 	return uint64(v), true
@@ -631,19 +612,19 @@ func fieldUint(fv nvml.FieldValue) (uint64, bool) {
 
 // decodeValue decodes NVML's 8-byte value union by its type (nvml.h,
 // nvmlValue_t; little-endian on every platform NVML supports).
-func decodeValue(vt nvml.ValueType, b [8]byte) float64 {
+func decodeValue(vt uint32, b [8]byte) float64 {
 	switch vt {
-	case nvml.VALUE_TYPE_DOUBLE:
+	case valueDouble:
 		return math.Float64frombits(binary.LittleEndian.Uint64(b[:]))
-	case nvml.VALUE_TYPE_UNSIGNED_INT:
+	case valueUInt:
 		return float64(binary.LittleEndian.Uint32(b[:4]))
-	case nvml.VALUE_TYPE_UNSIGNED_LONG, nvml.VALUE_TYPE_UNSIGNED_LONG_LONG:
+	case valueULong, valueULongLong:
 		return float64(binary.LittleEndian.Uint64(b[:]))
-	case nvml.VALUE_TYPE_SIGNED_LONG_LONG:
+	case valueSLongLong:
 		return float64(int64(binary.LittleEndian.Uint64(b[:])))
-	case nvml.VALUE_TYPE_SIGNED_INT:
+	case valueSInt:
 		return float64(int32(binary.LittleEndian.Uint32(b[:4])))
-	case nvml.VALUE_TYPE_UNSIGNED_SHORT:
+	case valueUShort:
 		return float64(binary.LittleEndian.Uint16(b[:2]))
 	}
 	return math.NaN()
@@ -658,28 +639,4 @@ func cString(b []int8) string {
 		out = append(out, byte(c))
 	}
 	return string(out)
-}
-
-func archName(a nvml.DeviceArchitecture) string {
-	switch a {
-	case nvml.DEVICE_ARCH_KEPLER:
-		return "kepler"
-	case nvml.DEVICE_ARCH_MAXWELL:
-		return "maxwell"
-	case nvml.DEVICE_ARCH_PASCAL:
-		return "pascal"
-	case nvml.DEVICE_ARCH_VOLTA:
-		return "volta"
-	case nvml.DEVICE_ARCH_TURING:
-		return "turing"
-	case nvml.DEVICE_ARCH_AMPERE:
-		return "ampere"
-	case nvml.DEVICE_ARCH_ADA:
-		return "ada"
-	case nvml.DEVICE_ARCH_HOPPER:
-		return "hopper"
-	case nvml.DEVICE_ARCH_BLACKWELL:
-		return "blackwell"
-	}
-	return fmt.Sprintf("arch(%d)", a)
 }
