@@ -185,6 +185,9 @@ func Compare(baseline, candidate Side, opts Options) (*Result, error) {
 		c.computeRequestLevel(specs)
 		for _, w := range c.works {
 			c.requireWorkload(w)
+			if w.boundWhy != "" && w.short == "" {
+				c.applyBound(w)
+			}
 		}
 	}
 	for _, w := range c.works {
@@ -620,6 +623,12 @@ type work struct {
 	// missing: the metric has no data on a side (or is not computed in
 	// this mode); a rule on it fails unless Policy.AllowMissing.
 	missing bool
+	// boundWhy, with one run per side, says why the metric is decided with
+	// the between-run bound (compare/between.go); withinLo/Hi are its
+	// within-run interval before the bound widened it.
+	boundWhy           string
+	withinLo, withinHi float64
+	withinKnown        bool
 }
 
 func (c *comparison) newWork(s spec, method Method, nb, nk int) *work {

@@ -159,6 +159,9 @@ type GateOutcome struct {
 	// NeededN estimates the units per side at which the rule would likely
 	// be decided (0 when unknown).
 	NeededN int
+	// Likely: inconclusive, but the within-run interval alone lies past
+	// the threshold ("likely regression, not gated").
+	Likely bool `json:"likely_regression,omitempty"`
 }
 
 // GateSummary is the gate's overall outcome.

@@ -116,7 +116,8 @@ func calibrate(t *testing.T, pairs int, d time.Duration, reps int, powerPairs in
 	falseFails := map[string]int{}
 	decided := map[string]int{}
 	detected := map[float64]map[string]int{5: {}, 10: {}, 20: {}}
-	gateFails, differentDecided := 0, 0
+	gateFails, differentDecided, differentPairs := 0, 0, 0
+	differentFails := map[string]int{}
 	for i := range pairs {
 		b, c := runs[2*i], runs[2*i+1]
 		res := compareSynth(t, b, c, reps, uint64(i+1), issueGates...)
@@ -140,10 +141,16 @@ func calibrate(t *testing.T, pairs int, d time.Duration, reps int, powerPairs in
 			if res.Workload != compare.DesignDifferent {
 				t.Errorf("%s vs %s: workload %q, want %q", b.RunID, next.RunID, res.Workload, compare.DesignDifferent)
 			}
+			// Different workloads decide with the between-run bound
+			// (compare/between.go): an unchanged configuration must not
+			// fail a ±0 rule more often than α allows.
+			differentPairs++
 			for _, m := range res.Metrics {
 				if m.CannotDecide == "" && m.Method != compare.MethodNone {
 					differentDecided++
-					t.Errorf("%s vs %s (different workloads): %s decided (%+.1f%% [%+.1f%%, %+.1f%%])", b.RunID, next.RunID, m.Name, m.DeltaPct, m.CILowPct, m.CIHighPct)
+					if m.CILowPct > 0 || m.CIHighPct < 0 {
+						differentFails[m.Name]++
+					}
 				}
 			}
 		}
@@ -177,7 +184,12 @@ func calibrate(t *testing.T, pairs int, d time.Duration, reps int, powerPairs in
 			t.Errorf("%s: interval excluded 0 in %d of %d unchanged pairs (%.1f%%), want ≤ %.1f%% (α + 2 MC errors)", k, falseFails[k], pairs, 100*rate, 100*limit)
 		}
 	}
-	t.Logf("%d pairs of %v runs (one workload replayed); the issue's gates failed in %d; different workloads decided %d metrics; per metric:%s", pairs, d, gateFails, differentDecided, sb.String())
+	for k, n := range differentFails {
+		if rate := float64(n) / float64(differentPairs); rate > mcBound(alpha, differentPairs) {
+			t.Errorf("different workloads: %s's interval excluded 0 in %d of %d unchanged pairs", k, n, differentPairs)
+		}
+	}
+	t.Logf("%d pairs of %v runs (one workload replayed); the issue's gates failed in %d; different workloads (%d pairs) decided %d metrics, excluded 0 in %v; per metric:%s", pairs, d, gateFails, differentPairs, differentDecided, differentFails, sb.String())
 	if float64(gateFails)/float64(pairs) > limit {
 		t.Errorf("the gates %v failed in %d of %d unchanged pairs", issueGates, gateFails, pairs)
 	}
