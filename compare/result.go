@@ -40,8 +40,8 @@ const (
 	// MethodHistory: one candidate run against the spread of several
 	// baseline runs (a prediction interval with Student's t).
 	MethodHistory Method = "baseline-history"
-	// MethodRunLevel: U test, Hodges–Lehmann and Moses over per-run values
-	// (the run is the replication unit).
+	// MethodRunLevel: Welch's t over per-run values, log scale (the run is
+	// the replication unit; compare.go, welchMetric).
 	MethodRunLevel Method = "run-level"
 	// MethodNone: point values only; no interval is possible (a rate with
 	// one run per side).
