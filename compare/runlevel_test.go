@@ -12,10 +12,15 @@ import (
 // benchRuns loads n `vllm bench serve` results of different prompt draws
 // (seeds from first on), every latency scaled by slow, as diff reads them.
 func benchRuns(t *testing.T, first uint64, n int, slow float64) []Run {
+	return benchRunsOf(t, 200, first, n, slow)
+}
+
+// benchRunsOf is benchRuns with requests per run.
+func benchRunsOf(t *testing.T, requests int, first uint64, n int, slow float64) []Run {
 	t.Helper()
 	var out []Run
 	for i := range n {
-		in, err := loadFile(t, fmt.Sprintf("bench-%d.json", i), benchResult(200, first+uint64(i), slow, true, 0))
+		in, err := loadFile(t, fmt.Sprintf("bench-%d.json", i), benchResult(requests, first+uint64(i), slow, true, 0))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -120,4 +125,74 @@ func TestRunLevelGateErrorRates(t *testing.T) {
 		}
 	}
 	t.Logf("%d trials per cell, vllm bench files of 200 requests, each run a new prompt draw:%s", trials, tab.String())
+}
+
+// gateOne compares one run per side under rules.
+func gateOne(t *testing.T, b, c Run, rules ...string) *Result {
+	t.Helper()
+	opts := DefaultOptions()
+	opts.Reps = 500
+	for _, r := range rules {
+		g, err := ParseGate(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.Policy.Gates = append(opts.Policy.Gates, g)
+	}
+	res, err := Compare(Side{Label: "base", Runs: []Run{b}}, Side{Label: "cand", Runs: []Run{c}}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func logGates(t *testing.T, res *Result) {
+	t.Helper()
+	for _, m := range res.Metrics {
+		if m.Gate != nil {
+			t.Logf("%s: %s %+.1f%% [%+.1f%%, %+.1f%%]: %s", m.Gate.Rule, m.Gate.Verdict, m.DeltaPct, m.CILowPct, m.CIHighPct, m.Gate.Reason)
+		}
+	}
+}
+
+// TestBenchDifferentDrawsGate: `vllm bench` files of different prompt draws
+// (so the workloads differ), one run per side. 30% slower everywhere fails
+// itl.p50<+10% with the different-workload bound; an
+// unchanged configuration passes itl.p50<+15% — no narrower rule can pass
+// with one run of each workload (the bound's 1.96·√2·σ is ±10.8% for
+// itl.p50) — and does not fail the narrow ones.
+func TestBenchDifferentDrawsGate(t *testing.T) {
+	b, slow, same := benchRunsOf(t, 600, 1, 1, 1)[0], benchRunsOf(t, 600, 2, 1, 1.3)[0], benchRunsOf(t, 600, 3, 1, 1)[0]
+	res := gateOne(t, b, slow, "itl.p50<+10%", "tpot.p50<+10%")
+	itl, tpot := metricOf(res, "itl.p50"), metricOf(res, "tpot.p50")
+	if res.Workload != DesignDifferent || !res.Gate.Failed || itl.Gate.Verdict != Fail {
+		logGates(t, res)
+		t.Errorf("30%% slower, other prompts: workload %s, gate %+v; want itl.p50<+10%% failed", res.Workload, res.Gate)
+	}
+	// tpot.p50's bound (σ 10.6%) is too wide to fail +30% at +10%: it is
+	// a likely regression, said first and loudly when nothing else fails.
+	if tpot.Gate.Verdict != Inconclusive || !tpot.Gate.Likely || !strings.HasPrefix(tpot.Gate.Reason, "likely regression, not gated") {
+		t.Errorf("30%% slower: tpot.p50 %s (%s), want a likely regression, not gated", tpot.Gate.Verdict, tpot.Gate.Reason)
+	}
+	if res := gateOne(t, b, slow, "tpot.p50<+10%"); len(res.Warnings) == 0 || !strings.HasPrefix(res.Warnings[0], "LIKELY REGRESSION, NOT GATED: tpot.p50 < +10%") || res.Gate.Failed {
+		t.Errorf("tpot.p50 alone: gate failed %v, first warning %q", res.Gate.Failed, res.Warnings)
+	}
+	res = gateOne(t, b, same, "itl.p50<+15%")
+	if res.Gate.Verdict != Pass {
+		logGates(t, res)
+		t.Errorf("unchanged, other prompts: gate %+v; want pass", res.Gate)
+	}
+	if res := gateOne(t, b, same, "itl.p50<+10%", "tpot.p50<+10%"); res.Gate.Fail > 0 {
+		logGates(t, res)
+		t.Errorf("unchanged, other prompts: a rule failed")
+	}
+}
+
+func metricOf(res *Result, name string) Metric {
+	for _, m := range res.Metrics {
+		if m.Name == name {
+			return m
+		}
+	}
+	return Metric{}
 }
