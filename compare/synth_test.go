@@ -274,3 +274,62 @@ func TestSynthIssueGates(t *testing.T) {
 	}
 	t.Logf("GEMM 30%% slower: tpot.p50 %s → %s (%+.1f%%, %s)", strconv.FormatFloat(m.Baseline, 'f', 2, 64), strconv.FormatFloat(m.Candidate, 'f', 2, 64), m.DeltaPct, m.Gate.Reason)
 }
+
+// TestSynthTailRulesDecide is issue 29's tail case on the simulator: one
+// workload replayed, one run per side. With GEMM kernels 30% slower the
+// share of pairs failing itl.p90<+10% and ttft.p99<+10% is counted, and on
+// unchanged replays no quantile rule at +0% may fail more often than α/2
+// plus Monte Carlo error. LLMPROF_LONG runs 20 pairs, the plain suite 2.
+func TestSynthTailRulesDecide(t *testing.T) {
+	pairs := 2
+	if os.Getenv("LLMPROF_LONG") != "" {
+		pairs = 20
+	}
+	const d = 20 * time.Second
+	var which []seedNoise
+	for i := range pairs {
+		which = append(which, seedNoise{int64(7000 + i), 1}, seedNoise{int64(7000 + i), 2})
+	}
+	runs := synthRuns(t, which, d, 1)
+	var slowWhich []seedNoise
+	for i := range pairs {
+		slowWhich = append(slowWhich, seedNoise{int64(7000 + i), 2})
+	}
+	slow := synthRuns(t, slowWhich, d, 1.3)
+	quantileRules := []string{}
+	for _, f := range []string{"ttft", "tpot", "itl", "e2e"} {
+		for _, q := range []string{"p50", "p90", "p99"} {
+			quantileRules = append(quantileRules, f+"."+q+"<+0%")
+		}
+	}
+	tailFails := map[string]int{}
+	nullFails := map[string]int{}
+	for i := range pairs {
+		b, c := runs[2*i], runs[2*i+1]
+		res := compareSynth(t, b, slow[i], 300, uint64(i+1), "itl.p90<+10%", "ttft.p99<+10%")
+		for _, m := range res.Metrics {
+			if m.Gate != nil {
+				if m.Gate.Verdict == compare.Fail {
+					tailFails[m.Name]++
+				}
+				t.Logf("GEMM ×1.3, pair %d: %s %s %+.1f%% [%+.1f%%, %+.1f%%]: %s", i, m.Gate.Rule, m.Gate.Verdict, m.DeltaPct, m.CILowPct, m.CIHighPct, m.Gate.Reason)
+			}
+		}
+		for _, r := range quantileRules {
+			res := compareSynth(t, b, c, 300, uint64(i+1), r)
+			for _, m := range res.Metrics {
+				if m.Gate != nil && m.Gate.Verdict == compare.Fail {
+					nullFails[m.Name]++
+				}
+			}
+		}
+	}
+	t.Logf("%d replayed pairs of %v: GEMM ×1.3 failed itl.p90<+10%% in %d, ttft.p99<+10%% in %d; unchanged, quantile rules at +0%% failed: %v",
+		pairs, d, tailFails["itl.p90"], tailFails["ttft.p99"], nullFails)
+	limit := mcBound(compare.DefaultOptions().Alpha/2, pairs)
+	for name, n := range nullFails {
+		if float64(n)/float64(pairs) > limit {
+			t.Errorf("unchanged replays: %s<+0%% failed in %d of %d", name, n, pairs)
+		}
+	}
+}
