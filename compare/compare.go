@@ -694,10 +694,12 @@ func (c *comparison) shiftMetric(w *work, xb, xc []float64, inflate float64, shi
 	m.MDE = (c.za + c.zb) * seRaw
 	logScale := allPositive(sb, sc)
 	var lb, lc []float64
+	var logLo, logHi float64 // the widened interval on logs
 	if logScale {
 		lb, lc = logs(sb), logs(sc)
 		l := HodgesLehmann(lb, lc, alpha)
 		lo, hi := widen(l.Estimate, l.Low, l.High)
+		logLo, logHi = lo, hi
 		m.DeltaPct = pctOfLog(l.Estimate)
 		m.CILowPct, m.CIHighPct = pctOfLog(lo), pctOfLog(hi)
 		seLog := inflate * ares * math.Sqrt(variance(lb)/float64(len(lb))+variance(lc)/float64(len(lc)))
@@ -707,6 +709,18 @@ func (c *comparison) shiftMetric(w *work, xb, xc []float64, inflate float64, shi
 		m.CILowPct, m.CIHighPct = pctOf(m.CILow, mb), pctOf(m.CIHigh, mb)
 		m.MDEPct = pctOf(m.MDE, mb)
 		m.Note = "zeros present: shift on the raw scale, percent of the baseline median"
+	}
+	// The MDE on the scale of the interval it sits beside: the interval's
+	// half-width is z_{1−α/2}·SE, so the MDE is (z_{1−α/2}+z_{power})·SE read
+	// off it (a variance-based SE on raw, heavy-tailed values — queue time
+	// with zeros — printed an MDE of ±234% beside an interval ±6–8% wide).
+	if hw := (m.CIHigh - m.CILow) / 2; raw.K > 0 && hw > 0 && !math.IsInf(hw, 0) {
+		m.MDE = (c.za + c.zb) / c.za * hw
+		if logScale {
+			m.MDEPct = pctOfLog((c.za + c.zb) / c.za * (logHi - logLo) / 2)
+		} else {
+			m.MDEPct = pctOf(m.MDE, mb)
+		}
 	}
 	if shiftOnly {
 		if m.Note == "" {
