@@ -105,7 +105,9 @@ func scaled(r compare.Run, pct float64) compare.Run {
 // also counts, on the first powerPairs pairs and for true changes of +5,
 // +10 and +20%, how often the rule "< +0%" fails (the power table of
 // docs/diff.md). Runs of different workloads (pair i's baseline against
-// pair i+1's candidate) must decide no request-level metric at all.
+// pair i+1's candidate), decided with the different-workload between-run
+// bound (compare/between.go), must not exclude 0 nor fail the gates more
+// often than α plus Monte Carlo error either.
 func calibrate(t *testing.T, pairs int, d time.Duration, reps int, powerPairs int) {
 	var which []seedNoise
 	for i := range pairs {
@@ -116,7 +118,7 @@ func calibrate(t *testing.T, pairs int, d time.Duration, reps int, powerPairs in
 	falseFails := map[string]int{}
 	decided := map[string]int{}
 	detected := map[float64]map[string]int{5: {}, 10: {}, 20: {}}
-	gateFails, differentDecided, differentPairs := 0, 0, 0
+	gateFails, differentDecided, differentPairs, differentGateFails := 0, 0, 0, 0
 	differentFails := map[string]int{}
 	for i := range pairs {
 		b, c := runs[2*i], runs[2*i+1]
@@ -136,7 +138,7 @@ func calibrate(t *testing.T, pairs int, d time.Duration, reps int, powerPairs in
 				falseFails[m.Name]++
 			}
 		}
-		if next := runs[(2*i+3)%len(runs)]; i < 20 && pairs > 1 {
+		if next := runs[(2*i+3)%len(runs)]; pairs > 1 {
 			res := compareSynth(t, b, next, reps, uint64(i+1), issueGates...)
 			if res.Workload != compare.DesignDifferent {
 				t.Errorf("%s vs %s: workload %q, want %q", b.RunID, next.RunID, res.Workload, compare.DesignDifferent)
@@ -145,6 +147,9 @@ func calibrate(t *testing.T, pairs int, d time.Duration, reps int, powerPairs in
 			// (compare/between.go): an unchanged configuration must not
 			// fail a ±0 rule more often than α allows.
 			differentPairs++
+			if res.Gate.Fail > 0 {
+				differentGateFails++
+			}
 			for _, m := range res.Metrics {
 				if m.CannotDecide == "" && m.Method != compare.MethodNone {
 					differentDecided++
@@ -184,12 +189,15 @@ func calibrate(t *testing.T, pairs int, d time.Duration, reps int, powerPairs in
 			t.Errorf("%s: interval excluded 0 in %d of %d unchanged pairs (%.1f%%), want ≤ %.1f%% (α + 2 MC errors)", k, falseFails[k], pairs, 100*rate, 100*limit)
 		}
 	}
+	if differentPairs > 0 && float64(differentGateFails)/float64(differentPairs) > mcBound(alpha, differentPairs) {
+		t.Errorf("different workloads: the gates %v failed in %d of %d unchanged pairs", issueGates, differentGateFails, differentPairs)
+	}
 	for k, n := range differentFails {
 		if rate := float64(n) / float64(differentPairs); rate > mcBound(alpha, differentPairs) {
 			t.Errorf("different workloads: %s's interval excluded 0 in %d of %d unchanged pairs", k, n, differentPairs)
 		}
 	}
-	t.Logf("%d pairs of %v runs (one workload replayed); the issue's gates failed in %d; different workloads (%d pairs) decided %d metrics, excluded 0 in %v; per metric:%s", pairs, d, gateFails, differentPairs, differentDecided, differentFails, sb.String())
+	t.Logf("%d pairs of %v runs (one workload replayed); the issue's gates failed in %d; different workloads (%d pairs): the gates failed in %d, %d metrics decided, excluded 0 in %v; per metric:%s", pairs, d, gateFails, differentPairs, differentGateFails, differentDecided, differentFails, sb.String())
 	if float64(gateFails)/float64(pairs) > limit {
 		t.Errorf("the gates %v failed in %d of %d unchanged pairs", issueGates, gateFails, pairs)
 	}
