@@ -63,7 +63,7 @@ func BetweenRunBound(name string, replayed bool) (float64, bool) {
 // run per side, a latency statistic with a figure, an interval on the log
 // scale.
 func (c *comparison) bounded(w *work) bool {
-	if len(c.base.runs) != 1 || len(c.cand.runs) != 1 || w.spec.kind() != KindLatency || w.m.Note == "zeros present: shift on the raw scale, percent of the baseline median" {
+	if len(c.base.runs) != 1 || len(c.cand.runs) != 1 || w.spec.kind() != KindLatency || w.m.Note == noteRawShift {
 		return false
 	}
 	_, ok := BetweenRunBound(w.spec.name, c.res.Workload != DesignDifferent)
@@ -76,7 +76,7 @@ func (c *comparison) bounded(w *work) bool {
 func (c *comparison) applyBound(w *work) {
 	m := w.m
 	sigma, _ := BetweenRunBound(w.spec.name, c.res.Workload != DesignDifferent)
-	if math.IsInf(m.CILowPct, 0) || math.IsInf(m.CIHighPct, 0) || math.IsNaN(m.DeltaPct) || m.CILowPct <= -100 || m.DeltaPct <= -100 {
+	if math.IsInf(m.CILowPct, 0) || math.IsInf(m.CIHighPct, 0) || math.IsNaN(m.DeltaPct) || math.IsInf(m.DeltaPct, 0) || m.CILowPct <= -100 || m.DeltaPct <= -100 {
 		return
 	}
 	w.withinLo, w.withinHi, w.withinKnown = m.CILowPct, m.CIHighPct, true

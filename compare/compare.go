@@ -708,7 +708,7 @@ func (c *comparison) shiftMetric(w *work, xb, xc []float64, inflate float64, shi
 		m.DeltaPct = pctOf(m.Delta, mb)
 		m.CILowPct, m.CIHighPct = pctOf(m.CILow, mb), pctOf(m.CIHigh, mb)
 		m.MDEPct = pctOf(m.MDE, mb)
-		m.Note = "zeros present: shift on the raw scale, percent of the baseline median"
+		m.Note = noteRawShift
 	}
 	// The MDE on the scale of the interval it sits beside: the interval's
 	// half-width is z_{1−α/2}·SE, so the MDE is (z_{1−α/2}+z_{power})·SE read
@@ -755,6 +755,10 @@ func (c *comparison) shiftMetric(w *work, xb, xc []float64, inflate float64, shi
 		return inflateP(pl, inflate, false)
 	}
 }
+
+// noteRawShift marks a shift measured on the raw scale (zeros present),
+// which the between-run bound, a bound on log values, cannot widen.
+const noteRawShift = "zeros present: shift on the raw scale, percent of the baseline median"
 
 // gateOnScale is gate g's threshold on the scale a change is measured on:
 // a log ratio where logScale, else a raw change; a relative threshold is a
