@@ -77,6 +77,10 @@ func (c *comparison) applyBound(w *work) {
 	m := w.m
 	sigma, _ := BetweenRunBound(w.spec.name, c.res.Workload != DesignDifferent)
 	if math.IsInf(m.CILowPct, 0) || math.IsInf(m.CIHighPct, 0) || math.IsNaN(m.DeltaPct) || math.IsInf(m.DeltaPct, 0) || m.CILowPct <= -100 || m.DeltaPct <= -100 {
+		// No finite log interval to widen: the reason for the bound
+		// stands, so the metric is not decided.
+		w.short = fmt.Sprintf("%s: %s, and its interval has no finite log ratio to widen by the between-run bound", m.Name, w.boundWhy)
+		w.shortN = minSamplesForU(c.opts.Alpha)
 		return
 	}
 	w.withinLo, w.withinHi, w.withinKnown = m.CILowPct, m.CIHighPct, true
