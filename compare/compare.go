@@ -185,6 +185,9 @@ func Compare(baseline, candidate Side, opts Options) (*Result, error) {
 		c.computeRequestLevel(specs)
 		for _, w := range c.works {
 			c.requireWorkload(w)
+			if w.boundWhy != "" && w.short == "" {
+				c.applyBound(w)
+			}
 		}
 	}
 	for _, w := range c.works {
@@ -620,6 +623,12 @@ type work struct {
 	// missing: the metric has no data on a side (or is not computed in
 	// this mode); a rule on it fails unless Policy.AllowMissing.
 	missing bool
+	// boundWhy, with one run per side, says why the metric is decided with
+	// the between-run bound (compare/between.go); withinLo/Hi are its
+	// within-run interval before the bound widened it.
+	boundWhy           string
+	withinLo, withinHi float64
+	withinKnown        bool
 }
 
 func (c *comparison) newWork(s spec, method Method, nb, nk int) *work {
@@ -685,10 +694,12 @@ func (c *comparison) shiftMetric(w *work, xb, xc []float64, inflate float64, shi
 	m.MDE = (c.za + c.zb) * seRaw
 	logScale := allPositive(sb, sc)
 	var lb, lc []float64
+	var logLo, logHi float64 // the widened interval on logs
 	if logScale {
 		lb, lc = logs(sb), logs(sc)
 		l := HodgesLehmann(lb, lc, alpha)
 		lo, hi := widen(l.Estimate, l.Low, l.High)
+		logLo, logHi = lo, hi
 		m.DeltaPct = pctOfLog(l.Estimate)
 		m.CILowPct, m.CIHighPct = pctOfLog(lo), pctOfLog(hi)
 		seLog := inflate * ares * math.Sqrt(variance(lb)/float64(len(lb))+variance(lc)/float64(len(lc)))
@@ -697,7 +708,19 @@ func (c *comparison) shiftMetric(w *work, xb, xc []float64, inflate float64, shi
 		m.DeltaPct = pctOf(m.Delta, mb)
 		m.CILowPct, m.CIHighPct = pctOf(m.CILow, mb), pctOf(m.CIHigh, mb)
 		m.MDEPct = pctOf(m.MDE, mb)
-		m.Note = "zeros present: shift on the raw scale, percent of the baseline median"
+		m.Note = noteRawShift
+	}
+	// The MDE on the scale of the interval it sits beside: the interval's
+	// half-width is z_{1−α/2}·SE, so the MDE is (z_{1−α/2}+z_{power})·SE read
+	// off it (a variance-based SE on raw, heavy-tailed values — queue time
+	// with zeros — printed an MDE of ±234% beside an interval ±6–8% wide).
+	if hw := (m.CIHigh - m.CILow) / 2; raw.K > 0 && hw > 0 && !math.IsInf(hw, 0) {
+		m.MDE = (c.za + c.zb) / c.za * hw
+		if logScale {
+			m.MDEPct = pctOfLog((c.za + c.zb) / c.za * (logHi - logLo) / 2)
+		} else {
+			m.MDEPct = pctOf(m.MDE, mb)
+		}
 	}
 	if shiftOnly {
 		if m.Note == "" {
@@ -732,6 +755,10 @@ func (c *comparison) shiftMetric(w *work, xb, xc []float64, inflate float64, shi
 		return inflateP(pl, inflate, false)
 	}
 }
+
+// noteRawShift marks a shift measured on the raw scale (zeros present),
+// which the between-run bound, a bound on log values, cannot widen.
+const noteRawShift = "zeros present: shift on the raw scale, percent of the baseline median"
 
 // gateOnScale is gate g's threshold on the scale a change is measured on:
 // a log ratio where logScale, else a raw change; a relative threshold is a
@@ -1033,8 +1060,8 @@ func rateOf(f *Family, runs []Run) float64 {
 }
 
 // computeRunLevel treats each run as one observation: every metric becomes
-// a per-run value and the two sets of runs are compared with the U test,
-// Hodges–Lehmann and Moses (the run is the replication unit).
+// a per-run value and the two sets of runs are compared with Welch's t on
+// the log scale (welchMetric; the run is the replication unit).
 func (c *comparison) computeRunLevel(specs []spec) {
 	for _, s := range specs {
 		vb, vc := c.perRun(c.base, s), c.perRun(c.cand, s)
@@ -1043,8 +1070,104 @@ func (c *comparison) computeRunLevel(specs []spec) {
 			w.short = fmt.Sprintf("%s: no run has a value on one side", s.name)
 			continue
 		}
-		c.shiftMetric(w, vb, vc, 1, s.stat == StatShift)
+		c.welchMetric(w, vb, vc)
 		c.requireRunSamples(w, s)
+	}
+}
+
+// welchMetric compares per-run values with Welch's t on the log scale (raw
+// where a value is ≤ 0): the change is the ratio of the sides' geometric
+// means, its interval d ± t_{ν,1−α/2}·se with se² = s_b²/k_b + s_c²/k_c and
+// ν the Welch–Satterthwaite degrees of freedom, and every p-value — the
+// change's and each gate rule's — comes from the same t, so a rule fails
+// exactly when its interval is past the threshold at the rule's level.
+// Unlike the exact rank test of a few runs (4 against 4 has a smallest
+// one-sided p of 1/70 = 0.0143, above Holm's 0.025/2 for two rules), its
+// p-values are continuous, so every Holm level can be met; its error rate
+// with 2–5 runs per side and 1–6 rules is measured in
+// TestRunLevelGateErrorRates (docs/diff.md).
+func (c *comparison) welchMetric(w *work, vb, vc []float64) {
+	m := w.m
+	logScale := allPositive(vb, vc)
+	tr := func(x []float64) []float64 {
+		if logScale {
+			return logs(x)
+		}
+		return x
+	}
+	tb, tc := tr(vb), tr(vc)
+	kb, kc := float64(len(tb)), float64(len(tc))
+	mb, mc := mean(tb), mean(tc)
+	d := mc - mb
+	m.MinN = 2
+	if len(tb) < 2 || len(tc) < 2 {
+		w.short = fmt.Sprintf("%s needs ≥ 2 runs with a value per side (have %d and %d)", m.Name, len(tb), len(tc))
+		w.shortN = 2
+		return
+	}
+	vB, vC := variance(tb)/kb, variance(tc)/kc
+	se := math.Sqrt(vB + vC)
+	nu := kb + kc - 2
+	if se > 0 {
+		nu = (vB + vC) * (vB + vC) / (vB*vB/(kb-1) + vC*vC/(kc-1))
+	}
+	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: nu}
+	tq := t.Quantile(1 - c.opts.Alpha/2)
+	lo, hi := d-tq*se, d+tq*se
+	tp := t.Quantile(c.opts.Power)
+	if logScale {
+		m.Baseline, m.Candidate = math.Exp(mb), math.Exp(mc)
+		m.DeltaPct, m.CILowPct, m.CIHighPct = pctOfLog(d), pctOfLog(lo), pctOfLog(hi)
+		m.CILow, m.CIHigh = m.Baseline*m.CILowPct/100, m.Baseline*m.CIHighPct/100
+		m.MDEPct = pctOfLog((tq + tp) * se)
+		m.MDE = m.Baseline * m.MDEPct / 100
+	} else {
+		m.Baseline, m.Candidate = mb, mc
+		m.CILow, m.CIHigh = lo, hi
+		m.CILowPct, m.CIHighPct = pctOf(lo, mb), pctOf(hi, mb)
+		m.MDE = (tq + tp) * se
+		m.MDEPct = pctOf(m.MDE, mb)
+		m.Note = "values ≤ 0 present: Welch's t on the raw scale"
+	}
+	m.Delta = m.Candidate - m.Baseline
+	m.DeltaPct = pctOf(m.Delta, m.Baseline)
+	pOf := func(z float64, below bool) float64 { // one-sided p of d − thr = z·se
+		if se == 0 {
+			if (below && z > 0) || (!below && z < 0) {
+				return 0
+			}
+			return 1
+		}
+		if below {
+			return 1 - t.CDF(z)
+		}
+		return t.CDF(z)
+	}
+	if se == 0 {
+		m.P = 1
+		if d != 0 {
+			m.P = 0
+		}
+	} else {
+		m.P = 2 * (1 - t.CDF(math.Abs(d)/se))
+	}
+	m.Significant = m.P <= c.opts.Alpha
+	if m.Note == "" {
+		m.Note = fmt.Sprintf("Welch's t over %d and %d runs (log scale): geometric means per side", len(tb), len(tc))
+	}
+	base := m.Baseline
+	w.pFail = func(g Gate) float64 {
+		thr, ok := gateOnScale(g, logScale, base)
+		if !ok {
+			return 1
+		}
+		z := 0.0
+		if se > 0 {
+			z = (d - thr) / se
+		} else {
+			z = d - thr
+		}
+		return pOf(z, g.Op == Below)
 	}
 }
 

@@ -264,6 +264,10 @@ func (c *comparison) requireEffective(w *work, b, k dependence) {
 	need := minSamplesForU(c.opts.Alpha)
 	if w.spec.kind() == KindLatency && w.spec.stat != StatMean && w.spec.stat != StatShift && w.spec.q >= tailQuantile &&
 		(c.base.block > 1 || c.cand.block > 1) && len(c.base.runs) == 1 && len(c.cand.runs) == 1 {
+		if c.bounded(w) {
+			w.boundWhy = "autocorrelated requests: a run's tail is made of a few episodes"
+			return
+		}
 		w.short = fmt.Sprintf("%s: the requests are autocorrelated and a run's tail is made of a few episodes (preemption storms, bursts): one run per side cannot separate its change from run-to-run variance; ≥ %d runs per side, or ≥ 2 earlier baselines (--baseline-history), would",
 			w.m.Name, need)
 		w.shortN = need
@@ -278,11 +282,17 @@ func (c *comparison) requireEffective(w *work, b, k dependence) {
 		if !ok || e.n == 0 || e.neff >= float64(floor) || e.n < floor {
 			continue
 		}
+		// Floor, not round: "≈ 20 … under the 20" would contradict itself.
+		shown := math.Floor(e.neff)
+		if c.bounded(w) {
+			w.boundWhy = fmt.Sprintf("the %s's requests are autocorrelated, effective n ≈ %.0f of %d, under the %d its own interval needs", side.label, shown, e.n, floor)
+			return
+		}
 		w.short = fmt.Sprintf("%s: the %s's requests are autocorrelated (effective n ≈ %.0f of %d, under the %d this statistic needs): one run per side cannot separate a change from run-to-run variance; ≥ %d runs per side, or ≥ 2 earlier baselines (--baseline-history), would",
-			w.m.Name, side.label, e.neff, e.n, floor, need)
+			w.m.Name, side.label, shown, e.n, floor, need)
 		w.shortN = need
 		w.unitsOf = "runs"
-		w.m.Note = fmt.Sprintf("effective n ≈ %.0f of %d on the %s", e.neff, e.n, side.label)
+		w.m.Note = fmt.Sprintf("effective n ≈ %.0f of %d on the %s", shown, e.n, side.label)
 		return
 	}
 }

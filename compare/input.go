@@ -51,7 +51,8 @@ type Input struct {
 // run or an array of runs), a `vllm bench serve --save-result` file (one run
 // per result; see vllmbench.go), a raw run that a decoder recognizes (a trace
 // file or directory, analyzed as `analyze` would), or a directory of saved
-// analyses and samples files (a baseline history, one run per file).
+// analyses, samples files and vllm bench results (a baseline history, one
+// run per file or per appended result).
 // Errors name the path.
 func Load(ctx context.Context, paths []string, opts LoadOptions) (*Input, error) {
 	out := &Input{}
@@ -98,6 +99,9 @@ func (out *Input) load(ctx context.Context, p string, opts LoadOptions) error {
 	}
 	if isVLLMBenchHead(head) {
 		return out.loadVLLMBench(p, in)
+	}
+	if isVLLMSummaryHead(head) {
+		return fmt.Errorf(vllmSummaryError, p)
 	}
 	if sniffed(in, opts.Decoders) {
 		return out.raw(ctx, p, opts)
@@ -183,8 +187,8 @@ func holdsSamples(dir string, decoders []ingest.Decoder) bool {
 	return found
 }
 
-// loadHistory reads every saved analysis or samples file of a directory, in
-// name order.
+// loadHistory reads every saved analysis, samples file or vllm bench
+// result of a directory, in name order.
 func (out *Input) loadHistory(dir string) error {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -205,7 +209,17 @@ func (out *Input) loadHistory(dir string) error {
 		if err != nil {
 			return err
 		}
-		if err := out.loadSamples(p, in); err != nil {
+		head := bytes.TrimLeft(in.Head, " \t\r\n\xef\xbb\xbf")
+		switch {
+		case isVLLMBenchHead(head):
+			// A directory of vllm bench results is a history too.
+			err = out.loadVLLMBench(p, in)
+		case isVLLMSummaryHead(head):
+			err = fmt.Errorf(vllmSummaryError, p)
+		default:
+			err = out.loadSamples(p, in)
+		}
+		if err != nil {
 			return err
 		}
 	}

@@ -40,8 +40,8 @@ const (
 	// MethodHistory: one candidate run against the spread of several
 	// baseline runs (a prediction interval with Student's t).
 	MethodHistory Method = "baseline-history"
-	// MethodRunLevel: U test, Hodges–Lehmann and Moses over per-run values
-	// (the run is the replication unit).
+	// MethodRunLevel: Welch's t over per-run values, log scale (the run is
+	// the replication unit; compare.go, welchMetric).
 	MethodRunLevel Method = "run-level"
 	// MethodNone: point values only; no interval is possible (a rate with
 	// one run per side).
@@ -159,6 +159,9 @@ type GateOutcome struct {
 	// NeededN estimates the units per side at which the rule would likely
 	// be decided (0 when unknown).
 	NeededN int
+	// Likely: inconclusive, but the within-run interval alone lies past
+	// the threshold ("likely regression, not gated").
+	Likely bool `json:"likely_regression,omitempty"`
 }
 
 // GateSummary is the gate's overall outcome.

@@ -70,20 +70,42 @@ func (c *comparison) applyGates() {
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(pf[a], pf[b]) })
 	rejected := make([]bool, m)
 	level := make([]float64, m)
+	// blocker[i] is the rule whose p missed its level and so stopped Holm's
+	// step-down before rule i (−1 where i itself decided).
+	blocker := make([]int, m)
 	stopped := false
+	stop := -1
 	for rank, i := range order {
 		level[i] = alpha / float64(m-rank)
+		blocker[i] = -1
 		if !stopped && pf[i] <= level[i] {
 			rejected[i] = true
 		} else {
+			if !stopped {
+				stop = i
+			}
 			stopped = true
+			if i != stop {
+				blocker[i] = stop
+			}
 		}
 	}
+	var likely []string
 	for i, r := range rules {
 		met := &res.Metrics[r.idx]
 		out := &GateOutcome{Rule: r.g, PFail: pf[i], HolmLevel: level[i]}
 		c.decide(out, met, r.w, rejected[i], m)
+		if out.Verdict == Inconclusive && blocker[i] >= 0 && pf[i] <= level[i] && strings.Contains(out.Reason, "Holm") {
+			// Its own p meets its level, but the step-down stopped at a
+			// rule with a smaller p that missed its stricter level.
+			b := blocker[i]
+			out.Reason = strings.Replace(out.Reason, fmt.Sprintf("(p = %.3g > %.3g)", out.PFail, out.HolmLevel),
+				fmt.Sprintf("(p = %.3g ≤ %.3g, but Holm's step-down stopped at %s, p = %.3g > %.3g)", out.PFail, out.HolmLevel, rules[b].g.Metric, pf[b], level[b]), 1)
+		}
 		met.Gate = out
+		if out.Likely {
+			likely = append(likely, out.Rule.String()+": "+strings.TrimPrefix(out.Reason, "likely regression, not gated: "))
+		}
 		switch out.Verdict {
 		case Pass:
 			sum.Pass++
@@ -102,6 +124,14 @@ func (c *comparison) applyGates() {
 		sum.Verdict = Pass
 	}
 	sum.Failed = sum.Fail > 0 || (pol.FailOnInconclusive && sum.Inconclusive > 0)
+	if sum.Fail == 0 && len(likely) > 0 {
+		// First and loud: the warnings lead every report.
+		var lead []string
+		for _, l := range likely {
+			lead = append(lead, "LIKELY REGRESSION, NOT GATED: "+l)
+		}
+		res.Warnings = append(lead, res.Warnings...)
+	}
 	res.Gate = sum
 }
 
@@ -173,6 +203,9 @@ func (c *comparison) decide(out *GateOutcome, m *Metric, w *work, holmRejected b
 	}
 	ci := fmt.Sprintf("%s CI [%s, %s]", c.level(), fmtChange(lo, g), fmtChange(hi, g))
 	thr := fmtChange(g.Threshold, g)
+	if w.boundWhy != "" {
+		ci += " with the between-run bound"
+	}
 	switch {
 	case bad && holmRejected:
 		out.Verdict = Fail
@@ -180,6 +213,21 @@ func (c *comparison) decide(out *GateOutcome, m *Metric, w *work, holmRejected b
 	case good:
 		out.Verdict = Pass
 		out.Reason = fmt.Sprintf("%s is entirely %s %s", ci, side(g.Op, true), thr)
+	case w.withinKnown && !bad:
+		out.Verdict = Inconclusive
+		wlo, whi := w.withinLo, w.withinHi
+		if !g.Relative {
+			wlo, whi = m.Baseline*wlo/100, m.Baseline*whi/100
+		}
+		within := (g.Op == Below && wlo > g.Threshold) || (g.Op == Above && whi < g.Threshold)
+		out.Reason = fmt.Sprintf("%s contains %s (%s)", ci, thr, w.boundWhy)
+		if within {
+			out.Likely = true
+			out.Reason = fmt.Sprintf("likely regression, not gated: within the runs the %s CI [%s, %s] is entirely %s %s, but one run per side cannot exclude run-to-run variance: with the between-run bound it is [%s, %s] (%s)",
+				c.level(), fmtChange(wlo, g), fmtChange(whi, g), side(g.Op, false), thr, fmtChange(lo, g), fmtChange(hi, g), w.boundWhy)
+		}
+		out.Reason += fmt.Sprintf("; ≥ %d runs per side or ≥ 2 earlier baselines (--baseline-history) would measure the between-run variance instead of bounding it", minSamplesForU(c.opts.Alpha))
+		out.NeededN = minSamplesForU(c.opts.Alpha)
 	case bad:
 		out.Verdict = Inconclusive
 		out.Reason = fmt.Sprintf("%s is %s %s, but not after Holm's correction across %d gated metrics (p = %.3g > %.3g)",

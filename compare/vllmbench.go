@@ -13,12 +13,22 @@ import (
 )
 
 // The result file of `vllm bench serve --save-result` (vllm/benchmarks/serve.py
-// in vLLM): one JSON object per run, several separated by newlines with
-// --append-result. The per-request lists — input_lens, output_lens,
-// start_times, ttfts, itls (one list per request), errors — are kept only with
-// --save-detailed; latencies (end-to-end, per request) and queue_times (the
-// client's own queue under --max-concurrency) are kept either way. Times are
-// seconds; a failed request has a non-empty error and zero timings.
+// in vLLM) and of its predecessor benchmarks/benchmark_serving.py: one JSON
+// object per run, several separated by newlines with --append-result. The
+// field set changed over vLLM's versions:
+//
+//   - benchmark_serving.py (the nightly benchmark's writer, files in
+//     ../shared/testdata/vllm-bench) keeps input_lens, output_lens, ttfts,
+//     itls (one list per request), generated_texts and errors in every saved
+//     result, but no latencies and no start_times;
+//   - vllm/benchmarks/serve.py adds latencies (end-to-end, per request),
+//     start_times and queue_times (the client's own queue under
+//     --max-concurrency), and keeps the per-request lists only with
+//     --save-detailed, latencies either way.
+//
+// Where latencies is absent, E2E and TPOT are derived from ttfts and itls
+// (derivedNote). Times are seconds; a failed request has a non-empty error
+// and zero timings.
 type vllmBench struct {
 	Backend      string  `json:"backend"`
 	EndpointType string  `json:"endpoint_type"`
@@ -28,6 +38,9 @@ type vllmBench struct {
 	Duration     float64 `json:"duration"`
 	Completed    int     `json:"completed"`
 	NumPrompts   int     `json:"num_prompts"`
+	// RequestRate is a string ("inf") in some writers, a number in others.
+	RequestRate    json.RawMessage `json:"request_rate"`
+	MaxConcurrency json.RawMessage `json:"max_concurrency"`
 
 	InputLens  []int       `json:"input_lens"`
 	OutputLens []int       `json:"output_lens"`
@@ -53,6 +66,25 @@ func isVLLMBenchHead(head []byte) bool {
 // vllmBenchNote says what a side read from bench results cannot do.
 const vllmBenchNote = "%s: a `vllm bench serve` result: client-side latencies only, so changes cannot be explained by stage, token bucket or GPU kernel (diff traces or saved analyses for that)"
 
+// derivedNote says which figures were derived, not read.
+const derivedNote = "%s: this vLLM's bench result has no \"latencies\" (benchmark_serving.py before vllm/benchmarks/serve.py): E2E = TTFT + Σ ITL and TPOT = Σ ITL / (output tokens − 1) are derived from \"ttfts\" and \"itls\" per request (vLLM's own TPOT, which the file's median_tpot_ms reproduces)"
+
+// isVLLMSummaryHead recognizes the nightly benchmark's summary table
+// (benchmark_results.json: a JSON array of one row of aggregates per test,
+// keyed "Test name", "Mean TTFT (ms)", …), which has no per-request data.
+func isVLLMSummaryHead(head []byte) bool {
+	if len(head) == 0 || head[0] != '[' {
+		return false
+	}
+	rest := bytes.TrimLeft(head[1:], " \t\r\n")
+	return bytes.HasPrefix(rest, []byte("{")) && bytes.Contains(head, []byte(`"Test name"`)) &&
+		(bytes.Contains(head, []byte(`TTFT (ms)"`)) || bytes.Contains(head, []byte(`"Tput (req/s)"`)))
+}
+
+// vllmSummaryError is what diff says of a summary table.
+const vllmSummaryError = "%s: the summary table of vLLM's nightly benchmark (benchmark_results.json: one row of aggregates per test, \"Test name\", \"Median TTFT (ms)\"…), not a per-request result: " +
+	"means and percentiles alone cannot give an interval; pass the per-request result file of each test instead (the <test name>.json that benchmark_serving.py --save-result, or vllm bench serve --save-result --save-detailed, writes beside it), one per run"
+
 // loadVLLMBench reads every run of a bench result file.
 func (out *Input) loadVLLMBench(p string, in *ingest.Input) error {
 	rc, err := in.Open()
@@ -62,6 +94,8 @@ func (out *Input) loadVLLMBench(p string, in *ingest.Input) error {
 	defer rc.Close()
 	dec := json.NewDecoder(rc)
 	var runs []Run
+	var setups []string
+	derived := false
 	for i := 0; ; i++ {
 		var b vllmBench
 		if err := dec.Decode(&b); err == io.EOF {
@@ -70,6 +104,8 @@ func (out *Input) loadVLLMBench(p string, in *ingest.Input) error {
 			return fmt.Errorf("%s: vllm bench result %d: %w", p, i+1, err)
 		}
 		run, warns, err := b.run()
+		derived = derived || (err == nil && len(b.Latencies) == 0 && run.E2E != nil)
+		setups = append(setups, b.setup())
 		if err != nil {
 			return fmt.Errorf("%s: vllm bench result %d: %w", p, i+1, err)
 		}
@@ -86,13 +122,38 @@ func (out *Input) loadVLLMBench(p string, in *ingest.Input) error {
 		return fmt.Errorf("%s: no vllm bench result in the file", p)
 	}
 	if len(runs) > 1 {
+		// --append-result: several results in one file. Replicates of one
+		// benchmark are runs of this side; results of different rates or
+		// concurrencies are different benchmarks, never replicates.
 		for i := range runs {
 			runs[i].RunID = fmt.Sprintf("%s#%d", runs[i].RunID, i+1)
 		}
+		for i := 1; i < len(setups); i++ {
+			if setups[i] != setups[0] {
+				return fmt.Errorf("%s: %d results appended with --append-result, of different benchmarks (result 1: %s; result %d: %s): they are not replicates of one run; "+
+					"pass one file per benchmark setup (rerun with one --request-rate and --max-concurrency per --result-filename)", p, len(runs), setups[0], i+1, setups[i])
+			}
+		}
+		out.Notes = append(out.Notes, fmt.Sprintf("%s: %d results appended with --append-result, each one run of this side (run-level comparison needs ≥ 2 runs on both sides)", p, len(runs)))
 	}
 	out.Runs = append(out.Runs, runs...)
 	out.Notes = append(out.Notes, fmt.Sprintf(vllmBenchNote, p))
+	if derived {
+		out.Notes = append(out.Notes, fmt.Sprintf(derivedNote, p))
+	}
 	return nil
+}
+
+// setup names what makes two results one benchmark: model, request rate
+// and concurrency limit.
+func (b *vllmBench) setup() string {
+	raw := func(m json.RawMessage) string {
+		if v := string(bytes.TrimSpace(m)); v != "" {
+			return v
+		}
+		return "null"
+	}
+	return fmt.Sprintf("model %s, request_rate %s, max_concurrency %s", cmpOr(b.ModelID, "?"), raw(b.RequestRate), raw(b.MaxConcurrency))
 }
 
 // run turns one bench result into a Run: per request, in the order they were
@@ -140,10 +201,13 @@ func (b *vllmBench) run() (Run, []string, error) {
 		}
 		return make(Series, n)
 	}
-	run.TTFT, run.TPOT = series(len(b.TTFTs) == n), series(len(b.TTFTs) == n && len(b.Latencies) == n && len(b.OutputLens) == n)
-	run.E2E, run.OutputTokens = series(len(b.Latencies) == n), series(len(b.OutputLens) == n)
-	run.InputTokens = series(len(b.InputLens) == n)
 	withITL := len(b.ITLs) == n
+	// derive: no latencies, but every request's first token and gaps.
+	derive := len(b.Latencies) == 0 && len(b.TTFTs) == n && withITL
+	run.TTFT = series(len(b.TTFTs) == n)
+	run.TPOT = series(len(b.TTFTs) == n && (len(b.Latencies) == n || derive) && len(b.OutputLens) == n)
+	run.E2E, run.OutputTokens = series(len(b.Latencies) == n || derive), series(len(b.OutputLens) == n)
+	run.InputTokens = series(len(b.InputLens) == n)
 	if withITL {
 		run.ITLCounts = make([]int, n)
 	}
@@ -163,8 +227,17 @@ func (b *vllmBench) run() (Run, []string, error) {
 		if run.TTFT != nil {
 			set(run.TTFT, b.TTFTs[i]*1e3)
 		}
+		lat := 0.0 // end-to-end seconds, read or derived
+		if derive {
+			lat = b.TTFTs[i]
+			for _, g := range b.ITLs[i] {
+				lat += g
+			}
+		} else if run.E2E != nil {
+			lat = b.Latencies[i]
+		}
 		if run.E2E != nil {
-			set(run.E2E, b.Latencies[i]*1e3)
+			set(run.E2E, lat*1e3)
 		}
 		if run.OutputTokens != nil {
 			set(run.OutputTokens, float64(b.OutputLens[i]))
@@ -175,7 +248,7 @@ func (b *vllmBench) run() (Run, []string, error) {
 		if run.TPOT != nil {
 			tpot := nan
 			if b.OutputLens[i] > 1 {
-				tpot = (b.Latencies[i] - b.TTFTs[i]) * 1e3 / float64(b.OutputLens[i]-1)
+				tpot = (lat - b.TTFTs[i]) * 1e3 / float64(b.OutputLens[i]-1)
 			}
 			set(run.TPOT, tpot)
 		}

@@ -2,13 +2,18 @@ package compare
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/llmprof/llmprof/internal/orderstat"
+	"github.com/llmprof/llmprof/internal/shareddata"
 )
 
 // benchResult writes a `vllm bench serve --save-result` object with the keys
@@ -184,5 +189,106 @@ func TestVLLMBenchGate(t *testing.T) {
 		if want := map[bool]string{true: DesignReplayed, false: DesignDifferent}[tc.seed == 5]; res.Workload != want {
 			t.Errorf("seed %d against seed 5: workload %q, want %q", tc.seed, res.Workload, want)
 		}
+	}
+}
+
+// realBench are the nightly benchmark's per-request results (benchmark_serving.py,
+// no "latencies"); ../shared/testdata/README.md gives their provenance.
+func realBench(t *testing.T, config string) string {
+	t.Helper()
+	m := shareddata.Glob(t, "testdata/vllm-bench/surajssd-llm-k8s-"+config+"-serving_*.json")
+	if len(m) != 1 {
+		t.Fatalf("config %s: %d files", config, len(m))
+	}
+	return m[0]
+}
+
+// TestVLLMBenchDerivedFromITL: an older writer's file has ttfts and itls but
+// no latencies; E2E and TPOT are derived, and the derived TPOT reproduces the
+// file's own median_tpot_ms, its E2E the sum of its own lists.
+func TestVLLMBenchDerivedFromITL(t *testing.T) {
+	for _, config := range []string{"01_tp8_pp1", "02_tp4_pp2_no_IB", "03_tp4_pp2_IB", "04_tp4_pp2_IB"} {
+		p := realBench(t, config)
+		in, err := Load(t.Context(), []string{p}, LoadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var own struct {
+			MedianTPOT float64     `json:"median_tpot_ms"`
+			TTFTs      []float64   `json:"ttfts"`
+			ITLs       [][]float64 `json:"itls"`
+		}
+		if err := json.Unmarshal(raw, &own); err != nil {
+			t.Fatal(err)
+		}
+		r := in.Runs[0]
+		if len(r.TPOT) != r.Requests || len(r.E2E) != r.Requests {
+			t.Fatalf("%s: tpot %d, e2e %d of %d requests", config, len(r.TPOT), len(r.E2E), r.Requests)
+		}
+		if got := orderstat.Quantile(sortedCopy(r.TPOT.known()), 0.5); math.Abs(got-own.MedianTPOT) > 1e-4*own.MedianTPOT {
+			t.Errorf("%s: derived median TPOT %.6f ms, the file's median_tpot_ms %.6f", config, got, own.MedianTPOT)
+		}
+		// Request 7 counted by hand from the file's lists.
+		want := own.TTFTs[7]
+		for _, g := range own.ITLs[7] {
+			want += g
+		}
+		if math.Abs(r.E2E[7]-want*1e3) > 1e-9 {
+			t.Errorf("%s: e2e of request 7 %v ms, want %v", config, r.E2E[7], want*1e3)
+		}
+		if !slices.ContainsFunc(in.Notes, func(n string) bool { return strings.Contains(n, "are derived from \"ttfts\" and \"itls\"") }) {
+			t.Errorf("%s: no note that E2E and TPOT are derived: %q", config, in.Notes)
+		}
+	}
+}
+
+// TestVLLMBenchSummaryTable: the nightly summary table is named for what it
+// is, with what to pass instead.
+func TestVLLMBenchSummaryTable(t *testing.T) {
+	p := shareddata.Path(t, "testdata/vllm-bench/surajssd-llm-k8s-01_tp8_pp1-benchmark_results.json")
+	_, err := Load(t.Context(), []string{p}, LoadOptions{})
+	if err == nil || !strings.Contains(err.Error(), "summary table") || !strings.Contains(err.Error(), "pass the per-request result file") || !strings.Contains(err.Error(), p) {
+		t.Fatalf("err %v", err)
+	}
+}
+
+// TestVLLMBenchAppendResult: appended results of one setup are runs of one
+// side; of different request rates, an error that says so.
+func TestVLLMBenchAppendResult(t *testing.T) {
+	one := append(append(benchResult(30, 1, 1, true, 0), '\n'), benchResult(30, 2, 1, true, 0)...)
+	in, err := loadFile(t, "append.json", one)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(in.Runs) != 2 || !strings.Contains(strings.Join(in.Notes, "\n"), "2 results appended with --append-result") {
+		t.Fatalf("runs %d, notes %q", len(in.Runs), in.Notes)
+	}
+	other := bytes.Replace(benchResult(30, 2, 1, true, 0), []byte(`"request_rate": 20.0`), []byte(`"request_rate": 5.0`), 1)
+	mixed := append(append(benchResult(30, 1, 1, true, 0), '\n'), other...)
+	_, err = loadFile(t, "mixed.json", mixed)
+	if err == nil || !strings.Contains(err.Error(), "of different benchmarks") || !strings.Contains(err.Error(), "request_rate 5.0") {
+		t.Fatalf("err %v", err)
+	}
+}
+
+// TestVLLMBenchHistoryDir: a directory of vllm bench results is a baseline
+// history, as a comma list of the same files is.
+func TestVLLMBenchHistoryDir(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 3 {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("run%d.json", i)), benchResult(40, uint64(i+1), 1, true, 0), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in, err := Load(t.Context(), []string{dir}, LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(in.Runs) != 3 {
+		t.Fatalf("%d runs from a directory of 3 results", len(in.Runs))
 	}
 }

@@ -164,6 +164,12 @@ func (c *comparison) requireWorkload(w *work) {
 	if c.res.Workload != DesignDifferent || w.m.Method == MethodNone {
 		return
 	}
+	if w.short == "" && c.bounded(w) {
+		if w.boundWhy == "" {
+			w.boundWhy = "the runs served different workloads"
+		}
+		return
+	}
 	need := minSamplesForU(c.opts.Alpha)
 	w.short = fmt.Sprintf("%s: the runs served different workloads; one run of each cannot separate a change from the difference of workloads; a replayed workload, ≥ 2 earlier baselines (--baseline-history) or ≥ %d runs per side would", w.m.Name, need)
 	w.shortN = need

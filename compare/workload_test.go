@@ -47,6 +47,15 @@ func TestReplayedWorkloadIsPaired(t *testing.T) {
 	}
 	for _, name := range []string{"ttft.p50", "ttft.mean", "ttft.shift", "e2e.p50", "e2e.shift", "tpot.p90", "token.gpu.attention"} {
 		p, u := metric(t, paired, name), metric(t, indep, name)
+		if strings.Contains(p.Note, "between-run bound") {
+			// Autocorrelated requests: the interval includes the
+			// between-run bound, wider than pairing alone; it must still
+			// hold the truth.
+			if !(p.CILowPct < 3 && p.CIHighPct > 3) {
+				t.Errorf("%s paired with the between-run bound: [%+.2f, %+.2f] misses +3%%", name, p.CILowPct, p.CIHighPct)
+			}
+			continue
+		}
 		if !(p.CILowPct > 0 && p.CILowPct < 3.01 && p.CIHighPct > 2.99) {
 			t.Errorf("%s paired: %+.2f%% [%+.2f, %+.2f], want an interval above 0 holding +3%%", name, p.DeltaPct, p.CILowPct, p.CIHighPct)
 		}
@@ -70,11 +79,12 @@ func TestReplayedWorkloadIsPaired(t *testing.T) {
 	}
 }
 
-// TestDifferentWorkloadsDecideNothing: with one run per side of different
-// workloads, even a 50% slowdown decides no request-level metric: the
-// rule is inconclusive (never a pass, never a fail) and says what would
-// decide.
-func TestDifferentWorkloadsDecideNothing(t *testing.T) {
+// TestDifferentWorkloadsDecideLargeChanges: with one run per side of
+// different workloads, latency statistics are decided with the between-run
+// bound for different workloads (compare/between.go): a 50% slowdown fails
+// tpot.p50<+5%, a 2% one stays inconclusive (never a pass: the bound is wider
+// than the threshold), and the other metrics say what would decide.
+func TestDifferentWorkloadsDecideLargeChanges(t *testing.T) {
 	b := withPrompts(comparetest.Workload{Requests: 400, Seed: 3}.Run(), 1)
 	c := scaled(withPrompts(comparetest.Workload{Requests: 400, Seed: 4}.Run(), 2), 50)
 	res := compareWith(t, b, c, compare.WorkloadAuto, "tpot.p50<+5%")
@@ -88,12 +98,20 @@ func TestDifferentWorkloadsDecideNothing(t *testing.T) {
 		if m.Method == compare.MethodNone {
 			continue
 		}
-		if !strings.Contains(m.CannotDecide, "different workloads") {
-			t.Errorf("%s decided (%q)", m.Name, m.CannotDecide)
+		_, bounded := compare.BetweenRunBound(m.Name, false)
+		switch {
+		case bounded && (m.CannotDecide != "" || !strings.Contains(m.Note, "between-run bound")):
+			t.Errorf("%s: not decided with the bound (%q, note %q)", m.Name, m.CannotDecide, m.Note)
+		case !bounded && !strings.Contains(m.CannotDecide, "different workloads"):
+			t.Errorf("%s decided without a bound (%q)", m.Name, m.CannotDecide)
 		}
 	}
-	if g := metric(t, res, "tpot.p50").Gate; g.Verdict != compare.Inconclusive || res.Gate.Failed {
-		t.Errorf("tpot.p50<+5%%: %s, gate failed %v; want inconclusive", g.Verdict, res.Gate.Failed)
+	if g := metric(t, res, "tpot.p50").Gate; g.Verdict != compare.Fail || !res.Gate.Failed {
+		t.Errorf("+50%%, tpot.p50<+5%%: %s (%s), gate failed %v; want fail", g.Verdict, g.Reason, res.Gate.Failed)
+	}
+	small := scaled(withPrompts(comparetest.Workload{Requests: 400, Seed: 4}.Run(), 2), 2)
+	if g := metric(t, compareWith(t, b, small, compare.WorkloadAuto, "tpot.p50<+5%"), "tpot.p50").Gate; g.Verdict != compare.Inconclusive {
+		t.Errorf("+2%%, tpot.p50<+5%%: %s (%s); want inconclusive", g.Verdict, g.Reason)
 	}
 	// A different request count is a different workload too.
 	short := withPrompts(comparetest.Workload{Requests: 380, Seed: 3}.Run(), 1)

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -28,6 +29,7 @@ type DiffOptions struct {
 	Gates              []string // --gate rules, as given
 	GateFile           string
 	FailOnInconclusive bool
+	Inconclusive       string
 	Format             string   // text, markdown, json, junit
 	Outputs            []string // extra FORMAT=PATH outputs
 	All                bool
@@ -133,7 +135,8 @@ Exit status: 0 no rule failed, 1 unusable input, 2 usage error, 3 a rule failed
 	fl := cmd.Flags()
 	fl.StringArrayVar(&opts.Gates, "gate", nil, "gate rule such as 'ttft.p99<+10%', 'tpot.p50<+2ms' or 'throughput>-5%' (repeatable)")
 	fl.StringVar(&opts.GateFile, "gate-file", "", "YAML file with gate rules (gates: [...], fail_on_inconclusive, alpha, block)")
-	fl.BoolVar(&opts.FailOnInconclusive, "fail-on-inconclusive", false, "an inconclusive rule fails the gate (exit 3)")
+	fl.BoolVar(&opts.FailOnInconclusive, "fail-on-inconclusive", false, "an inconclusive rule fails the gate (exit 3); the same as --inconclusive fail")
+	fl.StringVar(&opts.Inconclusive, "inconclusive", "pass", "CI policy for an inconclusive rule: pass (exit 0, reported loudly) or fail (exit 3)")
 	fl.StringVarP(&opts.Format, "format", "f", "text", "output format: "+report.DiffFormatNames())
 	fl.StringArrayVar(&opts.Outputs, "out", nil, "also write FORMAT=PATH, e.g. markdown=summary.md, junit=diff.xml or html=diff.html (repeatable)")
 	fl.BoolVar(&opts.All, "all", false, "list every bucket metric, not only those that changed or are gated")
@@ -238,6 +241,16 @@ func diffCompareOptions(opts *DiffOptions) (compare.Options, error) {
 	c.PoolRuns, c.AllowModelChange, c.Workload = opts.PoolRuns, opts.AllowModelChange, opts.Workload
 	c.Policy.AllowMissing = opts.AllowMissing
 	c.Policy.FailOnInconclusive = opts.FailOnInconclusive
+	switch opts.Inconclusive {
+	case "pass", "":
+	case "fail":
+		c.Policy.FailOnInconclusive = true
+	default:
+		return c, &UsageError{fmt.Errorf("--inconclusive %q: want pass or fail", opts.Inconclusive)}
+	}
+	if changed("inconclusive") && opts.Inconclusive == "pass" && opts.FailOnInconclusive {
+		return c, &UsageError{errors.New("--inconclusive pass contradicts --fail-on-inconclusive")}
+	}
 	block := opts.Block
 	if opts.GateFile != "" {
 		b, err := os.ReadFile(opts.GateFile)
@@ -249,7 +262,7 @@ func diffCompareOptions(opts *DiffOptions) (compare.Options, error) {
 			return c, &UsageError{err}
 		}
 		c.Policy.Gates = gates
-		if pf.FailOnInconclusive != nil && !changed("fail-on-inconclusive") {
+		if pf.FailOnInconclusive != nil && !changed("fail-on-inconclusive") && !changed("inconclusive") {
 			c.Policy.FailOnInconclusive = *pf.FailOnInconclusive
 		}
 		if pf.Alpha != nil && !changed("alpha") {
