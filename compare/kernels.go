@@ -170,6 +170,7 @@ func binText(v int) string {
 // generated before the step), binned by binOf.
 func KernelsFromTrace(t *ingest.Trace, res *attribution.Result) *KernelRun {
 	stratum := stepStrata(t, res)
+	shared := coRunning(t)
 	cats := attribution.NewCategoryCache(t)
 	byKey := map[string]int{}
 	out := &KernelRun{Stratified: stratum != nil}
@@ -185,6 +186,9 @@ func KernelsFromTrace(t *ingest.Trace, res *attribution.Result) *KernelRun {
 		if stratum != nil {
 			u.Stratum = stratum[i]
 		}
+		if b := shared[i]; b > 0 {
+			u.Stratum = strings.TrimPrefix(u.Stratum+fmt.Sprintf(", co-running %d–%d%%", 100*(int(b)-1)/sharedBins, 100*int(b)/sharedBins), ", ")
+		}
 		k := u.key()
 		j, ok := byKey[k]
 		if !ok {
@@ -196,6 +200,81 @@ func KernelsFromTrace(t *ingest.Trace, res *attribution.Result) *KernelRun {
 		out.Launches++
 	}
 	slices.SortFunc(out.Units, func(a, b KernelUnit) int { return cmp.Compare(a.key(), b.key()) })
+	return out
+}
+
+// sharedBins is how many bins the share of a kernel's time that another
+// process's kernels ran on the same GPU is cut into (above 0, which is its
+// own bin).
+const sharedBins = 4
+
+// coRunning returns, per GPU op, the bin of the share of its interval during
+// which kernels of another process ran on the same device: 0 for none,
+// else ⌈share × sharedBins⌉. Processes sharing a GPU (MPS, time slicing) slow
+// each other's kernels in proportion to that overlap, and how much they
+// overlap depends on both workloads, so an identity that ignored it would
+// call a busier neighbour a slower kernel.
+func coRunning(t *ingest.Trace) []uint8 {
+	out := make([]uint8, len(t.GPUOps))
+	type key struct {
+		dev int16
+		pid uint32
+	}
+	type span struct{ s, e int64 }
+	busy := map[key][]span{}
+	pidsOn := map[int16][]uint32{}
+	for i := range t.GPUOps {
+		op := &t.GPUOps[i]
+		if op.Kind != ingest.OpKernel || op.End <= op.Start {
+			continue
+		}
+		k := key{op.Device, op.Pid}
+		if _, ok := busy[k]; !ok {
+			pidsOn[op.Device] = append(pidsOn[op.Device], op.Pid)
+		}
+		busy[k] = append(busy[k], span{op.Start, op.End})
+	}
+	shared := false
+	for _, pids := range pidsOn {
+		shared = shared || len(pids) > 1
+	}
+	if !shared {
+		return out
+	}
+	// Each process's busy time on a device as sorted, disjoint intervals.
+	for k, sp := range busy {
+		slices.SortFunc(sp, func(a, b span) int { return cmp.Compare(a.s, b.s) })
+		merged := sp[:0]
+		for _, x := range sp {
+			if n := len(merged); n > 0 && x.s <= merged[n-1].e {
+				merged[n-1].e = max(merged[n-1].e, x.e)
+				continue
+			}
+			merged = append(merged, x)
+		}
+		busy[k] = merged
+	}
+	for i := range t.GPUOps {
+		op := &t.GPUOps[i]
+		if op.Kind != ingest.OpKernel || op.End <= op.Start || len(pidsOn[op.Device]) < 2 {
+			continue
+		}
+		var over int64
+		for _, pid := range pidsOn[op.Device] {
+			if pid == op.Pid {
+				continue
+			}
+			sp := busy[key{op.Device, pid}]
+			j, _ := slices.BinarySearchFunc(sp, op.Start, func(x span, t int64) int { return cmp.Compare(x.e, t) })
+			for ; j < len(sp) && sp[j].s < op.End; j++ {
+				over += min(sp[j].e, op.End) - max(sp[j].s, op.Start)
+			}
+		}
+		if over > 0 {
+			share := min(1, float64(over)/float64(op.End-op.Start))
+			out[i] = uint8(max(1, math.Ceil(share*sharedBins)))
+		}
+	}
 	return out
 }
 
@@ -545,7 +624,9 @@ func (c *comparison) computeKernels(baseline, candidate Side) {
 	for _, u := range units {
 		kcmp.Identities = append(kcmp.Identities, u.out)
 	}
-	impact := func(k KernelChange) float64 { return math.Abs(k.CandidateMS - k.BaselineMS) }
+	// A changed identity's impact is the time its change of duration moved
+	// (not its change of launches, which the workload sets).
+	impact := func(k KernelChange) float64 { return math.Abs(k.DeltaPct) * (k.BaselineMS + k.CandidateMS) }
 	slices.SortStableFunc(kcmp.Identities, func(a, b KernelChange) int {
 		if a.Significant != b.Significant {
 			if a.Significant {
@@ -740,17 +821,23 @@ func (c *comparison) kernelEvidence() {
 		if m.Mixed || len(m.Explanation) == 0 || strings.HasPrefix(m.Name, "kernel") {
 			continue
 		}
+		// Of the GPU buckets that moved the metric's way, the category whose
+		// kernels changed most per launch: more work (a bigger batch) moves
+		// a bucket too, a slower kernel moves its per-launch duration.
+		var best *KernelGroup
 		for _, e := range m.Explanation {
 			cat, ok := strings.CutPrefix(e.Bucket, "gpu.")
-			if !ok {
+			if !ok || (e.DeltaMS > 0) != (m.DeltaPct > 0) {
 				continue
 			}
 			g, ok := groups[prefixKernel+cat]
-			if ok && g.Significant && (g.DeltaPct > 0) == (e.DeltaMS > 0) {
-				m.KernelEvidence = fmt.Sprintf("%s %s [%s, %s] per launch at equal launch configuration", g.Metric,
-					fmtPctShort(g.DeltaPct), fmtPctShort(g.CILowPct), fmtPctShort(g.CIHighPct))
+			if ok && g.Significant && (g.DeltaPct > 0) == (e.DeltaMS > 0) && (best == nil || math.Abs(g.DeltaPct) > math.Abs(best.DeltaPct)) {
+				best = &g
 			}
-			break // only the largest GPU bucket
+		}
+		if best != nil {
+			m.KernelEvidence = fmt.Sprintf("%s %s [%s, %s] per launch at equal launch configuration", best.Metric,
+				fmtPctShort(best.DeltaPct), fmtPctShort(best.CILowPct), fmtPctShort(best.CIHighPct))
 		}
 	}
 }

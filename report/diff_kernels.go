@@ -98,7 +98,7 @@ func kernelsDoc(k *compare.KernelComparison) *diffKernelsDoc {
 // input gives one, else the full name cut at 60 characters.
 func kernelName(name, short string) string {
 	if short != "" {
-		return short
+		name = short
 	}
 	if utf8.RuneCountInString(name) > 60 {
 		r := []rune(name)
