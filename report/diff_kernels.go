@@ -239,3 +239,37 @@ func writeKernelsMarkdown(w io.Writer, k *compare.KernelComparison) {
 	fmt.Fprintln(w, "</details>")
 	fmt.Fprintln(w)
 }
+
+// kernelsHTML is the HTML renderer's kernel section: the pooled groups and
+// the changed and one-sided kernels, as tables.
+func (h *htmlPage) kernelsHTML(k *compare.KernelComparison) {
+	if k == nil {
+		return
+	}
+	h.section("kernels", "Kernels", kernelsHeadline(k))
+	var rows [][]string
+	for _, g := range k.Groups {
+		rows = append(rows, []string{g.Metric, fmt.Sprint(g.Identities), fmtNum(g.BaselineMS) + " ms", fmtNum(g.CandidateMS) + " ms",
+			fmtPct(g.DeltaPct), fmtRange(g.CILowPct, g.CIHighPct), fmtP(g.P)})
+	}
+	h.table("", []string{"metric", "identities", "baseline", "candidate", "change", "interval", "p"}, rows, false)
+	rows = nil
+	for i, u := range changedIdentities(k) {
+		if i == 3*kernelRows {
+			break
+		}
+		rows = append(rows, []string{identityLabel(u), u.Category, fmt.Sprintf("%d → %d", u.NBaseline, u.NCandidate),
+			fmtNum(u.BaselineMS) + " → " + fmtNum(u.CandidateMS) + " ms", fmtPct(u.DeltaPct), fmtRange(u.CILowPct, u.CIHighPct)})
+	}
+	for i, n := range oneSided(k) {
+		if i == 3*kernelRows {
+			break
+		}
+		rows = append(rows, []string{kernelName(n.Name, ""), n.Category, fmt.Sprintf("%d → %d", n.CountBaseline, n.CountCandidate),
+			fmtNum(n.BaselineMS) + " → " + fmtNum(n.CandidateMS) + " ms", n.Status, ""})
+	}
+	if len(rows) > 0 {
+		h.table("", []string{"kernel", "category", "launches", "time", "change", "interval"}, rows, true)
+	}
+	h.end()
+}
