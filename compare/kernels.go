@@ -137,12 +137,12 @@ func (u *KernelUnit) Total() float64 {
 	return s
 }
 
-// stratumBins is how many composition bins one doubling spans: 8 makes a
-// bin 9% wide, so kernels whose time grows linearly with the batch differ
+// stratumBins is how many composition bins one doubling spans: 16 makes a
+// bin 4.4% wide, so kernels whose time grows linearly with the batch differ
 // by less than that inside one (at equal mixes of the bin, by far less).
-const stratumBins = 8
+const stratumBins = 16
 
-// binOf bins a count: exact below 2·stratumBins, then stratumBins bins per
+// binOf bins a count: exact below 2·stratumBins (32), then stratumBins bins per
 // doubling; it returns the bin's bounds.
 func binOf(v int) (lo, hi int) {
 	if v < 2*stratumBins {
@@ -292,7 +292,7 @@ func stepStrata(t *ingest.Trace, res *attribution.Result) []string {
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(res.Steps[a].Start, res.Steps[b].Start) })
 	seen := make([]int, len(res.Requests)) // tokens generated so far, per request
 	out := make([]string, len(t.GPUOps))
-	any := false
+	found := false
 	for _, si := range order {
 		st := &res.Steps[si]
 		tokens := st.Tokens
@@ -314,11 +314,11 @@ func stepStrata(t *ingest.Trace, res *attribution.Result) []string {
 		for _, o := range st.Ops {
 			if int(o) < len(out) {
 				out[o] = s
-				any = true
+				found = true
 			}
 		}
 	}
-	if !any {
+	if !found {
 		return nil
 	}
 	return out
