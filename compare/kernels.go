@@ -583,13 +583,13 @@ func (c *comparison) computeKernels(baseline, candidate Side) {
 		c.markAbsent(prefixKernelRE, why)
 		return
 	}
-	units := c.compareUnits(kb, kc)
 	kcmp := &KernelComparison{Stratified: kb.Stratified && kc.Stratified,
 		LaunchesBaseline: kb.Launches, LaunchesCandidate: kc.Launches}
 	if kb.Stratified != kc.Stratified {
 		c.warnf("kernels: only one side has engine steps, so identities are matched by name and launch configuration alone")
-		units = c.compareUnits(mergeStrata(kb), mergeStrata(kc))
+		kb, kc = mergeStrata(kb), mergeStrata(kc)
 	}
+	units := c.compareUnits(kb, kc)
 	groups := map[string][]*unitChange{}
 	for _, u := range units {
 		groups[u.out.Category] = append(groups[u.out.Category], u)
