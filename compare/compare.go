@@ -147,6 +147,12 @@ func Compare(baseline, candidate Side, opts Options) (*Result, error) {
 	for _, s := range []Side{baseline, candidate} {
 		res.InputWarnings = append(res.InputWarnings, s.InputWarnings...)
 	}
+	// Kernel traces without requests (a PyTorch profiler trace, an nsys
+	// export of a training step) are compared at the kernel level only.
+	requestLevel := res.Baseline.Requests > 0 && res.Candidate.Requests > 0
+	if !requestLevel && (res.Baseline.Requests > 0 || res.Candidate.Requests > 0) {
+		c.warnf("only one side has requests: request-level metrics are not compared")
+	}
 	switch {
 	case c.runLevel:
 		res.Unit = "run"
@@ -154,7 +160,7 @@ func Compare(baseline, candidate Side, opts Options) (*Result, error) {
 		res.Unit = "run (baseline history)"
 	case nb > 1 && !opts.PoolRuns:
 		c.warnf("baseline has %d runs, candidate %d: run-level replication needs at least two runs on both sides, so requests are pooled", nb, nc)
-	case nb == 1 && nc == 1:
+	case nb == 1 && nc == 1 && requestLevel:
 		if err := c.decideWorkload(); err != nil {
 			return nil, err
 		}
@@ -163,7 +169,10 @@ func Compare(baseline, candidate Side, opts Options) (*Result, error) {
 				"give ≥ 2 earlier baselines (--baseline-history DIR) to include run-to-run variance, or ≥ %d runs per side for run-level replication", minSamplesForU(opts.Alpha))
 		}
 	}
-	if identicalSides(baseline.Runs, candidate.Runs) {
+	if !requestLevel {
+		res.Unit = "kernel identity"
+	}
+	if identicalSides(baseline.Runs, candidate.Runs) && sameKernels(baseline.Runs, candidate.Runs) {
 		c.identical = true
 		c.warnf("baseline and candidate hold identical samples: comparing a run with itself proves nothing, so no rule can pass")
 	}
@@ -172,11 +181,12 @@ func Compare(baseline, candidate Side, opts Options) (*Result, error) {
 			c.warnf("%s: token buckets are estimated from request-level attributes", s.Label)
 		}
 	}
-	specs := c.specs()
-	if len(specs) == 0 {
-		return nil, fmt.Errorf("%w (baseline %s, candidate %s)", ErrNoOverlap, baseline.Label, candidate.Label)
+	var specs []spec
+	if requestLevel {
+		specs = c.specs()
 	}
 	switch {
+	case len(specs) == 0:
 	case c.runLevel:
 		c.computeRunLevel(specs)
 	case c.history:
@@ -190,11 +200,18 @@ func Compare(baseline, candidate Side, opts Options) (*Result, error) {
 			}
 		}
 	}
+	c.computeKernels(baseline, candidate)
+	if len(c.works) == 0 {
+		return nil, fmt.Errorf("%w (baseline %s, candidate %s)", ErrNoOverlap, baseline.Label, candidate.Label)
+	}
 	for _, w := range c.works {
-		c.explain(w)
+		if w.spec.fam.Kind != KindKernel {
+			c.explain(w)
+		}
 		w.m.CannotDecide = w.short
 		res.Metrics = append(res.Metrics, *w.m)
 	}
+	c.kernelEvidence()
 	c.applyGates()
 	return res, nil
 }
@@ -213,6 +230,9 @@ func summarize(s Side) SideSummary {
 		sum.RunIDs = append(sum.RunIDs, cmpOr(r.RunID, fmt.Sprintf("#%d", i+1)))
 		sum.Requests += r.Requests
 		sum.Tokens += len(r.ITL)
+		if r.Kernels != nil {
+			sum.Launches += r.Kernels.Launches
+		}
 		sum.TokensEstimated = sum.TokensEstimated || r.TokensEstimated
 		for _, m := range r.Models {
 			models[m] = true

@@ -118,6 +118,8 @@ func absoluteUnitHint(metric string) string {
 		return "req/s"
 	case "tok/s":
 		return "tok/s"
+	case "%":
+		return "nothing else (a kernel rule is a relative change)"
 	}
 	return "a time (ms, s, us, ns)"
 }

@@ -149,6 +149,9 @@ type MetricName struct {
 // statistic ("ttft.p99", "tpot.shift"), a rate ("throughput"), or a bucket
 // ("stage.prefill", "token.gpu.attention", "tenant.NAME").
 func LookupMetric(name string) (MetricName, error) {
+	if m, ok, err := lookupKernelMetric(name); ok {
+		return m, err
+	}
 	for i := range Families {
 		f := &Families[i]
 		switch f.Kind {

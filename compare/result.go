@@ -71,6 +71,9 @@ type Result struct {
 	// InputWarnings are the inputs' own problems (truncation, interrupted
 	// captures, malformed records), "path: message".
 	InputWarnings []string
+	// Kernels is the kernel-level comparison (compare/kernels.go); nil
+	// when a side has no GPU kernels.
+	Kernels *KernelComparison
 }
 
 // SideSummary describes one side's input.
@@ -80,6 +83,7 @@ type SideSummary struct {
 	RunIDs          []string
 	Requests        int
 	Tokens          int // ITL gaps observed
+	Launches        int // GPU kernels observed (raw traces only)
 	Models          []string
 	TokensEstimated bool
 }
@@ -134,6 +138,10 @@ type Metric struct {
 	// moved its way, or those moving the other way add up to at least half
 	// as much. Renderers say "mixed" rather than suggest a cause.
 	Mixed bool
+	// KernelEvidence, when set, is the kernel-level finding behind the
+	// metric's largest GPU bucket ("kernel.attention +59.8% [+58.9%, +60.7%]
+	// per launch at equal launch configuration").
+	KernelEvidence string
 	// Gate is the outcome of the rule on this metric, nil when ungated.
 	Gate *GateOutcome
 }

@@ -82,6 +82,10 @@ type Run struct {
 	Tenants    map[string]Series `json:"tenants_ms"`
 
 	TokensEstimated bool `json:"tokens_estimated,omitempty"`
+
+	// Kernels are the run's GPU kernels by identity (compare/kernels.go),
+	// from a raw trace; saved analyses do not keep them.
+	Kernels *KernelRun `json:"-"`
 }
 
 // runJSON is Run with the schema marker, so that MarshalJSON and UnmarshalJSON
@@ -126,7 +130,7 @@ func (r *Run) Validate() error {
 	if r.Requests < 0 || r.Completed < 0 || r.Good < 0 {
 		return errors.New("negative requests, completed or good count")
 	}
-	if r.Requests == 0 && len(r.ITL) == 0 {
+	if r.Requests == 0 && len(r.ITL) == 0 && (r.Kernels == nil || len(r.Kernels.Units) == 0) {
 		return errors.New("empty run: no requests")
 	}
 	if math.IsNaN(r.DurationMS) || r.DurationMS < 0 {

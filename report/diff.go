@@ -57,6 +57,9 @@ type diffDoc struct {
 	// InputWarnings are the inputs' own problems (truncation, interrupted
 	// captures), which diff --strict fails on.
 	InputWarnings []string `json:"input_warnings"`
+	// Kernels is the kernel-level comparison, absent when a side has no
+	// GPU kernels.
+	Kernels *diffKernelsDoc `json:"kernels,omitempty"`
 }
 
 type diffSideDoc struct {
@@ -96,6 +99,9 @@ type diffMetricDoc struct {
 	Breakdown    string          `json:"breakdown,omitempty"`
 	Explanation  []diffBucketDoc `json:"explanation"`
 	Mixed        bool            `json:"mixed,omitempty"`
+	// KernelEvidence is the kernel-level finding behind the largest GPU
+	// bucket of the explanation.
+	KernelEvidence string `json:"kernel_evidence,omitempty"`
 }
 
 type diffRuleDoc struct {
@@ -166,6 +172,7 @@ func WriteDiffJSON(w io.Writer, res *compare.Result) error {
 		},
 		Warnings:      append([]string{}, res.Warnings...),
 		InputWarnings: append([]string{}, res.InputWarnings...),
+		Kernels:       kernelsDoc(res.Kernels),
 	}
 	for _, m := range res.Metrics {
 		md := diffMetricDoc{
@@ -175,6 +182,7 @@ func WriteDiffJSON(w io.Writer, res *compare.Result) error {
 			CILow: jnum(m.CILow), CIHigh: jnum(m.CIHigh), CILowPct: jnum(m.CILowPct), CIHighPct: jnum(m.CIHighPct),
 			P: jprob(m.P), Significant: m.Significant, MDE: jnum(m.MDE), MDEPct: jnum(m.MDEPct), MinN: m.MinN,
 			Note: m.Note, CannotDecide: m.CannotDecide, Breakdown: m.Breakdown, Explanation: []diffBucketDoc{}, Mixed: m.Mixed,
+			KernelEvidence: m.KernelEvidence,
 		}
 		for _, e := range m.Explanation {
 			md.Explanation = append(md.Explanation, diffBucketDoc{e.Bucket, jnum(e.DeltaMS)})
@@ -323,6 +331,9 @@ func sideLine(s compare.SideSummary) string {
 	if s.Runs == 1 {
 		runs = "run"
 	}
+	if s.Requests == 0 && s.Launches > 0 {
+		return fmt.Sprintf("%s (%d %s, %d kernel launches, no requests)", s.Label, s.Runs, runs, s.Launches)
+	}
 	return fmt.Sprintf("%s (%d %s, %d requests)", s.Label, s.Runs, runs, s.Requests)
 }
 
@@ -343,6 +354,9 @@ func explanationLine(m compare.Metric, top int) string {
 	line := m.Breakdown + ": " + strings.Join(parts, ", ")
 	if m.Mixed {
 		line = "mixed — " + line
+	}
+	if m.KernelEvidence != "" {
+		line += "; " + m.KernelEvidence
 	}
 	return line
 }

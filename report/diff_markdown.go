@@ -82,6 +82,7 @@ func WriteDiffMarkdown(w io.Writer, res *compare.Result, o DiffOptions) error {
 		fmt.Fprintln(bw)
 	}
 
+	writeKernelsMarkdown(bw, res.Kernels)
 	fmt.Fprintln(bw, "<details><summary>All metrics</summary>")
 	fmt.Fprintln(bw)
 	fmt.Fprintf(bw, "| metric | baseline | candidate | change | %s CI | p | MDE | n |\n", level)

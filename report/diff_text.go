@@ -118,6 +118,7 @@ func WriteDiffText(w io.Writer, res *compare.Result, o DiffOptions) error {
 		fmt.Fprintln(bw, st.dim.Render(fmt.Sprintf("(%d bucket metrics without a significant change not shown; --all lists them)", hidden)))
 	}
 
+	writeKernelsText(bw, res.Kernels, st)
 	fmt.Fprintln(bw)
 	g := res.Gate
 	if g.Verdict == compare.NoGate {

@@ -83,6 +83,7 @@ func WriteDiffHTML(w io.Writer, res *compare.Result, o DiffOptions) error {
 		h.f(`<p class="dim">no significant or gated change to explain</p>`)
 	}
 	h.end()
+	h.kernelsHTML(res.Kernels)
 	if len(res.Warnings) > 0 {
 		h.section("warnings", fmt.Sprintf("Warnings (%d)", len(res.Warnings)), "")
 		h.f(`<ul class="warnings">`)

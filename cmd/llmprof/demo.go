@@ -13,6 +13,7 @@ import (
 	"github.com/klauspost/compress/gzip"
 	"github.com/spf13/cobra"
 
+	"github.com/llmprof/llmprof/ingest"
 	"github.com/llmprof/llmprof/ingest/kineto"
 	"github.com/llmprof/llmprof/internal/outfile"
 	"github.com/llmprof/llmprof/nsys"
@@ -39,6 +40,9 @@ type DemoOptions struct {
 	// Metrics adds injected infrastructure episodes and writes the vLLM,
 	// dcgm-exporter and node_exporter scrapes of the run (synth/metrics.go).
 	Metrics bool
+	// Slow slows kernel categories in the run ("attention=1.6"), a
+	// regression with known truth for diff (synth.ParseSlowdown).
+	Slow string
 }
 
 // NewCmdDemo builds `llmprof demo`.
@@ -86,6 +90,7 @@ VLLM_TORCH_PROFILER_DIR holds), the steps as record_function annotations.`),
 	fl.BoolVar(&opts.CUDAGraphs, "cuda-graphs", false, "decode steps run as CUDA graph replays (one launch call per step, as vLLM does)")
 	fl.BoolVar(&opts.Kineto, "kineto", false, "write the GPU capture as PyTorch profiler (Kineto) traces, one *.pt.trace.json per engine, instead of gpu.nsys.sqlite")
 	fl.BoolVar(&opts.Metrics, "metrics", false, "inject a PFC pause storm, KV-cache pressure and GPU clock throttling, and write vLLM, DCGM and node_exporter scrapes (metrics/) with their truth (.episodes.json); see docs/signals.md")
+	fl.StringVar(&opts.Slow, "slow", "", "slow kernel categories by factors, such as attention=1.6 or gemm=1.3,attention=1.6: a regression with known truth (written to .slowdown.json) for llmprof diff")
 	return cmd
 }
 
@@ -122,6 +127,14 @@ func runDemo(opts *DemoOptions) error {
 	if opts.Metrics {
 		ep := synth.EpisodesConfig(opts.Seed, opts.Duration)
 		cfg.Models, cfg.Episodes = ep.Models, ep.Episodes
+	}
+	var slow map[ingest.KernelCategory]float64
+	if opts.Slow != "" {
+		var err error
+		if slow, err = synth.ParseSlowdown(opts.Slow); err != nil {
+			return usageErrorf("--slow: %v", err)
+		}
+		cfg.Slow(slow)
 	}
 	run, err := synth.Generate(cfg)
 	if err != nil {
@@ -184,9 +197,31 @@ func runDemo(opts *DemoOptions) error {
 		fmt.Fprintf(opts.IO.ErrOut, "wrote %s: %s of GPU activity, %d GPU ops, %d CUDA calls and NVTX ranges\n",
 			path, opts.NsysWindow, len(gpu.GPUOps), len(gpu.Spans))
 	}
+	if slow != nil {
+		if err := writeDemoSlowdown(opts, slow); err != nil {
+			return err
+		}
+	}
 	if opts.Metrics {
 		return writeDemoMetrics(opts, run)
 	}
+	return nil
+}
+
+// writeDemoSlowdown writes the truth of --slow: each slowed category's key
+// and its factor.
+func writeDemoSlowdown(opts *DemoOptions, slow map[ingest.KernelCategory]float64) error {
+	truth := map[string]float64{}
+	for c, f := range slow {
+		truth[c.Info().Key] = f
+	}
+	path := filepath.Join(opts.Dir, ".slowdown.json")
+	if err := writeFileAtomic(path, func(w *bufio.Writer) error {
+		return json.NewEncoder(w).Encode(truth)
+	}); err != nil {
+		return err
+	}
+	fmt.Fprintf(opts.IO.ErrOut, "wrote %s: kernels slowed by category (the truth a diff against an unslowed run should find)\n", path)
 	return nil
 }
 

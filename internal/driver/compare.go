@@ -28,11 +28,15 @@ func CompareRun(ctx context.Context, path string, opts Options) (compare.Run, []
 	if err != nil {
 		return compare.Run{}, nil, err
 	}
-	if len(a.Attr.Requests) == 0 {
-		return compare.Run{}, nil, fmt.Errorf("%s: no requests found (no span in a request convention llmprof knows)", path)
+	// Kernels are compared by identity whether or not the trace has
+	// requests (a PyTorch profiler trace, an nsys export of a benchmark).
+	kernels := compare.KernelsFromTrace(a.Trace, a.Attr)
+	if len(a.Attr.Requests) == 0 && len(kernels.Units) == 0 {
+		return compare.Run{}, nil, fmt.Errorf("%s: no requests found (no span in a request convention llmprof knows) and no GPU kernels", path)
 	}
 	run := compare.FromAttribution(a.Attr)
 	run.Tenants = compare.TenantSeries(a.Tenants, len(a.Attr.Requests))
+	run.Kernels = kernels
 	run.RunID = path
 	var warns []string
 	for _, w := range a.Trace.Warnings.List {
