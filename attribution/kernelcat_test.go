@@ -201,7 +201,7 @@ func TestVocabularyDerived(t *testing.T) {
 			t.Errorf("category %s has no overlap priority", c)
 		}
 	}
-	if BucketGPUIdle != BucketGPULast+1 || NumBuckets != BucketOther+1 {
+	if BucketGPUIdle != BucketGPULast+1 || NumBuckets != BucketUnattributed+1 {
 		t.Error("the GPU buckets are not contiguous")
 	}
 }

@@ -142,7 +142,14 @@ func runExport(ctx context.Context, opts *ExportOptions) error {
 			links = append(links, export.Link{From: r.Span, To: a.Attr.Steps[si].Span})
 		}
 	}
+	var stages []export.StageSlice
+	for _, r := range a.Attr.Requests {
+		for _, sg := range r.DerivedSegments() {
+			stages = append(stages, export.StageSlice{Span: r.Span, Name: sg.Stage.String(), From: sg.From, To: sg.To})
+		}
+	}
 	popts := export.PerfettoOptions{
+		Stages: stages,
 		Grouping: func(t *ingest.Trace, i int) (export.Placement, bool) {
 			p, ok := place[t.Spans[i].ID]
 			return p, ok

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"encoding/csv"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -46,4 +49,106 @@ func TestAnalyzeVLLM029Span(t *testing.T) {
 	if strings.Contains(out, "decode → end 2") {
 		t.Errorf("the unexported time is placed after decode:\n%s", out)
 	}
+}
+
+// The real vLLM 0.29 request's stages come from its attributes only: the
+// first token carries its queue and prefill, the decode tokens its decode,
+// and the Perfetto export draws the three stages beside the request span.
+func TestVLLM029TokensAndTimeline(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "vllm.jsonl")
+	if err := os.WriteFile(path, []byte(vllm029+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tokens, timeline := filepath.Join(dir, "tokens.csv"), filepath.Join(dir, "timeline.json")
+	if code, _, stderr := runLLMProf(t, "analyze", "--tokens", tokens, path); code != ExitOK {
+		t.Fatalf("analyze exit %d: %s", code, stderr)
+	}
+	rows := readCSV(t, tokens)
+	col := map[string]int{}
+	for i, name := range rows[0] {
+		col[name] = i
+	}
+	first := rows[1]
+	// 57.815 ms of prefill and 54.6 µs of queue (docs/server-spans.md §1.7).
+	if first[col["stage_prefill_ns"]] != "57815000" || first[col["queue_ns"]] != "54600" {
+		t.Errorf("first token: prefill %s ns, queue %s ns", first[col["stage_prefill_ns"]], first[col["queue_ns"]])
+	}
+	for _, row := range rows[2:] {
+		if row[col["stage_decode_ns"]] == "0" || row[col["queue_ns"]] != "0" {
+			t.Errorf("decode token %s: decode %s ns, queue %s ns", row[col["token_index"]], row[col["stage_decode_ns"]], row[col["queue_ns"]])
+		}
+	}
+	if code, _, stderr := runLLMProf(t, "export", "--perfetto", timeline, path); code != ExitOK {
+		t.Fatalf("export exit %d: %s", code, stderr)
+	}
+	raw, err := os.ReadFile(timeline)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		TraceEvents []struct {
+			Ph, Cat, Name string
+		} `json:"traceEvents"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var stages []string
+	for _, e := range doc.TraceEvents {
+		if e.Cat == "llmprof.stage" && e.Ph == "b" {
+			stages = append(stages, e.Name)
+		}
+	}
+	if strings.Join(stages, ",") != "queue,prefill,decode" {
+		t.Errorf("timeline stage slices %v, want queue, prefill, decode", stages)
+	}
+}
+
+// llmRequestWithTokens is what a first `llmprof record` of a small service
+// receives: one llm.request span with llm.token events and nothing else
+// (the span and event names of docs/server-spans.md, the llmprof
+// convention).
+const llmRequestWithTokens = `{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"svc"}}]},` +
+	`"scopeSpans":[{"spans":[{"traceId":"0af7651916cd43dd8448eb211c80319c","spanId":"b7ad6b7169203331","name":"llm.request","kind":2,` +
+	`"startTimeUnixNano":"1764590000000000000","endTimeUnixNano":"1764590000100000000","attributes":[{"key":"llm.model","value":{"stringValue":"m"}}],` +
+	`"events":[{"name":"llm.token","timeUnixNano":"1764590000040000000"},{"name":"llm.token","timeUnixNano":"1764590000050000000"},` +
+	`{"name":"llm.token","timeUnixNano":"1764590000060000000"}]}]}]}]}`
+
+// Without steps or a queue stage nothing of a token is queue: the report
+// shows it unattributed and says what is missing.
+func TestTokensWithoutSchedulingDataReport(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "capture.json")
+	if err := os.WriteFile(path, []byte(llmRequestWithTokens), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := runLLMProf(t, "analyze", path)
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	section := out[strings.Index(out, "PER TOKEN"):]
+	section = section[:strings.Index(section, "\n\n")]
+	flat := strings.Join(strings.Fields(section), " ")
+	for _, want := range []string{"unattr", "first 1 40.00 100.0%", "queue, prefill, decode of 1 of 1 requests: no scheduling data"} {
+		if !strings.Contains(flat, want) {
+			t.Errorf("per-token section lacks %q:\n%s", want, section)
+		}
+	}
+	if header := strings.Fields(strings.Split(section, "\n")[1]); slices.Contains(header, "queue") {
+		t.Errorf("per-token section shows a queue column %v:\n%s", header, section)
+	}
+}
+
+func readCSV(t *testing.T, path string) [][]string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	if err != nil || len(rows) < 2 {
+		t.Fatalf("%s: %d rows, %v", path, len(rows), err)
+	}
+	return rows
 }
