@@ -24,6 +24,7 @@ func (d *decoder) finish() {
 	d.place(src)
 	d.joinProcesses()
 	d.names()
+	d.unlistedDevices()
 	if d.counts.rocm > d.counts.cuda {
 		d.meta(MetaGPU, "rocm")
 	} else if d.counts.cuda > 0 {
@@ -337,5 +338,32 @@ func (d *decoder) summaryWarnings() {
 	}
 	for _, name := range d.unknownOrder {
 		d.warnf("", "unknown-category", "%d events of category %q, not read", d.unknownCats[name], name)
+	}
+}
+
+// NoProperties names a device that GPU ops run on but deviceProperties
+// does not list (absent, or listing other indices: a vLLM MI300X trace
+// lists devices 0–3 and runs its ops on device 6), so that the device shows
+// by its index and says why it has no name.
+const NoProperties = "(no properties in the trace)"
+
+// unlistedDevices adds a Device for every device index of the GPU ops that
+// deviceProperties does not list.
+func (d *decoder) unlistedDevices() {
+	t := d.t
+	listed := map[int16]bool{}
+	for _, dev := range t.Devices {
+		listed[dev.ID] = true
+	}
+	var missing []int16
+	for i := range t.GPUOps {
+		if dev := t.GPUOps[i].Device; dev >= 0 && !listed[dev] {
+			listed[dev] = true
+			missing = append(missing, dev)
+		}
+	}
+	slices.Sort(missing)
+	for _, dev := range missing {
+		t.Devices = append(t.Devices, ingest.Device{ID: dev, Name: NoProperties})
 	}
 }
