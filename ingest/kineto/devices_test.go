@@ -50,3 +50,25 @@ func TestDeviceOutsideProperties(t *testing.T) {
 		})
 	}
 }
+
+// An MTIA trace (libkineto's mtia_runtime and mtia_ccp_events categories)
+// has no CUDA activity, and is not a CPU-only capture.
+func TestAcceleratorWithoutCUDA(t *testing.T) {
+	doc := `{"schemaVersion":1,"traceEvents":[` +
+		`{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":1700000000000000,"dur":10},` +
+		`{"ph":"X","cat":"mtia_runtime","name":"mtiaLaunchKernel","pid":1,"tid":1,"ts":1700000000000002,"dur":3},` +
+		`{"ph":"X","cat":"mtia_ccp_events","name":"kernel","pid":2,"tid":7,"ts":1700000000000006,"dur":4}]}`
+	tr, err := Decoder{}.DecodeReader(context.Background(), strings.NewReader(doc), "mtia.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msgs []string
+	for _, w := range tr.Warnings.List {
+		msgs = append(msgs, w.Code+": "+w.Msg)
+	}
+	all := strings.Join(msgs, "\n")
+	if !strings.Contains(all, "no-gpu: no CUDA or ROCm activity: the trace is from another accelerator (2 events of mtia_runtime, mtia_ccp_events, not read)") ||
+		strings.Contains(all, "CPU-only") {
+		t.Errorf("warnings:\n%s", all)
+	}
+}
