@@ -239,6 +239,7 @@ func Analyze(t *ingest.Trace, opts Options) *Result {
 		res.warn(t, 0, "", "nested-request-spans",
 			fmt.Sprintf("%d request span(s) nested in a richer request span of the same request were merged into it", nested))
 	}
+	res.plausibility(t, ix, k, cands)
 	res.Overall = summarize("all", res.Requests, nil, opts.SLO)
 	res.ByTenant = groupBy(res.Requests, func(r *Request) string { return r.Tenant }, opts.SLO)
 	res.ByModel = groupBy(res.Requests, func(r *Request) string { return r.Model }, opts.SLO)

@@ -50,8 +50,12 @@ type GPU struct {
 	IdleGaps         []IdleGap      `json:"idle_gaps"`
 	TopKernels       []KernelTime   `json:"top_kernels"`
 	KernelCategories []CategoryTime `json:"kernel_categories"`
-	Memory           []GPUMemory    `json:"memory,omitempty"`
-	Options          GPUOptions     `json:"options"`
+	// Uncategorized is the GPU time the kernel taxonomy (kernelcat.go)
+	// leaves in "other", with the names that hold most of it: a gap in
+	// the taxonomy shows instead of hiding in one bar.
+	Uncategorized Uncategorized `json:"uncategorized"`
+	Memory        []GPUMemory   `json:"memory,omitempty"`
+	Options       GPUOptions    `json:"options"`
 
 	// sourceHosts is each source's GPUDevice.Host (by SourceID).
 	sourceHosts []string
@@ -66,6 +70,18 @@ func (g *GPU) DeviceHost(src ingest.SourceID) string {
 	}
 	return ""
 }
+
+// Uncategorized is the GPU time in category "other": TotalMs, its Share
+// of all GPU time, and the kernels that hold most of it (Top, each with its
+// share of all GPU time).
+type Uncategorized struct {
+	TotalMs float64      `json:"total_ms"`
+	Share   float64      `json:"share"`
+	Top     []KernelTime `json:"top"`
+}
+
+// uncategorizedTop is how many uncategorized kernel names are listed.
+const uncategorizedTop = 5
 
 // GPUDevice is one device's busy and idle time over its active window,
 // from its first op's start to its last op's end. Busy is the union of its
@@ -392,6 +408,19 @@ func analyzeGPU(t *ingest.Trace, opts GPUOptions, calls []int32, hosts hostMap) 
 		g.KernelCategories[c] = CategoryTime{Name: KernelCategory(c).String(), TotalMs: nsMs(catTotal[c]), Share: fraction(catTotal[c], catSum)}
 	}
 
+	g.Uncategorized = Uncategorized{TotalMs: nsMs(catTotal[CategoryOther]), Share: fraction(catTotal[CategoryOther], catSum), Top: []KernelTime{}}
+	for name, k := range kernels {
+		if k.cat == CategoryOther {
+			g.Uncategorized.Top = append(g.Uncategorized.Top, KernelTime{Name: t.Str(name), Category: k.cat.String(), Count: k.count,
+				TotalMs: nsMs(k.total), AvgUs: float64(k.total) / float64(k.count) / 1e3, Share: fraction(k.total, catSum)})
+		}
+	}
+	slices.SortFunc(g.Uncategorized.Top, func(a, b KernelTime) int {
+		return cmp.Or(cmp.Compare(b.TotalMs, a.TotalMs), cmp.Compare(a.Name, b.Name))
+	})
+	if len(g.Uncategorized.Top) > uncategorizedTop {
+		g.Uncategorized.Top = g.Uncategorized.Top[:uncategorizedTop]
+	}
 	for name, k := range kernels {
 		g.TopKernels = append(g.TopKernels, KernelTime{Name: t.Str(name), Category: k.cat.String(), Count: k.count,
 			TotalMs: nsMs(k.total), AvgUs: float64(k.total) / float64(k.count) / 1e3, Share: fraction(k.total, kernelTotal)})

@@ -104,7 +104,7 @@ func TestAnalyzeGPUKernels(t *testing.T) {
 	const total = 60 + 60 + 50 + 40 + 100 + 100
 	wantCats := []CategoryTime{
 		{"gemm", 60 / nsPerMs, 60.0 / total}, {"attention", 60 / nsPerMs, 60.0 / total}, {"communication", 0, 0},
-		{"norm/activation", 50 / nsPerMs, 50.0 / total}, {"sampling", 0, 0}, {"memcpy", 240 / nsPerMs, 240.0 / total}, {"memset", 0, 0}, {"other", 0, 0},
+		{"norm/activation", 50 / nsPerMs, 50.0 / total}, {"sampling", 0, 0}, {"elementwise", 0, 0}, {"memcpy", 240 / nsPerMs, 240.0 / total}, {"memset", 0, 0}, {"other", 0, 0},
 	}
 	if !slices.Equal(g.KernelCategories, wantCats) {
 		t.Errorf("categories:\n got  %+v\n want %+v", g.KernelCategories, wantCats)

@@ -169,9 +169,11 @@ func nameByte(c byte) bool {
 }
 
 // addEstimatedGPU moves a token's share of the request's estimated GPU time
-// from other into the GPU buckets: the prefill share on the first token,
-// the decode share evenly over the others (token index i of n). Never more
-// than other holds: the buckets still sum to the interval.
+// into the GPU buckets: the prefill share on the first token, the decode
+// share evenly over the others (token index i of n). The time comes out of
+// the buckets the engine's part of the interval is in when nothing splits
+// it (estimateSources), in that order, and never more than they hold: the
+// buckets still sum to the interval.
 func (g *requestGPU) addEstimatedGPU(ri, i, n int, buckets *[NumBuckets]int64) {
 	var add [NumKernelCategories]int64
 	switch {
@@ -189,7 +191,11 @@ func (g *requestGPU) addEstimatedGPU(ri, i, n int, buckets *[NumBuckets]int64) {
 	for _, v := range add {
 		sum += v
 	}
-	avail := buckets[BucketOther]
+	src := estimateSources[min(i, 1)]
+	var avail int64
+	for _, b := range src {
+		avail += buckets[b]
+	}
 	if sum == 0 || avail <= 0 {
 		return
 	}
@@ -203,5 +209,17 @@ func (g *requestGPU) addEstimatedGPU(ri, i, n int, buckets *[NumBuckets]int64) {
 		buckets[gpuBucket(KernelCategory(c))] += v
 		moved += v
 	}
-	buckets[BucketOther] -= moved
+	for _, b := range src {
+		take := min(moved, buckets[b])
+		buckets[b] -= take
+		moved -= take
+	}
+}
+
+// estimateSources are the buckets the estimated GPU time of the first token
+// ([0]) and of a decode token ([1]) is taken from: its stage, then the
+// stretches no stage covers.
+var estimateSources = [2][]Bucket{
+	{BucketStagePrefill, BucketStageInference, BucketOther, BucketUnattributed},
+	{BucketStageDecode, BucketStageInference, BucketOther, BucketUnattributed},
 }

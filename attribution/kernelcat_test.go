@@ -68,17 +68,62 @@ func TestCategorize(t *testing.T) {
 		{"void flashinfer::sampling::TopKTopPSamplingFromProbKernel<1024u, (cub::CUB_200200_800_NS::BlockScanAlgorithm)0, (cub::CUB_200200_800_NS::BlockReduceAlgorithm)2, 4u, true, float, int>(float*, int*, int*, float*, int*, float*, unsigned int, unsigned int, unsigned long, unsigned long)", CategorySampling},
 		{"void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::ArgMaxOps<float>, unsigned int, long, 4>>(at::native::ReduceOp<float, at::native::ArgMaxOps<float>, unsigned int, long, 4>)", CategorySampling},
 		{"void vllm::apply_repetition_penalties_kernel<c10::BFloat16>(c10::BFloat16*, bool const*, bool const*, c10::BFloat16 const*, int, int)", CategorySampling},
-		// Other: MoE routing, quantization, elementwise, copies, pooling,
-		// fusions that say nothing.
+		// Other: MoE routing (gating, expert alignment).
 		{"void vllm::moe::topkGatingSoftmax<8, 128, 4, 16, 32, int>(float const*, bool const*, float*, int, int*, int*, int, int, int)", CategoryOther},
 		{"void vllm::moe::moe_align_block_size_kernel<int>(int const*, int*, int*, int*, int, int, int, int, unsigned long, int*)", CategoryOther},
-		{"void vllm::scaled_fp8_quant_kernel<c10::BFloat16>(c10::Float8_e4m3fn*, c10::BFloat16 const*, float const*, long)", CategoryOther},
-		{"void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char*, 1ul>>(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)", CategoryOther},
-		{"sm50_xmma_pooling_fw_4d_FP16FP32NHWC_Average_FastDiv_CAlign8_execute_kernel_trt", CategoryOther}, // memfusion
-		{"nvfuser_pointwise_f0_c1_r0_g0", CategoryOther}, // NVIDIA/Fuser
-		{"copyVectorizedKernel", CategoryOther},
-		{"kernVectorAdd", CategoryOther}, // p4arth
-		{"vectorAdd", CategoryOther},     // sdroruganti
+		// Elementwise: quantization, PyTorch's pointwise and reduce kernels,
+		// copies, pooling, nvFuser's fusions, plain vector adds, FBGEMM
+		// embeddings, cub sorts, optimizer steps (the last three from HTA's
+		// trace-diff pair).
+		{"void vllm::scaled_fp8_quant_kernel<c10::BFloat16>(c10::Float8_e4m3fn*, c10::BFloat16 const*, float const*, long)", CategoryElementwise},
+		{"void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, std::array<char*, 1ul>>(int, at::native::FillFunctor<float>, std::array<char*, 1ul>)", CategoryElementwise},
+		{"void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::MeanOps<float, float, float, float>, unsigned int, float, 4> >(at::native::ReduceOp<float, at::native::MeanOps<float, float, float, float>, unsigned int, float, 4>)", CategoryElementwise}, // HTA MI250
+		{"sm50_xmma_pooling_fw_4d_FP16FP32NHWC_Average_FastDiv_CAlign8_execute_kernel_trt", CategoryElementwise},                                                                                                                                                                     // memfusion
+		{"nvfuser_pointwise_f0_c1_r0_g0", CategoryElementwise}, // NVIDIA/Fuser
+		{"copyVectorizedKernel", CategoryElementwise},
+		{"kernVectorAdd", CategoryElementwise}, // p4arth
+		{"vectorAdd", CategoryElementwise},     // sdroruganti
+		{"void split_embedding_codegen_forward_unweighted_kernel<float, float, float, long, 2ul>(at::GenericPackedTensorAccessor<float, 1ul, at::RestrictPtrTraits, long>)", CategoryElementwise},
+		{"void cub::DeviceRadixSortOnesweepKernel<cub::DeviceRadixSortPolicy<long, int, int>::Policy800, false, long, int, int, int>(int*, int*, int*, int const*)", CategoryElementwise},
+		{"void multi_tensor_apply_kernel<TensorListMetadata<4>, AdamFunctor<float>, float, float, float, float, float, float, adamMode_t, float, int, int>(int, int*)", CategoryElementwise},
+		// AMD: hipBLASLt/rocBLAS Tensile GEMMs (HTA's MI250 trace), vLLM's
+		// ROCm skinny GEMMs (csrc/rocm/skinny_gemms.cu), Composable Kernel
+		// GEMM, attention and normalization, AITER's assembly attention
+		// (hsa/…/fmha_v3_fwd: _ZN5aiter18fmha_fwd_hd128_fp8E) and paged
+		// attention (csrc/kernels/attention_v1.cu), RCCL.
+		{"Cijk_Alik_Bljk_SB_Bias_AS_SAV_UserArgs_MT64x16x32_MI16x16x1_SN_LDSB0_AFC1_AFEM1_AFEM1_ASEM1_CLR1_CADS0_EPS0_GRVWA2_GRVWB2_GSUAMB_ISA90a_IU1_K1_LBSPPA128", CategoryGEMM},
+		{"void wvSplitK_hf_sml_<__hip_bfloat16, 64, 2, 16, 8, 2, 2>(int, int, int, int, int, __hip_bfloat16 const*, __hip_bfloat16 const*, __hip_bfloat16*, int)", CategoryGEMM},
+		{"void LLGemm1_kernel<__hip_bfloat16, 8>(__hip_bfloat16 const*, __hip_bfloat16 const*, __hip_bfloat16*, int)", CategoryGEMM},
+		{"void ck::kernel_gemm_xdl_cshuffle_v3<ck::GridwiseGemm_xdl_cshuffle_v3<ck::tensor_layout::gemm::RowMajor>, true, (ck::InMemoryDataOperationEnum)0, 1, (ck::TailNumber)1>(ck::GridwiseGemm_xdl_cshuffle_v3<>::Argument)", CategoryGEMM},
+		{"void ck_tile::kentry<256, 1, ck_tile::FmhaFwdKernel<ck_tile::BlockFmhaPipelineQRKSVSAsync<>>>(ck_tile::FmhaFwdKernel<>::FmhaFwdBatchModeKargs)", CategoryAttention},
+		{"void ck::kernel_normalization<ck::GridwiseNormalizationWelfordVariance_mk_to_mk<ck::half_t>>(ck::tensor_descriptor<>)", CategoryNormActivation},
+		{"_ZN5aiter18fmha_fwd_hd128_fp8E", CategoryAttention},
+		{"void aiter::paged_attention_ll4mi_QKV_mfma16_kernel<__hip_bfloat16, __hip_bfloat16, 256, 128, 16, 4>(__hip_bfloat16 const*, __hip_bfloat16 const*)", CategoryAttention},
+		{"ncclDevKernel_Generic(ncclDevKernelArgsStorage<4096ul>)", CategoryCommunication}, // RCCL keeps NCCL's names
+		{"rcclGenericKernel", CategoryCommunication},
+		// Triton: Inductor's generated kernels by their kind and fused ops,
+		// hand-written attention kernels by their function names (vLLM's
+		// prefix_prefill.py _fwd_kernel, ROCm/tutorial _attn_fwd, SGLang's
+		// decode _fwd_grouped_kernel_stage1); the shared triton_example.
+		{"triton_poi_fused_add_all_reduce_0", CategoryElementwise},
+		{"triton_poi_fused_add_cos_sin_0", CategoryElementwise}, // HTA triton_example
+		{"triton_per_fused__to_copy_add_mean_mul_pow_rsqrt_1", CategoryNormActivation},
+		{"triton_tem_fused_mm_0", CategoryGEMM},
+		{"triton_tem_fused_flex_attention_0", CategoryAttention},
+		{"_fwd_kernel", CategoryAttention},
+		{"_attn_fwd", CategoryAttention},
+		{"_fwd_grouped_kernel_stage1", CategoryAttention},
+		{"kernel_unified_attention_2d", CategoryAttention},
+		{"_layer_norm_fwd_1pass_kernel", CategoryNormActivation},
+		// cuDNN: batch norm, convolutions plain and fused with ReLU (HTA's
+		// ns-resolution and critical-path traces).
+		{"void cudnn::bn_bw_1C11_kernel_new<float, float, float2, 128, true, 1>(float, float, float, float, cudnnTensorStruct, float const*)", CategoryNormActivation},
+		{"void cudnn::bn_fw_tr_1C11_kernel_NCHW<float, float, int, 128, true, 1, true>(cudnnTensorStruct, float const*, cudnnTensorStruct, float*)", CategoryNormActivation},
+		{"cudnn_infer_volta_scudnn_128x64_relu_medium_nn_v1", CategoryGEMM},
+		{"void cudnn::detail::dgrad_engine<float, 512, 6, 5, 3, 3, 3, false>(int, int, int, float const*, int, float const*, int, float*)", CategoryGEMM},
+		{"void fft2d_r2c_32x32<float, false, 5u, true>(float2*, float const*, int, int, int, int, int, int, int, int, int, cudnn::reduced_divisor, bool, int2, int, int)", CategoryGEMM},
+		// Other: what says nothing.
+		{"kernel_7", CategoryOther},
 		{"", CategoryOther},
 	}
 	for _, c := range cases {
@@ -89,7 +134,7 @@ func TestCategorize(t *testing.T) {
 }
 
 func TestKernelCategoryNames(t *testing.T) {
-	want := []string{"gemm", "attention", "communication", "norm/activation", "sampling", "memcpy", "memset", "other"}
+	want := []string{"gemm", "attention", "communication", "norm/activation", "sampling", "elementwise", "memcpy", "memset", "other"}
 	for i, w := range want {
 		if got := KernelCategory(i).String(); got != w {
 			t.Errorf("category %d = %q, want %q", i, got, w)
@@ -201,7 +246,7 @@ func TestVocabularyDerived(t *testing.T) {
 			t.Errorf("category %s has no overlap priority", c)
 		}
 	}
-	if BucketGPUIdle != BucketGPULast+1 || NumBuckets != BucketOther+1 {
+	if BucketGPUIdle != BucketGPULast+1 || NumBuckets != BucketUnattributed+1 {
 		t.Error("the GPU buckets are not contiguous")
 	}
 }

@@ -1,13 +1,20 @@
 package attribution_test
 
 import (
+	"context"
+	"math"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/llmprof/llmprof/align"
 	"github.com/llmprof/llmprof/attribution"
+	"github.com/llmprof/llmprof/ingest"
 	"github.com/llmprof/llmprof/ingest/kineto"
+	"github.com/llmprof/llmprof/internal/shareddata"
 	"github.com/llmprof/llmprof/internal/synthtrace"
+	"github.com/llmprof/llmprof/nsys"
 	"github.com/llmprof/llmprof/synth"
 )
 
@@ -91,4 +98,78 @@ func checkTokenTruth(t *testing.T, run *synth.Run, res *attribution.Result) {
 	if tokens == 0 || gpu == 0 || res.Tokens == nil || res.Tokens.Estimated != 0 {
 		t.Fatalf("%d tokens, %d ns of GPU GEMM+attention, summary %+v: the GPU buckets must be filled", tokens, gpu, res.Tokens)
 	}
+}
+
+// Every shared Kineto trace and nsys export with kernels: the taxonomy
+// leaves under 5% of GPU time in other, and the GPU section reports that
+// share and the names that hold it. HTA's MI250 trace has its hipBLASLt
+// GEMMs (Cijk_…) in gemm.
+func TestUncategorizedShareOnSharedFiles(t *testing.T) {
+	var paths []string
+	paths = append(paths, shareddata.Glob(t, "testdata/kineto/*.json.gz")...)
+	paths = append(paths, shareddata.Glob(t, "testdata/nsys/*.sqlite")...)
+	files := 0
+	for _, path := range paths {
+		var tr *ingest.Trace
+		var err error
+		if strings.HasSuffix(path, ".sqlite") {
+			tr, err = nsys.Decoder{Tables: nsys.Kernels | nsys.MemoryOps}.DecodeFile(context.Background(), path)
+		} else {
+			tr, err = decodeKineto(path)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		g := attribution.AnalyzeGPU(tr, attribution.DefaultGPUOptions)
+		var gpuMs float64
+		for _, c := range g.KernelCategories {
+			gpuMs += c.TotalMs
+		}
+		if gpuMs == 0 {
+			continue
+		}
+		files++
+		u := g.Uncategorized
+		other := g.KernelCategories[attribution.CategoryOther]
+		if math.Abs(u.TotalMs-other.TotalMs) > 1e-9 || math.Abs(u.Share-other.Share) > 1e-12 {
+			t.Errorf("%s: uncategorized %+v disagrees with the other category %+v", filepath.Base(path), u, other)
+		}
+		var top float64
+		for _, k := range u.Top {
+			top += k.Share
+		}
+		if u.Share > 0 && (len(u.Top) == 0 || top > u.Share+1e-9) {
+			t.Errorf("%s: other %.4f, its top names %v", filepath.Base(path), u.Share, u.Top)
+		}
+		t.Logf("%s: other %.2f%% of GPU time", filepath.Base(path), 100*u.Share)
+		if u.Share >= 0.05 {
+			t.Errorf("%s: %.1f%% of GPU time uncategorized; most in %+v", filepath.Base(path), 100*u.Share, u.Top)
+		}
+		if strings.Contains(path, "mi250") {
+			for _, k := range g.TopKernels {
+				if strings.HasPrefix(k.Name, "Cijk_") && k.Category != "gemm" {
+					t.Errorf("MI250: %s is %s", k.Name, k.Category)
+				}
+			}
+			if g.KernelCategories[attribution.CategoryGEMM].Share < 0.2 {
+				t.Errorf("MI250: gemm share %.3f", g.KernelCategories[attribution.CategoryGEMM].Share)
+			}
+		}
+	}
+	if files < 10 {
+		t.Fatalf("%d shared files with kernels, want the 14 of testdata/README.md", files)
+	}
+}
+
+func decodeKineto(path string) (*ingest.Trace, error) {
+	in, err := ingest.NewInput(path)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := in.Open()
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	return kineto.Decoder{}.DecodeReader(context.Background(), rc, path)
 }

@@ -105,6 +105,12 @@ type Request struct {
 	// present has bit st set when the input shows stage st for this request
 	// (a span or an attribute), even with zero length.
 	present uint16
+	// segments are the stretches of the request each stage owns after
+	// partition (StageOther left out), disjoint and in time order; fromSpans
+	// has bit st set when a stage span (not an attribute or a timestamp
+	// event) shows stage st.
+	segments  []StageSegment
+	fromSpans uint16
 	// TokenizeEnd and QueueEnd are where the tokenize and queue stages end,
 	// QueueStart where the queue starts (0 when the input has no such stage).
 	TokenizeEnd, QueueStart, QueueEnd int64
@@ -385,6 +391,7 @@ func buildRequest(t *ingest.Trace, ix *spanIndex, k *keyCache, i int, style Styl
 		grab(ds)
 		if st, ok := stageSpanNames[t.Str(ds.Name)]; ok {
 			ivs = append(ivs, interval{st, ds.Start, ds.End})
+			r.fromSpans |= 1 << st
 		}
 	}
 	if q, ok := eventTimes["QUEUE_START"]; ok {
@@ -467,7 +474,7 @@ func buildRequest(t *ingest.Trace, ix *spanIndex, k *keyCache, i int, style Styl
 	r.TokenizeEnd, _ = stageEnd(ivs, StageTokenize)
 	r.QueueEnd, _ = stageEnd(ivs, StageQueue)
 	r.QueueStart = stageStart(ivs, StageQueue)
-	r.Stages, r.Gaps, problems = partition(r.Arrival, r.End, ivs, problems)
+	r.Stages, r.Gaps, r.segments, problems = partition(r.Arrival, r.End, ivs, problems)
 	for _, iv := range ivs {
 		r.present |= 1 << iv.stage
 	}
@@ -509,6 +516,26 @@ func hasStage(ivs []interval, st Stage) bool {
 	return false
 }
 
+// StageSegment is a stretch of a request that one stage owns.
+type StageSegment struct {
+	Stage    Stage
+	From, To int64
+}
+
+// DerivedSegments returns the stretches of the request owned by stages that
+// no stage span shows — placed from latency attributes (attrstages.go) or
+// timestamp events — disjoint and in time order: the stages a timeline of
+// the spans alone would not draw.
+func (r *Request) DerivedSegments() []StageSegment {
+	var out []StageSegment
+	for _, sg := range r.segments {
+		if r.fromSpans&(1<<sg.Stage) == 0 {
+			out = append(out, sg)
+		}
+	}
+	return out
+}
+
 // Gap is a stretch of a request that no stage covers (part of StageOther),
 // with the stages on either side of it (StageOther at the request's start or
 // end). Blind-spot analysis names what usually lies there.
@@ -520,11 +547,12 @@ type Gap struct {
 // partition assigns every instant of [from, to) to at most one stage (by
 // stagePriority where claims overlap) and the rest to other. The result sums
 // to to − from exactly. Claims outside the request are clipped, and a claim
-// that sticks out by more than a millisecond is reported.
-func partition(from, to int64, ivs []interval, problems []string) ([NumStages]int64, []Gap, []string) {
+// that sticks out by more than a millisecond is reported. It also returns
+// the stages' segments in time order (other left out).
+func partition(from, to int64, ivs []interval, problems []string) ([NumStages]int64, []Gap, []StageSegment, []string) {
 	var out [NumStages]int64
 	if to <= from {
-		return out, nil, problems
+		return out, nil, nil, problems
 	}
 	const slack = 1_000_000
 	rank := [NumStages]int{}
@@ -585,9 +613,11 @@ func partition(from, to int64, ivs []interval, problems []string) ([NumStages]in
 	}
 	emit(StageOther, cur, to)
 	var gaps []Gap
+	var owned []StageSegment
 	for i, sg := range segs {
 		out[sg.stage] += sg.to - sg.from
 		if sg.stage != StageOther {
+			owned = append(owned, StageSegment{sg.stage, sg.from, sg.to})
 			continue
 		}
 		g := Gap{From: sg.from, To: sg.to, Before: StageOther, After: StageOther}
@@ -599,7 +629,7 @@ func partition(from, to int64, ivs []interval, problems []string) ([NumStages]in
 		}
 		gaps = append(gaps, g)
 	}
-	return out, gaps, problems
+	return out, gaps, owned, problems
 }
 
 func fmtOutside(iv interval, from, to int64) string {

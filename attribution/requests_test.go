@@ -2,6 +2,7 @@ package attribution
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -266,9 +267,12 @@ func TestPartitionOverlapsAndClipping(t *testing.T) {
 	// A prefill span containing the decode span (NIXL disaggregation) and a
 	// stream span sticking out of the request by 5 ms.
 	ivs := []interval{{StagePrefill, 0, 80 * ms}, {StageDecode, 30 * ms, 70 * ms}, {StageStream, 90 * ms, 105 * ms}}
-	got, gaps, problems := partition(0, 100*ms, ivs, nil)
+	got, gaps, segs, problems := partition(0, 100*ms, ivs, nil)
 	if got[StagePrefill] != 80*ms || got[StageDecode] != 0 || got[StageStream] != 10*ms || got[StageOther] != 10*ms {
 		t.Fatalf("partition = %v", got)
+	}
+	if wantSegs := []StageSegment{{StagePrefill, 0, 80 * ms}, {StageStream, 90 * ms, 100 * ms}}; !slices.Equal(segs, wantSegs) {
+		t.Fatalf("segments = %+v, want %+v", segs, wantSegs)
 	}
 	want := []Gap{{80 * ms, 90 * ms, StagePrefill, StageStream}}
 	if len(gaps) != 1 || gaps[0] != want[0] {

@@ -40,6 +40,19 @@ const (
 	// tokenization, the engine loop between steps, output processing after
 	// a step.
 	BucketOther
+	// BucketStagePrefill, BucketStageDecode and BucketStageInference: a
+	// request with no engine step in the input, inside its prefill, decode
+	// or inference stage (placed from latency attributes or stage spans):
+	// engine time the stages locate but nothing splits.
+	BucketStagePrefill
+	BucketStageDecode
+	BucketStageInference
+	// BucketUnattributed: time of a request with no engine step that no
+	// stage covers, before its first token when the input shows no queue,
+	// prefill or inference stage, after it when it shows no decode or
+	// inference stage: the input cannot say whether the request waited or
+	// ran (stageWalk).
+	BucketUnattributed
 	NumBuckets
 )
 
@@ -80,6 +93,45 @@ var bucketTable = map[Bucket]BucketInfo{
 	BucketGPUIdle:        {Name: "gpu.idle", Column: "gpu_idle_ns", Short: "idle", Since: 1},
 	BucketCPUPostprocess: {Name: "cpu.postprocess", Column: "cpu_postprocess_ns", Short: "post", Since: 1},
 	BucketOther:          {Name: "other", Column: "other_ns", Short: "other", Since: 1},
+	BucketStagePrefill:   {Name: "stage.prefill", Column: "stage_prefill_ns", Short: "prefill", Since: 4},
+	BucketStageDecode:    {Name: "stage.decode", Column: "stage_decode_ns", Short: "decode", Since: 4},
+	BucketStageInference: {Name: "stage.inference", Column: "stage_inference_ns", Short: "infer", Since: 4},
+	BucketUnattributed:   {Name: "unattributed", Column: "unattributed_ns", Short: "unattr", Since: 4},
+}
+
+// stageBucket is the token bucket of a stage's time in a request with no
+// engine steps (stageWalk): the CPU stages around the engine are other, as
+// they are between steps.
+var stageBucket = [NumStages]Bucket{
+	StageTokenize:   BucketOther,
+	StageQueue:      BucketQueue,
+	StagePrefill:    BucketStagePrefill,
+	StageDecode:     BucketStageDecode,
+	StageInference:  BucketStageInference,
+	StageDetokenize: BucketOther,
+	StageStream:     BucketOther,
+	StageOther:      BucketOther,
+}
+
+// prefillStages and decodeStages are the stages that say where a request
+// was before its first token and after it: without one of them (and without
+// steps) the time there that no stage covers is unattributed, not other.
+const (
+	prefillStages = 1<<StageQueue | 1<<StagePrefill | 1<<StageInference
+	decodeStages  = 1<<StageDecode | 1<<StageInference
+)
+
+// uncoveredBuckets says where the time no stage covers goes in a request
+// with no steps, before its first token and after it.
+func (r *Request) uncoveredBuckets() (before, after Bucket) {
+	before, after = BucketUnattributed, BucketUnattributed
+	if r.present&prefillStages != 0 {
+		before = BucketOther
+	}
+	if r.present&decodeStages != 0 {
+		after = BucketOther
+	}
+	return before, after
 }
 
 // Info returns the bucket's names.
@@ -336,17 +388,13 @@ func (w *tokenWalker) request(ri int, fn func(*TokenBreakdown)) {
 		w.times = times
 	}
 	steps := w.reqStep[ri]
-	// First scheduling: the first step, else the end of the queue stage.
-	firstSched := int64(math.MaxInt64)
-	if len(steps) > 0 {
-		firstSched = w.res.Steps[steps[0]].Start
-	} else if r.QueueEnd != 0 {
-		firstSched = r.QueueEnd
+	if len(steps) == 0 {
+		w.stageWalk(ri, times, estimated, fn)
+		return
 	}
-	var engineSteps []int
-	if len(steps) > 0 {
-		engineSteps = w.res.Engines[w.res.Steps[steps[0]].Engine].Steps
-	}
+	// First scheduling: the first step.
+	firstSched := w.res.Steps[steps[0]].Start
+	engineSteps := w.res.Engines[w.res.Steps[steps[0]].Engine].Steps
 	var tb TokenBreakdown
 	p := 0 // next of the request's steps to consider
 	for i, to := range times {
@@ -385,6 +433,59 @@ func (w *tokenWalker) request(ri int, fn func(*TokenBreakdown)) {
 			p++
 		}
 		w.gap(r, cursor, to, firstSched, engineSteps, p < len(steps), &tb.Buckets)
+		fn(&tb)
+	}
+}
+
+// stageWalk splits the tokens of a request that ran in no engine step the
+// input shows by the request's stages (partition's segments): queue is
+// queue, prefill, decode and inference their stage buckets, the CPU stages
+// other. Time no stage covers is other where the input places the engine's
+// part of that phase (a queue, prefill or inference stage before the first
+// token, a decode or inference stage after it) and unattributed where it
+// does not: such an input says neither when the request was scheduled nor
+// whether it waited, so none of it is queue.
+func (w *tokenWalker) stageWalk(ri int, times []int64, estimated bool, fn func(*TokenBreakdown)) {
+	r := &w.res.Requests[ri]
+	before, after := r.uncoveredBuckets()
+	uncovered := func(lo, hi int64, out *[NumBuckets]int64) {
+		if hi <= lo {
+			return
+		}
+		cut := min(max(r.FirstToken, lo), hi)
+		out[before] += cut - lo
+		out[after] += hi - cut
+	}
+	segs := r.segments
+	var tb TokenBreakdown
+	for i, to := range times {
+		from := r.Arrival
+		if i > 0 {
+			from = times[i-1]
+		}
+		tb = TokenBreakdown{Request: ri, Index: i, EmittedAt: to, Interval: to - from, Estimated: estimated, Step: -1}
+		if to < from { // out-of-order token events: nothing to split
+			tb.Interval = 0
+			fn(&tb)
+			continue
+		}
+		cursor := from
+		for len(segs) > 0 && segs[0].To <= cursor {
+			segs = segs[1:]
+		}
+		for _, sg := range segs {
+			if sg.From >= to {
+				break
+			}
+			lo, hi := max(sg.From, cursor), min(sg.To, to)
+			if hi <= lo {
+				continue
+			}
+			uncovered(cursor, lo, &tb.Buckets)
+			tb.Buckets[stageBucket[sg.Stage]] += hi - lo
+			cursor = hi
+		}
+		uncovered(cursor, to, &tb.Buckets)
 		if est := w.res.gpuEst; est != nil {
 			est.addEstimatedGPU(ri, i, len(times), &tb.Buckets)
 			tb.GPUEstimated = true
@@ -393,10 +494,10 @@ func (w *tokenWalker) request(ri int, fn func(*TokenBreakdown)) {
 	}
 }
 
-// gap attributes [x, y), a stretch of the request's life outside its steps:
-// before first scheduling it is queue (tokenization → other); after, it is
-// preempted from the first engine step that ran without the request, when the
-// request has a step still to come, and other otherwise.
+// gap attributes [x, y), a stretch of the life of a request with steps
+// outside them: before its first step it is queue (tokenization → other);
+// after, it is preempted from the first engine step that ran without the
+// request, when the request has a step still to come, and other otherwise.
 func (w *tokenWalker) gap(r *Request, x, y, firstSched int64, engineSteps []int, moreSteps bool, out *[NumBuckets]int64) {
 	if y <= x {
 		return

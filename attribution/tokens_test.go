@@ -150,10 +150,21 @@ func TestEstimatedTokensForStockVLLM(t *testing.T) {
 	if len(ts.Unfilled) < 2 {
 		t.Fatalf("unfilled = %v: must say the GPU buckets cannot be filled and that times are estimated", ts.Unfilled)
 	}
+	var prefill, decode int64
 	res.EachToken(func(tb *attribution.TokenBreakdown) {
 		for b, v := range tb.Buckets {
 			switch attribution.Bucket(b) {
 			case attribution.BucketQueue, attribution.BucketOther:
+			case attribution.BucketStagePrefill:
+				if v != 0 && tb.Index != 0 {
+					t.Fatalf("decode token %d has %d ns of prefill", tb.Index, v)
+				}
+				prefill += v
+			case attribution.BucketStageDecode:
+				if v != 0 && tb.Index == 0 {
+					t.Fatalf("first token has %d ns of decode", v)
+				}
+				decode += v
 			default:
 				if v != 0 {
 					t.Fatalf("estimated token filled %s without GPU data", attribution.Bucket(b))
@@ -161,4 +172,14 @@ func TestEstimatedTokensForStockVLLM(t *testing.T) {
 			}
 		}
 	})
+	// vLLM's latency attributes place prefill and decode: the tokens carry
+	// them as the request stages do.
+	var wantPrefill, wantDecode int64
+	for i := range res.Requests {
+		wantPrefill += res.Requests[i].Stages[attribution.StagePrefill]
+		wantDecode += res.Requests[i].Stages[attribution.StageDecode]
+	}
+	if prefill == 0 || decode == 0 || prefill > wantPrefill || decode > wantDecode {
+		t.Fatalf("tokens hold %d ns of prefill and %d of decode; the stages %d and %d", prefill, decode, wantPrefill, wantDecode)
+	}
 }

@@ -496,13 +496,16 @@ func unfilled(res *Result, ts *TokenSummary) ([]string, map[string]int) {
 	case len(res.Steps) == 0 && res.gpuEst != nil:
 		ts.GPUEstimated = true
 		ts.GPUEstimate = "gpu.* are estimated: with no llm.step spans, each request's GPU time is the kernels in its prefill and decode windows, shared among concurrent requests by their share of the batch (token rate); the first token gets the prefill share, the decode tokens the decode share evenly"
-		out = append(out, "cpu.schedule, gpu.idle, cpu.postprocess, preempted: no llm.step spans (engine steps with their batches); the rest of the engine time is in other")
+		out = append(out, "cpu.schedule, gpu.idle, cpu.postprocess, preempted: no llm.step spans (engine steps with their batches); the rest of the engine time is in stage.prefill, stage.decode, stage.inference where the input places those stages, else in other")
 	case len(res.Steps) == 0:
-		out = append(out, "cpu.schedule, gpu.*, gpu.idle, cpu.postprocess, preempted: no llm.step spans (engine steps with their batches); engine time is in other")
+		out = append(out, "cpu.schedule, gpu.*, gpu.idle, cpu.postprocess, preempted: no llm.step spans (engine steps with their batches); engine time is in stage.prefill, stage.decode, stage.inference where the input places those stages, else in other")
 	case via["none"] == len(res.Steps):
 		out = append(out, "gpu.*, gpu.idle, cpu.schedule, cpu.postprocess: no GPU data for the steps (add an nsys export of the engine); step time is in step_unsplit")
 	case via["none"] > 0:
 		out = append(out, fmt.Sprintf("%d of %d steps have no GPU ops; their time is in step_unsplit", via["none"], len(res.Steps)))
+	}
+	if n := unscheduled(res); n > 0 {
+		out = append(out, fmt.Sprintf("queue, prefill, decode of %d of %d requests: no scheduling data (no llm.step spans; no queue or prefill stage before the first token, or no decode stage after it); that time is in unattributed", n, len(res.Requests)))
 	}
 	if ts.Estimated > 0 {
 		out = append(out, fmt.Sprintf("%d token times estimated evenly from TTFT and TPOT (no llm.token events): per-token variance is not observed", ts.Estimated))
@@ -511,4 +514,15 @@ func unfilled(res *Result, ts *TokenSummary) ([]string, map[string]int) {
 		via = nil
 	}
 	return out, via
+}
+
+// unscheduled counts the requests with token time in unattributed.
+func unscheduled(res *Result) int {
+	n := 0
+	for i := range res.tokenSums {
+		if res.tokenSums[i].All[BucketUnattributed] > 0 {
+			n++
+		}
+	}
+	return n
 }

@@ -70,6 +70,20 @@ type PerfettoOptions struct {
 	// Metadata is written as the trace's "otherData" object (Chrome's trace
 	// viewer shows it under Metadata): the alignment table, the inputs.
 	Metadata map[string]any
+	// Stages are request stages no span shows (placed from latency
+	// attributes: attribution.Request.DerivedSegments), drawn as async
+	// slices on a row of their own beside their request span, so that a
+	// timeline of such a request shows its queue, prefill and decode.
+	Stages []StageSlice
+}
+
+// StageSlice is one derived stage of the request span Span (an index into
+// the trace's spans): Name over [From, To). The stages of one request must
+// not overlap.
+type StageSlice struct {
+	Span     int
+	Name     string
+	From, To int64
 }
 
 // PerfettoStats describes what was written.
@@ -190,10 +204,19 @@ type exporter struct {
 	launched    []bool
 	cookies     uint64
 
+	// stageRows are the pid and cookie of each request with opts.Stages,
+	// by its span.
+	stageRows map[int]stageRow
+
 	// Caller links, by the index of the event they bind to.
 	outSpan map[int]uint64
 	inSpan  map[int]uint64
 	inOp    map[int]uint64
+}
+
+type stageRow struct {
+	proc   int
+	cookie uint64
 }
 
 type procKey struct {
@@ -385,6 +408,16 @@ func (x *exporter) layoutOTLP() {
 			tr.cookies[l] = x.cookies
 		}
 		x.tracks = append(x.tracks, tr)
+	}
+	x.stageRows = map[int]stageRow{}
+	for _, st := range x.opts.Stages {
+		if st.Span < 0 || st.Span >= len(t.Spans) || t.Spans[st.Span].Origin != ingest.OriginOTLP {
+			continue
+		}
+		if _, ok := x.stageRows[st.Span]; !ok {
+			x.cookies++
+			x.stageRows[st.Span] = stageRow{proc: trackOf[resolve(int32(st.Span))].proc, cookie: x.cookies}
+		}
 	}
 }
 
@@ -830,6 +863,40 @@ func (x *exporter) writeOTLP() {
 		}
 		for l := range stacks {
 			closeUntil(l, 0, true)
+		}
+	}
+	x.writeStages()
+}
+
+// writeStages draws opts.Stages: per request one row (cookie) of
+// back-to-back slices, which nest trivially.
+func (x *exporter) writeStages() {
+	ew := x.ew
+	for _, st := range x.opts.Stages {
+		row, ok := x.stageRows[st.Span]
+		if !ok || st.To < st.From {
+			continue
+		}
+		pid := x.procs[row.proc].pid
+		for _, ph := range []string{"b", "e"} {
+			ew.begin(ph)
+			ew.str("cat", "llmprof.stage")
+			ew.str("name", nameOr(st.Name))
+			ew.int("pid", pid)
+			ew.int("tid", pid)
+			if ph == "b" {
+				ew.ts("ts", st.From)
+			} else {
+				ew.ts("ts", st.To)
+			}
+			ew.raw("id2", cookieJSON(row.cookie))
+			if ph == "b" {
+				x.args.reset()
+				x.args.str("request_span_id", x.t.Spans[st.Span].ID.String())
+				x.args.str("placed_from", "request attributes or events (no stage span)")
+				ew.raw("args", x.args.done())
+			}
+			ew.end()
 		}
 	}
 }

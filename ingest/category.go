@@ -17,6 +17,11 @@ const (
 	CategoryCommunication
 	CategoryNormActivation
 	CategorySampling
+	// CategoryElementwise is memory-bound work that is none of the above:
+	// pointwise and reduction kernels (fused by torch.compile or nvFuser
+	// too), fills and copies done by kernels, gathers, scatters and
+	// embedding lookups, sorts, quantization, optimizer steps.
+	CategoryElementwise
 	CategoryMemcpy
 	CategoryMemset
 	CategoryOther
@@ -48,12 +53,13 @@ type CategoryInfo struct {
 var kernelCategories = [NumKernelCategories]CategoryInfo{
 	CategoryGEMM:           {Name: "gemm", Key: "gemm", Short: "gemm", Overlap: 2, Since: 1},
 	CategoryAttention:      {Name: "attention", Key: "attention", Short: "attn", Overlap: 1, Since: 1},
-	CategoryCommunication:  {Name: "communication", Key: "communication", Short: "comm", Overlap: 8, Since: 1},
+	CategoryCommunication:  {Name: "communication", Key: "communication", Short: "comm", Overlap: 9, Since: 1},
 	CategoryNormActivation: {Name: "norm/activation", Key: "norm_activation", Short: "norm/act", Overlap: 3, Since: 1},
 	CategorySampling:       {Name: "sampling", Key: "sampling", Short: "sampling", Overlap: 4, Since: 1},
-	CategoryMemcpy:         {Name: "memcpy", Key: "memcpy", Short: "memcpy", Overlap: 6, Since: 1},
-	CategoryMemset:         {Name: "memset", Key: "memset", Short: "memset", Overlap: 7, Since: 3},
-	CategoryOther:          {Name: "other", Key: "other", Short: "other", Overlap: 5, Since: 1},
+	CategoryElementwise:    {Name: "elementwise", Key: "elementwise", Short: "elemwise", Overlap: 5, Since: 4},
+	CategoryMemcpy:         {Name: "memcpy", Key: "memcpy", Short: "memcpy", Overlap: 7, Since: 1},
+	CategoryMemset:         {Name: "memset", Key: "memset", Short: "memset", Overlap: 8, Since: 3},
+	CategoryOther:          {Name: "other", Key: "other", Short: "other", Overlap: 6, Since: 1},
 }
 
 // Info returns the category's row of the table.

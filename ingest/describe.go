@@ -33,6 +33,9 @@ func unknownFormatError(in *Input, decoders []Decoder) error {
 	if schema := savedSchema(in.Head); schema != "" {
 		return fmt.Errorf("%w: JSON with \"schema\": %q; analyze reads traces and captures, while two saved analyses are compared with `llmprof diff BASE.json CANDIDATE.json`", ErrSavedOutput, schema)
 	}
+	if kind := benchResult(in.Head); kind != "" {
+		return fmt.Errorf("%w: %s; analyze reads traces and captures, while two benchmark runs are compared with `llmprof diff BASE.json CANDIDATE.json`", ErrUnknownFormat, kind)
+	}
 	var accepts []string
 	for _, d := range decoders {
 		switch a, ok := d.(Describer); {
@@ -186,4 +189,25 @@ func firstLine(h []byte) string {
 		}
 	}
 	return string(line)
+}
+
+// benchResult says which kind of vLLM benchmark result a head is ("" when
+// neither): a `vllm bench serve` result (the keys its writer puts first,
+// as compare/vllmbench.go recognizes them for diff), or the table that
+// vLLM's benchmark suite summarizes runs into (an array of rows keyed by
+// column headings such as "Mean TTFT (ms)").
+func benchResult(head []byte) string {
+	text := bytes.TrimLeft(head, " \t\r\n")
+	if len(text) == 0 {
+		return ""
+	}
+	has := func(k string) bool { return bytes.Contains(text, []byte(`"`+k+`"`)) }
+	switch {
+	case text[0] == '{' && has("num_prompts") && (has("backend") || has("endpoint_type")) &&
+		(has("request_throughput") || has("ttfts") || has("latencies") || has("mean_ttft_ms")):
+		return "this is a `vllm bench serve` result (client-side latencies), not a trace"
+	case text[0] == '[' && has("Test name") && has("Mean TTFT (ms)"):
+		return "this is a table of vLLM benchmark results (one row per run, \"Mean TTFT (ms)\" …), not a trace; diff reads the runs' own `vllm bench serve` JSON files"
+	}
+	return ""
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/llmprof/llmprof/ingest"
 	"github.com/llmprof/llmprof/ingest/otlp"
+	"github.com/llmprof/llmprof/internal/shareddata"
 )
 
 // spansJSONL is n OTLP/JSON lines of one span each, with IDs from base on
@@ -512,5 +513,16 @@ func TestOpenReportsInputsAndSizes(t *testing.T) {
 	}
 	if len(done) != 2 {
 		t.Errorf("progress for %v", done)
+	}
+}
+
+// The shared vLLM bench results given to analyze: the error says what they
+// are and points to diff.
+func TestBenchResultPointsToDiff(t *testing.T) {
+	for _, path := range shareddata.Glob(t, "testdata/vllm-bench/*.json") {
+		_, err := open(t, ingest.OpenOptions{}, path)
+		if !errors.Is(err, ingest.ErrUnknownFormat) || !strings.Contains(err.Error(), "benchmark") || !strings.Contains(err.Error(), "llmprof diff BASE.json CANDIDATE.json") {
+			t.Errorf("%s: error = %v", filepath.Base(path), err)
+		}
 	}
 }

@@ -120,3 +120,28 @@ func TestLaunchCalls(t *testing.T) {
 		t.Fatalf("LaunchCalls = %v, want %v", got, want)
 	}
 }
+
+// Byte-identical copies of spans (a dump given twice) are one warning with
+// a count; a reused span ID on another span still warns on its own.
+func TestExactDuplicateSpansOneWarning(t *testing.T) {
+	tr := New()
+	tr.Sources = []Source{{Path: "dump.jsonl"}}
+	name, other := tr.Strings.Intern("llm.request"), tr.Strings.Intern("other")
+	span := Span{TraceID: TraceID{1}, ID: SpanID{1}, Name: name, Start: 10, End: 20, Origin: OriginOTLP, Resource: -1, Scope: -1}
+	for range 4 {
+		tr.Spans = append(tr.Spans, span)
+	}
+	renamed := span
+	renamed.Name = other
+	tr.Spans = append(tr.Spans, renamed)
+	tr.Validate()
+	var got []string
+	for _, w := range tr.Warnings.List {
+		got = append(got, w.Code+": "+w.Msg)
+	}
+	all := strings.Join(got, "\n")
+	if len(got) != 2 || !strings.Contains(all, "duplicate-spans: 3 spans are exact copies of an earlier span") ||
+		!strings.Contains(all, `duplicate-span-id: span ID 0100000000000000 appears twice in trace 01000000000000000000000000000000 ("llm.request" and "other")`) {
+		t.Errorf("warnings:\n%s", all)
+	}
+}

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 )
 
@@ -50,6 +51,10 @@ func (t *Trace) checkSpanIDs() {
 		}
 	}
 	seen := make(map[key]int, withID)
+	// Exact copies (same IDs, name and times: a file given twice, or
+	// concatenated dumps) are one warning per source with a count, not one
+	// per span.
+	exact := map[SourceID]int{}
 	for i := range t.Spans {
 		s := &t.Spans[i]
 		if s.Origin != OriginOTLP || s.ID.IsZero() {
@@ -57,12 +62,20 @@ func (t *Trace) checkSpanIDs() {
 		}
 		k := key{s.TraceID, s.ID}
 		if j, dup := seen[k]; dup {
+			if o := &t.Spans[j]; o.Name == s.Name && o.Start == s.Start && o.End == s.End && o.Parent == s.Parent {
+				exact[s.Source]++
+				continue
+			}
 			t.Warnf(s.Source, "", "duplicate-span-id",
 				"span ID %s appears twice in trace %s (%q and %q); both kept",
 				s.ID, s.TraceID, t.Str(t.Spans[j].Name), t.Str(s.Name))
 			continue
 		}
 		seen[k] = i
+	}
+	for _, src := range slices.Sorted(maps.Keys(exact)) {
+		t.Warnf(src, "", "duplicate-spans",
+			"%d spans are exact copies of an earlier span (same trace and span ID, name, parent, start and end: the input given twice, or dumps concatenated?); all kept", exact[src])
 	}
 	dangling := map[SourceID]int{}
 	for i := range t.Spans {

@@ -57,6 +57,7 @@ func gpuText(b *strings.Builder, st styles, g *attribution.GPU, width int) {
 			fmt.Fprintf(b, "  %-16s %6s  %s%s  %s\n", c.Name, pct(c.Share),
 				st.bar.Render(strings.Repeat("█", filled)), st.barEmpty.Render(strings.Repeat("░", barWidth-filled)), fmtSeconds(c.TotalMs/1e3))
 		}
+		fmt.Fprintf(b, "  %s\n", st.dim.Render(uncategorizedLine(g.Uncategorized, 60)))
 	}
 	if len(g.TopKernels) > 0 {
 		k := newTable("top kernels", "category", "count", "total", "avg µs", "share")
@@ -104,4 +105,22 @@ func shorten(s string, n int) string {
 		return s
 	}
 	return string(r[:n-1]) + "…"
+}
+
+// uncategorizedLine says how much GPU time the kernel taxonomy left in
+// other and which names hold it (each cut to cut runes, 0: whole).
+func uncategorizedLine(u attribution.Uncategorized, cut int) string {
+	line := "uncategorized (other): " + pct(u.Share) + " of GPU time"
+	if len(u.Top) == 0 {
+		return line
+	}
+	var names []string
+	for _, k := range u.Top {
+		name := k.Name
+		if cut > 0 {
+			name = shorten(name, cut)
+		}
+		names = append(names, name+" "+pct(k.Share))
+	}
+	return line + "; most in " + strings.Join(names, ", ")
 }

@@ -393,6 +393,7 @@ func (h *htmlPage) gpu(g *attribution.GPU, tl *GPUTimeline) {
 			items = append(items, barItem{Label: c.Name, Value: c.Share, Text: pct(c.Share) + " · " + fmtSeconds(c.TotalMs/1e3), Color: seriesColor(i)})
 		}
 		h.figure("GPU time by kernel category", hBars("Kernel categories", items))
+		h.f(`<p class="dim">%s</p>`, esc(uncategorizedLine(g.Uncategorized, 0)))
 	}
 	if len(g.TopKernels) > 0 {
 		var rows [][]string

@@ -19,6 +19,11 @@ func infrastructureText(b *strings.Builder, st styles, res *signals.Result) {
 	p("\n%s  %s\n", st.section.Render("INFRASTRUCTURE"),
 		st.dim.Render(fmt.Sprintf("%s metric series (%s catalogued: %s), %s windows",
 			commas(res.Series), commas(res.Catalogued), layerCounts(res.Layers), time.Duration(res.Window))))
+	if res.Overlapping == 0 {
+		p("  no overlap: no metric sample lies within the requests' window (%s–%s); the samples run %s–%s, so nothing was scored\n",
+			dateTime(res.Start), dateTime(res.End), dateTime(res.SamplesFrom), dateTime(res.SamplesTo))
+		return
+	}
 	if len(res.Spikes) == 0 {
 		p("  no latency spike: no window's TTFT, ITL or E2E p99 departed from its baseline\n")
 		return
@@ -73,6 +78,8 @@ func signalList(ds []signals.Deviation) string {
 	}
 	return strings.Join(names, ", ")
 }
+
+func dateTime(ns int64) string { return time.Unix(0, ns).UTC().Format("2006-01-02 15:04:05") }
 
 func clockTime(ns int64) string { return time.Unix(0, ns).UTC().Format("15:04:05") }
 

@@ -11,7 +11,7 @@ import (
 
 func infraResult() *signals.Result {
 	return &signals.Result{
-		Series: 40, Catalogued: 38, Scored: 36, Window: 1e9, Start: 1764583200e9,
+		Series: 40, Catalogued: 38, Scored: 36, Overlapping: 40, Window: 1e9, Start: 1764583200e9,
 		Layers: map[signals.Layer]int{signals.LayerService: 10, signals.LayerRuntime: 16, signals.LayerInfrastructure: 12, signals.LayerUnknown: 2},
 		Spikes: []signals.Spike{
 			{From: 1764583223e9, To: 1764583227e9, Tested: 36,
@@ -67,5 +67,21 @@ func TestInfrastructureText(t *testing.T) {
 	_ = r.WriteJSON(&j)
 	if strings.Contains(b.String(), "INFRASTRUCTURE") || strings.Contains(j.String(), "infrastructure") {
 		t.Error("an INFRASTRUCTURE section without metrics")
+	}
+}
+
+// Metrics that do not overlap the requests say so, not "no latency spike".
+func TestInfrastructureNoOverlap(t *testing.T) {
+	const day = int64(86_400e9)
+	r := &Report{Schema: Schema, Infrastructure: &signals.Result{Series: 12, Catalogued: 12, Start: 1764583200e9, End: 1764583260e9,
+		SamplesFrom: 1764583200e9 + 67*day, SamplesTo: 1764583200e9 + 67*day, Layers: map[signals.Layer]int{signals.LayerService: 12}}}
+	var b bytes.Buffer
+	if err := r.WriteText(&b, TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if !strings.Contains(out, "no overlap: no metric sample lies within the requests' window (2025-12-01 10:00:00–2025-12-01 10:01:00); the samples run 2026-02-06 10:00:00–2026-02-06 10:00:00") ||
+		strings.Contains(out, "no latency spike") {
+		t.Errorf("text:\n%s", out)
 	}
 }

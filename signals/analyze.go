@@ -77,6 +77,14 @@ type Result struct {
 	Window int64   `json:"window_ns"`
 	Start  int64   `json:"start_ns"`
 	Spikes []Spike `json:"spikes"`
+	// Overlapping counts the series with a sample inside the requests'
+	// window [Start, End]; SamplesFrom and SamplesTo bound every sample
+	// read. With none overlapping nothing is scored: the metrics and the
+	// traces do not cover the same time.
+	Overlapping int   `json:"overlapping_series"`
+	End         int64 `json:"end_ns"`
+	SamplesFrom int64 `json:"samples_from_ns"`
+	SamplesTo   int64 `json:"samples_to_ns"`
 	// Layers counts the series read per layer.
 	Layers  map[Layer]int `json:"layers"`
 	Options Options       `json:"options"`
@@ -177,6 +185,11 @@ func Analyze(t *ingest.Trace, res *attribution.Result, opts Options) *Result {
 	for i := range res.Requests {
 		r := &res.Requests[i]
 		start, end = min(start, r.Arrival), max(end, r.End)
+	}
+	out.Overlapping, out.SamplesFrom, out.SamplesTo = overlapping(t, start, end)
+	out.Start, out.End = start, end
+	if out.Overlapping == 0 {
+		return out
 	}
 	w := opts.Window
 	if w <= 0 {
@@ -683,4 +696,25 @@ func meanAbsDev(v []float64, med float64) float64 {
 		s += math.Abs(x - med)
 	}
 	return s / float64(len(v))
+}
+
+// overlapping counts the series with a sample in [start, end] and bounds
+// the samples' times.
+func overlapping(t *ingest.Trace, start, end int64) (n int, from, to int64) {
+	in := map[ingest.SeriesID]bool{}
+	from, to = math.MaxInt64, math.MinInt64
+	for i := range t.Samples {
+		sm := &t.Samples[i]
+		if sm.Series == 0 {
+			continue
+		}
+		from, to = min(from, sm.Time), max(to, sm.Time)
+		if sm.Time >= start && sm.Time <= end {
+			in[sm.Series] = true
+		}
+	}
+	if from > to {
+		from, to = 0, 0
+	}
+	return len(in), from, to
 }

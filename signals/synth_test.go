@@ -153,3 +153,38 @@ func TestNoEpisodesNothingRanked(t *testing.T) {
 		t.Errorf("signals ranked without an episode in %d of %d seeds", ranked, len(seeds))
 	}
 }
+
+// Metrics whose samples lie 67 days after the traces are scored on
+// nothing: the result says they do not overlap instead of finding no spike.
+func TestMetricsOutsideTheTraceWindow(t *testing.T) {
+	run, err := synth.Generate(synth.EpisodesConfig(5, 30*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := synthtrace.Decode(t, run, synth.StyleLLM, synth.ProtoFramed, "trace")
+	paths, err := run.WriteMetrics(t.TempDir(), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mt, err := ingest.Open(context.Background(), paths, []ingest.Decoder{&prom.Decoder{}}, ingest.OpenOptions{Parallelism: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const later = int64(67 * 24 * time.Hour)
+	for i := range mt.Samples {
+		mt.Samples[i].Time += later
+	}
+	all := ingest.Merge(tr, mt)
+	all.Validate()
+	res := signals.Analyze(all, attribution.Analyze(all, attribution.DefaultOptions), signals.Options{})
+	if res == nil || res.Overlapping != 0 || len(res.Spikes) != 0 || res.SamplesFrom < res.End+later/2 {
+		t.Fatalf("result %+v: want no overlapping series and no spikes", res)
+	}
+	// The same metrics in place overlap.
+	for i := range all.Samples {
+		all.Samples[i].Time -= later
+	}
+	if in := signals.Analyze(all, attribution.Analyze(all, attribution.DefaultOptions), signals.Options{}); in.Overlapping == 0 {
+		t.Fatal("metrics in the trace window do not overlap")
+	}
+}

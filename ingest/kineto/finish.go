@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/llmprof/llmprof/ingest"
 )
@@ -24,6 +25,7 @@ func (d *decoder) finish() {
 	d.place(src)
 	d.joinProcesses()
 	d.names()
+	d.unlistedDevices()
 	if d.counts.rocm > d.counts.cuda {
 		d.meta(MetaGPU, "rocm")
 	} else if d.counts.cuda > 0 {
@@ -321,6 +323,11 @@ func (d *decoder) summaryWarnings() {
 		d.warnf("", "no-kernels", "no kernel activity: the trace is a CUPTI range-profiler capture (%d cuda_profiler_range "+
 			"counter events, not read); GPU time and launch delays are unknown", c.rangeProf)
 	case len(t.GPUOps) == 0 && d.n > 0:
+		if acc, n := d.otherAccelerator(); n > 0 {
+			d.warnf("", "no-gpu", "no CUDA or ROCm activity: the trace is from another accelerator (%d events of %s, not read); "+
+				"its device time and launch delays are unknown", n, acc)
+			break
+		}
 		d.warnf("", "no-gpu", "no GPU activity (a CPU-only capture): no kernels, copies or synchronizations")
 	}
 	if c.noDur > 0 {
@@ -338,4 +345,53 @@ func (d *decoder) summaryWarnings() {
 	for _, name := range d.unknownOrder {
 		d.warnf("", "unknown-category", "%d events of category %q, not read", d.unknownCats[name], name)
 	}
+}
+
+// NoProperties names a device that GPU ops run on but deviceProperties
+// does not list (absent, or listing other indices: a vLLM MI300X trace
+// lists devices 0–3 and runs its ops on device 6), so that the device shows
+// by its index and says why it has no name.
+const NoProperties = "(no properties in the trace)"
+
+// unlistedDevices adds a Device for every device index of the GPU ops that
+// deviceProperties does not list.
+func (d *decoder) unlistedDevices() {
+	t := d.t
+	listed := map[int16]bool{}
+	for _, dev := range t.Devices {
+		listed[dev.ID] = true
+	}
+	var missing []int16
+	for i := range t.GPUOps {
+		if dev := t.GPUOps[i].Device; dev >= 0 && !listed[dev] {
+			listed[dev] = true
+			missing = append(missing, dev)
+		}
+	}
+	slices.Sort(missing)
+	for _, dev := range missing {
+		t.Devices = append(t.Devices, ingest.Device{ID: dev, Name: NoProperties})
+	}
+}
+
+// otherAccelerator finds the activity of accelerators the decoder does not
+// read among the unknown categories, by the prefixes of libkineto's
+// ActivityType names: MTIA (mtia_runtime, mtia_ccp_events, mtia_insight),
+// Intel XPU, Habana HPU, MLU, GCU, Glow, and PyTorch's out-of-tree
+// backends (privateuse1_runtime, privateuse1_driver). It returns the
+// categories seen and their events.
+func (d *decoder) otherAccelerator() (string, int) {
+	var cats []string
+	n := 0
+	for _, c := range d.unknownOrder {
+		lc := strings.ToLower(c)
+		for _, p := range []string{"mtia_", "privateuse1_", "xpu_", "hpu_", "mlu_", "gcu_", "glow_"} {
+			if strings.HasPrefix(lc, p) {
+				cats = append(cats, c)
+				n += d.unknownCats[c]
+				break
+			}
+		}
+	}
+	return strings.Join(cats, ", "), n
 }

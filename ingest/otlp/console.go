@@ -136,6 +136,14 @@ func (d *state) consoleSpan(cs *consoleSpan) {
 		d.resetSpan()
 		return
 	}
+	if cs.EndTime == nil || *cs.EndTime == "null" {
+		// ReadableSpan.to_json prints end_time null for a span not yet
+		// ended (ConsoleSpanExporter given a live span, or a process that
+		// exited first): not malformed, just unfinished.
+		d.warnf("not-ended", "span %q is not ended (end_time null); skipped", cs.Name)
+		d.resetSpan()
+		return
+	}
 	if sp.End, ok = consoleTime(cs.EndTime); !ok {
 		d.warnf("bad-time", "span %q has a malformed end_time %s; skipped", cs.Name, quoteOpt(cs.EndTime))
 		d.resetSpan()

@@ -133,3 +133,17 @@ func TestConsoleExporterDamaged(t *testing.T) {
 		t.Errorf("warnings %s\n%s", got, warningList(tr))
 	}
 }
+
+// ReadableSpan.to_json prints end_time null for a span not yet ended: the
+// warning says it is not ended, not that the time is malformed.
+func TestConsoleSpanNotEnded(t *testing.T) {
+	one := `{"name": "a", "context": {"trace_id": "0x0000000000000000000000000000000a", "span_id": "0x000000000000000a", "trace_state": "[]"}, "kind": "SpanKind.CLIENT", "parent_id": null, "start_time": "2025-03-04T10:15:30.000001Z", "end_time": null, "status": {"status_code": "UNSET"}, "attributes": {}, "events": [], "links": [], "resource": {"attributes": {"service.name": "x"}, "schema_url": ""}}` + "\n"
+	tr, err := (&otlp.Decoder{}).DecodeReader(context.Background(), "paste.txt", strings.NewReader(one+one))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := warningList(tr)
+	if len(tr.Spans) != 0 || !strings.Contains(got, `span "a" is not ended (end_time null); skipped`) || strings.Contains(got, "malformed") {
+		t.Errorf("%d spans, warnings:\n%s", len(tr.Spans), got)
+	}
+}

@@ -37,7 +37,16 @@ func PerfettoOptions(inputs []string, a *Result) export.PerfettoOptions {
 			links = append(links, export.Link{From: r.Span, To: a.Attr.Steps[si].Span})
 		}
 	}
+	// Stages that only attributes show (vLLM's latency attributes) are
+	// slices too, like the stage spans of other servers.
+	var stages []export.StageSlice
+	for _, r := range a.Attr.Requests {
+		for _, sg := range r.DerivedSegments() {
+			stages = append(stages, export.StageSlice{Span: r.Span, Name: sg.Stage.String(), From: sg.From, To: sg.To})
+		}
+	}
 	return export.PerfettoOptions{
+		Stages: stages,
 		Grouping: func(t *ingest.Trace, i int) (export.Placement, bool) {
 			p, ok := place[t.Spans[i].ID]
 			return p, ok
