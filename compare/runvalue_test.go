@@ -2,16 +2,17 @@ package compare_test
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/llmprof/llmprof/compare"
 	"github.com/llmprof/llmprof/compare/comparetest"
-	"github.com/llmprof/llmprof/internal/orderstat"
 )
 
 // TestRunValueIsDiffsPerRunValue: with several runs per side diff reports
-// each metric's value as the median of the per-run values; RunValue gives
-// those per-run values, so their median is what diff shows.
+// each metric's value as the geometric mean of the per-run values (the
+// arithmetic mean where a value is ≤ 0: welchMetric); RunValue gives those
+// per-run values, so their mean is what diff shows.
 func TestRunValueIsDiffsPerRunValue(t *testing.T) {
 	var base, cand []compare.Run
 	for i := range 3 {
@@ -37,14 +38,21 @@ func TestRunValueIsDiffsPerRunValue(t *testing.T) {
 				vc = append(vc, c)
 			}
 		}
-		if math.IsNaN(m.Baseline) {
+		// A shift has no per-run value (RunValue says so below).
+		if math.IsNaN(m.Baseline) || strings.HasSuffix(m.Name, ".shift") {
 			continue
 		}
 		if len(vb) != 3 || len(vc) != 3 {
 			t.Errorf("%s: RunValue has %d and %d runs, want 3", m.Name, len(vb), len(vc))
 			continue
 		}
-		for _, pair := range [][2]float64{{orderstat.Median(vb), m.Baseline}, {orderstat.Median(vc), m.Candidate}} {
+		agg := geoMean
+		for _, v := range append(append([]float64(nil), vb...), vc...) {
+			if v <= 0 {
+				agg = arithMean
+			}
+		}
+		for _, pair := range [][2]float64{{agg(vb), m.Baseline}, {agg(vc), m.Candidate}} {
 			if math.Abs(pair[0]-pair[1]) > 1e-9*math.Abs(pair[1]) {
 				t.Errorf("%s: median of RunValue %v, diff shows %v", m.Name, pair[0], pair[1])
 			}
@@ -60,4 +68,20 @@ func TestRunValueIsDiffsPerRunValue(t *testing.T) {
 	if _, ok := compare.RunValue(&base[0], "tpot.shift"); ok {
 		t.Error("a shift has no per-run value")
 	}
+}
+
+func arithMean(x []float64) float64 {
+	s := 0.0
+	for _, v := range x {
+		s += v
+	}
+	return s / float64(len(x))
+}
+
+func geoMean(x []float64) float64 {
+	s := 0.0
+	for _, v := range x {
+		s += math.Log(v)
+	}
+	return math.Exp(s / float64(len(x)))
 }
