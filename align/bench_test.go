@@ -71,3 +71,22 @@ func BenchmarkAlignReference(b *testing.B) {
 	}
 	b.ReportMetric(float64(len(t.GPUOps)), "ops")
 }
+
+// BenchmarkCheckCausality against BenchmarkLaunchCalls, the launch ↔ kernel
+// join of launch attribution on the same trace:
+// `go test -bench 'CheckCausality|LaunchCalls' -run ^$ ./align`.
+func BenchmarkCheckCausality(b *testing.B) {
+	t := benchTrace(b)
+	b.ResetTimer()
+	for b.Loop() {
+		CheckCausality(t)
+	}
+}
+
+func BenchmarkLaunchCalls(b *testing.B) {
+	t := benchTrace(b)
+	b.ResetTimer()
+	for b.Loop() {
+		t.LaunchCalls()
+	}
+}

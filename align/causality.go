@@ -23,17 +23,14 @@ type Causality struct {
 }
 
 // CheckCausality counts causality violations in t as it stands (call it after
-// Align to judge the alignment). It is O(spans + ops) with one map entry per
-// API call.
+// Align to judge the alignment). An op whose source has API calls is
+// checked against its source's call (the last one, when the source repeats
+// the key); an op of a source without API calls against the one call of any
+// source that has its key, and not at all when several do. The join is
+// ingest's (Trace.EachLaunch, the one launch attribution uses): a
+// sort-merge, no map of every call.
 func CheckCausality(t *ingest.Trace) Causality {
 	var c Causality
-	type key struct {
-		src       ingest.SourceID
-		pid, corr uint32
-	}
-	type anyKey struct{ pid, corr uint32 }
-	calls := map[key]int64{}
-	shared := map[anyKey]int64{}
 	hasAPI := make([]bool, len(t.Sources))
 	for i := range t.Spans {
 		s := &t.Spans[i]
@@ -43,41 +40,31 @@ func CheckCausality(t *ingest.Trace) Causality {
 				c.EventsOutside++
 			}
 		}
-		if !isAPI(s) {
-			continue
-		}
-		if int(s.Source) < len(hasAPI) {
+		if isAPI(s) && int(s.Source) < len(hasAPI) {
 			hasAPI[s.Source] = true
 		}
-		calls[key{s.Source, s.Pid, s.Correlation}] = s.Start
-		ak := anyKey{s.Pid, s.Correlation}
-		if _, dup := shared[ak]; dup {
-			shared[ak] = -1 << 63 // ambiguous across sources: not used
-		} else {
-			shared[ak] = s.Start
-		}
 	}
-	for i := range t.GPUOps {
-		o := &t.GPUOps[i]
-		if o.Correlation == 0 {
-			continue
-		}
+	t.EachLaunch(func(op int32, group []int32) {
+		o := &t.GPUOps[op]
 		var start int64
-		var ok bool
+		ok := false
 		if int(o.Source) < len(hasAPI) && hasAPI[o.Source] {
-			start, ok = calls[key{o.Source, o.Pid, o.Correlation}]
-		} else {
-			start, ok = shared[anyKey{o.Pid, o.Correlation}]
-			ok = ok && start != -1<<63
+			for _, k := range group {
+				if s := &t.Spans[k]; s.Source == o.Source {
+					start, ok = s.Start, true
+				}
+			}
+		} else if len(group) == 1 {
+			start, ok = t.Spans[group[0]].Start, true
 		}
 		if !ok {
-			continue
+			return
 		}
 		c.Checked++
 		if lead := start - o.Start; lead > 0 {
 			c.Violations++
 			c.LargestNs = max(c.LargestNs, lead)
 		}
-	}
+	})
 	return c
 }

@@ -19,6 +19,9 @@
 #   NSYS_BENCH_KERNELS  kernels in the timed file (default 5000000)
 #   NSYS_BENCH_MEM      kernels in the memory file (default 10000000; 0 skips it)
 #   NSYS_BENCH_REPEAT   runs per measurement, the fastest is kept (default 2)
+#   NSYS_BENCH_STRAYS   stray kernel rows moved 2 ms earlier in a copy of the
+#                       timed file, timed as (a) and (c) again (default 2; 0 skips)
+#   NSYS_BENCH_BASELINE an earlier llmprof binary, timed as (c0) next to every (c)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,6 +29,8 @@ dir=${NSYS_BENCH_DIR:-/tmp/llmprof-nsys-bench}
 n=${NSYS_BENCH_KERNELS:-5000000}
 nmem=${NSYS_BENCH_MEM:-10000000}
 repeat=${NSYS_BENCH_REPEAT:-2}
+strays=${NSYS_BENCH_STRAYS:-2}
+baseline=${NSYS_BENCH_BASELINE:-}
 command -v sqlite3 >/dev/null || { echo "bench/nsys.sh: the sqlite3 shell is required" >&2; exit 2; }
 [ -x /usr/bin/time ] || { echo "bench/nsys.sh: /usr/bin/time (GNU time) is required" >&2; exit 2; }
 mkdir -p "$dir"
@@ -81,12 +86,38 @@ measure "(b) sqlite3 kernel summary + median, stddev" sqlite3 "$f" "$med_sql"
 echo "  $(printf '%8s %8s' "$(ratio "$wall" "$a_wall")" "$(ratio "$cpu" "$a_cpu")")"
 measure "(c) llmprof stats cuda_gpu_kern_sum" "$dir/llmprof" stats cuda_gpu_kern_sum "$f"; c_wall=$wall; c_cpu=$cpu
 echo "  $(printf '%8s %8s' "$(ratio "$wall" "$a_wall")" "$(ratio "$cpu" "$a_cpu")")"
+if [ -n "$baseline" ]; then
+	measure "(c0) baseline stats cuda_gpu_kern_sum" "$baseline" stats cuda_gpu_kern_sum "$f"
+	echo "  $(printf '%8s %8s' "$(ratio "$wall" "$a_wall")" "$(ratio "$cpu" "$a_cpu")")"
+fi
 measure "(e) llmprof stats cuda_kern_exec_sum" "$dir/llmprof" stats cuda_kern_exec_sum "$f"
 echo "  $(printf '%8s %8s' "$(ratio "$wall" "$a_wall")" "$(ratio "$cpu" "$a_cpu")")"
 if [ "$(echo "$c_wall <= 2 * $a_wall" | bc)" = 1 ]; then
 	echo "budget: (c) ≤ 2 × (a) wall: PASS ($(ratio "$c_wall" "$a_wall")×; CPU $(ratio "$c_cpu" "$a_cpu")×)"
 else
 	echo "budget: (c) ≤ 2 × (a) wall: FAIL ($(ratio "$c_wall" "$a_wall")×; CPU $(ratio "$c_cpu" "$a_cpu")×)"; status=1
+fi
+
+if [ "$strays" -gt 0 ]; then
+	# The same export with $strays kernel rows, spread over the table, moved
+	# 2 ms earlier: the table is no longer in time order (stream.go's strays).
+	g="$dir/nsys-$n-strays$strays.sqlite"
+	if [ ! -s "$g" ]; then
+		cp "$f" "$g.tmp"
+		sqlite3 "$g.tmp" "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = start - 2000000, \"end\" = \"end\" - 2000000
+			WHERE rowid IN (SELECT rowid FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE rowid % ($n / $strays) = $n / $strays / 3)"
+		mv "$g.tmp" "$g"
+	fi
+	echo
+	echo "file $g: $strays kernel rows out of time order"
+	cat "$g" > /dev/null
+	measure "(a) sqlite3 kernel summary" sqlite3 "$g" "$sum_sql"; a_wall=$wall; a_cpu=$cpu; echo "      1.00     1.00"
+	measure "(c) llmprof stats cuda_gpu_kern_sum" "$dir/llmprof" stats cuda_gpu_kern_sum "$g"
+	echo "  $(printf '%8s %8s' "$(ratio "$wall" "$a_wall")" "$(ratio "$cpu" "$a_cpu")")"
+	if [ -n "$baseline" ]; then
+		measure "(c0) baseline stats cuda_gpu_kern_sum" "$baseline" stats cuda_gpu_kern_sum "$g"
+		echo "  $(printf '%8s %8s' "$(ratio "$wall" "$a_wall")" "$(ratio "$cpu" "$a_cpu")")"
+	fi
 fi
 
 if [ "$nmem" -gt 0 ]; then

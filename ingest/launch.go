@@ -17,10 +17,36 @@ func (s *Span) IsCUDAAPI() bool {
 // call, or -1 when the op has no correlation ID or no call matches (e.g.
 // unified-memory migrations, or a call outside the capture); when inputs
 // share a (pid, correlation), the call of the op's own source is taken.
-// Several ops can share one call: the kernels of a CUDA graph launch. It is a sort-merge
+// Several ops can share one call: the kernels of a CUDA graph launch.
+func (t *Trace) LaunchCalls() (calls []int32) {
+	calls = make([]int32, len(t.GPUOps))
+	for i := range calls {
+		calls[i] = -1
+	}
+	t.EachLaunch(func(op int32, group []int32) {
+		// Two inputs can hold the same (pid, correlation): ranks on two
+		// hosts (or containers) whose processes have equal pids. The call
+		// from the op's own input wins.
+		calls[op] = group[0]
+		src := t.GPUOps[op].Source
+		for _, c := range group {
+			if t.Spans[c].Source == src {
+				calls[op] = c
+				break
+			}
+		}
+	})
+	return calls
+}
+
+// EachLaunch is the launch ↔ GPU op join, shared by LaunchCalls and
+// align.CheckCausality: for every GPU op with a correlation ID that some
+// CUDA API call (with a correlation ID) of the same pid shares, fn gets the
+// op's index in t.GPUOps and the indices in t.Spans of all those calls,
+// ascending (group is reused: fn must not keep it). It is a sort-merge
 // join: O(n log n) time and 16 bytes per call and op, never a map of every
 // call.
-func (t *Trace) LaunchCalls() (calls []int32) {
+func (t *Trace) EachLaunch(fn func(op int32, group []int32)) {
 	type keyed struct {
 		key uint64
 		idx int32
@@ -43,9 +69,7 @@ func (t *Trace) LaunchCalls() (calls []int32) {
 			api = append(api, keyed{key(s.Pid, s.Correlation), int32(i)})
 		}
 	}
-	calls = make([]int32, len(t.GPUOps))
 	for i := range t.GPUOps {
-		calls[i] = -1
 		if o := &t.GPUOps[i]; o.Correlation != 0 {
 			ops = append(ops, keyed{key(o.Pid, o.Correlation), int32(i)})
 		}
@@ -53,24 +77,19 @@ func (t *Trace) LaunchCalls() (calls []int32) {
 	byKey := func(a, b keyed) int { return cmp.Or(cmp.Compare(a.key, b.key), cmp.Compare(a.idx, b.idx)) }
 	slices.SortFunc(api, byKey)
 	slices.SortFunc(ops, byKey)
+	var group []int32
 	j := 0
 	for _, o := range ops {
 		for j < len(api) && api[j].key < o.key {
 			j++
 		}
-		if j < len(api) && api[j].key == o.key {
-			calls[o.idx] = api[j].idx
-			// Two inputs can hold the same (pid, correlation): ranks on two
-			// hosts (or containers) whose processes have equal pids. The
-			// call from the op's own input wins.
-			src := t.GPUOps[o.idx].Source
-			for k := j; k < len(api) && api[k].key == o.key; k++ {
-				if t.Spans[api[k].idx].Source == src {
-					calls[o.idx] = api[k].idx
-					break
-				}
-			}
+		if j == len(api) || api[j].key != o.key {
+			continue
 		}
+		group = group[:0]
+		for k := j; k < len(api) && api[k].key == o.key; k++ {
+			group = append(group, api[k].idx)
+		}
+		fn(o.idx, group)
 	}
-	return calls
 }

@@ -18,12 +18,17 @@ type item[T any] struct {
 	rowid int64
 }
 
-// cursor streams one table's records in time order: SQLite sorts the rows
-// (ORDER BY start, rowid) and each row is converted as it arrives, so a
-// table is never held in memory as rows. If the sorted read fails — a
-// damaged table makes SQLite's sorter give up before the first row — the
-// cursor reads the table in storage order as far as it can, keeps those
-// records, and sorts them itself.
+// cursor streams one table's records in time order, (start, rowid), and
+// converts each row as it arrives, so a table is never held in memory as
+// rows. SQLite is never asked to sort: its sorter copies every selected
+// column into an external merge sort, which costs more than the read. The
+// rows are read in storage (rowid) order; nsys writes its tables in time
+// order, and a table that is not is almost always a few stray rows: those
+// are found by a pass over the time column, skipped in the storage-order
+// read, and fetched by rowid when their turn comes (strays). If the read
+// fails before its first row — a damaged table — the cursor reads the
+// table in storage order as far as it can, keeps those records, and sorts
+// them itself.
 type cursor[T any] struct {
 	d       *decoder
 	q       *query
@@ -38,6 +43,19 @@ type cursor[T any] struct {
 	buf []item[T]
 	pos int
 
+	// The out-of-order rows of a table not in time order (strays):
+	// strays in (time, rowid) order, skip their rowids ascending for the
+	// storage-order read, which holds its next row in r while pending.
+	// point fetches a stray by rowid into sr; timeIdx is the time
+	// column's cell.
+	strays     []stray
+	spos, kpos int
+	skip       []int64
+	pending    bool
+	point      *sqlite.Stmt
+	sr         row
+	timeIdx    int
+
 	cur   item[T]
 	valid bool
 	read  int // rows delivered so far
@@ -48,38 +66,146 @@ type cursor[T any] struct {
 //
 // The order is always (time, rowid). nsys writes its tables in time order,
 // and then storage (rowid) order is that order: a first pass over the time
-// column alone checks it, which costs a tenth of having SQLite sort the
-// rows (an external merge sort of every selected column, the largest part
-// of reading a big table). Only a table out of order is sorted by SQLite.
-// A big table's check and read are each split over several connections
-// (parallel.go).
+// column alone checks it. A table out of order gets a second such pass,
+// which finds its stray rows (findStrays). A big table's check and read
+// are each split over several connections (parallel.go).
 func openCursor[T any](d *decoder, table string, cols []column, where, timeCol string,
 	convert func(*query, *row) (T, bool), time func(*T) int64) (*cursor[T], error) {
-	order := quoteIdent(timeCol) + ", rowid"
-	if d.inTimeOrder(table, where, timeCol) {
-		order = "rowid"
-	}
-	q, err := d.buildQuery(table, cols, where, order)
+	q, err := d.buildQuery(table, cols, where, "rowid")
 	if err != nil {
 		d.warnf("table "+table, "missing-column", "%v; table not read", err)
 		return &cursor[T]{d: d}, nil
 	}
-	c := &cursor[T]{d: d, q: q, convert: convert, time: time}
-	lo, hi, parallel := int64(0), int64(0), false
-	if order == "rowid" {
-		lo, hi, parallel = d.parallelOK(table)
+	c := &cursor[T]{d: d, q: q, convert: convert, time: time, timeIdx: -1}
+	main := true
+	if !d.inTimeOrder(table, where, timeCol) {
+		for i, col := range cols {
+			if col.name == timeCol && q.present[i] {
+				c.timeIdx = i
+			}
+		}
+		var all bool
+		var err error
+		if c.timeIdx >= 0 {
+			c.strays, c.skip, all, err = d.findStrays(table, where, timeCol)
+		}
+		if err == nil && c.timeIdx >= 0 {
+			c.point, err = d.conn.Prepare(q.selectFrom + " WHERE rowid = ?1")
+		}
+		if c.timeIdx < 0 || err != nil {
+			if c.timeIdx < 0 {
+				err = fmt.Errorf("no time column %s", timeCol)
+			}
+			if err := c.fallbackRead(table, err); err != nil {
+				return nil, err
+			}
+			return c, nil
+		}
+		main = !all
 	}
-	if parallel {
+	lo, hi, parallel := d.parallelOK(table)
+	switch {
+	case !main:
+	case parallel:
 		c.par = d.startParallel(q, lo, hi)
-	} else if c.st, err = d.conn.Prepare(q.sql); err != nil {
-		d.warnf("table "+table, "read-error", "cannot read table %s: %v", table, err)
-		return c, nil
+	default:
+		if c.st, err = d.conn.Prepare(q.sql); err != nil {
+			d.warnf("table "+table, "read-error", "cannot read table %s: %v", table, err)
+			c.close()
+			return c, nil
+		}
 	}
 	if err := c.next(); err != nil {
 		c.close() // the caller keeps no cursor it got with an error: stop the workers here
 		return nil, err
 	}
 	return c, nil
+}
+
+// stray is a row out of time order: its time (null: none, first in
+// SQLite's order) and rowid.
+type stray struct {
+	t     int64
+	null  bool
+	rowid int64
+}
+
+func strayCmp(a, b stray) int {
+	if a.null != b.null {
+		if a.null {
+			return -1
+		}
+		return 1
+	}
+	return cmp.Or(cmp.Compare(a.t, b.t), cmp.Compare(a.rowid, b.rowid))
+}
+
+// maxStrayShare bounds the strays (1/maxStrayShare of the rows): past it
+// the table is not "in order but for a few rows", and every row is read
+// by rowid in the order of a Go sort of all (time, rowid) pairs.
+const maxStrayShare = 8
+
+// findStrays scans the time column of table in storage order and returns
+// the rows whose time is below an earlier row's (or NULL), sorted by
+// (time, rowid), with their rowids ascending in skip. The other rows are
+// then in (time, rowid) order by construction. all reports that strays
+// holds every row (too many strays; skip is then nil).
+func (d *decoder) findStrays(table, where, timeCol string) (strays []stray, skip []int64, all bool, err error) {
+	sql := "SELECT rowid, " + quoteIdent(timeCol) + " FROM " + quoteIdent(table)
+	if where != "" {
+		sql += " WHERE " + where
+	}
+	st, err := d.conn.Prepare(sql + " ORDER BY rowid")
+	if err != nil {
+		return nil, nil, false, err
+	}
+	defer st.Close()
+	scan := func(keep func(s stray, max int64) bool) ([]stray, int, error) {
+		if err := st.Reset(); err != nil {
+			return nil, 0, err
+		}
+		var out []stray
+		n, hi := 0, int64(math.MinInt64)
+		for {
+			ok, err := st.Step()
+			if err != nil {
+				return nil, 0, err
+			}
+			if !ok {
+				return out, n, nil
+			}
+			if err := d.tick(); err != nil {
+				return nil, 0, err
+			}
+			n++
+			s := stray{rowid: st.Int64(0), null: st.IsNull(1)}
+			if !s.null {
+				s.t = st.Int64(1)
+			}
+			if keep(s, hi) {
+				out = append(out, s)
+			} else if !s.null {
+				hi = max(hi, s.t)
+			}
+		}
+	}
+	strays, n, err := scan(func(s stray, hi int64) bool { return s.null || s.t < hi })
+	if err != nil {
+		return nil, nil, false, err
+	}
+	if len(strays) > n/maxStrayShare {
+		if strays, _, err = scan(func(stray, int64) bool { return true }); err != nil {
+			return nil, nil, false, err
+		}
+		all = true
+	} else {
+		skip = make([]int64, len(strays))
+		for i, s := range strays {
+			skip[i] = s.rowid
+		}
+	}
+	slices.SortFunc(strays, strayCmp)
+	return strays, skip, all, nil
 }
 
 func (c *cursor[T]) close() {
@@ -90,6 +216,10 @@ func (c *cursor[T]) close() {
 	if c.st != nil {
 		c.st.Close()
 		c.st = nil
+	}
+	if c.point != nil {
+		c.point.Close()
+		c.point = nil
 	}
 }
 
@@ -150,40 +280,97 @@ func (c *cursor[T]) next() error {
 		}
 		return nil
 	}
-	for c.st != nil || c.par != nil {
-		var ok bool
-		var err error
-		if c.par != nil {
-			ok, err = c.par.step(&c.r)
-		} else {
-			ok, err = c.st.Step()
-		}
-		if err != nil {
-			if c.read == 0 {
-				return c.fallback(err)
+	for {
+		if !c.pending && (c.st != nil || c.par != nil) {
+			var ok bool
+			var err error
+			if c.par != nil {
+				ok, err = c.par.step(&c.r)
+			} else {
+				ok, err = c.st.Step()
 			}
-			c.d.warnf(fmt.Sprintf("table %s after row %d", c.q.table, c.r.rowid), "read-error",
-				"%v; the rest of the table, in time order, was not read", err)
+			switch {
+			case err != nil && c.read == 0:
+				return c.fallback(err)
+			case err != nil:
+				c.d.warnf(fmt.Sprintf("table %s after row %d", c.q.table, c.r.rowid), "read-error",
+					"%v; the rest of the table, in time order, was not read", err)
+				c.closeMain()
+			case !ok:
+				c.closeMain()
+			default:
+				if err := c.d.tick(); err != nil {
+					return err
+				}
+				if c.par == nil {
+					c.r.scan(c.st, c.q.cols)
+				}
+				for c.kpos < len(c.skip) && c.skip[c.kpos] < c.r.rowid {
+					c.kpos++
+				}
+				if c.kpos < len(c.skip) && c.skip[c.kpos] == c.r.rowid {
+					continue // a stray: read by rowid in its turn
+				}
+				c.pending = true
+			}
+		}
+		var r *row
+		switch {
+		case c.spos < len(c.strays) && (!c.pending ||
+			strayCmp(c.strays[c.spos], stray{t: c.r.cells[c.timeIdx].v, rowid: c.r.rowid}) < 0):
+			s := c.strays[c.spos]
+			c.spos++
+			if !c.fetch(s.rowid) {
+				continue
+			}
+			r = &c.sr
+		case c.pending:
+			c.pending = false
+			r = &c.r
+		default:
 			c.close()
 			return nil
-		}
-		if !ok {
-			c.close()
-			return nil
-		}
-		if err := c.d.tick(); err != nil {
-			return err
-		}
-		if c.par == nil {
-			c.r.scan(c.st, c.q.cols)
 		}
 		c.read++
-		if v, ok := c.convert(c.q, &c.r); ok {
-			c.cur, c.valid = item[T]{v, c.r.rowid}, true
+		if v, ok := c.convert(c.q, r); ok {
+			c.cur, c.valid = item[T]{v, r.rowid}, true
 			return nil
 		}
 	}
-	return nil
+}
+
+// closeMain ends the storage-order read; strays may remain.
+func (c *cursor[T]) closeMain() {
+	if c.par != nil {
+		c.par.close()
+		c.par = nil
+	}
+	if c.st != nil {
+		c.st.Close()
+		c.st = nil
+	}
+}
+
+// fetch reads the row with rowid into c.sr; false (with a warning) when
+// it cannot be read.
+func (c *cursor[T]) fetch(rowid int64) bool {
+	err := c.point.Reset()
+	if err == nil {
+		err = c.point.BindInt64(1, rowid)
+	}
+	var ok bool
+	if err == nil {
+		ok, err = c.point.Step()
+	}
+	if err == nil && !ok {
+		err = fmt.Errorf("row vanished during the read")
+	}
+	if err != nil {
+		c.d.warnf(rowPos(c.q.table, rowid), "read-error", "%v; row not read", err)
+		return false
+	}
+	c.sr.scan(c.point, c.q.cols)
+	return true
 }
 
 // fallback reads the table in storage order after the sorted read failed

@@ -1,0 +1,135 @@
+package align
+
+import (
+	"math/rand/v2"
+	"testing"
+
+	"github.com/llmprof/llmprof/ingest"
+)
+
+// causalityByMaps is CheckCausality as it was before it used ingest's
+// launch join (two hash maps over every API call), kept as the reference
+// the join must reproduce.
+func causalityByMaps(t *ingest.Trace) Causality {
+	var c Causality
+	type key struct {
+		src       ingest.SourceID
+		pid, corr uint32
+	}
+	type anyKey struct{ pid, corr uint32 }
+	calls := map[key]int64{}
+	shared := map[anyKey]int64{}
+	hasAPI := make([]bool, len(t.Sources))
+	for i := range t.Spans {
+		s := &t.Spans[i]
+		for _, e := range s.Events {
+			c.EventsChecked++
+			if e.Time < s.Start || e.Time > s.End {
+				c.EventsOutside++
+			}
+		}
+		if !isAPI(s) {
+			continue
+		}
+		if int(s.Source) < len(hasAPI) {
+			hasAPI[s.Source] = true
+		}
+		calls[key{s.Source, s.Pid, s.Correlation}] = s.Start
+		ak := anyKey{s.Pid, s.Correlation}
+		if _, dup := shared[ak]; dup {
+			shared[ak] = -1 << 63
+		} else {
+			shared[ak] = s.Start
+		}
+	}
+	for i := range t.GPUOps {
+		o := &t.GPUOps[i]
+		if o.Correlation == 0 {
+			continue
+		}
+		var start int64
+		var ok bool
+		if int(o.Source) < len(hasAPI) && hasAPI[o.Source] {
+			start, ok = calls[key{o.Source, o.Pid, o.Correlation}]
+		} else {
+			start, ok = shared[anyKey{o.Pid, o.Correlation}]
+			ok = ok && start != -1<<63
+		}
+		if !ok {
+			continue
+		}
+		c.Checked++
+		if lead := start - o.Start; lead > 0 {
+			c.Violations++
+			c.LargestNs = max(c.LargestNs, lead)
+		}
+	}
+	return c
+}
+
+// launchCallsBrute is Trace.LaunchCalls by definition: for each op, the
+// first call (by index) of its own source with its pid and correlation,
+// else the first of any source.
+func launchCallsBrute(t *ingest.Trace) []int32 {
+	calls := make([]int32, len(t.GPUOps))
+	for i := range t.GPUOps {
+		o := &t.GPUOps[i]
+		calls[i] = -1
+		if o.Correlation == 0 {
+			continue
+		}
+		for j := range t.Spans {
+			s := &t.Spans[j]
+			if !s.IsCUDAAPI() || s.Pid != o.Pid || s.Correlation != o.Correlation {
+				continue
+			}
+			if calls[i] < 0 {
+				calls[i] = int32(j)
+			}
+			if s.Source == o.Source {
+				calls[i] = int32(j)
+				break
+			}
+		}
+	}
+	return calls
+}
+
+// CheckCausality and LaunchCalls share one join (Trace.EachLaunch) and keep
+// their own semantics: on random traces with repeated keys within and
+// across sources, sources without API calls, ops from a source index past
+// Sources, correlation 0 and non-API spans, both equal their references.
+func TestCausalityJoinMatchesReference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 32))
+	for trial := range 400 {
+		tr := ingest.New()
+		nsrc := 1 + rng.IntN(3)
+		tr.Sources = make([]ingest.Source, nsrc)
+		keys := 1 + rng.IntN(12)
+		origins := []ingest.SpanOrigin{ingest.OriginCUDARuntime, ingest.OriginCUDADriver, ingest.OriginNVTX, ingest.OriginOTLP}
+		for range rng.IntN(40) {
+			start := rng.Int64N(1000)
+			s := ingest.Span{Start: start, End: start + rng.Int64N(100), Pid: uint32(rng.IntN(2)),
+				Correlation: uint32(rng.IntN(keys)), Source: ingest.SourceID(rng.IntN(nsrc + 1)),
+				Origin: origins[rng.IntN(len(origins))], Resource: -1, Scope: -1}
+			if rng.IntN(4) == 0 {
+				s.Events = []ingest.Event{{Time: start - 5 + rng.Int64N(120)}}
+			}
+			tr.Spans = append(tr.Spans, s)
+		}
+		for range rng.IntN(40) {
+			start := rng.Int64N(1000)
+			tr.GPUOps = append(tr.GPUOps, ingest.GPUOp{Start: start, End: start + 10, Pid: uint32(rng.IntN(2)),
+				Correlation: uint32(rng.IntN(keys)), Source: ingest.SourceID(rng.IntN(nsrc + 1))})
+		}
+		if got, want := CheckCausality(tr), causalityByMaps(tr); got != want {
+			t.Fatalf("trial %d: CheckCausality %+v, reference %+v", trial, got, want)
+		}
+		got, want := tr.LaunchCalls(), launchCallsBrute(tr)
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("trial %d: op %d launched by span %d, reference %d", trial, i, got[i], want[i])
+			}
+		}
+	}
+}
