@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/llmprof/llmprof/align"
 	"github.com/llmprof/llmprof/attribution"
 	"github.com/llmprof/llmprof/ingest"
 )
@@ -77,7 +78,7 @@ func (o KernelOptions) withDefaults() KernelOptions {
 // (indices into KernelInput.Requests), with its batch size and tokens (0
 // unknown).
 type KernelStep struct {
-	End          int64
+	Start, End   int64
 	Ops          []int32
 	Requests     []int32
 	Size, Tokens float64
@@ -97,6 +98,10 @@ type KernelInput struct {
 	// Requests are the requests the steps index (FromAttribution's, in the
 	// attribution's order).
 	Requests []Request
+	// SlackNs is how far two timestamps of one instant may disagree (the
+	// alignment's timestamp slack, align.Options.TimestampSlackNs); 0 takes
+	// align.DefaultOptions'. The impact's tie rule uses it (firstTokenTol).
+	SlackNs int64
 }
 
 // KernelInputFromAttribution links the trace's kernels to attribution's
@@ -109,7 +114,7 @@ func KernelInputFromAttribution(t *ingest.Trace, tm *TenantMap, att *attribution
 	in.Steps = make([]KernelStep, 0, len(att.Steps))
 	for i := range att.Steps {
 		s := &att.Steps[i]
-		ks := KernelStep{End: s.End, Ops: s.Ops, Requests: s.Requests}
+		ks := KernelStep{Start: s.Start, End: s.End, Ops: s.Ops, Requests: s.Requests}
 		if s.Size > 0 {
 			ks.Size = float64(s.Size)
 		} else if len(s.Requests) > 0 {
@@ -1343,7 +1348,7 @@ func impact(in KernelInput, tm *TenantMap, target string, rows []kernelRow, rowO
 				continue
 			}
 			ph := 1
-			if s.End <= q.Arrival+q.TTFT {
+			if s.End <= q.Arrival+q.TTFT+firstTokenTol(s, in.SlackNs) {
 				ph = 0
 			}
 			for b := range coefs {
@@ -1391,6 +1396,30 @@ func impact(in KernelInput, tm *TenantMap, target string, rows []kernelRow, rowO
 		})
 	}
 	return out
+}
+
+// firstTokenTol is how far after a request's first token a step of its
+// batch may end and still count as up to the first token (TTFT) rather than
+// after it (TPOT). The step that produces the first token ends at the
+// token's own instant, and the two are written by different clocks (the
+// step span or NVTX range, the request's token event), so with no tolerance
+// jitter of microseconds puts about half of those steps after the token.
+//
+// The tie rule: a step ending no later than the token plus the larger of the
+// alignment's timestamp slack and half the step's own duration counts as up
+// to the first token. Half the step's duration is safe: the engine runs its
+// steps one after another, so the step after the one that produced the
+// token starts when that one ends and ends a whole step's length after the
+// token; only jitter of more than half a step could mistake one for the
+// other.
+func firstTokenTol(s *KernelStep, slackNs int64) int64 {
+	if slackNs <= 0 {
+		slackNs = align.DefaultOptions().TimestampSlackNs
+	}
+	if s.Start > 0 && s.End > s.Start {
+		return max(slackNs, (s.End-s.Start)/2)
+	}
+	return slackNs
 }
 
 // RequestCost returns, per source tenant, the milliseconds each request
