@@ -170,8 +170,10 @@ func TestJudge(t *testing.T) {
 		{"placebo fails", func(p *Pair) { p.Lag.PlaceboP = 0.01 }, VerdictAssociation, false},
 		{"lag model not estimable", func(p *Pair) { p.Lag.Estimable, p.Lag.PlaceboP = false, nan }, VerdictInterference, false},
 		{"negligible", func(p *Pair) { p.EffectPct = 0.5 }, VerdictNegligible, false},
-		// A negative control is never interference.
-		{"isolated and significant", func(p *Pair) { p.Isolated = true }, VerdictAssociation, true},
+		// A negative control is never interference nor association.
+		{"isolated and significant", func(p *Pair) { p.Isolated = true }, VerdictControlFired, true},
+		{"isolated, below the threshold", func(p *Pair) { p.Isolated, p.EffectPct = true, 0.5 }, VerdictControl, false},
+		{"isolated, not significant", func(p *Pair) { p.Isolated, p.P = true, 0.2 }, VerdictControl, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -201,7 +203,7 @@ func TestJudgeNegativeControlConfounds(t *testing.T) {
 	small.Metric, small.EffectPct = MetricTTFT, 0.2
 	res := &Result{Metrics: []Metric{MetricTTFT, MetricTPOT}, Pairs: []Pair{found, other, control, small}}
 	judge(res, DefaultOptions())
-	want := []Verdict{VerdictConfounded, VerdictInterference, VerdictAssociation, VerdictAssociation}
+	want := []Verdict{VerdictConfounded, VerdictInterference, VerdictControlFired, VerdictControl}
 	for i, w := range want {
 		if got := res.Pairs[i].Verdict; got != w {
 			t.Errorf("%s → %s %s: verdict %q, want %q", res.Pairs[i].Source, res.Pairs[i].Target, res.Pairs[i].Metric, got, w)
