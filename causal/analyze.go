@@ -36,6 +36,10 @@ type Options struct {
 	// widening them by what the negative controls show (calibrate); only
 	// to show what the calibration does.
 	NoCalibration bool `json:"no_calibration,omitempty"`
+	// MaxTenants bounds the tenants analyzed pair by pair: beyond it only
+	// those with the most load are, and the others are merged into one
+	// source (boundTenants, Result.Others); default DefaultMaxTenants.
+	MaxTenants int `json:"max_tenants"`
 	// Step is the change of load effects are quoted for; default 0.1 (ten
 	// percentage points) for fractions, else a round number within the
 	// smallest tenant's standard deviation of load.
@@ -112,6 +116,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxAR <= 0 {
 		o.MaxAR = d.MaxAR
+	}
+	if o.MaxTenants <= 0 {
+		o.MaxTenants = DefaultMaxTenants
 	}
 	return o
 }
@@ -202,6 +209,11 @@ func Analyze(in Input, opts Options) (*Result, error) {
 	}
 	if bad > 0 {
 		res.Notes = append(res.Notes, fmt.Sprintf("%d requests without a tenant were left out", bad))
+	}
+	load, byTenant, res.Others = boundTenants(load, byTenant, o.MaxTenants)
+	if res.Others != nil {
+		res.Notes = append(res.Notes, fmt.Sprintf("%d tenants: the %d with the most load are analyzed pair by pair (MaxTenants), the other %d (%d requests) are merged into the source %q",
+			o.MaxTenants+res.Others.Tenants, o.MaxTenants, res.Others.Tenants, res.Others.Requests, res.Others.Name))
 	}
 	res.Tenants = summarize(byTenant, load, in.Mapping)
 	targets := make([]string, 0, len(byTenant))

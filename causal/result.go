@@ -74,6 +74,9 @@ type Result struct {
 	// Calibration is, per metric, what its negative controls say of the
 	// request-level p-values (calibrate).
 	Calibration []ControlCalibration `json:"calibration,omitempty"`
+	// Others, when there were more tenants than Options.MaxTenants,
+	// summarizes those merged into one source.
+	Others *OtherTenants `json:"others,omitempty"`
 	// Mapping says how processes were assigned to tenants, when the load
 	// came from processes.
 	Mapping *TenantMap `json:"mapping,omitempty"`

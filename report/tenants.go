@@ -43,6 +43,11 @@ func tenantsText(b *strings.Builder, st styles, res *causal.Result, note string,
 	for _, m := range res.Metrics {
 		heatMap(b, st, res, m)
 	}
+	if o := res.Others; o != nil {
+		// The pairs are bounded by Options.MaxTenants; say what was merged.
+		fmt.Fprintf(b, "  %s\n", st.dim.Render(fmt.Sprintf("%d more tenants (%d requests, %s of the load) are one source here, %q: only the tenants with the most load are analyzed pair by pair",
+			o.Tenants, o.Requests, pct(float64(o.LoadShare)), o.Name)))
+	}
 	var found []causal.Pair
 	for _, p := range res.Pairs {
 		if p.Verdict == causal.VerdictInterference || p.Verdict == causal.VerdictAssociation || p.Verdict == causal.VerdictConfounded || p.Verdict == causal.VerdictControlFired || full {
