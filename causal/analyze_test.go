@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -419,5 +420,43 @@ func TestPlacementAndIsolation(t *testing.T) {
 		if p.Isolated != isolated[[2]string{p.Source, p.Target}] {
 			t.Errorf("%s→%s isolated = %v", p.Source, p.Target, p.Isolated)
 		}
+	}
+}
+
+// boundTenants keeps the max tenants with the most load (then requests,
+// then name), merges the others' load into one sorted-in source whose
+// series is their sum, and drops their requests as targets.
+func TestBoundTenants(t *testing.T) {
+	grid := NewGrid(0, 4e9, 1e9)
+	names := []string{"a", "b", "c", "d", "e"}
+	l := newLoad(LoadTokensInFlight, grid, names)
+	for k := range l.Values {
+		for i := range l.Values[k] {
+			l.Values[k][i] = float64(10 - 2*k) // a has the most load
+		}
+	}
+	l.finish()
+	byTenant := map[string][]*Request{"a": {{}}, "c": {{}, {}}, "e": {{}}, "z": {{}, {}, {}}}
+	out, kept, others := boundTenants(l, byTenant, 2)
+	if others == nil || others.Tenants != 4 || others.Requests != 6 || others.Name != "others (4 tenants)" {
+		t.Fatalf("others %+v, want c, d, e and z (6 requests)", others)
+	}
+	if want := []string{"a", "b", "others (4 tenants)"}; !slices.Equal(out.Tenants, want) {
+		t.Fatalf("tenants %v, want %v", out.Tenants, want)
+	}
+	if got := out.Series("others (4 tenants)"); got[0] != 6+4+2 {
+		t.Errorf("merged load %v, want the sum of c, d and e (12)", got)
+	}
+	if m := out.members(out.Index("others (4 tenants)")); !slices.Equal(m, []string{"c", "d", "e"}) {
+		t.Errorf("merged members %v", m)
+	}
+	if len(kept) != 1 || kept["a"] == nil {
+		t.Errorf("targets %v, want a alone", kept)
+	}
+	if math.Abs(float64(others.LoadShare)-12.0/30) > 1e-12 {
+		t.Errorf("load share %v, want 0.4", others.LoadShare)
+	}
+	if same, _, none := boundTenants(l, byTenant, 10); none != nil || same != l {
+		t.Error("six tenants under a bound of 10 were merged")
 	}
 }

@@ -124,10 +124,10 @@ func (r nullRow) String() string {
 // stay at most α and the calibrated raw p < 0.05 at most α plus Monte Carlo
 // error; the negative controls are never read as interference or
 // association, and fire (Bonferroni among a metric's controls) at most α
-// plus Monte Carlo error. 40 seeds per length; 1,000 with LLMPROF_LONG,
+// plus Monte Carlo error. 25 seeds per length; 1,000 with LLMPROF_LONG,
 // whose log is the table in docs/tenants.md.
 func TestNullCalibrationByLength(t *testing.T) {
-	seeds := 40
+	seeds := 25
 	if os.Getenv("LLMPROF_LONG") != "" {
 		seeds = 1000
 	}
