@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"gonum.org/v1/gonum/stat"
+	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // Options configures Analyze. The zero value of a field means its default
@@ -29,6 +32,14 @@ type Options struct {
 	// first request (statistics reference B.2's hour effects), absorbing
 	// slow common drivers such as a diurnal cycle; 0 (default) adds none.
 	PeriodEffects int64 `json:"period_ns,omitempty"`
+	// NoCalibration leaves the pairs' standard errors as fitted instead of
+	// widening them by what the negative controls show (calibrate); only
+	// to show what the calibration does.
+	NoCalibration bool `json:"no_calibration,omitempty"`
+	// MaxTenants bounds the tenants analyzed pair by pair: beyond it only
+	// those with the most load are, and the others are merged into one
+	// source (boundTenants, Result.Others); default DefaultMaxTenants.
+	MaxTenants int `json:"max_tenants"`
 	// Step is the change of load effects are quoted for; default 0.1 (ten
 	// percentage points) for fractions, else a round number within the
 	// smallest tenant's standard deviation of load.
@@ -105,6 +116,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxAR <= 0 {
 		o.MaxAR = d.MaxAR
+	}
+	if o.MaxTenants <= 0 {
+		o.MaxTenants = DefaultMaxTenants
 	}
 	return o
 }
@@ -195,6 +209,11 @@ func Analyze(in Input, opts Options) (*Result, error) {
 	}
 	if bad > 0 {
 		res.Notes = append(res.Notes, fmt.Sprintf("%d requests without a tenant were left out", bad))
+	}
+	load, byTenant, res.Others = boundTenants(load, byTenant, o.MaxTenants)
+	if res.Others != nil {
+		res.Notes = append(res.Notes, fmt.Sprintf("%d tenants: the %d with the most load are analyzed pair by pair (MaxTenants), the other %d (%d requests) are merged into the source %q",
+			o.MaxTenants+res.Others.Tenants, o.MaxTenants, res.Others.Tenants, res.Others.Requests, res.Others.Name))
 	}
 	res.Tenants = summarize(byTenant, load, in.Mapping)
 	targets := make([]string, 0, len(byTenant))
@@ -367,30 +386,104 @@ func markIsolation(res *Result) {
 	}
 }
 
-// judge computes q-values across every estimable pair and metric and reads
+// MinControls is the fewest estimable negative controls of a metric that
+// calibrate its other pairs (calibrate).
+const MinControls = 3
+
+// calibrate widens every request-level pair that is not a negative control
+// by what its metric's negative controls show. A control (source and target
+// on different GPUs or MIG instances) has no effect by construction, so its
+// p-value is a draw from the null distribution the test assumes: λ, the mean
+// of z² over the controls (z the normal quantile of each two-sided p), is 1
+// in expectation when the p-values are calibrated and larger when the time
+// clusters leave dependence in, or a driver the controls miss moves every
+// tenant (the genomic-control idea of Devlin & Roeder 1999, with the
+// controls as the null set). Every other pair of the metric has its SE
+// multiplied by √max(1, λ): its interval widens and its p-value grows; never
+// the other way, so a lucky set of controls cannot make a pair look surer.
+func calibrate(res *Result, o Options) {
+	for _, m := range res.Metrics {
+		var z2 []float64
+		for i := range res.Pairs {
+			p := &res.Pairs[i]
+			if p.Metric == m && p.Isolated && p.Estimable && !p.P.IsNaN() {
+				z := distuv.UnitNormal.Quantile(1 - math.Max(float64(p.P), 1e-300)/2)
+				z2 = append(z2, z*z)
+			}
+		}
+		c := ControlCalibration{Metric: m, Controls: len(z2), Lambda: 1}
+		if len(z2) >= MinControls {
+			c.Calibrated = true
+			c.Lambda = Float(math.Max(1, stat.Mean(z2, nil)))
+		} else if len(res.Pairs) > 0 {
+			res.Notes = append(res.Notes, fmt.Sprintf("%s: %d negative controls (pairs across GPUs or MIG instances) estimable, fewer than %d: its p-values are not calibrated on them", m, len(z2), MinControls))
+		}
+		res.Calibration = append(res.Calibration, c)
+		if c.Lambda <= 1 {
+			continue
+		}
+		f := math.Sqrt(float64(c.Lambda))
+		for i := range res.Pairs {
+			p := &res.Pairs[i]
+			if p.Metric == m && !p.Isolated && p.Estimable {
+				p.widen(f, o.Alpha)
+			}
+		}
+	}
+}
+
+// widen multiplies the pair's SE by f and recomputes what rests on it.
+func (p *Pair) widen(f, alpha float64) {
+	b, s := float64(p.Coef), float64(p.SE)*f
+	crit := tCritical(alpha, p.df)
+	lo, hi := b-crit*s, b+crit*s
+	p.SE, p.Calibration = Float(s), Float(f)
+	p.P = Float(tTwoSided(b/s, p.df))
+	p.CILowPct, p.CIHighPct = Float(pct(lo, p.step)), Float(pct(hi, p.step))
+	p.CILowMs = Float(float64(p.BaselineMs) * pct(lo, p.step) / 100)
+	p.CIHighMs = Float(float64(p.BaselineMs) * pct(hi, p.step) / 100)
+	if p.shareAt != nil {
+		a, c := p.shareAt(lo), p.shareAt(hi)
+		p.ShareLow, p.ShareHigh = Float(math.Min(a, c)), Float(math.Max(a, c))
+	}
+}
+
+// judge calibrates the pairs on the negative controls, computes q-values
+// across every estimable pair and metric that is not a control, and reads
 // each pair by the reporting rule.
 func judge(res *Result, o Options) {
+	if !o.NoCalibration {
+		calibrate(res, o)
+	}
 	ps := make([]float64, len(res.Pairs))
+	controls := map[Metric]int{}
 	for i, p := range res.Pairs {
 		ps[i] = math.NaN()
-		if p.Estimable {
+		switch {
+		case p.Isolated && p.Estimable:
+			controls[p.Metric]++
+		case p.Estimable:
 			ps[i] = float64(p.P)
 		}
 	}
 	qs := qValues(ps, o.Dependent)
-	// A negative control (source and target on different GPUs or MIG
-	// instances) cannot interfere: when one is significant and above the
-	// practical threshold, a driver the controls miss moves that metric,
-	// and the metric's interference findings are marked confounded.
+	// A negative control cannot interfere: when one is significant among
+	// its metric's controls (Bonferroni, so that a metric's controls fire
+	// by chance with probability at most α) and above the practical
+	// threshold, a driver the controls miss moves that metric, and the
+	// metric's interference findings are marked confounded.
 	fired := map[Metric]bool{}
 	for i := range res.Pairs {
 		p := &res.Pairs[i]
 		p.Q = Float(qs[i])
-		if p.Isolated && p.Significant(o.Alpha) {
-			res.Notes = append(res.Notes, fmt.Sprintf("negative control fired: %s → %s (%s) run on different GPUs or MIG instances yet q = %.3g; suspect a common driver the controls miss", p.Source, p.Target, p.Metric, float64(p.Q)))
-			if math.Abs(float64(p.EffectPct)) >= o.MinEffectPct {
-				fired[p.Metric] = true
-			}
+		if !p.Isolated || !p.Estimable {
+			continue
+		}
+		p.Q = Float(math.Min(1, float64(p.P)*float64(controls[p.Metric])))
+		if p.Significant(o.Alpha) && math.Abs(float64(p.EffectPct)) >= o.MinEffectPct {
+			res.Notes = append(res.Notes, fmt.Sprintf("negative control fired: %s → %s (%s) run on different GPUs or MIG instances yet p = %.3g (%.3g after Bonferroni over the metric's %d controls), %+.1f%%; suspect a common driver the controls miss",
+				p.Source, p.Target, p.Metric, float64(p.P), float64(p.Q), controls[p.Metric], float64(p.EffectPct)))
+			fired[p.Metric] = true
 		}
 	}
 	for i := range res.Pairs {
@@ -398,9 +491,13 @@ func judge(res *Result, o Options) {
 		switch {
 		case !p.Estimable:
 			p.Verdict = VerdictNotEstimable
+		case p.Isolated && p.Significant(o.Alpha) && math.Abs(float64(p.EffectPct)) >= o.MinEffectPct:
+			p.Verdict = VerdictControlFired
+		case p.Isolated:
+			p.Verdict = VerdictControl
 		case p.Q.IsNaN() || float64(p.Q) >= o.Alpha:
 			p.Verdict = VerdictNoEvidence
-		case p.Isolated || p.Coef <= 0:
+		case p.Coef <= 0:
 			p.Verdict = VerdictAssociation
 		case p.Lag != nil && p.Lag.Estimable && float64(p.Lag.PlaceboP) < o.Alpha:
 			p.Verdict = VerdictAssociation

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -170,8 +171,10 @@ func TestJudge(t *testing.T) {
 		{"placebo fails", func(p *Pair) { p.Lag.PlaceboP = 0.01 }, VerdictAssociation, false},
 		{"lag model not estimable", func(p *Pair) { p.Lag.Estimable, p.Lag.PlaceboP = false, nan }, VerdictInterference, false},
 		{"negligible", func(p *Pair) { p.EffectPct = 0.5 }, VerdictNegligible, false},
-		// A negative control is never interference.
-		{"isolated and significant", func(p *Pair) { p.Isolated = true }, VerdictAssociation, true},
+		// A negative control is never interference nor association.
+		{"isolated and significant", func(p *Pair) { p.Isolated = true }, VerdictControlFired, true},
+		{"isolated, below the threshold", func(p *Pair) { p.Isolated, p.EffectPct = true, 0.5 }, VerdictControl, false},
+		{"isolated, not significant", func(p *Pair) { p.Isolated, p.P = true, 0.2 }, VerdictControl, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -201,7 +204,7 @@ func TestJudgeNegativeControlConfounds(t *testing.T) {
 	small.Metric, small.EffectPct = MetricTTFT, 0.2
 	res := &Result{Metrics: []Metric{MetricTTFT, MetricTPOT}, Pairs: []Pair{found, other, control, small}}
 	judge(res, DefaultOptions())
-	want := []Verdict{VerdictConfounded, VerdictInterference, VerdictAssociation, VerdictAssociation}
+	want := []Verdict{VerdictConfounded, VerdictInterference, VerdictControlFired, VerdictControl}
 	for i, w := range want {
 		if got := res.Pairs[i].Verdict; got != w {
 			t.Errorf("%s → %s %s: verdict %q, want %q", res.Pairs[i].Source, res.Pairs[i].Target, res.Pairs[i].Metric, got, w)
@@ -417,5 +420,43 @@ func TestPlacementAndIsolation(t *testing.T) {
 		if p.Isolated != isolated[[2]string{p.Source, p.Target}] {
 			t.Errorf("%s→%s isolated = %v", p.Source, p.Target, p.Isolated)
 		}
+	}
+}
+
+// boundTenants keeps the max tenants with the most load (then requests,
+// then name), merges the others' load into one sorted-in source whose
+// series is their sum, and drops their requests as targets.
+func TestBoundTenants(t *testing.T) {
+	grid := NewGrid(0, 4e9, 1e9)
+	names := []string{"a", "b", "c", "d", "e"}
+	l := newLoad(LoadTokensInFlight, grid, names)
+	for k := range l.Values {
+		for i := range l.Values[k] {
+			l.Values[k][i] = float64(10 - 2*k) // a has the most load
+		}
+	}
+	l.finish()
+	byTenant := map[string][]*Request{"a": {{}}, "c": {{}, {}}, "e": {{}}, "z": {{}, {}, {}}}
+	out, kept, others := boundTenants(l, byTenant, 2)
+	if others == nil || others.Tenants != 4 || others.Requests != 6 || others.Name != "others (4 tenants)" {
+		t.Fatalf("others %+v, want c, d, e and z (6 requests)", others)
+	}
+	if want := []string{"a", "b", "others (4 tenants)"}; !slices.Equal(out.Tenants, want) {
+		t.Fatalf("tenants %v, want %v", out.Tenants, want)
+	}
+	if got := out.Series("others (4 tenants)"); got[0] != 6+4+2 {
+		t.Errorf("merged load %v, want the sum of c, d and e (12)", got)
+	}
+	if m := out.members(out.Index("others (4 tenants)")); !slices.Equal(m, []string{"c", "d", "e"}) {
+		t.Errorf("merged members %v", m)
+	}
+	if len(kept) != 1 || kept["a"] == nil {
+		t.Errorf("targets %v, want a alone", kept)
+	}
+	if math.Abs(float64(others.LoadShare)-12.0/30) > 1e-12 {
+		t.Errorf("load share %v, want 0.4", others.LoadShare)
+	}
+	if same, _, none := boundTenants(l, byTenant, 10); none != nil || same != l {
+		t.Error("six tenants under a bound of 10 were merged")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/llmprof/llmprof/align"
 	"github.com/llmprof/llmprof/attribution"
 	"github.com/llmprof/llmprof/ingest"
 )
@@ -77,7 +78,7 @@ func (o KernelOptions) withDefaults() KernelOptions {
 // (indices into KernelInput.Requests), with its batch size and tokens (0
 // unknown).
 type KernelStep struct {
-	End          int64
+	Start, End   int64
 	Ops          []int32
 	Requests     []int32
 	Size, Tokens float64
@@ -97,6 +98,10 @@ type KernelInput struct {
 	// Requests are the requests the steps index (FromAttribution's, in the
 	// attribution's order).
 	Requests []Request
+	// SlackNs is how far two timestamps of one instant may disagree (the
+	// alignment's timestamp slack, align.Options.TimestampSlackNs); 0 takes
+	// align.DefaultOptions'. The impact's tie rule uses it (firstTokenTol).
+	SlackNs int64
 }
 
 // KernelInputFromAttribution links the trace's kernels to attribution's
@@ -109,7 +114,7 @@ func KernelInputFromAttribution(t *ingest.Trace, tm *TenantMap, att *attribution
 	in.Steps = make([]KernelStep, 0, len(att.Steps))
 	for i := range att.Steps {
 		s := &att.Steps[i]
-		ks := KernelStep{End: s.End, Ops: s.Ops, Requests: s.Requests}
+		ks := KernelStep{Start: s.Start, End: s.End, Ops: s.Ops, Requests: s.Requests}
 		if s.Size > 0 {
 			ks.Size = float64(s.Size)
 		} else if len(s.Requests) > 0 {
@@ -168,12 +173,24 @@ type KernelPair struct {
 	// StretchPct is 100·(exp(β) − 1): how much longer a target kernel takes
 	// when the source's work overlaps all of it than when it runs alone,
 	// with its (1−α) interval.
-	StretchPct Float  `json:"stretch_pct"`
-	CILowPct   Float  `json:"ci_low_pct"`
-	CIHighPct  Float  `json:"ci_high_pct"`
-	Coef       Float  `json:"coef"`
-	SE         Float  `json:"se"`
-	SEKind     SEKind `json:"se_kind,omitempty"`
+	//
+	// The interval is the fitted model's widened to the specification band:
+	// from the lowest to the highest end of the model's interval and of the
+	// alternative specifications' in Sensitivity, so that it also covers the
+	// stretch when the interference works in one of the ways those assume
+	// (overlap-proportional, or at the scale of the target's steps) rather
+	// than the model's. ModelCILowPct and ModelCIHighPct are the model's
+	// own.
+	StretchPct     Float `json:"stretch_pct"`
+	CILowPct       Float `json:"ci_low_pct"`
+	CIHighPct      Float `json:"ci_high_pct"`
+	ModelCILowPct  Float `json:"model_ci_low_pct"`
+	ModelCIHighPct Float `json:"model_ci_high_pct"`
+	// Sensitivity is the stretch under each alternative specification.
+	Sensitivity []SpecStretch `json:"sensitivity,omitempty"`
+	Coef        Float         `json:"coef"`
+	SE          Float         `json:"se"`
+	SEKind      SEKind        `json:"se_kind,omitempty"`
 	// P tests H0: |s| ≤ MinEffectPct (a minimum-effect test: a stretch
 	// below the practical threshold is not a link, however many kernels
 	// measure it); PZero is the classical p-value of s = 0. Q is P adjusted
@@ -204,6 +221,29 @@ type KernelPair struct {
 func (p *KernelPair) Significant(alpha float64) bool {
 	return p.Estimable && !p.Q.IsNaN() && float64(p.Q) < alpha
 }
+
+// SpecStretch is the stretch under one alternative specification of the
+// kernel model, fitted on the same kernels with the same controls and time
+// blocks' rule.
+type SpecStretch struct {
+	// Spec is SpecRate or SpecStep.
+	Spec       string `json:"spec"`
+	StretchPct Float  `json:"stretch_pct"`
+	CILowPct   Float  `json:"ci_low_pct"`
+	CIHighPct  Float  `json:"ci_high_pct"`
+}
+
+// The alternative specifications of the kernel model.
+const (
+	// SpecRate: log d = effects − log(1 − c·x), the stretch s = c/(1 − c) —
+	// the time added proportional to the time overlapped.
+	SpecRate = "overlap-proportional"
+	// SpecStep: the model's form on the share of the kernel's step (from the
+	// target's first kernel in it to the end of its last) the source's work
+	// covers, in place of the kernel's own: contention at the granularity of
+	// the target's steps.
+	SpecStep = "step-overlap"
+)
 
 // CategoryStretch is the stretch of one kernel category.
 type CategoryStretch struct {
@@ -245,6 +285,8 @@ type kernelRow struct {
 	size, tok  float64
 	ctx        float64
 	cat        attribution.KernelCategory
+	// step is the row's index in KernelInput.Steps (-1 when not linked).
+	step int32
 }
 
 // KernelAnalyze runs the kernel-level view on every target tenant's kernels
@@ -388,14 +430,21 @@ func KernelAnalyze(in KernelInput, opts KernelOptions) *KernelResult {
 			controlsNoted = true
 		}
 		xs := make([][]float64, len(sources))
+		var ys [][]float64
+		if len(in.Steps) > 0 {
+			ys = make([][]float64, len(sources))
+		}
 		for j, s := range sources {
 			busy := unions[s]
 			if s.device < 0 {
 				busy = allDevices[s.tenant]
 			}
 			xs[j] = overlaps(rows, busy)
+			if ys != nil {
+				ys[j] = stepOverlaps(rows, busy, xs[j])
+			}
 		}
-		pairs := kernelRegression(target, sources, isolated, srcDev, rows, groups, use, xs, o, !o.NoCategories)
+		pairs := kernelRegression(target, sources, isolated, srcDev, rows, groups, use, xs, ys, o, !o.NoCategories)
 		if len(in.Steps) > 0 {
 			// Each op's row, for every pair of this target (and back to -1
 			// after them: only the target's ops were set).
@@ -498,7 +547,7 @@ func kernelRows(t *ingest.Trace, idx []int, stepOf []int32, steps []KernelStep, 
 	haveSize, haveTok, haveCtx := 0, 0, 0
 	for _, i := range idx {
 		op := &t.GPUOps[i]
-		r := kernelRow{op: i, start: op.Start, dur: op.End - op.Start, cat: cats.Of(op)}
+		r := kernelRow{op: i, start: op.Start, dur: op.End - op.Start, cat: cats.Of(op), step: stepOf[i]}
 		r.y = math.Log(float64(r.dur))
 		if s := stepOf[i]; s >= 0 {
 			r.size, r.tok, r.ctx = steps[s].Size, steps[s].Tokens, steps[s].Context
@@ -814,7 +863,7 @@ type kernelFit struct {
 // rows sel (nil: all) with block-clustered errors. full is the identity
 // effects of all rows (newWithinPlan; nil: found here), whose bases the
 // groups sel keeps whole reuse.
-func fitKernels(rows []kernelRow, groups int, use batchUse, xs [][]float64, sel []bool, o KernelOptions, full *withinPlan) kernelFit {
+func fitKernels(rows []kernelRow, groups int, use batchUse, xs [][]float64, sel []bool, o KernelOptions, full *withinPlan, form stretchForm) kernelFit {
 	f := kernelFit{estimable: make([]bool, len(xs))}
 	var sub []kernelRow
 	var subX [][]float64
@@ -861,6 +910,9 @@ func fitKernels(rows []kernelRow, groups int, use batchUse, xs [][]float64, sel 
 	// Gauss–Newton on log d = effects + log(1 + Σ s_j x_j): each step is the
 	// within regression of the working response y − log(1 + Σ s x) on
 	// x_j / (1 + Σ s x); the first, from s = 0, is the log-linear model.
+	// formRate is log d = effects − log(1 − Σ c_j x_j), the same with
+	// 1 − Σ c x for 1 + Σ s x (the derivative's sign is absorbed by the
+	// working response's: y + log(1 − Σ c x), columns x_j / (1 − Σ c x)).
 	stretch := make([]float64, k)
 	var (
 		fit    *olsFit
@@ -911,7 +963,7 @@ func fitKernels(rows []kernelRow, groups int, use batchUse, xs [][]float64, sel 
 		for _, r := range plan.dropped {
 			den := 1.0
 			for j := range subX {
-				den += stretch[j] * subX[j][r]
+				den += form.sign() * stretch[j] * subX[j][r]
 			}
 			if den <= 0 {
 				f.reason = "the stretch model diverged (a source's overlap shortens kernels to nothing)"
@@ -921,13 +973,13 @@ func fitKernels(rows []kernelRow, groups int, use batchUse, xs [][]float64, sel 
 		for i := range yp {
 			den := 1.0
 			for j := range xp {
-				den += stretch[j] * xp[j][i]
+				den += form.sign() * stretch[j] * xp[j][i]
 			}
 			if den <= 0 {
 				f.reason = "the stretch model diverged (a source's overlap shortens kernels to nothing)"
 				return f
 			}
-			cols[0][i] = yp[i] - math.Log(den)
+			cols[0][i] = yp[i] - form.sign()*math.Log(den)
 			for j, c := range colOf {
 				if c >= 0 {
 					cols[c+1][i] = xp[j][i] / den
@@ -1085,6 +1137,26 @@ func fitKernels(rows []kernelRow, groups int, use batchUse, xs [][]float64, sel 
 	return f
 }
 
+// stretchForm is how a kernel's overlap enters its log duration.
+type stretchForm int
+
+const (
+	// formOverlap: log(1 + s·x), the model the stretch is reported in.
+	formOverlap stretchForm = iota
+	// formRate: −log(1 − c·x), s = c/(1 − c): the kernel progresses 1 + s
+	// times slower while overlapped (processor sharing), so the time added
+	// is proportional to the time overlapped. The two agree at x = 0 and
+	// x = 1 and differ in between.
+	formRate
+)
+
+func (f stretchForm) sign() float64 {
+	if f == formRate {
+		return -1
+	}
+	return 1
+}
+
 // minEffectP is the p-value of H0: |β| ≤ δ against |β| > δ: P(t > (|b| −
 // δ)/se) with df degrees of freedom, the size-α test at the boundary of the
 // null interval (the far tail is negligible there); δ = 0 gives the
@@ -1140,13 +1212,15 @@ func identityWeights(sub []kernelRow, idx []int, resid []float64, groups int) []
 
 // kernelRegression fits one target's kernels on one GPU against every
 // source's overlap at once.
-func kernelRegression(target busyKey, sources []busyKey, isolated []bool, srcDev []int16, rows []kernelRow, groups int, use batchUse, xs [][]float64, o KernelOptions, byCat bool) []KernelPair {
+// ys, when the kernels are linked to steps, are the step-level overlaps of
+// SpecStep.
+func kernelRegression(target busyKey, sources []busyKey, isolated []bool, srcDev []int16, rows []kernelRow, groups int, use batchUse, xs, ys [][]float64, o KernelOptions, byCat bool) []KernelPair {
 	pairs := make([]KernelPair, len(sources))
 	for j, s := range sources {
 		pairs[j] = KernelPair{
 			Source: s.tenant, Target: target.tenant, Device: target.device, SourceDevice: srcDev[j],
 			Isolated: isolated[j], Verdict: VerdictNotEstimable,
-			StretchPct: nan, CILowPct: nan, CIHighPct: nan, Coef: nan, SE: nan, P: nan, Q: nan,
+			StretchPct: nan, CILowPct: nan, CIHighPct: nan, ModelCILowPct: nan, ModelCIHighPct: nan, Coef: nan, SE: nan, P: nan, Q: nan,
 			MeanOverlap: nan, Kernels: len(rows), Identities: groups,
 		}
 		if len(rows) > 0 {
@@ -1158,7 +1232,7 @@ func kernelRegression(target busyKey, sources []busyKey, isolated []bool, srcDev
 		}
 	}
 	plan := newWithinPlan(rows, groups, use, nil)
-	f := fitKernels(rows, groups, use, xs, nil, o, plan)
+	f := fitKernels(rows, groups, use, xs, nil, o, plan, formOverlap)
 	for j := range pairs {
 		p := &pairs[j]
 		p.Kernels, p.Blocks, p.BlockNs = f.n, f.blocks, f.blockNs
@@ -1177,8 +1251,13 @@ func kernelRegression(target busyKey, sources []busyKey, isolated []bool, srcDev
 		p.PZero = Float(tTwoSided(b/s, df))
 		p.P = Float(minEffectP(b, s, o.MinEffectPct/100, df))
 		p.StretchPct, p.CILowPct, p.CIHighPct = Float(100*b), Float(100*(b-crit*s)), Float(100*(b+crit*s))
+		p.ModelCILowPct, p.ModelCIHighPct = p.CILowPct, p.CIHighPct
 	}
-	if !byCat || f.reason != "" {
+	if f.reason != "" {
+		return pairs
+	}
+	specBand(pairs, rows, groups, use, xs, ys, o, plan)
+	if !byCat {
 		return pairs
 	}
 	present := map[attribution.KernelCategory]int{}
@@ -1197,7 +1276,7 @@ func kernelRegression(target busyKey, sources []busyKey, isolated []bool, srcDev
 		for r := range rows {
 			sel[r] = rows[r].cat == c
 		}
-		fc := fitKernels(rows, groups, use, xs, sel, o, plan)
+		fc := fitKernels(rows, groups, use, xs, sel, o, plan, formOverlap)
 		if fc.reason != "" {
 			continue
 		}
@@ -1215,6 +1294,92 @@ func kernelRegression(target busyKey, sources []busyKey, isolated []bool, srcDev
 		}
 	}
 	return pairs
+}
+
+// specBand fits the alternative specifications (SpecRate on the kernels'
+// overlaps xs, SpecStep on their steps' ys when there are steps) and widens
+// each estimable pair's interval to the band of all of them. The model's
+// interval is valid only if the interference works the way the model says;
+// in the simulator, where it can work otherwise, the model's point estimate
+// stays within a few points of the truth but its interval, which narrows as
+// the run grows, misses it (docs/tenants.md).
+func specBand(pairs []KernelPair, rows []kernelRow, groups int, use batchUse, xs, ys [][]float64, o KernelOptions, plan *withinPlan) {
+	type spec struct {
+		name string
+		xs   [][]float64
+		form stretchForm
+	}
+	specs := []spec{{SpecRate, xs, formRate}}
+	if ys != nil {
+		specs = append(specs, spec{SpecStep, ys, formOverlap})
+	}
+	for _, sp := range specs {
+		f := fitKernels(rows, groups, use, sp.xs, nil, o, plan, sp.form)
+		if f.reason != "" {
+			continue
+		}
+		for j := range pairs {
+			p := &pairs[j]
+			if !p.Estimable || !f.estimable[j] {
+				continue
+			}
+			b, se := f.beta[j], f.se[j]
+			crit := tCritical(o.Alpha, f.coefDF[j])
+			lo, hi := b-crit*se, b+crit*se
+			if sp.form == formRate {
+				// s = c/(1 − c) is increasing in c below 1; at or past 1 a
+				// fully overlapped kernel would never finish: no band.
+				if hi >= 1 {
+					continue
+				}
+				b, lo, hi = b/(1-b), lo/(1-lo), hi/(1-hi)
+			}
+			p.Sensitivity = append(p.Sensitivity, SpecStretch{Spec: sp.name, StretchPct: Float(100 * b), CILowPct: Float(100 * lo), CIHighPct: Float(100 * hi)})
+			p.CILowPct = Float(math.Min(float64(p.CILowPct), 100*lo))
+			p.CIHighPct = Float(math.Max(float64(p.CIHighPct), 100*hi))
+		}
+	}
+}
+
+// stepOverlaps is, for each row (sorted by start), the share of its step's
+// window — from the first of the rows in the step to the end of the last —
+// that the sorted disjoint busy intervals cover; a row with no step keeps
+// its own overlap x.
+func stepOverlaps(rows []kernelRow, busy []interval, x []float64) []float64 {
+	win := map[int32]interval{}
+	for _, r := range rows {
+		if r.step < 0 {
+			continue
+		}
+		w, ok := win[r.step]
+		if !ok {
+			w = interval{r.start, r.start + r.dur}
+		}
+		w.start, w.end = min(w.start, r.start), max(w.end, r.start+r.dur)
+		win[r.step] = w
+	}
+	share := make(map[int32]float64, len(win))
+	for s, w := range win {
+		share[s] = float64(busyWithin(busy, w.start, w.end)) / float64(w.end-w.start)
+	}
+	y := make([]float64, len(rows))
+	for i, r := range rows {
+		y[i] = x[i]
+		if r.step >= 0 {
+			y[i] = share[r.step]
+		}
+	}
+	return y
+}
+
+// busyWithin is how much of [a, b) the sorted disjoint intervals cover.
+func busyWithin(busy []interval, a, b int64) int64 {
+	j, _ := slices.BinarySearchFunc(busy, a, func(v interval, t int64) int { return cmp.Compare(v.end, t+1) })
+	var c int64
+	for ; j < len(busy) && busy[j].start < b; j++ {
+		c += max(0, min(b, busy[j].end)-max(a, busy[j].start))
+	}
+	return c
 }
 
 // blockLength is the Politis & White (2004) automatic block length for the
@@ -1343,7 +1508,7 @@ func impact(in KernelInput, tm *TenantMap, target string, rows []kernelRow, rowO
 				continue
 			}
 			ph := 1
-			if s.End <= q.Arrival+q.TTFT {
+			if s.End <= q.Arrival+q.TTFT+firstTokenTol(s, in.SlackNs) {
 				ph = 0
 			}
 			for b := range coefs {
@@ -1393,6 +1558,30 @@ func impact(in KernelInput, tm *TenantMap, target string, rows []kernelRow, rowO
 	return out
 }
 
+// firstTokenTol is how far after a request's first token a step of its
+// batch may end and still count as up to the first token (TTFT) rather than
+// after it (TPOT). The step that produces the first token ends at the
+// token's own instant, and the two are written by different clocks (the
+// step span or NVTX range, the request's token event), so with no tolerance
+// jitter of microseconds puts about half of those steps after the token.
+//
+// The tie rule: a step ending no later than the token plus the larger of the
+// alignment's timestamp slack and half the step's own duration counts as up
+// to the first token. Half the step's duration is safe: the engine runs its
+// steps one after another, so the step after the one that produced the
+// token starts when that one ends and ends a whole step's length after the
+// token; only jitter of more than half a step could mistake one for the
+// other.
+func firstTokenTol(s *KernelStep, slackNs int64) int64 {
+	if slackNs <= 0 {
+		slackNs = align.DefaultOptions().TimestampSlackNs
+	}
+	if s.Start > 0 && s.End > s.Start {
+		return max(slackNs, (s.End-s.Start)/2)
+	}
+	return slackNs
+}
+
 // RequestCost returns, per source tenant, the milliseconds each request
 // (KernelInput.Requests' order, n of them) lost to that source's concurrent
 // work on its kernels: the point estimate of the Impact of every pair that
@@ -1421,14 +1610,20 @@ func (r *KernelResult) RequestCost(n int) map[string][]float64 {
 	return out
 }
 
-// judgeKernels adjusts the p-values of every kernel pair together and reads
-// each: a negative control is never interference, and when one fires, the
-// kernel view's findings are marked confounded.
+// judgeKernels adjusts the p-values of every kernel pair that is not a
+// negative control together and reads each: a negative control (a source on
+// another GPU or MIG instance) is never interference nor association; its q
+// is its p times the number of controls (Bonferroni among them), and when
+// one fires, the kernel view's findings are marked confounded.
 func judgeKernels(res *KernelResult, o KernelOptions) {
 	ps := make([]float64, len(res.Pairs))
+	controls := 0
 	for i, p := range res.Pairs {
 		ps[i] = math.NaN()
-		if p.Estimable {
+		switch {
+		case p.Isolated && p.Estimable:
+			controls++
+		case p.Estimable:
 			ps[i] = float64(p.P)
 		}
 	}
@@ -1437,8 +1632,11 @@ func judgeKernels(res *KernelResult, o KernelOptions) {
 	for i := range res.Pairs {
 		p := &res.Pairs[i]
 		p.Q = Float(qs[i])
-		if p.Isolated && p.Significant(o.Alpha) && math.Abs(float64(p.StretchPct)) >= o.MinEffectPct {
-			fired++
+		if p.Isolated && p.Estimable {
+			p.Q = Float(math.Min(1, float64(p.P)*float64(controls)))
+			if p.Significant(o.Alpha) && math.Abs(float64(p.StretchPct)) >= o.MinEffectPct {
+				fired++
+			}
 		}
 	}
 	for i := range res.Pairs {
@@ -1446,9 +1644,13 @@ func judgeKernels(res *KernelResult, o KernelOptions) {
 		switch {
 		case !p.Estimable:
 			p.Verdict = VerdictNotEstimable
+		case p.Isolated && p.Significant(o.Alpha) && math.Abs(float64(p.StretchPct)) >= o.MinEffectPct:
+			p.Verdict = VerdictControlFired
+		case p.Isolated:
+			p.Verdict = VerdictControl
 		case !p.Significant(o.Alpha):
 			p.Verdict = VerdictNoEvidence
-		case p.Isolated || p.Coef <= 0:
+		case p.Coef <= 0:
 			p.Verdict = VerdictAssociation
 		case float64(p.StretchPct) < o.MinEffectPct:
 			p.Verdict = VerdictNegligible

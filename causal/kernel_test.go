@@ -381,3 +381,35 @@ func TestWithinPlanMatchesReference(t *testing.T) {
 		}
 	}
 }
+
+// The impact's tie rule: a step of a request's batch that ends within the
+// timestamp slack, or within half its own length, after the first token is
+// the step that produced it; the engine's next step, ending a whole step
+// after the token, is not.
+func TestFirstTokenTieRule(t *testing.T) {
+	const token = int64(1_000_000_000)
+	step := func(start, end int64) *KernelStep { return &KernelStep{Start: start, End: end} }
+	cases := []struct {
+		name  string
+		s     *KernelStep
+		slack int64
+		up    bool // counts toward TTFT
+	}{
+		{"ends at the token", step(token-8e6, token), 2_000, true},
+		{"ends 5 µs after it (jitter)", step(token-8e6, token+5_000), 2_000, true},
+		{"ends before it", step(token-8e6, token-5_000), 2_000, true},
+		{"the next step", step(token+5_000, token+8e6+5_000), 2_000, false},
+		{"a short next step", step(token+1_000, token+1_000+40_000), 2_000, false},
+		{"no start: the slack alone", step(0, token+1_500), 2_000, true},
+		{"no start, past the slack", step(0, token+2_500), 2_000, false},
+		{"no slack given: the alignment's default", step(0, token+1_500), 0, true},
+		{"a wider slack", step(0, token+9_000), 10_000, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := c.s.End <= token+firstTokenTol(c.s, c.slack); got != c.up {
+				t.Errorf("step [%d, %d], slack %d: up to the first token %v, want %v", c.s.Start-token, c.s.End-token, c.slack, got, c.up)
+			}
+		})
+	}
+}

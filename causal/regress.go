@@ -236,8 +236,11 @@ func requestRegression(target string, m Metric, rows targetRows, load *Load, o O
 			CIHighMs:   Float(baselineMs * pct(hi, step) / 100),
 			BaselineMs: Float(baselineMs), MeanExposure: Float(stat.Mean(x, nil)),
 			Requests: n, Clusters: g, ClusterNs: width, SEKind: seKind, naiveSE: seNaive[j],
+			Calibration: 1, df: df, step: step,
 		}
 		base := quietLevel(x)
+		obs := rows.obs
+		p.shareAt = func(beta float64) float64 { return share(obs, x, base, beta) }
 		sh, a, c := share(rows.obs, x, base, b), share(rows.obs, x, base, lo), share(rows.obs, x, base, hi)
 		p.Share, p.ShareLow, p.ShareHigh = Float(sh), Float(math.Min(a, c)), Float(math.Max(a, c))
 		pairs[i] = p

@@ -36,6 +36,15 @@ const (
 	VerdictConfounded Verdict = "confounded"
 	// VerdictNoEvidence: q ≥ α.
 	VerdictNoEvidence Verdict = "no evidence"
+	// VerdictControl: a negative control (source and target on different
+	// GPUs or MIG instances, which cannot interfere), quiet. A control is
+	// never interference nor association: it calibrates the others.
+	VerdictControl Verdict = "control"
+	// VerdictControlFired: a negative control significant among its
+	// metric's controls (Bonferroni) and above the practical threshold: a
+	// driver the controls miss moves the metric, whose interference
+	// findings become confounded.
+	VerdictControlFired Verdict = "control fired"
 	// VerdictNotEstimable: too little data or no variation; Reason says why.
 	VerdictNotEstimable Verdict = "not estimable"
 )
@@ -62,6 +71,12 @@ type Result struct {
 	// Kernel is the kernel-level view (the mechanism), when the input had
 	// kernels of at least two tenants.
 	Kernel *KernelResult `json:"kernel,omitempty"`
+	// Calibration is, per metric, what its negative controls say of the
+	// request-level p-values (calibrate).
+	Calibration []ControlCalibration `json:"calibration,omitempty"`
+	// Others, when there were more tenants than Options.MaxTenants,
+	// summarizes those merged into one source.
+	Others *OtherTenants `json:"others,omitempty"`
 	// Mapping says how processes were assigned to tenants, when the load
 	// came from processes.
 	Mapping *TenantMap `json:"mapping,omitempty"`
@@ -112,10 +127,17 @@ type Pair struct {
 	SE     Float  `json:"se"`
 	SEKind SEKind `json:"se_kind,omitempty"`
 	// P is the two-sided p-value of β = 0 (t with clusters − 1 degrees of
-	// freedom); Q the false-discovery-rate adjusted p-value across all pairs
-	// and metrics of the result.
+	// freedom), from the calibrated SE; Q the false-discovery-rate adjusted
+	// p-value across all pairs and metrics of the result that are not
+	// negative controls. For a negative control, P is its own (never
+	// calibrated) and Q is P times the number of its metric's controls
+	// (Bonferroni within them, at most 1).
 	P Float `json:"p"`
 	Q Float `json:"q"`
+	// Calibration is the factor the SE was multiplied by: the square root
+	// of the metric's Calibration.Lambda (1 when not calibrated; a
+	// negative control's is 1).
+	Calibration Float `json:"calibration"`
 	// Share is the fraction of the target's total latency attributable to
 	// the source's load above its quiet level (the source's 5th percentile
 	// exposure), with the interval from the ends of β's CI.
@@ -141,6 +163,25 @@ type Pair struct {
 	// naiveSE is the classical OLS standard error, kept only so tests can
 	// show that it under-covers where the cluster-robust one does not.
 	naiveSE float64
+	// df, step and shareAt let calibrate widen the pair after the fit: the
+	// t degrees of freedom, the load step, and the share at a β.
+	df      int
+	step    float64
+	shareAt func(beta float64) float64
+}
+
+// ControlCalibration is how one metric's negative controls calibrated its
+// other pairs (Result.Calibration).
+type ControlCalibration struct {
+	Metric Metric `json:"metric"`
+	// Controls is the number of estimable negative controls of the metric.
+	Controls int `json:"controls"`
+	// Lambda is the mean over them of z², z the normal quantile of each
+	// control's two-sided p-value (1 in expectation when the p-values are
+	// calibrated), at least 1; 1 when fewer than MinControls controls.
+	Lambda Float `json:"lambda"`
+	// Calibrated is false with fewer than MinControls controls.
+	Calibrated bool `json:"calibrated"`
 }
 
 // Significant reports whether the pair's q-value is below alpha.

@@ -1,6 +1,7 @@
 package causal
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -9,10 +10,19 @@ import (
 )
 
 // SharedName labels a shared source: a process serving several tenants'
-// requests, whose GPU work cannot be split between them.
+// requests, whose GPU work cannot be split between them. Past
+// sharedNameTenants tenants it names the first ones and the count (an
+// engine serving one tenant per user would otherwise be named by thousands
+// of them); TenantMap.Members still lists them all.
 func SharedName(tenants []string) string {
+	if len(tenants) > sharedNameTenants {
+		return fmt.Sprintf("%s+… (%d tenants, shared)", strings.Join(tenants[:sharedNameTenants-1], "+"), len(tenants))
+	}
 	return strings.Join(tenants, "+") + " (shared)"
 }
+
+// sharedNameTenants is the most tenants SharedName lists.
+const sharedNameTenants = 4
 
 // ServedTenants finds, for every process that serves requests, the tenants
 // of those requests: the process.pid of the resource that emitted the

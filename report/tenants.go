@@ -43,9 +43,14 @@ func tenantsText(b *strings.Builder, st styles, res *causal.Result, note string,
 	for _, m := range res.Metrics {
 		heatMap(b, st, res, m)
 	}
+	if o := res.Others; o != nil {
+		// The pairs are bounded by Options.MaxTenants; say what was merged.
+		fmt.Fprintf(b, "  %s\n", st.dim.Render(fmt.Sprintf("%d more tenants (%d requests, %s of the load) are one source here, %q: only the tenants with the most load are analyzed pair by pair",
+			o.Tenants, o.Requests, pct(float64(o.LoadShare)), o.Name)))
+	}
 	var found []causal.Pair
 	for _, p := range res.Pairs {
-		if p.Verdict == causal.VerdictInterference || p.Verdict == causal.VerdictAssociation || p.Verdict == causal.VerdictConfounded || full {
+		if p.Verdict == causal.VerdictInterference || p.Verdict == causal.VerdictAssociation || p.Verdict == causal.VerdictConfounded || p.Verdict == causal.VerdictControlFired || full {
 			found = append(found, p)
 		}
 	}
@@ -78,13 +83,16 @@ func tenantsText(b *strings.Builder, st styles, res *causal.Result, note string,
 		}
 		line := fmt.Sprintf("%s → %s %s: %s", p.Source, p.Target, p.Metric, p.Verdict)
 		switch {
+		case p.Isolated:
+			// A control's q is its Bonferroni-adjusted p among its metric's
+			// controls, and it has no share of anyone's latency.
+			line += fmt.Sprintf(", %s ms (%s, 95%% CI %s … %s), q %s among the controls; negative control (other GPU or MIG instance): a significant effect here points to confounding",
+				signedMs(float64(p.EffectMs)), signedPct(float64(p.EffectPct)), signedPct(float64(p.CILowPct)), signedPct(float64(p.CIHighPct)),
+				qString(float64(p.Q)))
 		default:
 			line += fmt.Sprintf(", %s ms (%s, 95%% CI %s … %s), q %s, %s of %s's latency",
 				signedMs(float64(p.EffectMs)), signedPct(float64(p.EffectPct)), signedPct(float64(p.CILowPct)), signedPct(float64(p.CIHighPct)),
 				qString(float64(p.Q)), pct(float64(p.Share)), p.Target)
-			if p.Isolated {
-				line += "; isolated (other GPU or MIG instance): a significant effect here points to confounding"
-			}
 		}
 		style := verdictStyle(st, p.Verdict)
 		fmt.Fprintf(b, "  %s\n", style.Render(line))
@@ -154,6 +162,10 @@ func heatMap(b *strings.Builder, st styles, res *causal.Result, m causal.Metric)
 				row = append(row, shade(st, signedPct(float64(p.EffectPct))+"*", float64(p.EffectPct)))
 			case p.Verdict == causal.VerdictAssociation || p.Verdict == causal.VerdictConfounded:
 				row = append(row, st.warn.Render(signedPct(float64(p.EffectPct))+"?"))
+			case p.Verdict == causal.VerdictControlFired:
+				row = append(row, st.warn.Render(signedPct(float64(p.EffectPct))+"!"))
+			case p.Verdict == causal.VerdictControl:
+				row = append(row, "c")
 			default:
 				row = append(row, "~")
 			}
@@ -161,7 +173,7 @@ func heatMap(b *strings.Builder, st styles, res *causal.Result, m causal.Metric)
 		t.row(row...)
 	}
 	t.render(b, st, 4)
-	fmt.Fprintf(b, "    %s\n", st.dim.Render("* interference  ? association or confounded (placebo, sign or a negative control fails)  ~ no evidence or negligible  n/e not estimable  · same tenant"))
+	fmt.Fprintf(b, "    %s\n", st.dim.Render("* interference  ? association or confounded (placebo, sign or a negative control fails)  ! a negative control fired  c negative control  ~ no evidence or negligible  n/e not estimable  · same tenant"))
 }
 
 // sharesTenant reports whether two names stand for a common tenant (a
@@ -182,7 +194,7 @@ func verdictStyle(st styles, v causal.Verdict) lipgloss.Style {
 	switch v {
 	case causal.VerdictInterference:
 		return st.bad
-	case causal.VerdictAssociation, causal.VerdictConfounded:
+	case causal.VerdictAssociation, causal.VerdictConfounded, causal.VerdictControlFired:
 		return st.warn
 	}
 	return st.dim
@@ -221,8 +233,15 @@ func kernelText(b *strings.Builder, st styles, k *causal.KernelResult, full bool
 			fmt.Fprintf(b, "  %s\n", st.dim.Render(line))
 			continue
 		}
-		line = fmt.Sprintf("%s → %s (GPU %d) kernels: %s, %s (95%% CI %s … %s), q %s, %d kernels, %s of them overlapped on average",
-			p.Source, p.Target, p.Device, p.Verdict, signedPct(float64(p.StretchPct)), signedPct(float64(p.CILowPct)), signedPct(float64(p.CIHighPct)),
+		// The interval spans the specification band (causal.SpecStretch);
+		// the model's own interval is shown beside it when narrower.
+		ci := fmt.Sprintf("95%% CI %s … %s", signedPct(float64(p.CILowPct)), signedPct(float64(p.CIHighPct)))
+		if len(p.Sensitivity) > 0 {
+			ci = fmt.Sprintf("95%% CI %s … %s over %d specifications, the model's alone %s … %s", signedPct(float64(p.CILowPct)), signedPct(float64(p.CIHighPct)),
+				1+len(p.Sensitivity), signedPct(float64(p.ModelCILowPct)), signedPct(float64(p.ModelCIHighPct)))
+		}
+		line = fmt.Sprintf("%s → %s (GPU %d) kernels: %s, %s (%s), q %s, %d kernels, %s of them overlapped on average",
+			p.Source, p.Target, p.Device, p.Verdict, signedPct(float64(p.StretchPct)), ci,
 			qString(float64(p.Q)), p.Kernels, pct(float64(p.MeanOverlap)))
 		if p.Isolated {
 			line += "; negative control (other GPU or MIG instance)"

@@ -78,6 +78,9 @@ type Config struct {
 type Interference struct {
 	Source, Target string
 	Slowdown       float64
+	// Mechanism is how the overlap turns into time (interference.go); the
+	// zero value is StretchOverlap, the form the kernel view fits.
+	Mechanism Mechanism
 }
 
 // Diurnal is a shared sinusoidal load driver: rate × (1 + Amplitude ·

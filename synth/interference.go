@@ -18,7 +18,8 @@ import (
 // that runs alone is not slowed. This is what co-scheduled kernels do under
 // MPS or time slicing: they contend only while both run. The duration is
 // the fixed point of the equation (the overlap depends on how long the
-// kernel lasts), found by a few iterations.
+// kernel lasts), found by a few iterations. That is StretchOverlap, the form
+// the kernel view fits; Interference.Mechanism picks another (below).
 
 // interval is [start, end) in ns.
 type interval struct{ start, end int64 }
@@ -75,42 +76,113 @@ func covered(iv []interval, a, b int64) int64 {
 	return c
 }
 
-// stretcher returns how long engine e's kernels take given the kernels of
-// the engines that interfere with it (already simulated: engineOrder puts
-// sources first), or nil when none does.
-func (r *Run) stretcher(e int, modelIndex map[string]int) func(start, base int64) int64 {
-	type source struct {
-		busy []interval
-		coef float64
+// A Mechanism is how a source's concurrent work stretches the target's
+// kernels. All three stretch a kernel that the source's work covers for its
+// whole duration (or, for StretchStep, whose whole step it covers) by
+// (1 + Slowdown); they differ in between, and only StretchOverlap is the
+// form the kernel view fits (causal/kernel.go), so the others test its
+// intervals under a model it does not assume.
+type Mechanism int
+
+const (
+	// StretchOverlap: duration = base × (1 + Slowdown × overlap), overlap the
+	// share of the kernel's own stretched interval the source covers.
+	StretchOverlap Mechanism = iota
+	// StretchRate is overlap-proportional stretch: the kernel progresses
+	// (1 + Slowdown) times slower while the source runs (processor sharing),
+	// so the time added is Slowdown/(1 + Slowdown) of the time the source
+	// covers: duration = base / (1 − overlap × Slowdown/(1 + Slowdown)),
+	// convex in the overlap where StretchOverlap is concave in log terms.
+	StretchRate
+	// StretchStep is step-coincident stretch: every kernel of the target's
+	// step takes (1 + Slowdown × y), y the share of the step's GPU window
+	// (from its first launch, as long as its kernels' base durations) the
+	// source was busy, whatever the kernel's own overlap. Contention at the
+	// scheduler's granularity (a time slice spanning the step) looks so.
+	StretchStep
+)
+
+// String names the mechanism as the tests and docs do.
+func (m Mechanism) String() string {
+	switch m {
+	case StretchRate:
+		return "overlap-proportional"
+	case StretchStep:
+		return "step-coincident"
 	}
-	var srcs []source
+	return "overlap"
+}
+
+// stretch holds the sources that slow one engine.
+type stretch struct {
+	srcs []stretchSource
+}
+
+type stretchSource struct {
+	busy []interval
+	coef float64
+	mech Mechanism
+}
+
+// stretcher returns how engine e's kernels are slowed by the kernels of the
+// engines that interfere with it (already simulated: engineOrder puts
+// sources first), or nil when none does.
+func (r *Run) stretcher(e int, modelIndex map[string]int) *stretch {
+	var st stretch
 	tenantEngine := map[string]int{}
 	for _, t := range r.Config.Tenants {
 		tenantEngine[t.Name] = modelIndex[t.Model]
 	}
 	for _, in := range r.Config.Interference {
 		if tenantEngine[in.Target] == e && in.Slowdown > 0 {
-			srcs = append(srcs, source{r.kernelUnion(tenantEngine[in.Source]), in.Slowdown})
+			st.srcs = append(st.srcs, stretchSource{r.kernelUnion(tenantEngine[in.Source]), in.Slowdown, in.Mechanism})
 		}
 	}
-	if len(srcs) == 0 {
+	if len(st.srcs) == 0 {
 		return nil
 	}
-	return func(start, base int64) int64 {
-		d := base
-		for it := 0; it < 20; it++ {
-			f := 1.0
-			for _, s := range srcs {
-				f += s.coef * float64(covered(s.busy, start, start+d)) / float64(d)
-			}
-			next := max(1, int64(math.Round(float64(base)*f)))
-			if next == d {
-				break
-			}
-			d = next
-		}
-		return d
+	return &st
+}
+
+// step is the factor StretchStep sources put on every kernel of a step
+// whose GPU window is [start, start+window).
+func (st *stretch) step(start, window int64) float64 {
+	f := 1.0
+	if window <= 0 {
+		return f
 	}
+	for _, s := range st.srcs {
+		if s.mech == StretchStep {
+			f += s.coef * float64(covered(s.busy, start, start+window)) / float64(window)
+		}
+	}
+	return f
+}
+
+// kernel is how long a kernel of base duration starting at start takes,
+// stepFactor being its step's (step). The duration is the fixed point of
+// the overlap-dependent mechanisms (the overlap depends on how long the
+// kernel lasts), found by a few iterations.
+func (st *stretch) kernel(start, base int64, stepFactor float64) int64 {
+	d := max(1, int64(math.Round(float64(base)*stepFactor)))
+	for it := 0; it < 20; it++ {
+		f := stepFactor
+		for _, s := range st.srcs {
+			c := float64(covered(s.busy, start, start+d))
+			switch s.mech {
+			case StretchOverlap:
+				f += s.coef * c / float64(d)
+			case StretchRate:
+				f += s.coef / (1 + s.coef) * c / float64(base)
+			}
+		}
+		next := max(1, int64(math.Round(float64(base)*f)))
+		if next == d {
+			break
+		}
+		d = next
+	}
+	return d
 }
 
 // DemoConfig is the run `llmprof demo` writes: DefaultConfig's three

@@ -174,7 +174,7 @@ type engineSim struct {
 	// stretch, when set, returns how long a kernel of base duration takes
 	// when it starts at a time (interference from other engines' kernels
 	// running concurrently on the GPU; see interference.go).
-	stretch func(start, base int64) int64
+	stretch *stretch
 }
 
 func (s *engineSim) simulate() {
@@ -300,6 +300,14 @@ func (s *engineSim) step(start int64) int64 {
 		st.Stalled = true
 	}
 	var gpuEnd int64
+	stepFactor := 1.0
+	if s.stretch != nil {
+		var window int64
+		for _, kp := range kernels {
+			window += kp.End // kernelPlan put the duration in End
+		}
+		stepFactor = s.stretch.step(cpu, window)
+	}
 	for k, kp := range kernels {
 		if k == stallAt {
 			cpu += s.jitter(s.cfg.StallNs, 0.3)
@@ -317,7 +325,7 @@ func (s *engineSim) step(start int64) int64 {
 		base := op.End // kernelPlan put the duration in End
 		dur := base
 		if s.stretch != nil {
-			dur = s.stretch(op.Start, dur)
+			dur = s.stretch.kernel(op.Start, dur, stepFactor)
 		}
 		slow := s.run.episodeSlowdown(s.engine, op.Category, op.Start)
 		dur = int64(float64(dur) * slow)

@@ -210,3 +210,65 @@ func TestInterferenceRecord(t *testing.T) {
 	}
 	t.Logf("%d of B's ops stretched, worst deviation from the model %.2g of a duration, %d requests checked", stretched, worst, checked)
 }
+
+// The other mechanisms keep their own equations: overlap-proportional
+// stretch adds Slowdown/(1 + Slowdown) of the time A covers of the op's
+// interval; step-coincident stretch puts one factor in [1, 1 + Slowdown] on
+// every op of a step, whatever each op's own overlap.
+func TestInterferenceMechanisms(t *testing.T) {
+	const s = 0.35
+	for _, mech := range []Mechanism{StretchRate, StretchStep} {
+		t.Run(mech.String(), func(t *testing.T) {
+			cfg := MultiTenantGPUConfig(4, 10*time.Second, s)
+			cfg.Interference[0].Mechanism = mech
+			r, err := Generate(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			engine := map[string]int{}
+			for i, e := range r.Engines {
+				engine[e.Model] = i
+			}
+			busyA := r.kernelUnion(engine["engine-a"])
+			stretchedSteps := 0
+			for si := range r.Steps {
+				st := &r.Steps[si]
+				if st.Engine != engine["engine-b"] {
+					continue
+				}
+				lo, hi := math.Inf(1), math.Inf(-1)
+				for i, op := range r.Ops[st.FirstOp:st.EndOp] {
+					d := op.End - op.Start
+					base := d - op.Interference
+					if op.Interference < 0 || base <= 0 {
+						t.Fatalf("step %d op %d: duration %d, interference %d", si, i, d, op.Interference)
+					}
+					switch mech {
+					case StretchRate:
+						want := float64(base) + s/(1+s)*float64(covered(busyA, op.Start, op.End))
+						if dev := math.Abs(float64(d) - want); dev > 1 && dev > 1e-3*float64(d) {
+							t.Fatalf("step %d op %d: lasts %d ns, base %d + %.3f × covered = %.0f", si, i, d, base, s/(1+s), want)
+						}
+					case StretchStep:
+						if base < 1000 {
+							continue // rounding dominates the ratio
+						}
+						f := float64(d) / float64(base)
+						lo, hi = math.Min(lo, f), math.Max(hi, f)
+					}
+				}
+				if mech == StretchStep && hi >= lo {
+					if lo < 1-1e-3 || hi > 1+s+1e-3 || hi-lo > 2e-3 {
+						t.Fatalf("step %d: its ops stretched by %.4f … %.4f, want one factor in [1, %.2f]", si, lo, hi, 1+s)
+					}
+					if lo > 1+1e-3 {
+						stretchedSteps++
+					}
+				}
+			}
+			if mech == StretchStep && stretchedSteps == 0 {
+				t.Fatal("no step of B's engine was stretched")
+			}
+		})
+	}
+}
