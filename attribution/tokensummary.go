@@ -500,9 +500,9 @@ func unfilled(res *Result, ts *TokenSummary) ([]string, map[string]int) {
 	case len(res.Steps) == 0:
 		out = append(out, "cpu.schedule, gpu.*, gpu.idle, cpu.postprocess, preempted: no llm.step spans (engine steps with their batches); engine time is in other")
 	case via["none"] == len(res.Steps):
-		out = append(out, "gpu.*, gpu.idle, cpu.schedule, cpu.postprocess: no GPU data for the steps (add an nsys export of the engine); step time is in step_unsplit")
+		out = append(out, "gpu.*, gpu.idle, cpu.schedule, cpu.postprocess: no GPU data for the steps (add an nsys export of the engine); step time is in step (no GPU data)")
 	case via["none"] > 0:
-		out = append(out, fmt.Sprintf("%d of %d steps have no GPU ops; their time is in step_unsplit", via["none"], len(res.Steps)))
+		out = append(out, fmt.Sprintf("%d of %d steps have no GPU ops; their time is in step (no GPU data)", via["none"], len(res.Steps)))
 	}
 	if ts.Estimated > 0 {
 		out = append(out, fmt.Sprintf("%d token times estimated evenly from TTFT and TPOT (no llm.token events): per-token variance is not observed", ts.Estimated))

@@ -72,7 +72,7 @@ are warnings shown in every report; --strict turns them into an error.`),
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&opts.Format, "format", "text", "output format: text, json, or html (one self-contained page with charts)")
+	fl.StringVar(&opts.Format, "format", "text", "output format: text, json, markdown (md), or html (one self-contained page with charts)")
 	fl.StringVarP(&opts.Output, "output", "o", "", "write the report to `FILE` instead of stdout")
 	fl.BoolVar(&opts.Strict, "strict", false, "treat input warnings as errors")
 	fl.StringVar(&opts.TenantKey, "tenant-key", "", "attribute naming a request's tenant (default: llm.tenant, tenant.id, enduser.id, then the calling service)")
@@ -88,8 +88,10 @@ func runAnalyze(ctx context.Context, f *Factory, opts *AnalyzeOptions) error {
 	if opts.Top < 0 {
 		return usageErrorf("--top must be a positive number of kernels, not %d", opts.Top)
 	}
-	if opts.Format != "text" && opts.Format != "json" && opts.Format != "html" {
-		return usageErrorf("--format must be text, json or html, not %q", opts.Format)
+	switch opts.Format {
+	case "text", "json", "html", "markdown", "md":
+	default:
+		return usageErrorf("--format must be text, json, markdown or html, not %q", opts.Format)
 	}
 	slo, err := parseSLO(opts.SLO)
 	if err != nil {
@@ -127,6 +129,8 @@ func runAnalyze(ctx context.Context, f *Factory, opts *AnalyzeOptions) error {
 			return rep.WriteJSON(w)
 		case "html":
 			return rep.WriteHTML(w, report.NewHTMLViews(rep, res, a.Trace))
+		case "markdown", "md":
+			return rep.WriteMarkdown(w)
 		}
 		width := 0
 		if w == opts.IO.Out {

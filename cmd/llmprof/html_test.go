@@ -69,10 +69,13 @@ func TestAnalyzeHTMLDemo(t *testing.T) {
 			}
 		}
 	}
-	for _, id := range []string{"latency", "over-time", "stages", "gpu", "tokens", "tenants", "kv-cache", "blind-spots", "alignment", "warnings"} {
+	for _, id := range []string{"findings", "latency", "stages", "tokens", "stalls", "gpu", "tenants", "kv-cache", "blind-spots", "model-lifecycle", "alignment", "warnings"} {
 		if !bytes.Contains(page, []byte(`<section id="`+id+`"`)) {
 			t.Errorf("no %q section", id)
 		}
+	}
+	if !bytes.Contains(page, []byte(`<h3 id="over-time">`)) {
+		t.Error("no over-time part in the latency section")
 	}
 	for _, label := range []string{"TTFT distribution by tenant", "TPOT distribution by model", "E2E distribution by tenant",
 		"TTFT over time", "Queue time over time", "Where the time went", "GPU busy/idle timeline", "Kernel categories",
