@@ -50,7 +50,7 @@ stream, and an explicit remainder.
 
 Problems with the input (a truncated record, a span ending before it starts)
 are warnings shown in every report; --strict turns them into an error.`),
-		Example: strings.TrimSpace(`
+		Example: examples(`
   # the bundled demo run
   llmprof analyze testdata/demo
 
@@ -65,7 +65,7 @@ are warnings shown in every report; --strict turns them into an error.`),
 
   # charts in one offline HTML page
   llmprof analyze --format html -o report.html testdata/demo`),
-		Args: cobra.MinimumNArgs(1),
+		Args: argsNamed(1, -1, "<input>: a trace file, a directory, or - for stdin"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Inputs = args
 			return runAnalyze(cmd.Context(), f, opts)

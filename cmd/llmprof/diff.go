@@ -28,7 +28,7 @@ type DiffOptions struct {
 	Gates              []string // --gate rules, as given
 	GateFile           string
 	FailOnInconclusive bool
-	Format             string   // text, markdown, json, junit
+	Format             string   // text, markdown, json, junit, html
 	Outputs            []string // extra FORMAT=PATH outputs
 	All                bool
 
@@ -102,7 +102,7 @@ is an error; --strict fails on input warnings.
 
 Exit status: 0 no rule failed, 1 unusable input, 2 usage error, 3 a rule failed
 (or was inconclusive under --fail-on-inconclusive).`),
-		Example: strings.TrimSpace(`
+		Example: examples(`
   # Is the candidate slower? A report, no gate:
   llmprof diff baseline.json candidate.json
 
@@ -119,7 +119,7 @@ Exit status: 0 no rule failed, 1 unusable input, 2 usage error, 3 a rule failed
 
   # One long run with autocorrelated requests:
   llmprof diff --block auto --gate 'e2e.p90<+5%' baseline.json candidate.json`),
-		Args: cobra.ExactArgs(2),
+		Args: argsNamed(2, 2, "<baseline> and <candidate>: two saved analyses or two runs' inputs"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error
 			if opts.Baseline, err = splitSide(args[0]); err != nil {
@@ -136,7 +136,7 @@ Exit status: 0 no rule failed, 1 unusable input, 2 usage error, 3 a rule failed
 	fl.StringArrayVar(&opts.Gates, "gate", nil, "gate rule such as 'ttft.p99<+10%', 'tpot.p50<+2ms' or 'throughput>-5%' (repeatable)")
 	fl.StringVar(&opts.GateFile, "gate-file", "", "YAML file with gate rules (gates: [...], fail_on_inconclusive, alpha, block)")
 	fl.BoolVar(&opts.FailOnInconclusive, "fail-on-inconclusive", false, "an inconclusive rule fails the gate (exit 3)")
-	fl.StringVarP(&opts.Format, "format", "f", "text", "output format: text, markdown, json or junit")
+	fl.StringVarP(&opts.Format, "format", "f", "text", "output format: text, markdown, json, junit or html")
 	fl.StringArrayVar(&opts.Outputs, "out", nil, "also write FORMAT=PATH, e.g. markdown=summary.md, junit=diff.xml or html=diff.html (repeatable)")
 	fl.BoolVar(&opts.All, "all", false, "list every bucket metric, not only those that changed or are gated")
 	fl.Float64Var(&opts.Alpha, "alpha", def.Alpha, "significance level; intervals are 1−alpha")
@@ -185,7 +185,7 @@ func runDiff(ctx context.Context, opts *DiffOptions) error {
 	}
 	render, ok := diffFormats[opts.Format]
 	if !ok {
-		return usageErrorf("unknown --format %q (want text, markdown, json or junit)", opts.Format)
+		return usageErrorf("unknown --format %q (want text, markdown, json, junit or html)", opts.Format)
 	}
 	type output struct {
 		render func(io.Writer, *compare.Result, report.DiffOptions) error
@@ -196,7 +196,7 @@ func runDiff(ctx context.Context, opts *DiffOptions) error {
 		name, path, ok := strings.Cut(o, "=")
 		r, known := diffFormats[name]
 		if !ok || path == "" || !known {
-			return usageErrorf("--out %q: want FORMAT=PATH with FORMAT text, markdown, json or junit", o)
+			return usageErrorf("--out %q: want FORMAT=PATH with FORMAT text, markdown, json, junit or html", o)
 		}
 		outputs = append(outputs, output{r, path})
 	}

@@ -63,12 +63,12 @@ it serves (resource process.pid, the engine of their steps); one serving
 several tenants is a shared source ("chat+search (shared)"), never paired
 with its own tenants. Otherwise: --tenant-pid, resource keys, nsys process
 names, MIG instances. See docs/tenants.md.`),
-		Example: strings.TrimSpace(`
+		Example: examples(`
   llmprof tenants run/
   llmprof tenants --tenant-key customer.id --metric ttft,tpot,e2e traces.jsonl gpu.sqlite
   llmprof tenants --tenant-pid 4100=search --tenant-pid 4200=batch --load gpu_busy run.llmprof/
   llmprof tenants --format json run/ | jq '.pairs[] | select(.verdict=="interference")'`),
-		Args: cobra.MinimumNArgs(1),
+		Args: argsNamed(1, -1, "<input>: a trace file, a directory, or - for stdin"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Inputs = args
 			return runTenants(cmd.Context(), f, opts)
