@@ -3,8 +3,10 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -243,9 +245,16 @@ func gzipFile(path string) (string, error) {
 
 // writeFileAtomic writes a file through a temporary name in the same folder.
 func writeFileAtomic(path string, write func(*bufio.Writer) error) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".llmprof-*")
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, ".llmprof-*")
 	if err != nil {
-		return err
+		// The error names the temporary file, which the user never asked
+		// for: name the path and its directory instead.
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("cannot write %s: its directory %s: %w", path, dir, err)
 	}
 	defer os.Remove(tmp.Name())
 	bw := bufio.NewWriterSize(tmp, 1<<20)
@@ -264,5 +273,12 @@ func writeFileAtomic(path string, write func(*bufio.Writer) error) error {
 	if err := tmp.Close(); err != nil {
 		return err
 	}
-	return os.Rename(tmp.Name(), path)
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		var le *os.LinkError
+		if errors.As(err, &le) {
+			err = le.Err
+		}
+		return fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	return nil
 }

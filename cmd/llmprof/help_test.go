@@ -51,3 +51,13 @@ func TestMissingArgumentNamed(t *testing.T) {
 		}
 	}
 }
+
+// TestOutputIntoMissingDirectory: -o into a directory that does not exist
+// names the path asked for, not a temporary file.
+func TestOutputIntoMissingDirectory(t *testing.T) {
+	out := t.TempDir() + "/missing/report.txt"
+	code, _, stderr := runLLMProf(t, "analyze", "-o", out, "../../testdata/demo")
+	if code == ExitOK || !strings.Contains(stderr, "cannot write "+out) || strings.Contains(stderr, ".llmprof-") {
+		t.Errorf("exit %d, stderr %q; want an error naming %s", code, stderr, out)
+	}
+}
