@@ -319,11 +319,7 @@ func fmtMDE(m compare.Metric) string {
 
 // sideLine describes one side: "base.json (1 run, 600 requests)".
 func sideLine(s compare.SideSummary) string {
-	runs := "runs"
-	if s.Runs == 1 {
-		runs = "run"
-	}
-	return fmt.Sprintf("%s (%d %s, %d requests)", s.Label, s.Runs, runs, s.Requests)
+	return fmt.Sprintf("%s (%s, %s)", s.Label, plural(s.Runs, "run"), plural(s.Requests, "request"))
 }
 
 // explanationLine names the largest bucket changes: "first token:
