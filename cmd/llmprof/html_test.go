@@ -173,6 +173,19 @@ func TestAnalyzeHTMLInBrowser(t *testing.T) {
 	}
 	t.Logf("script done %s ms after navigation start", attr("data-render-ms"))
 
+	// Layout: no two texts of a chart overlap (heat-map headers included),
+	// and no legend draws two entries alike (the per-token buckets).
+	lay, err := browser.CheckLayout(context.Background(), bin, page, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range lay.Overlaps {
+		t.Errorf("overlapping text: %s", o)
+	}
+	for _, c := range lay.SameColours {
+		t.Errorf("two legend entries drawn alike: %s", c)
+	}
+
 	// Sorting: a copy of the page clicks the top-kernels table's "count"
 	// header once (descending), then the "kernel" header (descending by
 	// name), after the page's own script.
