@@ -26,6 +26,9 @@ type DiffOptions struct {
 	// Top is how many attribution buckets an explanation line names
 	// (default 3).
 	Top int
+	// Width is the terminal's width the text output fits (prose lines
+	// wrap, as in analyze's report); 0 leaves lines as long as they are.
+	Width int
 }
 
 func (o DiffOptions) top() int {

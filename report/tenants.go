@@ -353,8 +353,9 @@ func qString(q float64) string {
 // section.
 func WriteTenantsText(w io.Writer, res *causal.Result, note string, opts TextOptions) error {
 	st := newStyles(w, opts.Color)
+	st.width = max(0, opts.Width)
 	var b strings.Builder
 	tenantsText(&b, st, res, note, true)
-	_, err := io.WriteString(w, strings.TrimPrefix(b.String(), "\n"))
+	_, err := io.WriteString(w, fitLines(strings.TrimPrefix(b.String(), "\n"), st.width))
 	return err
 }

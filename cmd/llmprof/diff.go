@@ -224,7 +224,11 @@ func runDiff(ctx context.Context, opts *DiffOptions) error {
 	res.Warnings = append(res.Warnings, append(base.Notes, cand.Notes...)...)
 
 	if err := writeOutput(opts.IO, opts.Output, func(w io.Writer, tty bool) error {
-		return render(w, res, report.DiffOptions{All: opts.All, Color: report.ColorFor(tty) && opts.Format == "text"})
+		width := 0
+		if w == opts.IO.Out {
+			width = textWidth(opts.IO, tty)
+		}
+		return render(w, res, report.DiffOptions{All: opts.All, Color: report.ColorFor(tty) && opts.Format == "text", Width: width})
 	}); err != nil {
 		return err
 	}

@@ -122,6 +122,10 @@ func runTenants(ctx context.Context, f *Factory, opts *TenantsOptions) error {
 			}
 			return enc.Encode(a.Tenants)
 		}
-		return report.WriteTenantsText(w, a.Tenants, a.TenantsNote, report.TextOptions{Color: report.ColorFor(tty)})
+		width := 0
+		if w == opts.IO.Out {
+			width = textWidth(opts.IO, tty)
+		}
+		return report.WriteTenantsText(w, a.Tenants, a.TenantsNote, report.TextOptions{Color: report.ColorFor(tty), Width: width})
 	})
 }
