@@ -500,9 +500,9 @@ func unfilled(res *Result, ts *TokenSummary) ([]string, map[string]int) {
 	case len(res.Steps) == 0:
 		out = append(out, "cpu.schedule, gpu.*, gpu.idle, cpu.postprocess, preempted: no llm.step spans (engine steps with their batches); engine time is in stage.prefill, stage.decode, stage.inference where the input places those stages, else in other")
 	case via["none"] == len(res.Steps):
-		out = append(out, "gpu.*, gpu.idle, cpu.schedule, cpu.postprocess: no GPU data for the steps (add an nsys export of the engine); step time is in step_unsplit")
+		out = append(out, "gpu.*, gpu.idle, cpu.schedule, cpu.postprocess: no GPU data for the steps (add an nsys export of the engine); step time is in step (no GPU data)")
 	case via["none"] > 0:
-		out = append(out, fmt.Sprintf("%d of %d steps have no GPU ops; their time is in step_unsplit", via["none"], len(res.Steps)))
+		out = append(out, fmt.Sprintf("%d of %d steps have no GPU ops; their time is in step (no GPU data)", via["none"], len(res.Steps)))
 	}
 	if n := unscheduled(res); n > 0 {
 		out = append(out, fmt.Sprintf("queue, prefill, decode of %d of %d requests: no scheduling data (no llm.step spans; no queue or prefill stage before the first token, or no decode stage after it); that time is in unattributed", n, len(res.Requests)))

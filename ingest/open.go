@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -350,9 +351,7 @@ func nothingError(paths []string, parts []*Trace, skipped []Warning) error {
 			fmt.Fprintf(&b, "\n  %s", w)
 		}
 	}
-	for _, w := range skipped {
-		fmt.Fprintf(&b, "\n  %s", w)
-	}
+	writeSkipped(&b, skipped)
 	if len(parts) == 0 && len(skipped) == 0 {
 		b.WriteString(" (no files)")
 	}
@@ -362,6 +361,52 @@ func nothingError(paths []string, parts []*Trace, skipped []Warning) error {
 		errs = append(errs, ErrUnknownFormat)
 	}
 	return wrappedMessage{b.String(), errs}
+}
+
+// skippedListed is how many skipped files nothingError lists one by one;
+// beyond it, it writes one line per directory (a walk of /etc skips a
+// thousand files, and each line would repeat the list of formats).
+const skippedListed = 5
+
+// writeSkipped lists the skipped files, or with more than skippedListed of
+// them, each directory once with its count and its first file's reason;
+// the list of formats llmprof reads, which every unknown-format reason ends
+// with, is written once at the end.
+func writeSkipped(b *strings.Builder, skipped []Warning) {
+	if len(skipped) <= skippedListed {
+		for _, w := range skipped {
+			fmt.Fprintf(b, "\n  %s", w)
+		}
+		return
+	}
+	var dirs []string
+	count := map[string]int{}
+	first := map[string]Warning{}
+	reads := ""
+	for _, w := range skipped {
+		d := filepath.Dir(w.Path)
+		if count[d] == 0 {
+			dirs = append(dirs, d)
+			first[d] = w
+		}
+		count[d]++
+	}
+	for _, d := range dirs {
+		w := first[d]
+		msg := w.Msg
+		if i := strings.Index(msg, "; llmprof reads "); i >= 0 {
+			msg, reads = msg[:i], msg[i+2:]
+		}
+		msg = strings.TrimPrefix(msg, "skipped: ")
+		if count[d] == 1 {
+			fmt.Fprintf(b, "\n  %s: skipped: %s", w.Path, msg)
+			continue
+		}
+		fmt.Fprintf(b, "\n  %s: %d files skipped (first, %s: %s)", d, count[d], filepath.Base(w.Path), msg)
+	}
+	if reads != "" {
+		fmt.Fprintf(b, "\n  %s", reads)
+	}
 }
 
 // wrappedMessage is an error with its own text that still matches errs.

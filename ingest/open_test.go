@@ -526,3 +526,36 @@ func TestBenchResultPointsToDiff(t *testing.T) {
 		}
 	}
 }
+
+// A directory tree of many files in no format llmprof reads (analyze /etc):
+// one line per directory with its count, and the list of formats once.
+func TestManySkippedOneLinePerDirectory(t *testing.T) {
+	dir := t.TempDir()
+	for _, sub := range []string{"conf", "xml"} {
+		for i := range 30 {
+			write(t, filepath.Join(dir, sub, fmt.Sprintf("f%02d.txt", i)), []byte("# a comment\n"))
+		}
+	}
+	lone := write(t, filepath.Join(dir, "lone", "x.txt"), []byte("hello\n"))
+	_, err := open(t, ingest.OpenOptions{}, dir)
+	if !errors.Is(err, ingest.ErrNothingToAnalyze) {
+		t.Fatalf("error = %v", err)
+	}
+	msg := err.Error()
+	lines := strings.Split(msg, "\n")
+	if len(lines) != 5 {
+		t.Errorf("%d lines, want the error, two directories, one lone file and the formats:\n%s", len(lines), msg)
+	}
+	for _, want := range []string{
+		filepath.Join(dir, "conf") + `: 30 files skipped (first, f00.txt: not a recognized input format: text starting "# a comment")`,
+		filepath.Join(dir, "xml") + ": 30 files skipped",
+		lone + `: skipped: not a recognized input format: text starting "hello"`,
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("no %q in:\n%s", want, msg)
+		}
+	}
+	if n := strings.Count(msg, "llmprof reads"); n != 1 {
+		t.Errorf("the list of formats appears %d times, want once:\n%s", n, msg)
+	}
+}

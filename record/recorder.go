@@ -406,8 +406,9 @@ func Record(ctx context.Context, opts Options) (*Result, error) {
 	if n := r.manifest.OTLP.SpansLost; n > 0 {
 		lost = fmt.Sprintf(" (%d received spans were not stored)", n)
 	}
-	fmt.Fprintf(opts.Log, "llmprof record: wrote %s (%s): %d spans in %d OTLP requests stored%s, %d NVML rows; %s\n",
-		r.dir, res.Status, r.manifest.OTLP.Spans, r.manifest.OTLP.Requests, lost, r.nvmlRows(), r.manifest.StatusDetail)
+	fmt.Fprintf(opts.Log, "llmprof record: wrote %s (%s): %s in %s stored%s, %s; %s\n",
+		r.dir, res.Status, counted(r.manifest.OTLP.Spans, "span"), counted(r.manifest.OTLP.Requests, "OTLP request"), lost,
+		counted(r.nvmlRows(), "NVML row"), r.manifest.StatusDetail)
 	r.writeErrMu.Lock()
 	werr := r.writeErr
 	r.writeErrMu.Unlock()
@@ -913,4 +914,12 @@ func (r *recording) abort(recv *Receiver, sampler gpuSampler, err error) (*Resul
 	cancel()
 	closeSampler(sampler)
 	return r.fail(err, 0)
+}
+
+// counted writes n with its noun, singular for one ("1 span", "2 spans").
+func counted[N int | int64](n N, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -26,6 +26,9 @@ type DiffOptions struct {
 	// Top is how many attribution buckets an explanation line names
 	// (default 3).
 	Top int
+	// Width is the terminal's width the text output fits (prose lines
+	// wrap, as in analyze's report); 0 leaves lines as long as they are.
+	Width int
 }
 
 func (o DiffOptions) top() int {
@@ -327,14 +330,14 @@ func fmtMDE(m compare.Metric) string {
 
 // sideLine describes one side: "base.json (1 run, 600 requests)".
 func sideLine(s compare.SideSummary) string {
-	runs := "runs"
-	if s.Runs == 1 {
-		runs = "run"
-	}
 	if s.Requests == 0 && s.Launches > 0 {
-		return fmt.Sprintf("%s (%d %s, %d kernel launches, no requests)", s.Label, s.Runs, runs, s.Launches)
+		launches := commas(s.Launches) + " kernel launches"
+		if s.Launches == 1 {
+			launches = "1 kernel launch"
+		}
+		return fmt.Sprintf("%s (%s, %s, no requests)", s.Label, plural(s.Runs, "run"), launches)
 	}
-	return fmt.Sprintf("%s (%d %s, %d requests)", s.Label, s.Runs, runs, s.Requests)
+	return fmt.Sprintf("%s (%s, %s)", s.Label, plural(s.Runs, "run"), plural(s.Requests, "request"))
 }
 
 // explanationLine names the largest bucket changes: "first token:

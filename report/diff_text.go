@@ -36,6 +36,16 @@ type cell struct {
 // under each significant or gated metric, then the gate's outcome and the
 // warnings.
 func WriteDiffText(w io.Writer, res *compare.Result, o DiffOptions) error {
+	if o.Width > 0 {
+		var b strings.Builder
+		width := o.Width
+		o.Width = 0
+		if err := WriteDiffText(&b, res, o); err != nil {
+			return err
+		}
+		_, err := io.WriteString(w, fitLines(b.String(), width))
+		return err
+	}
 	bw := bufio.NewWriter(w)
 	st := newStyles(io.Discard, o.Color)
 	level := strconv.FormatFloat(100*(1-res.Options.Alpha), 'f', -1, 64) + "%"

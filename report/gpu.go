@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/llmprof/llmprof/attribution"
@@ -61,12 +62,15 @@ func gpuText(b *strings.Builder, st styles, g *attribution.GPU, width int) {
 	}
 	if len(g.TopKernels) > 0 {
 		k := newTable("top kernels", "category", "count", "total", "avg µs", "share")
-		for _, kt := range g.TopKernels {
-			name := kt.Name
-			if st.width == 0 {
-				name = shorten(name, 60) // no width to fit: a fixed cut
-			}
-			k.row(name, kt.Category, commas(kt.Count), fmtSeconds(kt.TotalMs/1e3), fmtFloat(kt.AvgUs, 1), pct(kt.Share))
+		names := make([]string, len(g.TopKernels))
+		for i, kt := range g.TopKernels {
+			names[i] = kt.Name
+		}
+		if st.width == 0 {
+			names = shortenAll(names, 60, shorten) // no width to fit: a fixed cut
+		}
+		for i, kt := range g.TopKernels {
+			k.row(names[i], kt.Category, commas(kt.Count), fmtSeconds(kt.TotalMs/1e3), fmtFloat(kt.AvgUs, 1), pct(kt.Share))
 		}
 		k.render(b, st, 2)
 	}
@@ -123,4 +127,83 @@ func uncategorizedLine(u attribution.Uncategorized, cut int) string {
 		names = append(names, name+" "+pct(k.Share))
 	}
 	return line + "; most in " + strings.Join(names, ", ")
+
+}
+
+// shortenAll cuts every name to n runes with cut, keeping different names
+// different: names that would print alike (two cuDNN kernels that differ
+// past the cut) show their common start, an ellipsis and the part from where
+// they differ; if that is not enough, their ends (elideMiddle); failing
+// that, a number.
+func shortenAll(names []string, n int, cut func(string, int) string) []string {
+	out := make([]string, len(names))
+	for i, s := range names {
+		out[i] = cut(s, n)
+	}
+	for _, try := range []func(i int, group []int) string{
+		func(i int, group []int) string {
+			cp := commonPrefix(names, group)
+			r := []rune(names[i])
+			head := min(cp, max(4, n/3))
+			from := max(head, cp-4)
+			return shorten(string(r[:head])+"…"+string(r[from:]), n)
+		},
+		func(i int, _ []int) string { return elideMiddle(names[i], n) },
+		func(i int, group []int) string {
+			k := slices.Index(group, i) + 1
+			suffix := fmt.Sprintf(" #%d", k)
+			return shorten(out[i], max(1, n-len(suffix))) + suffix
+		},
+	} {
+		collided := false
+		for _, group := range collisions(names, out) {
+			collided = true
+			for _, i := range group {
+				out[i] = try(i, group)
+			}
+		}
+		if !collided {
+			break
+		}
+	}
+	return out
+}
+
+// collisions groups the indices of different names whose short forms are
+// equal.
+func collisions(names, short []string) [][]int {
+	by := map[string][]int{}
+	var order []string
+	for i, s := range short {
+		if len(by[s]) == 0 {
+			order = append(order, s)
+		}
+		by[s] = append(by[s], i)
+	}
+	var out [][]int
+	for _, s := range order {
+		g := by[s]
+		for _, i := range g[1:] {
+			if names[i] != names[g[0]] {
+				out = append(out, g)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// commonPrefix is the number of runes the names at idx share at the start.
+func commonPrefix(names []string, idx []int) int {
+	first := []rune(names[idx[0]])
+	n := len(first)
+	for _, i := range idx[1:] {
+		r := []rune(names[i])
+		k := 0
+		for k < min(n, len(r)) && r[k] == first[k] {
+			k++
+		}
+		n = k
+	}
+	return n
 }

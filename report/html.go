@@ -39,33 +39,14 @@ func (r *Report) WriteHTML(w io.Writer, views *HTMLViews) error {
 		views = &HTMLViews{}
 	}
 	h := &htmlPage{}
-	title := "llmprof analyze"
-	if r.Requests != nil && r.Requests.Requests > 0 {
-		title += fmt.Sprintf(" — %s requests over %s", commas(r.Requests.Requests), fmtSeconds(r.Requests.Duration))
-	}
+	title := r.title()
 	h.f(htmlHead)
 	h.f(`<meta name="generator" content="llmprof %s"><title>%s</title><style>%s</style></head><body>`, esc(r.Version), esc(title), htmlCSS)
 	h.f(`<header><h1>%s</h1><p class="dim">llmprof %s · report schema %s</p></header><main>`, esc(title), esc(r.Version), esc(r.Schema))
-	h.toc(r, views)
-	h.sources(r)
-	if rq := r.Requests; rq != nil && rq.Requests > 0 {
-		h.requests(r, views)
-	} else if rq != nil {
-		h.section("latency", "Requests", "")
-		h.f(`<p class="warn">No request spans in the input: no span follows a request convention llmprof reads (see the README's span conventions), so there is no latency to chart.</p>`)
-		h.end()
+	h.toc(r)
+	for _, sec := range r.Sections() {
+		h.htmlSection(r, views, sec)
 	}
-	if r.GPU != nil {
-		h.gpu(r.GPU, views.GPU)
-	}
-	if r.Requests != nil && r.Requests.Requests > 0 {
-		h.tokens(r.Tokens)
-		h.tenants(r, views.TenantLoad)
-		h.kv(r.KVCache)
-		h.blindSpots(r.BlindSpots)
-	}
-	h.alignment(r)
-	h.warnings(r)
 	h.f(`</main><pre id="page-errors" hidden></pre><script>%s</script></body></html>`, htmlJS)
 	_, err := io.WriteString(w, h.b.String())
 	return err
@@ -148,39 +129,87 @@ func looksNumeric(s string) bool {
 	return err == nil
 }
 
-func (h *htmlPage) toc(r *Report, v *HTMLViews) {
-	type entry struct{ id, name string }
-	var e []entry
-	e = append(e, entry{"sources", "Sources"})
-	if r.Requests != nil && r.Requests.Requests > 0 {
-		e = append(e, entry{"latency", "Latency"}, entry{"over-time", "Over time"}, entry{"stages", "Where the time went"})
-	}
-	if r.GPU != nil {
-		e = append(e, entry{"gpu", "GPU"})
-	}
-	if r.Requests != nil && r.Requests.Requests > 0 {
-		if r.Tokens != nil {
-			e = append(e, entry{"tokens", "Per token"})
-		}
-		if v.TenantLoad != nil || r.Tenants != nil {
-			e = append(e, entry{"tenants", "Tenants"})
-		}
-		if r.KVCache != nil {
-			e = append(e, entry{"kv-cache", "KV cache"})
-		}
-		if r.BlindSpots != nil {
-			e = append(e, entry{"blind-spots", "Blind spots"})
-		}
-	}
-	if len(r.Alignment) > 1 {
-		e = append(e, entry{"alignment", "Clock alignment"})
-	}
-	e = append(e, entry{"warnings", fmt.Sprintf("Warnings (%d)", warningCount(r))})
+// toc lists the sections, in the order the page shows them.
+func (h *htmlPage) toc(r *Report) {
 	h.f(`<nav aria-label="sections"><ul>`)
-	for _, x := range e {
-		h.f(`<li><a href="#%s">%s</a></li>`, x.id, esc(x.name))
+	for _, sec := range r.Sections() {
+		name := sec.Title
+		if sec.ID == secWarnings.ID {
+			name = fmt.Sprintf("%s (%d)", name, warningCount(r))
+		}
+		h.f(`<li><a href="#%s">%s</a></li>`, sec.ID, esc(name))
 	}
 	h.f(`</ul></nav>`)
+}
+
+// htmlSection writes one section; Sections gives the ids and their order.
+func (h *htmlPage) htmlSection(r *Report, v *HTMLViews, sec Section) {
+	switch sec.ID {
+	case secFindings.ID:
+		h.section(sec.ID, sec.Title, "")
+		h.f(`<ol class="findings">`)
+		for _, f := range r.Headline {
+			h.f(`<li data-kind="%s">%s <a href="#%s">→ %s</a></li>`, esc(string(f.Kind)), esc(f.Text), esc(f.Section), esc(sectionTitle(f.Section)))
+		}
+		h.f(`</ol>`)
+		h.end()
+	case secLatency.ID:
+		if r.hasRequests() {
+			h.requests(r, v)
+			return
+		}
+		h.section(sec.ID, sec.Title, "")
+		h.f(`<p class="warn">No request spans in the input: no span follows a request convention llmprof reads (see the README's span conventions), so there is no latency to chart.</p>`)
+		h.end()
+	case secStages.ID:
+		h.stages(r, v)
+	case secTokens.ID:
+		h.tokens(r.Tokens, r.GPUCoverage)
+	case secStalls.ID:
+		h.stalls(r.Tokens.Stalls)
+	case secGPU.ID:
+		h.gpu(r.GPU, v.GPU, r.GPUCoverage)
+	case secTenants.ID:
+		h.tenants(r, v.TenantLoad)
+	case secBlindSpots.ID:
+		h.blindSpots(r.BlindSpots)
+	case secKVCache.ID:
+		h.kv(r.KVCache)
+	case secModelLifecycle.ID:
+		h.section(sec.ID, sec.Title, "")
+		var rows [][]string
+		for _, e := range r.ModelEvents {
+			rows = append(rows, []string{e.Kind, e.Model, fmtSeconds(e.Ms / 1e3), commas(e.InFlight), ms(float64(e.AddedTTFTMs))})
+		}
+		h.table("", []string{"event", "model", "duration", "requests in flight", "added TTFT p50 (ms)"}, rows, false)
+		h.end()
+	case secInfrastructure.ID:
+		h.textBlock(sec, func(b *strings.Builder, st styles) { infrastructureText(b, st, r.Infrastructure) })
+	case secSources.ID:
+		h.sources(r)
+	case secAlignment.ID:
+		h.textBlock(sec, func(b *strings.Builder, st styles) { alignmentText(b, st, r) })
+	case secWarnings.ID:
+		h.warnings(r)
+	}
+}
+
+// textBlock shows a section as the terminal renders it, without colour, in a
+// fixed-width block: its heading line becomes the section's heading.
+func (h *htmlPage) textBlock(sec Section, render func(*strings.Builder, styles)) {
+	var b strings.Builder
+	render(&b, newStyles(io.Discard, false))
+	text := strings.TrimLeft(b.String(), "\n")
+	first, rest, _ := strings.Cut(text, "\n")
+	sub := ""
+	if head := strings.ToUpper(sec.Title); strings.HasPrefix(first, head) {
+		sub, text = strings.TrimSpace(strings.TrimPrefix(first, head)), rest
+	}
+	h.section(sec.ID, sec.Title, sub)
+	if strings.TrimSpace(text) != "" {
+		h.f(`<pre>%s</pre>`, esc(strings.TrimRight(text, "\n")))
+	}
+	h.end()
 }
 
 func warningCount(r *Report) int {
@@ -251,10 +280,8 @@ func (h *htmlPage) requests(r *Report, v *HTMLViews) {
 			h.table("", []string{title, "requests", "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "E2E p99", "tok/s"}, rows, true)
 		}
 	}
-	h.end()
-
 	if ts := v.OverTime; ts != nil {
-		h.section("over-time", "Over time", fmt.Sprintf("requests binned by arrival, %s per bin", fmtSeconds(ts.BinMs/1e3)))
+		h.f(`<h3 id="over-time">Over time</h3><p class="dim">requests binned by arrival, %s per bin</p>`, fmtSeconds(ts.BinMs/1e3))
 		xs := make([]float64, len(ts.Count))
 		counts := make([]float64, len(ts.Count))
 		for i := range xs {
@@ -262,24 +289,31 @@ func (h *htmlPage) requests(r *Report, v *HTMLViews) {
 			counts[i] = float64(ts.Count[i])
 		}
 		h.f(`<div class="row">`)
-		h.figure("TTFT per arrival bin: median and p99",
+		q := fmt.Sprintf("p%g", 100*ts.HighQ)
+		needs := fmt.Sprintf("%s only in bins of at least %d requests", q, quantileNeeds(ts.HighQ))
+		h.figure("TTFT per arrival bin: median and "+needs,
 			lineChart("TTFT over time", "time since first arrival (s)", "TTFT (ms)",
-				[]lineSeries{{Name: "TTFT p50", X: xs, Y: ts.TTFTP50}, {Name: "TTFT p99", X: xs, Y: ts.TTFTP99}}, false, 0))
-		h.figure("Queue time per arrival bin: median and p99",
+				[]lineSeries{{Name: "TTFT p50", X: xs, Y: ts.TTFTP50}, {Name: "TTFT " + q, X: xs, Y: ts.TTFTHigh}}, false, 0))
+		h.figure("Queue time per arrival bin: median and "+needs,
 			lineChart("Queue time over time", "time since first arrival (s)", "queue (ms)",
-				[]lineSeries{{Name: "queue p50", X: xs, Y: ts.QueueP50}, {Name: "queue p99", X: xs, Y: ts.QueueP99}}, false, 0))
+				[]lineSeries{{Name: "queue p50", X: xs, Y: ts.QueueP50}, {Name: "queue " + q, X: xs, Y: ts.QueueHigh}}, false, 0))
 		h.f(`</div>`)
 		h.figure("Arrivals per bin", lineChart("Arrivals over time", "time since first arrival (s)", "requests per bin",
 			[]lineSeries{{Name: "arrivals", X: xs, Y: counts}}, false, 0))
-		h.end()
 	}
+	h.end()
+}
 
+// stages is the "where the time went" section: the stage shares of all
+// requests, then per tenant and per model.
+func (h *htmlPage) stages(r *Report, v *HTMLViews) {
+	h.section(secStages.ID, secStages.Title, "")
 	if len(v.StageShares) > 0 {
 		var total float64
 		for _, s := range r.Stages {
 			total += s.TotalMs
 		}
-		h.section("stages", "Where the time went", "share of the requests' E2E in each stage ("+fmtSeconds(total/1e3)+" in all)")
+		h.f(`<p class="dim">%s</p>`, esc("share of the requests' E2E in each stage ("+fmtSeconds(total/1e3)+" in all)"))
 		names := attribution.StageNames()
 		var used []int
 		for i := range names {
@@ -310,8 +344,14 @@ func (h *htmlPage) requests(r *Report, v *HTMLViews) {
 		}
 		h.figure("E2E split by stage, for all requests, then per tenant and per model",
 			stackedBars("Where the time went", parts, colors, rows))
-		h.end()
+	} else {
+		var rows [][]string
+		for _, s := range r.Stages {
+			rows = append(rows, []string{s.Name, pct(s.Share), fmtSeconds(s.TotalMs / 1e3)})
+		}
+		h.table("", []string{"stage", "share", "total"}, rows, false)
 	}
+	h.end()
 }
 
 // stageColor gives each stage a fixed colour, so that the same stage has
@@ -336,8 +376,11 @@ func stageColor(name string) string {
 	return "#999999"
 }
 
-func (h *htmlPage) gpu(g *attribution.GPU, tl *GPUTimeline) {
+func (h *htmlPage) gpu(g *attribution.GPU, tl *GPUTimeline, cov *GPUCoverage) {
 	h.section("gpu", "GPU", "busy and idle time per device, GPU time by kernel category, the top kernels")
+	if cov != nil {
+		h.f(`<p class="warn">%s</p>`, esc(gpuCoverageText(cov)))
+	}
 	var rows [][]string
 	var idle []stackRow
 	for _, d := range g.Devices {
@@ -390,7 +433,7 @@ func (h *htmlPage) gpu(g *attribution.GPU, tl *GPUTimeline) {
 			if c.TotalMs == 0 {
 				continue
 			}
-			items = append(items, barItem{Label: c.Name, Value: c.Share, Text: pct(c.Share) + " · " + fmtSeconds(c.TotalMs/1e3), Color: seriesColor(i)})
+			items = append(items, barItem{Label: c.Name, Value: c.Share, Text: pct(c.Share) + " · " + fmtSeconds(c.TotalMs/1e3), Color: areaColor(i)})
 		}
 		h.figure("GPU time by kernel category", hBars("Kernel categories", items))
 		h.f(`<p class="dim">%s</p>`, esc(uncategorizedLine(g.Uncategorized, 0)))
@@ -431,10 +474,7 @@ func (h *htmlPage) gpu(g *attribution.GPU, tl *GPUTimeline) {
 	h.end()
 }
 
-func (h *htmlPage) tokens(ts *attribution.TokenSummary) {
-	if ts == nil {
-		return
-	}
+func (h *htmlPage) tokens(ts *attribution.TokenSummary, cov *GPUCoverage) {
 	sub := fmt.Sprintf("%s tokens; share of each token's interval", commas(ts.Tokens))
 	if ts.Estimated > 0 {
 		sub += fmt.Sprintf(" (%s estimated)", commas(ts.Estimated))
@@ -464,11 +504,8 @@ func (h *htmlPage) tokens(ts *attribution.TokenSummary) {
 	parts := make([]string, len(used))
 	colors := make([]string, len(used))
 	for j, i := range used {
-		parts[j] = ts.Decode.Buckets[i].Name
-		colors[j] = seriesColor(j)
-		if parts[j] == attribution.BucketStepUnsplit.String() {
-			colors[j] = "#bbbbbb"
-		}
+		parts[j] = bucketLabel(ts.Decode.Buckets[i].Name)
+		colors[j] = bucketColor(ts.Decode.Buckets[i].Name)
 	}
 	var rows []stackRow
 	for gi, g := range groups {
@@ -487,30 +524,38 @@ func (h *htmlPage) tokens(ts *attribution.TokenSummary) {
 	for _, u := range ts.Unfilled {
 		h.f(`<p class="dim">not filled: %s</p>`, esc(u))
 	}
-	if s := ts.Stalls; s.Count > 0 {
-		h.f(`<h3>Stalls</h3><p>%s decode tokens (%s) slower than their model's threshold; by cause: %s</p>`,
-			commas(s.Count), pct(s.Share), esc(causeList(s.ByCause)))
-		var rows [][]string
-		for _, w := range s.Worst {
-			who := fmt.Sprintf("%s token %d (%s)", w.Request, w.Token, w.Tenant)
-			if w.Tokens > 1 {
-				who = fmt.Sprintf("%d tokens (%s)", w.Tokens, strings.Join(w.Requests, ", "))
-			}
-			step := "—"
-			if w.Step >= 0 {
-				step = fmt.Sprintf("%d (%s, batch %d)", w.Step, w.StepPhase, w.StepBatch)
-			}
-			rows = append(rows, []string{who, step, ms(w.IntervalMs), w.Cause, ms(w.ExcessMs)})
-		}
-		h.table("", []string{"tokens", "step", "interval ms", "cause", "excess ms"}, rows, true)
+	if cov != nil {
+		h.f(`<p class="warn">%s</p>`, esc(gpuCoverageText(cov)))
 	}
+	h.end()
+}
+
+// stalls is the stalls section: the decode tokens slower than their model's
+// threshold, by cause, and the worst of them.
+func (h *htmlPage) stalls(s attribution.Stalls) {
+	h.section(secStalls.ID, secStalls.Title, "")
+	h.f(`<p>%s decode tokens (%s) slower than their model's threshold; by cause: %s</p>`,
+		commas(s.Count), pct(s.Share), esc(causeList(s.ByCause)))
+	var rows [][]string
+	for _, w := range s.Worst {
+		who := fmt.Sprintf("%s token %d (%s)", w.Request, w.Token, w.Tenant)
+		if w.Tokens > 1 {
+			who = fmt.Sprintf("%d tokens (%s)", w.Tokens, strings.Join(w.Requests, ", "))
+		}
+		step := "—"
+		if w.Step >= 0 {
+			step = fmt.Sprintf("%d (%s, batch %d)", w.Step, w.StepPhase, w.StepBatch)
+		}
+		rows = append(rows, []string{who, step, ms(w.IntervalMs), bucketLabel(w.Cause), ms(w.ExcessMs)})
+	}
+	h.table("", []string{"tokens", "step", "interval ms", "cause", "excess ms"}, rows, true)
 	h.end()
 }
 
 func causeList(m map[string]int) string {
 	var out []string
 	for _, c := range sortedByCount(m) {
-		out = append(out, fmt.Sprintf("%s %s", c, commas(m[c])))
+		out = append(out, fmt.Sprintf("%s %s", bucketLabel(c), commas(m[c])))
 	}
 	return strings.Join(out, ", ")
 }
@@ -545,14 +590,34 @@ func (h *htmlPage) tenants(r *Report, tl *TenantLoad) {
 			svgHeatMap("Tenant activity heat map", tl.Tenants, nil, cells, cellW, 20, "time since first arrival →"))
 	}
 	if res := r.Tenants; res != nil {
-		h.f(`<p>effect of each tenant's load (%s) on the others' latency, per %s of the source's load; %s at q &lt; %g</p>`,
-			esc(res.Load.String()), esc(stepString(res)), esc(res.Correction), res.Alpha)
-		h.f(`<div class="row">`)
-		for _, m := range res.Metrics {
-			h.effectMatrix(res, m)
+		if k := res.Kernel; k != nil && len(k.Pairs) > 0 {
+			// The kernel level as the terminal shows it: the same lines, so
+			// the two reports carry the same findings.
+			var kb strings.Builder
+			kernelText(&kb, newStyles(io.Discard, false), k, false)
+			h.f(`<h3>Kernel level</h3><pre class="kernel-level">%s</pre>`, esc(strings.TrimRight(kb.String(), "\n")))
 		}
-		h.f(`</div>`)
-		h.f(`<p class="dim">cells: effect in %% of the target's latency; outlined cells are significant interference; grey: not estimable (hover for why)</p>`)
+		h.f(`<h3>Request level</h3><p>effect of each tenant's load (%s) on the others' latency, per %s of the source's load; %s at q &lt; %g</p>`,
+			esc(res.Load.String()), esc(stepString(res)), esc(res.Correction), res.Alpha)
+		estimable, top := estimableIn(res, nil)
+		found, _ := estimableIn(res, func(p *causal.Pair) bool {
+			return p.Verdict == causal.VerdictInterference || p.Verdict == causal.VerdictAssociation || p.Verdict == causal.VerdictConfounded
+		})
+		if estimable > 0 {
+			h.f(`<div class="row">`)
+			for _, m := range res.Metrics {
+				if n, why := metricEstimable(res, m); n == 0 {
+					h.f(`<p class="dim">%s effect: no pair estimable (mostly: %s); no matrix</p>`, esc(strings.ToUpper(m.String())), esc(why))
+					continue
+				}
+				h.effectMatrix(res, m)
+			}
+			h.f(`</div>`)
+			h.f(`<p class="dim">cells: effect in %% of the target's latency; outlined cells are significant interference; grey: not estimable (hover for why)</p>`)
+		}
+		if found == 0 {
+			h.f(`<p>%s</p>`, esc(requestLevelSummary(res, estimable, top)))
+		}
 	} else if r.TenantsNote != "" {
 		h.f(`<p class="dim">%s</p>`, esc(r.TenantsNote))
 	}
@@ -682,17 +747,6 @@ func (h *htmlPage) blindSpots(bs *attribution.BlindSpots) {
 	default:
 		h.f(`<p class="warn">→ add %s: it would explain %s of E2E (%s → %s)</p>`, esc(g.Span), pct(g.Share), esc(g.Before), esc(g.After))
 	}
-	h.end()
-}
-
-func (h *htmlPage) alignment(r *Report) {
-	if len(r.Alignment) < 2 {
-		return
-	}
-	var b strings.Builder
-	alignmentText(&b, newStyles(io.Discard, false), r)
-	h.section("alignment", "Clock alignment", "")
-	h.f(`<pre>%s</pre>`, esc(strings.TrimPrefix(b.String(), "\n")))
 	h.end()
 }
 

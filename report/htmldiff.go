@@ -20,9 +20,9 @@ func WriteDiffHTML(w io.Writer, res *compare.Result, o DiffOptions) error {
 	title := fmt.Sprintf("llmprof diff — gate %s", res.Gate.Verdict)
 	h.f(htmlHead)
 	h.f(`<title>%s</title><style>%s</style></head><body>`, esc(title), htmlCSS)
-	h.f(`<header><h1>%s</h1><p class="dim">baseline %s (%s requests, %d runs) · candidate %s (%s requests, %d runs) · replication unit: %s</p></header><main>`,
-		esc(title), esc(res.Baseline.Label), commas(res.Baseline.Requests), res.Baseline.Runs,
-		esc(res.Candidate.Label), commas(res.Candidate.Requests), res.Candidate.Runs, esc(res.Unit))
+	h.f(`<header><h1>%s</h1><p class="dim">baseline %s (%s, %s) · candidate %s (%s, %s) · replication unit: %s</p></header><main>`,
+		esc(title), esc(res.Baseline.Label), plural(res.Baseline.Requests, "request"), plural(res.Baseline.Runs, "run"),
+		esc(res.Candidate.Label), plural(res.Candidate.Requests, "request"), plural(res.Candidate.Runs, "run"), esc(res.Unit))
 	var metrics []compare.Metric
 	for _, m := range res.Metrics {
 		if o.All || m.Gate != nil || m.Significant || !isBucketMetric(m.Name) {

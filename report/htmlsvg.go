@@ -6,6 +6,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/llmprof/llmprof/attribution"
 )
 
 // The HTML report's charts are inline SVG written here, so the page needs no
@@ -20,8 +22,41 @@ var palette = []string{"#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#
 
 var dashes = []string{"", "6 3", "2 2", "8 3 2 3", "4 4", "1 3", "10 4", "3 6"}
 
+// areaPalette extends palette for charts with more parts than it has
+// colours (the per-token buckets): the added colours were picked, greedily
+// from Kelly's and Tol's sets, to keep every pair — noGPUColor included —
+// at least 16 CIEDE2000 apart (TestAreaPaletteDistinct checks ≥ 15).
+var areaPalette = append(append([]string(nil), palette...), "#332288", "#BE0032", "#654522", "#2B3D26", "#999933", "#666666", "#F99379", "#875692",
+	// Three more for the stage.* and unattributed buckets of token
+	// intervals outside any engine step.
+	"#008695", "#882255", "#117733")
+
+// noGPUColor is the grey of time the input cannot split (a step without GPU
+// data): not a cause, so not a colour of its own.
+const noGPUColor = "#BBBBBB"
+
 func seriesColor(i int) string { return palette[i%len(palette)] }
-func seriesDash(i int) string  { return dashes[i%len(dashes)] }
+func areaColor(i int) string   { return areaPalette[i%len(areaPalette)] }
+
+// bucketColor gives each per-token bucket a fixed colour, distinct from
+// every other bucket's, by its place in attribution.Buckets.
+func bucketColor(name string) string {
+	if name == attribution.BucketStepUnsplit.String() {
+		return noGPUColor
+	}
+	i := 0
+	for _, b := range attribution.Buckets() {
+		if b == attribution.BucketStepUnsplit {
+			continue
+		}
+		if b.String() == name {
+			return areaColor(i)
+		}
+		i++
+	}
+	return areaColor(i)
+}
+func seriesDash(i int) string { return dashes[i%len(dashes)] }
 
 // axisScale maps data values to pixels, linearly or on a log10 scale.
 type axisScale struct {
@@ -338,10 +373,25 @@ type heatCell struct {
 
 // heatMap draws a grid of cells with row labels on the left and optional
 // column labels above.
+//
+// Column labels wider than a cell are drawn slanted, so that neighbours never
+// overlap; the row labels' column is as wide as the longest of them.
 func svgHeatMap(label string, rowLabels, colLabels []string, cells [][]heatCell, cellW, cellH float64, xLabel string) string {
 	left := 150.0
+	for _, l := range rowLabels {
+		left = math.Max(left, labelWidth(l)+12)
+	}
 	top := 8.0
-	if len(colLabels) > 0 {
+	widest := 0.0
+	for _, c := range colLabels {
+		widest = math.Max(widest, labelWidth(c))
+	}
+	slant := widest > cellW-6
+	const sin, cos = 0.6428, 0.7660 // a 40° slant
+	switch {
+	case slant:
+		top = 14 + widest*sin
+	case len(colLabels) > 0:
 		top = 28
 	}
 	cols := 0
@@ -349,10 +399,18 @@ func svgHeatMap(label string, rowLabels, colLabels []string, cells [][]heatCell,
 		cols = max(cols, len(r))
 	}
 	w := left + float64(cols)*cellW + 10
+	if slant {
+		w += widest * cos
+	}
 	h := top + float64(len(rowLabels))*cellH + 24
 	d := newSVG(math.Max(w, 300), h, label)
 	for j, c := range colLabels {
-		d.text(left+float64(j)*cellW+cellW/2, top-8, "middle", "label", c)
+		x := left + float64(j)*cellW + cellW/2
+		if slant {
+			fmt.Fprintf(&d.b, `<text class="label col" text-anchor="start" transform="translate(%.1f %.1f) rotate(-40)">%s</text>`, x-3, top-6, esc(c))
+			continue
+		}
+		d.text(x, top-8, "middle", "label col", c)
 	}
 	for i, r := range cells {
 		y := top + float64(i)*cellH
@@ -373,6 +431,10 @@ func svgHeatMap(label string, rowLabels, colLabels []string, cells [][]heatCell,
 	}
 	return d.String()
 }
+
+// labelWidth estimates the width of a label in px at the charts' 11 px
+// font (a generous 6.5 px a character, so that estimates err wide).
+func labelWidth(s string) float64 { return 6.5 * float64(len([]rune(s))) }
 
 // sequential maps a share in [0, 1] to a colour from white to dark blue
 // (lightness carries the value, so it reads in greyscale and for every kind

@@ -48,11 +48,30 @@ type Curve struct {
 // TimeSeries is a binned time series over the run, from its first arrival.
 type TimeSeries struct {
 	BinMs float64
-	// Per bin: requests arriving, and TTFT and queue p50 and p99 (NaN when
-	// no request of the bin has the metric).
-	Count              []int
-	TTFTP50, TTFTP99   []float64
-	QueueP50, QueueP99 []float64
+	// Per bin: requests arriving, and TTFT and queue p50 and upper
+	// quantile (NaN when the bin holds too few values for it).
+	Count               []int
+	TTFTP50, TTFTHigh   []float64
+	QueueP50, QueueHigh []float64
+	// HighQ is the upper quantile drawn: 0.99 when the typical bin holds
+	// the 100 values a p99 needs to differ from the maximum, else 0.9 (10
+	// values); bins with fewer values than HighQ needs have none.
+	HighQ float64
+}
+
+// quantileNeeds is how many values a q quantile needs before it is more
+// than the largest of them: 1/(1−q), 100 for p99.
+func quantileNeeds(q float64) int { return int(math.Round(1 / (1 - q))) }
+
+// upperQuantile picks the upper quantile the over-time chart can draw: p99
+// if the median bin holds enough requests for it, else p90.
+func upperQuantile(counts []int) float64 {
+	c := slices.Clone(counts)
+	slices.Sort(c)
+	if len(c) > 0 && c[len(c)/2] >= quantileNeeds(0.99) {
+		return 0.99
+	}
+	return 0.9
 }
 
 // StageShare is one group's E2E split by stage.
@@ -216,13 +235,20 @@ func overTime(rows []RequestRow) *TimeSeries {
 			queue[b] = append(queue[b], x)
 		}
 	}
+	ts.HighQ = upperQuantile(ts.Count)
+	high := func(xs []float64) float64 {
+		if len(xs) < quantileNeeds(ts.HighQ) {
+			return math.NaN()
+		}
+		return quantile(xs, ts.HighQ)
+	}
 	for b := range bins {
 		slices.Sort(ttft[b])
 		slices.Sort(queue[b])
 		ts.TTFTP50 = append(ts.TTFTP50, quantile(ttft[b], 0.5))
-		ts.TTFTP99 = append(ts.TTFTP99, quantile(ttft[b], 0.99))
+		ts.TTFTHigh = append(ts.TTFTHigh, high(ttft[b]))
 		ts.QueueP50 = append(ts.QueueP50, quantile(queue[b], 0.5))
-		ts.QueueP99 = append(ts.QueueP99, quantile(queue[b], 0.99))
+		ts.QueueHigh = append(ts.QueueHigh, high(queue[b]))
 	}
 	return ts
 }

@@ -89,3 +89,40 @@ func TestTextClassContrast(t *testing.T) {
 		}
 	}
 }
+
+// TestOverTimeUpperQuantile: the over-time chart's upper line is a p99 only
+// where bins hold the 100 requests a p99 needs to be more than the maximum;
+// with ~20 a bin it is a p90, and a bin with fewer than 10 has none.
+func TestOverTimeUpperQuantile(t *testing.T) {
+	rows := func(perBin []int) []RequestRow {
+		var out []RequestRow
+		for b, n := range perBin {
+			for i := range n {
+				out = append(out, RequestRow{OffsetMs: 1000*float64(b) + 999*float64(i)/float64(n), TTFT: float64(i), Queue: 1})
+			}
+		}
+		return out
+	}
+	small := overTime(rows([]int{20, 20, 5, 20, 20, 20, 20, 20, 20, 20, 20, 20}))
+	if small.HighQ != 0.9 {
+		t.Errorf("~20 requests a bin: upper quantile %g, want 0.9", small.HighQ)
+	}
+	nan := 0
+	for b, v := range small.TTFTHigh {
+		if math.IsNaN(v) {
+			nan++
+			if small.Count[b] >= 10 {
+				t.Errorf("bin %d holds %d requests but has no p90", b, small.Count[b])
+			}
+		} else if small.Count[b] < 10 {
+			t.Errorf("bin %d of %d requests has a p90 (%g)", b, small.Count[b], v)
+		}
+	}
+	if nan == 0 {
+		t.Error("no bin left without an upper quantile, though one holds 5 requests")
+	}
+	big := overTime(rows(slices.Repeat([]int{150}, timeBins)))
+	if big.HighQ != 0.99 {
+		t.Errorf("150 requests a bin: upper quantile %g, want 0.99", big.HighQ)
+	}
+}

@@ -27,8 +27,11 @@ type Report struct {
 	// Unrelated says, when several inputs were given, that they do not
 	// belong to one run (different hosts, or clocks that cannot be
 	// aligned), so nothing is joined across them; empty otherwise.
-	Unrelated string   `json:"unrelated_inputs,omitempty"`
-	Sources   []Source `json:"sources"`
+	Unrelated string `json:"unrelated_inputs,omitempty"`
+	// Headline is the report's findings, one line each, in the order every
+	// renderer prints them first (headline.go).
+	Headline []Finding `json:"headline"`
+	Sources  []Source  `json:"sources"`
 	// Alignment has one fit per clock domain (docs/design.md §11 alignment[]);
 	// Causality counts GPU ops that start before their launch, after it.
 	Alignment   []align.Fit               `json:"alignment"`
@@ -41,6 +44,8 @@ type Report struct {
 	Tokens      *attribution.TokenSummary `json:"tokens,omitempty"`
 	// GPU is the GPU section (docs/design.md §11 gpu.kernel_categories[]).
 	GPU *attribution.GPU `json:"gpu,omitempty"`
+	// GPUCoverage is set when the GPU data covers only part of the run.
+	GPUCoverage *GPUCoverage `json:"gpu_coverage,omitempty"`
 	// Tenants is the tenant causal regression (docs/design.md §11 tenants.pairs[]);
 	// TenantsNote says why it is absent.
 	Tenants     *causal.Result `json:"tenants,omitempty"`
@@ -183,6 +188,11 @@ func New(in Input) *Report {
 		r.ModelEvents = a.ModelEvents
 		r.Tokens = a.Tokens
 		r.Warnings = append(r.Warnings, a.Warnings...)
+		r.GPUCoverage = gpuCoverage(in.GPU, a.Requests)
+	}
+	r.Headline = headline(r)
+	if r.Headline == nil {
+		r.Headline = []Finding{}
 	}
 	if r.Warnings == nil {
 		r.Warnings = []ingest.Warning{}

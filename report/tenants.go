@@ -21,16 +21,7 @@ func tenantsText(b *strings.Builder, st styles, res *causal.Result, note string,
 		}
 		return
 	}
-	estimable := 0
-	reasons := map[string]int{}
-	top := ""
-	for _, p := range res.Pairs {
-		if p.Estimable {
-			estimable++
-		} else if reasons[p.Reason]++; reasons[p.Reason] > reasons[top] {
-			top = p.Reason
-		}
-	}
+	estimable, top := estimableIn(res, nil)
 	if estimable == 0 && !full && !kernelFindings(res.Kernel) {
 		fmt.Fprintf(b, "\n%s  %s\n", st.section.Render("TENANTS"), st.dim.Render(fmt.Sprintf(
 			"no pair of tenants is estimable (%d pairs; mostly: %s)", len(res.Pairs), top)))
@@ -40,8 +31,11 @@ func tenantsText(b *strings.Builder, st styles, res *causal.Result, note string,
 		"effect of each tenant's load (%s) on the others' latency, per %s of the source's load; %s at q < %g",
 		res.Load, stepString(res), res.Correction, res.Alpha)))
 	kernelText(b, st, res.Kernel, full)
+	// With nothing estimable the summary line below says why, once.
 	for _, m := range res.Metrics {
-		heatMap(b, st, res, m)
+		if estimable > 0 {
+			heatMap(b, st, res, m)
+		}
 	}
 	if o := res.Others; o != nil {
 		// The pairs are bounded by Options.MaxTenants; say what was merged.
@@ -55,7 +49,7 @@ func tenantsText(b *strings.Builder, st styles, res *causal.Result, note string,
 		}
 	}
 	if len(found) == 0 {
-		fmt.Fprintf(b, "  no tenant's load significantly moves another's latency\n")
+		fmt.Fprintf(b, "  %s\n", requestLevelSummary(res, estimable, top))
 	}
 	// Pairs that cannot be estimated are grouped by reason: the reason is
 	// usually the target's, shared by every source.
@@ -115,6 +109,22 @@ func tenantsText(b *strings.Builder, st styles, res *causal.Result, note string,
 	}
 }
 
+// requestLevelSummary is the request-level regression's line when it found
+// nothing: it says whether anything could be estimated, and points to the
+// kernel-level finding when there is one, so the section tells one story.
+func requestLevelSummary(res *causal.Result, estimable int, topReason string) string {
+	var s string
+	if estimable == 0 {
+		s = fmt.Sprintf("request level: no pair is estimable (%d pairs; mostly: %s), so the load regression says nothing either way", len(res.Pairs), topReason)
+	} else {
+		s = "request level: no tenant's load significantly moves another's latency"
+	}
+	if k := topKernelPair(res.Kernel); k != nil {
+		s += fmt.Sprintf("; the tenant finding is the kernel-level interference above (%s → %s)", k.Source, k.Target)
+	}
+	return s
+}
+
 // heatMap draws the source × target matrix of one metric's effects in
 // percent; significant interference is marked (and shaded on a colour
 // terminal), isolated pairs and those without an estimate say so.
@@ -140,6 +150,11 @@ func heatMap(b *strings.Builder, st styles, res *causal.Result, m causal.Metric)
 		}
 	}
 	if len(rows) == 0 || len(targets) == 0 {
+		return
+	}
+	// A matrix of "n/e" cells shows nothing: one line says why instead.
+	if n, reason := metricEstimable(res, m); n == 0 {
+		fmt.Fprintf(b, "  %s\n", st.dim.Render(fmt.Sprintf("%s effect: no pair estimable (mostly: %s); no matrix", strings.ToUpper(m.String()), reason)))
 		return
 	}
 	fmt.Fprintf(b, "  %s effect (%% of target latency), source ↓ target →\n", strings.ToUpper(m.String()))
@@ -174,6 +189,33 @@ func heatMap(b *strings.Builder, st styles, res *causal.Result, m causal.Metric)
 	}
 	t.render(b, st, 4)
 	fmt.Fprintf(b, "    %s\n", st.dim.Render("* interference  ? association or confounded (placebo, sign or a negative control fails)  ! a negative control fired  c negative control  ~ no evidence or negligible  n/e not estimable  · same tenant"))
+}
+
+// estimableIn counts the estimable pairs among those keep accepts (all
+// when nil) and names the most common reason of the others (the first to
+// reach the largest count).
+func estimableIn(res *causal.Result, keep func(*causal.Pair) bool) (int, string) {
+	n := 0
+	reasons := map[string]int{}
+	top := ""
+	for i := range res.Pairs {
+		p := &res.Pairs[i]
+		switch {
+		case keep != nil && !keep(p):
+		case p.Estimable:
+			n++
+		default:
+			if reasons[p.Reason]++; reasons[p.Reason] > reasons[top] {
+				top = p.Reason
+			}
+		}
+	}
+	return n, top
+}
+
+// metricEstimable is estimableIn for one metric's pairs.
+func metricEstimable(res *causal.Result, m causal.Metric) (int, string) {
+	return estimableIn(res, func(p *causal.Pair) bool { return p.Metric == m })
 }
 
 // sharesTenant reports whether two names stand for a common tenant (a
@@ -330,8 +372,9 @@ func qString(q float64) string {
 // section.
 func WriteTenantsText(w io.Writer, res *causal.Result, note string, opts TextOptions) error {
 	st := newStyles(w, opts.Color)
+	st.width = max(0, opts.Width)
 	var b strings.Builder
 	tenantsText(&b, st, res, note, true)
-	_, err := io.WriteString(w, strings.TrimPrefix(b.String(), "\n"))
+	_, err := io.WriteString(w, fitLines(strings.TrimPrefix(b.String(), "\n"), st.width))
 	return err
 }

@@ -75,98 +75,129 @@ func (r *Report) WriteText(w io.Writer, opts TextOptions) error {
 		opts.Width = 100
 	}
 	var b strings.Builder
-	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-
-	title := "llmprof analyze"
-	if r.Requests != nil && r.Requests.Requests > 0 {
-		title += fmt.Sprintf(" — %s requests over %s", commas(r.Requests.Requests), fmtSeconds(r.Requests.Duration))
-	}
-	p("%s\n\n", st.title.Render(title))
+	b.WriteString(st.title.Render(r.title()) + "\n")
 	if r.Unrelated != "" {
-		p("%s\n\n", st.warn.Render("NOTE  "+r.Unrelated))
+		fmt.Fprintf(&b, "\n%s\n", st.warn.Render("NOTE  "+r.Unrelated))
 	}
-
-	p("%s\n", st.section.Render("SOURCES"))
-	src := newTable("path", "format", "spans", "GPU ops", "samples", "warnings")
-	for _, s := range r.Sources {
-		src.row(s.Path, s.Format, commas(s.Spans), commas(s.GPUOps), commas(s.Samples), commas(s.Warnings))
+	for _, sec := range r.Sections() {
+		r.textSection(&b, st, sec.ID, opts.Width)
 	}
-	src.render(&b, st, 2)
+	_, err := io.WriteString(w, fitLines(b.String(), st.width))
+	return err
+}
 
-	alignmentText(&b, st, r)
-	if r.GPU != nil {
-		gpuText(&b, st, r.GPU, opts.Width)
+// title is the report's first line.
+func (r *Report) title() string {
+	title := "llmprof analyze"
+	if r.hasRequests() {
+		title += fmt.Sprintf(" — %s over %s", plural(r.Requests.Requests, "request"), fmtSeconds(r.Requests.Duration))
 	}
+	return title
+}
 
-	if rq := r.Requests; rq != nil {
-		p("\n%s", st.section.Render("REQUESTS"))
+// textSection writes one section (Sections gives the ids and their order);
+// each starts with a blank line and its heading.
+func (r *Report) textSection(b *strings.Builder, st styles, id string, width int) {
+	p := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
+	switch id {
+	case secFindings.ID:
+		p("\n%s\n", st.section.Render("FINDINGS"))
+		for i, f := range r.Headline {
+			p("  %d. %s  %s\n", i+1, f.Text, st.dim.Render("→ "+strings.ToUpper(sectionTitle(f.Section))))
+		}
+	case secLatency.ID:
+		rq := r.Requests
+		p("\n%s", st.section.Render("LATENCY"))
 		if rq.Requests == 0 {
 			p("\n  %s\n", st.warn.Render("no request spans found: nothing in the input uses a request convention llmprof knows (llm.request, vLLM llm_request, SGLang, TGI, Triton, OTel GenAI); see the README's span conventions"))
-		} else {
-			p("  %s  %s output tok/s", commas(rq.Requests), fmtFloat(rq.Throughput, 0))
-			p("  %s\n", st.dim.Render("("+conventions(rq.Styles)+")"))
-			if g := rq.Goodput; g != nil {
-				p("  goodput %s of requests (%s/s) meet %s", pct(g.Share), fmtFloat(g.PerSecond, 2), sloString(rq.SLO))
-				if g.Unknown > 0 {
-					p("%s", st.warn.Render(fmt.Sprintf("; %d could not be checked (metric missing)", g.Unknown)))
-				}
-				p("\n")
-			}
-			metricTable(rq.Metrics).render(&b, st, 2)
-			if n := rq.E2ESource; n != nil {
-				e2eSourceText(&b, st, n, rq.Requests)
-			}
-
-			if len(r.Stages) > 0 {
-				var total float64
-				for _, s := range r.Stages {
-					total += s.TotalMs
-				}
-				p("\n%s  %s\n", st.section.Render("WHERE THE TIME WENT"), st.dim.Render("share of all requests' E2E ("+fmtSeconds(total/1e3)+" in all)"))
-				stages := append([]attribution.StageTotal(nil), r.Stages...)
-				sort.SliceStable(stages, func(i, j int) bool { return stages[i].TotalMs > stages[j].TotalMs })
-				barWidth := max(10, min(40, opts.Width-40))
-				for _, s := range stages {
-					if s.TotalMs == 0 && s.Name != "other" {
-						continue // a stage this input does not have
-					}
-					filled := int(math.Round(s.Share * float64(barWidth)))
-					p("  %-11s %6s  %s%s  %s\n", s.Name, pct(s.Share),
-						st.bar.Render(strings.Repeat("█", filled)), st.barEmpty.Render(strings.Repeat("░", barWidth-filled)),
-						fmtSeconds(s.TotalMs/1e3))
-				}
-			}
-			if r.Tokens != nil {
-				tokensText(&b, st, r.Tokens)
-			}
-			if bs := r.BlindSpots; bs != nil {
-				blindSpotsText(&b, st, bs)
-			}
-			if kv := r.KVCache; kv != nil {
-				kvText(&b, st, kv)
-			}
-			if len(r.ModelEvents) > 0 {
-				modelEventsText(&b, st, r.ModelEvents)
-			}
-			tenantsText(&b, st, r.Tenants, r.TenantsNote, false)
-			groupTable(&b, st, "BY TENANT", "tenant", rq.TenantOrder, rq.ByTenant, rq.SLO)
-			groupTable(&b, st, "BY MODEL", "model", rq.ModelOrder, rq.ByModel, rq.SLO)
+			return
 		}
-	}
-	infrastructureText(&b, st, r.Infrastructure)
-
-	if len(r.Warnings) > 0 {
-		n := 0
-		for _, w := range r.Warnings {
-			n += 1 + w.More
+		p("  %s  %s output tok/s", plural(rq.Requests, "request"), fmtFloat(rq.Throughput, 0))
+		p("  %s\n", st.dim.Render("("+conventions(rq.Styles)+")"))
+		if g := rq.Goodput; g != nil {
+			p("  goodput %s of requests (%s/s) meet %s", pct(g.Share), fmtFloat(g.PerSecond, 2), sloString(rq.SLO))
+			if g.Unknown > 0 {
+				p("%s", st.warn.Render(fmt.Sprintf("; %d could not be checked (metric missing)", g.Unknown)))
+			}
+			p("\n")
+		}
+		metricTable(rq.Metrics).render(b, st, 2)
+		if n := rq.E2ESource; n != nil {
+			e2eSourceText(b, st, n, rq.Requests)
+		}
+		groupTable(b, st, "by tenant", "tenant", rq.TenantOrder, rq.ByTenant, rq.SLO)
+		groupTable(b, st, "by model", "model", rq.ModelOrder, rq.ByModel, rq.SLO)
+	case secStages.ID:
+		var total float64
+		for _, s := range r.Stages {
+			total += s.TotalMs
+		}
+		p("\n%s  %s\n", st.section.Render("WHERE THE TIME WENT"), st.dim.Render("share of all requests' E2E ("+fmtSeconds(total/1e3)+" in all)"))
+		stages := append([]attribution.StageTotal(nil), r.Stages...)
+		sort.SliceStable(stages, func(i, j int) bool { return stages[i].TotalMs > stages[j].TotalMs })
+		barWidth := max(10, min(40, width-40))
+		for _, s := range stages {
+			if s.TotalMs == 0 && s.Name != "other" {
+				continue // a stage this input does not have
+			}
+			filled := int(math.Round(s.Share * float64(barWidth)))
+			p("  %-11s %6s  %s%s  %s\n", s.Name, pct(s.Share),
+				st.bar.Render(strings.Repeat("█", filled)), st.barEmpty.Render(strings.Repeat("░", barWidth-filled)),
+				fmtSeconds(s.TotalMs/1e3))
+		}
+	case secTokens.ID:
+		tokensText(b, st, r.Tokens, r.GPUCoverage)
+	case secStalls.ID:
+		stallsText(b, st, r.Tokens.Stalls)
+	case secGPU.ID:
+		gpuText(b, st, r.GPU, width)
+		if c := r.GPUCoverage; c != nil {
+			p("  %s\n", st.warn.Render(gpuCoverageText(c)))
+		}
+	case secTenants.ID:
+		tenantsText(b, st, r.Tenants, r.TenantsNote, false)
+	case secBlindSpots.ID:
+		blindSpotsText(b, st, r.BlindSpots)
+	case secKVCache.ID:
+		kvText(b, st, r.KVCache)
+	case secModelLifecycle.ID:
+		modelEventsText(b, st, r.ModelEvents)
+	case secInfrastructure.ID:
+		infrastructureText(b, st, r.Infrastructure)
+	case secSources.ID:
+		p("\n%s\n", st.section.Render("SOURCES"))
+		src := newTable("path", "format", "spans", "GPU ops", "samples", "warnings")
+		for _, s := range r.Sources {
+			src.row(s.Path, s.Format, commas(s.Spans), commas(s.GPUOps), commas(s.Samples), commas(s.Warnings))
+		}
+		src.render(b, st, 2)
+	case secAlignment.ID:
+		alignmentText(b, st, r)
+	case secWarnings.ID:
+		n := warningCount(r)
+		if n == 0 {
+			return
 		}
 		p("\n%s\n", st.section.Render(fmt.Sprintf("WARNINGS (%s)", commas(n))))
 		for _, w := range r.Warnings {
 			p("  %s\n", st.warn.Render(w.String()))
 		}
 	}
-	_, err := io.WriteString(w, fitLines(b.String(), st.width))
-	return err
+}
+
+// gpuCoverageText says that the GPU data covers part of the run only.
+func gpuCoverageText(c *GPUCoverage) string {
+	return fmt.Sprintf("GPU data covers %s of the %s run (%s): GPU figures and the per-token GPU buckets describe that part; the rest of the steps' time is %s",
+		fmtSeconds(c.GPUSeconds), fmtSeconds(c.RunSeconds), pct(c.Share), stepNoGPU)
+}
+
+// plural writes a count with its noun, in the plural unless the count is 1
+// ("1 run", "2 runs"); nouns with an irregular plural are not passed here.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return commas(n) + " " + noun + "s"
 }
 
 // WriteAlignmentText renders the clock alignment table alone (the export
@@ -346,7 +377,7 @@ func groupTable(b *strings.Builder, st styles, title, key string, order []string
 	if len(order) < 2 {
 		return // one group repeats the totals above
 	}
-	fmt.Fprintf(b, "\n%s\n", st.section.Render(title))
+	fmt.Fprintf(b, "  %s\n", st.title.Render(title))
 	cols := []string{key, "requests", "TTFT p50", "TTFT p99", "TPOT p50", "TPOT p99", "E2E p99", "tok/s"}
 	if !slo.IsZero() {
 		cols = append(cols, "goodput")

@@ -60,9 +60,16 @@ func (t *table) fit(width, indent int) []*table {
 	w := max(minNameWidth, widths[0]-over)
 	w = max(4, min(w, width-indent-2-widest))
 	if w < widths[0] {
+		var names []string
 		for _, r := range t.rows {
 			if len(r) > 0 {
-				r[0] = elideMiddle(r[0], w)
+				names = append(names, r[0])
+			}
+		}
+		names = shortenAll(names, w, elideMiddle)
+		for i, r := range t.rows {
+			if len(r) > 0 {
+				r[0] = names[i]
 			}
 		}
 		t.cols[0] = elideMiddle(t.cols[0], w)

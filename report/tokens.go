@@ -136,7 +136,7 @@ func appendCSV(b []byte, s string) []byte {
 }
 
 // tokensText renders the token section.
-func tokensText(b *strings.Builder, st styles, ts *attribution.TokenSummary) {
+func tokensText(b *strings.Builder, st styles, ts *attribution.TokenSummary, cov *GPUCoverage) {
 	head := fmt.Sprintf("%s tokens", commas(ts.Tokens))
 	if ts.Estimated > 0 {
 		head += fmt.Sprintf(", %s estimated", commas(ts.Estimated))
@@ -182,17 +182,21 @@ func tokensText(b *strings.Builder, st styles, ts *attribution.TokenSummary) {
 	for _, u := range ts.Unfilled {
 		fmt.Fprintf(b, "  %s\n", st.dim.Render("not filled: "+u))
 	}
-	s := ts.Stalls
-	if s.Count == 0 {
-		return
+	if cov != nil {
+		fmt.Fprintf(b, "  %s\n", st.warn.Render(gpuCoverageText(cov)))
 	}
+}
+
+// stallsText renders the stalls section: the decode tokens slower than their
+// model's threshold, by cause, and the worst of them.
+func stallsText(b *strings.Builder, st styles, s attribution.Stalls) {
 	var thr []string
 	for _, m := range sortedKeys(s.ThresholdMs) {
 		thr = append(thr, fmt.Sprintf("%s > %s ms", m, ms(s.ThresholdMs[m])))
 	}
 	var causes []string
 	for _, c := range sortedByCount(s.ByCause) {
-		causes = append(causes, fmt.Sprintf("%s %s", c, commas(s.ByCause[c])))
+		causes = append(causes, fmt.Sprintf("%s %s", bucketLabel(c), commas(s.ByCause[c])))
 	}
 	fmt.Fprintf(b, "\n%s  %s\n", st.section.Render("STALLS"),
 		st.dim.Render(fmt.Sprintf("%s decode tokens (%s) over %s", commas(s.Count), pct(s.Share), strings.Join(thr, ", "))))
@@ -209,12 +213,15 @@ func tokensText(b *strings.Builder, st styles, ts *attribution.TokenSummary) {
 		case w.WindowMs > 0:
 			where = fmt.Sprintf("%s window: ", fmtSeconds(w.WindowMs/1e3))
 		}
-		fmt.Fprintf(b, "  %s%s ms, %s +%s ms over typical — %s\n", where, ms(w.IntervalMs), w.Cause, ms(w.ExcessMs), who)
+		fmt.Fprintf(b, "  %s%s ms, %s +%s ms over typical — %s\n", where, ms(w.IntervalMs), bucketLabel(w.Cause), ms(w.ExcessMs), who)
 	}
 }
 
 // shortBucket is a bucket's heading in the narrow per-token tables.
 func shortBucket(name string) string {
+	if name == attribution.BucketStepUnsplit.String() {
+		return "no GPU data" // its short name, "step", reads as "the step is slow"
+	}
 	if short, ok := bucketShort[name]; ok {
 		return short
 	}

@@ -48,7 +48,7 @@ stream, and an explicit remainder.
 
 Problems with the input (a truncated record, a span ending before it starts)
 are warnings shown in every report; --strict turns them into an error.`),
-		Example: strings.TrimSpace(`
+		Example: examples(`
   # the bundled demo run
   llmprof analyze testdata/demo
 
@@ -63,14 +63,14 @@ are warnings shown in every report; --strict turns them into an error.`),
 
   # charts in one offline HTML page
   llmprof analyze --format html -o report.html testdata/demo`),
-		Args: cobra.MinimumNArgs(1),
+		Args: argsNamed(1, -1, "<input>: a trace file, a directory, or - for stdin"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Inputs = args
 			return runAnalyze(cmd.Context(), f, opts)
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&opts.Format, "format", "text", "output format: text, json, or html (one self-contained page with charts)")
+	fl.StringVar(&opts.Format, "format", "text", "output format: text, json, markdown (md), or html (one self-contained page with charts)")
 	fl.StringVarP(&opts.Output, "output", "o", "", "write the report to `FILE` instead of stdout")
 	fl.BoolVar(&opts.Strict, "strict", false, "treat input warnings as errors")
 	fl.StringVar(&opts.TenantKey, "tenant-key", "", "attribute naming a request's tenant (default: llm.tenant, tenant.id, enduser.id, then the calling service)")
@@ -86,8 +86,10 @@ func runAnalyze(ctx context.Context, f *Factory, opts *AnalyzeOptions) error {
 	if opts.Top < 0 {
 		return usageErrorf("--top must be a positive number of kernels, not %d", opts.Top)
 	}
-	if opts.Format != "text" && opts.Format != "json" && opts.Format != "html" {
-		return usageErrorf("--format must be text, json or html, not %q", opts.Format)
+	switch opts.Format {
+	case "text", "json", "html", "markdown", "md":
+	default:
+		return usageErrorf("--format must be text, json, markdown or html, not %q", opts.Format)
 	}
 	slo, err := parseSLO(opts.SLO)
 	if err != nil {
@@ -123,6 +125,8 @@ func runAnalyze(ctx context.Context, f *Factory, opts *AnalyzeOptions) error {
 			return rep.WriteJSON(w)
 		case "html":
 			return rep.WriteHTML(w, a.HTMLViews(rep))
+		case "markdown", "md":
+			return rep.WriteMarkdown(w)
 		}
 		width := 0
 		if w == opts.IO.Out {

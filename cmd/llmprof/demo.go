@@ -52,25 +52,32 @@ func NewCmdDemo(f *Factory) *cobra.Command {
 		Use:   "demo [flags] [dir]",
 		Short: "Write a realistic synthetic serving run to analyze",
 		Long: strings.TrimSpace(`
-Simulates a multi-tenant LLM serving run — three tenants (one bursty) on two
-models, continuous batching with prefill and decode steps, KV-cache hits and
-misses, preemptions under KV pressure — and writes it to dir (default
-./llmprof-demo) as OTLP, the way an instrumented server would export it. The
+Simulates a multi-tenant LLM serving run and writes it to dir (default
+./llmprof-demo) as OTLP, the way an instrumented server would export it: four
+tenants on three models and two GPUs — search and chat share one
+llama-3.1-8b engine on GPU 0, embed's mistral-7b engine shares that GPU and
+stretches their kernels by 40% while they overlap, and batch-eval (bursty)
+runs qwen2.5-7b alone on GPU 1, the negative control. Continuous batching
+with prefill and decode steps, KV-cache hits (some of them recomputing their
+prefix) and misses, preemptions under KV pressure, model loads. The
 same seed always writes the same bytes.
 
 Like a real deployment profiled for a few seconds with nsys profile --delay
---duration, it also writes gpu.nsys.sqlite: an Nsight Systems export of part
-of the run (kernels launched by CUDA runtime calls on each engine's thread,
+--duration, it also writes gpu.nsys.sqlite: an Nsight Systems export of --nsys
+seconds of the run, from a third of the way in (the rest of the run has no
+GPU data, and the report says so) (kernels launched by CUDA runtime calls on each engine's thread,
 NVTX ranges mirroring the engine steps), on a GPU-side clock that is 1.734 s
 off the OTLP clock and drifts 35 ppm — for llmprof to align. With --kineto
 it writes that capture as the PyTorch profiler would instead: one
 *.pt.trace.json per engine (Kineto Chrome-trace JSON, as vLLM's
 VLLM_TORCH_PROFILER_DIR holds), the steps as record_function annotations.`),
-		Example: strings.TrimSpace(`
+		Example: examples(`
+  # the bundled testdata/demo: 10 s of requests, GPU data for 2 s of them
+  llmprof demo --duration 10s --nsys 2s --gzip testdata/demo
   llmprof demo ./run && llmprof analyze ./run
   llmprof demo --duration 5m --seed 7 ./big
   llmprof demo --style vllm --encoding proto-framed ./vllm-run`),
-		Args: cobra.MaximumNArgs(1),
+		Args: argsNamed(0, 1, "[dir]: the directory to write the demo run to"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Dir = "llmprof-demo"
 			if len(args) == 1 {

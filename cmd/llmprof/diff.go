@@ -30,7 +30,7 @@ type DiffOptions struct {
 	GateFile           string
 	FailOnInconclusive bool
 	Inconclusive       string
-	Format             string   // text, markdown, json, junit
+	Format             string   // text, markdown, json, junit, html
 	Outputs            []string // extra FORMAT=PATH outputs
 	All                bool
 
@@ -102,7 +102,7 @@ is an error; --strict fails on input warnings.
 
 Exit status: 0 no rule failed, 1 unusable input, 2 usage error, 3 a rule failed
 (or was inconclusive under --fail-on-inconclusive).`),
-		Example: strings.TrimSpace(`
+		Example: examples(`
   # Is the candidate slower? A report, no gate:
   llmprof diff baseline.json candidate.json
 
@@ -119,7 +119,7 @@ Exit status: 0 no rule failed, 1 unusable input, 2 usage error, 3 a rule failed
 
   # One long run with autocorrelated requests:
   llmprof diff --block auto --gate 'e2e.p90<+5%' baseline.json candidate.json`),
-		Args: cobra.ExactArgs(2),
+		Args: argsNamed(2, 2, "<baseline> and <candidate>: two saved analyses or two runs' inputs"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error
 			if opts.Baseline, err = splitSide(args[0]); err != nil {
@@ -212,7 +212,11 @@ func runDiff(ctx context.Context, opts *DiffOptions) error {
 	res.Warnings = append(res.Warnings, append(base.Notes, cand.Notes...)...)
 
 	if err := writeOutput(opts.IO, opts.Output, func(w io.Writer, tty bool) error {
-		return render(w, res, report.DiffOptions{All: opts.All, Color: report.ColorFor(tty) && opts.Format == "text"})
+		width := 0
+		if w == opts.IO.Out {
+			width = textWidth(opts.IO, tty)
+		}
+		return render(w, res, report.DiffOptions{All: opts.All, Color: report.ColorFor(tty) && opts.Format == "text", Width: width})
 	}); err != nil {
 		return err
 	}

@@ -95,7 +95,7 @@ func TestDiffExitCodes(t *testing.T) {
 		{"bad gate", []string{"diff", fx.base, fx.slow, "--gate", "ttft.p99<10"}, ExitUsage, "", "needs a unit"},
 		{"unknown metric", []string{"diff", fx.base, fx.slow, "--gate", "ttfb.p99<+10%"}, ExitUsage, "", "unknown metric"},
 		{"duplicate rule", []string{"diff", fx.base, fx.slow, "--gate", "ttft.p99<+10%", "--gate", "ttft.p99<+5ms"}, ExitUsage, "", "one rule per metric"},
-		{"one argument", []string{"diff", fx.base}, ExitUsage, "", "accepts 2 arg"},
+		{"one argument", []string{"diff", fx.base}, ExitUsage, "", "diff: missing <baseline> and <candidate>"},
 		{"bad format", []string{"diff", "--format", "xml", fx.base, fx.slow}, ExitUsage, "", "unknown --format"},
 		{"bad out", []string{"diff", "--out", "summary.md", fx.base, fx.slow}, ExitUsage, "", "FORMAT=PATH"},
 		{"bad block", []string{"diff", "--block", "huge", fx.base, fx.slow}, ExitUsage, "", "block"},

@@ -56,7 +56,7 @@ to stdout. The file is written whole, then renamed into place.
 Trino: requests, tokens, steps, gpu_ops, spans and alignment, each row led
 by the partition columns run_id, host and date. docs/fleet.md describes the
 schema and how to query thousands of runs.`),
-		Example: strings.TrimSpace(`
+		Example: examples(`
   # OTLP spans and an nsys export of the same run, merged on one clock
   llmprof export --perfetto run.json traces.jsonl report1.sqlite
 
@@ -68,7 +68,7 @@ schema and how to query thousands of runs.`),
 
   # Parquet tables for DuckDB: one folder per run, globbed together later
   llmprof export --parquet fleet/run-0042 --run-id run-0042 traces.jsonl report1.sqlite`),
-		Args: cobra.MinimumNArgs(1),
+		Args: argsNamed(1, -1, "<input>: a trace file, a directory, or - for stdin"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Inputs = args
 			return runExport(cmd.Context(), opts)

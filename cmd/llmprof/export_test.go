@@ -139,7 +139,7 @@ func TestExportUsage(t *testing.T) {
 		want string
 	}{
 		{"no output chosen", []string{"export", "x.jsonl"}, ExitUsage, "--perfetto"},
-		{"no input", []string{"export", "--perfetto", "out.json"}, ExitUsage, "requires at least 1 arg"},
+		{"no input", []string{"export", "--perfetto", "out.json"}, ExitUsage, "export: missing <input>"},
 		{"missing file", []string{"export", "--perfetto", filepath.Join(t.TempDir(), "o.json"), "/nonexistent/trace.jsonl"}, ExitError, "/nonexistent/trace.jsonl"},
 		{"help", []string{"export", "--help"}, ExitOK, "ui.perfetto.dev"},
 	}

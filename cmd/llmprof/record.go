@@ -94,7 +94,7 @@ and one zstd Arrow IPC stream per table; analyze reads it directly.
 The first SIGINT/SIGTERM is forwarded to the command's process group; a second
 one, or --stop-timeout later, kills it. record exits with the command's exit
 status (128+n if signal n killed it).`),
-		Example: strings.TrimSpace(`
+		Example: examples(`
   # vLLM traces only with --otlp-traces-endpoint
   llmprof record -o run.llmprof -- vllm serve meta-llama/Llama-3.1-8B-Instruct \
       --otlp-traces-endpoint {otlp_grpc_url}
@@ -111,7 +111,7 @@ status (128+n if signal n killed it).`),
 
   # then
   llmprof analyze run.llmprof`),
-		Args: cobra.MinimumNArgs(1),
+		Args: argsNamed(1, -1, "<command>: the server to run and record"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Command = args
 			if opts.Output == "" {

@@ -75,7 +75,7 @@ func TestRecordFlags(t *testing.T) {
 		{"non-loopback refused", []string{"--otlp-grpc", "0.0.0.0:4317", "true"}, nil, "--listen 0.0.0.0"},
 		{"bad protocol", []string{"--otlp-protocol", "thrift", "true"}, nil, "--otlp-protocol"},
 		{"contradiction", []string{"--no-nvml", "--require-gpu", "true"}, nil, "contradict"},
-		{"no command", []string{"-o", "x"}, nil, "requires at least 1 arg"},
+		{"no command", []string{"-o", "x"}, nil, "record: missing <command>"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got *RecordOptions

@@ -33,7 +33,7 @@ and each token's latency went: queue, prefill, decode, GPU kernel categories,
 idle gaps and other tenants.`),
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Example: strings.TrimSpace(`
+		Example: examples(`
   llmprof demo ./run                      write a synthetic multi-tenant run
   llmprof analyze ./run                   where did the time go?
   llmprof analyze --format json trace.jsonl > report.json
@@ -103,4 +103,24 @@ func Main(ctx context.Context, args []string, io *IOStreams) int {
 	root.SetArgs(args)
 	_, err := root.ExecuteContextC(ctx)
 	return exitCode(err, io.ErrOut)
+}
+
+// examples formats a command's Example text: cobra prints it as it is, so
+// only the surrounding blank lines go (TrimSpace would also take the first
+// line's indent, and the first example would stand out of line).
+func examples(s string) string { return strings.Trim(s, "\n") }
+
+// argsNamed is a cobra.PositionalArgs that names what is missing: at least
+// min and, when max ≥ 0, at most max arguments, described by what ("an
+// <input> (a file, a directory, or - for stdin)").
+func argsNamed(min, max int, what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		switch {
+		case len(args) < min:
+			return usageErrorf("%s: missing %s; see '%s --help'", cmd.Name(), what, cmd.CommandPath())
+		case max >= 0 && len(args) > max:
+			return usageErrorf("%s: takes at most %d argument(s) (%s), got %d: %q", cmd.Name(), max, what, len(args), args)
+		}
+		return nil
+	}
 }

@@ -59,7 +59,7 @@ to 0.1.`),
   llmprof stats cuda_gpu_kern_sum:base report1.sqlite report2.sqlite
   llmprof stats nvtx_sum --format csv -o nvtx.csv report1.sqlite
   llmprof stats nvtx_gpu_proj_trace --format json report1.sqlite | jq '.files[0].rows[0]'`, "\n"),
-		Args: cobra.MinimumNArgs(2),
+		Args: argsNamed(2, -1, "REPORT and FILE: a report name and at least one nsys SQLite export"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Report, opts.Files = args[0], args[1:]
 			return runStats(cmd, opts)

@@ -70,7 +70,7 @@ func TestStatsErrors(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{"no file", []string{"stats", "nvtx_sum"}, ExitUsage, "requires at least 2 arg"},
+		{"no file", []string{"stats", "nvtx_sum"}, ExitUsage, "stats: missing REPORT and FILE"},
 		{"unknown report", []string{"stats", "gpukernsum", notExport}, ExitUsage, `unknown report "gpukernsum"`},
 		{"option on a report without kernels", []string{"stats", "nvtx_sum:base", notExport}, ExitUsage, "report nvtx_sum takes no option"},
 		{"unknown option", []string{"stats", "cuda_gpu_kern_sum:short", notExport}, ExitUsage, `unknown option "short"`},

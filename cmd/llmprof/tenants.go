@@ -64,12 +64,12 @@ it serves (resource process.pid, the engine of their steps); one serving
 several tenants is a shared source ("chat+search (shared)"), never paired
 with its own tenants. Otherwise: --tenant-pid, resource keys, nsys process
 names, MIG instances. See docs/tenants.md.`),
-		Example: strings.TrimSpace(`
+		Example: examples(`
   llmprof tenants run/
   llmprof tenants --tenant-key customer.id --metric ttft,tpot,e2e traces.jsonl gpu.sqlite
   llmprof tenants --tenant-pid 4100=search --tenant-pid 4200=batch --load gpu_busy run.llmprof/
   llmprof tenants --format json run/ | jq '.pairs[] | select(.verdict=="interference")'`),
-		Args: cobra.MinimumNArgs(1),
+		Args: argsNamed(1, -1, "<input>: a trace file, a directory, or - for stdin"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Inputs = args
 			return runTenants(cmd.Context(), f, opts)
@@ -123,6 +123,10 @@ func runTenants(ctx context.Context, f *Factory, opts *TenantsOptions) error {
 			}
 			return enc.Encode(a.Tenants)
 		}
-		return report.WriteTenantsText(w, a.Tenants, a.TenantsNote, report.TextOptions{Color: report.ColorFor(tty)})
+		width := 0
+		if w == opts.IO.Out {
+			width = textWidth(opts.IO, tty)
+		}
+		return report.WriteTenantsText(w, a.Tenants, a.TenantsNote, report.TextOptions{Color: report.ColorFor(tty), Width: width})
 	})
 }

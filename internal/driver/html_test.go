@@ -67,10 +67,13 @@ func TestAnalyzeHTMLDemo(t *testing.T) {
 	if len(svgs) < 15 {
 		t.Errorf("%d charts, want at least 15 (CDFs, time series, stages, GPU, tokens, tenants, KV)", len(svgs))
 	}
-	for _, id := range []string{"latency", "over-time", "stages", "gpu", "tokens", "tenants", "kv-cache", "blind-spots", "alignment", "warnings"} {
+	for _, id := range []string{"findings", "latency", "stages", "tokens", "stalls", "gpu", "tenants", "kv-cache", "blind-spots", "model-lifecycle", "alignment", "warnings"} {
 		if !bytes.Contains(page, []byte(`<section id="`+id+`"`)) {
 			t.Errorf("no %q section", id)
 		}
+	}
+	if !bytes.Contains(page, []byte(`<h3 id="over-time">`)) {
+		t.Error("no over-time part in the latency section")
 	}
 	for _, label := range []string{"TTFT distribution by tenant", "TPOT distribution by model", "E2E distribution by tenant",
 		"TTFT over time", "Queue time over time", "Where the time went", "GPU busy/idle timeline", "Kernel categories",
@@ -154,6 +157,19 @@ func TestAnalyzeHTMLInBrowser(t *testing.T) {
 		t.Errorf("rendered DOM has %d <svg> elements, want %d", n, want)
 	}
 	t.Logf("script done %s ms after navigation start", attr("data-render-ms"))
+
+	// Layout: no two texts of a chart overlap (heat-map headers included),
+	// and no legend draws two entries alike (the per-token buckets).
+	lay, err := browser.CheckLayout(context.Background(), bin, page, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range lay.Overlaps {
+		t.Errorf("overlapping text: %s", o)
+	}
+	for _, c := range lay.SameColours {
+		t.Errorf("two legend entries drawn alike: %s", c)
+	}
 
 	// Sorting: a copy of the page clicks the top-kernels table's "count"
 	// header once (descending), then the "kernel" header (descending by

@@ -126,7 +126,8 @@ func TestTokensWithoutSchedulingDataReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := analyzeText(t, 0, Options{}, path)
-	section := out[strings.Index(out, "PER TOKEN"):]
+	// The section, not the findings' pointer to it ("→ PER TOKEN").
+	section := out[strings.Index(out, "\nPER TOKEN")+1:]
 	section = section[:strings.Index(section, "\n\n")]
 	flat := strings.Join(strings.Fields(section), " ")
 	for _, want := range []string{"unattr", "first 1 40.00 100.0%", "queue, prefill, decode of 1 of 1 requests: no scheduling data"} {

@@ -1,0 +1,37 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/charmbracelet/x/ansi"
+)
+
+// TestDiffAndTenantsFitWidth: diff's and tenants' text fit $COLUMNS like
+// analyze's report (the demo run's tenants; diff of two fixture runs).
+func TestDiffAndTenantsFitWidth(t *testing.T) {
+	const width = 80
+	t.Setenv("COLUMNS", fmt.Sprint(width))
+	fx := newFixtures(t)
+	for name, args := range map[string][]string{
+		"tenants": {"tenants", filepath.Join("..", "..", "testdata", "demo")},
+		"diff":    {"diff", fast, fx.base, fx.slow},
+	} {
+		code, stdout, stderr := runLLMProf(t, args...)
+		if code != ExitOK && code != ExitRegression {
+			t.Fatalf("%s exited %d: %s", name, code, stderr)
+		}
+		long := 0
+		for _, l := range strings.Split(stdout, "\n") {
+			if w := ansi.StringWidth(l); w > width {
+				t.Errorf("%s: a line is %d cells wide, over %d: %q", name, w, width, l)
+			}
+			long = max(long, ansi.StringWidth(l))
+		}
+		if long < width/2 {
+			t.Errorf("%s: widest line %d cells: nothing was printed to fit", name, long)
+		}
+	}
+}
