@@ -714,12 +714,12 @@ func (c *comparison) shiftMetric(w *work, xb, xc []float64, inflate float64, shi
 	m.MDE = (c.za + c.zb) * seRaw
 	logScale := allPositive(sb, sc)
 	var lb, lc []float64
-	var logLo, logHi float64 // the widened interval on logs
+	var logEst, logLo, logHi float64 // the widened interval on logs
 	if logScale {
 		lb, lc = logs(sb), logs(sc)
 		l := HodgesLehmann(lb, lc, alpha)
 		lo, hi := widen(l.Estimate, l.Low, l.High)
-		logLo, logHi = lo, hi
+		logEst, logLo, logHi = l.Estimate, lo, hi
 		m.DeltaPct = pctOfLog(l.Estimate)
 		m.CILowPct, m.CIHighPct = pctOfLog(lo), pctOfLog(hi)
 		seLog := inflate * ares * math.Sqrt(variance(lb)/float64(len(lb))+variance(lc)/float64(len(lc)))
@@ -741,6 +741,18 @@ func (c *comparison) shiftMetric(w *work, xb, xc []float64, inflate float64, shi
 		} else {
 			m.MDEPct = pctOf(m.MDE, mb)
 		}
+	}
+	// The p-value is the interval's own: the test that rejects exactly when
+	// the printed interval excludes 0. The rank test's p beside a widened
+	// interval could contradict it (p < 0.001 beside an interval across 0,
+	// where ties in queue times made the two disagree).
+	if raw.K > 0 {
+		if logScale {
+			m.P = pOfInterval(logEst, logLo, logHi, c.za)
+		} else {
+			m.P = pOfInterval(raw.Estimate, m.CILow, m.CIHigh, c.za)
+		}
+		m.Significant = m.P <= alpha
 	}
 	if shiftOnly {
 		if m.Note == "" {
@@ -774,6 +786,25 @@ func (c *comparison) shiftMetric(w *work, xb, xc []float64, inflate float64, shi
 		}
 		return inflateP(pl, inflate, false)
 	}
+}
+
+// pOfInterval is the two-sided p-value of an estimate whose 1−α interval
+// is [lo, hi] (z its z_{1−α/2}): the half of the interval toward 0 read as
+// z standard errors, so p ≤ α exactly when the interval excludes 0.
+func pOfInterval(est, lo, hi, z float64) float64 {
+	half := est - lo
+	if est < 0 {
+		half = hi - est
+	}
+	switch {
+	case math.IsInf(half, 0) || math.IsNaN(half):
+		return math.NaN()
+	case half <= 0 && est == 0:
+		return 1
+	case half <= 0:
+		return 0 // a point interval away from 0
+	}
+	return math.Min(1, 2*(1-distuv.UnitNormal.CDF(math.Abs(est)/(half/z))))
 }
 
 // noteRawShift marks a shift measured on the raw scale (zeros present),
