@@ -135,7 +135,7 @@ func readStream(r io.Reader, ts *tableSchema, fn func(row reflect.Value) error, 
 		return fmt.Errorf("%s: not an Arrow IPC stream (starts with % x)", filepath.Base(res.Path), head)
 	}
 	cs := newCheckedStream(br)
-	rd, err := ipc.NewReader(cs, ipc.WithAllocator(memory.DefaultAllocator))
+	rd, err := ipc.NewReader(cs, ipc.WithAllocator(boundedAllocator{memory.DefaultAllocator, maxUncompressedBytes}))
 	if err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 			// Killed before its first batch reached the disk, or the

@@ -425,6 +425,12 @@ func (h *messageHeader) checkBody(body []byte) error {
 		if off < 0 || size < 0 || off > int64(len(body)) || size > int64(len(body))-off {
 			return fmt.Errorf("buffer %d (%d+%d) outside the %d-byte body", i, off, size, len(body))
 		}
+		if h.compressed && size > 0 && size < 8 {
+			// arrow-go reads the 8-byte length prefix of any non-empty
+			// compressed buffer, past a shorter buffer's end into the
+			// bytes after it.
+			return fmt.Errorf("compressed buffer %d of %d bytes has no room for its length prefix", i, size)
+		}
 		if h.compressed && size >= 8 {
 			raw := int64(binary.LittleEndian.Uint64(body[off:]))
 			if raw < -1 || raw > maxUncompressedBytes {
