@@ -398,13 +398,8 @@ func (w *tokenWalker) request(ri int, fn func(*TokenBreakdown)) {
 	var tb TokenBreakdown
 	p := 0 // next of the request's steps to consider
 	for i, to := range times {
-		from := r.Arrival
-		if i > 0 {
-			from = times[i-1]
-		}
-		tb = TokenBreakdown{Request: ri, Index: i, EmittedAt: to, Interval: to - from, Estimated: estimated, Step: -1}
-		if to < from { // out-of-order token events: nothing to split
-			tb.Interval = 0
+		var from int64
+		if tb, from = tokenInterval(r, ri, i, times, estimated); to < from { // out-of-order token events: nothing to split
 			fn(&tb)
 			continue
 		}
@@ -437,6 +432,18 @@ func (w *tokenWalker) request(ri int, fn func(*TokenBreakdown)) {
 	}
 }
 
+// tokenInterval starts token i's breakdown: its interval runs from the
+// previous token (the request's arrival for the first) to its own time; an
+// out-of-order token (to < from) has an empty one.
+func tokenInterval(r *Request, ri, i int, times []int64, estimated bool) (TokenBreakdown, int64) {
+	to, from := times[i], r.Arrival
+	if i > 0 {
+		from = times[i-1]
+	}
+	tb := TokenBreakdown{Request: ri, Index: i, EmittedAt: to, Interval: max(to-from, 0), Estimated: estimated, Step: -1}
+	return tb, from
+}
+
 // stageWalk splits the tokens of a request that ran in no engine step the
 // input shows by the request's stages (partition's segments): queue is
 // queue, prefill, decode and inference their stage buckets, the CPU stages
@@ -459,13 +466,8 @@ func (w *tokenWalker) stageWalk(ri int, times []int64, estimated bool, fn func(*
 	segs := r.segments
 	var tb TokenBreakdown
 	for i, to := range times {
-		from := r.Arrival
-		if i > 0 {
-			from = times[i-1]
-		}
-		tb = TokenBreakdown{Request: ri, Index: i, EmittedAt: to, Interval: to - from, Estimated: estimated, Step: -1}
-		if to < from { // out-of-order token events: nothing to split
-			tb.Interval = 0
+		var from int64
+		if tb, from = tokenInterval(r, ri, i, times, estimated); to < from { // out-of-order token events: nothing to split
 			fn(&tb)
 			continue
 		}
