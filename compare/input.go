@@ -97,10 +97,10 @@ func (out *Input) load(ctx context.Context, p string, opts LoadOptions) error {
 	if isSamplesHead(head) {
 		return out.loadSamples(p, in)
 	}
-	if isVLLMBenchHead(head) {
+	if ingest.BenchResultKind(head) == ingest.BenchServe {
 		return out.loadVLLMBench(p, in)
 	}
-	if isVLLMSummaryHead(head) {
+	if ingest.BenchResultKind(head) == ingest.BenchSummary {
 		return fmt.Errorf(vllmSummaryError, p)
 	}
 	if sniffed(in, opts.Decoders) {
@@ -211,10 +211,10 @@ func (out *Input) loadHistory(dir string) error {
 		}
 		head := bytes.TrimLeft(in.Head, " \t\r\n\xef\xbb\xbf")
 		switch {
-		case isVLLMBenchHead(head):
+		case ingest.BenchResultKind(head) == ingest.BenchServe:
 			// A directory of vllm bench results is a history too.
 			err = out.loadVLLMBench(p, in)
-		case isVLLMSummaryHead(head):
+		case ingest.BenchResultKind(head) == ingest.BenchSummary:
 			err = fmt.Errorf(vllmSummaryError, p)
 		default:
 			err = out.loadSamples(p, in)

@@ -51,35 +51,11 @@ type vllmBench struct {
 	Errors     []*string   `json:"errors"`
 }
 
-// isVLLMBenchHead recognizes a vllm bench serve result by the keys its
-// writer puts first (date, endpoint_type/backend, label, model_id, …,
-// num_prompts) and its aggregate figures.
-func isVLLMBenchHead(head []byte) bool {
-	if len(head) == 0 || head[0] != '{' {
-		return false
-	}
-	has := func(k string) bool { return bytes.Contains(head, []byte(`"`+k+`"`)) }
-	return has("num_prompts") && (has("backend") || has("endpoint_type")) &&
-		(has("request_throughput") || has("ttfts") || has("latencies") || has("mean_ttft_ms"))
-}
-
 // vllmBenchNote says what a side read from bench results cannot do.
 const vllmBenchNote = "%s: a `vllm bench serve` result: client-side latencies only, so changes cannot be explained by stage, token bucket or GPU kernel (diff traces or saved analyses for that)"
 
 // derivedNote says which figures were derived, not read.
 const derivedNote = "%s: this vLLM's bench result has no \"latencies\" (benchmark_serving.py before vllm/benchmarks/serve.py): E2E = TTFT + Σ ITL and TPOT = Σ ITL / (output tokens − 1) are derived from \"ttfts\" and \"itls\" per request (vLLM's own TPOT, which the file's median_tpot_ms reproduces)"
-
-// isVLLMSummaryHead recognizes the nightly benchmark's summary table
-// (benchmark_results.json: a JSON array of one row of aggregates per test,
-// keyed "Test name", "Mean TTFT (ms)", …), which has no per-request data.
-func isVLLMSummaryHead(head []byte) bool {
-	if len(head) == 0 || head[0] != '[' {
-		return false
-	}
-	rest := bytes.TrimLeft(head[1:], " \t\r\n")
-	return bytes.HasPrefix(rest, []byte("{")) && bytes.Contains(head, []byte(`"Test name"`)) &&
-		(bytes.Contains(head, []byte(`TTFT (ms)"`)) || bytes.Contains(head, []byte(`"Tput (req/s)"`)))
-}
 
 // vllmSummaryError is what diff says of a summary table.
 const vllmSummaryError = "%s: the summary table of vLLM's nightly benchmark (benchmark_results.json: one row of aggregates per test, \"Test name\", \"Median TTFT (ms)\"…), not a per-request result: " +

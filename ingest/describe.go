@@ -191,22 +191,50 @@ func firstLine(h []byte) string {
 	return string(line)
 }
 
-// benchResult says which kind of vLLM benchmark result a head is ("" when
-// neither): a `vllm bench serve` result (the keys its writer puts first,
-// as compare/vllmbench.go recognizes them for diff), or the table that
-// vLLM's benchmark suite summarizes runs into (an array of rows keyed by
-// column headings such as "Mean TTFT (ms)").
-func benchResult(head []byte) string {
+// BenchKind is the kind of vLLM benchmark result a file's head shows.
+type BenchKind int
+
+const (
+	// NotBench is anything else.
+	NotBench BenchKind = iota
+	// BenchServe is a `vllm bench serve` (benchmark_serving.py) result,
+	// recognized by the keys its writer puts first (date,
+	// endpoint_type/backend, label, model_id, …, num_prompts) and its
+	// aggregate figures.
+	BenchServe
+	// BenchSummary is the nightly benchmark's summary table
+	// (benchmark_results.json: a JSON array of one row of aggregates per
+	// test, keyed "Test name", "Mean TTFT (ms)", …), with no per-request data.
+	BenchSummary
+)
+
+// BenchResultKind recognizes a vLLM benchmark result from the head of its
+// file: analyze points such a file to diff, and diff reads it
+// (compare/vllmbench.go).
+func BenchResultKind(head []byte) BenchKind {
 	text := bytes.TrimLeft(head, " \t\r\n")
 	if len(text) == 0 {
-		return ""
+		return NotBench
 	}
 	has := func(k string) bool { return bytes.Contains(text, []byte(`"`+k+`"`)) }
 	switch {
 	case text[0] == '{' && has("num_prompts") && (has("backend") || has("endpoint_type")) &&
 		(has("request_throughput") || has("ttfts") || has("latencies") || has("mean_ttft_ms")):
+		return BenchServe
+	case text[0] == '[' && bytes.HasPrefix(bytes.TrimLeft(text[1:], " \t\r\n"), []byte("{")) && has("Test name") &&
+		(bytes.Contains(text, []byte(`TTFT (ms)"`)) || has("Tput (req/s)")):
+		return BenchSummary
+	}
+	return NotBench
+}
+
+// benchResult says what a benchmark result is, for analyze's error ("" when
+// the head is none).
+func benchResult(head []byte) string {
+	switch BenchResultKind(head) {
+	case BenchServe:
 		return "this is a `vllm bench serve` result (client-side latencies), not a trace"
-	case text[0] == '[' && has("Test name") && has("Mean TTFT (ms)"):
+	case BenchSummary:
 		return "this is a table of vLLM benchmark results (one row per run, \"Mean TTFT (ms)\" …), not a trace; diff reads the runs' own `vllm bench serve` JSON files"
 	}
 	return ""
