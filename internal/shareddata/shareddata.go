@@ -5,8 +5,10 @@
 package shareddata
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 )
 
@@ -41,7 +43,7 @@ func Path(tb testing.TB, rel string) string {
 	tb.Helper()
 	root, ok := Root()
 	if !ok {
-		tb.Skipf("shared reference data not found (../shared beside the repository, or $LLMPROF_SHARED); skipping test that needs %s", rel)
+		skipAbsent(tb, rel)
 	}
 	p := filepath.Join(root, rel)
 	if _, err := os.Stat(p); err != nil {
@@ -56,11 +58,36 @@ func Glob(tb testing.TB, pattern string) []string {
 	tb.Helper()
 	root, ok := Root()
 	if !ok {
-		tb.Skipf("shared reference data not found (../shared beside the repository, or $LLMPROF_SHARED); skipping test that needs %s", pattern)
+		skipAbsent(tb, pattern)
 	}
 	m, _ := filepath.Glob(filepath.Join(root, pattern))
 	if len(m) == 0 {
 		tb.Skipf("no shared files match %s in %s", pattern, root)
 	}
 	return m
+}
+
+// announce is done once per test binary: the first test that skips for a
+// missing shared folder says so on the terminal.
+var announce sync.Once
+
+// skipAbsent skips tb because the shared folder is missing. A plain
+// `go test ./...` shows nothing of a passing package's output, skips
+// included, so a checkout without ../shared would pass quietly on
+// synthetic data alone; the first skip in each package also writes one
+// line to the controlling terminal (when there is one; CI runs without a
+// terminal and .ci/run says it there), naming the package and how to
+// point the tests at the data.
+func skipAbsent(tb testing.TB, what string) {
+	tb.Helper()
+	announce.Do(func() {
+		tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0)
+		if err != nil {
+			return
+		}
+		defer tty.Close()
+		wd, _ := os.Getwd()
+		fmt.Fprintf(tty, "note: %s: ../shared not found (or set LLMPROF_SHARED); the tests on real files skip\n", filepath.Base(wd))
+	})
+	tb.Skipf("shared reference data not found (../shared beside the repository, or $LLMPROF_SHARED); skipping test that needs %s", what)
 }
