@@ -1,0 +1,337 @@
+package causal
+
+import (
+	"math"
+
+	"github.com/llmprof/llmprof/attribution"
+	"github.com/llmprof/llmprof/ingest"
+)
+
+// The kernel view's design: each kernel's row (identity, batch controls,
+// log duration) and the within transformation that absorbs the identity
+// effects (kernel.go has the model).
+
+// batchUse says which of the step's batch measures the regression controls
+// for.
+type batchUse struct{ size, tok, ctx bool }
+
+// identity is a kernel's fixed-effect group: its name, launch shape, and
+// which launch of that name in its engine step it is (0 when not linked to
+// a step).
+type identity struct {
+	name  ingest.StrID
+	grid  [3]uint32
+	block [3]uint16
+	nth   int
+}
+
+type stepName struct {
+	step int32
+	name ingest.StrID
+}
+
+// kernelRows gathers the target's kernels (sorted by start) with their
+// identity and step batch; the batch controls are used when at least 90% of
+// the kernels carry them (the others are then left out).
+func kernelRows(t *ingest.Trace, idx []int, stepOf []int32, steps []KernelStep, cats *attribution.CategoryCache) ([]kernelRow, int, batchUse) {
+	rows := make([]kernelRow, 0, len(idx))
+	groupOf := map[identity]int{}
+	nth := map[stepName]int{}
+	haveSize, haveTok, haveCtx := 0, 0, 0
+	for _, i := range idx {
+		op := &t.GPUOps[i]
+		r := kernelRow{op: i, start: op.Start, dur: op.End - op.Start, cat: cats.Of(op), step: stepOf[i]}
+		r.y = math.Log(float64(r.dur))
+		if s := stepOf[i]; s >= 0 {
+			r.size, r.tok, r.ctx = steps[s].Size, steps[s].Tokens, steps[s].Context
+		}
+		if r.size > 0 {
+			haveSize++
+		}
+		if r.tok > 0 {
+			haveTok++
+		}
+		if r.ctx > 0 {
+			haveCtx++
+		}
+		id := identity{name: op.Name, grid: op.Grid, block: op.Block}
+		if s := stepOf[i]; s >= 0 {
+			// The n-th launch of a name in a step is the same layer's op from
+			// step to step (one name serves several projections of a layer).
+			k := stepName{s, op.Name}
+			id.nth = nth[k]
+			nth[k]++
+		}
+		g, ok := groupOf[id]
+		if !ok {
+			g = len(groupOf)
+			groupOf[id] = g
+		}
+		r.group = g
+		rows = append(rows, r)
+	}
+	enough := func(n int) bool { return len(rows) > 0 && float64(n) >= controlCoverage*float64(len(rows)) }
+	use := batchUse{size: enough(haveSize), tok: enough(haveTok), ctx: enough(haveCtx)}
+	if use.size || use.tok || use.ctx {
+		kept := rows[:0]
+		for _, r := range rows {
+			if (!use.size || r.size > 0) && (!use.tok || r.tok > 0) && (!use.ctx || r.ctx > 0) {
+				kept = append(kept, r)
+			}
+		}
+		rows = kept
+	}
+	return rows, len(groupOf), use
+}
+
+// withinPlan residualizes columns on each identity's own intercept and
+// batch slopes (Frisch–Waugh: the pooled regression of the residuals gives
+// the β of the model with those effects). The controls do not change across
+// the Gauss–Newton steps of a fit, so each group's members and orthonormal
+// basis are found once (newWithinPlan) and applied to every step's columns.
+// Rows of a group with no residual freedom are left out. The columns are
+// laid out group by group (order), so that each group's rows are adjacent
+// in memory, and written back in row order.
+type withinPlan struct {
+	members [][]int
+	// basis is each group's orthonormal basis of its controls; nil for a
+	// group without rows or without freedom left.
+	basis [][][]float64
+	// absorbed is the number of parameters the bases take.
+	absorbed int
+	// keep says which rows are in a group with freedom left; kept counts
+	// them and dropped lists the others.
+	keep    []bool
+	kept    int
+	dropped []int
+	// order is the kept rows group by group, segs each group's span of it,
+	// and dest each entry's index among the kept rows in row order.
+	order, dest []int
+	segs        []withinSeg
+}
+
+// withinSeg is one group's rows in a withinPlan's order.
+type withinSeg struct {
+	from, to int
+	basis    [][]float64
+}
+
+// newWithinPlan finds the members and bases of rows' groups. A group whose
+// rows in rows are all the rows it has in full (same rows, same order) takes
+// its basis from full instead of computing it again; full may be nil.
+func newWithinPlan(rows []kernelRow, groups int, use batchUse, full *withinPlan) *withinPlan {
+	p := &withinPlan{members: make([][]int, groups), basis: make([][][]float64, groups), keep: make([]bool, len(rows)),
+		order: make([]int, 0, len(rows))}
+	// Each group's rows in order, as slices of one array (a counting sort).
+	count := make([]int, groups+1)
+	for r := range rows {
+		count[rows[r].group+1]++
+	}
+	for g := 1; g <= groups; g++ {
+		count[g] += count[g-1]
+	}
+	all := make([]int, len(rows))
+	for r := range rows {
+		g := rows[r].group
+		all[count[g]] = r
+		count[g]++
+	}
+	from := 0
+	for g := range p.members {
+		if count[g] > from {
+			p.members[g] = all[from:count[g]:count[g]]
+		}
+		from = count[g]
+	}
+	for g, m := range p.members {
+		if len(m) == 0 {
+			continue
+		}
+		var basis [][]float64
+		if full != nil && len(full.members[g]) == len(m) {
+			basis = full.basis[g]
+			if basis == nil {
+				continue // no freedom in full: none here either
+			}
+		} else {
+			z := [][]float64{constant(len(m))}
+			// A quadratic in each log batch measure: kernel time is affine in
+			// the work (a fixed cost plus a per-token one), not a power of it.
+			for _, use := range []struct {
+				on bool
+				of func(kernelRow) float64
+			}{{use.size, func(r kernelRow) float64 { return r.size }}, {use.tok, func(r kernelRow) float64 { return r.tok }},
+				{use.ctx, func(r kernelRow) float64 { return r.ctx }}} {
+				if !use.on {
+					continue
+				}
+				c, c2 := make([]float64, len(m)), make([]float64, len(m))
+				for a, r := range m {
+					c[a] = math.Log(use.of(rows[r]))
+					c2[a] = c[a] * c[a]
+				}
+				z = append(z, c, c2)
+			}
+			basis = orthoBasis(z, 1e-8)
+			if len(m) <= len(basis) {
+				continue // no freedom left: the group says nothing about β
+			}
+		}
+		p.basis[g] = basis
+		p.absorbed += len(basis)
+		p.segs = append(p.segs, withinSeg{from: len(p.order), to: len(p.order) + len(m), basis: basis})
+		p.order = append(p.order, m...)
+		for _, r := range m {
+			p.keep[r] = true
+		}
+	}
+	pos := make([]int, len(rows))
+	for r := range rows {
+		if p.keep[r] {
+			pos[r] = p.kept
+			p.kept++
+		} else {
+			p.dropped = append(p.dropped, r)
+		}
+	}
+	p.dest = make([]int, len(p.order))
+	for i, r := range p.order {
+		p.dest[i] = pos[r]
+	}
+	return p
+}
+
+// apply residualizes each of cols (of length kept, in the plan's order) in
+// place on the identity effects, and writes it to the matching outs in row
+// order.
+func (p *withinPlan) apply(cols, outs [][]float64) {
+	for _, s := range p.segs {
+		v := func(c int) []float64 { return cols[c][s.from:s.to] }
+		// Four columns at a time: their products are independent chains
+		// of additions the processor overlaps.
+		c := 0
+		for ; c+4 <= len(cols); c += 4 {
+			residualize4(v(c), v(c+1), v(c+2), v(c+3), s.basis)
+		}
+		if c+2 <= len(cols) {
+			residualize2(v(c), v(c+1), s.basis)
+			c += 2
+		}
+		if c < len(cols) {
+			residualize(v(c), s.basis)
+		}
+	}
+	for c, out := range outs {
+		col := cols[c][:len(p.dest)]
+		for i, d := range p.dest {
+			out[d] = col[i]
+		}
+	}
+}
+
+// residualize subtracts from v its projection on the orthonormal basis,
+// twice for stability (modified Gram–Schmidt): for each pass and each q in
+// turn, v −= (v·q) q. Each subtraction runs in the loop that forms the next
+// product, which changes the passes over memory but not a single operation
+// or its order (the digits are those of the two loops written apart).
+func residualize(v []float64, basis [][]float64) {
+	n := len(basis)
+	if n == 0 {
+		return
+	}
+	d := dot(v, basis[0])
+	for s := 0; s < 2*n-1; s++ {
+		q, next := basis[s%n][:len(v)], basis[(s+1)%n][:len(v)]
+		e := 0.0
+		for a := range v {
+			v[a] -= d * q[a]
+			e += v[a] * next[a]
+		}
+		d = e
+	}
+	q := basis[n-1][:len(v)]
+	for a := range v {
+		v[a] -= d * q[a]
+	}
+}
+
+// residualize2 is residualize of two vectors of one length at once, each
+// with the same operations in the same order as alone.
+func residualize2(v0, v1 []float64, basis [][]float64) {
+	n := len(basis)
+	if n == 0 {
+		return
+	}
+	l := len(v0)
+	v1 = v1[:l]
+	q := basis[0][:l]
+	var d0, d1 float64
+	for a := range v0 {
+		d0 += v0[a] * q[a]
+		d1 += v1[a] * q[a]
+	}
+	for s := 0; s < 2*n-1; s++ {
+		q, next := basis[s%n][:l], basis[(s+1)%n][:l]
+		var e0, e1 float64
+		for a := range v0 {
+			v0[a] -= d0 * q[a]
+			e0 += v0[a] * next[a]
+			v1[a] -= d1 * q[a]
+			e1 += v1[a] * next[a]
+		}
+		d0, d1 = e0, e1
+	}
+	q = basis[n-1][:l]
+	for a := range v0 {
+		v0[a] -= d0 * q[a]
+		v1[a] -= d1 * q[a]
+	}
+}
+
+// residualize4 is residualize of four vectors of one length at once, each
+// with the same operations in the same order as alone.
+func residualize4(v0, v1, v2, v3 []float64, basis [][]float64) {
+	n := len(basis)
+	if n == 0 {
+		return
+	}
+	l := len(v0)
+	v1, v2, v3 = v1[:l], v2[:l], v3[:l]
+	q := basis[0][:l]
+	var d0, d1, d2, d3 float64
+	for a := range v0 {
+		d0 += v0[a] * q[a]
+		d1 += v1[a] * q[a]
+		d2 += v2[a] * q[a]
+		d3 += v3[a] * q[a]
+	}
+	for s := 0; s < 2*n-1; s++ {
+		q, next := basis[s%n][:l], basis[(s+1)%n][:l]
+		var e0, e1, e2, e3 float64
+		for a := range v0 {
+			v0[a] -= d0 * q[a]
+			e0 += v0[a] * next[a]
+			v1[a] -= d1 * q[a]
+			e1 += v1[a] * next[a]
+			v2[a] -= d2 * q[a]
+			e2 += v2[a] * next[a]
+			v3[a] -= d3 * q[a]
+			e3 += v3[a] * next[a]
+		}
+		d0, d1, d2, d3 = e0, e1, e2, e3
+	}
+	q = basis[n-1][:l]
+	for a := range v0 {
+		v0[a] -= d0 * q[a]
+		v1[a] -= d1 * q[a]
+		v2[a] -= d2 * q[a]
+		v3[a] -= d3 * q[a]
+	}
+}
+
+// orthoBasis is an orthonormal basis of the columns' span (modified
+// Gram–Schmidt, twice), leaving out columns that add no direction.
+func orthoBasis(cols [][]float64, tol float64) [][]float64 {
+	basis, _ := gramSchmidt(cols, tol)
+	return basis
+}
