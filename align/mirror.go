@@ -4,14 +4,14 @@ import (
 	"github.com/llmprof/llmprof/ingest"
 )
 
-// The OTLP attributes that carry the IDs NVTX text may name.
+// The OTLP attributes that carry the IDs NVTX text may name, and the span
+// names preferred when several spans carry the same request or step ID
+// (ingest/semconv.go).
 var (
-	requestIDKeys = []string{"llm.request.id", "gen_ai.request.id"}
-	stepIDKeys    = []string{"llm.step.id"}
-	// Preferred span names when several spans carry the same request or
-	// step ID (stage spans often repeat the request's ID).
-	requestSpanNames = []string{"llm.request", "llm_request"}
-	stepSpanNames    = []string{"llm.step"}
+	requestIDKeys    = ingest.RequestIDKeys
+	stepIDKeys       = ingest.StepIDKeys
+	requestSpanNames = []string{ingest.SpanRequest, ingest.SpanRequestVLLM}
+	stepSpanNames    = []string{ingest.SpanStep}
 )
 
 // spanKeyValue returns the span's value for one of the attribute keys, as a

@@ -19,10 +19,10 @@ import (
 // Durations are in float seconds unless the key is listed in durationStrings
 // (TGI records Rust Duration Debug strings such as "12.345ms").
 var (
-	keyRequestID = []string{"llm.request.id", "gen_ai.request.id", "gen_ai.response.id", "triton.request_id", "rid", "request_id"}
+	keyRequestID = ingest.RequestIDKeys
 	keyModel     = []string{"llm.model_id", "gen_ai.response.model", "gen_ai.request.model", "triton.model_name", "llm.model_name", "langfuse.observation.model.name"}
 	// Default tenant search (docs/design.md §5); --tenant-key replaces it.
-	keyTenant = []string{"llm.tenant", "tenant.id", "enduser.id"}
+	keyTenant = ingest.TenantKeys
 
 	keyInputTokens  = []string{"llm.input_length", "gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt", "llm.usage.prompt_tokens", "x-prompt-tokens"}
 	keyOutputTokens = []string{"llm.output_length", "gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens", "llm.token_count.completion", "x-generated-tokens"}

@@ -214,9 +214,9 @@ func classify(t *ingest.Trace, k *keyCache, s *ingest.Span) (Style, bool) {
 	}
 	name := t.Str(s.Name)
 	switch name {
-	case "llm.request":
+	case ingest.SpanRequest:
 		return StyleLLMProf, true
-	case "llm_request":
+	case ingest.SpanRequestVLLM:
 		return StyleVLLM, true
 	case "InferRequest":
 		return StyleTriton, true

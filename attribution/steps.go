@@ -60,7 +60,7 @@ type Engine struct {
 }
 
 var (
-	keyStepID   = []string{"llm.step.id"}
+	keyStepID   = ingest.StepIDKeys
 	keyPhase    = []string{"llm.step.phase"}
 	keyBatchIDs = []string{"llm.batch.request_ids"}
 	keyBatchSz  = []string{"llm.batch.size"}
@@ -70,7 +70,7 @@ var (
 // findSteps collects llm.step spans, resolves their batches to requests and
 // finds each step's GPU operations.
 func findSteps(t *ingest.Trace, k *keyCache, reqs []Request, launchCalls func() []int32) ([]Step, []Engine) {
-	stepName, ok := t.Key("llm.step")
+	stepName, ok := t.Key(ingest.SpanStep)
 	if !ok {
 		return nil, nil
 	}

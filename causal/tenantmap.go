@@ -33,7 +33,7 @@ const (
 
 // DefaultTenantKeys are the resource attributes that name a process's tenant,
 // in order (docs/design.md §5).
-var DefaultTenantKeys = []string{"llm.tenant", "tenant.id", "enduser.id", "service.name"}
+var DefaultTenantKeys = ingest.ResourceTenantKeys
 
 // MapOptions configures MapTenants.
 type MapOptions struct {
