@@ -305,8 +305,16 @@ func fmtCI(m compare.Metric) string {
 	if m.Method == compare.MethodNone {
 		return "needs runs"
 	}
-	if math.IsInf(m.CILowPct, 0) && math.IsInf(m.CIHighPct, 0) {
+	lo, hi := math.IsInf(m.CILowPct, 0), math.IsInf(m.CIHighPct, 0)
+	switch {
+	case lo && hi:
 		return "too few"
+	case lo:
+		// A one-sided interval (an exact rank interval whose other tail
+		// does not exist at this n) is its one bound, never an infinity.
+		return "≤ " + fmtPct(m.CIHighPct)
+	case hi:
+		return "≥ " + fmtPct(m.CILowPct)
 	}
 	return fmtPct(m.CILowPct) + " … " + fmtPct(m.CIHighPct)
 }

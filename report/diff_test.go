@@ -261,3 +261,27 @@ func TestDiffGoldenChangeIsChangeOfValues(t *testing.T) {
 		}
 	}
 }
+
+// Issue 22: no format prints an infinite interval. An interval unbounded on
+// both sides reads "too few", on one side as its one bound; the HTML table
+// had printed "-Inf% … +Inf%".
+func TestDiffNoInfinity(t *testing.T) {
+	res := diffCase(t, "pass")
+	res.Metrics[0].CILowPct, res.Metrics[0].CIHighPct = math.Inf(-1), math.Inf(1)
+	res.Metrics[1].CILowPct = math.Inf(-1)
+	res.Metrics[2].CIHighPct = math.Inf(1)
+	if got, want := fmtCI(res.Metrics[1]), "≤ "+fmtPct(res.Metrics[1].CIHighPct); got != want {
+		t.Errorf("one-sided interval reads %q, want %q", got, want)
+	}
+	for _, f := range DiffFormats {
+		var b bytes.Buffer
+		if err := f.Write(&b, res, DiffOptions{}); err != nil {
+			t.Fatalf("%s: %v", f.Name, err)
+		}
+		s := regexp.MustCompile(`(?s)<script.*?</script>`).ReplaceAllString(b.String(), "")
+		if strings.Contains(s, "Inf") || strings.Contains(s, "∞") {
+			i := max(strings.Index(s, "Inf"), strings.Index(s, "∞"))
+			t.Errorf("%s prints an infinity: …%s…", f.Name, s[max(0, i-80):min(len(s), i+40)])
+		}
+	}
+}

@@ -52,8 +52,8 @@ func WriteDiffHTML(w io.Writer, res *compare.Result, o DiffOptions) error {
 		if m.Gate != nil {
 			verdict = string(m.Gate.Verdict)
 		}
-		rows = append(rows, []string{m.Name, diffValue(m.Baseline, m.Unit), diffValue(m.Candidate, m.Unit), signedPct(m.DeltaPct),
-			fmt.Sprintf("%s … %s", signedPct(m.CILowPct), signedPct(m.CIHighPct)), pValue(m.P), verdict})
+		rows = append(rows, []string{m.Name, diffValue(m.Baseline, m.Unit), diffValue(m.Candidate, m.Unit), fmtPct(m.DeltaPct),
+			fmtCI(m), fmtP(m.P), verdict})
 	}
 	h.table("", []string{"metric", "baseline", "candidate", "change", "interval", "p", "gate"}, rows, true)
 	h.end()
@@ -114,16 +114,6 @@ func diffValue(v float64, unit string) string {
 		return "—"
 	}
 	return fmtFloat(v, 3) + " " + unit
-}
-
-func pValue(p float64) string {
-	switch {
-	case math.IsNaN(p):
-		return "—"
-	case p < 0.001:
-		return "< 0.001"
-	}
-	return fmt.Sprintf("%.3f", p)
 }
 
 // thresholdPct is a gate's threshold as a percentage of the baseline (NaN
@@ -213,7 +203,7 @@ func forestPlot(metrics []compare.Metric) string {
 		}
 		lo, loCut := clip(m.CILowPct)
 		hi, hiCut := clip(m.CIHighPct)
-		tip := fmt.Sprintf("%s: %s (interval %s … %s), p %s, %s", m.Name, signedPct(m.DeltaPct), signedPct(m.CILowPct), signedPct(m.CIHighPct), pValue(m.P), verdict)
+		tip := fmt.Sprintf("%s: %s (interval %s), p %s, %s", m.Name, fmtPct(m.DeltaPct), fmtCI(m), fmtP(m.P), verdict)
 		if !math.IsNaN(m.CILowPct) && !math.IsNaN(m.CIHighPct) {
 			fmt.Fprintf(&d.b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="%s" stroke-width="2"><title>%s</title></line>`, xs.at(lo), xs.at(hi), y, y, color, esc(tip))
 			if loCut {
