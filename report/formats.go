@@ -1,33 +1,32 @@
 package report
 
 import (
+	"encoding/json"
 	"io"
 	"strings"
 
+	"github.com/llmprof/llmprof/causal"
 	"github.com/llmprof/llmprof/compare"
+	"github.com/llmprof/llmprof/history"
+	"github.com/llmprof/llmprof/nsys"
 )
 
-// DiffFormat is one output format of `llmprof diff`: the name --format and
-// --out take (and its aliases), and its writer. DiffFormats is the one list
-// that the help text, the validation and the renderers come from.
-type DiffFormat struct {
+// Format is one output format of a command: the name --format and --out
+// take, its aliases, and its writer of the command's result R with the
+// command's options O. Each command's Formats is the one list that its
+// help text, its flag validation and its rendering come from.
+type Format[R, O any] struct {
 	Name    string
 	Aliases []string
-	Write   func(w io.Writer, res *compare.Result, o DiffOptions) error
+	Write   func(w io.Writer, r R, o O) error
 }
 
-// DiffFormats are diff's output formats, in the order help lists them.
-var DiffFormats = []DiffFormat{
-	{Name: "text", Write: WriteDiffText},
-	{Name: "markdown", Aliases: []string{"md"}, Write: WriteDiffMarkdown},
-	{Name: "json", Write: func(w io.Writer, res *compare.Result, _ DiffOptions) error { return WriteDiffJSON(w, res) }},
-	{Name: "junit", Write: func(w io.Writer, res *compare.Result, _ DiffOptions) error { return WriteDiffJUnit(w, res) }},
-	{Name: "html", Write: WriteDiffHTML},
-}
+// Formats are a command's output formats, in the order help lists them.
+type Formats[R, O any] []Format[R, O]
 
-// FindDiffFormat returns the diff format a name or alias names.
-func FindDiffFormat(name string) (DiffFormat, bool) {
-	for _, f := range DiffFormats {
+// Find returns the format a name or alias names.
+func (fs Formats[R, O]) Find(name string) (Format[R, O], bool) {
+	for _, f := range fs {
 		if f.Name == name {
 			return f, true
 		}
@@ -37,17 +36,92 @@ func FindDiffFormat(name string) (DiffFormat, bool) {
 			}
 		}
 	}
-	return DiffFormat{}, false
+	return Format[R, O]{}, false
 }
 
-// DiffFormatNames lists the diff formats' names for help and errors:
-// "text, markdown, json, junit or html".
-func DiffFormatNames() string {
-	names := make([]string, len(DiffFormats))
-	for i, f := range DiffFormats {
+// Names lists the formats' names for help and errors: "text, markdown,
+// json or html".
+func (fs Formats[R, O]) Names() string {
+	names := make([]string, len(fs))
+	for i, f := range fs {
 		names[i] = f.Name
 	}
 	return orList(names)
+}
+
+// DiffFormats are `llmprof diff`'s output formats.
+var DiffFormats = Formats[*compare.Result, DiffOptions]{
+	{Name: "text", Write: WriteDiffText},
+	{Name: "markdown", Aliases: []string{"md"}, Write: WriteDiffMarkdown},
+	{Name: "json", Write: func(w io.Writer, res *compare.Result, _ DiffOptions) error { return WriteDiffJSON(w, res) }},
+	{Name: "junit", Write: func(w io.Writer, res *compare.Result, _ DiffOptions) error { return WriteDiffJUnit(w, res) }},
+	{Name: "html", Write: WriteDiffHTML},
+}
+
+// Analysis is what `llmprof analyze` renders: the report, and the HTML
+// page's views of the analysis behind it (built only for HTML).
+type Analysis struct {
+	Report *Report
+	Views  func() *HTMLViews
+}
+
+// AnalyzeFormats are `llmprof analyze`'s output formats.
+var AnalyzeFormats = Formats[Analysis, TextOptions]{
+	{Name: "text", Write: func(w io.Writer, a Analysis, o TextOptions) error { return a.Report.WriteText(w, o) }},
+	{Name: "json", Write: func(w io.Writer, a Analysis, _ TextOptions) error { return a.Report.WriteJSON(w) }},
+	{Name: "markdown", Aliases: []string{"md"}, Write: func(w io.Writer, a Analysis, _ TextOptions) error { return a.Report.WriteMarkdown(w) }},
+	{Name: "html", Write: func(w io.Writer, a Analysis, _ TextOptions) error { return a.Report.WriteHTML(w, a.Views()) }},
+}
+
+// Tenants is what `llmprof tenants` renders: the tenant analysis, or the
+// note saying why there is none.
+type Tenants struct {
+	Result *causal.Result
+	Note   string
+}
+
+// TenantsFormats are `llmprof tenants`' output formats.
+var TenantsFormats = Formats[Tenants, TextOptions]{
+	{Name: "text", Write: func(w io.Writer, t Tenants, o TextOptions) error { return WriteTenantsText(w, t.Result, t.Note, o) }},
+	{Name: "json", Write: func(w io.Writer, t Tenants, _ TextOptions) error { return writeTenantsJSON(w, t) }},
+}
+
+// writeTenantsJSON is the tenant analysis as indented JSON, or {"note": …}
+// when there is none.
+func writeTenantsJSON(w io.Writer, t Tenants) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if t.Result == nil {
+		return enc.Encode(map[string]string{"note": t.Note})
+	}
+	return enc.Encode(t.Result)
+}
+
+// HistoryFormats are `llmprof history`'s output formats.
+var HistoryFormats = Formats[*history.Result, TextOptions]{
+	{Name: "text", Write: ignoreOptions(WriteHistoryText)},
+	{Name: "markdown", Aliases: []string{"md"}, Write: ignoreOptions(WriteHistoryMarkdown)},
+	{Name: "json", Write: ignoreOptions(WriteHistoryJSON)},
+	{Name: "html", Write: ignoreOptions(WriteHistoryHTML)},
+}
+
+// Stats is what `llmprof stats` renders: one nsys stats report over one or
+// more files.
+type Stats struct {
+	Report *nsys.Report
+	Files  []StatsFile
+}
+
+// StatsFormats are `llmprof stats`' output formats.
+var StatsFormats = Formats[Stats, TextOptions]{
+	{Name: "text", Write: func(w io.Writer, s Stats, _ TextOptions) error { return renderStatsText(w, s.Report, s.Files) }},
+	{Name: "csv", Write: func(w io.Writer, s Stats, _ TextOptions) error { return renderStatsCSV(w, s.Report, s.Files) }},
+	{Name: "json", Write: func(w io.Writer, s Stats, _ TextOptions) error { return renderStatsJSON(w, s.Report, s.Files) }},
+}
+
+// ignoreOptions adapts a writer that takes no options.
+func ignoreOptions[R any](write func(io.Writer, R) error) func(io.Writer, R, TextOptions) error {
+	return func(w io.Writer, r R, _ TextOptions) error { return write(w, r) }
 }
 
 // orList joins names as "a, b or c".

@@ -20,40 +20,6 @@ type StatsFile struct {
 	Warnings []ingest.Warning
 }
 
-// StatsFormat is one output format of `llmprof stats`: the name --format
-// takes and its writer.
-type StatsFormat struct {
-	Name  string
-	Write func(w io.Writer, r *nsys.Report, files []StatsFile) error
-}
-
-// StatsFormats are stats' output formats, in the order help lists them.
-var StatsFormats = []StatsFormat{
-	{Name: "text", Write: renderStatsText},
-	{Name: "csv", Write: renderStatsCSV},
-	{Name: "json", Write: renderStatsJSON},
-}
-
-// FindStatsFormat returns the stats format name names.
-func FindStatsFormat(name string) (StatsFormat, bool) {
-	for _, f := range StatsFormats {
-		if f.Name == name {
-			return f, true
-		}
-	}
-	return StatsFormat{}, false
-}
-
-// StatsFormatNames lists the stats formats' names for help and errors:
-// "text, csv or json".
-func StatsFormatNames() string {
-	names := make([]string, len(StatsFormats))
-	for i, f := range StatsFormats {
-		names[i] = f.Name
-	}
-	return orList(names)
-}
-
 // formatCell renders a value for text (with thousands separators, as nsys
 // prints) or for CSV (plain).
 func formatCell(c nsys.Cell, kind nsys.ColumnKind, grouped bool) string {

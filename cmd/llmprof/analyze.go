@@ -70,7 +70,7 @@ are warnings shown in every report; --strict turns them into an error.`),
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&opts.Format, "format", "text", "output format: text, json, markdown (md), or html (one self-contained page with charts)")
+	fl.StringVar(&opts.Format, "format", "text", "output format: "+report.AnalyzeFormats.Names()+" (html: one self-contained page with charts)")
 	fl.StringVarP(&opts.Output, "output", "o", "", "write the report to `FILE` instead of stdout")
 	fl.BoolVar(&opts.Strict, "strict", false, "treat input warnings as errors")
 	fl.StringVar(&opts.TenantKey, "tenant-key", "", "attribute naming a request's tenant (default: llm.tenant, tenant.id, enduser.id, then the calling service)")
@@ -86,10 +86,9 @@ func runAnalyze(ctx context.Context, f *Factory, opts *AnalyzeOptions) error {
 	if opts.Top < 0 {
 		return usageErrorf("--top must be a positive number of kernels, not %d", opts.Top)
 	}
-	switch opts.Format {
-	case "text", "json", "html", "markdown", "md":
-	default:
-		return usageErrorf("--format must be text, json, markdown or html, not %q", opts.Format)
+	format, ok := report.AnalyzeFormats.Find(opts.Format)
+	if !ok {
+		return usageErrorf("--format must be %s, not %q", report.AnalyzeFormats.Names(), opts.Format)
 	}
 	slo, err := parseSLO(opts.SLO)
 	if err != nil {
@@ -119,20 +118,9 @@ func runAnalyze(ctx context.Context, f *Factory, opts *AnalyzeOptions) error {
 		}
 	}
 	defer writeWarningSummary(opts.IO.ErrOut, rep.Warnings)
+	out := report.Analysis{Report: rep, Views: func() *report.HTMLViews { return a.HTMLViews(rep) }}
 	return writeOutput(opts.IO, opts.Output, func(w io.Writer, tty bool) error {
-		switch opts.Format {
-		case "json":
-			return rep.WriteJSON(w)
-		case "html":
-			return rep.WriteHTML(w, a.HTMLViews(rep))
-		case "markdown", "md":
-			return rep.WriteMarkdown(w)
-		}
-		width := 0
-		if w == opts.IO.Out {
-			width = textWidth(opts.IO, tty)
-		}
-		return rep.WriteText(w, report.TextOptions{Color: report.ColorFor(tty), Width: width})
+		return format.Write(w, out, textOptions(opts.IO, w, tty))
 	})
 }
 

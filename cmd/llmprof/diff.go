@@ -137,7 +137,7 @@ Exit status: 0 no rule failed, 1 unusable input, 2 usage error, 3 a rule failed
 	fl.StringVar(&opts.GateFile, "gate-file", "", "YAML file with gate rules (gates: [...], fail_on_inconclusive, alpha, block)")
 	fl.BoolVar(&opts.FailOnInconclusive, "fail-on-inconclusive", false, "an inconclusive rule fails the gate (exit 3); the same as --inconclusive fail")
 	fl.StringVar(&opts.Inconclusive, "inconclusive", "pass", "CI policy for an inconclusive rule: pass (exit 0, reported loudly) or fail (exit 3)")
-	fl.StringVarP(&opts.Format, "format", "f", "text", "output format: "+report.DiffFormatNames())
+	fl.StringVarP(&opts.Format, "format", "f", "text", "output format: "+report.DiffFormats.Names())
 	fl.StringArrayVar(&opts.Outputs, "out", nil, "also write FORMAT=PATH, e.g. markdown=summary.md, junit=diff.xml or html=diff.html (repeatable)")
 	fl.BoolVar(&opts.All, "all", false, "list every bucket metric, not only those that changed or are gated")
 	fl.Float64Var(&opts.Alpha, "alpha", def.Alpha, "significance level; intervals are 1−alpha")
@@ -170,9 +170,9 @@ func runDiff(ctx context.Context, opts *DiffOptions) error {
 	if err != nil {
 		return err
 	}
-	format, ok := report.FindDiffFormat(opts.Format)
+	format, ok := report.DiffFormats.Find(opts.Format)
 	if !ok {
-		return usageErrorf("unknown --format %q (want %s)", opts.Format, report.DiffFormatNames())
+		return usageErrorf("unknown --format %q (want %s)", opts.Format, report.DiffFormats.Names())
 	}
 	render := format.Write
 	type output struct {
@@ -182,9 +182,9 @@ func runDiff(ctx context.Context, opts *DiffOptions) error {
 	var outputs []output
 	for _, o := range opts.Outputs {
 		name, path, ok := strings.Cut(o, "=")
-		f, known := report.FindDiffFormat(name)
+		f, known := report.DiffFormats.Find(name)
 		if !ok || path == "" || !known {
-			return usageErrorf("--out %q: want FORMAT=PATH with FORMAT %s", o, report.DiffFormatNames())
+			return usageErrorf("--out %q: want FORMAT=PATH with FORMAT %s", o, report.DiffFormats.Names())
 		}
 		outputs = append(outputs, output{f.Write, path})
 	}

@@ -99,20 +99,11 @@ failed.`),
 	fl.StringArrayVar(&opts.Gates, "gate", nil, "gate rule on the newest run such as 'tpot.p50<+5%' (repeatable)")
 	fl.BoolVar(&opts.FailOnInconclusive, "fail-on-inconclusive", false, "a rule whose metric changed but whose comparison is inconclusive fails the gate")
 	fl.BoolVar(&opts.AllowMissing, "allow-missing", false, "a gated metric no run has is inconclusive instead of failing")
-	fl.StringVarP(&opts.Format, "format", "f", "text", "output format: text, markdown, json or html")
+	fl.StringVarP(&opts.Format, "format", "f", "text", "output format: "+report.HistoryFormats.Names())
 	fl.StringArrayVar(&opts.Outputs, "out", nil, "also write FORMAT=PATH, e.g. html=history.html (repeatable)")
 	fl.StringVarP(&opts.Output, "output", "o", "", "write the report to FILE instead of stdout")
 	fl.BoolVar(&opts.Strict, "strict", false, "fail (exit 1) when an input has warnings")
 	return cmd
-}
-
-// historyFormats maps format names to renderers.
-var historyFormats = map[string]func(io.Writer, *history.Result) error{
-	"text":     report.WriteHistoryText,
-	"markdown": report.WriteHistoryMarkdown,
-	"md":       report.WriteHistoryMarkdown,
-	"json":     report.WriteHistoryJSON,
-	"html":     report.WriteHistoryHTML,
 }
 
 func runHistory(ctx context.Context, opts *HistoryOptions) error {
@@ -156,22 +147,22 @@ func runHistory(ctx context.Context, opts *HistoryOptions) error {
 			return &UsageError{err}
 		}
 	}
-	render, ok := historyFormats[opts.Format]
+	format, ok := report.HistoryFormats.Find(opts.Format)
 	if !ok {
-		return usageErrorf("unknown --format %q (want text, markdown, json or html)", opts.Format)
+		return usageErrorf("unknown --format %q (want %s)", opts.Format, report.HistoryFormats.Names())
 	}
 	type output struct {
-		render func(io.Writer, *history.Result) error
+		format report.Format[*history.Result, report.TextOptions]
 		path   string
 	}
 	var outputs []output
 	for _, s := range opts.Outputs {
 		name, path, ok := strings.Cut(s, "=")
-		r, known := historyFormats[name]
+		f, known := report.HistoryFormats.Find(name)
 		if !ok || path == "" || !known {
-			return usageErrorf("--out %q: want FORMAT=PATH with FORMAT text, markdown, json or html", s)
+			return usageErrorf("--out %q: want FORMAT=PATH with FORMAT %s", s, report.HistoryFormats.Names())
 		}
-		outputs = append(outputs, output{r, path})
+		outputs = append(outputs, output{f, path})
 	}
 
 	series, err := history.Load(ctx, opts.Paths, opts.lopts)
@@ -188,11 +179,11 @@ func runHistory(ctx context.Context, opts *HistoryOptions) error {
 	if err != nil {
 		return err
 	}
-	if err := writeOutput(opts.IO, opts.Output, func(w io.Writer, _ bool) error { return render(w, res) }); err != nil {
+	if err := writeOutput(opts.IO, opts.Output, func(w io.Writer, _ bool) error { return format.Write(w, res, report.TextOptions{}) }); err != nil {
 		return err
 	}
 	for _, out := range outputs {
-		if err := writeFileAtomic(out.path, func(w *bufio.Writer) error { return out.render(w, res) }); err != nil {
+		if err := writeFileAtomic(out.path, func(w *bufio.Writer) error { return out.format.Write(w, res, report.TextOptions{}) }); err != nil {
 			return fmt.Errorf("--out %s: %w", out.path, err)
 		}
 	}

@@ -65,7 +65,7 @@ to 0.1.`),
 			return runStats(cmd, opts)
 		},
 	}
-	cmd.Flags().StringVar(&opts.Format, "format", "text", "output format: "+report.StatsFormatNames())
+	cmd.Flags().StringVar(&opts.Format, "format", "text", "output format: "+report.StatsFormats.Names())
 	cmd.Flags().StringVarP(&opts.Output, "output", "o", "", "write the report to `FILE` instead of stdout")
 	return cmd
 }
@@ -75,9 +75,9 @@ func runStats(cmd *cobra.Command, opts *StatsOptions) error {
 	if err != nil {
 		return usageErrorf("%v", err)
 	}
-	format, ok := report.FindStatsFormat(opts.Format)
+	format, ok := report.StatsFormats.Find(opts.Format)
 	if !ok {
-		return usageErrorf("unknown --format %q (want %s)", opts.Format, report.StatsFormatNames())
+		return usageErrorf("unknown --format %q (want %s)", opts.Format, report.StatsFormats.Names())
 	}
 	dec := nsysReport.Decoder(ropts)
 	var results []report.StatsFile
@@ -91,7 +91,9 @@ func runStats(cmd *cobra.Command, opts *StatsOptions) error {
 		}
 		results = append(results, report.StatsFile{Path: path, Table: nsysReport.Run(t, ropts), Warnings: t.Warnings.List})
 	}
-	return writeOutput(opts.IO, opts.Output, func(w io.Writer, _ bool) error { return format.Write(w, nsysReport, results) })
+	return writeOutput(opts.IO, opts.Output, func(w io.Writer, _ bool) error {
+		return format.Write(w, report.Stats{Report: nsysReport, Files: results}, report.TextOptions{})
+	})
 }
 
 // decodeStatsInput decodes one input of stats: an Nsight Systems export, or

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"strconv"
 	"strings"
@@ -76,7 +75,7 @@ names, MIG instances. See docs/tenants.md.`),
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&opts.Format, "format", "text", "output format: text or json")
+	fl.StringVar(&opts.Format, "format", "text", "output format: "+report.TenantsFormats.Names())
 	fl.StringVarP(&opts.Output, "output", "o", "", "write to `FILE` instead of stdout")
 	fl.StringVar(&opts.TenantKey, "tenant-key", "", "attribute naming a request's tenant")
 	fl.StringArrayVar(&opts.Pids, "tenant-pid", nil, "assign a process to a tenant, `PID=TENANT` (repeatable)")
@@ -88,8 +87,9 @@ names, MIG instances. See docs/tenants.md.`),
 }
 
 func runTenants(ctx context.Context, f *Factory, opts *TenantsOptions) error {
-	if opts.Format != "text" && opts.Format != "json" {
-		return usageErrorf("--format must be text or json, not %q", opts.Format)
+	format, ok := report.TenantsFormats.Find(opts.Format)
+	if !ok {
+		return usageErrorf("--format must be %s, not %q", report.TenantsFormats.Names(), opts.Format)
 	}
 	if opts.Bin <= 0 {
 		return usageErrorf("--bin must be positive")
@@ -115,18 +115,6 @@ func runTenants(ctx context.Context, f *Factory, opts *TenantsOptions) error {
 		return err
 	}
 	return writeOutput(opts.IO, opts.Output, func(w io.Writer, tty bool) error {
-		if opts.Format == "json" {
-			enc := json.NewEncoder(w)
-			enc.SetIndent("", "  ")
-			if a.Tenants == nil {
-				return enc.Encode(map[string]string{"note": a.TenantsNote})
-			}
-			return enc.Encode(a.Tenants)
-		}
-		width := 0
-		if w == opts.IO.Out {
-			width = textWidth(opts.IO, tty)
-		}
-		return report.WriteTenantsText(w, a.Tenants, a.TenantsNote, report.TextOptions{Color: report.ColorFor(tty), Width: width})
+		return format.Write(w, report.Tenants{Result: a.Tenants, Note: a.TenantsNote}, textOptions(opts.IO, w, tty))
 	})
 }

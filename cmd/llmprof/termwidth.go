@@ -1,10 +1,12 @@
 package main
 
 import (
+	"io"
 	"os"
 	"strconv"
 	"strings"
 
+	"github.com/llmprof/llmprof/report"
 	"golang.org/x/term"
 )
 
@@ -24,4 +26,14 @@ func textWidth(ios *IOStreams, tty bool) int {
 		}
 	}
 	return 0
+}
+
+// textOptions is how text goes to w: coloured on a terminal, and fitted to
+// the terminal's width when w is standard output (a file keeps its lines).
+func textOptions(ios *IOStreams, w io.Writer, tty bool) report.TextOptions {
+	width := 0
+	if w == ios.Out {
+		width = textWidth(ios, tty)
+	}
+	return report.TextOptions{Color: report.ColorFor(tty), Width: width}
 }
