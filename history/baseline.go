@@ -95,13 +95,17 @@ func (b *Baseline) Describe(order string) string {
 	if c.Points == UnitRequest {
 		p = fmt.Sprintf("p = %.3g on requests, %.3g on runs", c.P, c.RunP)
 	}
+	one := ""
+	if n-b.From == 1 {
+		one = "; one run has no spread to measure, so the comparison is of one run per side"
+	}
 	also := ""
 	if len(c.Metrics) > 1 {
 		also = "; also " + strings.Join(c.Metrics[1:], ", ")
 	}
-	return fmt.Sprintf("baseline history: %d runs in %s order, with a change point at run %d, %s (%s %.4g → %.4g %s%s, %s%s): a stepped series is not one distribution, so the baseline is the %d run(s) from run %d on (%s), and the %d before are left out",
+	return fmt.Sprintf("baseline history: %d runs in %s order, with a change point at run %d, %s (%s %.4g → %.4g %s%s, %s%s): a stepped series is not one distribution, so the baseline is the %d run(s) from run %d on (%s), and the %d before are left out%s",
 		n, order, c.Index+1, c.Run.ID, c.Metrics[0], c.Before, c.After, c.Unit, pct, p, also,
-		n-b.From, b.From+1, runIDs(b.Runs[b.From:]), b.From)
+		n-b.From, b.From+1, runIDs(b.Runs[b.From:]), b.From, one)
 }
 
 func runIDs(runs []RunInfo) string {

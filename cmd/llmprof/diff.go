@@ -66,7 +66,7 @@ func NewCmdDiff(f *Factory) *cobra.Command {
 		return driver.CompareRun(ctx, path, f.pipeline(driver.Options{}))
 	}}
 	cmd := &cobra.Command{
-		Use:   "diff [flags] <baseline> <candidate>\n  llmprof diff [flags] --baseline-history DIR [<baseline>] <candidate>",
+		Use:   "diff [flags] [<baseline>] <candidate>",
 		Short: "Compare two runs statistically; with --gate it is the CI regression gate",
 		Long: strings.TrimSpace(`
 Compare a candidate run against a baseline, metric by metric (TTFT, TPOT, ITL,
