@@ -178,7 +178,9 @@ func TestDiffBaselineHistoryIsHistory(t *testing.T) {
 		if got := doc.baselineNights(); !slices.Equal(got, []string{"02", "03"}) {
 			t.Errorf("%v: baseline %v, want 02, 03 (04 is the candidate, 01 before the change)", args, got)
 		}
-		if !slices.ContainsFunc(doc.Warnings, func(w string) bool { return strings.Contains(w, "04.json: the candidate, left out of the baseline history") }) {
+		if !slices.ContainsFunc(doc.Warnings, func(w string) bool {
+			return strings.Contains(w, "04.json: the candidate, left out of the baseline history")
+		}) {
 			t.Errorf("%v: the candidate's exclusion is not said: %q", args, doc.Warnings)
 		}
 	}
