@@ -232,6 +232,7 @@ func runDiff(ctx context.Context, opts *DiffOptions) error {
 	// and what a side cannot explain (a benchmark result has no
 	// attribution), belong beside the figures, where every reader sees it.
 	res.Warnings = append(res.Warnings, append(base.Notes, cand.Notes...)...)
+	res.History = base.summary
 
 	if err := writeOutput(opts.IO, opts.Output, func(w io.Writer, tty bool) error {
 		width := 0

@@ -15,8 +15,10 @@ import (
 type diffBaseline struct {
 	*compare.Input
 	label string
-	// history: the runs are a baseline history (Side.History).
+	// history: the runs are a baseline history (Side.History), which
+	// summary describes.
 	history bool
+	summary *compare.HistorySummary
 }
 
 // loadBaseline reads diff's baseline. With --baseline-history, or a
@@ -83,11 +85,19 @@ func loadBaseline(ctx context.Context, opts *DiffOptions, copts compare.Options,
 	if err != nil {
 		return nil, err
 	}
-	notes = append(notes, hb.Describe(order))
+	note := hb.Describe(order)
+	notes = append(notes, note)
+	sum := &compare.HistorySummary{Order: order, From: hb.From, Note: note}
+	for _, r := range hb.Runs {
+		sum.Runs = append(sum.Runs, r.ID)
+	}
+	if c := hb.Change; c != nil {
+		sum.Change = &compare.HistoryChange{Index: c.Index, Run: c.Run.ID, Metrics: c.Metrics, Before: c.Before, After: c.After, P: c.P, RunP: c.RunP}
+	}
 	runs := series.CompareRuns()[hb.From:]
 	files := series.Files()
 	in := &compare.Input{Runs: runs, Warnings: series.Warnings, Notes: append(collapseNotes(series.Notes), notes...), Files: files}
-	return &diffBaseline{Input: in, label: strings.Join(append(slices.Clone(hist), positional...), ","), history: true}, nil
+	return &diffBaseline{Input: in, label: strings.Join(append(slices.Clone(hist), positional...), ","), history: true, summary: sum}, nil
 }
 
 // dropFiles removes the runs read from any of files (the same file under

@@ -54,8 +54,17 @@ type diffHistoryDoc struct {
 	Gate struct {
 		Verdict string
 	}
-	Warnings      []string
-	InputWarnings []string `json:"input_warnings"`
+	Warnings        []string
+	InputWarnings   []string `json:"input_warnings"`
+	BaselineHistory *struct {
+		Order  string
+		Runs   []string
+		From   int
+		Change *struct {
+			Index   int
+			Metrics []string
+		}
+	} `json:"baseline_history"`
 }
 
 func diffHistory(t *testing.T, wantCode int, args ...string) diffHistoryDoc {
@@ -136,6 +145,12 @@ func TestDiffBaselineHistoryNightly(t *testing.T) {
 		return strings.Contains(w, "change point at run 2") && strings.Contains(w, "the baseline is the 2 run(s) from run 2 on") && strings.Contains(w, "the 1 before are left out")
 	}) {
 		t.Errorf("the report does not say the runs before the change were left out: %q", stepped.Warnings)
+	}
+	if h := stepped.BaselineHistory; h == nil || h.Order != "time" || len(h.Runs) != 3 || h.From != 1 || h.Change == nil || h.Change.Index != 1 || !slices.Contains(h.Change.Metrics, "itl.p50") {
+		t.Errorf("baseline_history %+v", h)
+	}
+	if h := aa.BaselineHistory; h == nil || h.From != 0 || h.Change != nil || len(h.Runs) != 2 {
+		t.Errorf("A/A baseline_history %+v", h)
 	}
 }
 
