@@ -1494,3 +1494,8 @@ func identicalSides(a, b []Run) bool {
 	}
 	return true
 }
+
+// SameRun reports whether two runs hold identical samples (their IDs
+// aside): the same run under two names, such as a copy of the candidate
+// in its own baseline history.
+func SameRun(a, b Run) bool { return identicalSides([]Run{a}, []Run{b}) }

@@ -51,8 +51,9 @@ type Input struct {
 // run or an array of runs), a `vllm bench serve --save-result` file (one run
 // per result; see vllmbench.go), a raw run that a decoder recognizes (a trace
 // file or directory, analyzed as `analyze` would), or a directory of saved
-// analyses, samples files and vllm bench results (a baseline history, one
-// run per file or per appended result).
+// analyses, samples files and vllm bench results (a series read as
+// LoadSeries reads one, in name order: one run per entry or per appended
+// result, an entry that is not a run skipped with a warning).
 // Errors name the path.
 func Load(ctx context.Context, paths []string, opts LoadOptions) (*Input, error) {
 	out := &Input{}
@@ -84,7 +85,7 @@ func (out *Input) load(ctx context.Context, p string, opts LoadOptions) error {
 		if sniffed(in, opts.Decoders) || !holdsSamples(p, opts.Decoders) {
 			return out.raw(ctx, p, opts)
 		}
-		return out.loadHistory(p)
+		return out.loadSeries(ctx, p, opts)
 	}
 	in, err := ingest.NewInput(p)
 	if err != nil {
@@ -113,6 +114,17 @@ func (out *Input) load(ctx context.Context, p string, opts LoadOptions) error {
 	// Neither samples nor a format a decoder recognizes: the analysis
 	// pipeline says what it is not, in analyze's words.
 	return out.raw(ctx, p, opts)
+}
+
+// IsSeriesDir reports whether Load reads a directory as a series of runs
+// (saved analyses, samples files, bench results, one run per entry; see
+// holdsSamples) rather than as one raw run.
+func IsSeriesDir(p string, decoders []ingest.Decoder) bool {
+	st, err := os.Stat(p)
+	if err != nil || !st.IsDir() {
+		return false
+	}
+	return !sniffed(&ingest.Input{Path: p, Dir: true}, decoders) && holdsSamples(p, decoders)
 }
 
 func sniffed(in *ingest.Input, decoders []ingest.Decoder) bool {
@@ -158,9 +170,10 @@ func isSamplesHead(head []byte) bool {
 	return false
 }
 
-// holdsSamples reports whether a directory's files are saved analyses or
-// samples files (a baseline history) rather than traces: JSON that carries
-// llmprof's schema, or that no decoder recognizes.
+// holdsSamples reports whether a directory's files are saved analyses,
+// samples files or bench results (a series of runs) rather than traces:
+// every JSON file carries llmprof's schema or is one no decoder recognizes,
+// and there is at least one; files that are not JSON do not count.
 func holdsSamples(dir string, decoders []ingest.Decoder) bool {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
@@ -177,7 +190,7 @@ func holdsSamples(dir string, decoders []ingest.Decoder) bool {
 		}
 		head := bytes.TrimLeft(in.Head, " \t\r\n\xef\xbb\xbf")
 		if len(head) == 0 || (head[0] != '{' && head[0] != '[') {
-			return false
+			continue // not JSON (a README): LoadSeries skips it with a warning
 		}
 		if !isSamplesHead(head) && sniffed(in, decoders) {
 			return false
@@ -187,42 +200,24 @@ func holdsSamples(dir string, decoders []ingest.Decoder) bool {
 	return found
 }
 
-// loadHistory reads every saved analysis, samples file or vllm bench
-// result of a directory, in name order.
-func (out *Input) loadHistory(dir string) error {
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return &ingest.InputError{Path: dir, Err: unwrapPath(err)}
+// loadSeries reads a directory of runs (a baseline history, or several
+// runs of one side) as LoadSeries reads one, in name order: every entry
+// that is a run, the others skipped with a warning.
+func (out *Input) loadSeries(ctx context.Context, dir string, opts LoadOptions) error {
+	s := &RunSeries{seen: out.infos}
+	if err := s.loadDir(ctx, dir, opts); err != nil {
+		return err
 	}
-	for _, e := range ents {
-		if !e.Type().IsRegular() || strings.HasPrefix(e.Name(), ".") {
-			continue
-		}
-		p := filepath.Join(dir, e.Name())
-		if st, err := os.Stat(p); err == nil {
-			if slices.ContainsFunc(out.infos, func(prev os.FileInfo) bool { return os.SameFile(prev, st) }) {
-				continue
-			}
-			out.infos = append(out.infos, st)
-		}
-		in, err := ingest.NewInput(p)
-		if err != nil {
-			return err
-		}
-		head := bytes.TrimLeft(in.Head, " \t\r\n\xef\xbb\xbf")
-		switch {
-		case ingest.BenchResultKind(head) == ingest.BenchServe:
-			// A directory of vllm bench results is a history too.
-			err = out.loadVLLMBench(p, in)
-		case ingest.BenchResultKind(head) == ingest.BenchSummary:
-			err = fmt.Errorf(vllmSummaryError, p)
-		default:
-			err = out.loadSamples(p, in)
-		}
-		if err != nil {
-			return err
-		}
+	out.infos = s.seen
+	if len(s.Runs) == 0 {
+		return fmt.Errorf("%s: no runs found", dir)
 	}
+	if _, err := s.Order(OrderName); err != nil {
+		return err
+	}
+	out.Runs = append(out.Runs, s.CompareRuns()...)
+	out.Warnings = append(out.Warnings, s.Warnings...)
+	out.Notes = append(out.Notes, s.Notes...)
 	return nil
 }
 

@@ -74,6 +74,35 @@ type Result struct {
 	// Kernels is the kernel-level comparison (compare/kernels.go); nil
 	// when a side has no GPU kernels.
 	Kernels *KernelComparison
+	// History is what a baseline history was made of (diff
+	// --baseline-history, or a directory of runs as the baseline); nil
+	// without one. The caller that read the series fills it.
+	History *HistorySummary
+}
+
+// HistorySummary describes a baseline history: every run of the series in
+// order, and where the baseline starts (after its last change point).
+type HistorySummary struct {
+	Order string
+	// Runs are the series' run IDs in order; the baseline is Runs[From:].
+	Runs []string
+	From int
+	// Change is the last change point (nil: none), found as `llmprof
+	// history` finds it.
+	Change *HistoryChange
+	// Note says the same in words (it is also among the warnings).
+	Note string
+}
+
+// HistoryChange is the last change point of a baseline history: the first
+// run after it, the metrics that change there, the first metric's levels
+// and p-values (RunP NaN when its points were runs).
+type HistoryChange struct {
+	Index         int
+	Run           string
+	Metrics       []string
+	Before, After float64
+	P, RunP       float64
 }
 
 // SideSummary describes one side's input.

@@ -1,259 +1,35 @@
 package history
 
 import (
-	"bytes"
-	"cmp"
 	"context"
-	"encoding/json"
-	"fmt"
-	"io"
-	"os"
-	"path/filepath"
-	"slices"
-	"strconv"
-	"strings"
-	"time"
 
 	"github.com/llmprof/llmprof/compare"
 )
 
-// Run is one run of the series: what diff would compare, and where and when
-// it was taken.
-type Run struct {
-	// ID names the run (its file, with the bench result's label and date).
-	ID   string
-	Path string
-	// Time is when the run was taken, from a field the file carries (a
-	// bench result's date); zero when unknown.
-	Time time.Time
-	// Commit is the revision the run tested, from a field the file carries
-	// (`vllm bench serve --metadata commit=…`); empty when unknown.
-	Commit string
-	// ModTime is the file's modification time (--order mtime).
-	ModTime time.Time
-	Data    compare.Run
-}
+// Run is one run of the series (compare.SeriesRun): what diff would
+// compare, and where and when it was taken.
+type Run = compare.SeriesRun
 
-// Series is the runs read for a history, in the order read until Order
-// sorts them.
-type Series struct {
-	Runs []Run
-	// Warnings are the inputs' own problems and the entries of a directory
-	// that are not runs (skipped), "path: message".
-	Warnings []string
-	// Notes say what an input cannot do (a bench result has no
-	// attribution).
-	Notes []string
-}
+// Series is the runs read for a history (compare.RunSeries), in the order read
+// until Order sorts them. The same reader and the same orders serve `diff
+// --baseline-history`, so a history and a baseline history of the same
+// directory are the same runs in the same order.
+type Series = compare.RunSeries
 
-// Load reads the runs of a history: each path is a run file (a saved
-// analysis, a samples file, a `vllm bench serve` result, a raw trace), or a
-// directory whose entries are runs, one per file or subdirectory (a raw run
-// that is a directory, such as a capture). compare.Load reads each, so a run
-// here is what diff reads. A named file that is not a run is an error; a
-// directory's entry that is not one is skipped with a warning, so a nightly
-// folder may hold other files.
+// Load reads the runs of a history with compare.LoadSeries: each path is a
+// run file (a saved analysis, a samples file, a `vllm bench serve` result, a
+// raw trace), or a directory whose entries are runs, one per file or
+// subdirectory; a directory's entry that is not a run is skipped with a
+// warning.
 func Load(ctx context.Context, paths []string, lopts compare.LoadOptions) (*Series, error) {
-	s := &Series{}
-	for _, p := range paths {
-		st, err := os.Stat(p)
-		if err != nil {
-			return nil, err
-		}
-		if !st.IsDir() || isRunDir(p) {
-			if err := s.load(ctx, p, lopts); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		ents, err := os.ReadDir(p)
-		if err != nil {
-			return nil, err
-		}
-		for _, e := range ents {
-			if strings.HasPrefix(e.Name(), ".") || !(e.Type().IsRegular() || e.IsDir()) {
-				continue
-			}
-			entry := filepath.Join(p, e.Name())
-			if err := s.load(ctx, entry, lopts); err != nil {
-				if ctx.Err() != nil {
-					return nil, ctx.Err()
-				}
-				s.Warnings = append(s.Warnings, fmt.Sprintf("%s: skipped, not a run: %v", entry, trimPath(err, entry)))
-			}
-		}
-	}
-	if len(s.Runs) == 0 {
-		return nil, fmt.Errorf("%s: no runs found", strings.Join(paths, ", "))
-	}
-	return s, nil
+	return compare.LoadSeries(ctx, paths, lopts)
 }
 
-// isRunDir reports whether a directory is itself one raw run (an llmprof
-// capture) rather than a folder of runs.
-func isRunDir(p string) bool {
-	_, err := os.Stat(filepath.Join(p, "manifest.json"))
-	return err == nil
-}
-
-func trimPath(err error, p string) string {
-	return strings.TrimPrefix(err.Error(), p+": ")
-}
-
-func (s *Series) load(ctx context.Context, p string, lopts compare.LoadOptions) error {
-	in, err := compare.Load(ctx, []string{p}, lopts)
-	if err != nil {
-		return err
-	}
-	st, _ := os.Stat(p)
-	stamps := readStamps(p)
-	if len(stamps) != len(in.Runs) {
-		stamps = make([]stamp, len(in.Runs))
-	}
-	for i, r := range in.Runs {
-		if err := r.Validate(); err != nil {
-			return fmt.Errorf("%s: %w", p, err)
-		}
-		run := Run{ID: r.RunID, Path: p, Time: stamps[i].time, Commit: stamps[i].commit, Data: r}
-		if st != nil {
-			run.ModTime = st.ModTime()
-		}
-		s.Runs = append(s.Runs, run)
-	}
-	s.Warnings = append(s.Warnings, in.Warnings...)
-	s.Notes = append(s.Notes, in.Notes...)
-	return nil
-}
-
-type stamp struct {
-	time   time.Time
-	commit string
-}
-
-// Fields a run file may carry for its time and its revision, in order of
-// preference. vLLM's bench writer puts "date" (%Y%m%d-%H%M%S, local time)
-// first in every result (vllm/benchmarks/serve.py) and copies each
-// --metadata KEY=VALUE to the top level, which is where a commit lands.
-var (
-	timeKeys   = []string{"date", "timestamp", "time", "started_at", "start_time", "created_at"}
-	commitKeys = []string{"commit", "git_commit", "git_sha", "commit_sha", "vllm_commit", "revision"}
-)
-
-// readStamps reads the time and commit of each JSON document in a file (a
-// bench result file may hold several, one per line); nil when the file is
-// not JSON.
-func readStamps(p string) []stamp {
-	f, err := os.Open(p)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	dec := json.NewDecoder(f)
-	var out []stamp
-	// A trace in JSON Lines is one run of many documents: its stamps would
-	// not match its one run, so stop early.
-	for len(out) < 1000 {
-		var doc map[string]json.RawMessage
-		if err := dec.Decode(&doc); err != nil {
-			if err == io.EOF {
-				return out
-			}
-			return nil
-		}
-		var st stamp
-		for _, k := range timeKeys {
-			if t, ok := parseTime(doc[k]); ok {
-				st.time = t
-				break
-			}
-		}
-		for _, k := range commitKeys {
-			var c string
-			if json.Unmarshal(doc[k], &c) == nil && c != "" {
-				st.commit = c
-				break
-			}
-		}
-		out = append(out, st)
-	}
-	return nil
-}
-
-// parseTime reads vLLM's %Y%m%d-%H%M%S, RFC 3339, or Unix seconds.
-func parseTime(raw json.RawMessage) (time.Time, bool) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 {
-		return time.Time{}, false
-	}
-	var s string
-	if json.Unmarshal(raw, &s) != nil {
-		f, err := strconv.ParseFloat(string(raw), 64)
-		if err != nil || f <= 0 {
-			return time.Time{}, false
-		}
-		sec := int64(f)
-		return time.Unix(sec, int64((f-float64(sec))*1e9)).UTC(), true
-	}
-	for _, layout := range []string{"20060102-150405", time.RFC3339Nano, "2006-01-02 15:04:05", "2006-01-02T15:04:05", "2006-01-02"} {
-		if t, err := time.Parse(layout, s); err == nil {
-			return t, true
-		}
-	}
-	return time.Time{}, false
-}
-
-// Orders the runs may be put in.
+// Orders the runs may be put in (Series.Order).
 const (
-	OrderAuto  = "auto"  // by time when every run has one, else by name
-	OrderTime  = "time"  // by the time each run carries
-	OrderName  = "name"  // by file name (path), then position in the file
-	OrderMtime = "mtime" // by the file's modification time
-	OrderGiven = "given" // as named on the command line
+	OrderAuto  = compare.OrderAuto
+	OrderTime  = compare.OrderTime
+	OrderName  = compare.OrderName
+	OrderMtime = compare.OrderMtime
+	OrderGiven = compare.OrderGiven
 )
-
-// Order sorts the runs (stably) and returns the order used; a run without
-// a time under OrderTime is an error naming it.
-func (s *Series) Order(order string) (string, error) {
-	if order == OrderAuto {
-		order = OrderTime
-		for _, r := range s.Runs {
-			if r.Time.IsZero() {
-				order = OrderName
-				s.Warnings = append(s.Warnings, fmt.Sprintf("%s: carries no time (date, timestamp), so the runs are in name order (--order to choose)", r.ID))
-				break
-			}
-		}
-	}
-	switch order {
-	case OrderTime:
-		for _, r := range s.Runs {
-			if r.Time.IsZero() {
-				return order, fmt.Errorf("%s: carries no time (date, timestamp): use --order name or mtime", r.ID)
-			}
-		}
-		slices.SortStableFunc(s.Runs, func(a, b Run) int { return a.Time.Compare(b.Time) })
-	case OrderName:
-		slices.SortStableFunc(s.Runs, func(a, b Run) int { return cmp.Compare(a.Path, b.Path) })
-	case OrderMtime:
-		slices.SortStableFunc(s.Runs, func(a, b Run) int { return a.ModTime.Compare(b.ModTime) })
-	case OrderGiven:
-	default:
-		return order, fmt.Errorf("unknown order %q (want auto, time, name, mtime or given)", order)
-	}
-	return order, nil
-}
-
-// Since keeps the runs taken at or after t; runs without a time are dropped
-// with a warning.
-func (s *Series) Since(t time.Time) {
-	kept := s.Runs[:0]
-	for _, r := range s.Runs {
-		switch {
-		case r.Time.IsZero():
-			s.Warnings = append(s.Warnings, fmt.Sprintf("%s: carries no time, left out by --since", r.ID))
-		case !r.Time.Before(t):
-			kept = append(kept, r)
-		}
-	}
-	s.Runs = kept
-}

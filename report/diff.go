@@ -63,6 +63,39 @@ type diffDoc struct {
 	// Kernels is the kernel-level comparison, absent when a side has no
 	// GPU kernels.
 	Kernels *diffKernelsDoc `json:"kernels,omitempty"`
+	// BaselineHistory is what a baseline history was made of, absent
+	// without one: baseline.run_ids are runs[from:].
+	BaselineHistory *diffHistoryDoc `json:"baseline_history,omitempty"`
+}
+
+type diffHistoryDoc struct {
+	Order  string                `json:"order"`
+	Runs   []string              `json:"runs"`
+	From   int                   `json:"from"`
+	Change *diffHistoryChangeDoc `json:"change,omitempty"`
+	Note   string                `json:"note"`
+}
+
+type diffHistoryChangeDoc struct {
+	Index   int      `json:"index"`
+	Run     string   `json:"run"`
+	Metrics []string `json:"metrics"`
+	Before  jnum     `json:"before"`
+	After   jnum     `json:"after"`
+	P       jprob    `json:"p"`
+	RunP    jprob    `json:"run_p"`
+}
+
+func baselineHistoryDoc(h *compare.HistorySummary) *diffHistoryDoc {
+	if h == nil {
+		return nil
+	}
+	d := &diffHistoryDoc{Order: h.Order, Runs: append([]string{}, h.Runs...), From: h.From, Note: h.Note}
+	if c := h.Change; c != nil {
+		d.Change = &diffHistoryChangeDoc{Index: c.Index, Run: c.Run, Metrics: append([]string{}, c.Metrics...),
+			Before: jnum(c.Before), After: jnum(c.After), P: jprob(c.P), RunP: jprob(c.RunP)}
+	}
+	return d
 }
 
 type diffSideDoc struct {
@@ -173,9 +206,10 @@ func WriteDiffJSON(w io.Writer, res *compare.Result) error {
 			Verdict: res.Gate.Verdict, Pass: res.Gate.Pass, Fail: res.Gate.Fail, Inconclusive: res.Gate.Inconclusive,
 			FailOnInconclusive: res.Gate.FailOnInconclusive, Failed: res.Gate.Failed, Rules: []string{},
 		},
-		Warnings:      append([]string{}, res.Warnings...),
-		InputWarnings: append([]string{}, res.InputWarnings...),
-		Kernels:       kernelsDoc(res.Kernels),
+		Warnings:        append([]string{}, res.Warnings...),
+		InputWarnings:   append([]string{}, res.InputWarnings...),
+		Kernels:         kernelsDoc(res.Kernels),
+		BaselineHistory: baselineHistoryDoc(res.History),
 	}
 	for _, m := range res.Metrics {
 		md := diffMetricDoc{

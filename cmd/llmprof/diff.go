@@ -22,6 +22,9 @@ type DiffOptions struct {
 	IO *IOStreams
 	// load reads the inputs of one side (driver.Load; tests replace it).
 	load func(ctx context.Context, paths []string) (*compare.Input, error)
+	// lopts read a baseline history (compare.LoadSeries, with the
+	// decoders and the analyze pipeline load uses).
+	lopts compare.LoadOptions
 
 	// Baseline and Candidate are the two sides, each one or more paths.
 	Baseline, Candidate []string
@@ -45,6 +48,7 @@ type DiffOptions struct {
 	Strict           bool
 	Output           string   // -o: the report (in --format) to this file, written atomically
 	History          []string // --baseline-history: earlier baseline runs
+	Order            string   // --order of the baseline history's runs
 
 	// changed reports whether a flag was given explicitly, so a gate file's
 	// settings apply only where the command line is silent.
@@ -58,8 +62,11 @@ func NewCmdDiff(f *Factory) *cobra.Command {
 	opts.load = func(ctx context.Context, paths []string) (*compare.Input, error) {
 		return driver.Load(ctx, paths, f.pipeline(driver.Options{}))
 	}
+	opts.lopts = compare.LoadOptions{Decoders: f.decoders(), Analyze: func(ctx context.Context, path string) (compare.Run, []string, error) {
+		return driver.CompareRun(ctx, path, f.pipeline(driver.Options{}))
+	}}
 	cmd := &cobra.Command{
-		Use:   "diff [flags] <baseline> <candidate>",
+		Use:   "diff [flags] [<baseline>] <candidate>",
 		Short: "Compare two runs statistically; with --gate it is the CI regression gate",
 		Long: strings.TrimSpace(`
 Compare a candidate run against a baseline, metric by metric (TTFT, TPOT, ITL,
@@ -88,9 +95,12 @@ requests are autocorrelated (--block detect, the default) they are resampled in
 blocks, intervals also cover the spread between stretches of each run, and a
 metric with too few effective samples is inconclusive: one run per side cannot
 separate its change from run-to-run variance. Earlier baselines
-(--baseline-history DIR, or a directory as the baseline) put that variance in
-the verdict. A change that is not significant prints as ~. Every metric shows
-its minimum detectable effect (MDE).
+(--baseline-history DIR, or a directory as the baseline of one candidate run)
+put that variance in the verdict: they are read as 'llmprof history' reads a
+series (any run kind, in the order of --order), the runs are the replication
+unit, and when the series has a change point only the runs after the last one
+are the baseline (the report says so). A change that is not significant
+prints as ~. Every metric shows its minimum detectable effect (MDE).
 
 A gate rule is METRIC<THRESHOLD or METRIC>THRESHOLD with a relative (%) or
 absolute (ms, s, us; req/s, tok/s) threshold. It fails when the confidence
@@ -117,15 +127,25 @@ Exit status: 0 no rule failed, 1 unusable input, 2 usage error, 3 a rule failed
       cand1.json,cand2.json,cand3.json,cand4.json,cand5.json \
       --gate-file gate.yaml --out markdown=summary.md --out junit=diff.xml
 
+  # Tonight's vllm bench result against the nightly results before it
+  # (their run-to-run spread; only the runs since the last step):
+  llmprof diff --baseline-history nightly/ tonight.json --gate 'itl.p50<+10%'
+
   # One long run with autocorrelated requests:
   llmprof diff --block auto --gate 'e2e.p90<+5%' baseline.json candidate.json`),
-		Args: argsNamed(2, 2, "<baseline> and <candidate>: two saved analyses or two runs' inputs"),
+		Args: argsNamed(1, 2, "<baseline> and <candidate>: two saved analyses or two runs' inputs"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error
-			if opts.Baseline, err = splitSide(args[0]); err != nil {
-				return err
+			if len(args) == 1 && len(opts.History) == 0 {
+				return usageErrorf("%s: missing <baseline> and <candidate>: two saved analyses or two runs' inputs (or --baseline-history DIR and <candidate>); see '%s --help'", cmd.Name(), cmd.CommandPath())
 			}
-			if opts.Candidate, err = splitSide(args[1]); err != nil {
+			opts.Baseline = nil
+			if len(args) == 2 {
+				if opts.Baseline, err = splitSide(args[0]); err != nil {
+					return err
+				}
+			}
+			if opts.Candidate, err = splitSide(args[len(args)-1]); err != nil {
 				return err
 			}
 			opts.changed = func(name string) bool { return cmd.Flags().Changed(name) }
@@ -150,7 +170,8 @@ Exit status: 0 no rule failed, 1 unusable input, 2 usage error, 3 a rule failed
 	fl.BoolVar(&opts.AllowMissing, "allow-missing", false, "a gated metric without data on a side is inconclusive instead of failing the gate")
 	fl.BoolVar(&opts.Strict, "strict", false, "fail (exit 1) when an input has warnings (truncation, an interrupted capture, malformed records)")
 	fl.StringVarP(&opts.Output, "output", "o", "", "write the report to FILE (written whole, then renamed into place) instead of stdout")
-	fl.StringArrayVar(&opts.History, "baseline-history", nil, "earlier baseline runs (a directory of saved analyses, or files; repeatable): they estimate run-to-run variance")
+	fl.StringArrayVar(&opts.History, "baseline-history", nil, "earlier baseline runs, read as 'llmprof history' reads them (directories or files of any run kind; repeatable): they estimate run-to-run variance, from the last change point on")
+	fl.StringVar(&opts.Order, "order", compare.OrderAuto, "order of the baseline history's runs: auto (time when every run carries one, else name), time, name, mtime or given")
 	return cmd
 }
 
@@ -189,27 +210,29 @@ func runDiff(ctx context.Context, opts *DiffOptions) error {
 		outputs = append(outputs, output{f.Write, path})
 	}
 
-	base, err := opts.load(ctx, append(slices.Clone(opts.Baseline), opts.History...))
-	if err != nil {
-		return err
-	}
 	cand, err := opts.load(ctx, opts.Candidate)
 	if err != nil {
 		return err
 	}
-	if same, ok := compare.SameInput(base, cand); ok {
+	base, err := loadBaseline(ctx, opts, copts, cand)
+	if err != nil {
+		return err
+	}
+	if same, ok := compare.SameInput(base.Input, cand); ok {
 		return fmt.Errorf("baseline and candidate are the same input (%s): comparing a run with itself proves nothing", same)
 	}
 	res, err := compare.Compare(
-		compare.Side{Label: strings.Join(opts.Baseline, ","), Runs: base.Runs, InputWarnings: base.Warnings, History: len(opts.History) > 0},
+		compare.Side{Label: base.label, Runs: base.Runs, InputWarnings: base.Warnings, History: base.history},
 		compare.Side{Label: strings.Join(opts.Candidate, ","), Runs: cand.Runs, InputWarnings: cand.Warnings},
 		copts)
 	if err != nil {
 		return err
 	}
-	// What a side cannot explain (a benchmark result has no attribution)
-	// belongs beside the figures, where every reader sees it.
+	// What the baseline history is (and which of its runs were left out),
+	// and what a side cannot explain (a benchmark result has no
+	// attribution), belong beside the figures, where every reader sees it.
 	res.Warnings = append(res.Warnings, append(base.Notes, cand.Notes...)...)
+	res.History = base.summary
 
 	if err := writeOutput(opts.IO, opts.Output, func(w io.Writer, tty bool) error {
 		width := 0
