@@ -1,0 +1,304 @@
+package cupti
+
+import (
+	"bytes"
+	"fmt"
+	"reflect"
+	"encoding/binary"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/nsys"
+)
+
+const kname = "void flash_fwd_kernel<Flash_fwd_kernel_traits<128, 64>>(Flash_fwd_params)"
+
+// everyKind is a stream with one record of every kind, a driver call made
+// by a runtime call (same correlation) and one made directly, an unknown
+// kind a newer writer might add, a longer kernel payload than version 1's,
+// and an incomplete kernel.
+func everyKind() *streamWriter {
+	w := newStream(4242, 24, 24)
+	w.clock(ClockStart, 1_000_000, 1_700_000_000_000_000_000, 1_700_000_000_000_000_400, 55_000)
+	w.str(1, kname)
+	w.str(2, "cudaLaunchKernel_v7000")
+	w.str(3, "cuLaunchKernel")
+	w.str(4, "cuLaunchKernelEx")
+	w.api(1_000_100, 1_000_900, 77, 211, 4242, 4243, 0, 2, DomainRuntime)
+	w.api(1_000_200, 1_000_800, 77, 307, 4242, 4243, 0, 3, DomainDriver)
+	w.api(1_001_000, 1_001_300, 78, 652, 4242, 4244, 1, 4, DomainDriver)
+	w.kernel(kernelRec{start: 1_002_000, end: 1_052_000, graphNode: 9, corr: 77, device: 1, context: 1, stream: 7,
+		name: 1, graph: 3, gx: 132, gy: 8, gz: 1, bx: 128, by: 1, bz: 1, staticSmem: 1024, dynamicSmem: 65536, regs: 96, kind: 10})
+	// A newer writer's kernel with 8 more bytes: the extra is skipped.
+	w.record(KindKernel, func(p *streamWriter) {
+		p.u64(1_060_000)
+		p.u64(1_061_000)
+		p.u64(0)
+		for _, v := range []uint32{78, 0, 1, 13, 1, 0, 1, 1, 1, 70000, 1, 1, 0, 0} {
+			p.u32(v)
+		}
+		p.u16(0)
+		p.u8(10)
+		p.u8(0)
+		p.u32(0)
+		p.u64(0xdeadbeef)
+	})
+	w.kernel(kernelRec{start: 0, end: 0, corr: 79, name: 1}) // unfinished at a forced flush
+	w.memcpy(memcpyRec{start: 1_070_000, end: 1_071_500, bytes: 1 << 20, corr: 80, runtimeCorr: 80, device: 0, context: 1, stream: 7, copyKind: 1, srcKind: 3, dstKind: 2})
+	w.memcpy(memcpyRec{start: 1_072_000, end: 1_072_100, bytes: 64, corr: 81, device: 1, stream: 7, copyKind: 10})
+	w.memset(memsetRec{start: 1_080_000, end: 1_080_250, bytes: 4096, corr: 82, device: 1, context: 1, stream: 13, graph: 5, value: 0xff, memKind: 2})
+	w.sync(1_090_000, 1_095_000, 83, 1, 7, 0, 3)
+	w.record(99, func(p *streamWriter) { p.u64(1) })
+	w.dropped(12, 7)
+	w.clock(ClockEnd, 2_000_000, 1_700_000_000_001_000_000, 1_700_000_000_001_000_300, 1_055_000)
+	return w
+}
+
+func decodeBytes(t *testing.T, name string, b []byte) (*ingest.Trace, Result, error) {
+	t.Helper()
+	tr := ingest.New()
+	tr.Sources = []ingest.Source{{Path: name}}
+	res, err := Decode(name, bytes.NewReader(b), int64(len(b)), tr, Options{Host: "1a2b3c4d", Boot: "b00t"})
+	return tr, res, err
+}
+
+func TestDecodeEveryKind(t *testing.T) {
+	tr, res, err := decodeBytes(t, "cupti-4242.lpcupti", everyKind().Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := tr.Strings.Intern
+	wantOps := []ingest.GPUOp{
+		{Start: 1_002_000, End: 1_052_000, Name: s(kname), Stream: 7, Correlation: 77, Pid: 4242, Grid: [3]uint32{132, 8, 1},
+			Block: [3]uint16{128, 1, 1}, Device: 1, GraphID: 3, Kind: ingest.OpKernel},
+		{Start: 1_060_000, End: 1_061_000, Name: s(kname), Stream: 13, Correlation: 78, Pid: 4242, Grid: [3]uint32{1, 1, 1},
+			Block: [3]uint16{65535, 1, 1}, Device: 0, Kind: ingest.OpKernel},
+		{Start: 1_070_000, End: 1_071_500, Bytes: 1 << 20, Name: s("[CUDA memcpy Host-to-Device]"), Stream: 7, Correlation: 80,
+			Pid: 4242, Device: 0, Kind: ingest.OpMemcpy, Copy: ingest.CopyHtoD},
+		{Start: 1_072_000, End: 1_072_100, Bytes: 64, Name: s("[CUDA memcpy Peer-to-Peer]"), Stream: 7, Correlation: 81,
+			Pid: 4242, Device: 1, Kind: ingest.OpMemcpy, Copy: ingest.CopyPtoP},
+		{Start: 1_080_000, End: 1_080_250, Bytes: 4096, Name: s("[CUDA memset]"), Stream: 13, Correlation: 82, Pid: 4242,
+			Device: 1, GraphID: 5, Kind: ingest.OpMemset},
+		{Start: 1_090_000, End: 1_095_000, Name: s("[CUDA Stream sync]"), Stream: 7, Correlation: 83, Pid: 4242, Device: -1, Kind: ingest.OpSync},
+	}
+	if diff := diff(wantOps, tr.GPUOps); diff != "" {
+		t.Errorf("GPU ops (want, got):\n%s", diff)
+	}
+	wantSpans := []ingest.Span{
+		{Name: s("cudaLaunchKernel_v7000"), Start: 1_000_100, End: 1_000_900, Resource: -1, Scope: -1, Pid: 4242, Tid: 4243,
+			Correlation: 77, Origin: ingest.OriginCUDARuntime},
+		{Name: s("cuLaunchKernelEx"), Start: 1_001_000, End: 1_001_300, Resource: -1, Scope: -1, Pid: 4242, Tid: 4244,
+			Correlation: 78, Origin: ingest.OriginCUDADriver, Status: ingest.StatusError, StatusMsg: s("CUDA error 1")},
+	}
+	if diff := diff(wantSpans, tr.Spans); diff != "" {
+		t.Errorf("spans (want, got):\n%s", diff)
+	}
+	src := tr.Sources[0]
+	wantAnchors := []ingest.ClockAnchor{
+		{Kind: ingest.AnchorClockPair, Local: 1_000_000, RefLow: 1_700_000_000_000_000_000, RefHigh: 1_700_000_000_000_000_400},
+		{Kind: ingest.AnchorClockPair, Local: 2_000_000, RefLow: 1_700_000_000_001_000_000, RefHigh: 1_700_000_000_001_000_300},
+	}
+	if diff := diff(wantAnchors, src.Anchors); diff != "" {
+		t.Errorf("anchors (want, got):\n%s", diff)
+	}
+	if src.Clock != (ingest.ClockDomain{Name: "cupti@1a2b3c4d/b00t", Kind: ingest.ClockMonotonic}) || src.Format != SourceFormat ||
+		src.Host != "1a2b3c4d" || src.Spans != 2 || src.GPUOps != 6 || !strings.Contains(src.Producer, "CUPTI API 24") {
+		t.Errorf("source = %+v", src)
+	}
+	wantRes := Result{Pid: 4242, Clean: true, Dropped: 12, Incomplete: 1, Unknown: 1, DriverFolded: 1}
+	if res != wantRes {
+		t.Errorf("result = %+v, want %+v", res, wantRes)
+	}
+	var codes []string
+	for _, w := range tr.Warnings.List {
+		codes = append(codes, w.Code)
+	}
+	if diff := diff([]string{"cupti-dropped", "cupti-incomplete", "cupti-unknown-record"}, codes); diff != "" {
+		t.Errorf("warnings (want, got):\n%s", diff)
+	}
+	// The launch join: each kernel to its launching call.
+	calls := tr.LaunchCalls()
+	if calls[0] != 0 || calls[1] != 1 || calls[2] != -1 {
+		t.Errorf("LaunchCalls = %v, want the runtime call for kernel 77 and the direct driver call for kernel 78", calls)
+	}
+}
+
+func TestNamesAgreeWithNsys(t *testing.T) {
+	for k := range uint8(12) {
+		if got, want := MemcpyName(k), nsys.MemcpyName(int64(k)); k < 11 && got != want {
+			t.Errorf("MemcpyName(%d) = %q, nsys names it %q", k, got, want)
+		}
+	}
+	for k := range uint32(6) {
+		if got, want := SyncName(k), nsys.SyncName(int64(k)); got != want {
+			t.Errorf("SyncName(%d) = %q, nsys names it %q", k, got, want)
+		}
+	}
+	if MemsetName != nsys.MemsetName {
+		t.Errorf("MemsetName = %q, nsys %q", MemsetName, nsys.MemsetName)
+	}
+}
+
+// A file cut anywhere keeps every complete record before the cut and is
+// no error; no final flush is said.
+func TestDecodeTruncated(t *testing.T) {
+	full := everyKind().Bytes()
+	_, whole, err := decodeBytes(t, "x", full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for cut := HeaderSize; cut < len(full); cut++ {
+		tr, res, err := decodeBytes(t, "x", full[:cut])
+		if err != nil {
+			t.Fatalf("cut at %d: %v", cut, err)
+		}
+		if res.Clean {
+			t.Fatalf("cut at %d: the end clock is in the cut-off part but the result says clean", cut)
+		}
+		if len(tr.GPUOps) > 6 || res.Truncated == (boundary(full, cut)) {
+			t.Fatalf("cut at %d: %d ops, truncated %v", cut, len(tr.GPUOps), res.Truncated)
+		}
+	}
+	if whole.Truncated {
+		t.Error("the whole stream reads as truncated")
+	}
+}
+
+// boundary reports whether cut falls between two records.
+func boundary(b []byte, cut int) bool {
+	off := HeaderSize
+	for off < cut {
+		off += int(binary.LittleEndian.Uint32(b[off+4:]))
+	}
+	return off == cut
+}
+
+func TestDecodeHostile(t *testing.T) {
+	header := func() *streamWriter { return newStream(1, 24, 24) }
+	raw := func(kind uint16, size uint32, payload ...byte) []byte {
+		w := header()
+		w.u16(kind)
+		w.u16(0)
+		w.u32(size)
+		w.Write(payload)
+		return w.Bytes()
+	}
+	cases := []struct {
+		name string
+		data []byte
+		want string
+	}{
+		{"empty", nil, "too short for the 32-byte header"},
+		{"short header", []byte(Magic), "too short"},
+		{"bad magic", append([]byte("SQLite f"), make([]byte, 24)...), `magic "SQLite f"`},
+		{"newer version", func() []byte { b := header().Bytes(); b[8] = 2; return b }(), "format version 2"},
+		{"odd header size", func() []byte { b := header().Bytes(); b[10] = 33; return b }(), "header size 33"},
+		{"record size 0", raw(KindKernel, 0), "record size 0"},
+		{"record size not 8-aligned", raw(KindKernel, 13, make([]byte, 8)...), "record size 13"},
+		{"huge record size", raw(KindString, 0xFFFFFFF8, make([]byte, 64)...), "record size 4294967288"},
+		{"short kernel", raw(KindKernel, 16, make([]byte, 8)...), "kernel record of 16 bytes, want at least 96"},
+		{"string longer than its record", func() []byte {
+			w := header()
+			w.record(KindString, func(p *streamWriter) { p.u32(1); p.u32(0x7FFFFFFF); p.WriteString("abc") })
+			return w.Bytes()
+		}(), "string 1 of 2147483647 bytes"},
+		{"string out of order", func() []byte { w := header(); w.str(2, "x"); return w.Bytes() }(), "string id 2 out of order"},
+		{"string id 0", func() []byte { w := header(); w.str(0, "x"); return w.Bytes() }(), "string id 0 out of order"},
+		{"kernel names an undefined string", func() []byte {
+			w := header()
+			w.str(1, "a")
+			w.kernel(kernelRec{start: 1, end: 2, name: 99})
+			return w.Bytes()
+		}(), "kernel names string 99"},
+		{"API call names an undefined string", func() []byte {
+			w := header()
+			w.api(1, 2, 3, 4, 5, 6, 0, 0xFFFFFFFF, DomainRuntime)
+			return w.Bytes()
+		}(), "API call names string 4294967295"},
+		{"API domain", func() []byte { w := header(); w.api(1, 2, 3, 4, 5, 6, 0, 0, 7); return w.Bytes() }(), "domain 7"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, _, err := decodeBytes(t, "run.llmprof/cupti/cupti-1.lpcupti", c.data)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if !strings.HasPrefix(err.Error(), "run.llmprof/cupti/cupti-1.lpcupti: ") || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error %q: want the file's name and %q", err, c.want)
+			}
+		})
+	}
+	// A record bigger than the rest of the file, within MaxRecord, is a
+	// cut-off file, not an error.
+	tr, res, err := decodeBytes(t, "x", raw(KindString, 1<<19, make([]byte, 100)...))
+	if err != nil || !res.Truncated || len(tr.Warnings.List) == 0 {
+		t.Errorf("record past the end: err %v, result %+v", err, res)
+	}
+}
+
+// A header declaring the largest record must not allocate it.
+func TestDecodeBoundedAllocation(t *testing.T) {
+	w := newStream(1, 24, 24)
+	w.u16(KindString)
+	w.u16(0)
+	w.u32(MaxRecord)
+	w.Write(make([]byte, 64))
+	data := w.Bytes()
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for range 20 {
+		if _, _, err := decodeBytes(t, "x", data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if per := (after.TotalAlloc - before.TotalAlloc) / 20; per > 256<<10 {
+		t.Errorf("%d bytes allocated per decode of a %d-byte file declaring a %d-byte record", per, len(data), MaxRecord)
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	f.Add(everyKind().Bytes())
+	f.Add(newStream(1, 24, 24).Bytes())
+	b := everyKind().Bytes()
+	f.Add(b[:len(b)/2])
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tr := ingest.New()
+		tr.Sources = []ingest.Source{{Path: "f"}}
+		_, err := Decode("fz.lpcupti", bytes.NewReader(data), int64(len(data)), tr, Options{})
+		if err != nil && !strings.HasPrefix(err.Error(), "fz.lpcupti: ") {
+			t.Fatalf("error does not name the file: %v", err)
+		}
+		// Every op and span comes from at least 48 bytes of the file.
+		if n := len(tr.GPUOps) + len(tr.Spans); n*48 > len(data) {
+			t.Fatalf("%d records from %d bytes", n, len(data))
+		}
+	})
+}
+
+// diff is "" when want and got are deeply equal, else both, one element a
+// line.
+func diff[T any](want, got []T) string {
+	if reflect.DeepEqual(want, got) {
+		return ""
+	}
+	var b strings.Builder
+	for i := range max(len(want), len(got)) {
+		var w, g any = "(none)", "(none)"
+		if i < len(want) {
+			w = want[i]
+		}
+		if i < len(got) {
+			g = got[i]
+		}
+		mark := " "
+		if !reflect.DeepEqual(w, g) {
+			mark = "!"
+		}
+		fmt.Fprintf(&b, "%s %d want %+v\n%s %d got  %+v\n", mark, i, w, mark, i, g)
+	}
+	return b.String()
+}
