@@ -45,6 +45,7 @@
 #include <cupti.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
@@ -118,9 +119,64 @@ enum { CLOCK_START = 0, CLOCK_PERIODIC = 1, CLOCK_END = 2, CLOCK_SIGNAL = 3 };
 
 static pthread_mutex_t write_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t flush_mu = PTHREAD_MUTEX_INITIALIZER;
-static FILE *out;
-static pid_t owner; /* the process that opened out: a fork()ed child writes nothing */
+/* The file, written through our own buffer rather than stdio: a fork()ed
+ * child drops the buffer it inherited (at_fork_child) instead of flushing a
+ * copy of it at its exit. */
+static int fd = -1;
+static uint8_t *wbuf;
+static size_t wlen;
+#define WBUF_BYTES (1u << 20)
+static pid_t owner;      /* the process that opened the file */
 static int write_failed; /* after a failed write nothing more is written */
+
+/* out_flush writes the buffer out; write_mu held. */
+static void out_flush(void)
+{
+	size_t off = 0;
+	while (fd >= 0 && !write_failed && off < wlen) {
+		ssize_t n = write(fd, wbuf + off, wlen - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			write_failed = 1;
+		else
+			off += (size_t)n;
+	}
+	wlen = 0;
+}
+
+/* out_write appends n bytes; write_mu held. */
+static void out_write(const void *p, size_t n)
+{
+	if (fd < 0 || write_failed)
+		return;
+	if (wlen + n > WBUF_BYTES)
+		out_flush();
+	if (n > WBUF_BYTES) {
+		const uint8_t *b = p;
+		while (n > 0 && !write_failed) {
+			ssize_t k = write(fd, b, n);
+			if (k < 0 && errno == EINTR)
+				continue;
+			if (k <= 0)
+				write_failed = 1;
+			else
+				b += k, n -= (size_t)k;
+		}
+		return;
+	}
+	memcpy(wbuf + wlen, p, n);
+	wlen += n;
+}
+
+static void at_fork_child(void)
+{
+	/* The child's copy of the file and of the buffer are the parent's. */
+	if (fd >= 0)
+		close(fd);
+	fd = -1;
+	wlen = 0;
+}
 
 static sem_t wake;
 static volatile sig_atomic_t signal_flush_requested;
@@ -155,10 +211,7 @@ static void finish(rec_t *r)
 		r->b[r->n++] = 0;
 	uint32_t size = (uint32_t)r->n;
 	memcpy(r->b + 4, &size, 4);
-	if (!out || write_failed)
-		return;
-	if (fwrite(r->b, 1, r->n, out) != r->n)
-		write_failed = 1;
+	out_write(r->b, r->n);
 }
 
 /* ---- string table: interned by content, ids from 1 ---- */
@@ -236,10 +289,9 @@ static uint32_t intern(const char *s)
 	memcpy(head + 8, &slots[j].id, 4);
 	memcpy(head + 12, &slots[j].len, 4);
 	static const uint8_t pad[8];
-	if (out && !write_failed &&
-	    (fwrite(head, 1, 16, out) != 16 || fwrite(copy, 1, len, out) != len ||
-	     fwrite(pad, 1, size - 16 - len, out) != size - 16 - len))
-		write_failed = 1;
+	out_write(head, 16);
+	out_write(copy, len);
+	out_write(pad, size - 16 - len);
 	return slots[j].id;
 }
 
@@ -491,8 +543,7 @@ static void flush(int forced, uint32_t label)
 		cuptiActivityFlushAll(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
 		write_clock(label);
 		pthread_mutex_lock(&write_mu);
-		if (out)
-			fflush(out);
+		out_flush();
 		pthread_mutex_unlock(&write_mu);
 	}
 	pthread_mutex_unlock(&flush_mu);
@@ -603,12 +654,13 @@ int InitializeInjection(void)
 		fprintf(stderr, "llmprof-cupti: LLMPROF_CUPTI_DIR is too long; this process is not traced\n");
 		return 1;
 	}
-	out = fopen(path, "wbx");
-	if (!out) {
+	wbuf = malloc(WBUF_BYTES);
+	fd = wbuf ? open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644) : -1;
+	if (fd < 0) {
 		fprintf(stderr, "llmprof-cupti: %s: %s; this process is not traced\n", path, strerror(errno));
 		return 1;
 	}
-	setvbuf(out, NULL, _IOFBF, 1 << 20);
+	pthread_atfork(NULL, NULL, at_fork_child);
 	uint32_t runtime_version = 0;
 	if (cuptiGetVersion(&runtime_version) != CUPTI_SUCCESS)
 		runtime_version = 0;
@@ -620,12 +672,9 @@ int InitializeInjection(void)
 	memcpy(h + 12, &pid, 4);
 	memcpy(h + 16, &api, 4);
 	memcpy(h + 20, &runtime_version, 4);
-	if (fwrite(h, 1, sizeof h, out) != sizeof h) {
-		fprintf(stderr, "llmprof-cupti: %s: %s; this process is not traced\n", path, strerror(errno));
-		fclose(out);
-		out = NULL;
-		return 1;
-	}
+	pthread_mutex_lock(&write_mu);
+	out_write(h, sizeof h);
+	pthread_mutex_unlock(&write_mu);
 
 	CUptiResult r = cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed);
 	if (r != CUPTI_SUCCESS) {
