@@ -2,9 +2,9 @@ package cupti
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"reflect"
-	"encoding/binary"
 	"runtime"
 	"strings"
 	"testing"

@@ -85,9 +85,9 @@ func (w *streamWriter) kernel(k kernelRec) {
 }
 
 type memcpyRec struct {
-	start, end, bytes, graphNode                       uint64
+	start, end, bytes, graphNode                      uint64
 	corr, runtimeCorr, device, context, stream, graph uint32
-	copyKind, srcKind, dstKind, flags                  uint8
+	copyKind, srcKind, dstKind, flags                 uint8
 }
 
 func (w *streamWriter) memcpy(m memcpyRec) {
