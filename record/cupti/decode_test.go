@@ -11,6 +11,7 @@ import (
 
 	"github.com/llmprof/llmprof/ingest"
 	"github.com/llmprof/llmprof/nsys"
+	"github.com/llmprof/llmprof/record/cupti/cuptitest"
 )
 
 const kname = "void flash_fwd_kernel<Flash_fwd_kernel_traits<128, 64>>(Flash_fwd_params)"
@@ -19,40 +20,40 @@ const kname = "void flash_fwd_kernel<Flash_fwd_kernel_traits<128, 64>>(Flash_fwd
 // by a runtime call (same correlation) and one made directly, an unknown
 // kind a newer writer might add, a longer kernel payload than version 1's,
 // and an incomplete kernel.
-func everyKind() *streamWriter {
-	w := newStream(4242, 24, 24)
-	w.clock(ClockStart, 1_000_000, 1_700_000_000_000_000_000, 1_700_000_000_000_000_400, 55_000)
-	w.str(1, kname)
-	w.str(2, "cudaLaunchKernel_v7000")
-	w.str(3, "cuLaunchKernel")
-	w.str(4, "cuLaunchKernelEx")
-	w.api(1_000_100, 1_000_900, 77, 211, 4242, 4243, 0, 2, DomainRuntime)
-	w.api(1_000_200, 1_000_800, 77, 307, 4242, 4243, 0, 3, DomainDriver)
-	w.api(1_001_000, 1_001_300, 78, 652, 4242, 4244, 1, 4, DomainDriver)
-	w.kernel(kernelRec{start: 1_002_000, end: 1_052_000, graphNode: 9, corr: 77, device: 1, context: 1, stream: 7,
-		name: 1, graph: 3, gx: 132, gy: 8, gz: 1, bx: 128, by: 1, bz: 1, staticSmem: 1024, dynamicSmem: 65536, regs: 96, kind: 10})
+func everyKind() *cuptitest.Stream {
+	w := cuptitest.New(4242, 24, 24)
+	w.Clock(ClockStart, 1_000_000, 1_700_000_000_000_000_000, 1_700_000_000_000_000_400, 55_000)
+	w.Str(1, kname)
+	w.Str(2, "cudaLaunchKernel_v7000")
+	w.Str(3, "cuLaunchKernel")
+	w.Str(4, "cuLaunchKernelEx")
+	w.API(1_000_100, 1_000_900, 77, 211, 4242, 4243, 0, 2, DomainRuntime)
+	w.API(1_000_200, 1_000_800, 77, 307, 4242, 4243, 0, 3, DomainDriver)
+	w.API(1_001_000, 1_001_300, 78, 652, 4242, 4244, 1, 4, DomainDriver)
+	w.Kernel(cuptitest.Kernel{Start: 1_002_000, End: 1_052_000, GraphNode: 9, Corr: 77, Device: 1, Context: 1, Stream: 7,
+		Name: 1, Graph: 3, GX: 132, GY: 8, GZ: 1, BX: 128, BY: 1, BZ: 1, StaticSmem: 1024, DynamicSmem: 65536, Regs: 96, Kind: 10})
 	// A newer writer's kernel with 8 more bytes: the extra is skipped.
-	w.record(KindKernel, func(p *streamWriter) {
-		p.u64(1_060_000)
-		p.u64(1_061_000)
-		p.u64(0)
+	w.Record(KindKernel, func(p *cuptitest.Stream) {
+		p.U64(1_060_000)
+		p.U64(1_061_000)
+		p.U64(0)
 		for _, v := range []uint32{78, 0, 1, 13, 1, 0, 1, 1, 1, 70000, 1, 1, 0, 0} {
-			p.u32(v)
+			p.U32(v)
 		}
-		p.u16(0)
-		p.u8(10)
-		p.u8(0)
-		p.u32(0)
-		p.u64(0xdeadbeef)
+		p.U16(0)
+		p.U8(10)
+		p.U8(0)
+		p.U32(0)
+		p.U64(0xdeadbeef)
 	})
-	w.kernel(kernelRec{start: 0, end: 0, corr: 79, name: 1}) // unfinished at a forced flush
-	w.memcpy(memcpyRec{start: 1_070_000, end: 1_071_500, bytes: 1 << 20, corr: 80, runtimeCorr: 80, device: 0, context: 1, stream: 7, copyKind: 1, srcKind: 3, dstKind: 2})
-	w.memcpy(memcpyRec{start: 1_072_000, end: 1_072_100, bytes: 64, corr: 81, device: 1, stream: 7, copyKind: 10})
-	w.memset(memsetRec{start: 1_080_000, end: 1_080_250, bytes: 4096, corr: 82, device: 1, context: 1, stream: 13, graph: 5, value: 0xff, memKind: 2})
-	w.sync(1_090_000, 1_095_000, 83, 1, 7, 0, 3)
-	w.record(99, func(p *streamWriter) { p.u64(1) })
-	w.dropped(12, 7)
-	w.clock(ClockEnd, 2_000_000, 1_700_000_000_001_000_000, 1_700_000_000_001_000_300, 1_055_000)
+	w.Kernel(cuptitest.Kernel{Start: 0, End: 0, Corr: 79, Name: 1}) // unfinished at a forced flush
+	w.Memcpy(cuptitest.Memcpy{Start: 1_070_000, End: 1_071_500, Bytes: 1 << 20, Corr: 80, RuntimeCorr: 80, Device: 0, Context: 1, Stream: 7, CopyKind: 1, SrcKind: 3, DstKind: 2})
+	w.Memcpy(cuptitest.Memcpy{Start: 1_072_000, End: 1_072_100, Bytes: 64, Corr: 81, Device: 1, Stream: 7, CopyKind: 10})
+	w.Memset(cuptitest.Memset{Start: 1_080_000, End: 1_080_250, Bytes: 4096, Corr: 82, Device: 1, Context: 1, Stream: 13, Graph: 5, Value: 0xff, MemKind: 2})
+	w.Sync(1_090_000, 1_095_000, 83, 1, 7, 0, 3)
+	w.Record(99, func(p *cuptitest.Stream) { p.U64(1) })
+	w.Dropped(12, 7)
+	w.Clock(ClockEnd, 2_000_000, 1_700_000_000_001_000_000, 1_700_000_000_001_000_300, 1_055_000)
 	return w
 }
 
@@ -176,12 +177,12 @@ func boundary(b []byte, cut int) bool {
 }
 
 func TestDecodeHostile(t *testing.T) {
-	header := func() *streamWriter { return newStream(1, 24, 24) }
+	header := func() *cuptitest.Stream { return cuptitest.New(1, 24, 24) }
 	raw := func(kind uint16, size uint32, payload ...byte) []byte {
 		w := header()
-		w.u16(kind)
-		w.u16(0)
-		w.u32(size)
+		w.U16(kind)
+		w.U16(0)
+		w.U32(size)
 		w.Write(payload)
 		return w.Bytes()
 	}
@@ -201,23 +202,23 @@ func TestDecodeHostile(t *testing.T) {
 		{"short kernel", raw(KindKernel, 16, make([]byte, 8)...), "kernel record of 16 bytes, want at least 96"},
 		{"string longer than its record", func() []byte {
 			w := header()
-			w.record(KindString, func(p *streamWriter) { p.u32(1); p.u32(0x7FFFFFFF); p.WriteString("abc") })
+			w.Record(KindString, func(p *cuptitest.Stream) { p.U32(1); p.U32(0x7FFFFFFF); p.WriteString("abc") })
 			return w.Bytes()
 		}(), "string 1 of 2147483647 bytes"},
-		{"string out of order", func() []byte { w := header(); w.str(2, "x"); return w.Bytes() }(), "string id 2 out of order"},
-		{"string id 0", func() []byte { w := header(); w.str(0, "x"); return w.Bytes() }(), "string id 0 out of order"},
+		{"string out of order", func() []byte { w := header(); w.Str(2, "x"); return w.Bytes() }(), "string id 2 out of order"},
+		{"string id 0", func() []byte { w := header(); w.Str(0, "x"); return w.Bytes() }(), "string id 0 out of order"},
 		{"kernel names an undefined string", func() []byte {
 			w := header()
-			w.str(1, "a")
-			w.kernel(kernelRec{start: 1, end: 2, name: 99})
+			w.Str(1, "a")
+			w.Kernel(cuptitest.Kernel{Start: 1, End: 2, Name: 99})
 			return w.Bytes()
 		}(), "kernel names string 99"},
 		{"API call names an undefined string", func() []byte {
 			w := header()
-			w.api(1, 2, 3, 4, 5, 6, 0, 0xFFFFFFFF, DomainRuntime)
+			w.API(1, 2, 3, 4, 5, 6, 0, 0xFFFFFFFF, DomainRuntime)
 			return w.Bytes()
 		}(), "API call names string 4294967295"},
-		{"API domain", func() []byte { w := header(); w.api(1, 2, 3, 4, 5, 6, 0, 0, 7); return w.Bytes() }(), "domain 7"},
+		{"API domain", func() []byte { w := header(); w.API(1, 2, 3, 4, 5, 6, 0, 0, 7); return w.Bytes() }(), "domain 7"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -240,10 +241,10 @@ func TestDecodeHostile(t *testing.T) {
 
 // A header declaring the largest record must not allocate it.
 func TestDecodeBoundedAllocation(t *testing.T) {
-	w := newStream(1, 24, 24)
-	w.u16(KindString)
-	w.u16(0)
-	w.u32(MaxRecord)
+	w := cuptitest.New(1, 24, 24)
+	w.U16(KindString)
+	w.U16(0)
+	w.U32(MaxRecord)
 	w.Write(make([]byte, 64))
 	data := w.Bytes()
 	var before, after runtime.MemStats
@@ -262,7 +263,7 @@ func TestDecodeBoundedAllocation(t *testing.T) {
 
 func FuzzDecode(f *testing.F) {
 	f.Add(everyKind().Bytes())
-	f.Add(newStream(1, 24, 24).Bytes())
+	f.Add(cuptitest.New(1, 24, 24).Bytes())
 	b := everyKind().Bytes()
 	f.Add(b[:len(b)/2])
 	f.Fuzz(func(t *testing.T, data []byte) {
