@@ -31,7 +31,8 @@ type Result struct {
 	// Truncated: the file ends inside a record (the process was killed
 	// while writing); every complete record before it is kept.
 	Truncated bool
-	// Clean: the library's final flush (the "end" clock record) is there.
+	// Clean: the library's final flush is there (the clock record of its
+	// atexit flush, or of the flush its SIGTERM/SIGINT handler made).
 	Clean bool
 	// Dropped counts records CUPTI itself dropped (a full buffer).
 	Dropped uint64
@@ -260,7 +261,7 @@ func (d *decoder) record(kind uint16, p []byte, at int64) error {
 		c := int64(le.Uint64(p[8:]))
 		lo, hi := int64(le.Uint64(p[16:])), int64(le.Uint64(p[24:]))
 		label := le.Uint32(p[0:])
-		if label == ClockEnd {
+		if label == ClockEnd || label == ClockSignal {
 			d.res.Clean = true
 		}
 		if c <= 0 || hi < lo {
@@ -382,7 +383,7 @@ func (d *decoder) finish() {
 		t.Warnf(0, pos, "cupti-truncated", "the file ends inside a record (the process was killed while writing): every complete record before it is kept")
 	}
 	if !d.res.Clean {
-		t.Warnf(0, pos, "cupti-no-end", "no final flush: the process was killed or left through _exit, and the records still in CUPTI's buffers are lost")
+		t.Warnf(0, pos, "cupti-no-end", "no final flush: the process was killed (SIGKILL, a crash) or left through _exit, and the records still in CUPTI's buffers are lost")
 	}
 	if len(d.anchors) == 0 {
 		t.Warnf(0, pos, "cupti-no-clock", "no clock record: the CUPTI times cannot be placed on the wall clock")

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #if CUPTI_API_VERSION >= 130000
 #error "the fake builds CUDA 12 record versions"
@@ -86,14 +87,14 @@ CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag)
 	rt->kind = CUPTI_ACTIVITY_KIND_RUNTIME;
 	rt->cbid = 211;
 	rt->start = 5000000100, rt->end = 5000000900;
-	rt->processId = 1234, rt->threadId = 1235, rt->correlationId = 41;
+	rt->processId = (uint32_t)getpid(), rt->threadId = 1235, rt->correlationId = 41;
 	n += sizeof *rt;
 
 	CUpti_ActivityAPI *dr = (CUpti_ActivityAPI *)(buf + n);
 	dr->kind = CUPTI_ACTIVITY_KIND_DRIVER;
 	dr->cbid = 307;
 	dr->start = 5000000200, dr->end = 5000000800;
-	dr->processId = 1234, dr->threadId = 1235, dr->correlationId = 41;
+	dr->processId = (uint32_t)getpid(), dr->threadId = 1235, dr->correlationId = 41;
 	n += sizeof *dr;
 
 	CUpti_ActivityKernel9 *k = (CUpti_ActivityKernel9 *)(buf + n);
