@@ -13,8 +13,8 @@ import (
 
 	"github.com/llmprof/llmprof/ingest"
 	"github.com/llmprof/llmprof/ingest/kineto"
-	"github.com/llmprof/llmprof/record/cupti"
 	"github.com/llmprof/llmprof/ingest/otlp"
+	"github.com/llmprof/llmprof/record/cupti"
 )
 
 // CaptureDecoder reads a capture directory written by Record into the
