@@ -375,7 +375,6 @@ func Record(ctx context.Context, opts Options) (*Result, error) {
 			fmt.Fprintf(opts.Log, "llmprof record: --torch-profiler: %s\n", info.Error)
 		}
 	}
-	r.finishCUPTI()
 	r.addClock(readClockPair("child_exit"))
 	r.event("child_exit", exitText(code, sig), ptr(int64(code)))
 	r.manifest.Command.ExitCode = &code
@@ -421,6 +420,9 @@ func Record(ctx context.Context, opts Options) (*Result, error) {
 	if opts.Nsys {
 		r.exportNsys(nsysPath, nsysReport)
 	}
+	// Listed last: the command's other processes (vLLM's workers) may
+	// still be flushing their files while the receivers drain.
+	r.finishCUPTI()
 	res := r.finish(status, detail, code)
 	lost := ""
 	if n := r.manifest.OTLP.SpansLost; n > 0 {
