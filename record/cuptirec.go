@@ -80,8 +80,11 @@ func checkCUPTI(o *Options) (*cuptiBuilder, error) {
 	if err != nil {
 		return nil, err
 	}
+	// LLMPROF_CUPTI_CFLAGS adds compiler flags, e.g. the -DLLMP_MEMSET_T=…
+	// overrides of the record types llmprof_cupti.c picks by CUPTI version.
+	extra := strings.Fields(os.Getenv("LLMPROF_CUPTI_CFLAGS"))
 	return &cuptiBuilder{toolkit: tk.Root, lib: tk.Lib,
-		build: func(dir string) (string, error) { return cupti.Build(cc, tk, dir) }}, nil
+		build: func(dir string) (string, error) { return cupti.Build(cc, tk, dir, extra...) }}, nil
 }
 
 // cuptiBuilder builds the library once the capture exists.
