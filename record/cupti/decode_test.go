@@ -303,3 +303,33 @@ func diff[T any](want, got []T) string {
 	}
 	return b.String()
 }
+
+// BenchmarkDecode decodes a file of 100,000 kernels, each launched by a
+// runtime call whose driver call is folded into it.
+func BenchmarkDecode(b *testing.B) {
+	w := cuptitest.New(1, 24, 24)
+	w.Clock(ClockStart, 1, 1, 2, 1)
+	w.Str(1, kname)
+	w.Str(2, "cudaLaunchKernel")
+	w.Str(3, "cuLaunchKernel")
+	for i := range uint32(100_000) {
+		t := uint64(i)*10_000 + 1000
+		w.API(t, t+3000, i+1, 211, 1, 1, 0, 2, DomainRuntime)
+		w.API(t+500, t+2500, i+1, 307, 1, 1, 0, 3, DomainDriver)
+		w.Kernel(cuptitest.Kernel{Start: t + 4000, End: t + 9000, Corr: i + 1, Name: 1, GX: 1, GY: 1, GZ: 1, BX: 128, BY: 1, BZ: 1})
+	}
+	w.Clock(ClockEnd, 2_000_000_000, 3, 4, 2)
+	data := w.Bytes()
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	for b.Loop() {
+		tr := ingest.New()
+		tr.Sources = []ingest.Source{{Path: "b"}}
+		if _, err := Decode("b", bytes.NewReader(data), int64(len(data)), tr, Options{}); err != nil {
+			b.Fatal(err)
+		}
+		if len(tr.GPUOps) != 100_000 || len(tr.Spans) != 100_000 {
+			b.Fatalf("%d ops, %d spans", len(tr.GPUOps), len(tr.Spans))
+		}
+	}
+}
