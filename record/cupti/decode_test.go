@@ -2,8 +2,10 @@ package cupti
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"fmt"
+	"os"
 	"reflect"
 	"runtime"
 	"strings"
@@ -331,5 +333,22 @@ func BenchmarkDecode(b *testing.B) {
 		if len(tr.GPUOps) != 100_000 || len(tr.Spans) != 100_000 {
 			b.Fatalf("%d ops, %d spans", len(tr.GPUOps), len(tr.Spans))
 		}
+	}
+}
+
+func TestDecoderStandalone(t *testing.T) {
+	path := t.TempDir() + "/cupti-4242.lpcupti"
+	if err := os.WriteFile(path, everyKind().Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := ingest.Open(context.Background(), []string{path}, []ingest.Decoder{Decoder{}}, ingest.OpenOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tr.GPUOps) != 6 || len(tr.Spans) != 2 || tr.Sources[0].Format != SourceFormat || tr.Sources[0].Clock.Name != "cupti@"+tr.Sources[0].Host+"/" || tr.Sources[0].Host == "" {
+		t.Fatalf("%d ops, %d spans, source %+v", len(tr.GPUOps), len(tr.Spans), tr.Sources[0])
+	}
+	if (Decoder{}).Sniff(&ingest.Input{Head: []byte("SQLite format 3\x00")}) {
+		t.Error("sniffed SQLite as a CUPTI file")
 	}
 }
