@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/llmprof/llmprof/ingest"
@@ -461,6 +462,22 @@ func (al *aligner) pickReference() error {
 		if d := al.domOf[i]; al.domains[d].otlp > 0 {
 			al.ref = d
 			return nil
+		}
+	}
+	// A clock pair (ingest.AnchorClockPair) bounds its instant on the
+	// realtime clock of the host that read it (a capture's pairs, its
+	// CUPTI files' pairs): without OTLP spans that realtime domain is the
+	// reference when an input declares it, records or not, so the pairs
+	// mean what they say.
+	for i := range al.t.Sources {
+		if !slices.ContainsFunc(al.t.Sources[i].Anchors, func(a ingest.ClockAnchor) bool { return a.Kind == ingest.AnchorClockPair }) {
+			continue
+		}
+		for j := range al.t.Sources {
+			if s := &al.t.Sources[j]; s.Clock.Kind == ingest.ClockRealtime && s.Host != "" && s.Host == al.t.Sources[i].Host {
+				al.ref = al.domOf[j]
+				return nil
+			}
 		}
 	}
 	for i := range al.t.Sources {

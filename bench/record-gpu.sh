@@ -20,9 +20,16 @@
 #            never negative if NVML stamps with CLOCK_REALTIME µs (the capture
 #            reader assumes it; docs/record.md), hours or years off if not;
 #   torch    with vllm installed and VLLM_MODEL (default facebook/opt-125m)
-#            in the local Hugging Face cache: a fixed load against vLLM bare
-#            and recorded with --torch-profiler, the throughput and p50
-#            ratios, the traces complete, analyze of the capture;
+#            in the local Hugging Face cache: a fixed load against vLLM bare,
+#            recorded with --torch-profiler and recorded with --cupti, the
+#            throughput and p50 ratios (profiled / bare), the traces complete,
+#            analyze of the captures;
+#   cupti    with a CUDA toolkit (cupti.h, libcupti; CUDA_HOME or
+#            /usr/local/cuda) and a C compiler: the fp16 matmul loop below
+#            recorded with --cupti against the same loop bare (throughput
+#            ratio), and `recordgpu -cupti` on the capture: kernels, copies,
+#            API calls, kernels joined to their launches, every process's
+#            final flush, the CUPTI clock's fit to realtime and its bound;
 #   overhead the recorder's CPU time (user+sys) per second of wall time with
 #            NVML at each cadence, next to the run without NVML — a ratio
 #            measured in the same script; and, if python3 has torch, the
@@ -30,8 +37,11 @@
 #            relative to the same workload run bare.
 #
 # Exit status: 0 all checks passed, 1 a check failed, 0 with "SKIP" when
-# there is no NVIDIA GPU here (nothing to check).
+# there is no NVIDIA GPU here (nothing to check). The whole run takes about
+# 5-8 minutes with DUR=20 and vLLM (three server starts); it prints its
+# elapsed time.
 set -euo pipefail
+T0=$(date +%s)
 
 DUR=${DUR:-20}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -61,6 +71,17 @@ record() {
 	grep -q '"status": "complete"' "$WORK/$name.llmprof/manifest.json" ||
 		{ echo "record ($name) did not complete:"; cat "$WORK/$name.log"; exit 1; }
 }
+
+# --cupti needs a CUDA toolkit (CUPTI's headers and libcupti) and a C
+# compiler: probe once, so both --cupti runs below are skipped with the
+# reason when they cannot run.
+CUPTI_OK=1
+if ! "$WORK/llmprof" record -o "$WORK/cupti-probe.llmprof" --cupti --no-nvml --otlp-quiet 0s -- true \
+	>"$WORK/cupti-probe.log" 2>&1; then
+	CUPTI_OK=
+	CUPTI_WHY=$(grep -m1 'record:' "$WORK/cupti-probe.log" || tail -1 "$WORK/cupti-probe.log")
+	echo "(--cupti cannot run here: $CUPTI_WHY)"
+fi
 
 record nvml-default --require-gpu
 record nvml-10ms --require-gpu --nvml-interval 10ms
@@ -102,6 +123,22 @@ PY
 	recorded=$(tail -1 "$WORK/mm.out")
 	awk -v b="$bare" -v r="$recorded" 'BEGIN { printf "bare %.1f matmul/s, recorded %.1f matmul/s, ratio %.4f\n", b, r, r / b }'
 	"$WORK/recordgpu" "$WORK/mm.llmprof" || status=1
+
+	echo
+	echo "== --cupti: matmul throughput recorded with llmprof's CUPTI injection library / bare"
+	if [[ -z "$CUPTI_OK" ]]; then
+		echo "(--cupti not measured: $CUPTI_WHY)"
+	elif "$WORK/llmprof" record -o "$WORK/mm-cupti.llmprof" --cupti --no-nvml --tail 0s --otlp-quiet 0s \
+		-- python3 "$WORK/mm.py" "$DUR" >"$WORK/mm-cupti.out" 2>"$WORK/mm-cupti.log"; then
+		cupti=$(tail -1 "$WORK/mm-cupti.out")
+		awk -v b="$bare" -v r="$cupti" 'BEGIN { printf "bare %.1f matmul/s, --cupti %.1f matmul/s, ratio %.4f\n", b, r, r / b }'
+		du -sh "$WORK/mm-cupti.llmprof/cupti" | awk '{ print "activity files: " $1 }'
+		"$WORK/recordgpu" -cupti "$WORK/mm-cupti.llmprof" || status=1
+	else
+		echo "record --cupti failed:"
+		tail -20 "$WORK/mm-cupti.log"
+		status=1
+	fi
 else
 	echo
 	echo "(python3 with CUDA torch not found: GPU-workload overhead not measured)"
@@ -139,9 +176,10 @@ wall = time.perf_counter() - t0
 lat.sort()
 print(f"{n / wall:.3f} {lat[len(lat) // 2] * 1000:.1f}")
 PY
-	wait_ready() {
+	wait_ready() { # wait_ready PID: until /health answers, PID has exited, or 5 min
 		for _ in $(seq 600); do
 			curl -sf "http://127.0.0.1:$PORT/health" >/dev/null 2>&1 && return 0
+			kill -0 "$1" 2>/dev/null || return 1
 			sleep 0.5
 		done
 		return 1
@@ -149,20 +187,23 @@ PY
 	serve=(vllm serve "$VLLM_MODEL" --port "$PORT" --enforce-eager --gpu-memory-utilization 0.5)
 	"${serve[@]}" >"$WORK/vllm-bare.log" 2>&1 &
 	pid=$!
-	wait_ready || { echo "vLLM did not become ready:"; tail -20 "$WORK/vllm-bare.log"; kill -INT $pid; exit 1; }
+	wait_ready $pid || { echo "vLLM did not become ready:"; tail -20 "$WORK/vllm-bare.log"; kill -INT $pid; exit 1; }
 	bare=$(python3 "$WORK/load.py" "http://127.0.0.1:$PORT" "$VLLM_MODEL" 256 16)
 	kill -INT $pid; wait $pid || true
 	"$WORK/llmprof" record -o "$WORK/torch.llmprof" --torch-profiler --profile-flush-timeout 5m --otlp-quiet 0s \
 		-- "${serve[@]}" >"$WORK/vllm-torch.log" 2>&1 &
 	pid=$!
-	wait_ready || { echo "vLLM under record did not become ready:"; tail -20 "$WORK/vllm-torch.log"; kill -INT $pid; exit 1; }
+	wait_ready $pid || { echo "vLLM under record did not become ready:"; tail -20 "$WORK/vllm-torch.log"; kill -INT $pid; exit 1; }
 	prof=$(python3 "$WORK/load.py" "http://127.0.0.1:$PORT" "$VLLM_MODEL" 256 16)
 	t0=$(date +%s)
 	kill -INT $pid; wait $pid || true
 	echo "stop, trace flush and shutdown took $(($(date +%s) - t0)) s"
-	awk -v b="$bare" -v p="$prof" 'BEGIN { split(b, x, " "); split(p, y, " ");
-		printf "bare %.2f req/s p50 %.0f ms; profiled %.2f req/s p50 %.0f ms; throughput ratio %.3f, p50 ratio %.3f\n",
-		x[1], x[2], y[1], y[2], y[1] / x[1], y[2] / x[2] }'
+	ratios() { # ratios NAME BARE PROFILED
+		awk -v n="$1" -v b="$2" -v p="$3" 'BEGIN { split(b, x, " "); split(p, y, " ");
+		printf "bare %.2f req/s p50 %.0f ms; %s %.2f req/s p50 %.0f ms; throughput ratio %.3f, p50 ratio %.3f\n",
+		x[1], x[2], n, y[1], y[2], y[1] / x[1], y[2] / x[2] }'
+	}
+	ratios --torch-profiler "$bare" "$prof"
 	python3 - "$WORK/torch.llmprof/manifest.json" <<'PY' || status=1
 import json, sys
 t = json.load(open(sys.argv[1]))["external"].get("torch") or {}
@@ -172,10 +213,37 @@ sys.exit(0 if files and all(f["complete"] for f in files) and not t.get("error")
 PY
 	"$WORK/llmprof" analyze "$WORK/torch.llmprof" >"$WORK/torch.analyze" 2>&1 || status=1
 	grep -i -m3 "gpu" "$WORK/torch.analyze" || true
+
+	echo
+	echo "== --cupti: vLLM ($VLLM_MODEL), the same load: recorded with llmprof's CUPTI library / bare"
+	if [[ -z "$CUPTI_OK" ]]; then
+		echo "(--cupti not measured: $CUPTI_WHY)"
+	else
+		"$WORK/llmprof" record -o "$WORK/vllm-cupti.llmprof" --cupti --otlp-quiet 0s \
+			-- "${serve[@]}" >"$WORK/vllm-cupti.log" 2>&1 &
+		pid=$!
+	fi
+	if [[ -z "$CUPTI_OK" ]]; then
+		:
+	elif wait_ready $pid; then
+		cupti=$(python3 "$WORK/load.py" "http://127.0.0.1:$PORT" "$VLLM_MODEL" 256 16)
+		t0=$(date +%s)
+		kill -INT $pid; wait $pid || true
+		echo "stop, final flushes and shutdown took $(($(date +%s) - t0)) s"
+		ratios --cupti "$bare" "$cupti"
+		du -sh "$WORK/vllm-cupti.llmprof/cupti" | awk '{ print "activity files: " $1 }'
+		"$WORK/recordgpu" -cupti "$WORK/vllm-cupti.llmprof" || status=1
+	else
+		echo "vLLM under record --cupti did not become ready:"
+		tail -20 "$WORK/vllm-cupti.log"
+		kill -INT $pid 2>/dev/null || true
+		wait $pid || true
+		status=1
+	fi
 else
 	echo
 	echo "(vllm or the model $VLLM_MODEL not found locally: --torch-profiler overhead not measured)"
 fi
 echo
-echo "(--cupti is not built yet: docs/record.md)"
+echo "elapsed $(($(date +%s) - T0)) s"
 exit $status

@@ -14,6 +14,7 @@ import (
 	"github.com/llmprof/llmprof/ingest"
 	"github.com/llmprof/llmprof/ingest/kineto"
 	"github.com/llmprof/llmprof/ingest/otlp"
+	"github.com/llmprof/llmprof/record/cupti"
 )
 
 // CaptureDecoder reads a capture directory written by Record into the
@@ -103,6 +104,9 @@ func (d *CaptureDecoder) Decode(ctx context.Context, in *ingest.Input, t *ingest
 	r.devices()
 	r.checkFiles()
 	if err := d.decodeTorch(ctx, c, t); err != nil {
+		return err
+	}
+	if err := decodeCUPTI(ctx, c, t); err != nil {
 		return err
 	}
 	if err := d.decodeEmbedded(ctx, c, t); err != nil {
@@ -562,6 +566,58 @@ func (d *CaptureDecoder) decodeTorch(ctx context.Context, c *Capture, t *ingest.
 			continue
 		}
 		*t = *ingest.Merge(t, sub)
+	}
+	return nil
+}
+
+// decodeCUPTI decodes the activity files of `record --cupti`, one per CUDA
+// process, each merged in as a further source. All of a capture's files
+// share one clock domain (CUPTI's clock is per host and boot), anchored to
+// the host's realtime by the clock pairs the library wrote; the launch ↔ op
+// join is by pid and correlation ID, as for nsys. A file that does not
+// decode is a warning naming it; the rest of the capture is kept.
+func decodeCUPTI(ctx context.Context, c *Capture, t *ingest.Trace) error {
+	info := c.Manifest.External.CUPTI
+	if info == nil {
+		return nil
+	}
+	boot := c.Manifest.Host.BootID
+	if len(boot) > 8 {
+		boot = boot[:8]
+	}
+	opts := cupti.Options{Host: t.Sources[srcCapture].Host, Boot: boot}
+	finished := c.Manifest.Status != StatusRecording
+	for _, fi := range info.Files {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		f, err := openInCapture(c.Dir, fi.Path)
+		if err != nil {
+			code := "capture-cupti"
+			if isUnsafePath(err) {
+				code = "capture-unsafe-path"
+			}
+			t.Warnf(srcCapture, ManifestFile, code, "external.cupti.files: %v; not read", err)
+			continue
+		}
+		size := f.size
+		if finished && fi.Bytes < size {
+			// Bytes appended after the recording are not taken in.
+			f.limitTo(fi.Bytes)
+			size = fi.Bytes
+		}
+		sub := ingest.New()
+		sub.Sources = []ingest.Source{{Path: filepath.Join(c.Dir, filepath.FromSlash(fi.Path))}}
+		_, err = cupti.Decode(fi.Path, f, size, sub, opts)
+		f.Close()
+		if err != nil {
+			t.Warnf(srcCapture, fi.Path, "capture-cupti", "%v; not read", err)
+			continue
+		}
+		*t = *ingest.Merge(t, sub)
+	}
+	if info.Error != "" {
+		t.Warnf(srcCapture, ManifestFile, "capture-cupti", "--cupti: %s", info.Error)
 	}
 	return nil
 }

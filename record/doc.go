@@ -20,6 +20,8 @@
 //	  gpu_process.arrows    per-process utilization and memory (with a GPU)
 //	  gpu_gpm.arrows        GPM metrics on Hopper and newer (with a GPU)
 //	  nsys/                 report.nsys-rep and report.sqlite (with --nsys)
+//	  torch/                the server's PyTorch profiler traces (with --torch-profiler)
+//	  cupti/                the CUPTI injection library and its activity files (with --cupti; package record/cupti)
 //
 // Each table is a zstd-compressed Arrow IPC stream written batch by batch, so
 // a recorder killed mid-write leaves every complete batch readable; the

@@ -208,6 +208,8 @@ type ExternalInfo struct {
 	Nsys *NsysInfo `json:"nsys,omitempty"`
 	// Torch lists the PyTorch profiler traces of `record --torch-profiler`.
 	Torch *TorchProfilerInfo `json:"torch,omitempty"`
+	// CUPTI lists the activity files of `record --cupti`.
+	CUPTI *CUPTIInfo `json:"cupti,omitempty"`
 }
 
 // NsysInfo describes the nsys report embedded in the capture.

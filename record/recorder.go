@@ -66,6 +66,9 @@ type Options struct {
 	// TorchProfiler drives a vLLM or SGLang child's PyTorch profiler
 	// (record/torchprof.go).
 	TorchProfiler TorchProfilerOptions
+	// CUPTI loads llmprof's CUPTI injection library into the child
+	// (record/cuptirec.go).
+	CUPTI CUPTIOptions
 
 	// Stdin, Stdout and Stderr are the child's (default: none, and
 	// record's own stdout and stderr).
@@ -213,6 +216,13 @@ func Record(ctx context.Context, opts Options) (*Result, error) {
 		}
 		nsysPath = p
 	}
+	var cuptiBuild *cuptiBuilder
+	if opts.CUPTI.Enabled {
+		var err error
+		if cuptiBuild, err = checkCUPTI(&opts); err != nil {
+			return nil, err
+		}
+	}
 	if err := prepareDir(opts.Dir); err != nil {
 		return nil, err
 	}
@@ -282,6 +292,15 @@ func Record(ctx context.Context, opts Options) (*Result, error) {
 		argv = nsysProfileArgs(nsysPath, nsysReport, opts.NsysArgs, argv)
 	}
 	spec := r.envSpec(ep)
+	if opts.CUPTI.Enabled {
+		env, err := r.buildCUPTI(cuptiBuild)
+		if err != nil {
+			return r.abort(recv, sampler, err)
+		}
+		for k, v := range env {
+			spec.always[k] = v
+		}
+	}
 	var tp *torchProfiler
 	if opts.TorchProfiler.Enabled {
 		tp, err = newTorchProfiler(opts.TorchProfiler, argv, r.dir, opts.Log, func(kind, detail string) { r.event(kind, detail, nil) })
@@ -401,6 +420,9 @@ func Record(ctx context.Context, opts Options) (*Result, error) {
 	if opts.Nsys {
 		r.exportNsys(nsysPath, nsysReport)
 	}
+	// Listed last: the command's other processes (vLLM's workers) may
+	// still be flushing their files while the receivers drain.
+	r.finishCUPTI()
 	res := r.finish(status, detail, code)
 	lost := ""
 	if n := r.manifest.OTLP.SpansLost; n > 0 {

@@ -6,26 +6,39 @@
 // capture the way the pipeline's first stage does, through package record.
 //
 //	recordgpu [-json] run.llmprof
+//	recordgpu -cupti run.llmprof   # a `record --cupti` capture
 //
 // It exits 1 when a check fails: device rows far below the configured rate,
-// or NVML timestamps that do not track the realtime clock.
+// or NVML timestamps that do not track the realtime clock. With -cupti it
+// checks the CUPTI activity instead (record/cupti.CheckTrace: records of
+// every kind, kernels joined to their launches, every process flushed at its
+// end), aligns the capture and prints the CUPTI clock's fit and bound, and
+// counts kernels that start before their launching call after alignment.
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
 
+	"github.com/llmprof/llmprof/align"
+	"github.com/llmprof/llmprof/ingest"
 	"github.com/llmprof/llmprof/record"
+	"github.com/llmprof/llmprof/record/cupti"
 )
 
 func main() {
 	asJSON := flag.Bool("json", false, "print JSON")
+	withCUPTI := flag.Bool("cupti", false, "check the capture's CUPTI activity (record --cupti)")
 	flag.Parse()
 	if flag.NArg() != 1 {
 		fmt.Fprintln(os.Stderr, "usage: recordgpu [-json] run.llmprof")
 		os.Exit(2)
+	}
+	if *withCUPTI {
+		os.Exit(checkCUPTI(flag.Arg(0)))
 	}
 	c, err := record.OpenCapture(flag.Arg(0))
 	if err != nil {
@@ -75,4 +88,43 @@ func printText(r *record.NVMLCheck) {
 	if len(r.Problems) == 0 {
 		fmt.Println("ok")
 	}
+}
+
+func checkCUPTI(dir string) int {
+	tr, err := ingest.Open(context.Background(), []string{dir}, []ingest.Decoder{&record.CaptureDecoder{}}, ingest.OpenOptions{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "recordgpu:", err)
+		return 1
+	}
+	c := cupti.CheckTrace(tr)
+	fmt.Printf("cupti     %d process file(s): %d kernels (%d joined to their launch), %d memcpy, %d memset, %d sync, %d runtime and %d driver calls\n",
+		c.Files, c.Kernels, c.Joined, c.Memcpys, c.Memsets, c.Syncs, c.RuntimeCalls, c.DriverCalls)
+	ar, err := align.Align(tr, align.DefaultOptions())
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "recordgpu:", err)
+		return 1
+	}
+	for _, f := range ar.Fits {
+		if len(f.Domain) < 6 || f.Domain[:6] != "cupti@" {
+			continue
+		}
+		bound := "none"
+		if f.BoundNs != nil {
+			bound = fmt.Sprintf("%d ns", *f.BoundNs)
+		} else {
+			c.Problems = append(c.Problems, "the CUPTI clock has no bound to the realtime clock")
+		}
+		fmt.Printf("clock     %s: %s, offset %.6f s, drift %.2f ppm, bound %s, %d clock pairs\n",
+			f.Domain, f.Status, float64(f.OffsetNs)/1e9, f.DriftPPM, bound, f.Anchors.ClockPair)
+	}
+	fmt.Printf("causality %d ops checked against their launching call, %d start before it (largest lead %d ns)\n",
+		ar.Causality.Checked, ar.Causality.Violations, ar.Causality.LargestNs)
+	for _, p := range c.Problems {
+		fmt.Println("PROBLEM  ", p)
+	}
+	if len(c.Problems) > 0 {
+		return 1
+	}
+	fmt.Println("ok")
+	return 0
 }

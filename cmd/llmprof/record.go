@@ -54,6 +54,10 @@ type RecordOptions struct {
 	ProfileShapes       bool
 	ProfileStack        bool
 	ProfileMemory       bool
+
+	// CUPTI is --cupti: llmprof's own CUPTI injection library.
+	CUPTI              bool
+	CUPTIFlushInterval time.Duration
 }
 
 // torchProfilerDefault is --torch-profiler given without a folder.
@@ -87,6 +91,10 @@ record runs a command and captures, next to it, everything analyze needs:
   - with --torch-profiler, a vLLM or SGLang server's own PyTorch profiler
     (Kineto traces of every rank), started at the first request and stopped
     before the server is (docs/record.md)
+  - with --cupti, a kernel, memcpy, memset, synchronization and CUDA API
+    timeline of any CUDA program, from llmprof's own CUPTI injection library
+    (built with the C compiler against the CUDA toolkit in CUDA_HOME or
+    /usr/local/cuda; docs/record.md)
 
 The capture is a directory (default run-<time>.llmprof) holding manifest.json
 and one zstd Arrow IPC stream per table; analyze reads it directly.
@@ -108,6 +116,9 @@ status (128+n if signal n killed it).`),
   # vLLM's PyTorch profiler, from the first request until Ctrl-C
   llmprof record --torch-profiler -- vllm serve Qwen/Qwen2.5-7B-Instruct \
       --otlp-traces-endpoint {otlp_grpc_url}
+
+  # any CUDA program's kernels, without nsys or a server's profiler
+  llmprof record --cupti -- python train_step.py
 
   # then
   llmprof analyze run.llmprof`),
@@ -136,6 +147,15 @@ status (128+n if signal n killed it).`),
 			}
 			if opts.TorchProfiler != "" && opts.Server == "" && record.DetectServer(args) == "" {
 				return usageErrorf("--torch-profiler: %q is neither vLLM nor SGLang as far as its command line says; name the server with --server vllm|sglang", args[0])
+			}
+			if opts.CUPTI && opts.Nsys {
+				return usageErrorf("--cupti and --nsys both trace CUDA through CUPTI, and a process has one CUPTI client: choose one")
+			}
+			if opts.CUPTI && opts.TorchProfiler != "" {
+				return usageErrorf("--cupti and --torch-profiler both trace CUDA through CUPTI (the PyTorch profiler is Kineto over CUPTI): choose one")
+			}
+			if !opts.CUPTI && cmd.Flags().Changed("cupti-flush-interval") {
+				return usageErrorf("--cupti-flush-interval needs --cupti")
 			}
 			if opts.NoNVML && opts.RequireGPU {
 				return usageErrorf("--no-nvml and --require-gpu contradict each other")
@@ -187,6 +207,8 @@ status (128+n if signal n killed it).`),
 	fl.BoolVar(&opts.Nsys, "nsys", false, "run the command under nsys profile and export its SQLite into the capture")
 	fl.StringArrayVar(&opts.NsysArgs, "nsys-arg", nil, "extra `flag` for nsys profile (repeatable), e.g. --nsys-arg=--gpu-metrics-devices=0")
 	fl.StringArrayVar(&opts.Scrape, "scrape", nil, "scrape a Prometheus endpoint into the capture while the command runs (repeatable): `URL[@interval]`, e.g. http://localhost:8000/metrics@1s (vLLM, dcgm-exporter :9400, node_exporter :9100); see docs/signals.md")
+	fl.BoolVar(&opts.CUPTI, "cupti", false, "trace kernels, memcpy/memset, synchronization and CUDA API calls of every CUDA process of the command with llmprof's CUPTI injection library (needs the CUDA toolkit's CUPTI headers and a C compiler)")
+	fl.DurationVar(&opts.CUPTIFlushInterval, "cupti-flush-interval", 2*time.Second, "how often the --cupti library writes CUPTI's completed buffers and a clock pair to its file")
 	fl.StringVar(&opts.TorchProfiler, "torch-profiler", "", "drive a vLLM or SGLang server's PyTorch profiler; its traces go into the capture's torch/ folder, or `DIR` with --torch-profiler=DIR")
 	fl.Lookup("torch-profiler").NoOptDefVal = torchProfilerDefault
 	fl.StringVar(&opts.Server, "server", "", "the server --torch-profiler drives: vllm or sglang (default: from the command line)")
@@ -224,6 +246,7 @@ func runRecord(ctx context.Context, opts *RecordOptions) error {
 			DeviceInterval: opts.NVMLInterval, DrainInterval: opts.DrainInterval, GPMInterval: opts.GPMInterval,
 		},
 		Nsys: opts.Nsys, NsysArgs: opts.NsysArgs,
+		CUPTI: record.CUPTIOptions{Enabled: opts.CUPTI, FlushInterval: opts.CUPTIFlushInterval},
 		TorchProfiler: record.TorchProfilerOptions{
 			Enabled: opts.TorchProfiler != "", Server: opts.Server, URL: opts.ProfileURL,
 			At: opts.ProfileAt, For: opts.ProfileDuration, FlushTimeout: opts.ProfileFlushTimeout,

@@ -7,6 +7,7 @@ import (
 	"github.com/llmprof/llmprof/ingest/prom"
 	"github.com/llmprof/llmprof/nsys"
 	"github.com/llmprof/llmprof/record"
+	"github.com/llmprof/llmprof/record/cupti"
 )
 
 // Decoders returns the input decoders, in sniffing order: directory formats
@@ -18,6 +19,7 @@ func Decoders() []ingest.Decoder {
 		&record.CaptureDecoder{Embedded: []ingest.Decoder{nsys.Decoder{}, &prom.Decoder{}}},
 		nsys.Decoder{},
 		kineto.Decoder{},
+		cupti.Decoder{},
 		// Before the trace decoder, whose protobuf sniffing is looser.
 		&otlp.MetricsDecoder{},
 		&otlp.Decoder{},
