@@ -215,6 +215,7 @@ type charge struct {
 
 	mu       sync.Mutex
 	n        int64
+	base     int64 // taken at admission
 	admitted bool
 	released bool
 }
@@ -233,8 +234,25 @@ func (c *charge) admit(n int64) error {
 	c.mu.Lock()
 	c.admitted = true
 	c.n += n
+	c.base = c.n
 	c.mu.Unlock()
 	return nil
+}
+
+// preempted says whether the request holds more than it was admitted with
+// while another waits for room: what it took by growing was room nobody
+// wanted, and it should give it back (and be told to retry) rather than
+// make the waiter wait until its body ends.
+func (c *charge) preempted() bool {
+	c.mu.Lock()
+	over := c.admitted && !c.released && c.n > c.base
+	c.mu.Unlock()
+	if !over {
+		return false
+	}
+	c.b.mu.Lock()
+	defer c.b.mu.Unlock()
+	return c.b.roomWaitersLocked()
 }
 
 // grow takes n more bytes, or fails at once (errOverBudget).

@@ -88,6 +88,7 @@ const (
 	// admitted with that instead. A body that decompresses to more grows
 	// without waiting, or is told to retry.
 	expansionGuess = 8
+	readStep       = 1 << 20
 )
 
 // retryAfter is what a refused client is told to wait.
@@ -735,10 +736,15 @@ func readBody(body io.Reader, contentEncoding string, contentLength, max int64, 
 			c.give(int64(cap(buf)))
 			buf = nb
 		}
-		n, err := src.Read(buf[len(buf):cap(buf)])
+		// In steps of readStep, so a body that has grown past its
+		// admission gives way soon to a request waiting for room.
+		n, err := src.Read(buf[len(buf):min(cap(buf), len(buf)+readStep)])
 		buf = buf[:len(buf)+n]
 		if err == io.EOF {
 			break
+		}
+		if err == nil && c.preempted() {
+			return fail(errOverBudget)
 		}
 		if err != nil {
 			if int64(len(buf)) > max {
