@@ -153,6 +153,10 @@ type child struct {
 	pid  int
 	done chan struct{}
 	err  error // from Wait, other than a non-zero exit
+	// guard, when set, is the child's group guard (startGroupGuard):
+	// writing "release" tells it record ended on its own.
+	guard     *os.File
+	guardProc *exec.Cmd
 }
 
 type childConfig struct {
@@ -201,7 +205,56 @@ func startChild(cfg childConfig) (*child, error) {
 		return nil, err
 	}
 	c.pid = cmd.Process.Pid
+	c.startGroupGuard()
 	return c, nil
+}
+
+// groupGuardScript is the guard's program: ignore the signals record
+// forwards to the group, wait for record to say "release" or to die (the
+// pipe's end of file), and in the second case kill the whole group —
+// itself, the child and every process the child left in it.
+const groupGuardScript = `trap '' HUP INT QUIT TERM TSTP TTIN TTOU; read -r line; [ "$line" = release ] || kill -s KILL 0`
+
+// startGroupGuard starts a small shell in the child's process group that
+// kills the group when record dies without ending the child — even by
+// SIGKILL, which record cannot catch. The parent-death signal ends only the
+// child; a shell child's background jobs (sh -c 'server & client') would
+// live on. As a member, the guard also keeps the group's id from being
+// reused while it waits. Without /bin/sh there is no guard, and record says
+// nothing: the child itself still dies with record.
+func (c *child) startGroupGuard() {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return
+	}
+	defer r.Close()
+	g := exec.Command("/bin/sh", "-c", groupGuardScript)
+	g.Stdin = r
+	g.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: c.pid}
+	if err := g.Start(); err != nil {
+		w.Close()
+		return
+	}
+	c.guard, c.guardProc = w, g
+}
+
+// releaseGuard tells the guard that record ends normally and reaps it, once
+// the child is gone; processes the child left behind are the user's, as
+// without record. While the child still runs, the guard stays and acts
+// when record exits.
+func (c *child) releaseGuard() {
+	if c.guard == nil {
+		return
+	}
+	select {
+	case <-c.done:
+	default:
+		return
+	}
+	_, _ = io.WriteString(c.guard, "release\n")
+	c.guard.Close()
+	_ = c.guardProc.Wait()
+	c.guard = nil
 }
 
 // signal sends sig to the child's process group; after the group leader

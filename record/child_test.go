@@ -1,12 +1,19 @@
 package record
 
 import (
+	"bytes"
+	"fmt"
 	"net"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 func TestExpandArgs(t *testing.T) {
@@ -243,4 +250,70 @@ func nonlocalBindAllowed() bool {
 	}
 	ln.Close()
 	return true
+}
+
+// TestHelperRecorder is the recorder process TestRecordKilledTakesGrandchildren
+// kills; it runs only when that test starts it.
+func TestHelperRecorder(t *testing.T) {
+	dir := os.Getenv("LLMPROF_TEST_RECORDER_DIR")
+	if dir == "" {
+		t.Skip("run by TestRecordKilledTakesGrandchildren")
+	}
+	rt := newRecordTest(t, "sh", "-c", fmt.Sprintf(`sleep 300 & echo $! > %s/grandchild.tmp; mv %s/grandchild.tmp %s/grandchild; wait`, dir, dir, dir))
+	rt.opts.Dir = filepath.Join(dir, "run.llmprof")
+	rt.run(t)
+}
+
+// A recorder killed by SIGKILL takes its child's children with it: a shell
+// child that started a sleeping background job leaves nothing running.
+func TestRecordKilledTakesGrandchildren(t *testing.T) {
+	if _, err := os.Stat("/bin/sh"); err != nil {
+		t.Skip("no /bin/sh for the group guard")
+	}
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestHelperRecorder$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "LLMPROF_TEST_RECORDER_DIR="+dir)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	waitFile(t, filepath.Join(dir, "grandchild"))
+	b, err := os.ReadFile(filepath.Join(dir, "grandchild"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatalf("grandchild pid %q: %v", b, err)
+	}
+	if !running(pid) {
+		t.Fatalf("the grandchild %d is not running before the recorder is killed", pid)
+	}
+	defer syscall.Kill(pid, syscall.SIGKILL)
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	start := time.Now()
+	for running(pid) {
+		if time.Since(start) > 5*time.Second {
+			t.Fatalf("the grandchild %d still runs %v after the recorder's SIGKILL; recorder output:\n%s", pid, time.Since(start), out.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Logf("the grandchild was gone %v after the recorder's SIGKILL", time.Since(start).Round(time.Millisecond))
+}
+
+// running says whether pid is a live process (not a zombie waiting to be
+// reaped by an init that may never do it).
+func running(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return syscall.Kill(pid, 0) == nil
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i >= 0 && len(s) > i+2 && s[i+2] != 'Z' && s[i+2] != 'X'
 }

@@ -32,7 +32,7 @@ func FuzzIPCStream(f *testing.F) {
 		ts := allTableSchemas[int(which)%len(allTableSchemas)]
 		res := TableRead{Path: TableFile(ts.name), Present: true}
 		rows := 0
-		_ = readStream(bytes.NewReader(data), ts, func(row reflect.Value) error {
+		_ = readStream(bytes.NewReader(data), int64(len(data)), ts, func(row reflect.Value) error {
 			rows++
 			return nil
 		}, &res)
@@ -56,7 +56,7 @@ func TestCraftedTableDeclaringHugeBuffer(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := TableRead{Path: TableFile(TableOTLP), Present: true}
-	if err := readStream(strings.NewReader(data), otlpSchema, func(reflect.Value) error { return nil }, &res); err != nil {
+	if err := readStream(strings.NewReader(data), int64(len(data)), otlpSchema, func(reflect.Value) error { return nil }, &res); err != nil {
 		t.Fatal(err)
 	}
 	if !res.Truncated || res.Err == nil || !strings.Contains(res.Err.Error(), "bytes declared, over the 268435456-byte limit") {

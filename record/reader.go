@@ -12,7 +12,6 @@ import (
 	"reflect"
 
 	"github.com/apache/arrow-go/v18/arrow/ipc"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // Capture is a capture directory opened for reading.
@@ -85,11 +84,13 @@ func ReadTable[R any](c *Capture, fn func(*R) error) (TableRead, error) {
 		return TableRead{Path: path}, err
 	}
 	defer f.Close()
+	size := f.size
 	if n, ok := c.statedSize(file); ok {
 		f.limitTo(n)
+		size = min(size, max(n, 0))
 	}
 	res := TableRead{Path: path, Present: true}
-	err = readStream(f, ts, func(row reflect.Value) error {
+	err = readStream(f, size, ts, func(row reflect.Value) error {
 		return fn(row.Addr().Interface().(*R))
 	}, &res)
 	return res, err
@@ -116,7 +117,15 @@ var arrowContinuation = []byte{0xff, 0xff, 0xff, 0xff}
 // (no batches, or a partial one) marks res Truncated; so does a corrupt
 // batch, which the Arrow reader may even panic on — the input is untrusted,
 // so that is recovered and reported, never passed on.
-func readStream(r io.Reader, ts *tableSchema, fn func(row reflect.Value) error, res *TableRead) (err error) {
+//
+// size is the stream's length in bytes (-1 if unknown), which sets the
+// table's allocation budget (tableReadLimits).
+func readStream(r io.Reader, size int64, ts *tableSchema, fn func(row reflect.Value) error, res *TableRead) error {
+	return readStreamAlloc(r, newBoundedAllocator(defaultTableReadLimits, size), ts, fn, res)
+}
+
+// readStreamAlloc is readStream with arrow's allocations through alloc.
+func readStreamAlloc(r io.Reader, alloc *boundedAllocator, ts *tableSchema, fn func(row reflect.Value) error, res *TableRead) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			res.Truncated = true
@@ -135,7 +144,7 @@ func readStream(r io.Reader, ts *tableSchema, fn func(row reflect.Value) error, 
 		return fmt.Errorf("%s: not an Arrow IPC stream (starts with % x)", filepath.Base(res.Path), head)
 	}
 	cs := newCheckedStream(br)
-	rd, err := ipc.NewReader(cs, ipc.WithAllocator(boundedAllocator{memory.DefaultAllocator, maxUncompressedBytes}))
+	rd, err := ipc.NewReader(cs, ipc.WithAllocator(alloc))
 	if err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 			// Killed before its first batch reached the disk, or the

@@ -2,6 +2,7 @@ package record
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -48,12 +49,16 @@ type receiverLimits struct {
 	// and decompresses it, then keeps what the payload needs).
 	maxPayload, maxGRPCMessage int64
 	// maxStreams bounds export requests being handled at once (both
-	// transports); maxConns, connections per listener.
+	// transports: HTTP requests once their body is read, gRPC ones from
+	// their headers); maxConns, connections per listener.
 	maxStreams, maxConns int
 	// bodyTimeout is how long a request may take to arrive whole (a body
-	// that never comes); exportTimeout bounds a gRPC export from its
-	// headers to its answer; idleTimeout closes idle keep-alive connections.
-	bodyTimeout, exportTimeout, idleTimeout time.Duration
+	// that never comes); bodyStall how long an HTTP body may pause between
+	// bytes, and a gRPC message take to arrive whole once its handler has
+	// its room (a half-sent body ends fast and gives its room back);
+	// exportTimeout bounds a gRPC export from its headers to its answer;
+	// idleTimeout closes idle keep-alive connections.
+	bodyTimeout, bodyStall, exportTimeout, idleTimeout time.Duration
 }
 
 var defaultReceiverLimits = receiverLimits{
@@ -63,7 +68,8 @@ var defaultReceiverLimits = receiverLimits{
 	maxGRPCMessage: 16 << 20,
 	maxStreams:     64,
 	maxConns:       256,
-	bodyTimeout:    30 * time.Second,
+	bodyTimeout:    10 * time.Second,
+	bodyStall:      2 * time.Second,
 	exportTimeout:  60 * time.Second,
 	idleTimeout:    2 * time.Minute,
 }
@@ -76,6 +82,13 @@ const (
 	zstdStateBytes    = 512 << 10
 	bodyReadBufBytes  = 32 << 10
 	initialBodyBuffer = 64 << 10
+	// expansionGuess is the decompressed size an HTTP body is admitted
+	// with, as a multiple of its compressed length (OTLP protobuf
+	// compresses 5-10×); a zstd frame that declares its content size is
+	// admitted with that instead. A body that decompresses to more grows
+	// without waiting, or is told to retry.
+	expansionGuess = 8
+	readStep       = 1 << 20
 )
 
 // retryAfter is what a refused client is told to wait.
@@ -129,9 +142,57 @@ func startReceiver(grpcAddr, httpAddr string, sink payloadSink) (*Receiver, erro
 	return startReceiverLimits(grpcAddr, httpAddr, defaultReceiverLimits, sink)
 }
 
-// exportCancelKey carries the cancel function of a gRPC export's deadline
-// from the tap, which sets it, to the handler, which ends it.
-type exportCancelKey struct{}
+// exportCtx is a gRPC export's context: the tap gives it the export's
+// deadline, and the handler ends it (expire) early when the message has not
+// arrived in time — as a deadline, so the client is told
+// DEADLINE_EXCEEDED, not CANCELLED.
+type exportCtx struct {
+	context.Context // the export's deadline
+	cancel          context.CancelFunc
+	stopWatch       func() bool
+	done            chan struct{}
+	once            sync.Once
+	mu              sync.Mutex
+	err             error
+}
+
+func newExportCtx(parent context.Context, timeout time.Duration) *exportCtx {
+	ctx, cancel := context.WithTimeout(parent, timeout)
+	c := &exportCtx{Context: ctx, cancel: cancel, done: make(chan struct{})}
+	c.stopWatch = context.AfterFunc(ctx, func() { c.end(ctx.Err()) })
+	return c
+}
+
+func (c *exportCtx) Done() <-chan struct{} { return c.done }
+
+func (c *exportCtx) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+func (c *exportCtx) end(err error) {
+	c.once.Do(func() {
+		c.mu.Lock()
+		c.err = err
+		c.mu.Unlock()
+		close(c.done)
+	})
+}
+
+// expire ends the export now, as its deadline would.
+func (c *exportCtx) expire() { c.end(context.DeadlineExceeded) }
+
+// finish releases the context's resources once the export is answered.
+func (c *exportCtx) finish() {
+	c.stopWatch()
+	c.end(context.Canceled)
+	c.cancel()
+}
+
+// exportCtxKey carries the export's exportCtx from the tap, which makes
+// it, to the handler, which ends it.
+type exportCtxKey struct{}
 
 func startReceiverLimits(grpcAddr, httpAddr string, lim receiverLimits, sink payloadSink) (*Receiver, error) {
 	r := &Receiver{sink: sink, limits: lim, budget: newMemBudget(lim.budget), closing: make(chan struct{})}
@@ -158,8 +219,8 @@ func startReceiverLimits(grpcAddr, httpAddr string, lim receiverLimits, sink pay
 		// Every export gets a deadline, so a message that never arrives
 		// ends the stream (the transport's reads watch this context).
 		grpc.InTapHandle(func(ctx context.Context, _ *tap.Info) (context.Context, error) {
-			ctx, cancel := context.WithTimeout(ctx, lim.exportTimeout)
-			return context.WithValue(ctx, exportCancelKey{}, cancel), nil
+			ec := newExportCtx(ctx, lim.exportTimeout)
+			return context.WithValue(ec, exportCtxKey{}, ec), nil
 		}),
 	)
 	for _, s := range []struct{ service, signal string }{
@@ -288,8 +349,10 @@ func (r *Receiver) admit() (done func(), ok bool) {
 	return func() { r.streams.Add(-1) }, true
 }
 
-func (r *Receiver) newCharge(ctx context.Context) *charge {
-	return &charge{b: r.budget, ctx: ctx, wait: r.limits.budgetWait}
+// newCharge starts a request's charge; client names its connection, whose
+// requests together are held to the budget's share.
+func (r *Receiver) newCharge(ctx context.Context, client string) *charge {
+	return &charge{b: r.budget, key: client, ctx: ctx, wait: r.limits.budgetWait}
 }
 
 // sinkRefusal words a sink failure for the client: the capture could not
@@ -347,8 +410,8 @@ func (rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
 func (r *Receiver) grpcHandler(signal string) grpc.MethodHandler {
 	return func(_ any, ctx context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
 		defer r.begin()()
-		if cancel, ok := ctx.Value(exportCancelKey{}).(context.CancelFunc); ok {
-			defer cancel()
+		if ec, ok := ctx.Value(exportCtxKey{}).(*exportCtx); ok {
+			defer ec.finish()
 		}
 		done, ok := r.admit()
 		if !ok {
@@ -359,49 +422,72 @@ func (r *Receiver) grpcHandler(signal string) grpc.MethodHandler {
 		// gRPC reads the whole (compressed) message and decompresses it
 		// inside dec: room for both is taken first, and what the payload
 		// does not need is given back after.
-		c := r.newCharge(ctx)
+		var client string
+		if pr, ok := peer.FromContext(ctx); ok && pr.Addr != nil {
+			client = pr.Addr.String()
+		}
+		c := r.newCharge(ctx, client)
 		queued := false
 		defer func() {
 			if !queued { // once queued, the writer releases it
 				c.release()
 			}
 		}()
-		if err := c.grow(2 * r.limits.maxGRPCMessage); err != nil {
+		if err := c.admit(2 * r.limits.maxGRPCMessage); err != nil {
 			r.throttled.Add(1)
 			return nil, throttledStatus("llmprof record: " + err.Error() + "; retry later")
 		}
 		var in rawMessage
-		if err := dec(&in); err != nil {
+		if err := r.recvMessage(ctx, dec, &in); err != nil {
 			r.rejected.Add(1)
 			return nil, err
 		}
-		c.shrinkTo(int64(cap(in.b)))
-		p := OTLPPayload{
-			RecvMonoNs: monoNow(), RecvRealNs: realNow(),
-			Signal: signal, Transport: "grpc", Encoding: EncodingProto, Payload: in.b,
-		}
-		if pr, ok := peer.FromContext(ctx); ok && pr.Addr != nil {
-			p.Peer = pr.Addr.String()
-		}
-		n, err := countItems(signal, EncodingProto, in.b)
-		if err != nil {
-			r.rejected.Add(1)
-			return nil, status.Error(codes.InvalidArgument, err.Error())
-		}
-		p.Items = uint32(n)
-		p.release = c.release
-		if err := r.accept(ctx, p); err != nil {
-			final, msg := sinkRefusal(err)
-			if final {
-				return nil, status.Error(codes.Internal, msg)
-			}
-			// Unavailable is retryable: an SDK will try again rather
-			// than drop the batch.
-			return nil, status.Error(codes.Unavailable, msg)
-		}
-		queued = true
-		return &rawMessage{}, nil
+		return r.grpcExport(ctx, signal, client, in.b, c, &queued)
 	}
+}
+
+// recvMessage reads a gRPC message while its room is held: one that has
+// not arrived whole within bodyStall ends the stream (its context), as a
+// stalled HTTP body does, and gives the room back.
+func (r *Receiver) recvMessage(ctx context.Context, dec func(any) error, in *rawMessage) error {
+	ec, ok := ctx.Value(exportCtxKey{}).(*exportCtx)
+	if !ok || r.limits.bodyStall <= 0 {
+		return dec(in)
+	}
+	t := time.AfterFunc(r.limits.bodyStall, ec.expire)
+	err := dec(in)
+	if !t.Stop() { // fired: the stream's context is gone either way
+		return status.Errorf(codes.DeadlineExceeded, "llmprof record: the message did not arrive within %v of its room being held", r.limits.bodyStall)
+	}
+	return err
+}
+
+// grpcExport counts and queues one gRPC message; *queued says the writer
+// now owns c.
+func (r *Receiver) grpcExport(ctx context.Context, signal, client string, b []byte, c *charge, queued *bool) (any, error) {
+	c.shrinkTo(int64(cap(b)))
+	p := OTLPPayload{
+		RecvMonoNs: monoNow(), RecvRealNs: realNow(),
+		Signal: signal, Transport: "grpc", Encoding: EncodingProto, Payload: b, Peer: client,
+	}
+	n, err := countItems(signal, EncodingProto, b)
+	if err != nil {
+		r.rejected.Add(1)
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	p.Items = uint32(n)
+	p.release = c.release
+	if err := r.accept(ctx, p); err != nil {
+		final, msg := sinkRefusal(err)
+		if final {
+			return nil, status.Error(codes.Internal, msg)
+		}
+		// Unavailable is retryable: an SDK will try again rather than drop
+		// the batch.
+		return nil, status.Error(codes.Unavailable, msg)
+	}
+	*queued = true
+	return &rawMessage{}, nil
 }
 
 func (r *Receiver) httpHandler(signal string) http.HandlerFunc {
@@ -412,18 +498,12 @@ func (r *Receiver) httpHandler(signal string) http.HandlerFunc {
 			httpError(w, EncodingJSON, http.StatusMethodNotAllowed, "OTLP/HTTP takes POST")
 			return
 		}
-		done, ok := r.admit()
-		if !ok {
-			r.throttled.Add(1)
-			w.Header().Set("Retry-After", retryAfterHeader())
-			httpError(w, EncodingJSON, http.StatusTooManyRequests,
-				fmt.Sprintf("llmprof record is handling %d exports; retry later", r.limits.maxStreams))
-			return
-		}
-		defer done()
-		// The whole body must arrive within bodyTimeout: one that never
-		// comes does not hold a connection and a slot forever.
-		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(r.limits.bodyTimeout))
+		// The whole body must arrive within bodyTimeout, and never pause
+		// for more than bodyStall: one that stops coming gives back its
+		// connection and its room soon.
+		body := &stallReader{r: req.Body, rc: http.NewResponseController(w),
+			end: time.Now().Add(r.limits.bodyTimeout), stall: r.limits.bodyStall}
+		_ = body.rc.SetReadDeadline(body.end)
 		enc, ok := payloadEncoding(req.Header.Get("Content-Type"))
 		if !ok {
 			r.rejected.Add(1)
@@ -432,14 +512,14 @@ func (r *Receiver) httpHandler(signal string) http.HandlerFunc {
 			return
 		}
 		contentEncoding := strings.ToLower(strings.TrimSpace(req.Header.Get("Content-Encoding")))
-		c := r.newCharge(req.Context())
+		c := r.newCharge(req.Context(), req.RemoteAddr)
 		queued := false
 		defer func() {
 			if !queued { // once queued, the writer releases it
 				c.release()
 			}
 		}()
-		body, status, err := readBody(req.Body, contentEncoding, req.ContentLength, r.limits.maxPayload, c)
+		payload, status, err := readBody(body, contentEncoding, req.ContentLength, r.limits.maxPayload, c)
 		if status == http.StatusTooManyRequests {
 			r.throttled.Add(1)
 			w.Header().Set("Retry-After", retryAfterHeader())
@@ -452,19 +532,31 @@ func (r *Receiver) httpHandler(signal string) http.HandlerFunc {
 			httpError(w, enc, status, err.Error())
 			return
 		}
-		n, err := countItems(signal, enc, body)
+		n, err := countItems(signal, enc, payload)
 		if err != nil {
 			r.rejected.Add(1)
 			httpError(w, enc, http.StatusBadRequest, err.Error())
 			return
 		}
+		// A request slot is taken only now, with the body read: bodies on
+		// their way (slow, half-sent, or bombs being refused) hold a
+		// connection and their room, never a slot a whole request needs.
+		done, ok := r.admit()
+		if !ok {
+			r.throttled.Add(1)
+			w.Header().Set("Retry-After", retryAfterHeader())
+			httpError(w, enc, http.StatusTooManyRequests,
+				fmt.Sprintf("llmprof record is handling %d exports; retry later", r.limits.maxStreams))
+			return
+		}
+		defer done()
 		if contentEncoding == "identity" {
 			contentEncoding = ""
 		}
 		p := OTLPPayload{
 			RecvMonoNs: monoNow(), RecvRealNs: realNow(),
 			Signal: signal, Transport: "http", Encoding: enc, ContentEncoding: contentEncoding,
-			Peer: req.RemoteAddr, Items: uint32(n), Payload: body, release: c.release,
+			Peer: req.RemoteAddr, Items: uint32(n), Payload: payload, release: c.release,
 		}
 		if err := r.accept(req.Context(), p); err != nil {
 			final, msg := sinkRefusal(err)
@@ -506,10 +598,35 @@ func payloadEncoding(contentType string) (string, bool) {
 // retryAfterHeader is the Retry-After value, in whole seconds.
 func retryAfterHeader() string { return fmt.Sprint(int(retryAfter.Seconds())) }
 
+// stallReader reads an HTTP body under two read deadlines: the whole body
+// by end, and each read within stall of the one before.
+type stallReader struct {
+	r     io.Reader
+	rc    *http.ResponseController
+	end   time.Time
+	stall time.Duration
+}
+
+func (s *stallReader) Read(p []byte) (int, error) {
+	if s.stall > 0 {
+		d := time.Now().Add(s.stall)
+		if d.After(s.end) {
+			d = s.end
+		}
+		_ = s.rc.SetReadDeadline(d)
+	}
+	return s.r.Read(p)
+}
+
 // readBody reads a request body, undoing its Content-Encoding, up to max
 // bytes decompressed, charging c for everything it holds: the read buffer,
-// the decompressor's state and window, and the output as it grows. It
-// returns the HTTP status for a failure: 429 when the budget had no room.
+// the decompressor's state and window, and the output. It is admitted once,
+// waiting in line, for all it expects to need: the declared length of an
+// uncompressed body; for a compressed one the decompressor's state and
+// window and a decompressed size (the one a zstd frame declares, else
+// expansionGuess times the compressed length). More than that is taken
+// without waiting, or the body is refused with 429. It returns the HTTP
+// status for a failure: 429 when the budget had no room.
 func readBody(body io.Reader, contentEncoding string, contentLength, max int64, c *charge) ([]byte, int, error) {
 	fail := func(err error) ([]byte, int, error) {
 		switch {
@@ -520,18 +637,36 @@ func readBody(body io.Reader, contentEncoding string, contentLength, max int64, 
 		}
 		return nil, http.StatusBadRequest, err
 	}
+	guess := func() int64 {
+		if contentLength <= 0 {
+			return initialBodyBuffer
+		}
+		if contentLength > max/expansionGuess {
+			return max + 1
+		}
+		g := expansionGuess * contentLength
+		if g < initialBodyBuffer {
+			g = initialBodyBuffer
+		}
+		return min(g, max+1)
+	}
 	var src io.Reader = body
-	initial := int64(initialBodyBuffer)
+	var initial, state int64
 	switch contentEncoding {
 	case "", "identity":
 		if contentLength > max {
 			return nil, http.StatusRequestEntityTooLarge, fmt.Errorf("body over %d MiB", max>>20)
 		}
-		if contentLength > 0 {
+		initial = initialBodyBuffer
+		if contentLength >= 0 {
 			initial = contentLength + 1 // +1 to see the end without growing
 		}
+		if err := c.admit(initial); err != nil {
+			return fail(err)
+		}
 	case "gzip":
-		if err := c.grow(gzipStateBytes + bodyReadBufBytes); err != nil {
+		initial, state = guess(), gzipStateBytes+bodyReadBufBytes
+		if err := c.admit(state + initial); err != nil {
 			return fail(err)
 		}
 		zr, err := gzip.NewReader(bufio.NewReaderSize(body, bodyReadBufBytes))
@@ -541,21 +676,34 @@ func readBody(body io.Reader, contentEncoding string, contentLength, max int64, 
 		defer zr.Close()
 		src = zr
 	case "zstd":
-		if err := c.grow(bodyReadBufBytes); err != nil {
-			return fail(err)
+		// The frame header says the window to charge (and maybe the
+		// size): read it before anything is held.
+		var hb [zstdMaxHeader]byte
+		hn, err := io.ReadFull(body, hb[:])
+		if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+			return fail(fmt.Errorf("reading body: %w", err))
 		}
-		br := bufio.NewReaderSize(body, bodyReadBufBytes)
-		head, _ := br.Peek(zstdMaxHeader)
+		head := hb[:hn]
 		window := zstdWindow(head, max)
 		if window > max {
 			return nil, http.StatusRequestEntityTooLarge,
 				fmt.Errorf("zstd body declares a %d MiB window, over the %d MiB a body may have", window>>20, max>>20)
 		}
+		initial = guess()
+		if size, ok := zstdContentSize(head); ok {
+			if size > uint64(max) {
+				return nil, http.StatusRequestEntityTooLarge,
+					fmt.Errorf("zstd body declares %d MiB, over the %d MiB a body may have", size>>20, max>>20)
+			}
+			initial = int64(size) + 1
+		}
 		// The decoder allocates the window the frame declares; it is
 		// charged before, and a later frame may declare no more.
-		if err := c.grow(window + zstdStateBytes); err != nil {
+		state = bodyReadBufBytes + window + zstdStateBytes
+		if err := c.admit(state + initial); err != nil {
 			return fail(err)
 		}
+		br := bufio.NewReaderSize(io.MultiReader(bytes.NewReader(head), body), bodyReadBufBytes)
 		zr, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true),
 			zstd.WithDecoderMaxWindow(uint64(max64(window, zstd.MinWindowSize))),
 			zstd.WithDecoderMaxMemory(uint64(max64(window, zstd.MinWindowSize))))
@@ -567,9 +715,9 @@ func readBody(body io.Reader, contentEncoding string, contentLength, max int64, 
 	default:
 		return nil, http.StatusUnsupportedMediaType, fmt.Errorf("unsupported Content-Encoding %q: want gzip, zstd or none", contentEncoding)
 	}
-	initial = min(initial, max+1)
-	if err := c.grow(initial); err != nil {
-		return fail(err)
+	if initial > max+1 {
+		c.give(initial - (max + 1))
+		initial = max + 1
 	}
 	buf := make([]byte, 0, initial)
 	for {
@@ -588,10 +736,15 @@ func readBody(body io.Reader, contentEncoding string, contentLength, max int64, 
 			c.give(int64(cap(buf)))
 			buf = nb
 		}
-		n, err := src.Read(buf[len(buf):cap(buf)])
+		// In steps of readStep, so a body that has grown past its
+		// admission gives way soon to a request waiting for room.
+		n, err := src.Read(buf[len(buf):min(cap(buf), len(buf)+readStep)])
 		buf = buf[:len(buf)+n]
 		if err == io.EOF {
 			break
+		}
+		if err == nil && c.preempted() {
+			return fail(errOverBudget)
 		}
 		if err != nil {
 			if int64(len(buf)) > max {
@@ -648,6 +801,38 @@ func zstdWindow(head []byte, limit int64) int64 {
 		return limit + 1
 	}
 	return max(int64(fcs), 1<<10)
+}
+
+// zstdContentSize returns the content size the first zstd frame of a body
+// declares (RFC 8878 §3.1.1.1.4, Frame_Content_Size), if it has one.
+func zstdContentSize(head []byte) (uint64, bool) {
+	if len(head) < 5 || head[0] != 0x28 || head[1] != 0xb5 || head[2] != 0x2f || head[3] != 0xfd {
+		return 0, false
+	}
+	fhd := head[4]
+	single := fhd&0x20 != 0
+	size := []int{0, 2, 4, 8}[fhd>>6]
+	if size == 0 && single {
+		size = 1
+	}
+	if size == 0 {
+		return 0, false
+	}
+	pos := 5 + []int{0, 1, 2, 4}[fhd&3]
+	if !single {
+		pos++ // the window descriptor
+	}
+	if len(head) < pos+size {
+		return 0, false
+	}
+	var fcs uint64
+	for i := range size {
+		fcs |= uint64(head[pos+i]) << (8 * i)
+	}
+	if size == 2 {
+		fcs += 256
+	}
+	return fcs, true
 }
 
 // httpError answers with a google.rpc.Status in the request's encoding, as

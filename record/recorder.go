@@ -333,6 +333,9 @@ func Record(ctx context.Context, opts Options) (*Result, error) {
 		return &Result{Dir: r.dir, Status: StatusFailed, ExitCode: code, Manifest: &r.manifest},
 			&StartError{Code: code, Err: fmt.Errorf("cannot start %s: %w", argv[0], err)}
 	}
+	// The group's guard kills what is left of it if record dies first;
+	// ending normally, record lets it go.
+	defer c.releaseGuard()
 	r.manifest.Command.Pid = c.pid
 	r.addClock(readClockPair("child_start"))
 	r.event("child_start", strings.Join(argv, " "), ptr(int64(c.pid)))

@@ -236,3 +236,73 @@ func TestTableWriteFailure(t *testing.T) {
 		t.Fatalf("manifest entry %+v", fi)
 	}
 }
+
+// Reading a table is bounded in what arrow may allocate in all, not only
+// per buffer: a table of many small, valid batches, each a highly
+// compressible payload, stops at the table's budget as a corrupt batch
+// naming the limit; a recorder-written table of ordinary payloads reads
+// whole within the default budget, and what is held at once stays about
+// one batch (buffers are given back as batches are released).
+func TestTableReadBudget(t *testing.T) {
+	read := func(t *testing.T, dir string, lim tableReadLimits) (TableRead, *boundedAllocator, int64) {
+		t.Helper()
+		path := filepath.Join(dir, TableFile(TableOTLP))
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		alloc := newBoundedAllocator(lim, int64(len(data)))
+		res := TableRead{Path: path, Present: true}
+		if err := readStreamAlloc(bytes.NewReader(data), alloc, otlpSchema, func(reflect.Value) error { return nil }, &res); err != nil {
+			t.Fatal(err)
+		}
+		return res, alloc, int64(len(data))
+	}
+	t.Run("ordinary payloads", func(t *testing.T) {
+		pb, _ := testTraces(50).MarshalProto()
+		rows := make([]OTLPPayload, 3000)
+		for i := range rows {
+			rows[i] = OTLPPayload{Signal: SignalTraces, Payload: pb, Items: 50}
+		}
+		dir, _ := writeTable(t, otlpSchema, rows, 10)
+		res, alloc, size := read(t, dir, defaultTableReadLimits)
+		if res.Truncated || res.Rows != len(rows) || res.Err != nil {
+			t.Fatalf("read %+v", res)
+		}
+		batch := int64(10 * len(pb))
+		t.Logf("%d rows in %d batches, file %d KiB: arrow allocated %d KiB in all (%.1f× the file; the budget %d MiB), at most %d KiB at once (a batch's payloads %d KiB), %d at the end",
+			res.Rows, res.Batches, size>>10, alloc.total.Load()>>10, float64(alloc.total.Load())/float64(size),
+			alloc.maxTotal>>20, alloc.peak.Load()>>10, batch>>10, alloc.live.Load())
+		if alloc.peak.Load() > 8*batch {
+			t.Errorf("%d bytes held at once reading %d-byte batches: buffers are not given back", alloc.peak.Load(), batch)
+		}
+		if alloc.total.Load() > alloc.maxTotal/4 {
+			t.Errorf("an ordinary table used %d of its %d-byte budget", alloc.total.Load(), alloc.maxTotal)
+		}
+	})
+	t.Run("many compressible batches", func(t *testing.T) {
+		zeros := make([]byte, 1<<20)
+		rows := make([]OTLPPayload, 64)
+		for i := range rows {
+			rows[i] = OTLPPayload{Signal: SignalTraces, Payload: zeros}
+		}
+		dir, _ := writeTable(t, otlpSchema, rows, 1)
+		lim := defaultTableReadLimits
+		lim.minTotalBytes = 16 << 20
+		res, alloc, size := read(t, dir, lim)
+		t.Logf("64 batches of 1 MiB in a %d KiB file: %d rows read, %v", size>>10, res.Rows, res.Err)
+		if !res.Truncated || res.Err == nil || !strings.Contains(res.Err.Error(), "a table of its size may") {
+			t.Fatalf("want the table refused at its budget, got %+v", res)
+		}
+		if res.Rows == 0 || res.Rows >= len(rows) || alloc.total.Load() > alloc.maxTotal {
+			t.Fatalf("%d rows read, %d bytes allocated of %d", res.Rows, alloc.total.Load(), alloc.maxTotal)
+		}
+		// And a table holding more than liveBytes at once (one batch here)
+		// is refused too.
+		lim = defaultTableReadLimits
+		lim.liveBytes = 512 << 10
+		if res, _, _ := read(t, dir, lim); !res.Truncated || res.Err == nil || !strings.Contains(res.Err.Error(), "held at once") {
+			t.Fatalf("want a batch over the live limit refused, got %+v", res)
+		}
+	})
+}

@@ -47,6 +47,7 @@ func (r *Report) WriteHTML(w io.Writer, views *HTMLViews) error {
 	for _, sec := range r.Sections() {
 		h.htmlSection(r, views, sec)
 	}
+	h.b.WriteString(r.htmlLongNames(h.b.String()))
 	h.f(`</main><pre id="page-errors" hidden></pre><script>%s</script></body></html>`, htmlJS)
 	_, err := io.WriteString(w, h.b.String())
 	return err

@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/llmprof/llmprof/attribution"
 )
@@ -434,7 +435,7 @@ func svgHeatMap(label string, rowLabels, colLabels []string, cells [][]heatCell,
 
 // labelWidth estimates the width of a label in px at the charts' 11 px
 // font (a generous 6.5 px a character, so that estimates err wide).
-func labelWidth(s string) float64 { return 6.5 * float64(len([]rune(s))) }
+func labelWidth(s string) float64 { return 6.5 * float64(utf8.RuneCountInString(cutLongNames(s, nil))) }
 
 // sequential maps a share in [0, 1] to a colour from white to dark blue
 // (lightness carries the value, so it reads in greyscale and for every kind
@@ -486,4 +487,8 @@ func textClass(fill string) string {
 	return "ontext-light"
 }
 
-func esc(s string) string { return html.EscapeString(s) }
+// esc escapes s for HTML, with its long names shortened (cutLongNames).
+func esc(s string) string { return html.EscapeString(cutLongNames(s, nil)) }
+
+// escWhole escapes s whole: only for the page's list of full names.
+func escWhole(s string) string { return html.EscapeString(s) }

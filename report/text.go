@@ -82,7 +82,7 @@ func (r *Report) WriteText(w io.Writer, opts TextOptions) error {
 	for _, sec := range r.Sections() {
 		r.textSection(&b, st, sec.ID, opts.Width)
 	}
-	_, err := io.WriteString(w, fitLines(b.String(), st.width))
+	_, err := io.WriteString(w, fitLines(r.textLongNames(b.String()), st.width))
 	return err
 }
 
@@ -501,7 +501,14 @@ type table struct {
 
 func newTable(cols ...string) *table { return &table{cols: cols} }
 
-func (t *table) row(cells ...string) { t.rows = append(t.rows, cells) }
+// row adds a row; long names in it are shortened (cutLongNames) before
+// they can set a column's width.
+func (t *table) row(cells ...string) {
+	for i, c := range cells {
+		cells[i] = cutLongNames(c, nil)
+	}
+	t.rows = append(t.rows, cells)
+}
 
 func (t *table) render(b *strings.Builder, st styles, indent int) {
 	if st.width > 0 {
