@@ -3,6 +3,7 @@ package ingest
 import (
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync/atomic"
 	"unsafe"
 )
@@ -157,10 +158,38 @@ func (k *MetricSink) Add(se Series, s Sample) (bool, error) {
 	}
 	*l = lastSample{s.Time, s.Value, true}
 	s.Series = id
+	if len(k.t.Samples) == cap(k.t.Samples) {
+		k.grow()
+	}
 	k.t.Samples = append(k.t.Samples, s)
 	k.kept++
 	return true, nil
 }
+
+// grow makes room in Trace.Samples: twice as much, but never more than the
+// budget lets this input keep. append's own growth (a quarter at a time for
+// a large slice) leaves a dozen dead copies for the collector, and the
+// process's peak memory is several times what the samples take.
+func (k *MetricSink) grow() {
+	n := len(k.t.Samples)
+	room := min(k.lim.MaxBytes-k.bytes, k.lim.MaxTotalBytes-k.total.Load()) / sampleBytes
+	size := max(min(2*n, n+int(max(room, 0))), n+1, 1024)
+	grown := make([]Sample, n, size)
+	copy(grown, k.t.Samples)
+	k.t.Samples = grown
+	if int64(n)*sampleBytes >= freeAfterGrow {
+		// The copy just left behind stays resident until the runtime's
+		// background scavenger returns it, so that the process would
+		// peak at several times what the samples take. Samples hold no
+		// pointers: collecting them costs little, and this happens a
+		// few times per input at most.
+		debug.FreeOSMemory()
+	}
+}
+
+// freeAfterGrow is the size of a dead copy of the samples worth returning
+// to the operating system at once.
+const freeAfterGrow = 32 << 20
 
 // Err is the budget error, once there is one.
 func (k *MetricSink) Err() error { return k.err }

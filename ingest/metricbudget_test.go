@@ -27,7 +27,7 @@ import (
 func writePromBomb(t testing.TB, path string, lines int64) {
 	t.Helper()
 	block := []byte(strings.Repeat("m 1\n", 16<<10))
-	writeGzip(t, path, func(w io.Writer) error {
+	writeGzip(t, path, gzip.BestCompression, func(w io.Writer) error {
 		for n := int64(0); n < lines; {
 			k := min(lines-n, int64(len(block)/4))
 			if _, err := w.Write(block[:4*k]); err != nil {
@@ -42,7 +42,7 @@ func writePromBomb(t testing.TB, path string, lines int64) {
 // writeOTLPBomb writes points of one gauge through gzip to path: JSON
 // lines of perLine points a nanosecond apart, every line the same, so that
 // gzip shrinks them as it does a line repeated (about 150 bytes a point, a
-// thousandth of it compressed) while no point repeats the one before it.
+// hundredth of it compressed) while no point repeats the one before it.
 func writeOTLPBomb(t testing.TB, path string, points, perLine int64) {
 	t.Helper()
 	var line strings.Builder
@@ -54,7 +54,7 @@ func writeOTLPBomb(t testing.TB, path string, points, perLine int64) {
 		fmt.Fprintf(&line, `{"timeUnixNano":"%d","asDouble":1,"attributes":[{"key":"gpu","value":{"stringValue":"0"}}]}`, 1764583200000000000+i)
 	}
 	line.WriteString("]}}]}]}]}\n")
-	writeGzip(t, path, func(w io.Writer) error {
+	writeGzip(t, path, gzip.DefaultCompression, func(w io.Writer) error {
 		for n := int64(0); n < points; n += perLine {
 			if _, err := io.WriteString(w, line.String()); err != nil {
 				return err
@@ -64,13 +64,13 @@ func writeOTLPBomb(t testing.TB, path string, points, perLine int64) {
 	})
 }
 
-func writeGzip(t testing.TB, path string, body func(io.Writer) error) {
+func writeGzip(t testing.TB, path string, level int, body func(io.Writer) error) {
 	t.Helper()
 	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	zw, _ := gzip.NewWriterLevel(f, gzip.BestCompression)
+	zw, _ := gzip.NewWriterLevel(f, level)
 	if err := body(zw); err != nil {
 		t.Fatal(err)
 	}
@@ -130,6 +130,20 @@ func TestMetricBudget(t *testing.T) {
 		budgetError(t, err, otlpBomb, "metric budget exceeded: more than 1 MiB of samples and series")
 		if !strings.Contains(err.Error(), otlpBomb+": line ") {
 			t.Errorf("the error does not name the line: %v", err)
+		}
+	})
+	t.Run("otlp repeated point", func(t *testing.T) {
+		path := filepath.Join(dir, "same.jsonl.gz")
+		line := `{"resourceMetrics":[{"scopeMetrics":[{"metrics":[{"name":"m","gauge":{"dataPoints":[{"timeUnixNano":"1764583200000000000","asDouble":1}]}}]}]}]}` + "\n"
+		writeGzip(t, path, gzip.DefaultCompression, func(w io.Writer) error {
+			_, err := io.WriteString(w, strings.Repeat(line, 3000))
+			return err
+		})
+		_, err := openMetrics([]string{path}, ingest.MetricLimits{MaxCoalesced: 1000})
+		budgetError(t, err, path, "line 1002: metric budget exceeded: more than 1000 samples repeat the previous sample of their series")
+		tr, err := openMetrics([]string{path}, ingest.MetricLimits{})
+		if err != nil || len(tr.Samples) != 1 || !strings.Contains(warnings(tr), "2999 sample(s) repeat") {
+			t.Errorf("%v, %d samples\n%s", err, len(tr.Samples), warnings(tr))
 		}
 	})
 	t.Run("otlp under the budget", func(t *testing.T) {

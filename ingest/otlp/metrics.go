@@ -250,6 +250,7 @@ type metricState struct {
 	*state
 	sink    *ingest.MetricSink
 	samples int
+	points  [][]byte // scratch of jsonMetric
 	labels  []ingest.Attr
 	ptAttrs []ingest.Attr
 }
