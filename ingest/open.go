@@ -88,6 +88,9 @@ type Input struct {
 	cleanup []func()
 	// spoolMax bounds the temporary copy LocalFile makes.
 	spoolMax int64
+	// metricLimits and metricTotal are the metric budget (MetricBudget).
+	metricLimits MetricLimits
+	metricTotal  *atomic.Int64
 }
 
 // Open returns the decompressed, UTF-8 content of a file input.
@@ -238,6 +241,13 @@ type OpenOptions struct {
 	// MaxSpoolBytes bounds the temporary copy of a streamed or compressed
 	// input that a decoder must read as a file (default DefaultSpoolMax).
 	MaxSpoolBytes int64
+	// Metrics bounds the metric samples and series decoded from each input
+	// and from all of them (see MetricLimits for the defaults); an input
+	// past it is an error naming it.
+	Metrics MetricLimits
+
+	// metricTotal counts the metric bytes of all inputs of one Open.
+	metricTotal *atomic.Int64
 }
 
 // DefaultFIFOWait is how long opening a named pipe waits for a writer.
@@ -274,6 +284,7 @@ var ErrNothingToAnalyze = errors.New("nothing to analyze")
 // warning. When every input is empty or skipped, Open fails with an error
 // naming each one and why (ErrNothingToAnalyze).
 func Open(ctx context.Context, paths []string, decoders []Decoder, opts OpenOptions) (*Trace, error) {
+	opts.metricTotal = new(atomic.Int64)
 	w := newWalker(ctx, decoders, &opts)
 	inputs, err := w.expandAll(paths)
 	defer func() {
@@ -451,6 +462,7 @@ func decodeOne(ctx context.Context, in *Input, decoders []Decoder, opts *OpenOpt
 	if dec == nil {
 		return nil, &InputError{in.Path, unknownFormatError(in, decoders)}
 	}
+	in.metricLimits, in.metricTotal = opts.Metrics, opts.metricTotal
 	t = New()
 	t.Sources = []Source{{Path: in.Path, Format: dec.Name(), Meta: meta}}
 	defer func() {

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llmprof/llmprof/attribution"
+	"github.com/llmprof/llmprof/ingest"
 	"github.com/llmprof/llmprof/internal/driver"
 	"github.com/llmprof/llmprof/report"
 )
@@ -29,6 +30,9 @@ type AnalyzeOptions struct {
 	Requests  string
 	Stall     time.Duration
 	Top       int
+	// MetricMemory bounds the metric samples and series kept, in MiB, of
+	// each input and of all (0: ingest.MetricLimits' defaults).
+	MetricMemory int64
 }
 
 // NewCmdAnalyze builds `llmprof analyze`.
@@ -78,11 +82,15 @@ are warnings shown in every report; --strict turns them into an error.`),
 	fl.StringVar(&opts.Tokens, "tokens", "", "also write one row per output token to `FILE` (CSV, or JSON Lines if it ends in .jsonl)")
 	fl.StringVar(&opts.Requests, "requests", "", "also write one row per request to `FILE`: CSV, JSON Lines (.jsonl) or Parquet (.parquet); docs/fleet.md lists the columns")
 	fl.IntVar(&opts.Top, "top", 0, "list the `N` kernels that took the most GPU time (default 10)")
+	fl.Int64Var(&opts.MetricMemory, "metric-memory", 0, "keep at most `MiB` of metric samples and series, per input and in all (default 256 per input, 512 in all); past it an input is an error")
 	fl.DurationVar(&opts.Stall, "stall", 0, "a decode token slower than this is a stall (default: 3× the model's median inter-token latency)")
 	return cmd
 }
 
 func runAnalyze(ctx context.Context, f *Factory, opts *AnalyzeOptions) error {
+	if opts.MetricMemory < 0 {
+		return usageErrorf("--metric-memory must be a positive number of MiB, not %d", opts.MetricMemory)
+	}
 	if opts.Top < 0 {
 		return usageErrorf("--top must be a positive number of kernels, not %d", opts.Top)
 	}
@@ -94,7 +102,8 @@ func runAnalyze(ctx context.Context, f *Factory, opts *AnalyzeOptions) error {
 	if err != nil {
 		return err
 	}
-	a, err := driver.Run(ctx, opts.Inputs, f.pipeline(driver.Options{TenantKey: opts.TenantKey, SLO: slo, Stall: opts.Stall, TopKernels: opts.Top}))
+	metrics := ingest.MetricLimits{MaxBytes: opts.MetricMemory << 20, MaxTotalBytes: opts.MetricMemory << 20}
+	a, err := driver.Run(ctx, opts.Inputs, f.pipeline(driver.Options{TenantKey: opts.TenantKey, SLO: slo, Stall: opts.Stall, TopKernels: opts.Top, Metrics: metrics}))
 	if err != nil {
 		return err
 	}

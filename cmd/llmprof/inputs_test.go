@@ -41,3 +41,29 @@ func TestAnalyzeInputs(t *testing.T) {
 		t.Errorf("empty inputs: exit %d, stderr %s", code, stderr)
 	}
 }
+
+// --metric-memory bounds the metric samples an input may hold: past it the
+// input is an error naming it; under it the metrics are read.
+func TestAnalyzeMetricMemory(t *testing.T) {
+	demo := filepath.Join("..", "..", "testdata", "demo", "trace.otlp.jsonl.gz")
+	var b strings.Builder
+	for i := range 40_000 {
+		fmt.Fprintf(&b, "m{i=\"%d\"} 1 %d\n", i%4, 1764583200000+int64(i))
+	}
+	dir := t.TempDir()
+	scrape := writeFile(t, dir, "scrape.prom", []byte(b.String()))
+	run := func(args ...string) (int, string) {
+		var out, errOut bytes.Buffer
+		code := Main(context.Background(), args, &IOStreams{In: bytes.NewReader(nil), Out: &out, ErrOut: &errOut})
+		return code, errOut.String()
+	}
+	if code, stderr := run("analyze", "--metric-memory", "1", demo, scrape); code != ExitError || !strings.Contains(stderr, scrape+": line ") || !strings.Contains(stderr, "metric budget exceeded: more than 1 MiB") {
+		t.Errorf("--metric-memory 1: exit %d, stderr %s", code, stderr)
+	}
+	if code, stderr := run("analyze", "--metric-memory", "2", demo, scrape); code != ExitOK {
+		t.Errorf("--metric-memory 2: exit %d, stderr %s", code, stderr)
+	}
+	if code, _ := run("analyze", "--metric-memory", "-1", demo); code != ExitUsage {
+		t.Errorf("--metric-memory -1: exit %d", code)
+	}
+}

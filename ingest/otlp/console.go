@@ -281,6 +281,9 @@ type consoleReader struct {
 	junk, junkLine int
 	// tooLong is the size of an object skipped for being over max.
 	tooLong int64
+	// arrays, when set, reads objects that are elements of top-level arrays
+	// too: '[', ',' and ']' between objects separate them like white space.
+	arrays bool
 }
 
 func (cr *consoleReader) readByte() (byte, error) {
@@ -315,6 +318,7 @@ func (cr *consoleReader) next() ([]byte, error) {
 			cr.startLine = cr.line
 			return cr.object()
 		case c == ' ' || c == '\t' || c == '\r':
+		case cr.arrays && (c == '[' || c == ',' || c == ']'):
 		case c == '\n':
 			atLineStart = true
 		default:

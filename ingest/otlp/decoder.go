@@ -52,12 +52,12 @@ func (*Decoder) Name() string { return "otlp" }
 
 // Accepts says what the decoder reads, for error messages.
 func (*Decoder) Accepts() string {
-	return "OTLP traces (JSON, JSON Lines, protobuf or framed protobuf; gzip or zstd), Jaeger and Tempo JSON, and the OpenTelemetry Python console exporter's output"
+	return "OTLP traces (JSON, JSON Lines, protobuf or framed protobuf; gzip or zstd), Jaeger and Tempo JSON, the OpenTelemetry Python console exporter's output and the Go SDK's stdouttrace output"
 }
 
 // Sniff reports whether the input's content is OTLP (JSON, JSON Lines,
-// protobuf, framed protobuf), Tempo JSON, Jaeger JSON or the Python SDK's
-// console exporter output.
+// protobuf, framed protobuf), Tempo JSON, Jaeger JSON, the Python SDK's
+// console exporter output or the Go SDK's stdouttrace output.
 func (*Decoder) Sniff(in *ingest.Input) bool {
 	return !in.Dir && sniff(in.Head) != formNone
 }
@@ -156,7 +156,7 @@ func describeJSON(head []byte) string {
 	if len(keys) == 0 {
 		return "JSON, but not OTLP, Tempo or Jaeger trace JSON"
 	}
-	return "a JSON object with keys " + strings.Join(keys, ", ") + "; OTLP has resourceSpans, Tempo batches, Jaeger data or traceID and spans, the console exporter name and context"
+	return "a JSON object with keys " + strings.Join(keys, ", ") + "; OTLP has resourceSpans, Tempo batches, Jaeger data or traceID and spans, the console exporters name and context or Name and SpanContext"
 }
 
 func setMeta(s *ingest.Source, k, v string) {
@@ -190,6 +190,8 @@ func (dec *Decoder) decode(ctx context.Context, r *bufio.Reader, f form, t *inge
 		format, err = "otlp-proto-framed", d.readFramed(ctx, r, limit)
 	case formConsole:
 		format, err = "otel-python-console", d.readConsole(ctx, r, limit)
+	case formGoStdout:
+		format, err = "otel-go-stdout", d.readGoStdout(ctx, r, limit)
 	}
 	if err != nil {
 		return err

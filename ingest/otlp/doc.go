@@ -22,6 +22,12 @@
 //   - "jaeger-json": Jaeger v1 JSON, {"data":[trace…]} or one bare trace
 //     object, mapped onto the OTLP model as the collector's Jaeger receiver
 //     does it.
+//   - "otel-python-console": the OpenTelemetry Python SDK's
+//     ConsoleSpanExporter output, pretty-printed objects one after another
+//     (console.go);
+//   - "otel-go-stdout": the OpenTelemetry Go SDK's stdouttrace exporter
+//     output, tracetest.SpanStub objects compact or tab-indented, or arrays
+//     of them (gostdout.go).
 //
 // Whole-file gzip or zstd is undone before (ingest.Open, or DecodeReader).
 // OTLP/JSON is read with the quirks of real emitters: IDs in hex of any case

@@ -37,6 +37,9 @@ func FuzzOTLP(f *testing.F) {
 		f.Add(console)
 		f.Add(utf16LE(console))
 	}
+	if goStdout, err := os.ReadFile(filepath.Join("testdata", "otel-go-stdouttrace.json")); err == nil {
+		f.Add(goStdout)
+	}
 	f.Add(append([]byte{0xef, 0xbb, 0xbf}, otlptest.JSON(td)...))
 	f.Add(utf16LE(otlptest.JSON(td)))
 	if root, ok := shareddata.Root(); ok {

@@ -30,7 +30,10 @@ import (
 //
 // Data point attributes are the series' labels; the resource is the series'
 // Resource. Points flagged "no recorded value" and non-finite values are
-// dropped. It implements ingest.Decoder; the zero value is ready to use.
+// dropped; a point identical to the previous one of its series is coalesced
+// into it, and an input past its metric budget (ingest.MetricLimits) is an
+// error naming the record. It implements ingest.Decoder; the zero value is
+// ready to use.
 type MetricsDecoder struct {
 	Options Options
 }
@@ -197,7 +200,7 @@ func (dec *MetricsDecoder) Decode(ctx context.Context, in *ingest.Input, t *inge
 	if in.Compression != ingest.CompressionNone {
 		setMeta(&t.Sources[0], "compression", in.Compression.String())
 	}
-	m := newMetricState(t, 0)
+	m := newMetricState(t, 0, in.MetricBudget())
 	m.sizeHint = in.Size
 	return m.decode(ctx, bufio.NewReaderSize(rc, readBufSize), f, dec.Options.maxRecord())
 }
@@ -211,35 +214,49 @@ type MetricsPayloads struct {
 }
 
 // NewMetricsPayloads returns a decoder of metrics requests into source src
-// of t.
+// of t, under the default metric budget (ingest.MetricLimits).
 func NewMetricsPayloads(t *ingest.Trace, src ingest.SourceID) *MetricsPayloads {
-	return &MetricsPayloads{m: newMetricState(t, src)}
+	return &MetricsPayloads{m: newMetricState(t, src, ingest.MetricBudget{})}
 }
 
 // Decode decodes one request body; pos names it in warnings ("row 12").
+// Once the budget is spent, every call returns its error (wrapping
+// ingest.ErrMetricBudget).
 func (p *MetricsPayloads) Decode(payload []byte, enc Encoding, pos string) error {
+	if err := p.m.sink.Err(); err != nil {
+		return err
+	}
 	p.m.pos = pos
 	before := p.m.samples
 	_, err := p.m.metricsPayload(payload, enc, DefaultMaxRecordBytes)
 	p.m.t.Sources[p.m.src].Samples += p.m.samples - before
+	if berr := p.m.sink.Err(); berr != nil {
+		return berr
+	}
 	return err
 }
 
-// Close releases the decompressor.
-func (p *MetricsPayloads) Close() { p.m.closeZstd() }
+// Close releases the decompressor and warns, once, of the samples
+// coalesced.
+func (p *MetricsPayloads) Close() {
+	p.m.closeZstd()
+	p.m.sink.WarnCoalesced(p.m.src)
+	p.m.sink.Coalesced = 0
+}
 
 // metricState is the trace decoder's state (string cache, resources) plus
 // the series table.
 type metricState struct {
 	*state
-	series  *ingest.SeriesTable
+	sink    *ingest.MetricSink
 	samples int
+	points  [][]byte // scratch of jsonMetric
 	labels  []ingest.Attr
 	ptAttrs []ingest.Attr
 }
 
-func newMetricState(t *ingest.Trace, src ingest.SourceID) *metricState {
-	return &metricState{state: newState(t, src), series: ingest.NewSeriesTable(t)}
+func newMetricState(t *ingest.Trace, src ingest.SourceID, b ingest.MetricBudget) *metricState {
+	return &metricState{state: newState(t, src), sink: ingest.NewMetricSink(t, b)}
 }
 
 func (m *metricState) decode(ctx context.Context, r *bufio.Reader, f form, limit int64) error {
@@ -284,6 +301,9 @@ func (m *metricState) decode(ctx context.Context, r *bufio.Reader, f form, limit
 					return ctx.Err()
 				}
 				m.jsonRecord(line)
+				if err := m.sink.Err(); err != nil {
+					return fmt.Errorf("%s: %w", m.pos, err)
+				}
 			}
 		}
 		format = "otlp-metrics-json"
@@ -298,7 +318,7 @@ func (m *metricState) decode(ctx context.Context, r *bufio.Reader, f form, limit
 		if tooLarge {
 			return fmt.Errorf("protobuf request over the %d-byte limit (otlp Options.MaxRecordBytes)", limit)
 		}
-		if err := m.protoMetricsRequest(b); err != nil {
+		if err := m.protoMetricsRequest(b); err != nil && m.sink.Err() == nil {
 			m.warnf("malformed-record", "protobuf: %v; the metrics before it kept", err)
 		}
 		format = "otlp-metrics-proto"
@@ -308,6 +328,10 @@ func (m *metricState) decode(ctx context.Context, r *bufio.Reader, f form, limit
 		}
 		format = "otlp-metrics-proto-framed"
 	}
+	if err := m.sink.Err(); err != nil {
+		return err
+	}
+	m.sink.WarnCoalesced(m.src)
 	src.Format = format
 	src.Samples += m.samples
 	if src.Clock.Name == "" {
@@ -362,6 +386,9 @@ func (m *metricState) readFramedMetrics(ctx context.Context, r *bufio.Reader, li
 		}
 		if _, err := m.metricsPayload(payload, encAuto, limit); err != nil {
 			m.warnf("malformed-record", "%v", err)
+		}
+		if err := m.sink.Err(); err != nil {
+			return fmt.Errorf("%s: %w", m.pos, err)
 		}
 	}
 }
@@ -418,10 +445,12 @@ func (m *metricState) emit(md *metricDesc, name ingest.StrID, attrs []ingest.Att
 	if extra != "" {
 		m.labels = append(m.labels, ingest.NewAttr(m.internString(extra), ingest.StringValue(m.internString(extraVal))))
 	}
-	id := m.series.ID(ingest.Series{Name: name, Family: md.name, Type: md.typ, Temporality: md.temporality,
-		Unit: md.unit, Labels: m.labels, Resource: md.resource, Source: m.src})
-	m.t.Samples = append(m.t.Samples, ingest.Sample{Time: at, Value: v, Metric: name, Series: id, Device: -1, Instance: -1, Source: m.src})
-	m.samples++
+	kept, _ := m.sink.Add(ingest.Series{Name: name, Family: md.name, Type: md.typ, Temporality: md.temporality,
+		Unit: md.unit, Labels: m.labels, Resource: md.resource, Source: m.src},
+		ingest.Sample{Time: at, Value: v, Metric: name, Device: -1, Instance: -1, Source: m.src})
+	if kept {
+		m.samples++
+	}
 }
 
 func (m *metricState) suffixed(md *metricDesc, suf string) ingest.StrID {

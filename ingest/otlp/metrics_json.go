@@ -140,7 +140,9 @@ func (m *metricState) jsonMetric(raw []byte, res int32) {
 	if !s.open('{') {
 		return
 	}
-	var points [][]byte
+	// The points' text, in a slice reused from metric to metric (jsonPoint
+	// does not come back here).
+	points := m.points[:0]
 	monotonic := false
 	for first := true; s.member(&first); {
 		switch string(s.key) {
@@ -171,6 +173,8 @@ func (m *metricState) jsonMetric(raw []byte, res int32) {
 	for _, p := range points {
 		m.jsonPoint(&md, dataKey, p)
 	}
+	clear(points)
+	m.points = points[:0]
 }
 
 func temporalityOf(v int64) ingest.Temporality {

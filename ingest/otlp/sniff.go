@@ -16,6 +16,7 @@ const (
 	formProto          // a raw ExportTraceServiceRequest
 	formFramed         // 4-byte big-endian length + payload records
 	formConsole        // the OpenTelemetry Python SDK's ConsoleSpanExporter output
+	formGoStdout       // the OpenTelemetry Go SDK's stdouttrace exporter output
 )
 
 var (
@@ -31,7 +32,9 @@ const maxSniffRecord = 1 << 30
 // ingest.HeadSize bytes of its decompressed content). JSON is recognized by
 // the keys it has, not by its first byte alone: {"resourceSpans"} or
 // {"batches"} (Tempo), {"data":[{"spans"…}]} or {"traceID","spans"} (Jaeger),
-// {"name","context":{"trace_id"…}} (the Python SDK's console exporter).
+// {"name","context":{"trace_id"…}} (the Python SDK's console exporter),
+// {"Name","SpanContext":{"TraceID"…}} or an array of those (the Go SDK's
+// stdouttrace exporter).
 // A framed file starts with a plausible length followed by a zstd frame, OTLP
 // JSON or a plausible protobuf request; a raw request must parse as
 // ExportTraceServiceRequest → ResourceSpans → ScopeSpans → Span as far as the
@@ -49,8 +52,13 @@ func sniff(head []byte) form {
 			return formJaeger
 		case jsonConsole:
 			return formConsole
+		case jsonGoStdout:
+			return formGoStdout
 		}
 		return formNone
+	}
+	if len(text) > 0 && text[0] == '[' && sniffGoStdoutArray(text) {
+		return formGoStdout
 	}
 	if sniffFramed(head) {
 		return formFramed
@@ -70,6 +78,7 @@ const (
 	jsonOTLP
 	jsonJaeger
 	jsonConsole
+	jsonGoStdout
 )
 
 // sniffJSON classifies a JSON text by its top-level keys, reading no further
@@ -120,6 +129,12 @@ func sniffJSON(text []byte) jsonKind {
 				}
 			}
 			return jsonOther
+		case "SpanContext":
+			// The Go stdouttrace exporter: {"Name":…,"SpanContext":{"TraceID":…}}.
+			if isGoSpanContext(&s) {
+				return jsonGoStdout
+			}
+			return jsonOther
 		case "spans":
 			// A bare Jaeger trace object: its spans have spanID and operationName.
 			if looksLikeJaegerSpans(&s) || (sawTraceID && s.err != nil && s.i >= len(s.b)) {
@@ -135,6 +150,32 @@ func sniffJSON(text []byte) jsonKind {
 		return jsonJaeger
 	}
 	return jsonOther
+}
+
+// isGoSpanContext reports whether the value at s is a Go SDK SpanContext
+// (trace.SpanContextConfig's fields).
+func isGoSpanContext(s *jsonScanner) bool {
+	if !s.open('{') {
+		return false
+	}
+	for first := true; s.member(&first); {
+		switch string(s.key) {
+		case "TraceID", "SpanID":
+			return true
+		}
+		s.skip()
+	}
+	return false
+}
+
+// sniffGoStdoutArray reports whether text is a JSON array whose first
+// element is a Go stdouttrace span (the SDK's output of 2021, one array per
+// batch).
+func sniffGoStdoutArray(text []byte) bool {
+	var s jsonScanner
+	s.reset(text)
+	firstElem := true
+	return s.open('[') && s.elem(&firstElem) && s.peek() == '{' && sniffJSON(s.b[s.i:]) == jsonGoStdout
 }
 
 func looksLikeJaegerSpans(s *jsonScanner) bool {

@@ -84,7 +84,7 @@ func (dec *Decoder) Decode(ctx context.Context, in *ingest.Input, t *ingest.Trac
 	}
 	defer rc.Close()
 	src := &t.Sources[0]
-	pin := ParseInput{Source: 0}
+	pin := ParseInput{Source: 0, Budget: in.MetricBudget()}
 	if ns, ok := TimeFromName(filepath.Base(in.Path)); ok {
 		pin.ScrapeTime = ns
 		setMeta(src, "scrape_time", "file name")

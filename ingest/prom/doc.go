@@ -29,4 +29,15 @@
 // (1764583200.prom, 1764583200123.prom, 20251201T100000Z.txt,
 // 2025-12-01T10:00:00Z.prom), else the file's modification time, with a
 // warning. Times are the scraper's CLOCK_REALTIME.
+//
+// # Shape and budget
+//
+// A sample that does not fit its family's # TYPE is kept with a warning
+// naming the metric, once per metric and problem: a type redeclared
+// differently, a histogram sample without its suffix, buckets that do not
+// rise in le or are not cumulative, a negative count. Samples go through an
+// ingest.MetricSink, which coalesces a sample identical to the previous one
+// of its series and stops the parse with an error past the input's metric
+// budget (ingest.MetricLimits), so that a decompression bomb of one line
+// repeated ends in an error naming the file, not in exhausted memory.
 package prom

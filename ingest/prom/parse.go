@@ -39,6 +39,10 @@ type ParseInput struct {
 	// Labels are added to every series (for example the scrape target as
 	// "instance"); a label the series already has wins.
 	Labels map[string]string
+	// Budget bounds the samples and series kept (ingest.MetricLimits'
+	// defaults when zero); past it, Parse stops with an error wrapping
+	// ingest.ErrMetricBudget.
+	Budget ingest.MetricBudget
 }
 
 // Stats counts what a parse kept and dropped.
@@ -52,6 +56,9 @@ type Stats struct {
 	OpenMetrics bool
 	// Scrapes counts the "# llmprof-scrape" sections.
 	Scrapes int
+	// Coalesced counts the samples that repeated their series' previous
+	// one (same time and value) and were folded into it.
+	Coalesced int
 }
 
 // family is what # TYPE and # UNIT declared for a metric family name.
@@ -60,13 +67,31 @@ type family struct {
 	om      string // the declared type word
 	unit    ingest.StrID
 	hasType bool
+	// typeLine is the line of the # TYPE that declared it.
+	typeLine int
+	// warned holds the codes of the warnings already given about it: one
+	// of each per family, however many scrapes repeat the problem.
+	warned map[string]bool
+}
+
+// bucketRun is the previous _bucket sample of the histogram being read, to
+// check that its buckets rise in le and are cumulative.
+type bucketRun struct {
+	key   string // family and labels other than le
+	time  int64
+	le    float64
+	count float64
+	set   bool
 }
 
 // parser holds the state of one stream.
 type parser struct {
 	t      *ingest.Trace
 	in     ParseInput
-	series *ingest.SeriesTable
+	sink   *ingest.MetricSink
+	err    error
+	bucket bucketRun
+	keyBuf []byte
 	fams   map[string]*family
 	now    int64
 	line   int
@@ -87,7 +112,7 @@ func Parse(ctx context.Context, t *ingest.Trace, r io.Reader, in ParseInput, opt
 	if maxLine <= 0 {
 		maxLine = DefaultMaxLineBytes
 	}
-	p := &parser{t: t, in: in, series: ingest.NewSeriesTable(t), fams: map[string]*family{}, now: in.ScrapeTime, seen: map[string]bool{}}
+	p := &parser{t: t, in: in, sink: ingest.NewMetricSink(t, in.Budget), fams: map[string]*family{}, now: in.ScrapeTime, seen: map[string]bool{}}
 	for k, v := range in.Labels {
 		p.extra = append(p.extra, ingest.NewAttr(t.Strings.Intern(k), ingest.StringValue(t.Strings.Intern(v))))
 	}
@@ -112,11 +137,17 @@ func Parse(ctx context.Context, t *ingest.Trace, r io.Reader, in ParseInput, opt
 		} else {
 			p.parseLine(line)
 		}
+		if p.err != nil {
+			p.stats.Series = len(t.Series) - seriesBefore
+			return p.stats, fmt.Errorf("line %d: %w", p.line, p.err)
+		}
 		if err == io.EOF {
 			break
 		}
 	}
 	p.stats.Series = len(t.Series) - seriesBefore
+	p.stats.Coalesced = int(p.sink.Coalesced)
+	p.sink.WarnCoalesced(in.Source)
 	return p.stats, nil
 }
 
@@ -229,13 +260,28 @@ func (p *parser) comment(line []byte) {
 			p.stats.OpenMetrics = true
 		}
 		f := p.fam(name)
-		f.typ, f.om, f.hasType = typ, word, true
+		if f.hasType && f.om != word {
+			p.warnFamily(f, "type-mismatch", "# TYPE %s %s, but line %d declared it %s; series seen before keep %s", name, word, f.typeLine, f.om, f.om)
+		}
+		f.typ, f.om, f.hasType, f.typeLine = typ, word, true, p.line
 	case "UNIT":
 		p.stats.OpenMetrics = true
 		if u := string(bytes.TrimSpace(rest)); u != "" {
 			p.fam(name).unit = p.t.Strings.Intern(u)
 		}
 	}
+}
+
+// warnFamily warns about a family, once per code.
+func (p *parser) warnFamily(f *family, code, format string, args ...any) {
+	if f.warned[code] {
+		return
+	}
+	if f.warned == nil {
+		f.warned = map[string]bool{}
+	}
+	f.warned[code] = true
+	p.warn(code, format, args...)
 }
 
 func (p *parser) fam(name string) *family {
@@ -375,10 +421,96 @@ func (p *parser) add(s *sampleLine) {
 			p.labels = append(p.labels, a)
 		}
 	}
+	if f != nil {
+		p.checkShape(s, famName, f, at)
+	}
 	se.Labels = p.labels
-	id := p.series.ID(se)
-	p.t.Samples = append(p.t.Samples, ingest.Sample{Time: at, Value: s.value, Metric: se.Name, Series: id, Device: -1, Instance: -1, Source: p.in.Source})
-	p.stats.Samples++
+	kept, err := p.sink.Add(se, ingest.Sample{Time: at, Value: s.value, Metric: se.Name, Device: -1, Instance: -1, Source: p.in.Source})
+	if err != nil {
+		p.err = err
+		return
+	}
+	if kept {
+		p.stats.Samples++
+	}
+}
+
+// checkShape warns about a sample that does not fit its family's declared
+// type: a histogram or summary sample without its suffix or label, a bucket
+// bound that is not a number, buckets that do not rise in le or are not
+// cumulative, a negative counter or count. The sample is kept as it is.
+func (p *parser) checkShape(s *sampleLine, famName string, f *family, at int64) {
+	suffix := s.name[len(famName):]
+	switch f.typ {
+	case ingest.MetricCounter:
+		if s.value < 0 {
+			p.warnFamily(f, "negative-count", "counter %s has a negative value %g: %s", famName, s.value, s.name)
+		}
+		return
+	case ingest.MetricHistogram, ingest.MetricSummary:
+	default:
+		return
+	}
+	typ := f.om
+	le, hasLe, hasQuantile := "", false, false
+	for _, l := range s.labels {
+		switch l.name {
+		case "le":
+			le, hasLe = l.value, true
+		case "quantile":
+			hasQuantile = true
+		}
+	}
+	switch {
+	case suffix == "" && f.typ == ingest.MetricHistogram:
+		p.warnFamily(f, "type-mismatch", "%s is declared %s, but has a sample %s without _bucket, _count or _sum", famName, typ, s.name)
+	case suffix == "" && !hasQuantile:
+		p.warnFamily(f, "type-mismatch", "%s is declared %s, but has a sample %s without a quantile label", famName, typ, s.name)
+	case suffix == "_count" && s.value < 0:
+		p.warnFamily(f, "negative-count", "%s %s has a negative value %g", typ, s.name, s.value)
+	case suffix == "_bucket" && f.typ == ingest.MetricHistogram:
+		if !hasLe {
+			p.warnFamily(f, "bad-histogram", "histogram %s has a bucket without an le label", famName)
+			return
+		}
+		bound, err := parseValue(le)
+		if err != nil {
+			p.warnFamily(f, "bad-histogram", "histogram %s has a bucket le=%q that is not a number", famName, le)
+			return
+		}
+		p.checkBucket(s, famName, f, at, bound)
+	}
+}
+
+// checkBucket compares a bucket with the previous one of the same histogram
+// (same family, other labels and time): its bound must be higher and its
+// count no lower, since Prometheus buckets are cumulative.
+func (p *parser) checkBucket(s *sampleLine, famName string, f *family, at int64, bound float64) {
+	k := append(p.keyBuf[:0], famName...)
+	for _, l := range s.labels {
+		if l.name != "le" {
+			k = append(k, 0)
+			k = append(k, l.name...)
+			k = append(k, 0)
+			k = append(k, l.value...)
+		}
+	}
+	p.keyBuf = k
+	if s.value < 0 {
+		p.warnFamily(f, "negative-count", "histogram %s: bucket le=%g has a negative count %g", famName, bound, s.value)
+	}
+	b := &p.bucket
+	if b.set && b.time == at && b.key == string(k) {
+		switch {
+		case bound <= b.le:
+			p.warnFamily(f, "bad-histogram", "histogram %s: bucket le=%g after le=%g; buckets must rise in le", famName, bound, b.le)
+		case s.value < b.count:
+			p.warnFamily(f, "bad-histogram", "histogram %s: bucket le=%g counts %g, less than le=%g's %g; buckets must be cumulative", famName, bound, s.value, b.le, b.count)
+		}
+	} else {
+		b.key = string(k)
+	}
+	b.time, b.le, b.count, b.set = at, bound, s.value, true
 }
 
 // canonicalFloat writes a bucket bound or quantile so that "1", "1.0" and

@@ -38,6 +38,9 @@ type Options struct {
 	// Progress is the terminal on which a meter shows the stages and the
 	// bytes read (nil: no meter).
 	Progress io.Writer
+	// Metrics bounds the metric samples and series decoded (zero:
+	// ingest.MetricLimits' defaults).
+	Metrics ingest.MetricLimits
 }
 
 // TenantOptions are the settings of the tenant causal regression.
@@ -168,6 +171,7 @@ func openInputs(ctx context.Context, paths []string, opts Options, m *progress.M
 		oo.Progress = func(_, _ int, in *ingest.Input) { m.FileDone(in.Size) }
 	}
 	oo.Stdin = opts.Stdin
+	oo.Metrics = opts.Metrics
 	return ingest.Open(ctx, paths, decoders, oo)
 }
 
