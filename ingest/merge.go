@@ -176,12 +176,14 @@ func (t *Trace) absorb(p *Trace) {
 			s.Scope += r.scope
 		}
 		s.Attrs = r.attrs(s.Attrs)
-		for j := range s.Events {
-			s.Events[j].Name = r.str(s.Events[j].Name)
-			s.Events[j].Attrs = r.attrs(s.Events[j].Attrs)
+		evs := s.Events()
+		for j := range evs {
+			evs[j].Name = r.str(evs[j].Name)
+			evs[j].Attrs = r.attrs(evs[j].Attrs)
 		}
-		for j := range s.Links {
-			s.Links[j].Attrs = r.attrs(s.Links[j].Attrs)
+		links := s.Links()
+		for j := range links {
+			links[j].Attrs = r.attrs(links[j].Attrs)
 		}
 	}
 	for i := range p.GPUOps {
