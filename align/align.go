@@ -728,8 +728,9 @@ func (al *aligner) rewrite(d *domain, segs []segmentFit) {
 			s.End = s.Start
 			clamped++
 		}
-		for j := range s.Events {
-			s.Events[j].Time = m(s.Events[j].Time)
+		evs := s.Events()
+		for j := range evs {
+			evs[j].Time = m(evs[j].Time)
 		}
 	}
 	for i := range t.GPUOps {

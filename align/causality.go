@@ -34,7 +34,7 @@ func CheckCausality(t *ingest.Trace) Causality {
 	hasAPI := make([]bool, len(t.Sources))
 	for i := range t.Spans {
 		s := &t.Spans[i]
-		for _, e := range s.Events {
+		for _, e := range s.Events() {
 			c.EventsChecked++
 			if e.Time < s.Start || e.Time > s.End {
 				c.EventsOutside++

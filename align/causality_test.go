@@ -22,7 +22,7 @@ func causalityByMaps(t *ingest.Trace) Causality {
 	hasAPI := make([]bool, len(t.Sources))
 	for i := range t.Spans {
 		s := &t.Spans[i]
-		for _, e := range s.Events {
+		for _, e := range s.Events() {
 			c.EventsChecked++
 			if e.Time < s.Start || e.Time > s.End {
 				c.EventsOutside++
@@ -113,7 +113,7 @@ func TestCausalityJoinMatchesReference(t *testing.T) {
 				Correlation: uint32(rng.IntN(keys)), Source: ingest.SourceID(rng.IntN(nsrc + 1)),
 				Origin: origins[rng.IntN(len(origins))], Resource: -1, Scope: -1}
 			if rng.IntN(4) == 0 {
-				s.Events = []ingest.Event{{Time: start - 5 + rng.Int64N(120)}}
+				s.Extra = &ingest.SpanExtra{Events: []ingest.Event{{Time: start - 5 + rng.Int64N(120)}}}
 			}
 			tr.Spans = append(tr.Spans, s)
 		}

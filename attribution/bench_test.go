@@ -51,7 +51,7 @@ func scaleTrace(nReq, nTok, opsPerStep int) *ingest.Trace {
 				evs[j] = ingest.Event{Name: tokName, Time: start + int64(j+1)*stepNs, Attrs: []ingest.Attr{ingest.NewAttr(idxKey, ingest.IntValue(int64(j)))}}
 			}
 			t.Spans = append(t.Spans, ingest.Span{TraceID: tr, ID: sp, Name: reqName, Start: start - 1_000_000, End: start + int64(nTok)*stepNs + 1_000_000,
-				Attrs: []ingest.Attr{ingest.NewAttr(idKey, ingest.StringValue(rid))}, Events: evs, Resource: 0, Scope: -1})
+				Attrs: []ingest.Attr{ingest.NewAttr(idKey, ingest.StringValue(rid))}, Extra: &ingest.SpanExtra{Events: evs}, Resource: 0, Scope: -1})
 		}
 		arr := len(t.Arrays)
 		t.Arrays = append(t.Arrays, ids)

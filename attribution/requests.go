@@ -355,7 +355,7 @@ func buildRequest(t *ingest.Trace, ix *spanIndex, k *keyCache, i int, style Styl
 		if !hasTokenName {
 			return
 		}
-		for _, e := range sp.Events {
+		for _, e := range sp.Events() {
 			if e.Name == tokenName {
 				r.Tokens = append(r.Tokens, e.Time)
 			}
@@ -376,7 +376,7 @@ func buildRequest(t *ingest.Trace, ix *spanIndex, k *keyCache, i int, style Styl
 	var ivs []interval
 	eventTimes := map[string]int64{}
 	grab := func(sp *ingest.Span) {
-		for _, e := range sp.Events {
+		for _, e := range sp.Events() {
 			switch name := t.Str(e.Name); name {
 			case "QUEUE_START", "COMPUTE_START", "COMPUTE_END":
 				if _, seen := eventTimes[name]; !seen {

@@ -64,7 +64,7 @@ func (b *builder) event(id ingest.SpanID, name string, at int64, attrs ...any) {
 			for j := 0; j+1 < len(attrs); j += 2 {
 				e.Attrs = append(e.Attrs, b.attr(attrs[j].(string), attrs[j+1]))
 			}
-			b.t.Spans[i].Events = append(b.t.Spans[i].Events, e)
+			b.t.Spans[i].AddEvent(e)
 			return
 		}
 	}

@@ -939,7 +939,7 @@ func (x *exporter) asyncBegin(i int, pid int64, cookie uint64) {
 	if x.opts.NoSpanEvents {
 		return
 	}
-	for _, e := range s.Events {
+	for _, e := range s.Events() {
 		ew.begin("n")
 		ew.str("cat", "otlp")
 		ew.str("name", nameOr(t.Str(e.Name)))

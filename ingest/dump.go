@@ -62,10 +62,10 @@ func (t *Trace) Dump(w io.Writer, opts DumpOptions) error {
 		}
 		b.WriteString(t.dumpAttrs(s.Attrs))
 		b.WriteByte('\n')
-		for _, e := range s.Events {
+		for _, e := range s.Events() {
 			fmt.Fprintf(b, "  event time=%d name=%q%s\n", e.Time, t.Str(e.Name), t.dumpAttrs(e.Attrs))
 		}
-		for _, l := range s.Links {
+		for _, l := range s.Links() {
 			fmt.Fprintf(b, "  link %s/%s%s\n", l.TraceID, l.SpanID, t.dumpAttrs(l.Attrs))
 		}
 	}

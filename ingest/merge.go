@@ -3,25 +3,92 @@ package ingest
 // Merge combines traces decoded from separate inputs into one, in the order
 // given: sources are appended, and every StrID, resource, scope, array and map
 // index is remapped into the result's tables. The parts must not be used
-// afterwards (their record slices are reused where possible).
+// afterwards: their records are rewritten in place and their slices moved
+// into the result.
+//
+// The record slices (spans, GPU ops, samples, memory events) are not copied
+// where that can be avoided, because they are most of the model: a table
+// only one part has records in (GPU ops and CUDA API calls come from one
+// nsys export or PyTorch profiler trace in the common case) is moved as it
+// is; otherwise the parts are laid out, in order, in the largest part's
+// array when its capacity allows, and only then in one new array sized once
+// (concat).
 func Merge(parts ...*Trace) *Trace {
 	if len(parts) == 1 {
 		return parts[0]
 	}
 	out := New()
-	// Size the big slices once: appending part by part would copy them again
-	// at every growth.
-	var spans, ops, samples, mem int
-	for _, p := range parts {
-		spans, ops, samples = spans+len(p.Spans), ops+len(p.GPUOps), samples+len(p.Samples)
-		mem += len(p.MemoryEvents)
-	}
-	out.Spans = make([]Span, 0, spans)
-	out.GPUOps = make([]GPUOp, 0, ops)
-	out.Samples = make([]Sample, 0, samples)
-	out.MemoryEvents = make([]MemoryEvent, 0, mem)
 	for _, p := range parts {
 		out.absorb(p)
+	}
+	out.Spans = concat(parts, func(p *Trace) *[]Span { return &p.Spans })
+	out.GPUOps = concat(parts, func(p *Trace) *[]GPUOp { return &p.GPUOps })
+	out.Samples = concat(parts, func(p *Trace) *[]Sample { return &p.Samples })
+	out.MemoryEvents = concat(parts, func(p *Trace) *[]MemoryEvent { return &p.MemoryEvents })
+	return out
+}
+
+// concat returns the parts' records of one table in part order, taking the
+// records out of the parts (each part's slice is set to nil, so that a copy
+// made here does not keep its source alive). One non-empty part: its slice
+// itself. Several: the largest part's array when it has room for all (its
+// records moved up in place, the others copied around them), else one new
+// array of the total size.
+func concat[T any](parts []*Trace, field func(*Trace) *[]T) []T {
+	total, largest, nonEmpty := 0, -1, 0
+	for i, p := range parts {
+		n := len(*field(p))
+		total += n
+		if n > 0 {
+			nonEmpty++
+			if largest < 0 || n > len(*field(parts[largest])) {
+				largest = i
+			}
+		}
+	}
+	take := func(p *Trace) []T {
+		f := field(p)
+		s := *f
+		*f = nil
+		return s
+	}
+	switch {
+	case nonEmpty == 0:
+		for _, p := range parts {
+			*field(p) = nil
+		}
+		return make([]T, 0)
+	case nonEmpty == 1:
+		for _, p := range parts[:largest] {
+			*field(p) = nil
+		}
+		out := take(parts[largest])
+		for _, p := range parts[largest+1:] {
+			*field(p) = nil
+		}
+		return out
+	}
+	if base := *field(parts[largest]); cap(base) >= total {
+		before := 0
+		for _, p := range parts[:largest] {
+			before += len(*field(p))
+		}
+		out := base[:total]
+		copy(out[before:], base) // overlapping: copy moves like memmove
+		at := 0
+		for i, p := range parts {
+			if i == largest {
+				take(p)
+				at += len(base)
+				continue
+			}
+			at += copy(out[at:], take(p))
+		}
+		return out
+	}
+	out := make([]T, 0, total)
+	for _, p := range parts {
+		out = append(out, take(p)...)
 	}
 	return out
 }
@@ -62,6 +129,9 @@ func (r *remapper) attrs(as []Attr) []Attr {
 	return as
 }
 
+// absorb appends p's small tables (sources, strings, resources, scopes,
+// arrays, maps, series, devices, processes, threads, warnings) to t and
+// rewrites p's records in place to t's IDs; Merge then moves the records.
 func (t *Trace) absorb(p *Trace) {
 	r := &remapper{
 		strs:     make([]StrID, p.Strings.Len()),
@@ -106,22 +176,22 @@ func (t *Trace) absorb(p *Trace) {
 			s.Scope += r.scope
 		}
 		s.Attrs = r.attrs(s.Attrs)
-		for j := range s.Events {
-			s.Events[j].Name = r.str(s.Events[j].Name)
-			s.Events[j].Attrs = r.attrs(s.Events[j].Attrs)
+		evs := s.Events()
+		for j := range evs {
+			evs[j].Name = r.str(evs[j].Name)
+			evs[j].Attrs = r.attrs(evs[j].Attrs)
 		}
-		for j := range s.Links {
-			s.Links[j].Attrs = r.attrs(s.Links[j].Attrs)
+		links := s.Links()
+		for j := range links {
+			links[j].Attrs = r.attrs(links[j].Attrs)
 		}
 	}
-	t.Spans = append(t.Spans, p.Spans...)
 	for i := range p.GPUOps {
 		o := &p.GPUOps[i]
 		o.Name = r.str(o.Name)
 		o.ShortName = r.str(o.ShortName)
 		o.Source += r.src
 	}
-	t.GPUOps = append(t.GPUOps, p.GPUOps...)
 	seriesOff := SeriesID(len(t.Series))
 	for _, se := range p.Series {
 		se.Name, se.Family, se.Unit = r.str(se.Name), r.str(se.Family), r.str(se.Unit)
@@ -140,11 +210,9 @@ func (t *Trace) absorb(p *Trace) {
 			s.Series += seriesOff
 		}
 	}
-	t.Samples = append(t.Samples, p.Samples...)
 	for i := range p.MemoryEvents {
 		p.MemoryEvents[i].Source += r.src
 	}
-	t.MemoryEvents = append(t.MemoryEvents, p.MemoryEvents...)
 	for _, d := range p.Devices {
 		d.Source += r.src
 		t.Devices = append(t.Devices, d)

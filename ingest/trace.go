@@ -218,16 +218,24 @@ func (c StatusCode) String() string {
 }
 
 // Span is a CPU-side interval: an OTLP span, an NVTX range, or a CUDA API call.
+//
+// A run holds millions of spans, nearly all CUDA API calls and NVTX ranges,
+// so what only OTLP spans have and few of those use — span events and links
+// — is held apart (Extra, nil for most spans) rather than in two slices per
+// span, and the fields are ordered so that the struct has no padding to
+// speak of: 120 bytes (docs/design.md §3).
 type Span struct {
-	TraceID TraceID
-	ID      SpanID
-	Parent  SpanID
-	Name    StrID
-	Start   int64
-	End     int64
-	Attrs   []Attr
-	Events  []Event
-	Links   []Link
+	TraceID   TraceID
+	ID        SpanID
+	Parent    SpanID
+	Name      StrID
+	StatusMsg StrID
+	Start     int64
+	End       int64
+	Attrs     []Attr
+	// Extra holds the span's events and links; nil when it has neither.
+	// Read them through Events and Links.
+	Extra *SpanExtra
 
 	// Resource and Scope index Trace.Resources and Trace.Scopes; -1 if none.
 	Resource int32
@@ -237,11 +245,43 @@ type Span struct {
 	// Correlation ties a CUDA API call to the GPU ops it launched.
 	Correlation uint32
 
-	Source    SourceID
-	Kind      SpanKind
-	Origin    SpanOrigin
-	Status    StatusCode
-	StatusMsg StrID
+	Source SourceID
+	Kind   SpanKind
+	Origin SpanOrigin
+	Status StatusCode
+}
+
+// SpanExtra is what only some spans have: OTLP span events and links.
+type SpanExtra struct {
+	Events []Event
+	Links  []Link
+}
+
+// Events are the span's events (OTLP span events), in input order.
+func (s *Span) Events() []Event {
+	if s.Extra == nil {
+		return nil
+	}
+	return s.Extra.Events
+}
+
+// Links are the span's links to other spans, in input order.
+func (s *Span) Links() []Link {
+	if s.Extra == nil {
+		return nil
+	}
+	return s.Extra.Links
+}
+
+// AddEvent appends an event to the span. It gives the span its own Extra,
+// so that a copy of the span made before is left as it was.
+func (s *Span) AddEvent(e Event) {
+	x := SpanExtra{}
+	if s.Extra != nil {
+		x = *s.Extra
+	}
+	x.Events = append(x.Events[:len(x.Events):len(x.Events)], e)
+	s.Extra = &x
 }
 
 // Duration is End − Start.

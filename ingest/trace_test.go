@@ -13,6 +13,10 @@ func TestGPUOpSize(t *testing.T) {
 	if got := unsafe.Sizeof(GPUOp{}); got > 72 {
 		t.Fatalf("GPUOp is %d bytes; 10 M of them must stay well under 1 GiB", got)
 	}
+	// A run holds millions of CUDA API calls and NVTX ranges as spans.
+	if got := unsafe.Sizeof(Span{}); got > 120 {
+		t.Fatalf("Span is %d bytes, want at most 120 (events and links live in SpanExtra)", got)
+	}
 	if got := unsafe.Sizeof(Attr{}); got != 16 {
 		t.Fatalf("Attr is %d bytes", got)
 	}

@@ -96,19 +96,22 @@ func (t *Trace) checkSpanIDs() {
 }
 
 // Sort orders spans, GPU ops, samples and memory events by time (stable, so
-// equal times keep input order). Already sorted slices are detected in O(n).
+// equal times keep input order), in place. Already sorted slices are
+// detected in O(n).
 func (t *Trace) Sort() {
-	t.Spans = sortByTime(t.Spans, func(s *Span) int64 { return s.Start })
-	t.GPUOps = sortByTime(t.GPUOps, func(o *GPUOp) int64 { return o.Start })
-	t.Samples = sortByTime(t.Samples, func(s *Sample) int64 { return s.Time })
-	t.MemoryEvents = sortByTime(t.MemoryEvents, func(m *MemoryEvent) int64 { return m.Time })
+	sortByTime(t.Spans, func(s *Span) int64 { return s.Start })
+	sortByTime(t.GPUOps, func(o *GPUOp) int64 { return o.Start })
+	sortByTime(t.Samples, func(s *Sample) int64 { return s.Time })
+	sortByTime(t.MemoryEvents, func(m *MemoryEvent) int64 { return m.Time })
 }
 
-// sortByTime sorts records stably by a time key. Records are large (a Span
-// is 160 bytes), so instead of moving them through a stable sort's merges it
-// sorts (key, index) pairs — the index breaks ties, which makes the order
-// stable — and moves each record once into a new slice.
-func sortByTime[T any](recs []T, key func(*T) int64) []T {
+// sortByTime sorts records stably by a time key, in place. Records are large
+// (a Span is 160 bytes), so instead of moving them through a stable sort's
+// merges it sorts (key, index) pairs — the index breaks ties, which makes the
+// order stable — and then moves each record into its place by following the
+// permutation's cycles: no second array of records, whose size (the whole
+// table) would otherwise be the peak of memory use.
+func sortByTime[T any](recs []T, key func(*T) int64) {
 	sorted := true
 	for i := 1; i < len(recs); i++ {
 		if key(&recs[i]) < key(&recs[i-1]) {
@@ -117,7 +120,7 @@ func sortByTime[T any](recs []T, key func(*T) int64) []T {
 		}
 	}
 	if sorted {
-		return recs
+		return
 	}
 	type ref struct {
 		at  int64
@@ -133,9 +136,23 @@ func sortByTime[T any](recs []T, key func(*T) int64) []T {
 		}
 		return cmp.Compare(a.idx, b.idx)
 	})
-	out := make([]T, len(recs))
-	for i, r := range refs {
-		out[i] = recs[r.idx]
+	// Position i receives the record now at refs[i].idx. Walk each cycle
+	// once, marking a position done by setting its idx to itself.
+	for i := range refs {
+		if refs[i].idx == i {
+			continue
+		}
+		tmp := recs[i]
+		j := i
+		for {
+			k := refs[j].idx
+			refs[j].idx = j
+			if k == i {
+				recs[j] = tmp
+				break
+			}
+			recs[j] = recs[k]
+			j = k
+		}
 	}
-	return out
 }

@@ -194,7 +194,7 @@ func TestSyntheticMatchesPdata(t *testing.T) {
 			attrs, events := 0, 0
 			for _, s := range tr.Spans {
 				attrs += len(s.Attrs)
-				events += len(s.Events)
+				events += len(s.Events())
 			}
 			if len(tr.Spans) != td.SpanCount() || attrs != 15*len(tr.Spans) || events == 0 {
 				t.Fatalf("%d spans, %d attributes, %d events", len(tr.Spans), attrs, events)

@@ -80,11 +80,11 @@ func TestConsoleExporter(t *testing.T) {
 	if v, _ := tr.Attr(root.Attrs, "gen_ai.response.finish_reasons"); strings.Join(tr.StringList(v), ",") != "stop" {
 		t.Errorf("finish_reasons = %s", tr.FormatValue(v))
 	}
-	if len(root.Events) != 1 || tr.Str(root.Events[0].Name) != "first_token" || root.Events[0].Time-root.Start != 81_500_000 {
-		t.Errorf("events %+v", root.Events)
+	if len(root.Events()) != 1 || tr.Str(root.Events()[0].Name) != "first_token" || root.Events()[0].Time-root.Start != 81_500_000 {
+		t.Errorf("events %+v", root.Events())
 	}
-	if len(tok.Links) != 1 || tok.Links[0].SpanID.String() != "b7ad6b7169203331" {
-		t.Errorf("links %+v", tok.Links)
+	if len(tok.Links()) != 1 || tok.Links()[0].SpanID.String() != "b7ad6b7169203331" {
+		t.Errorf("links %+v", tok.Links())
 	}
 	if len(tr.Resources) != 1 || root.Resource != 0 || detok.Resource != 0 {
 		t.Fatalf("%d resources; span resources %d %d", len(tr.Resources), root.Resource, detok.Resource)

@@ -144,10 +144,10 @@ func checkModel(t *testing.T, tr *ingest.Trace) {
 			t.Fatalf("span %d: source or string out of range", i)
 		}
 		checkAttrs(s.Attrs, 0)
-		for _, e := range s.Events {
+		for _, e := range s.Events() {
 			checkAttrs(e.Attrs, 0)
 		}
-		for _, l := range s.Links {
+		for _, l := range s.Links() {
 			checkAttrs(l.Attrs, 0)
 		}
 		spans++

@@ -88,14 +88,14 @@ func TestGoStdoutExporter(t *testing.T) {
 	if got := attr(foo.Attrs, "double"); got != "double:123.456" {
 		t.Errorf("/foo double = %s", got)
 	}
-	if len(foo.Events) != 2 || tr.Str(foo.Events[1].Name) != "bar" || foo.Events[1].Time != foo.Start || attr(foo.Events[0].Attrs, "key") != "string:value" {
-		t.Errorf("/foo events %+v", foo.Events)
+	if len(foo.Events()) != 2 || tr.Str(foo.Events()[1].Name) != "bar" || foo.Events()[1].Time != foo.Start || attr(foo.Events()[0].Attrs, "key") != "string:value" {
+		t.Errorf("/foo events %+v", foo.Events())
 	}
-	if len(req.Events) != 1 || req.Events[0].Time-req.Start != 81_500_000 || attr(req.Events[0].Attrs, "index") != "int:0" {
-		t.Errorf("llm.request events %+v", req.Events)
+	if len(req.Events()) != 1 || req.Events()[0].Time-req.Start != 81_500_000 || attr(req.Events()[0].Attrs, "index") != "int:0" {
+		t.Errorf("llm.request events %+v", req.Events())
 	}
-	if len(req.Links) != 1 || req.Links[0].TraceID.String() != "a0a1a2a3a4a5a6a7a8a9aaabacadaeaf" || req.Links[0].SpanID.String() != "b0b1b2b3b4b5b6b7" || attr(req.Links[0].Attrs, "link.kind") != "string:batch" {
-		t.Errorf("links %+v", req.Links)
+	if len(req.Links()) != 1 || req.Links()[0].TraceID.String() != "a0a1a2a3a4a5a6a7a8a9aaabacadaeaf" || req.Links()[0].SpanID.String() != "b0b1b2b3b4b5b6b7" || attr(req.Links()[0].Attrs, "link.kind") != "string:batch" {
+		t.Errorf("links %+v", req.Links())
 	}
 	if len(tr.Resources) != 2 || req.Resource != tok.Resource || attr(tr.Resources[foo.Resource].Attrs, "rk1") != "string:rv11" ||
 		attr(tr.Resources[req.Resource].Attrs, "service.name") != "string:llm-gateway" {

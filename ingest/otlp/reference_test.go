@@ -72,13 +72,17 @@ func spanFromPdata(t *ingest.Trace, sp ptrace.Span) ingest.Span {
 		Attrs: attrsFromPdata(t, sp.Attributes()), Kind: ingest.SpanKind(sp.Kind()),
 		Status: ingest.StatusCode(sp.Status().Code()), StatusMsg: t.Strings.Intern(sp.Status().Message()),
 	}
+	var x ingest.SpanExtra
 	for i := 0; i < sp.Events().Len(); i++ {
 		e := sp.Events().At(i)
-		s.Events = append(s.Events, ingest.Event{Name: t.Strings.Intern(e.Name()), Time: int64(e.Timestamp()), Attrs: attrsFromPdata(t, e.Attributes())})
+		x.Events = append(x.Events, ingest.Event{Name: t.Strings.Intern(e.Name()), Time: int64(e.Timestamp()), Attrs: attrsFromPdata(t, e.Attributes())})
 	}
 	for i := 0; i < sp.Links().Len(); i++ {
 		l := sp.Links().At(i)
-		s.Links = append(s.Links, ingest.Link{TraceID: ingest.TraceID(l.TraceID()), SpanID: ingest.SpanID(l.SpanID()), Attrs: attrsFromPdata(t, l.Attributes())})
+		x.Links = append(x.Links, ingest.Link{TraceID: ingest.TraceID(l.TraceID()), SpanID: ingest.SpanID(l.SpanID()), Attrs: attrsFromPdata(t, l.Attributes())})
+	}
+	if len(x.Events) > 0 || len(x.Links) > 0 {
+		s.Extra = &x
 	}
 	return s
 }

@@ -36,6 +36,7 @@ type state struct {
 	tailCap   int
 	eventSlab slab[ingest.Event]
 	linkSlab  slab[ingest.Link]
+	extraSlab slab[ingest.SpanExtra]
 
 	// Scratch slices a span is assembled in before its parts are carved.
 	spanAttrs, eventAttrs, linkAttrs []ingest.Attr
@@ -176,6 +177,19 @@ func (s *slab[T]) carve(items []T) []T {
 	return s.buf[start:len(s.buf):len(s.buf)]
 }
 
+// add copies one item into the slab and returns its address.
+func (s *slab[T]) add(v T) *T {
+	if cap(s.buf) == len(s.buf) {
+		if s.next == 0 {
+			s.next = slabFirst
+		}
+		s.buf = make([]T, 0, s.next)
+		s.next = min(s.next*2, slabMax)
+	}
+	s.buf = append(s.buf, v)
+	return &s.buf[len(s.buf)-1]
+}
+
 // take hands out the next n elements of the free space, which the caller has
 // filled through a slice from tail.
 func (s *slab[T]) take(n int) []T {
@@ -213,8 +227,10 @@ func (d *state) appendSpan(sp *ingest.Span) {
 	} else {
 		sp.Attrs = d.spanSlab.carve(d.spanAttrs)
 	}
-	sp.Events = d.eventSlab.carve(d.events)
-	sp.Links = d.linkSlab.carve(d.links)
+	sp.Extra = nil
+	if len(d.events) > 0 || len(d.links) > 0 {
+		sp.Extra = d.extraSlab.add(ingest.SpanExtra{Events: d.eventSlab.carve(d.events), Links: d.linkSlab.carve(d.links)})
+	}
 	sp.Source = d.src
 	sp.Origin = ingest.OriginOTLP
 	d.spanAttrs, d.events, d.links = nil, d.events[:0], d.links[:0]

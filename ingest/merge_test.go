@@ -1,0 +1,105 @@
+package ingest
+
+import (
+	"cmp"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// opsTrace is a one-source trace whose GPU ops have starts from, in order,
+// with the given spare capacity.
+func opsTrace(from []int64, spare int) *Trace {
+	t := New()
+	t.Sources = []Source{{Path: "x", Format: "test"}}
+	t.GPUOps = make([]GPUOp, 0, len(from)+spare)
+	for _, s := range from {
+		t.GPUOps = append(t.GPUOps, GPUOp{Start: s, End: s + 1})
+	}
+	return t
+}
+
+func opStarts(m *Trace) (starts []int64, srcs []SourceID) {
+	for _, o := range m.GPUOps {
+		starts, srcs = append(starts, o.Start), append(srcs, o.Source)
+	}
+	return starts, srcs
+}
+
+// Merge lays records out in part order whichever way it gets there: the one
+// part that has any moved as it is, the largest part's array reused when it
+// has room (its records moved up past the parts before it), or a new array.
+func TestMergeConcatenatesInPartOrder(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		parts  [][]int64
+		spare  []int
+		reused int // the part whose array the result must be (-1: a new one)
+	}{
+		{"one part with records", [][]int64{nil, {5, 6, 7}, nil}, []int{0, 0, 0}, 1},
+		{"largest has room, in the middle", [][]int64{{1}, {2, 3, 4}, {8, 9}}, []int{0, 3, 0}, 1},
+		{"largest has room, last", [][]int64{{1, 2}, {3}, {4, 5, 6}}, []int{0, 0, 3}, 2},
+		{"largest has room, first", [][]int64{{1, 2, 3}, {4}}, []int{1, 0}, 0},
+		{"no room", [][]int64{{1}, {2, 3, 4}, {8, 9}}, []int{0, 2, 0}, -1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var parts []*Trace
+			var want []int64
+			var wantSrc []SourceID
+			for i, p := range tc.parts {
+				parts = append(parts, opsTrace(p, tc.spare[i]))
+				want = append(want, p...)
+				for range p {
+					wantSrc = append(wantSrc, SourceID(i))
+				}
+			}
+			var arr *GPUOp
+			if tc.reused >= 0 {
+				arr = unsafeFirst(parts[tc.reused].GPUOps)
+			}
+			m := Merge(parts...)
+			got, src := opStarts(m)
+			if !slices.Equal(got, want) || !slices.Equal(src, wantSrc) {
+				t.Fatalf("merged starts %v sources %v, want %v %v", got, src, want, wantSrc)
+			}
+			if first := unsafeFirst(m.GPUOps); (arr != nil) != (first == arr) {
+				t.Errorf("result array reused = %v, want %v", first == arr, arr != nil)
+			}
+			for i, p := range parts {
+				if p.GPUOps != nil {
+					t.Errorf("part %d still holds its GPU ops", i)
+				}
+			}
+			if m.Spans == nil || len(m.Spans) != 0 {
+				t.Errorf("spans of a merge without spans = %#v, want empty", m.Spans)
+			}
+		})
+	}
+}
+
+func unsafeFirst(s []GPUOp) *GPUOp {
+	if cap(s) == 0 {
+		return nil
+	}
+	return &s[:1][0]
+}
+
+// The in-place sort gives the order of a stable sort, on inputs with many
+// ties and long permutation cycles.
+func TestSortByTimeInPlaceIsStable(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, n := range []int{0, 1, 2, 3, 10, 1000, 5000} {
+		for _, spread := range []int64{1, 3, 1 << 40} {
+			recs := make([]Sample, n)
+			for i := range recs {
+				recs[i] = Sample{Time: r.Int64N(spread), Pid: uint32(i)}
+			}
+			want := slices.Clone(recs)
+			slices.SortStableFunc(want, func(a, b Sample) int { return cmp.Compare(a.Time, b.Time) })
+			sortByTime(recs, func(s *Sample) int64 { return s.Time })
+			if !slices.Equal(recs, want) {
+				t.Fatalf("n=%d spread=%d: in-place sort differs from a stable sort", n, spread)
+			}
+		}
+	}
+}
