@@ -294,7 +294,10 @@ func TestSynthIssueGates(t *testing.T) {
 // all twelve (Holm) no more than α/2 plus that either. A rule's own fail
 // is its p ≤ α/2, the level it would have alone. LLMPROF_LONG runs 30
 // pairs (docs/diff.md's table), the plain suite 2, where every GEMM rule
-// must fail and the unchanged twelve-rule gate may not.
+// must fail and the unchanged twelve-rule gate may not. At 20 s the long
+// run falls short for itl.p90 (23 of 30: the misses move +13–14%, likely
+// regressions not gated); LLMPROF_TAIL_SECONDS=40 meets it (docs/diff.md).
+// .ci/run runs the plain form.
 func TestSynthTailRulesDecide(t *testing.T) {
 	pairs := 2
 	long := os.Getenv("LLMPROF_LONG") != ""
