@@ -53,10 +53,11 @@ var (
 // changes d and bootstrap standard errors s (the interval's half toward 0
 // over z), σ is the 95% upper confidence bound on the excess variance τ²
 // of d ~ N(0, s² + τ²) — the τ at which Σ d²/(s² + τ²) falls to χ²_{0.05,k}
-// — divided by √2 (per run, as above), the largest over the sources
-// (rounded up to 0.1%, with the 1% floor): the real nightly runs 02/03/04
-// (200 requests: no p99 of a request latency is decided there) and 30
-// simulator replays (20 s, workload seeds 7000–7029, noise 1 against 2).
+// — divided by √2 (per run, as above), the largest over the sources and
+// two bootstrap seeds (rounded up, with the 1% floor): the real nightly
+// runs 02/03/04 (200 requests: no p99 of a request latency is decided
+// there) and 30 simulator replays (20 s, workload seeds 7000–7029, noise 1
+// against 2).
 // TestPairedTailBoundCalibration recomputes both; docs/diff.md has the
 // table.
 var betweenPaired = map[string]float64{
