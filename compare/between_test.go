@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -204,5 +205,170 @@ func TestRealNightlyGate(t *testing.T) {
 	if res.Gate.Verdict != compare.Pass {
 		logGate(t, res)
 		t.Errorf("03 vs 04, one configuration: gate %+v, want pass", res.Gate)
+	}
+}
+
+// tailNames are the tail quantiles with a paired bound.
+var tailNames = []string{"ttft.p90", "ttft.p99", "tpot.p90", "tpot.p99", "itl.p90", "itl.p99", "e2e.p90", "e2e.p99"}
+
+// withinTails compares an A/A pair of one replayed workload and returns,
+// per tail quantile, its log change d and the standard error s of the
+// paired bootstrap's interval before the bound (its half toward 0 over
+// z_{1−α/2}).
+func withinTails(t *testing.T, b, c compare.Run) (d, s map[string]float64) {
+	t.Helper()
+	opts := compare.DefaultOptions()
+	within, res, err := compare.WithinInterval(compare.Side{Label: b.RunID, Runs: []compare.Run{b}}, compare.Side{Label: c.RunID, Runs: []compare.Run{c}}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Workload != compare.DesignReplayed {
+		t.Fatalf("%s vs %s: workload %q, want %q", b.RunID, c.RunID, res.Workload, compare.DesignReplayed)
+	}
+	z := distuv.UnitNormal.Quantile(1 - opts.Alpha/2)
+	d, s = map[string]float64{}, map[string]float64{}
+	for _, name := range tailNames {
+		v, ok := within[name]
+		if !ok {
+			continue
+		}
+		e, lo, hi := math.Log1p(v[0]/100), math.Log1p(v[1]/100), math.Log1p(v[2]/100)
+		half := e - lo
+		if e < 0 {
+			half = hi - e
+		}
+		d[name], s[name] = e, half/z
+	}
+	return d, s
+}
+
+// excessBound is the 95% upper confidence bound on τ where d_i ~ N(0,
+// s_i² + τ²): the τ at which Σ d²/(s² + τ²) falls to χ²_{0.05,k} (0 when
+// it is below that at τ = 0).
+func excessBound(d, s []float64) float64 {
+	k := float64(len(d))
+	target := distuv.ChiSquared{K: k}.Quantile(0.05)
+	S := func(tau float64) float64 {
+		sum := 0.0
+		for i := range d {
+			v := s[i]*s[i] + tau*tau
+			switch {
+			case v > 0:
+				sum += d[i] * d[i] / v
+			case d[i] != 0:
+				return math.Inf(1)
+			}
+		}
+		return sum
+	}
+	if S(0) <= target {
+		return 0
+	}
+	lo, hi := 0.0, 1.0
+	for S(hi) > target {
+		hi *= 2
+	}
+	for range 60 {
+		m := (lo + hi) / 2
+		if S(m) > target {
+			lo = m
+		} else {
+			hi = m
+		}
+	}
+	return hi
+}
+
+// TestPairedTailBoundCalibration recomputes compare.PairedTailBound: the
+// part of the A/A spread of a tail quantile that the paired block
+// bootstrap's interval does not hold, over the real nightly runs of one
+// configuration (02, 03, 04) and replayed simulator pairs (20 s, workload
+// seeds 7000+, noise 1 against 2). Each source's 95% upper bound on the
+// excess, per run (÷√2), must not exceed the table — the real pairs always,
+// the simulated ones at the long run's 30 pairs, which set the table — and
+// the A/A pairs whose change lies beyond its interval widened by 1.96·√2·σ
+// (a false fail of a ±0 rule) may be no more than α plus twice its Monte
+// Carlo error. The figures are docs/diff.md's table (LLMPROF_LONG=1 go test
+// ./compare -run PairedTailBoundCalibration -v).
+func TestPairedTailBoundCalibration(t *testing.T) {
+	long := os.Getenv("LLMPROF_LONG") != ""
+	type source struct {
+		name  string
+		pairs [][2]compare.Run
+		ucb   bool // its upper bound must be within the table
+	}
+	var sources []source
+	if _, ok := shareddata.Root(); ok {
+		r02, r03, r04 := realRun(t, "02_tp4_pp2_no_IB"), realRun(t, "03_tp4_pp2_IB"), realRun(t, "04_tp4_pp2_IB")
+		sources = append(sources, source{"real, replayed", [][2]compare.Run{{r03, r04}, {r02, r03}, {r02, r04}}, true})
+	} else {
+		t.Log("../shared/testdata is absent: the real pairs are not checked")
+	}
+	n := 3
+	if long {
+		n = 30
+	}
+	var which []seedNoise
+	for i := range n {
+		which = append(which, seedNoise{int64(7000 + i), 1}, seedNoise{int64(7000 + i), 2})
+	}
+	runs := synthRuns(t, which, 20*time.Second, 1)
+	var sim [][2]compare.Run
+	for i := 0; i < len(runs); i += 2 {
+		sim = append(sim, [2]compare.Run{runs[i], runs[i+1]})
+	}
+	sources = append(sources, source{"simulator, replayed", sim, long})
+	t.Logf("| statistic | σ (table) | %s |", func() string {
+		var h []string
+		for _, s := range sources {
+			h = append(h, fmt.Sprintf("%s (%d pairs): largest |d| − its interval's half; 95%% bound on σ; pairs beyond the bounded interval", s.name, len(s.pairs)))
+		}
+		return strings.Join(h, " | ")
+	}())
+	ds := make([][2]map[string]float64, 0)
+	for _, src := range sources {
+		for _, p := range src.pairs {
+			d, s := withinTails(t, p[0], p[1])
+			ds = append(ds, [2]map[string]float64{d, s})
+		}
+	}
+	for _, name := range tailNames {
+		sigma, ok := compare.PairedTailBound(name)
+		if !ok {
+			t.Fatalf("%s: no paired bound", name)
+		}
+		row := fmt.Sprintf("| %s | %.1f%% |", name, 100*sigma)
+		k := 0
+		for _, src := range sources {
+			var d, s []float64
+			worst := math.Inf(-1)
+			excluded := 0
+			for range src.pairs {
+				dd, ss := ds[k][0], ds[k][1]
+				k++
+				if _, ok := dd[name]; !ok {
+					continue
+				}
+				d, s = append(d, dd[name]), append(s, ss[name])
+				z := distuv.UnitNormal.Quantile(0.975)
+				worst = math.Max(worst, math.Abs(dd[name])-z*ss[name])
+				if math.Abs(dd[name]) > math.Hypot(z*ss[name], z*math.Sqrt2*sigma) {
+					excluded++
+				}
+			}
+			if k := len(d); k > 0 && float64(excluded)/float64(k) > mcBound(0.05, k) {
+				t.Errorf("%s: %d of %d %s A/A pairs lie beyond their interval widened by 1.96·√2·σ, want ≤ α + 2 MC errors", name, excluded, k, src.name)
+			}
+			if len(d) == 0 {
+				row += " — |"
+				continue
+			}
+			u := excessBound(d, s) / math.Sqrt2
+			row += fmt.Sprintf(" %+.1f%%; %.2f%%; %d of %d beyond |", 100*worst, 100*u, excluded, len(d))
+			if src.ucb && u > sigma*1.005 && u > 0.01 {
+				t.Errorf("%s: %s A/A pairs give a 95%% upper bound σ ≤ %.2f%% beyond the paired interval, above the table's %.2f%%", name, src.name, 100*u, 100*sigma)
+			}
+		}
+		t.Log(row)
 	}
 }

@@ -112,6 +112,15 @@ var ErrNoOverlap = errors.New("baseline and candidate have no metric in common")
 // invalid run, disjoint models, nothing in common) and never turns a
 // problem into a pass.
 func Compare(baseline, candidate Side, opts Options) (*Result, error) {
+	c, err := compareSides(baseline, candidate, opts)
+	if err != nil {
+		return nil, err
+	}
+	return c.res, nil
+}
+
+// compareSides is Compare, returning its state.
+func compareSides(baseline, candidate Side, opts Options) (*comparison, error) {
 	if err := opts.validate(); err != nil {
 		return nil, err
 	}
@@ -213,7 +222,7 @@ func Compare(baseline, candidate Side, opts Options) (*Result, error) {
 	}
 	c.kernelEvidence()
 	c.applyGates()
-	return res, nil
+	return c, nil
 }
 
 func runName(runs []Run, i int) string {
@@ -1045,7 +1054,9 @@ func (c *comparison) computeRequestLevel(specs []spec) {
 			repsB, repsC = outs[2][name], outs[3][name]
 		}
 		c.bootMetric(p.w, p.pb, p.pc, repsB, repsC)
-		if c.batchMeansOn() {
+		// A paired tail is decided from the paired bootstrap and its
+		// bound (pairedTail), not from segment quantiles.
+		if c.batchMeansOn() && !c.pairedTail(p.w.spec) {
 			if bm, ok := c.newBatchMeans(p.w.spec, p.pb, p.pc); ok {
 				c.widen(p.w, bm, p.pb)
 			}

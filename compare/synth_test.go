@@ -284,37 +284,67 @@ func TestSynthIssueGates(t *testing.T) {
 }
 
 // TestSynthTailRulesDecide is issue 29's tail case on the simulator: one
-// workload replayed, one run per side. With GEMM kernels 30% slower the
-// share of pairs failing itl.p90<+10% and ttft.p99<+10% is counted, and on
-// unchanged replays no quantile rule at +0% may fail more often than α/2
-// plus Monte Carlo error. LLMPROF_LONG runs 20 pairs, the plain suite 2.
+// workload replayed, one run per side, tails decided from the paired block
+// bootstrap widened by the paired bound (compare.PairedTailBound). The
+// workload seeds (9000+) are not those the bound was calibrated on
+// (7000+). With GEMM kernels 30% slower the gate itl.p90<+10%,
+// ttft.p99<+10% must fail each rule in ≥ 90% of pairs; on unchanged replays
+// each quantile rule at +0% (ttft, tpot, itl, e2e; p50, p90, p99) may fail
+// no more often than α/2 plus twice its Monte Carlo error, and the gate of
+// all twelve (Holm) no more than α/2 plus that either. A rule's own fail
+// is its p ≤ α/2, the level it would have alone. LLMPROF_LONG runs 30
+// pairs of 40 s runs (docs/diff.md's table), the plain suite 2 of 20 s,
+// where every GEMM rule must fail and the unchanged twelve-rule gate may
+// not. At 20 s (LLMPROF_TAIL_SECONDS=20) the long run falls short for
+// itl.p90: 23 of 30, the misses moving +13–14%, likely regressions not
+// gated (docs/diff.md). .ci/run runs the plain form.
 func TestSynthTailRulesDecide(t *testing.T) {
 	pairs := 2
-	if os.Getenv("LLMPROF_LONG") != "" {
-		pairs = 20
+	long := os.Getenv("LLMPROF_LONG") != ""
+	if long {
+		pairs = 30
 	}
-	const d = 20 * time.Second
+	if v, err := strconv.Atoi(os.Getenv("LLMPROF_TAIL_PAIRS")); err == nil && v > 0 {
+		pairs = v
+	}
+	d := 20 * time.Second
+	if long {
+		d = 40 * time.Second
+	}
+	// LLMPROF_TAIL_SECONDS sets the runs' length (docs/diff.md's 20 s rows).
+	if v, err := strconv.Atoi(os.Getenv("LLMPROF_TAIL_SECONDS")); err == nil && v > 0 {
+		d = time.Duration(v) * time.Second
+	}
 	var which []seedNoise
 	for i := range pairs {
-		which = append(which, seedNoise{int64(7000 + i), 1}, seedNoise{int64(7000 + i), 2})
+		which = append(which, seedNoise{int64(9000 + i), 1}, seedNoise{int64(9000 + i), 2})
 	}
 	runs := synthRuns(t, which, d, 1)
 	var slowWhich []seedNoise
 	for i := range pairs {
-		slowWhich = append(slowWhich, seedNoise{int64(7000 + i), 2})
+		slowWhich = append(slowWhich, seedNoise{int64(9000 + i), 2})
 	}
 	slow := synthRuns(t, slowWhich, d, 1.3)
-	quantileRules := []string{}
+	var quantileRules []string
 	for _, f := range []string{"ttft", "tpot", "itl", "e2e"} {
 		for _, q := range []string{"p50", "p90", "p99"} {
 			quantileRules = append(quantileRules, f+"."+q+"<+0%")
 		}
 	}
+	tailRules := []string{"itl.p90<+10%", "ttft.p99<+10%"}
+	alpha := compare.DefaultOptions().Alpha
 	tailFails := map[string]int{}
 	nullFails := map[string]int{}
+	gateFails, nullGateFails := 0, 0
 	for i := range pairs {
 		b, c := runs[2*i], runs[2*i+1]
-		res := compareSynth(t, b, slow[i], 300, uint64(i+1), "itl.p90<+10%", "ttft.p99<+10%")
+		res := compareSynth(t, b, slow[i], 300, uint64(i+1), tailRules...)
+		if res.Workload != compare.DesignReplayed {
+			t.Fatalf("%s vs %s: workload %q, want %q", b.RunID, slow[i].RunID, res.Workload, compare.DesignReplayed)
+		}
+		if res.Gate.Failed {
+			gateFails++
+		}
 		for _, m := range res.Metrics {
 			if m.Gate != nil {
 				if m.Gate.Verdict == compare.Fail {
@@ -323,21 +353,40 @@ func TestSynthTailRulesDecide(t *testing.T) {
 				t.Logf("GEMM ×1.3, pair %d: %s %s %+.1f%% [%+.1f%%, %+.1f%%]: %s", i, m.Gate.Rule, m.Gate.Verdict, m.DeltaPct, m.CILowPct, m.CIHighPct, m.Gate.Reason)
 			}
 		}
-		for _, r := range quantileRules {
-			res := compareSynth(t, b, c, 300, uint64(i+1), r)
-			for _, m := range res.Metrics {
-				if m.Gate != nil && m.Gate.Verdict == compare.Fail {
-					nullFails[m.Name]++
-				}
+		res = compareSynth(t, b, c, 300, uint64(i+1), quantileRules...)
+		if res.Gate.Failed {
+			nullGateFails++
+		}
+		for _, m := range res.Metrics {
+			if m.Gate != nil && m.Gate.PFail <= alpha/2 {
+				nullFails[m.Name]++
+				t.Logf("unchanged, pair %d: %s alone would fail: %+.1f%% [%+.1f%%, %+.1f%%], p = %.3g", i, m.Gate.Rule, m.DeltaPct, m.CILowPct, m.CIHighPct, m.Gate.PFail)
 			}
 		}
 	}
-	t.Logf("%d replayed pairs of %v: GEMM ×1.3 failed itl.p90<+10%% in %d, ttft.p99<+10%% in %d; unchanged, quantile rules at +0%% failed: %v",
-		pairs, d, tailFails["itl.p90"], tailFails["ttft.p99"], nullFails)
-	limit := mcBound(compare.DefaultOptions().Alpha/2, pairs)
-	for name, n := range nullFails {
-		if float64(n)/float64(pairs) > limit {
-			t.Errorf("unchanged replays: %s<+0%% failed in %d of %d", name, n, pairs)
+	var sb strings.Builder
+	for _, r := range quantileRules {
+		name := strings.TrimSuffix(r, "<+0%")
+		fmt.Fprintf(&sb, "\n  %-9s unchanged, fails alone %2d/%d", name, nullFails[name], pairs)
+	}
+	t.Logf("%d replayed pairs of %v: GEMM ×1.3 failed itl.p90<+10%% in %d, ttft.p99<+10%% in %d, the gate in %d; unchanged: the twelve-rule gate failed in %d; per rule:%s",
+		pairs, d, tailFails["itl.p90"], tailFails["ttft.p99"], gateFails, nullGateFails, sb.String())
+	limit := mcBound(alpha/2, pairs)
+	for _, r := range tailRules {
+		name := strings.Split(r, "<")[0]
+		if long && float64(tailFails[name]) < 0.9*float64(pairs) {
+			t.Errorf("GEMM ×1.3: %s failed in %d of %d pairs, want ≥ 90%%", r, tailFails[name], pairs)
 		}
+		if !long && tailFails[name] != pairs {
+			t.Errorf("GEMM ×1.3: %s failed in %d of %d pairs, want all", r, tailFails[name], pairs)
+		}
+	}
+	for name, n := range nullFails {
+		if long && float64(n)/float64(pairs) > limit {
+			t.Errorf("unchanged replays: %s<+0%% failed alone in %d of %d", name, n, pairs)
+		}
+	}
+	if (long && float64(nullGateFails)/float64(pairs) > limit) || (!long && nullGateFails > 0) {
+		t.Errorf("unchanged replays: the twelve-rule gate failed in %d of %d", nullGateFails, pairs)
 	}
 }
