@@ -201,6 +201,10 @@ func Compare(baseline, candidate Side, opts Options) (*Result, error) {
 		}
 	}
 	c.computeKernels(baseline, candidate)
+	c.computeSteps(baseline, candidate)
+	if requestLevel {
+		c.computeAdjusted()
+	}
 	if len(c.works) == 0 {
 		return nil, fmt.Errorf("%w (baseline %s, candidate %s)", ErrNoOverlap, baseline.Label, candidate.Label)
 	}

@@ -74,6 +74,9 @@ type Result struct {
 	// Kernels is the kernel-level comparison (compare/kernels.go); nil
 	// when a side has no GPU kernels.
 	Kernels *KernelComparison
+	// Steps is the engine-step comparison (compare/steps.go); nil when a
+	// side has no engine steps.
+	Steps *StepComparison
 }
 
 // SideSummary describes one side's input.

@@ -63,6 +63,8 @@ type diffDoc struct {
 	// Kernels is the kernel-level comparison, absent when a side has no
 	// GPU kernels.
 	Kernels *diffKernelsDoc `json:"kernels,omitempty"`
+	// Steps is the engine-step comparison, absent when a side has no steps.
+	Steps *diffStepsDoc `json:"steps,omitempty"`
 }
 
 type diffSideDoc struct {
@@ -176,6 +178,7 @@ func WriteDiffJSON(w io.Writer, res *compare.Result) error {
 		Warnings:      append([]string{}, res.Warnings...),
 		InputWarnings: append([]string{}, res.InputWarnings...),
 		Kernels:       kernelsDoc(res.Kernels),
+		Steps:         stepsDoc(res.Steps),
 	}
 	for _, m := range res.Metrics {
 		md := diffMetricDoc{
