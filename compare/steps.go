@@ -35,7 +35,9 @@ import (
 // independent. Engines are matched across sides by service and models and
 // pooled with their share of the baseline's step time as weight. With one
 // run per side the interval also holds a stated between-run bound
-// (stepBetweenSigma), since no within-run interval sees a machine or a day.
+// (stepBetweenSigma), since no within-run interval sees a machine or a day;
+// with several runs per side their steps are pooled and the bound holds
+// too.
 
 // prefixStep starts the step metrics: "step.cost" (every step),
 // "step.cost.decode" (decode-only steps) and "step.cost.prefill" (steps
@@ -498,10 +500,9 @@ func (c *comparison) stepMetric(sc *StepComparison, fits []stepEngineFit, name, 
 		se = math.Sqrt(p.v + extra)
 		return p.est, p.est - tq*se, p.est + tq*se, se
 	}
-	extra := 0.0
-	if oneRun {
-		extra = 2 * stepBetweenSigma * stepBetweenSigma // a difference of two runs
-	}
+	// The between-run bound holds with several runs per side too: their
+	// steps are pooled, and the blocks do not see what a run shares.
+	extra := 2 * stepBetweenSigma * stepBetweenSigma // a difference of two runs
 	e, lo, hi, _ := interval(pooled[0], extra)
 	sb.RawPct, sb.RawLowPct, sb.RawHighPct = pctOfLog(e), pctOfLog(lo), pctOfLog(hi)
 	e, lo, hi, _ = interval(pooled[1], 0)
@@ -537,10 +538,11 @@ func stepWording(b StepBucket, oneRun bool) string {
 		fmtPctShort(b.RawPct), fmtPctShort(b.RawLowPct), fmtPctShort(b.RawHighPct),
 		fmtPctShort(b.CompositionPct), fmtPctShort(b.CompositionLowPct), fmtPctShort(b.CompositionHighPct),
 		fmtPctShort(b.CostPct), fmtPctShort(b.CostLowPct), fmtPctShort(b.CostHighPct))
+	what := "several runs per side, pooled"
 	if oneRun {
-		s += fmt.Sprintf("; one run per side: the cost's interval includes the between-run bound σ = %.0f%%", 100*stepBetweenSigma)
+		what = "one run per side"
 	}
-	return s
+	return s + fmt.Sprintf("; %s: the cost's interval includes the between-run bound σ = %.0f%%", what, 100*stepBetweenSigma)
 }
 
 func fmtNum3(v float64) string {

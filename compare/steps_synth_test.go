@@ -41,9 +41,10 @@ var stepRules = []string{"step.cost<+5%", "step.cost.decode<+5%", "step.cost.pre
 
 // stepSynthRun simulates workload seed (synth.DefaultConfig) through the
 // real pipeline to a Run with its steps.
-func stepSynthRun(tb testing.TB, seed int64, d time.Duration, sc stepCase) compare.Run {
+func stepSynthRun(tb testing.TB, seed, noise int64, d time.Duration, sc stepCase) compare.Run {
 	tb.Helper()
 	cfg := synth.DefaultConfig(seed, d)
+	cfg.NoiseSeed = noise
 	if sc.slow != nil {
 		cfg.Slow(sc.slow)
 	}
@@ -57,7 +58,8 @@ func stepSynthRun(tb testing.TB, seed int64, d time.Duration, sc stepCase) compa
 	tr := synthtrace.WithGPU(tb, run, true)
 	res := attribution.Analyze(tr, attribution.DefaultOptions)
 	r := compare.FromAttribution(res)
-	r.RunID = fmt.Sprintf("seed %d %s", seed, sc.name)
+	r.Kernels = compare.KernelsFromTrace(tr, res)
+	r.RunID = fmt.Sprintf("seed %d noise %d %s", seed, noise, sc.name)
 	return r
 }
 
@@ -76,9 +78,10 @@ type stepTally struct {
 }
 
 // stepValidation simulates pairs of DIFFERENT workloads (baseline seed
-// 7000+i, candidate seed 9000+i) for every case and gates each with
-// stepRules.
-func stepValidation(t *testing.T, pairs int, d time.Duration) map[string]*stepTally {
+// 7000+i, candidate seed 9000+i) or, replayed, one workload seed 7000+i
+// with another noise seed per side, for every case, and gates each with
+// stepRules and, separately, with the kernel rules (kernelRules).
+func stepValidation(t *testing.T, pairs int, d time.Duration, replayed bool) map[string]*stepTally {
 	t.Helper()
 	base := make([]compare.Run, pairs)
 	cand := make([][]compare.Run, len(stepCases))
@@ -95,10 +98,14 @@ func stepValidation(t *testing.T, pairs int, d time.Duration) map[string]*stepTa
 				defer wg.Done()
 				defer func() { <-sem }()
 				if c < 0 {
-					base[i] = stepSynthRun(t, int64(7000+i), d, stepCases[0])
+					base[i] = stepSynthRun(t, int64(7000+i), noiseOf(replayed, 1), d, stepCases[0])
 					return
 				}
-				cand[c][i] = stepSynthRun(t, int64(9000+i), d, stepCases[c])
+				seed := int64(9000 + i)
+				if replayed {
+					seed = int64(7000 + i)
+				}
+				cand[c][i] = stepSynthRun(t, seed, noiseOf(replayed, 2), d, stepCases[c])
 			}()
 		}
 	}
@@ -106,6 +113,8 @@ func stepValidation(t *testing.T, pairs int, d time.Duration) map[string]*stepTa
 	opts := compare.DefaultOptions()
 	opts.Reps = 50 // the bootstrap metrics are not what is measured here
 	opts.Policy.Gates = mustGates(t, stepRules...)
+	kopts := opts
+	kopts.Policy.Gates = mustGates(t, kernelRules...)
 	out := map[string]*stepTally{}
 	for c, sc := range stepCases {
 		tl := &stepTally{pairs: pairs, fails: map[string]int{}, excl: map[string]int{}}
@@ -127,6 +136,19 @@ func stepValidation(t *testing.T, pairs int, d time.Duration) map[string]*stepTa
 					tl.excl[m.Name]++
 				}
 			}
+			kres, err := compare.Compare(compare.Side{Label: "base", Runs: []compare.Run{base[i]}},
+				compare.Side{Label: "cand", Runs: []compare.Run{cand[c][i]}}, kopts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range kres.Metrics {
+				if m.Gate != nil && m.Gate.Verdict == compare.Fail && strings.HasPrefix(m.Name, "kernel.") {
+					tl.fails[m.Name]++
+				}
+				if m.Gate != nil && strings.HasPrefix(m.Name, "kernel.") && !math.IsNaN(m.CILowPct) && (m.CILowPct > 0 || m.CIHighPct < 0) {
+					tl.excl[m.Name]++
+				}
+			}
 			if res.Steps != nil && len(res.Steps.Buckets) > 0 {
 				b := res.Steps.Buckets[0]
 				if b.RawLowPct > 0 || b.RawHighPct < 0 {
@@ -140,6 +162,13 @@ func stepValidation(t *testing.T, pairs int, d time.Duration) map[string]*stepTa
 	return out
 }
 
+func noiseOf(replayed bool, n int64) int64 {
+	if replayed {
+		return n
+	}
+	return 0
+}
+
 func logStepTally(t *testing.T, tallies map[string]*stepTally) {
 	t.Logf("gate fails (intervals excluding 0) per rule, all rules gated together")
 	t.Logf("| candidate | %s | step.cost<+5%% passed | raw step time moved | raw step time (median) | step.cost (median) |", strings.Join(stepRules, " | "))
@@ -149,6 +178,10 @@ func logStepTally(t *testing.T, tallies map[string]*stepTally) {
 		for _, r := range stepRules {
 			m := strings.SplitN(r, "<", 2)[0]
 			cells = append(cells, fmt.Sprintf("%d (%d)", tl.fails[m], tl.excl[m]))
+		}
+		for _, r := range kernelRules[:4] {
+			m := strings.SplitN(r, "<", 2)[0]
+			cells = append(cells, fmt.Sprintf("%s %d (%d)", r, tl.fails[m], tl.excl[m]))
 		}
 		t.Logf("| %s (%d pairs) | %s | %d | %d | %+.1f%% | %+.1f%% |", sc.name, tl.pairs, strings.Join(cells, " | "), tl.costPass, tl.rawMoved, medianOf(tl.rawPct), medianOf(tl.costPct))
 	}
@@ -213,11 +246,11 @@ func checkStepTally(t *testing.T, tallies map[string]*stepTally) {
 	}
 }
 
-// TestStepCostDifferentWorkloads is the reduced validation (3 pairs of 2 s
+// TestStepCostDifferentWorkloads is the reduced validation (3 pairs of 3 s
 // runs); TestStepCostDifferentWorkloadsLong the full one behind
 // LLMPROF_LONG (the docs/diff.md tables).
 func TestStepCostDifferentWorkloads(t *testing.T) {
-	tallies := stepValidation(t, 3, 2*time.Second)
+	tallies := stepValidation(t, 3, 3*time.Second, false)
 	logStepTally(t, tallies)
 	checkStepTally(t, tallies)
 }
@@ -234,7 +267,27 @@ func TestStepCostDifferentWorkloadsLong(t *testing.T) {
 		}
 		pairs = n
 	}
-	tallies := stepValidation(t, pairs, 3*time.Second)
+	tallies := stepValidation(t, pairs, 3*time.Second, false)
+	logStepTally(t, tallies)
+	checkStepTally(t, tallies)
+}
+
+// TestStepCostReplayedLong is the same validation on one workload replayed
+// (the same seed, another noise seed per side): docs/diff.md's replayed
+// table, with the kernel rules' fails beside the step and adjusted ones.
+func TestStepCostReplayedLong(t *testing.T) {
+	if os.Getenv("LLMPROF_LONG") == "" {
+		t.Skip("a long Monte Carlo (50 replayed pairs); set LLMPROF_LONG=1 to run it")
+	}
+	pairs := 50
+	if s := os.Getenv("LLMPROF_STEP_PAIRS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			t.Fatalf("LLMPROF_STEP_PAIRS=%q is not a positive number", s)
+		}
+		pairs = n
+	}
+	tallies := stepValidation(t, pairs, 3*time.Second, true)
 	logStepTally(t, tallies)
 	checkStepTally(t, tallies)
 }

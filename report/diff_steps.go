@@ -68,7 +68,7 @@ func stepSentence(b compare.StepBucket) string {
 	if b.CostPct != b.CostPct { // NaN: not fitted
 		return fmt.Sprintf("%s: too few steps on a side to fit (%d and %d)", stepKind[b.Bucket], b.NBaseline, b.NCandidate)
 	}
-	return fmt.Sprintf("%s: step time %s (%sms → %sms median) = composition %s %s (the batches the candidate saw) × cost %s %s at equal batches",
+	return fmt.Sprintf("%s: step time %s (%sms → %sms median) = composition %s [%s] (the batches the candidate saw) × cost %s [%s] at equal batches",
 		stepKind[b.Bucket], fmtPct(b.RawPct), fmtNum(b.MedianBaselineMS), fmtNum(b.MedianCandidateMS),
 		fmtPct(b.CompositionPct), fmtRange(b.CompositionLowPct, b.CompositionHighPct), fmtPct(b.CostPct), fmtRange(b.CostLowPct, b.CostHighPct))
 }
