@@ -208,7 +208,7 @@ func medianOf(x []float64) float64 {
 // only ≈ +6% (attention is a tenth of it), which a +5% rule cannot be
 // expected to catch; the step cost's interval must exclude 0 in ≥ 90% of
 // pairs (a "< +0%" rule would fail). Bigger batches with the same kernels:
-// the raw step time moves in ≥ 90% of pairs while step.cost<+5% passes in
+// the raw step time moves in ≥ 2/3 of pairs while step.cost<+5% passes in
 // ≥ 90% (the decomposition puts the change into the composition).
 func checkStepTally(t *testing.T, tallies map[string]*stepTally) {
 	alpha := compare.DefaultOptions().Alpha
@@ -218,8 +218,10 @@ func checkStepTally(t *testing.T, tallies map[string]*stepTally) {
 		at90 := func(n int) bool { return n*10 >= tl.pairs*9 }
 		switch {
 		case sc.load != 1:
-			if !at90(tl.rawMoved) || !at90(tl.costPass) {
-				t.Errorf("%s: raw step time moved in %d of %d pairs, step.cost<+5%% passed in %d (want both ≥ 90%%)", sc.name, tl.rawMoved, tl.pairs, tl.costPass)
+			// The raw change must be there for the case to test anything
+			// (in two thirds of pairs; 91 of 100 in the long run).
+			if tl.rawMoved*3 < tl.pairs*2 || !at90(tl.costPass) {
+				t.Errorf("%s: raw step time moved in %d of %d pairs (want ≥ 2/3), step.cost<+5%% passed in %d (want ≥ 90%%)", sc.name, tl.rawMoved, tl.pairs, tl.costPass)
 			}
 			if f := tl.fails[compare.MetricStepCost]; float64(f)/float64(tl.pairs) > bound {
 				t.Errorf("%s: step.cost<+5%% failed in %d of %d pairs", sc.name, f, tl.pairs)
