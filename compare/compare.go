@@ -210,6 +210,10 @@ func compareSides(baseline, candidate Side, opts Options) (*comparison, error) {
 		}
 	}
 	c.computeKernels(baseline, candidate)
+	c.computeSteps(baseline, candidate)
+	if requestLevel {
+		c.computeAdjusted()
+	}
 	if len(c.works) == 0 {
 		return nil, fmt.Errorf("%w (baseline %s, candidate %s)", ErrNoOverlap, baseline.Label, candidate.Label)
 	}

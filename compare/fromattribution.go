@@ -18,7 +18,7 @@ func FromAttribution(res *attribution.Result) Run {
 		DurationMS: res.Overall.Duration * 1e3,
 		Requests:   n,
 		TTFT:       make(Series, n), TPOT: make(Series, n), E2E: make(Series, n), Queue: make(Series, n),
-		OutputTokens: make(Series, n), InputTokens: make(Series, n),
+		OutputTokens: make(Series, n), InputTokens: make(Series, n), ArrivalMS: make(Series, n),
 		Stages: map[string]Series{},
 	}
 	models := map[string]bool{}
@@ -27,8 +27,15 @@ func FromAttribution(res *attribution.Result) Run {
 	for st := attribution.Stage(0); st < attribution.NumStages; st++ {
 		stageName[st], stageHas[st] = st.String(), stagePresent(res, st)
 	}
+	var first int64
+	for i := range res.Requests {
+		if a := res.Requests[i].Arrival; i == 0 || a < first {
+			first = a
+		}
+	}
 	for i := range res.Requests {
 		r := &res.Requests[i]
+		run.ArrivalMS[i] = float64(r.Arrival-first) / 1e6
 		models[r.Model] = true
 		if r.Finish != "error" {
 			run.Completed++
@@ -62,6 +69,7 @@ func FromAttribution(res *attribution.Result) Run {
 		}
 	}
 	run.Models = slices.Sorted(maps.Keys(models))
+	run.Steps = StepsFromAttribution(res)
 	if slo := res.Options.SLO; !slo.IsZero() && res.Overall.Goodput != nil {
 		run.SLO = slo.String()
 		run.Good = res.Overall.Goodput.Good

@@ -152,6 +152,12 @@ func LookupMetric(name string) (MetricName, error) {
 	if m, ok, err := lookupKernelMetric(name); ok {
 		return m, err
 	}
+	if m, ok, err := lookupStepMetric(name); ok {
+		return m, err
+	}
+	if m, ok, err := lookupAdjustedMetric(name); ok {
+		return m, err
+	}
 	for i := range Families {
 		f := &Families[i]
 		switch f.Kind {

@@ -78,6 +78,9 @@ type Result struct {
 	// --baseline-history, or a directory of runs as the baseline); nil
 	// without one. The caller that read the series fills it.
 	History *HistorySummary
+	// Steps is the engine-step comparison (compare/steps.go); nil when a
+	// side has no engine steps.
+	Steps *StepComparison
 }
 
 // HistorySummary describes a baseline history: every run of the series in

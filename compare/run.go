@@ -49,6 +49,8 @@ var TokenBuckets = attribution.BucketNames()
 //	output_tokens   per request
 //	input_tokens    per request: prompt tokens; two runs whose sequences agree replayed
 //	                one workload, and diff pairs their requests (docs/diff.md)
+//	arrival_ms      per request: arrival since the run's first, for the concurrency at arrival
+//	                that the adjusted metrics (ttft.adj …) hold constant
 //	itl_ms          per output-token gap, requests concatenated in arrival order
 //	itl_counts      per request, how many of the itl_ms gaps are its own
 //	stages_ms       {stage bucket: per-request ms}
@@ -71,6 +73,7 @@ type Run struct {
 	Queue        Series `json:"queue_ms,omitempty"`
 	OutputTokens Series `json:"output_tokens,omitempty"`
 	InputTokens  Series `json:"input_tokens,omitempty"`
+	ArrivalMS    Series `json:"arrival_ms,omitempty"`
 	ITL          Series `json:"itl_ms,omitempty"`
 	// ITLCounts is how many of the ITL gaps each request contributed, so
 	// the bootstrap can resample a request with its tokens.
@@ -86,6 +89,9 @@ type Run struct {
 	// Kernels are the run's GPU kernels by identity (compare/kernels.go),
 	// from a raw trace; saved analyses do not keep them.
 	Kernels *KernelRun `json:"-"`
+	// Steps are the run's engine steps with their batch composition
+	// (compare/steps.go), from a raw trace; saved analyses do not keep them.
+	Steps *StepRun `json:"-"`
 }
 
 // runJSON is Run with the schema marker, so that MarshalJSON and UnmarshalJSON
@@ -145,7 +151,7 @@ func (r *Run) Validate() error {
 	for _, s := range []struct {
 		name string
 		s    Series
-	}{{"ttft_ms", r.TTFT}, {"tpot_ms", r.TPOT}, {"e2e_ms", r.E2E}, {"queue_ms", r.Queue}, {"output_tokens", r.OutputTokens}, {"input_tokens", r.InputTokens}} {
+	}{{"ttft_ms", r.TTFT}, {"tpot_ms", r.TPOT}, {"e2e_ms", r.E2E}, {"queue_ms", r.Queue}, {"output_tokens", r.OutputTokens}, {"input_tokens", r.InputTokens}, {"arrival_ms", r.ArrivalMS}} {
 		if len(s.s) != 0 && len(s.s) != r.Requests {
 			return fmt.Errorf("%s has %d values for %d requests", s.name, len(s.s), r.Requests)
 		}

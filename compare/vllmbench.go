@@ -184,6 +184,7 @@ func (b *vllmBench) run() (Run, []string, error) {
 	run.TPOT = series(len(b.TTFTs) == n && (len(b.Latencies) == n || derive) && len(b.OutputLens) == n)
 	run.E2E, run.OutputTokens = series(len(b.Latencies) == n || derive), series(len(b.OutputLens) == n)
 	run.InputTokens = series(len(b.InputLens) == n)
+	run.ArrivalMS = series(len(b.StartTimes) == n)
 	if withITL {
 		run.ITLCounts = make([]int, n)
 	}
@@ -220,6 +221,9 @@ func (b *vllmBench) run() (Run, []string, error) {
 		}
 		if run.InputTokens != nil {
 			run.InputTokens[k] = float64(b.InputLens[i]) // the prompt is known even when the request failed
+		}
+		if run.ArrivalMS != nil {
+			run.ArrivalMS[k] = (b.StartTimes[i] - b.StartTimes[order[0]]) * 1e3
 		}
 		if run.TPOT != nil {
 			tpot := nan

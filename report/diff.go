@@ -66,6 +66,8 @@ type diffDoc struct {
 	// BaselineHistory is what a baseline history was made of, absent
 	// without one: baseline.run_ids are runs[from:].
 	BaselineHistory *diffHistoryDoc `json:"baseline_history,omitempty"`
+	// Steps is the engine-step comparison, absent when a side has no steps.
+	Steps *diffStepsDoc `json:"steps,omitempty"`
 }
 
 type diffHistoryDoc struct {
@@ -210,6 +212,7 @@ func WriteDiffJSON(w io.Writer, res *compare.Result) error {
 		InputWarnings:   append([]string{}, res.InputWarnings...),
 		Kernels:         kernelsDoc(res.Kernels),
 		BaselineHistory: baselineHistoryDoc(res.History),
+		Steps:           stepsDoc(res.Steps),
 	}
 	for _, m := range res.Metrics {
 		md := diffMetricDoc{

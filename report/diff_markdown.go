@@ -83,6 +83,7 @@ func WriteDiffMarkdown(w io.Writer, res *compare.Result, o DiffOptions) error {
 	}
 
 	writeKernelsMarkdown(bw, res.Kernels)
+	writeStepsMarkdown(bw, res.Steps)
 	fmt.Fprintln(bw, "<details><summary>All metrics</summary>")
 	fmt.Fprintln(bw)
 	fmt.Fprintf(bw, "| metric | baseline | candidate | change | %s CI | p | MDE | n |\n", level)

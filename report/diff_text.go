@@ -129,6 +129,7 @@ func WriteDiffText(w io.Writer, res *compare.Result, o DiffOptions) error {
 	}
 
 	writeKernelsText(bw, res.Kernels, st)
+	writeStepsText(bw, res.Steps, st)
 	fmt.Fprintln(bw)
 	g := res.Gate
 	if g.Verdict == compare.NoGate {

@@ -84,6 +84,7 @@ func WriteDiffHTML(w io.Writer, res *compare.Result, o DiffOptions) error {
 	}
 	h.end()
 	h.kernelsHTML(res.Kernels)
+	h.stepsHTML(res.Steps)
 	if len(res.Warnings) > 0 {
 		h.section("warnings", fmt.Sprintf("Warnings (%d)", len(res.Warnings)), "")
 		h.f(`<ul class="warnings">`)
