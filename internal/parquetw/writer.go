@@ -5,9 +5,9 @@
 // while the chunk's dictionary stays under 1 MiB — and zstd-compressed;
 // each column chunk carries min/max/null_count statistics. It is what
 // `llmprof export --parquet` needs and no more (export/parquet.go), written
-// from the format's definition (parquet.thrift, Encodings.md of the
-// apache/parquet-format repository) so that the binary does not carry a
-// general Parquet library and its compute kernels.
+// from the Parquet format's Thrift definitions and encodings so that the
+// binary does not carry a general Parquet library and the compute kernels
+// it brings (a quarter of a cold build, bench/buildcost.sh).
 //
 // Rows are appended one value per column, in column order or not, then
 // EndRow; every RowGroupRows rows become a row group. Values are buffered
@@ -103,8 +103,9 @@ const (
 const (
 	pageTarget = 1 << 20
 	maxDict    = 1 << 20
-	// Statistics of longer strings are left out rather than truncated.
-	maxStatString = 1 << 10
+	// Statistics of longer strings are left out rather than truncated (4096:
+	// the limit of arrow-go's writer, which export used before).
+	maxStatString = 4096
 )
 
 func (t Type) physical() int32 {
