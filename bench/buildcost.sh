@@ -10,7 +10,7 @@
 # largest packages compile on one core each.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-only=${BUILDCOST_ONLY:-github.com/apache/arrow-go,github.com/apache/arrow-go/v18/parquet/pqarrow,github.com/llmprof/llmprof/export,modernc.org,go.opentelemetry.io,google.golang.org/grpc,gonum.org}
+only=${BUILDCOST_ONLY:-github.com/apache/arrow-go,github.com/goccy/go-json,github.com/llmprof/llmprof/export,modernc.org,go.opentelemetry.io,google.golang.org/grpc,gonum.org}
 bin=$(mktemp -d)/buildcost
 go build -o "$bin" ./bench/buildcost
 "$bin" -only "$only" ./cmd/llmprof

@@ -57,3 +57,17 @@ func BenchmarkJSONReference(b *testing.B) {
 	}
 	b.ReportMetric(float64(n), "records")
 }
+
+// BenchmarkWriteParquet writes the same synth run's GPU side as the
+// gpu_ops and spans tables (two row groups each) through internal/parquetw.
+// `go test -bench WriteParquet -run ^$ ./export`.
+func BenchmarkWriteParquet(b *testing.B) {
+	t := benchGPUTrace(b)
+	dir := b.TempDir()
+	for b.Loop() {
+		if _, err := WriteParquet(dir, t, nil, nil, ParquetOptions{RunID: "bench"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(t.GPUOps)+len(t.Spans)), "rows")
+}

@@ -7,17 +7,11 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/compress"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
-
 	"github.com/llmprof/llmprof/align"
 	"github.com/llmprof/llmprof/attribution"
 	"github.com/llmprof/llmprof/ingest"
 	"github.com/llmprof/llmprof/internal/outfile"
+	"github.com/llmprof/llmprof/internal/parquetw"
 	"github.com/llmprof/llmprof/report"
 )
 
@@ -26,7 +20,10 @@ import (
 // every row led by the partition columns run_id, host and date so that the
 // files of many runs can be globbed together or repartitioned (Hive style)
 // without rewriting a column. docs/fleet.md is the schema document and shows
-// the queries that export/duckdbtest runs on these files.
+// the queries that export/duckdbtest runs on these files. The files are
+// written by internal/parquetw (flat schemas, PLAIN and dictionary pages,
+// zstd, statistics), not by a general Parquet library: arrow-go's pqarrow
+// writer and the compute kernels it brings cost a quarter of a cold build.
 
 // ParquetOptions say which run the rows belong to.
 type ParquetOptions struct {
@@ -75,14 +72,10 @@ func WriteParquet(dir string, t *ingest.Trace, res *attribution.Result, al *alig
 		return st, err
 	}
 	defer os.RemoveAll(stage)
-	part := partition{runID: opts.RunID, host: opts.Host}
-	if !opts.Date.IsZero() {
-		part.date = arrow.Date32FromTime(opts.Date.UTC())
-		part.hasDate = true
-	}
+	part := newPartition(opts)
 	writers := []struct {
 		name   string
-		fields []arrow.Field
+		fields []parquetw.Column
 		rows   func(*pqTable) error
 	}{
 		{"requests", requestFields(), func(w *pqTable) error { return requestRows(w, report.RequestRows(res)) }},
@@ -110,165 +103,142 @@ func WriteParquet(dir string, t *ingest.Trace, res *attribution.Result, al *alig
 // WriteRequestsParquet writes the per-request table alone (`analyze
 // --requests FILE.parquet`), with the same columns as requests.parquet.
 func WriteRequestsParquet(path string, rows []report.RequestRow, opts ParquetOptions) error {
-	part := partition{runID: opts.RunID, host: opts.Host}
-	if !opts.Date.IsZero() {
-		part.date, part.hasDate = arrow.Date32FromTime(opts.Date.UTC()), true
-	}
-	_, err := writeTable(path, false, part, requestFields(), func(w *pqTable) error { return requestRows(w, rows) })
+	_, err := writeTable(path, false, newPartition(opts), requestFields(), func(w *pqTable) error { return requestRows(w, rows) })
 	return err
 }
 
 type partition struct {
 	runID, host string
-	date        arrow.Date32
+	date        int32 // days since 1970-01-01
 	hasDate     bool
 }
 
-var partitionFields = []arrow.Field{
-	{Name: "run_id", Type: arrow.BinaryTypes.String},
-	{Name: "host", Type: arrow.BinaryTypes.String, Nullable: true},
-	{Name: "date", Type: arrow.FixedWidthTypes.Date32, Nullable: true},
+func newPartition(opts ParquetOptions) partition {
+	p := partition{runID: opts.RunID, host: opts.Host}
+	if !opts.Date.IsZero() {
+		sec := opts.Date.Unix()
+		days := sec / 86400
+		if sec%86400 < 0 {
+			days-- // floor, for days before 1970
+		}
+		p.date, p.hasDate = int32(days), true
+	}
+	return p
+}
+
+var partitionFields = []parquetw.Column{
+	{Name: "run_id", Type: parquetw.String},
+	{Name: "host", Type: parquetw.String, Optional: true},
+	{Name: "date", Type: parquetw.Date, Optional: true},
 }
 
 // writeTable writes one table to path through internal/outfile (inDir: the
-// path lies inside a directory the export owns).
-func writeTable(path string, inDir bool, part partition, fields []arrow.Field, rows func(*pqTable) error) (int, error) {
+// path lies inside a directory the export owns), a row group every
+// parquetBatch rows.
+func writeTable(path string, inDir bool, part partition, fields []parquetw.Column, rows func(*pqTable) error) (int, error) {
 	f, err := outfile.Create(path, outfile.Options{InDir: inDir})
 	if err != nil {
 		return 0, err
 	}
 	defer f.Abort()
-	schema := arrow.NewSchema(append(append([]arrow.Field(nil), partitionFields...), fields...), nil)
-	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd), parquet.WithMaxRowGroupLength(parquetBatch))
-	fw, err := pqarrow.NewFileWriter(schema, f, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	cols := append(append([]parquetw.Column(nil), partitionFields...), fields...)
+	pw, err := parquetw.NewWriter(f, cols, parquetw.Options{RowGroupRows: parquetBatch, CreatedBy: "llmprof (internal/parquetw)"})
 	if err != nil {
 		return 0, err
 	}
-	w := &pqTable{fw: fw, b: array.NewRecordBuilder(memory.DefaultAllocator, schema), part: part}
-	defer w.b.Release()
+	w := &pqTable{w: pw, part: part}
 	err = rows(w)
-	if err == nil {
-		err = w.flush()
-	}
-	if cerr := fw.Close(); err == nil {
+	if cerr := pw.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		return 0, err
 	}
-	return w.rows, f.Commit()
+	return int(pw.Rows()), f.Commit()
 }
 
-// pqTable appends rows to a record builder column by column, flushing a
-// record batch every parquetBatch rows. Column indices count from the first
-// column after the partition columns.
+// pqTable appends rows column by column. Column indices count from the
+// first column after the partition columns.
 type pqTable struct {
-	fw      *pqarrow.FileWriter
-	b       *array.RecordBuilder
-	part    partition
-	pending int
-	rows    int
+	w    *parquetw.Writer
+	part partition
 }
 
 const firstCol = 3
 
 func (w *pqTable) begin() {
-	w.b.Field(0).(*array.StringBuilder).Append(w.part.runID)
-	nullableString(w.b.Field(1).(*array.StringBuilder), w.part.host)
-	if d := w.b.Field(2).(*array.Date32Builder); w.part.hasDate {
-		d.Append(w.part.date)
+	w.w.String(0, w.part.runID)
+	w.nullableString(1, w.part.host)
+	if w.part.hasDate {
+		w.w.Int32(2, w.part.date)
 	} else {
-		d.AppendNull()
+		w.w.Null(2)
 	}
 }
 
-func (w *pqTable) str(i int, s string) { w.b.Field(firstCol + i).(*array.StringBuilder).Append(s) }
+func (w *pqTable) str(i int, s string) { w.w.String(firstCol+i, s) }
 
 // nstr appends s, or null when it is empty.
-func (w *pqTable) nstr(i int, s string) {
-	nullableString(w.b.Field(firstCol+i).(*array.StringBuilder), s)
+func (w *pqTable) nstr(i int, s string) { w.nullableString(firstCol+i, s) }
+
+func (w *pqTable) nullableString(c int, s string) {
+	if s == "" {
+		w.w.Null(c)
+	} else {
+		w.w.String(c, s)
+	}
 }
 
-func (w *pqTable) i64(i int, v int64) { w.b.Field(firstCol + i).(*array.Int64Builder).Append(v) }
+func (w *pqTable) i64(i int, v int64) { w.w.Int64(firstCol+i, v) }
 
 // ni64 appends v, or null when ok is false.
 func (w *pqTable) ni64(i int, v int64, ok bool) {
-	b := w.b.Field(firstCol + i).(*array.Int64Builder)
 	if ok {
-		b.Append(v)
+		w.w.Int64(firstCol+i, v)
 	} else {
-		b.AppendNull()
+		w.w.Null(firstCol + i)
 	}
 }
 
-func (w *pqTable) i32(i int, v int32) { w.b.Field(firstCol + i).(*array.Int32Builder).Append(v) }
+func (w *pqTable) i32(i int, v int32) { w.w.Int32(firstCol+i, v) }
 
 // f64 appends v, or null when it is NaN (unknown).
 func (w *pqTable) f64(i int, v float64) {
-	b := w.b.Field(firstCol + i).(*array.Float64Builder)
 	if math.IsNaN(v) {
-		b.AppendNull()
+		w.w.Null(firstCol + i)
 	} else {
-		b.Append(v)
+		w.w.Double(firstCol+i, v)
 	}
 }
 
 func (w *pqTable) boolean(i int, v, ok bool) {
-	b := w.b.Field(firstCol + i).(*array.BooleanBuilder)
 	if ok {
-		b.Append(v)
+		w.w.Bool(firstCol+i, v)
 	} else {
-		b.AppendNull()
+		w.w.Null(firstCol + i)
 	}
 }
 
-func (w *pqTable) ts(i int, ns int64) {
-	w.b.Field(firstCol + i).(*array.TimestampBuilder).Append(arrow.Timestamp(ns / 1e3))
-}
+// ts appends a timestamp, given in ns, at the column's µs.
+func (w *pqTable) ts(i int, ns int64) { w.w.Int64(firstCol+i, ns/1e3) }
 
-func (w *pqTable) end() error {
-	w.rows++
-	w.pending++
-	if w.pending >= parquetBatch {
-		return w.flush()
-	}
-	return nil
-}
+func (w *pqTable) end() error { return w.w.EndRow() }
 
-func (w *pqTable) flush() error {
-	if w.pending == 0 {
-		return nil
-	}
-	rec := w.b.NewRecordBatch()
-	defer rec.Release()
-	w.pending = 0
-	return w.fw.Write(rec)
-}
-
-func nullableString(b *array.StringBuilder, s string) {
-	if s == "" {
-		b.AppendNull()
-	} else {
-		b.Append(s)
-	}
-}
-
-var (
-	str  = arrow.BinaryTypes.String
-	i64  = arrow.PrimitiveTypes.Int64
-	i32  = arrow.PrimitiveTypes.Int32
-	f64  = arrow.PrimitiveTypes.Float64
-	boo  = arrow.FixedWidthTypes.Boolean
-	tsUS = &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}
+const (
+	str  = parquetw.String
+	i64  = parquetw.Int64
+	i32  = parquetw.Int32
+	f64  = parquetw.Double
+	boo  = parquetw.Bool
+	tsUS = parquetw.TimestampMicros
 )
 
-func col(name string, t arrow.DataType, nullable bool) arrow.Field {
-	return arrow.Field{Name: name, Type: t, Nullable: nullable}
+func col(name string, t parquetw.Type, nullable bool) parquetw.Column {
+	return parquetw.Column{Name: name, Type: t, Optional: nullable}
 }
 
-// requestFields: one row per request, the columns of `analyze --requests`.
-func requestFields() []arrow.Field {
-	f := []arrow.Field{
+func requestFields() []parquetw.Column {
+	f := []parquetw.Column{
 		col("request_id", str, false), col("tenant", str, false), col("model", str, false),
 		col("arrival", tsUS, false), col("arrival_ns", i64, false), col("offset_ms", f64, false),
 		col("ttft_ms", f64, true), col("tpot_ms", f64, true), col("e2e_ms", f64, true), col("queue_ms", f64, true),
@@ -311,8 +281,8 @@ func requestRows(w *pqTable, rows []report.RequestRow) error {
 	return nil
 }
 
-func tokenFields() []arrow.Field {
-	f := []arrow.Field{
+func tokenFields() []parquetw.Column {
+	f := []parquetw.Column{
 		col("request_id", str, false), col("tenant", str, false), col("model", str, false),
 		col("token_index", i32, false), col("emitted_at_ns", i64, false), col("interval_ns", i64, false),
 	}
@@ -349,7 +319,7 @@ func tokenRows(w *pqTable, res *attribution.Result) error {
 	return err
 }
 
-var stepFields = []arrow.Field{
+var stepFields = []parquetw.Column{
 	col("step", i32, false), col("step_id", i64, false), col("engine", str, true), col("pid", i64, false),
 	col("start_ns", i64, false), col("end_ns", i64, false), col("duration_ms", f64, false), col("phase", str, true),
 	col("batch_size", i64, false), col("batch_tokens", i64, true), col("requests", i64, false),
@@ -388,7 +358,7 @@ func stepRows(w *pqTable, res *attribution.Result) error {
 	return nil
 }
 
-var gpuOpFields = []arrow.Field{
+var gpuOpFields = []parquetw.Column{
 	col("start_ns", i64, false), col("end_ns", i64, false), col("duration_ns", i64, false),
 	col("device", i32, false), col("stream", i64, false), col("pid", i64, false), col("correlation", i64, false),
 	col("kind", str, false), col("category", str, false), col("name", str, true), col("short_name", str, true),
@@ -423,7 +393,7 @@ func gpuOpRows(w *pqTable, t *ingest.Trace) error {
 	return nil
 }
 
-var spanFields = []arrow.Field{
+var spanFields = []parquetw.Column{
 	col("trace_id", str, true), col("span_id", str, true), col("parent_span_id", str, true),
 	col("name", str, false), col("service", str, true), col("origin", str, false), col("kind", str, false), col("status", str, false),
 	col("start_ns", i64, false), col("end_ns", i64, false), col("duration_ns", i64, false),
@@ -476,7 +446,7 @@ func spanRows(w *pqTable, t *ingest.Trace) error {
 	return nil
 }
 
-var alignmentFields = []arrow.Field{
+var alignmentFields = []parquetw.Column{
 	col("domain", str, false), col("kind", str, true), col("status", str, false), col("anchors", str, false),
 	col("offset_ns", i64, false), col("drift_ppm", f64, false), col("drift_fitted", boo, false),
 	col("residual_p50_ns", i64, true), col("residual_p99_ns", i64, true), col("bound_ns", i64, true),
