@@ -324,14 +324,5 @@ func (c *comparison) adjustedMetric(name string, yb, yc []float64, xb, xc [][]fl
 	}
 	note += fmt.Sprintf("; %s: the interval includes the between-run bound σ = %.1f%% (docs/diff.md)", design, 100*sigma)
 	m.Note = note
-	w.pFail = func(gt Gate) float64 {
-		if !gt.Relative {
-			return 1
-		}
-		z := (mu - math.Log1p(gt.Threshold/100)) / se
-		if gt.Op == Below {
-			return t.Survival(z)
-		}
-		return t.CDF(z)
-	}
+	w.pFail = logTFail(mu, se, t)
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"math"
 	"slices"
+
+	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // Least squares with errors clustered by time block, for the step level
@@ -210,4 +212,22 @@ func blocksFor(n int) int {
 	g := int(math.Round(2 * math.Cbrt(float64(n))))
 	g = min(max(g, 4), 40)
 	return max(1, min(g, n/10))
+}
+
+// logTFail is the one-sided p-value of a relative rule against a change
+// estimated on the log scale as mu with standard error se and Student t
+// errors: how likely a change past the rule's threshold, read from the same
+// t the interval comes from. An absolute rule cannot be judged on the log
+// scale (p = 1). The step and adjusted request levels decide with it.
+func logTFail(mu, se float64, t distuv.StudentsT) func(Gate) float64 {
+	return func(g Gate) float64 {
+		if !g.Relative {
+			return 1
+		}
+		z := (mu - math.Log1p(g.Threshold/100)) / se
+		if g.Op == Below {
+			return t.Survival(z)
+		}
+		return t.CDF(z)
+	}
 }

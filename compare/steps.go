@@ -516,16 +516,7 @@ func (c *comparison) stepMetric(sc *StepComparison, fits []stepEngineFit, name, 
 	m.MDEPct = pctOfLog((tq + t.Quantile(c.opts.Power)) * se)
 	sb.P, sb.Significant = m.P, m.Significant
 	m.Note = stepWording(sb, oneRun)
-	w.pFail = func(g Gate) float64 {
-		if !g.Relative {
-			return 1
-		}
-		z := (mu - math.Log1p(g.Threshold/100)) / se
-		if g.Op == Below {
-			return t.Survival(z)
-		}
-		return t.CDF(z)
-	}
+	w.pFail = logTFail(mu, se, t)
 	sc.Buckets = append(sc.Buckets, sb)
 }
 
