@@ -149,10 +149,16 @@ func (s *RunSeries) load(ctx context.Context, p string, lopts LoadOptions) error
 
 // Files are the paths the series' runs were read from, once each, in the
 // runs' order.
-func (s *RunSeries) Files() []string {
+func (s *RunSeries) Files() []string { return s.FilesFrom(0) }
+
+// FilesFrom is the files of the runs from the i-th on, in order, once
+// each (a run given as data, with no path, adds none).
+func (s *RunSeries) FilesFrom(i int) []string {
 	var out []string
-	for _, r := range s.Runs {
-		if len(out) == 0 || out[len(out)-1] != r.Path {
+	seen := map[string]bool{}
+	for _, r := range s.Runs[i:] {
+		if r.Path != "" && !seen[r.Path] {
+			seen[r.Path] = true
 			out = append(out, r.Path)
 		}
 	}

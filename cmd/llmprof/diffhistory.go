@@ -50,7 +50,7 @@ func loadBaseline(ctx context.Context, opts *DiffOptions, copts compare.Options,
 	if err != nil {
 		return nil, &UsageError{err}
 	}
-	var notes []string
+	var notes, newestFiles []string
 	if len(positional) > 0 {
 		newest, err := opts.load(ctx, positional)
 		if err != nil {
@@ -59,6 +59,7 @@ func loadBaseline(ctx context.Context, opts *DiffOptions, copts compare.Options,
 		// The <baseline> argument is the newest baseline: a copy of it in
 		// the history is read once, at the end.
 		dropFiles(series, newest.Files)
+		newestFiles = newest.Files
 		for _, r := range newest.Runs {
 			series.Runs = append(series.Runs, compare.SeriesRun{ID: r.RunID, Data: r})
 		}
@@ -95,7 +96,14 @@ func loadBaseline(ctx context.Context, opts *DiffOptions, copts compare.Options,
 		sum.Change = &compare.HistoryChange{Index: c.Index, Run: c.Run.ID, Metrics: c.Metrics, Before: c.Before, After: c.After, P: c.P, RunP: c.RunP}
 	}
 	runs := series.CompareRuns()[hb.From:]
-	files := series.Files()
+	// The files behind the baseline actually used: the runs from the last
+	// change on (the <baseline> argument's runs carry no path of their own).
+	files := series.FilesFrom(hb.From)
+	for _, f := range newestFiles {
+		if !slices.Contains(files, f) {
+			files = append(files, f)
+		}
+	}
 	in := &compare.Input{Runs: runs, Warnings: series.Warnings, Notes: append(collapseNotes(series.Notes), notes...), Files: files}
 	return &diffBaseline{Input: in, label: strings.Join(append(slices.Clone(hist), positional...), ","), history: true, summary: sum}, nil
 }

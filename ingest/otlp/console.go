@@ -78,12 +78,22 @@ type consoleAttrs map[string]json.RawMessage
 // readConsole decodes the console exporter's concatenated objects, one
 // record at a time.
 func (d *state) readConsole(ctx context.Context, r *bufio.Reader, limit int64) error {
-	cr := consoleReader{r: r, max: limit}
+	return readObjects(d, ctx, consoleReader{r: r, max: limit}, limit, "the console exporter's", "log output mixed into the paste?", d.consoleSpan)
+}
+
+// readObjects is the record loop of the exporters that print one JSON
+// object a span (the Python console exporter, the Go SDK's stdouttrace):
+// each object read by cr decodes into a T and goes to each; text between
+// objects, an object over limit, a malformed one or binary data is a
+// warning at its line and the loop goes on (binary data ends it). exporter
+// names the output in the binary-data warning ("the console exporter's"),
+// junkHint guesses where stray text came from.
+func readObjects[T any](d *state, ctx context.Context, cr consoleReader, limit int64, exporter, junkHint string, each func(*T)) error {
 	for n := 1; ; n++ {
 		rec, err := cr.next()
 		if cr.junk > 0 {
 			d.pos = "line " + strconv.Itoa(cr.junkLine)
-			d.warnf("not-a-span", "%d line(s) of text that is not a span object skipped (log output mixed into the paste?)", cr.junk)
+			d.warnf("not-a-span", "%d line(s) of text that is not a span object skipped (%s)", cr.junk, junkHint)
 			cr.junk = 0
 		}
 		switch {
@@ -91,7 +101,7 @@ func (d *state) readConsole(ctx context.Context, r *bufio.Reader, limit int64) e
 			return nil
 		case err == errBinary:
 			d.pos = "byte " + strconv.FormatInt(cr.off, 10)
-			d.warnf("malformed-record", "NUL byte in the text: binary data, not the console exporter's output; the rest of the input skipped")
+			d.warnf("malformed-record", "NUL byte in the text: binary data, not %s output; the rest of the input skipped", exporter)
 			return nil
 		case err != nil:
 			return err
@@ -105,12 +115,12 @@ func (d *state) readConsole(ctx context.Context, r *bufio.Reader, limit int64) e
 		if n%1024 == 0 && ctx.Err() != nil {
 			return ctx.Err()
 		}
-		var cs consoleSpan
-		if err := json.Unmarshal(rec, &cs); err != nil {
+		var v T
+		if err := json.Unmarshal(rec, &v); err != nil {
 			d.warnf("malformed-record", "%s: %v; skipped", jsonProblem(err), err)
 			continue
 		}
-		d.consoleSpan(&cs)
+		each(&v)
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -97,53 +96,23 @@ const goZeroTime = "0001-01-01T00:00:00Z"
 // readGoStdout decodes the Go exporter's concatenated objects (or arrays of
 // them), one object at a time.
 func (d *state) readGoStdout(ctx context.Context, r *bufio.Reader, limit int64) error {
-	cr := consoleReader{r: r, max: limit, arrays: true}
 	untimed, untimedPos := 0, ""
-	for n := 1; ; n++ {
-		rec, err := cr.next()
-		if cr.junk > 0 {
-			d.pos = "line " + strconv.Itoa(cr.junkLine)
-			d.warnf("not-a-span", "%d line(s) of text that is not a span object skipped (log output mixed into the exporter's?)", cr.junk)
-			cr.junk = 0
-		}
-		if err == io.EOF {
-			break
-		}
-		if err == errBinary {
-			d.pos = "byte " + strconv.FormatInt(cr.off, 10)
-			d.warnf("malformed-record", "NUL byte in the text: binary data, not the stdouttrace exporter's output; the rest of the input skipped")
-			break
-		}
-		if err != nil {
-			return err
-		}
-		d.pos = "line " + strconv.Itoa(cr.startLine)
-		if cr.tooLong > 0 {
-			d.warnf("record-too-large", "object of %d bytes or more is over the %d-byte limit (otlp Options.MaxRecordBytes); skipped", cr.tooLong, limit)
-			cr.tooLong = 0
-			continue
-		}
-		if n%1024 == 0 && ctx.Err() != nil {
-			return ctx.Err()
-		}
-		var gs goSpan
-		if err := json.Unmarshal(rec, &gs); err != nil {
-			d.warnf("malformed-record", "%s: %v; skipped", jsonProblem(err), err)
-			continue
-		}
-		if gs.SpanContext == nil {
+	err := readObjects(d, ctx, consoleReader{r: r, max: limit, arrays: true}, limit, "the stdouttrace exporter's", "log output mixed into the exporter's?", func(gs *goSpan) {
+		switch {
+		case gs.SpanContext == nil:
 			// stdoutmetric or stdoutlog output on the same stdout.
 			d.warnf("not-a-span", "JSON object without a SpanContext (another exporter's output?); skipped")
-			continue
-		}
-		if gs.StartTime == goZeroTime && gs.EndTime == goZeroTime {
+		case gs.StartTime == goZeroTime && gs.EndTime == goZeroTime:
 			if untimed == 0 {
 				untimedPos = d.pos
 			}
 			untimed++
-			continue
+		default:
+			d.goSpan(gs)
 		}
-		d.goSpan(&gs)
+	})
+	if err != nil {
+		return err
 	}
 	if untimed > 0 {
 		d.pos = untimedPos
