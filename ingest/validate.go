@@ -106,7 +106,7 @@ func (t *Trace) Sort() {
 }
 
 // sortByTime sorts records stably by a time key, in place. Records are large
-// (a Span is 160 bytes), so instead of moving them through a stable sort's
+// (a Span is 120 bytes), so instead of moving them through a stable sort's
 // merges it sorts (key, index) pairs — the index breaks ties, which makes the
 // order stable — and then moves each record into its place by following the
 // permutation's cycles: no second array of records, whose size (the whole

@@ -587,6 +587,9 @@ func decodeCUPTI(ctx context.Context, c *Capture, t *ingest.Trace) error {
 	}
 	opts := cupti.Options{Host: t.Sources[srcCapture].Host, Boot: boot}
 	finished := c.Manifest.Status != StatusRecording
+	// One merge of every file: merging file by file would copy the trace
+	// once per CUDA process.
+	var subs []*ingest.Trace
 	for _, fi := range info.Files {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -614,7 +617,10 @@ func decodeCUPTI(ctx context.Context, c *Capture, t *ingest.Trace) error {
 			t.Warnf(srcCapture, fi.Path, "capture-cupti", "%v; not read", err)
 			continue
 		}
-		*t = *ingest.Merge(t, sub)
+		subs = append(subs, sub)
+	}
+	if len(subs) > 0 {
+		*t = *ingest.Merge(append([]*ingest.Trace{t}, subs...)...)
 	}
 	if info.Error != "" {
 		t.Warnf(srcCapture, ManifestFile, "capture-cupti", "--cupti: %s", info.Error)

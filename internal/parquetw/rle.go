@@ -1,5 +1,7 @@
 package parquetw
 
+import "encoding/binary"
+
 // appendHybrid appends vals in the RLE / bit-packing hybrid encoding of the
 // Parquet format (the definition levels of data pages and the indices of
 // dictionary-encoded pages) with the given bit width (1..32). Runs of 8 or
@@ -18,7 +20,7 @@ func appendHybrid(dst []byte, vals []uint32, width int) []byte {
 	valBytes := (width + 7) / 8
 	for i := 0; i < n; {
 		if r := runAt(i); r >= 8 || i+r == n {
-			dst = appendUvarint(dst, uint64(r)<<1)
+			dst = binary.AppendUvarint(dst, uint64(r)<<1)
 			v := vals[i]
 			for k := 0; k < valBytes; k++ {
 				dst = append(dst, byte(v>>(8*k)))
@@ -34,7 +36,7 @@ func appendHybrid(dst []byte, vals []uint32, width int) []byte {
 			i += 8
 			groups++
 		}
-		dst = appendUvarint(dst, uint64(groups)<<1|1)
+		dst = binary.AppendUvarint(dst, uint64(groups)<<1|1)
 		dst = bitPack(dst, vals[start:min(i, n)], groups*8, width)
 		i = min(i, n)
 	}
@@ -63,12 +65,4 @@ func bitPack(dst []byte, vals []uint32, count, width int) []byte {
 		dst = append(dst, byte(acc))
 	}
 	return dst
-}
-
-func appendUvarint(dst []byte, v uint64) []byte {
-	for v >= 0x80 {
-		dst = append(dst, byte(v)|0x80)
-		v >>= 7
-	}
-	return append(dst, byte(v))
 }
