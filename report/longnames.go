@@ -79,10 +79,7 @@ func cutLongNames(s string, seen map[string]string) string {
 		if last == 0 {
 			b.Grow(len(s) / 2)
 		}
-		full := s[start:end]
-		if !utf8.ValidString(full) {
-			full = strings.ToValidUTF8(full, "\uFFFD")
-		}
+		full := validPerByte(s[start:end])
 		b.WriteString(s[last:start])
 		b.WriteString(shortName(full))
 		if seen != nil {
@@ -178,5 +175,27 @@ func (r *Report) htmlLongNames(page string) string {
 		fmt.Fprintf(&b, `<dt>%s</dt><dd class="full-name">%s</dd>`, esc(t), escWhole(seen[t]))
 	}
 	b.WriteString(`</dl></section>`)
+	return b.String()
+}
+
+// validPerByte replaces each byte of s that is not UTF-8 by U+FFFD, as
+// encoding/json writes it: a name is tagged where it is cut and again from
+// the report's JSON (longNamesShown), and the two tags must agree.
+// strings.ToValidUTF8 would make one U+FFFD of a run of bad bytes.
+func validPerByte(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b.WriteRune(utf8.RuneError)
+		} else {
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
 	return b.String()
 }
