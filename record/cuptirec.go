@@ -55,16 +55,27 @@ type CUPTIFile struct {
 	Bytes int64  `json:"bytes"`
 }
 
+// CUPTIConflict says why --cupti cannot run beside nsys or the PyTorch
+// profiler, or nil: each traces CUDA through CUPTI, and a process has one
+// CUPTI client. The command checks it before anything starts; Record
+// checks it again for callers of the package.
+func CUPTIConflict(nsys, torchProfiler bool) error {
+	switch {
+	case nsys:
+		return errors.New("--cupti and --nsys both trace CUDA through CUPTI, and a process has one CUPTI client: choose one")
+	case torchProfiler:
+		return errors.New("--cupti and --torch-profiler both trace CUDA through CUPTI (the PyTorch profiler is Kineto over CUPTI), and a process has one CUPTI client: choose one")
+	}
+	return nil
+}
+
 // checkCUPTI refuses what cannot work before anything starts: a process has
 // one CUPTI activity client, so --cupti excludes --nsys and --torch-profiler
 // (both trace through CUPTI), and an injection library the user already set
 // would be replaced.
 func checkCUPTI(o *Options) (*cuptiBuilder, error) {
-	if o.Nsys {
-		return nil, errors.New("--cupti and --nsys both trace CUDA through CUPTI, and a process has one CUPTI client: choose one")
-	}
-	if o.TorchProfiler.Enabled {
-		return nil, errors.New("--cupti and --torch-profiler both trace CUDA through CUPTI (the PyTorch profiler is Kineto over CUPTI), and a process has one CUPTI client: choose one")
+	if err := CUPTIConflict(o.Nsys, o.TorchProfiler.Enabled); err != nil {
+		return nil, err
 	}
 	if v := os.Getenv("CUDA_INJECTION64_PATH"); v != "" {
 		return nil, fmt.Errorf("--cupti: CUDA_INJECTION64_PATH is already set (%s); unset it to let record load its own library", v)

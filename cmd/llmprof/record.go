@@ -148,11 +148,10 @@ status (128+n if signal n killed it).`),
 			if opts.TorchProfiler != "" && opts.Server == "" && record.DetectServer(args) == "" {
 				return usageErrorf("--torch-profiler: %q is neither vLLM nor SGLang as far as its command line says; name the server with --server vllm|sglang", args[0])
 			}
-			if opts.CUPTI && opts.Nsys {
-				return usageErrorf("--cupti and --nsys both trace CUDA through CUPTI, and a process has one CUPTI client: choose one")
-			}
-			if opts.CUPTI && opts.TorchProfiler != "" {
-				return usageErrorf("--cupti and --torch-profiler both trace CUDA through CUPTI (the PyTorch profiler is Kineto over CUPTI): choose one")
+			if opts.CUPTI {
+				if err := record.CUPTIConflict(opts.Nsys, opts.TorchProfiler != ""); err != nil {
+					return &UsageError{err}
+				}
 			}
 			if !opts.CUPTI && cmd.Flags().Changed("cupti-flush-interval") {
 				return usageErrorf("--cupti-flush-interval needs --cupti")
