@@ -2,7 +2,6 @@ package history
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 )
 
@@ -42,10 +41,9 @@ type BaselineChange struct {
 // baseline starts: after the last change point of any metric. A series of
 // fewer than two runs has no change point.
 func FindBaseline(s *Series, o Options) (*Baseline, error) {
-	switch o.Unit {
-	case UnitAuto, UnitRun, UnitRequest:
-	default:
-		return nil, fmt.Errorf("unknown unit %q (want auto, run or request)", o.Unit)
+	metrics, err := o.followed()
+	if err != nil {
+		return nil, err
 	}
 	b := &Baseline{}
 	for _, r := range s.Runs {
@@ -53,12 +51,6 @@ func FindBaseline(s *Series, o Options) (*Baseline, error) {
 	}
 	if len(s.Runs) < 2 {
 		return b, nil
-	}
-	metrics := slices.Clone(o.Metrics)
-	for _, g := range o.Compare.Policy.Gates {
-		if !slices.Contains(metrics, g.Metric) {
-			metrics = append(metrics, g.Metric)
-		}
 	}
 	for _, name := range metrics {
 		m, ok := analyzeMetric(s, name, o)

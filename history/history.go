@@ -139,32 +139,45 @@ type GateRule struct {
 	Reason string
 }
 
+// followed is the metrics a history follows, checked: o.Metrics and every
+// gated one, in that order. Analyze and FindBaseline both follow them, so
+// diff's baseline history cuts where `llmprof history` reports a change.
+func (o Options) followed() ([]string, error) {
+	switch o.Unit {
+	case UnitAuto, UnitRun, UnitRequest:
+	default:
+		return nil, fmt.Errorf("unknown unit %q (want auto, run or request)", o.Unit)
+	}
+	metrics := slices.Clone(o.Metrics)
+	for _, g := range o.Compare.Policy.Gates {
+		if !slices.Contains(metrics, g.Metric) {
+			metrics = append(metrics, g.Metric)
+		}
+	}
+	for _, name := range metrics {
+		if err := compare.ValidMetric(name); err != nil {
+			return nil, err
+		}
+	}
+	return metrics, nil
+}
+
 // Analyze finds the change points of every metric over the runs (already
 // ordered) and explains each.
 func Analyze(s *Series, o Options) (*Result, error) {
 	if len(s.Runs) < 2 {
 		return nil, fmt.Errorf("a history needs at least two runs, got %d", len(s.Runs))
 	}
-	switch o.Unit {
-	case UnitAuto, UnitRun, UnitRequest:
-	default:
-		return nil, fmt.Errorf("unknown unit %q (want auto, run or request)", o.Unit)
+	metrics, err := o.followed()
+	if err != nil {
+		return nil, err
 	}
 	res := &Result{Options: o, Warnings: slices.Clone(s.Warnings), Notes: slices.Clone(s.Notes)}
 	for _, r := range s.Runs {
 		res.Runs = append(res.Runs, RunInfo{ID: r.ID, Time: r.Time, Commit: r.Commit})
 	}
-	metrics := o.Metrics
-	for _, g := range o.Compare.Policy.Gates {
-		if !slices.Contains(metrics, g.Metric) {
-			metrics = append(slices.Clone(metrics), g.Metric)
-		}
-	}
 	cache := map[[3]int]*explained{}
 	for _, name := range metrics {
-		if err := compare.ValidMetric(name); err != nil {
-			return nil, err
-		}
 		m, ok := analyzeMetric(s, name, o)
 		if !ok {
 			if slices.Contains(o.Metrics, name) && !slices.Contains(DefaultMetrics, name) || gated(o, name) {
