@@ -309,9 +309,10 @@ func (c *column) valueSize(v int) int {
 func (w *Writer) writeChunk(c *column) chunkMeta {
 	m := chunkMeta{numValues: int64(c.n), dataOffset: -1, dictOff: -1, nullCount: int64(c.nulls)}
 	start := w.off
-	var dict map[string]uint32
+	var dict []uint32 // each value's dictionary index; nil: plain
+	ndict := 0
 	if c.Type == String && len(c.s) > 0 {
-		dict = w.writeDictionary(c, &m)
+		dict, ndict = w.writeDictionary(c, &m)
 	}
 	if dict != nil {
 		m.encodings = []int32{encPlain, encRLE, encRLEDictionary}
@@ -336,7 +337,7 @@ func (w *Writer) writeChunk(c *column) chunkMeta {
 		if m.dataOffset < 0 {
 			m.dataOffset = w.off
 		}
-		w.writeDataPage(c, row, end, val, val+nv, dict, &m)
+		w.writeDataPage(c, row, end, val, val+nv, dict, ndict, &m)
 		row, val = end, val+nv
 	}
 	m.compr = w.off - start
@@ -345,21 +346,26 @@ func (w *Writer) writeChunk(c *column) chunkMeta {
 }
 
 // writeDictionary writes the dictionary page of a string chunk and returns
-// the value → index map, or nil (no page written) when the dictionary would
-// exceed maxDict.
-func (w *Writer) writeDictionary(c *column, m *chunkMeta) map[string]uint32 {
+// each value's index in it and the dictionary's size, or nil (no page
+// written) when the dictionary would exceed maxDict. Each value is looked
+// up once, here.
+func (w *Writer) writeDictionary(c *column, m *chunkMeta) ([]uint32, int) {
 	dict := make(map[string]uint32)
 	var order []string
 	size := 0
+	w.idx = w.idx[:0]
 	for _, s := range c.s {
-		if _, ok := dict[s]; !ok {
+		i, ok := dict[s]
+		if !ok {
 			size += 4 + len(s)
 			if size > maxDict {
-				return nil
+				return nil, 0
 			}
-			dict[s] = uint32(len(order))
+			i = uint32(len(order))
+			dict[s] = i
 			order = append(order, s)
 		}
+		w.idx = append(w.idx, i)
 	}
 	w.page = w.page[:0]
 	for _, s := range order {
@@ -368,12 +374,12 @@ func (w *Writer) writeDictionary(c *column, m *chunkMeta) map[string]uint32 {
 	}
 	m.dictOff = w.off
 	w.writePage(pageDictionary, len(order), -1, m)
-	return dict
+	return w.idx, len(order)
 }
 
 // writeDataPage writes rows [r0, r1) of c, whose non-null values are
 // [v0, v1).
-func (w *Writer) writeDataPage(c *column, r0, r1, v0, v1 int, dict map[string]uint32, m *chunkMeta) {
+func (w *Writer) writeDataPage(c *column, r0, r1, v0, v1 int, dict []uint32, ndict int, m *chunkMeta) {
 	w.page = w.page[:0]
 	if c.Optional {
 		w.page = append(w.page, 0, 0, 0, 0)
@@ -384,13 +390,9 @@ func (w *Writer) writeDataPage(c *column, r0, r1, v0, v1 int, dict map[string]ui
 	switch {
 	case dict != nil:
 		enc = encRLEDictionary
-		width := max(1, bits.Len(uint(len(dict)-1)))
-		w.idx = w.idx[:0]
-		for _, s := range c.s[v0:v1] {
-			w.idx = append(w.idx, dict[s])
-		}
+		width := max(1, bits.Len(uint(ndict-1)))
 		w.page = append(w.page, byte(width))
-		w.page = appendHybrid(w.page, w.idx, width)
+		w.page = appendHybrid(w.page, dict[v0:v1], width)
 	case c.Type == Bool:
 		var acc byte
 		for k, v := range c.b[v0:v1] {
