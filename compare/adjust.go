@@ -301,7 +301,7 @@ func (c *comparison) adjustedMetric(name string, yb, yc []float64, xb, xc [][]fl
 	rawEst := lf.estimate(raw)
 	replayed := c.res.Workload != DesignDifferent
 	sigma := AdjustedBound(name, replayed)
-	v += 2 * sigma * sigma // several runs per side are pooled: the bound holds too
+	v += c.betweenVar(sigma)
 	se := math.Sqrt(v)
 	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(max(g-2, 1))}
 	tq := t.Quantile(1 - c.opts.Alpha/2)

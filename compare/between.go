@@ -179,3 +179,16 @@ func (c *comparison) applyBound(w *work) {
 		return distuv.UnitNormal.CDF(d / se(d))
 	}
 }
+
+// betweenVar is the variance a between-run spread σ (of one run's log
+// value) adds to the difference of the two sides' pooled estimates: each
+// side's requests or steps pool its runs, whose run effects average out to
+// σ²/r for r runs — 2σ² with one run per side. The levels that pool runs
+// rather than compare them as units (the step and adjusted request levels)
+// add it; adding 2σ² whatever the runs made a rule with a bound of 40% (the
+// adjusted ones across different workloads) unable to pass with any number
+// of runs.
+func (c *comparison) betweenVar(sigma float64) float64 {
+	rb, rc := max(len(c.base.runs), 1), max(len(c.cand.runs), 1)
+	return sigma * sigma * (1/float64(rb) + 1/float64(rc))
+}

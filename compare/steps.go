@@ -37,7 +37,7 @@ import (
 // run per side the interval also holds a stated between-run bound
 // (stepBetweenSigma), since no within-run interval sees a machine or a day;
 // with several runs per side their steps are pooled and the bound holds
-// too.
+// too, for the mean of each side's runs (betweenVar).
 
 // prefixStep starts the step metrics: "step.cost" (every step),
 // "step.cost.decode" (decode-only steps) and "step.cost.prefill" (steps
@@ -502,7 +502,7 @@ func (c *comparison) stepMetric(sc *StepComparison, fits []stepEngineFit, name, 
 	}
 	// The between-run bound holds with several runs per side too: their
 	// steps are pooled, and the blocks do not see what a run shares.
-	extra := 2 * stepBetweenSigma * stepBetweenSigma // a difference of two runs
+	extra := c.betweenVar(stepBetweenSigma)
 	e, lo, hi, _ := interval(pooled[0], extra)
 	sb.RawPct, sb.RawLowPct, sb.RawHighPct = pctOfLog(e), pctOfLog(lo), pctOfLog(hi)
 	e, lo, hi, _ = interval(pooled[1], 0)
