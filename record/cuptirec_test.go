@@ -197,3 +197,39 @@ func TestRecordCUPTIRefusals(t *testing.T) {
 		t.Error("a capture was created though --cupti could not be built")
 	}
 }
+
+// A capture whose recorder died before listing its CUPTI files in the
+// manifest (status still "recording") keeps the files its CUDA processes
+// wrote: they are found in the capture's cupti/ folder, with a warning
+// saying the recording did not finish. Before, such a capture decoded no
+// kernels and said nothing.
+func TestInterruptedCaptureKeepsCUPTIFiles(t *testing.T) {
+	b := newCaptureBuilder(t, StatusRecording)
+	b.m.External.CUPTI = &CUPTIInfo{}
+	w := cuptitest.New(4242, 24, 24)
+	w.Clock(cuptitest.ClockStart, 1_000_000, 5_000_000_000, 5_000_000_100, 900_000)
+	w.Str(1, "cudaLaunchKernel")
+	w.Str(2, "gemm_kernel")
+	for i := range uint32(3) {
+		at := uint64(2_000_000 + 100_000*i)
+		w.API(at, at+4000, 10+i, 211, 4242, 4242, 0, 1, cuptitest.DomainRuntime)
+		w.Kernel(cuptitest.Kernel{Start: at + 10_000, End: at + 60_000, Corr: 10 + i, Stream: 7, Name: 2, GX: 1, GY: 1, GZ: 1, BX: 32, BY: 1, BZ: 1, Kind: 10})
+	}
+	w.Clock(cuptitest.ClockPeriodic, 3_000_000, 5_002_000_000, 5_002_000_100, 2_900_000)
+	if err := os.MkdirAll(filepath.Join(b.dir, CUPTIDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(b.dir, CUPTIDir, "cupti-4242"+cupti.FileExt), w.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tr := decodeCapture(t, b.finish(), &CaptureDecoder{})
+	kernels := 0
+	for _, op := range tr.GPUOps {
+		if op.Kind == ingest.OpKernel {
+			kernels++
+		}
+	}
+	if kernels != 3 || !hasWarning(tr, "capture-cupti") {
+		t.Fatalf("%d kernels (want 3), warnings %v", kernels, tr.Warnings.List)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -570,6 +571,27 @@ func (d *CaptureDecoder) decodeTorch(ctx context.Context, c *Capture, t *ingest.
 	return nil
 }
 
+// listCUPTIFiles is the activity files in the capture's CUPTI folder, by
+// name, when the folder is a directory of the capture (not a link out of
+// it); each is still opened through openInCapture.
+func listCUPTIFiles(dir string) []CUPTIFile {
+	st, err := os.Lstat(filepath.Join(dir, CUPTIDir))
+	if err != nil || !st.IsDir() {
+		return nil
+	}
+	entries, err := os.ReadDir(filepath.Join(dir, CUPTIDir))
+	if err != nil {
+		return nil
+	}
+	var out []CUPTIFile
+	for _, e := range entries {
+		if ok, _ := filepath.Match(cupti.FilePattern, e.Name()); ok && e.Type().IsRegular() {
+			out = append(out, CUPTIFile{Path: CUPTIDir + "/" + e.Name()})
+		}
+	}
+	return out
+}
+
 // decodeCUPTI decodes the activity files of `record --cupti`, one per CUDA
 // process, each merged in as a further source. All of a capture's files
 // share one clock domain (CUPTI's clock is per host and boot), anchored to
@@ -587,10 +609,20 @@ func decodeCUPTI(ctx context.Context, c *Capture, t *ingest.Trace) error {
 	}
 	opts := cupti.Options{Host: t.Sources[srcCapture].Host, Boot: boot}
 	finished := c.Manifest.Status != StatusRecording
+	files := info.Files
+	if !finished && len(files) == 0 {
+		// The files are listed in the manifest when the recording ends; a
+		// capture whose recorder died (or is still running) has them only
+		// in its folder.
+		files = listCUPTIFiles(c.Dir)
+		if len(files) > 0 {
+			t.Warnf(srcCapture, CUPTIDir, "capture-cupti", "the recording did not finish: %d CUPTI activity file(s) read from %s/ without a manifest entry; each process's last buffers may be missing", len(files), CUPTIDir)
+		}
+	}
 	// One merge of every file: merging file by file would copy the trace
 	// once per CUDA process.
 	var subs []*ingest.Trace
-	for _, fi := range info.Files {
+	for _, fi := range files {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
