@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 
-	"github.com/llmprof/llmprof/internal/orderstat"
+	"github.com/llmprof/llmprof/internal/stat"
 )
 
 // The bootstrap here is the percentile bootstrap (Efron & Tibshirani 1993,
@@ -136,7 +136,7 @@ func (s sortedView) quantile(counts []int32, total int, q float64) float64 {
 	lo := int(math.Floor(h))
 	hiPos := min(lo+1, total-1)
 	a, b := s.orderPair(counts, total, lo, hiPos)
-	return orderstat.Interpolate(a, b, h-float64(lo))
+	return stat.Interpolate(a, b, h-float64(lo))
 }
 
 // orderPair returns the resample's order statistics at 0-based positions p
@@ -305,7 +305,7 @@ func percentileInterval(sorted []float64, alpha float64) (lo, hi float64) {
 	if len(sorted) == 0 {
 		return math.Inf(-1), math.Inf(1)
 	}
-	return orderstat.Quantile(sorted, alpha/2), orderstat.Quantile(sorted, 1-alpha/2)
+	return stat.Quantile(sorted, alpha/2), stat.Quantile(sorted, 1-alpha/2)
 }
 
 // twoSidedP is the bootstrap p-value for "no difference": twice the smaller

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/llmprof/llmprof/internal/orderstat"
+	"github.com/llmprof/llmprof/internal/stat"
 	"gonum.org/v1/gonum/stat/distuv"
 )
 
@@ -712,7 +712,7 @@ func (c *comparison) shiftMetric(w *work, xb, xc []float64, inflate float64, shi
 	m := w.m
 	alpha := c.opts.Alpha
 	sb, sc := sortedCopy(xb), sortedCopy(xc)
-	mb, mc := orderstat.Quantile(sb, 0.5), orderstat.Quantile(sc, 0.5)
+	mb, mc := stat.Quantile(sb, 0.5), stat.Quantile(sc, 0.5)
 	u := MannWhitney(sb, sc)
 	m.P = inflateP(u.P, inflate, true)
 	m.Significant = m.P <= alpha
@@ -977,7 +977,7 @@ func (c *comparison) computeRequestLevel(specs []spec) {
 			}
 			c.shiftMetric(w, xb, xc, f, true)
 			if c.batchMeansOn() && allPositive(xb, xc) {
-				mb := orderstat.Quantile(sortedCopy(xb), 0.5)
+				mb := stat.Quantile(sortedCopy(xb), 0.5)
 				if bm, ok := c.newBatchMeans(s, mb, mb*(1+w.m.DeltaPct/100)); ok {
 					c.widen(w, bm, mb)
 				}
@@ -1094,7 +1094,7 @@ func pointStat(x []float64, s spec) float64 {
 	if s.stat == StatMean {
 		return mean(x)
 	}
-	return orderstat.Quantile(sortedCopy(x), s.q)
+	return stat.Quantile(sortedCopy(x), s.q)
 }
 
 // autocorrelated is the effective-sample-size ratio below which requests

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/llmprof/llmprof/internal/orderstat"
+	"github.com/llmprof/llmprof/internal/stat"
 )
 
 // Requests of one run are not independent: batching, KV-cache pressure,
@@ -66,7 +66,7 @@ func unitSeries(p *pooled, s spec) []float64 {
 		}
 		return x
 	case s.isITL() && p.itlReq != nil:
-		thr := orderstat.Quantile(sortedCopy(p.itl), q)
+		thr := stat.Quantile(sortedCopy(p.itl), q)
 		sum := make([]float64, p.n)
 		cnt := make([]float64, p.n)
 		for j, r := range p.itlReq {
@@ -96,7 +96,7 @@ func unitSeries(p *pooled, s spec) []float64 {
 	out := make([]float64, len(x))
 	switch {
 	case quantile:
-		thr := orderstat.Quantile(sortedCopy(k), q)
+		thr := stat.Quantile(sortedCopy(k), q)
 		for i, v := range x {
 			switch {
 			case math.IsNaN(v):

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/llmprof/llmprof/internal/orderstat"
+	"github.com/llmprof/llmprof/internal/stat"
 )
 
 func TestMinSamplesForQuantile(t *testing.T) {
@@ -110,7 +110,7 @@ func TestResampledStatisticsMatchMaterialized(t *testing.T) {
 					t.Fatalf("total %d, want %d", total, len(ref))
 				}
 				for _, q := range []float64{0, 0.01, 0.5, 0.9, 0.99, 1} {
-					got, want := view.quantile(counts, total, q), orderstat.Quantile(ref, q)
+					got, want := view.quantile(counts, total, q), stat.Quantile(ref, q)
 					if !(got == want || math.Abs(got-want) < 1e-12*math.Abs(want)) && !(math.IsNaN(got) && math.IsNaN(want)) {
 						t.Fatalf("q=%v: %v, want %v", q, got, want)
 					}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/llmprof/llmprof/attribution"
 	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/internal/stat"
 )
 
 // Options tune the analysis. The zero value means the defaults.
@@ -670,15 +671,10 @@ func benjaminiHochberg(devs []Deviation, fdr float64) []Deviation {
 	return out
 }
 
+// quantile is the q-quantile of v in any order (stat.Quantile, numpy's
+// linear rule).
 func quantile(v []float64, q float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	pos := q * float64(len(s)-1)
-	lo := int(pos)
-	if lo+1 >= len(s) {
-		return s[len(s)-1]
-	}
-	return s[lo] + (pos-float64(lo))*(s[lo+1]-s[lo])
+	return stat.Quantile(slices.Sorted(slices.Values(v)), q)
 }
 
 func medianMAD(v []float64) (med, mad float64) {

@@ -1,9 +1,4 @@
-// Package orderstat holds the order statistics every analysis stage shares:
-// numpy-compatible quantiles (so any figure llmprof prints can be checked with
-// one line of Python), a linear-time median, and the Theil–Sen line fit built
-// on it. It sits beside the pipeline; align, attribution, compare and record
-// call it rather than each keeping a copy.
-package orderstat
+package stat
 
 import (
 	"math"
@@ -12,9 +7,10 @@ import (
 
 // Quantile returns the q-quantile of a sorted sample by linear interpolation
 // between order statistics: h = (n−1)·q, x_⌊h⌋ + (h−⌊h⌋)(x_⌊h⌋+1 − x_⌊h⌋).
-// It is numpy's default (method "linear", Hyndman & Fan 1996 type 7) and
-// gonum's stat.LinInterp, so every figure can be checked with one line of
-// Python. NaN for an empty sample.
+// It is numpy's default (method "linear", Hyndman & Fan 1996 type 7), so
+// every figure can be checked with one line of Python; gonum's
+// stat.LinInterp is another rule (type 4: 1.2 where this gives 1.4 for the
+// 0.1-quantile of 1, 2, 4, 8, 16). NaN for an empty sample.
 func Quantile(sorted []float64, q float64) float64 {
 	n := len(sorted)
 	if n == 0 {
