@@ -27,6 +27,23 @@ func Quantile(sorted []float64, q float64) float64 {
 	return Interpolate(sorted[lo], sorted[lo+1], h-float64(lo))
 }
 
+// MinSamplesForQuantile is the smallest sample size for which a
+// distribution-free, equal-tailed 1−α confidence interval of the q-quantile
+// has finite bounds: the interval [x_(1), x_(n)] must leave at most α/2
+// outside on each side, so max(q, 1−q)^n ≤ α/2 (binomial order statistics,
+// as benchstat's QuantileCI; docs/diff.md). At α = 0.05 that is 6 for
+// the median, 36 for p90, 72 for p95 and 368 for p99. Below it a quantile
+// comparison can never be confident, so the gate says inconclusive.
+func MinSamplesForQuantile(q, alpha float64) int {
+	p := max(q, 1-q)
+	if p >= 1 {
+		return math.MaxInt32
+	}
+	n := math.Log(alpha/2) / math.Log(p)
+	// Guard against n landing a hair above an integer by rounding error.
+	return int(math.Ceil(n - 1e-9))
+}
+
 // Interpolate is a + f(b − a), exact when a == b (including infinities).
 func Interpolate(a, b, f float64) float64 {
 	if a == b || f == 0 {
