@@ -649,17 +649,18 @@ func roleRank(r Role) int {
 	return 2
 }
 
-// benjaminiHochberg keeps the deviations whose q-value (BH-adjusted p) is at
-// most fdr, with Q filled in (Benjamini & Hochberg 1995).
+// benjaminiHochberg keeps the deviations whose q-value (BH-adjusted p,
+// stat.QValues) is at most fdr, with Q filled in, in order of p.
 func benjaminiHochberg(devs []Deviation, fdr float64) []Deviation {
-	m := len(devs)
-	if m == 0 {
+	if len(devs) == 0 {
 		return nil
 	}
 	slices.SortFunc(devs, func(a, b Deviation) int { return cmp.Compare(a.P, b.P) })
-	q := 1.0
-	for i := m - 1; i >= 0; i-- {
-		q = math.Min(q, devs[i].P*float64(m)/float64(i+1))
+	ps := make([]float64, len(devs))
+	for i := range devs {
+		ps[i] = devs[i].P
+	}
+	for i, q := range stat.QValues(ps, false) {
 		devs[i].Q = q
 	}
 	var out []Deviation
