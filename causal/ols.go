@@ -8,8 +8,9 @@ import (
 
 // The regressions here are stat.OLS fits (internal/stat/ols.go: the QR
 // solve and the sandwich covariances, checked there against NIST, Stata and
-// R). olsFit and the short names below are the words the analyses and the
-// kernel fit (kernel_fit.go, lag.go) read them by.
+// R). olsFit and the short names below are the words the request
+// regression (regress.go), the lag fit (lag.go), the kernel fit
+// (kernel_fit.go, kernel.go) and the analysis (analyze.go) read them by.
 
 // olsFit is a stat.OLS fit whose width, design, coefficients and residuals
 // the kernel fit reads as k, x, beta and resid.

@@ -26,11 +26,12 @@ import (
 //
 // ê the residuals of the full model and G the number of clusters (the
 // small-sample factor is Stata's CR1 without its (n−1)/(n−K) part,
-// stat.ClusterCount, which is ≈ 1 for these n). Clusters are blocks of consecutive observations in
-// time, so what neighbours share (a batch, a burst, a stall) stays inside a
-// cluster; the intervals use Student's t with G − 2 degrees of freedom
-// (two sides' blocks, each side's mean estimated), as Cameron & Miller
-// (2015, J. Human Resources 50:317) advise for few clusters.
+// stat.ClusterCount, which is ≈ 1 for these n). Clusters are blocks of
+// consecutive observations in time, so what neighbours share (a batch, a
+// burst, a stall) stays inside a cluster; the intervals use Student's t
+// with G − 2 degrees of freedom (two sides' blocks, each side's mean
+// estimated), as Cameron & Miller (2015, J. Human Resources 50:317) advise
+// for few clusters.
 
 var errSingular = errors.New("the covariates are collinear or constant: the fit has no unique solution")
 

@@ -22,9 +22,12 @@ var ErrCollinear = errors.New("regressors are collinear")
 // QR factorization; the covariance sandwiches and tests are written here
 // (docs/statistics.md B.5).
 type OLS struct {
-	N, K  int
-	X     *mat.Dense
-	Y     []float64
+	// N and K are X's rows and columns; X and Y are the design and the
+	// response as given (held, not copied).
+	N, K int
+	X    *mat.Dense
+	Y    []float64
+	// Beta are the coefficients, Resid y − Xβ and RSS its sum of squares.
 	Beta  []float64
 	Resid []float64
 	RSS   float64
@@ -54,8 +57,7 @@ func Grow(buf []float64, n int) []float64 {
 // unit norm first, so the condition check and the accuracy do not depend on
 // the units of the regressors (NIST's Longley data, whose raw columns span
 // ten orders of magnitude, is the test). It keeps the scaled copy of x in
-// sc (nil: new memory), which keeps the buffers for the next fit. x and y
-// are held by the fit, not copied.
+// sc (nil: new memory), which keeps the buffers for the next fit.
 func FitOLS(x *mat.Dense, y []float64, sc *Scratch) (*OLS, error) {
 	if sc == nil {
 		sc = &Scratch{}
