@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/llmprof/llmprof/ingest"
-	"github.com/llmprof/llmprof/internal/orderstat"
+	"github.com/llmprof/llmprof/internal/stat"
 )
 
 func mustAlign(t *testing.T, tr *ingest.Trace, opts Options) *Result {
@@ -141,7 +141,7 @@ func TestAlignAcceptance(t *testing.T) {
 	}
 	slices.Sort(bounds)
 	t.Logf("over %d seeds: worst offset error %.1f µs, worst drift error %.3f ppm, guaranteed bound median %.1f µs (max %.1f µs)",
-		seeds, worstOff/1e3, worstDrift, orderstat.Quantile(bounds, 0.5)/1e3, bounds[len(bounds)-1]/1e3)
+		seeds, worstOff/1e3, worstDrift, stat.Quantile(bounds, 0.5)/1e3, bounds[len(bounds)-1]/1e3)
 }
 
 // checkMirrorsInside asserts that after alignment each NVTX range lies inside

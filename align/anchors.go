@@ -6,7 +6,7 @@ import (
 	"slices"
 
 	"github.com/llmprof/llmprof/ingest"
-	"github.com/llmprof/llmprof/internal/orderstat"
+	"github.com/llmprof/llmprof/internal/stat"
 )
 
 // The relations between records of different clock domains are found once,
@@ -235,7 +235,7 @@ func (al *aligner) consistentPairing(ns, os []int32) bool {
 		u[i] = toSeconds(sp[ns[i]].Start, x0)
 		r[i] = float64(sp[os[i]].Start - sp[ns[i]].Start - d0)
 	}
-	a, d, ok := orderstat.TheilSen(u, r)
+	a, d, ok := stat.TheilSen(u, r)
 	if !ok {
 		return false
 	}
@@ -248,7 +248,7 @@ func (al *aligner) consistentPairing(ns, os []int32) bool {
 	for i := 1; i < len(os); i++ {
 		gaps = append(gaps, float64(sp[os[i]].Start-sp[os[i-1]].Start))
 	}
-	return orderstat.Quantile(res, 0.9) < orderstat.Median(gaps)/4
+	return stat.Quantile(res, 0.9) < stat.Median(gaps)/4
 }
 
 // findRPC pairs an OTLP client span with the server span it called when the

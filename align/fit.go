@@ -6,7 +6,7 @@ import (
 	"math"
 	"slices"
 
-	"github.com/llmprof/llmprof/internal/orderstat"
+	"github.com/llmprof/llmprof/internal/stat"
 )
 
 // point is a soft anchor: the domain's local instant x is believed to be the
@@ -359,11 +359,11 @@ func (f *fitter) solve(s *segmentFit, pts []point, u, r []float64) {
 		return
 	}
 	if len(u) < 3 {
-		s.a, s.d, s.driftFitted = orderstat.Median(slices.Clone(r)), 0, false
+		s.a, s.d, s.driftFitted = stat.Median(slices.Clone(r)), 0, false
 		return
 	}
-	a, d, ok := orderstat.TheilSen(u, r)
-	s.a, s.d, s.driftFitted = f.chooseDrift(u, r, a, d, orderstat.Median(slices.Clone(r)), ok)
+	a, d, ok := stat.TheilSen(u, r)
+	s.a, s.d, s.driftFitted = f.chooseDrift(u, r, a, d, stat.Median(slices.Clone(r)), ok)
 }
 
 // chooseDrift picks between the fitted line (a, d) and the zero-drift line
@@ -405,7 +405,7 @@ func medianC(hs []halfPlane) float64 {
 	for i, h := range hs {
 		cs[i] = h.c
 	}
-	return orderstat.Median(cs)
+	return stat.Median(cs)
 }
 
 // splitAt fits [from, at) and [at, to) separately.
@@ -464,8 +464,8 @@ func (f *fitter) feasibleSplit(hs []halfPlane, d float64) (int, bool) {
 		if hs[k-1].u == hs[k].u {
 			continue
 		}
-		l := orderstat.Median(slices.Clone(e[k-minSeg : k]))
-		r := orderstat.Median(slices.Clone(e[k : k+minSeg]))
+		l := stat.Median(slices.Clone(e[k-minSeg : k]))
+		r := stat.Median(slices.Clone(e[k : k+minSeg]))
 		if j := math.Abs(r - l); best < 0 || j > bestJump {
 			best, bestJump = k, j
 		}

@@ -4,7 +4,7 @@ import (
 	"math"
 	"slices"
 
-	"github.com/llmprof/llmprof/internal/orderstat"
+	"github.com/llmprof/llmprof/internal/stat"
 )
 
 // weightedLine fits r = a + d·u by weighted least squares (weights w); with
@@ -44,5 +44,5 @@ func absResidualQuantiles(u, r []float64, a, d float64) (p50, p99 float64) {
 		res[i] = math.Abs(r[i] - a - d*u[i])
 	}
 	slices.Sort(res)
-	return orderstat.Quantile(res, 0.5), orderstat.Quantile(res, 0.99)
+	return stat.Quantile(res, 0.5), stat.Quantile(res, 0.99)
 }

@@ -4,7 +4,7 @@ import (
 	"math"
 	"slices"
 
-	"github.com/llmprof/llmprof/internal/orderstat"
+	"github.com/llmprof/llmprof/internal/stat"
 )
 
 // findSteps returns the local times at which the clock of a domain steps
@@ -78,13 +78,13 @@ func (f *fitter) strongestStep(u, r []float64, pts []point, k int) (int, bool) {
 	for i := 1; i < n; i++ {
 		diffs = append(diffs, math.Abs(e[i]-e[i-1]))
 	}
-	scale := orderstat.Median(diffs) / math.Sqrt2
+	scale := stat.Median(diffs) / math.Sqrt2
 	threshold := math.Max(10*scale, float64(f.opts.StepMinNs))
 
 	win := make([]float64, k)
 	med := func(from int) float64 {
 		copy(win, e[from:from+k])
-		return orderstat.Median(win)
+		return stat.Median(win)
 	}
 	best, bestJump := -1, 0.0
 	for s := k; s <= n-k; s++ {
@@ -160,7 +160,7 @@ func (f *fitter) withoutBursts(pts []point) []point {
 	for i, p := range pts {
 		lo := max(0, min(i-m, len(pts)-2*m-1))
 		win = append(win[:0], r[lo:lo+2*m+1]...)
-		if math.Abs(r[i]-orderstat.Median(win)) <= tol {
+		if math.Abs(r[i]-stat.Median(win)) <= tol {
 			out = append(out, p)
 		}
 	}
@@ -192,5 +192,5 @@ func localSlope(u, r []float64) float64 {
 	if len(slopes) == 0 {
 		return 0
 	}
-	return orderstat.Median(slopes)
+	return stat.Median(slopes)
 }

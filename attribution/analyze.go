@@ -12,7 +12,7 @@ import (
 
 	"github.com/llmprof/llmprof/align"
 	"github.com/llmprof/llmprof/ingest"
-	"github.com/llmprof/llmprof/internal/orderstat"
+	"github.com/llmprof/llmprof/internal/stat"
 )
 
 // Options tune the request analysis. The zero value is DefaultOptions.
@@ -379,7 +379,7 @@ func distribution(ns []float64) Distribution {
 // Percentile returns the p-th percentile (0–100) of sorted values with linear
 // interpolation between order statistics — numpy.percentile's default
 // ("linear", Hyndman & Fan type 7).
-func Percentile(sorted []float64, p float64) float64 { return orderstat.Quantile(sorted, p/100) }
+func Percentile(sorted []float64, p float64) float64 { return stat.Quantile(sorted, p/100) }
 
 func goodput(reqs []Request, idx []int32, slo SLO, duration float64) *Goodput {
 	g := &Goodput{}

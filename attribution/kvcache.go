@@ -6,7 +6,7 @@ import (
 	"slices"
 
 	"github.com/llmprof/llmprof/ingest"
-	"github.com/llmprof/llmprof/internal/orderstat"
+	"github.com/llmprof/llmprof/internal/stat"
 )
 
 // KV-cache facts come from llm.kv_cache.lookup spans below the request
@@ -188,7 +188,7 @@ func kvCache(reqs []Request, steps []Step, engines []Engine) *KVCache {
 			kv.Note = "too few misses to model prefill time for model " + m + " (need 10)"
 			continue
 		}
-		a, b, ok := orderstat.TheilSen(xs, ys)
+		a, b, ok := stat.TheilSen(xs, ys)
 		if !ok || b <= 0 {
 			kv.Note = "prefill time does not grow with prompt length for model " + m + "; inflated hits cannot be told apart"
 			continue

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/llmprof/llmprof/internal/stat"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -216,7 +217,7 @@ func lagRegression(source, target string, rows targetRows, load *Load, o Options
 	if g, p := testModel(s, load, sourceK, targetK, lags, o, enough); g != nil {
 		gr, r.AR = g, p
 	}
-	r.Bins = eff.fit.n
+	r.Bins = eff.fit.N
 	r.NWLags = eff.nwLags
 	sum, variance := 0.0, 0.0
 	for _, a := range eff.lagIdx {
@@ -231,11 +232,11 @@ func lagRegression(source, target string, rows targetRows, load *Load, o Options
 	r.Coef, r.SE = Float(sum), Float(seSum)
 	r.EffectPct = Float(pct(sum, step))
 	r.CILowPct, r.CIHighPct = Float(pct(sum-crit*seSum, step)), Float(pct(sum+crit*seSum, step))
-	if f, err := wald(gr.fit.beta, gr.v, gr.lagIdx[1:]); err == nil {
-		r.GrangerF, r.GrangerP = Float(f), Float(fSurvival(f, len(gr.lagIdx)-1, gr.df))
+	if f, err := stat.Wald(gr.fit.beta, gr.v, gr.lagIdx[1:]); err == nil {
+		r.GrangerF, r.GrangerP = Float(f), Float(stat.FSurvival(f, len(gr.lagIdx)-1, gr.df))
 	}
-	if f, err := wald(gr.fit.beta, gr.v, gr.leadIdx); err == nil {
-		r.PlaceboF, r.PlaceboP = Float(f), Float(fSurvival(f, len(gr.leadIdx), gr.df))
+	if f, err := stat.Wald(gr.fit.beta, gr.v, gr.leadIdx); err == nil {
+		r.PlaceboF, r.PlaceboP = Float(f), Float(stat.FSurvival(f, len(gr.leadIdx), gr.df))
 	}
 	return r
 }
@@ -267,13 +268,13 @@ func testModel(s binSeries, load *Load, sourceK, targetK, lags int, o Options, e
 			if reason != "" {
 				continue
 			}
-			n := float64(lf.fit.n)
-			if bic := n*math.Log(lf.fit.rss/n) + float64(lf.fit.k)*math.Log(n); bic < bestBIC {
+			n := float64(lf.fit.N)
+			if bic := n*math.Log(lf.fit.RSS/n) + float64(lf.fit.K)*math.Log(n); bic < bestBIC {
 				best, bestBIC, chosen = lf, bic, p
 			}
 		}
 		if best != nil {
-			best.v = best.fit.hc3()
+			best.v = best.fit.HC3()
 		}
 		return best, chosen
 	}
@@ -304,8 +305,8 @@ func effectModel(s binSeries, load *Load, sourceK, targetK, lags, leads int) (*l
 	if reason != "" {
 		return nil, reason
 	}
-	lf.nwLags = neweyWestLags(lf.fit.n)
-	lf.v = lf.fit.neweyWest(d.times, lf.nwLags)
+	lf.nwLags = stat.NeweyWestLags(lf.fit.N)
+	lf.v = lf.fit.NeweyWest(d.times, lf.nwLags)
 	return lf, ""
 }
 
@@ -331,7 +332,7 @@ func fitDesign(d *lagDesign, use []bool) (*lagFit, string) {
 		}
 		pos++
 	}
-	lf := &lagFit{fit: fit, df: fit.n - fit.k}
+	lf := &lagFit{fit: fit, df: fit.N - fit.K}
 	for _, c := range d.lagCols {
 		if index[c] < 0 {
 			return nil, "lagged load is collinear with the other regressors"

@@ -7,7 +7,9 @@ import (
 	"slices"
 
 	"gonum.org/v1/gonum/mat"
-	"gonum.org/v1/gonum/stat"
+	gonumstat "gonum.org/v1/gonum/stat"
+
+	"github.com/llmprof/llmprof/internal/stat"
 )
 
 // obs is one request of the target in one metric's regression.
@@ -209,7 +211,7 @@ func requestRegression(target string, m Metric, rows targetRows, load *Load, o O
 		seKind = SEClusterCR1
 		cov, g = fit.cluster(groups)
 	}
-	naive := fit.classical()
+	naive := fit.Classical()
 	seCl, seNaive := se(cov), se(naive)
 	df := g - 1
 	crit := tCritical(o.Alpha, df)
@@ -234,7 +236,7 @@ func requestRegression(target string, m Metric, rows targetRows, load *Load, o O
 			EffectMs:   Float(baselineMs * pct(b, step) / 100),
 			CILowMs:    Float(baselineMs * pct(lo, step) / 100),
 			CIHighMs:   Float(baselineMs * pct(hi, step) / 100),
-			BaselineMs: Float(baselineMs), MeanExposure: Float(stat.Mean(x, nil)),
+			BaselineMs: Float(baselineMs), MeanExposure: Float(gonumstat.Mean(x, nil)),
 			Requests: n, Clusters: g, ClusterNs: width, SEKind: seKind, naiveSE: seNaive[j],
 			Calibration: 1, df: df, step: step,
 		}
@@ -325,11 +327,14 @@ func share(rows []obs, x []float64, base, beta float64) float64 {
 }
 
 // quietLevel is the 5th percentile of the source's exposure: the baseline of
-// share, rather than 0, so as not to extrapolate to a load never seen.
+// share, rather than 0, so as not to extrapolate to a load never seen. It is
+// gonum's LinInterp rule (Hyndman & Fan type 4), not stat.Quantile's numpy
+// rule (type 7) that the reports print: a baseline, never shown, whose
+// figures the causal goldens pin.
 func quietLevel(x []float64) float64 {
 	sorted := slices.Clone(x)
 	slices.Sort(sorted)
-	return stat.Quantile(0.05, stat.LinInterp, sorted, nil)
+	return gonumstat.Quantile(0.05, gonumstat.LinInterp, sorted, nil)
 }
 
 // periodDummies returns one indicator column per period after the first
@@ -374,14 +379,11 @@ func constant(n int) []float64 {
 	return c
 }
 
-// columns assembles a design matrix from columns.
-func columns(cols [][]float64) *mat.Dense { return columnsInto(cols, nil) }
-
-// columnsInto is columns in buf's memory where it is large enough (the
-// matrix then shares it).
+// columnsInto assembles a design matrix from columns, in buf's memory
+// where it is large enough (the matrix then shares it).
 func columnsInto(cols [][]float64, buf []float64) *mat.Dense {
 	n, k := len(cols[0]), len(cols)
-	data := grow(buf, n*k)
+	data := stat.Grow(buf, n*k)
 	for j, c := range cols {
 		if len(c) != n {
 			panic(mat.ErrColLength)
@@ -412,14 +414,24 @@ func fitColumnsReusing(cols [][]float64, y []float64, sc *olsScratch) (*olsFit, 
 	for j := range keep {
 		keep[j] = true
 	}
-	sc.design = grow(sc.design, len(cols)*len(cols[0]))
-	fit, err := fitOLSReusing(columnsInto(cols, sc.design), y, sc)
-	if err == nil || !errors.Is(err, errCollinear) {
-		return fit, keep, err
+	sc.design = stat.Grow(sc.design, len(cols)*len(cols[0]))
+	fit, err := stat.FitOLS(columnsInto(cols, sc.design), y, &sc.fit)
+	if err != nil && errors.Is(err, stat.ErrCollinear) {
+		keep = independent(cols, 1e-8)
+		fit, err = stat.FitOLS(columnsInto(pick(cols, keep), sc.design), y, &sc.fit)
 	}
-	keep = independent(cols, 1e-8)
-	fit, err = fitOLSReusing(columnsInto(pick(cols, keep), sc.design), y, sc)
-	return fit, keep, err
+	if err != nil {
+		return nil, keep, err
+	}
+	return newOLSFit(fit), keep, nil
+}
+
+func dot(a, b []float64) float64 {
+	s := 0.0
+	for i := range a {
+		s += a[i] * b[i]
+	}
+	return s
 }
 
 // independent reports for each column whether it adds a direction that the

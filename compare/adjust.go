@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/llmprof/llmprof/internal/stat"
 	"gonum.org/v1/gonum/stat/distuv"
 )
 
@@ -288,7 +289,7 @@ func (c *comparison) adjustedMetric(name string, yb, yc []float64, xb, xc [][]fl
 		return
 	}
 	g := gb + gc
-	cost := lf.coefWeights(1)
+	cost := lf.CoefWeights(1)
 	raw := make([]float64, n)
 	for i := range raw {
 		if i < len(ob) {
@@ -297,8 +298,8 @@ func (c *comparison) adjustedMetric(name string, yb, yc []float64, xb, xc [][]fl
 			raw[i] = 1 / float64(len(oc))
 		}
 	}
-	mu, v := lf.estimate(cost), lf.clusteredVar(cost, cluster, g)
-	rawEst := lf.estimate(raw)
+	mu, v := lf.Estimate(cost), lf.ClusteredVar(cost, cluster, g, stat.ClusterCount)
+	rawEst := lf.Estimate(raw)
 	replayed := c.res.Workload != DesignDifferent
 	sigma := AdjustedBound(name, replayed)
 	v += c.betweenVar(sigma)

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/llmprof/llmprof/internal/stat"
 	"gonum.org/v1/gonum/stat/distuv"
 )
 
@@ -133,7 +134,7 @@ func (c *comparison) applyBound(w *work) {
 		// No finite log interval to widen: the reason for the bound
 		// stands, so the metric is not decided.
 		w.short = fmt.Sprintf("%s: %s, and its interval has no finite log ratio to widen by the between-run bound", m.Name, w.boundWhy)
-		w.shortN = minSamplesForU(c.opts.Alpha)
+		w.shortN = stat.MinSamplesForU(c.opts.Alpha)
 		return
 	}
 	w.withinLo, w.withinHi, w.withinKnown = m.CILowPct, m.CIHighPct, true

@@ -10,14 +10,14 @@ import (
 	"time"
 
 	"github.com/llmprof/llmprof/compare"
-	"github.com/llmprof/llmprof/internal/orderstat"
 	"github.com/llmprof/llmprof/internal/shareddata"
+	"github.com/llmprof/llmprof/internal/stat"
 	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // runStat is a latency statistic of one run ("ttft.p90", "itl.mean"), NaN
 // when the run lacks the family.
-func runStat(r compare.Run, family, stat string) float64 {
+func runStat(r compare.Run, family, which string) float64 {
 	var x compare.Series
 	switch family {
 	case "ttft":
@@ -39,7 +39,7 @@ func runStat(r compare.Run, family, stat string) float64 {
 		return math.NaN()
 	}
 	sort.Float64s(v)
-	switch stat {
+	switch which {
 	case "mean":
 		s := 0.0
 		for _, f := range v {
@@ -47,11 +47,11 @@ func runStat(r compare.Run, family, stat string) float64 {
 		}
 		return s / float64(len(v))
 	case "p90":
-		return orderstat.Quantile(v, 0.9)
+		return stat.Quantile(v, 0.9)
 	case "p99":
-		return orderstat.Quantile(v, 0.99)
+		return stat.Quantile(v, 0.99)
 	}
-	return orderstat.Quantile(v, 0.5)
+	return stat.Quantile(v, 0.5)
 }
 
 // aaSpread is, per "family.stat", the largest |log ratio| of a statistic

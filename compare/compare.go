@@ -10,7 +10,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/llmprof/llmprof/internal/orderstat"
+	"github.com/llmprof/llmprof/internal/stat"
 	"gonum.org/v1/gonum/stat/distuv"
 )
 
@@ -175,7 +175,7 @@ func compareSides(baseline, candidate Side, opts Options) (*comparison, error) {
 		}
 		if res.Workload != DesignDifferent {
 			c.warnf("one run per side: the intervals hold the variation within each run, not between runs (another machine or day); "+
-				"give ≥ 2 earlier baselines (--baseline-history DIR) to include run-to-run variance, or ≥ %d runs per side for run-level replication", minSamplesForU(opts.Alpha))
+				"give ≥ 2 earlier baselines (--baseline-history DIR) to include run-to-run variance, or ≥ %d runs per side for run-level replication", stat.MinSamplesForU(opts.Alpha))
 		}
 	}
 	if !requestLevel {
@@ -712,11 +712,11 @@ func (c *comparison) shiftMetric(w *work, xb, xc []float64, inflate float64, shi
 	m := w.m
 	alpha := c.opts.Alpha
 	sb, sc := sortedCopy(xb), sortedCopy(xc)
-	mb, mc := orderstat.Quantile(sb, 0.5), orderstat.Quantile(sc, 0.5)
-	u := MannWhitney(sb, sc)
+	mb, mc := stat.Quantile(sb, 0.5), stat.Quantile(sc, 0.5)
+	u := stat.MannWhitney(sb, sc)
 	m.P = inflateP(u.P, inflate, true)
 	m.Significant = m.P <= alpha
-	raw := HodgesLehmann(sb, sc, alpha)
+	raw := stat.HodgesLehmann(sb, sc, alpha)
 	widen := func(est, lo, hi float64) (float64, float64) {
 		return est - inflate*(est-lo), est + inflate*(hi-est)
 	}
@@ -730,7 +730,7 @@ func (c *comparison) shiftMetric(w *work, xb, xc []float64, inflate float64, shi
 	var logEst, logLo, logHi float64 // the widened interval on logs
 	if logScale {
 		lb, lc = logs(sb), logs(sc)
-		l := HodgesLehmann(lb, lc, alpha)
+		l := stat.HodgesLehmann(lb, lc, alpha)
 		lo, hi := widen(l.Estimate, l.Low, l.High)
 		logEst, logLo, logHi = l.Estimate, lo, hi
 		m.DeltaPct = pctOfLog(l.Estimate)
@@ -777,22 +777,22 @@ func (c *comparison) shiftMetric(w *work, xb, xc []float64, inflate float64, shi
 		m.DeltaPct = pctOf(m.Delta, mb)
 	}
 	if raw.K == 0 {
-		need := minSamplesForU(alpha)
+		need := stat.MinSamplesForU(alpha)
 		m.MinN = need
 		w.short = fmt.Sprintf("%s needs ≥ %d %s per side for a finite interval (have %d and %d)", m.Name, need, w.unitsOf, len(sb), len(sc))
 		w.shortN = need
 	} else {
-		m.MinN = minSamplesForU(alpha)
+		m.MinN = stat.MinSamplesForU(alpha)
 	}
 	w.pFail = func(g Gate) float64 {
 		var pu, pl float64
 		switch {
 		case !g.Relative:
-			pu, pl = shiftUTest(sb, sc, g.Threshold)
+			pu, pl = stat.ShiftUTest(sb, sc, g.Threshold)
 		case logScale:
-			pu, pl = shiftUTest(lb, lc, math.Log1p(g.Threshold/100))
+			pu, pl = stat.ShiftUTest(lb, lc, math.Log1p(g.Threshold/100))
 		default:
-			pu, pl = shiftUTest(sb, sc, g.Threshold/100*mb)
+			pu, pl = stat.ShiftUTest(sb, sc, g.Threshold/100*mb)
 		}
 		if g.Op == Below {
 			return inflateP(pu, inflate, false)
@@ -893,10 +893,10 @@ func (c *comparison) bootMetric(w *work, pb, pc float64, repsB, repsC []float64)
 		m.DeltaPct = math.Inf(1)
 	}
 	d := newBootDiff(repsB, repsC)
-	m.CILow, m.CIHigh = percentileInterval(d.abs, c.opts.Alpha)
-	rlo, rhi := percentileInterval(d.ratio, c.opts.Alpha)
+	m.CILow, m.CIHigh = stat.PercentileInterval(d.abs, c.opts.Alpha)
+	rlo, rhi := stat.PercentileInterval(d.ratio, c.opts.Alpha)
 	m.CILowPct, m.CIHighPct = 100*(rlo-1), 100*(rhi-1)
-	m.P = twoSidedP(d.abs)
+	m.P = stat.TwoSidedP(d.abs)
 	m.Significant = m.P <= c.opts.Alpha
 	m.MDE = (c.za + c.zb) * stddev(d.abs)
 	m.MDEPct = pctOfLog((c.za + c.zb) * stddev(d.logr))
@@ -905,9 +905,9 @@ func (c *comparison) bootMetric(w *work, pb, pc float64, repsB, repsC []float64)
 	}
 	w.pFail = func(g Gate) float64 {
 		if g.Relative {
-			return tailP(d.ratio, 1+g.Threshold/100, g.Op == Below)
+			return stat.TailP(d.ratio, 1+g.Threshold/100, g.Op == Below)
 		}
-		return tailP(d.abs, g.Threshold, g.Op == Below)
+		return stat.TailP(d.abs, g.Threshold, g.Op == Below)
 	}
 }
 
@@ -947,7 +947,7 @@ func (c *comparison) computeRequestLevel(specs []spec) {
 			w.m.Delta = w.m.Candidate - w.m.Baseline
 			w.m.DeltaPct = pctOf(w.m.Delta, w.m.Baseline)
 			w.unitsOf = "runs"
-			w.m.MinN = minSamplesForU(c.opts.Alpha)
+			w.m.MinN = stat.MinSamplesForU(c.opts.Alpha)
 			w.short = fmt.Sprintf("%s is one value per run: a confident answer needs run-level replication, ≥ %d runs per side (have %d and %d)",
 				s.name, w.m.MinN, len(c.base.runs), len(c.cand.runs))
 			w.shortN = w.m.MinN
@@ -977,7 +977,7 @@ func (c *comparison) computeRequestLevel(specs []spec) {
 			}
 			c.shiftMetric(w, xb, xc, f, true)
 			if c.batchMeansOn() && allPositive(xb, xc) {
-				mb := orderstat.Quantile(sortedCopy(xb), 0.5)
+				mb := stat.Quantile(sortedCopy(xb), 0.5)
 				if bm, ok := c.newBatchMeans(s, mb, mb*(1+w.m.DeltaPct/100)); ok {
 					c.widen(w, bm, mb)
 				}
@@ -1075,7 +1075,7 @@ const minQuantileBootstrapN = 20
 // requireStat applies the sample-size floors of a bootstrapped statistic.
 func (c *comparison) requireStat(w *work, s spec) {
 	if q, ok := statQ[s.stat]; ok {
-		w.requireN(max(MinSamplesForQuantile(q, c.opts.Alpha), minQuantileBootstrapN), "")
+		w.requireN(max(stat.MinSamplesForQuantile(q, c.opts.Alpha), minQuantileBootstrapN), "")
 		return
 	}
 	w.requireN(minBootstrapN, " for a bootstrap interval")
@@ -1094,7 +1094,7 @@ func pointStat(x []float64, s spec) float64 {
 	if s.stat == StatMean {
 		return mean(x)
 	}
-	return orderstat.Quantile(sortedCopy(x), s.q)
+	return stat.Quantile(sortedCopy(x), s.q)
 }
 
 // autocorrelated is the effective-sample-size ratio below which requests
@@ -1242,7 +1242,7 @@ func (c *comparison) welchMetric(w *work, vb, vc []float64) {
 func (c *comparison) requireRunSamples(w *work, s spec) {
 	if q, ok := statQ[s.stat]; ok && w.short == "" {
 		nb, nc := c.count(c.base, s.series()), c.count(c.cand, s.series())
-		if need := MinSamplesForQuantile(q, c.opts.Alpha); nb < need || nc < need {
+		if need := stat.MinSamplesForQuantile(q, c.opts.Alpha); nb < need || nc < need {
 			w.short = fmt.Sprintf("%s needs ≥ %d samples per side (have %d and %d)", s.name, need, nb, nc)
 			w.shortN = need
 		}
@@ -1386,7 +1386,7 @@ type bootPlan struct {
 
 type planSeries struct {
 	values []float64
-	view   sortedView
+	view   stat.SortedView
 	stats  []spec
 	// unit[j] is the resampled unit (request) that value j belongs to,
 	// for token series; nil when values are per unit.
@@ -1411,7 +1411,7 @@ func (b *bootPlan) add(s spec, values []float64) {
 			return
 		}
 	}
-	b.series = append(b.series, planSeries{values: values, view: newSortedView(values), stats: []spec{s}})
+	b.series = append(b.series, planSeries{values: values, view: stat.NewSortedView(values), stats: []spec{s}})
 }
 
 // addTokens asks for statistic s of a token series whose values belong to
@@ -1424,7 +1424,7 @@ func (b *bootPlan) addTokens(s spec, values []float64, unit []int32) {
 			return
 		}
 	}
-	b.series = append(b.series, planSeries{values: values, view: newSortedView(values), stats: []spec{s}, unit: unit, counts: make([]int32, len(values))})
+	b.series = append(b.series, planSeries{values: values, view: stat.NewSortedView(values), stats: []spec{s}, unit: unit, counts: make([]int32, len(values))})
 }
 
 func (b *bootPlan) addRatio(name string, r ratioSeries) {
@@ -1446,17 +1446,17 @@ func (b *bootPlan) run(n, block, reps int, seed uint64, stream string) map[strin
 	for _, pr := range b.ratios {
 		out[pr.name] = make([]float64, reps)
 	}
-	rs := newResampler(n, block, seed, stream)
-	blocks := rs.block > 1
+	rs := stat.NewResampler(n, block, seed, stream)
+	blocks := rs.Block() > 1
 	if blocks {
 		for i := range b.series {
 			if b.series[i].unit == nil {
-				b.series[i].sum, b.series[i].known = prefixSums(b.series[i].values)
+				b.series[i].sum, b.series[i].known = stat.PrefixSums(b.series[i].values)
 			}
 		}
 	}
 	for rep := range reps {
-		counts := rs.next()
+		counts := rs.Next()
 		for _, ps := range b.series {
 			var total int
 			var blockAvg float64
@@ -1470,18 +1470,18 @@ func (b *bootPlan) run(n, block, reps int, seed uint64, stream string) map[strin
 					total += int(cs[j])
 				}
 			case spans:
-				blockAvg, total = blockMean(rs.spans, ps.sum, ps.known)
+				blockAvg, total = stat.BlockMean(rs.Spans(), ps.sum, ps.known)
 			default:
-				total = ps.view.total(ps.values, counts)
+				total = ps.view.Total(ps.values, counts)
 			}
 			for _, s := range ps.stats {
 				switch {
 				case s.stat == StatMean && spans:
 					out[s.name][rep] = blockAvg
 				case s.stat == StatMean:
-					out[s.name][rep] = resampledMean(ps.values, cs, total)
+					out[s.name][rep] = stat.ResampledMean(ps.values, cs, total)
 				default:
-					out[s.name][rep] = ps.view.quantile(cs, total, s.q)
+					out[s.name][rep] = ps.view.Quantile(cs, total, s.q)
 				}
 			}
 		}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/llmprof/llmprof/internal/orderstat"
+	"github.com/llmprof/llmprof/internal/stat"
 )
 
 // Requests of one run are not independent: batching, KV-cache pressure,
@@ -38,7 +38,7 @@ type metricNeff struct {
 // neffOf is the effective sample size of a unit series (unitSeries).
 func neffOf(units []float64) metricNeff {
 	x := known(units)
-	return metricNeff{neff: EffectiveN(x), n: len(x)}
+	return metricNeff{neff: stat.EffectiveN(x), n: len(x)}
 }
 
 // unitSeries is what metric s is made of on side p, one value per unit in
@@ -66,7 +66,7 @@ func unitSeries(p *pooled, s spec) []float64 {
 		}
 		return x
 	case s.isITL() && p.itlReq != nil:
-		thr := orderstat.Quantile(sortedCopy(p.itl), q)
+		thr := stat.Quantile(sortedCopy(p.itl), q)
 		sum := make([]float64, p.n)
 		cnt := make([]float64, p.n)
 		for j, r := range p.itlReq {
@@ -96,7 +96,7 @@ func unitSeries(p *pooled, s spec) []float64 {
 	out := make([]float64, len(x))
 	switch {
 	case quantile:
-		thr := orderstat.Quantile(sortedCopy(k), q)
+		thr := stat.Quantile(sortedCopy(k), q)
 		for i, v := range x {
 			switch {
 			case math.IsNaN(v):
@@ -131,7 +131,7 @@ func pairedN(s spec, xb, xc []float64, b, k *pooled) (metricNeff, bool) {
 			d = append(d, v)
 		}
 	}
-	e := metricNeff{neff: EffectiveN(d), n: len(d)}
+	e := metricNeff{neff: stat.EffectiveN(d), n: len(d)}
 	return e, e.n >= 3
 }
 
@@ -141,7 +141,7 @@ func (c *comparison) effectiveFloor(s spec) int {
 	case s.stat == StatShift:
 		return minQuantileBootstrapN
 	case s.kind() == KindLatency && s.stat != StatMean:
-		return max(MinSamplesForQuantile(s.q, c.opts.Alpha), minQuantileBootstrapN)
+		return max(stat.MinSamplesForQuantile(s.q, c.opts.Alpha), minQuantileBootstrapN)
 	}
 	return minBootstrapN
 }
@@ -261,7 +261,7 @@ func (c *comparison) requireEffective(w *work, b, k dependence) {
 		return
 	}
 	floor := c.effectiveFloor(w.spec)
-	need := minSamplesForU(c.opts.Alpha)
+	need := stat.MinSamplesForU(c.opts.Alpha)
 	if w.spec.kind() == KindLatency && w.spec.stat != StatMean && w.spec.stat != StatShift && w.spec.q >= tailQuantile &&
 		(c.base.block > 1 || c.cand.block > 1) && len(c.base.runs) == 1 && len(c.cand.runs) == 1 {
 		if c.bounded(w) {

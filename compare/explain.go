@@ -5,7 +5,7 @@ import (
 	"math"
 	"slices"
 
-	"github.com/llmprof/llmprof/internal/orderstat"
+	"github.com/llmprof/llmprof/internal/stat"
 )
 
 // explain fills a latency metric's Explanation: for each attribution bucket,
@@ -167,7 +167,7 @@ func (c *comparison) selection(p *pooled, s spec) []int {
 	v := p.series[s.series()]
 	threshold := math.Inf(-1)
 	if s.stat == "p90" || s.stat == "p99" {
-		threshold = orderstat.Quantile(sortedCopy(known(v)), s.q)
+		threshold = stat.Quantile(sortedCopy(known(v)), s.q)
 	}
 	for i, x := range v {
 		if !math.IsNaN(x) && x >= threshold {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/llmprof/llmprof/attribution"
 	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/internal/stat"
 	"gonum.org/v1/gonum/stat/distuv"
 )
 
@@ -434,7 +435,7 @@ func (c *comparison) compareUnits(kb, kc *KernelRun) []*unitChange {
 		}
 		if b != nil && k != nil && allPositive(sb, sc) {
 			lb, lc := logs(sb), logs(sc)
-			hl := HodgesLehmann(lb, lc, alpha)
+			hl := stat.HodgesLehmann(lb, lc, alpha)
 			if hl.K > 0 {
 				u.ok = true
 				u.y = hl.Estimate
@@ -449,7 +450,7 @@ func (c *comparison) compareUnits(kb, kc *KernelRun) []*unitChange {
 				u.out.Compared = true
 				u.out.DeltaPct = pctOfLog(hl.Estimate)
 				u.out.CILowPct, u.out.CIHighPct = pctOfLog(hl.Low), pctOfLog(hl.High)
-				u.out.P = MannWhitney(lb, lc).P
+				u.out.P = stat.MannWhitney(lb, lc).P
 				u.out.Significant = u.out.P <= alpha && (hl.Low > 0 || hl.High < 0)
 			}
 		}
@@ -726,7 +727,7 @@ func (c *comparison) kernelMetric(kcmp *KernelComparison, name string, units []*
 		m.Note += " at equal step composition"
 	}
 	if p.k == 0 {
-		w.short = name + ": no kernel identity ran on both sides often enough for an interval (≥ " + strconv.Itoa(minSamplesForU(c.opts.Alpha)) + " launches each)"
+		w.short = name + ": no kernel identity ran on both sides often enough for an interval (≥ " + strconv.Itoa(stat.MinSamplesForU(c.opts.Alpha)) + " launches each)"
 		kcmp.Groups = append(kcmp.Groups, g)
 		return
 	}

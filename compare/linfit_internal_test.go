@@ -1,6 +1,7 @@
 package compare
 
 import (
+	"github.com/llmprof/llmprof/internal/stat"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -21,11 +22,11 @@ func TestFitLinearRecoversCoefficients(t *testing.T) {
 		t.Fatal(err)
 	}
 	for j, want := range []float64{3, -0.002, 5, 0.01} {
-		if math.Abs(f.beta[j]-want) > 1e-8*math.Max(1, math.Abs(want)) {
-			t.Errorf("β%d = %g, want %g", j, f.beta[j], want)
+		if math.Abs(f.Beta[j]-want) > 1e-8*math.Max(1, math.Abs(want)) {
+			t.Errorf("β%d = %g, want %g", j, f.Beta[j], want)
 		}
-		if got := f.estimate(f.coefWeights(j)); math.Abs(got-f.beta[j]) > 1e-8*math.Max(1, math.Abs(want)) {
-			t.Errorf("c'y for β%d = %g, want β = %g", j, got, f.beta[j])
+		if got := f.Estimate(f.CoefWeights(j)); math.Abs(got-f.Beta[j]) > 1e-8*math.Max(1, math.Abs(want)) {
+			t.Errorf("c'y for β%d = %g, want β = %g", j, got, f.Beta[j])
 		}
 	}
 	if _, err := fitLinear([][]float64{{1, 2}, {1, 2}, {1, 2}}, []float64{1, 2, 3}); err == nil {
@@ -66,16 +67,16 @@ func TestClusteredVarianceCoverage(t *testing.T) {
 		}
 		g := blocksFor(n)
 		cl := append(timeBlocks(tm[:n], g, 0), timeBlocks(tm[n:], g, g)...)
-		c := f.coefWeights(1)
-		se := math.Sqrt(f.clusteredVar(c, cl, 2*g))
-		if math.Abs(f.beta[1]) < 2.02*se {
+		c := f.CoefWeights(1)
+		se := math.Sqrt(f.ClusteredVar(c, cl, 2*g, stat.ClusterCount))
+		if math.Abs(f.Beta[1]) < 2.02*se {
 			cover++
 		}
 		iid := make([]int, 2*n)
 		for i := range iid {
 			iid[i] = i
 		}
-		if math.Abs(f.beta[1]) < 1.96*math.Sqrt(f.clusteredVar(c, iid, 2*n)) {
+		if math.Abs(f.Beta[1]) < 1.96*math.Sqrt(f.ClusteredVar(c, iid, 2*n, stat.ClusterCount)) {
 			coverIID++
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/llmprof/llmprof/attribution"
+	"github.com/llmprof/llmprof/internal/stat"
 	"gonum.org/v1/gonum/stat/distuv"
 )
 
@@ -413,14 +414,14 @@ func fitEngineSteps(b, c []StepRow) (stepEngineFit, bool) {
 					raw[i] = -1 / float64(f.nb[bucket])
 				}
 			}
-			cost := lf.coefWeights(1 + bi)
+			cost := lf.CoefWeights(1 + bi)
 			comp := make([]float64, n)
 			for i := range comp {
 				comp[i] = raw[i] - cost[i]
 			}
 			var parts [3]stepPart
 			for k, w := range [][]float64{raw, comp, cost} {
-				parts[k] = stepPart{lf.estimate(w), lf.clusteredVar(w, cluster, g)}
+				parts[k] = stepPart{lf.Estimate(w), lf.ClusteredVar(w, cluster, g, stat.ClusterCount)}
 			}
 			f.parts[bucket] = parts
 		}

@@ -3,6 +3,7 @@ package compare
 import (
 	"cmp"
 	"fmt"
+	"github.com/llmprof/llmprof/internal/stat"
 	"math"
 	"slices"
 	"strconv"
@@ -226,8 +227,8 @@ func (c *comparison) decide(out *GateOutcome, m *Metric, w *work, holmRejected b
 			out.Reason = fmt.Sprintf("likely regression, not gated: within the runs the %s CI [%s, %s] is entirely %s %s, but one run per side cannot exclude run-to-run variance: with the between-run bound it is [%s, %s] (%s)",
 				c.level(), fmtChange(wlo, g), fmtChange(whi, g), side(g.Op, false), thr, fmtChange(lo, g), fmtChange(hi, g), w.boundWhy)
 		}
-		out.Reason += fmt.Sprintf("; ≥ %d runs per side or ≥ 2 earlier baselines (--baseline-history) would measure the between-run variance instead of bounding it", minSamplesForU(c.opts.Alpha))
-		out.NeededN = minSamplesForU(c.opts.Alpha)
+		out.Reason += fmt.Sprintf("; ≥ %d runs per side or ≥ 2 earlier baselines (--baseline-history) would measure the between-run variance instead of bounding it", stat.MinSamplesForU(c.opts.Alpha))
+		out.NeededN = stat.MinSamplesForU(c.opts.Alpha)
 	case bad:
 		out.Verdict = Inconclusive
 		out.Reason = fmt.Sprintf("%s is %s %s, but not after Holm's correction across %d gated metrics (p = %.3g > %.3g)",
@@ -350,5 +351,5 @@ func (c *comparison) neededRuns(g Gate, m *Metric, sd float64) int {
 	if n > 1000 {
 		return 0
 	}
-	return max(int(n), minSamplesForU(c.opts.Alpha))
+	return max(int(n), stat.MinSamplesForU(c.opts.Alpha))
 }

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/llmprof/llmprof/internal/orderstat"
 	"github.com/llmprof/llmprof/internal/shareddata"
+	"github.com/llmprof/llmprof/internal/stat"
 )
 
 // benchResult writes a `vllm bench serve --save-result` object with the keys
@@ -229,7 +229,7 @@ func TestVLLMBenchDerivedFromITL(t *testing.T) {
 		if len(r.TPOT) != r.Requests || len(r.E2E) != r.Requests {
 			t.Fatalf("%s: tpot %d, e2e %d of %d requests", config, len(r.TPOT), len(r.E2E), r.Requests)
 		}
-		if got := orderstat.Quantile(sortedCopy(r.TPOT.known()), 0.5); math.Abs(got-own.MedianTPOT) > 1e-4*own.MedianTPOT {
+		if got := stat.Quantile(sortedCopy(r.TPOT.known()), 0.5); math.Abs(got-own.MedianTPOT) > 1e-4*own.MedianTPOT {
 			t.Errorf("%s: derived median TPOT %.6f ms, the file's median_tpot_ms %.6f", config, got, own.MedianTPOT)
 		}
 		// Request 7 counted by hand from the file's lists.

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/llmprof/llmprof/internal/orderstat"
+	"github.com/llmprof/llmprof/internal/stat"
 )
 
 // One run per side holds two kinds of variation. Within the run, requests
@@ -144,7 +144,7 @@ func (c *comparison) decideWorkload() error {
 				what = fmt.Sprintf("%d requests against %d", b.Requests, k.Requests)
 			}
 			c.warnf("the two runs served different workloads (%s): with one run per side a change cannot be told from the difference of workloads and run-to-run variance, so no request-level metric is decided; "+
-				"replay the same workload (the same prompts and arrival seed, e.g. vllm bench serve --seed), give ≥ 2 earlier baselines (--baseline-history), or ≥ %d runs per side; --workload independent decides from within-run variation alone", what, minSamplesForU(c.opts.Alpha))
+				"replay the same workload (the same prompts and arrival seed, e.g. vllm bench serve --seed), give ≥ 2 earlier baselines (--baseline-history), or ≥ %d runs per side; --workload independent decides from within-run variation alone", what, stat.MinSamplesForU(c.opts.Alpha))
 		}
 	}
 	return nil
@@ -170,7 +170,7 @@ func (c *comparison) requireWorkload(w *work) {
 		}
 		return
 	}
-	need := minSamplesForU(c.opts.Alpha)
+	need := stat.MinSamplesForU(c.opts.Alpha)
 	w.short = fmt.Sprintf("%s: the runs served different workloads; one run of each cannot separate a change from the difference of workloads; a replayed workload, ≥ 2 earlier baselines (--baseline-history) or ≥ %d runs per side would", w.m.Name, need)
 	w.shortN = need
 	w.unitsOf = "runs"
@@ -198,15 +198,15 @@ func (c *comparison) pairedShiftMetric(s spec, depB, depC dependence) {
 	w := c.newWork(s, MethodPairedHodgesLehmann, len(d), len(d))
 	m := w.m
 	alpha := c.opts.Alpha
-	mb := orderstat.Quantile(sortedCopy(b), 0.5)
+	mb := stat.Quantile(sortedCopy(b), 0.5)
 	inflate := 1.0
 	if e := c.pairedNeff[s.name]; e.n > 0 && e.neff > 0 {
 		inflate = math.Max(1, math.Sqrt(float64(e.n)/e.neff))
 	}
-	hl := PairedHodgesLehmann(d, alpha)
+	hl := stat.PairedHodgesLehmann(d, alpha)
 	lo, hi := hl.Estimate-inflate*(hl.Estimate-hl.Low), hl.Estimate+inflate*(hl.High-hl.Estimate)
 	sorted := sortedCopy(d)
-	pu, pl := signedRankTest(sorted, 0)
+	pu, pl := stat.SignedRankTest(sorted, 0)
 	m.P = math.Min(1, 2*math.Min(inflateP(pu, inflate, false), inflateP(pl, inflate, false)))
 	m.Significant = m.P <= alpha
 	seD := inflate * math.Sqrt(math.Pi/3) * stddev(d) / math.Sqrt(float64(max(1, len(d))))
@@ -215,17 +215,17 @@ func (c *comparison) pairedShiftMetric(s spec, depB, depC dependence) {
 	m.MDEPct = pctOfLog((c.za + c.zb) * seD)
 	m.MDE = mb * m.MDEPct / 100
 	m.Note = "paired Hodges–Lehmann shift: the median of the Walsh averages of the requests' log changes (Wilcoxon signed-rank interval)"
-	m.MinN = minSignedRankN
+	m.MinN = stat.MinSignedRankN
 	if hl.K == 0 {
-		w.short = fmt.Sprintf("%s needs ≥ %d paired requests for an interval (have %d)", m.Name, minSignedRankN, len(d))
-		w.shortN = minSignedRankN
+		w.short = fmt.Sprintf("%s needs ≥ %d paired requests for an interval (have %d)", m.Name, stat.MinSignedRankN, len(d))
+		w.shortN = stat.MinSignedRankN
 	}
 	w.pFail = func(g Gate) float64 {
 		delta, ok := gateOnScale(g, true, mb)
 		if !ok {
 			return 1
 		}
-		pu, pl := signedRankTest(sorted, delta)
+		pu, pl := stat.SignedRankTest(sorted, delta)
 		if g.Op == Below {
 			return inflateP(pu, inflate, false)
 		}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/llmprof/llmprof/compare"
-	"github.com/llmprof/llmprof/internal/orderstat"
+	"github.com/llmprof/llmprof/internal/stat"
 )
 
 // Schema is the JSON schema of a history report.
@@ -301,7 +301,7 @@ func level(v []float64) float64 {
 	if len(k) == 0 {
 		return math.NaN()
 	}
-	return orderstat.Median(k)
+	return stat.Median(k)
 }
 
 type explained struct {

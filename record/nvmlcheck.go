@@ -6,7 +6,7 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/llmprof/llmprof/internal/orderstat"
+	"github.com/llmprof/llmprof/internal/stat"
 )
 
 // NVMLCheck is what a capture says about its own NVML telemetry: how many
@@ -98,7 +98,7 @@ func CheckNVML(c *Capture) (*NVMLCheck, error) {
 	}
 	rep.Device = rate("gpu_device (whole GPUs)", n)
 	slices.Sort(latencies)
-	rep.PollLatencyP50Ms, rep.PollLatencyP99Ms = orderstat.Quantile(latencies, 0.5), orderstat.Quantile(latencies, 0.99)
+	rep.PollLatencyP50Ms, rep.PollLatencyP99Ms = stat.Quantile(latencies, 0.5), stat.Quantile(latencies, 0.99)
 	if want := 1000 / float64(max(m.Sampling.DeviceIntervalMs, 1)); rep.Device.PerGPUPerSecond < 0.8*want {
 		rep.Problems = append(rep.Problems, fmt.Sprintf("device rows: %.1f/s per GPU, configured %.1f/s", rep.Device.PerGPUPerSecond, want))
 	}
@@ -187,5 +187,5 @@ func lags(newest map[int64]uint64, toReal func(int64) int64) Lag {
 		return Lag{}
 	}
 	sort.Float64s(ms)
-	return Lag{N: len(ms), MinMs: ms[0], P50Ms: orderstat.Quantile(ms, 0.5), MaxMs: ms[len(ms)-1]}
+	return Lag{N: len(ms), MinMs: ms[0], P50Ms: stat.Quantile(ms, 0.5), MaxMs: ms[len(ms)-1]}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/llmprof/llmprof/attribution"
 	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/internal/stat"
 )
 
 // HTMLViews are the series the HTML report draws beyond what the Report
@@ -191,24 +192,10 @@ func cdf(name string, xs []float64) Curve {
 	}
 	for i := 0; i < cdfPoints; i++ {
 		p := float64(i) / float64(cdfPoints-1)
-		c.X = append(c.X, quantile(xs, p))
+		c.X = append(c.X, stat.Quantile(xs, p))
 		c.P = append(c.P, p)
 	}
 	return c
-}
-
-// quantile is the linearly interpolated p-quantile of sorted xs (NaN when
-// empty).
-func quantile(sorted []float64, p float64) float64 {
-	if len(sorted) == 0 {
-		return math.NaN()
-	}
-	h := p * float64(len(sorted)-1)
-	lo := int(math.Floor(h))
-	if lo >= len(sorted)-1 {
-		return sorted[len(sorted)-1]
-	}
-	return sorted[lo] + (h-float64(lo))*(sorted[lo+1]-sorted[lo])
 }
 
 // binsFor picks the bin count for n requests over a run: about minBinCount
@@ -240,14 +227,14 @@ func overTime(rows []RequestRow) *TimeSeries {
 		if len(xs) < quantileNeeds(ts.HighQ) {
 			return math.NaN()
 		}
-		return quantile(xs, ts.HighQ)
+		return stat.Quantile(xs, ts.HighQ)
 	}
 	for b := range bins {
 		slices.Sort(ttft[b])
 		slices.Sort(queue[b])
-		ts.TTFTP50 = append(ts.TTFTP50, quantile(ttft[b], 0.5))
+		ts.TTFTP50 = append(ts.TTFTP50, stat.Quantile(ttft[b], 0.5))
 		ts.TTFTHigh = append(ts.TTFTHigh, high(ttft[b]))
-		ts.QueueP50 = append(ts.QueueP50, quantile(queue[b], 0.5))
+		ts.QueueP50 = append(ts.QueueP50, stat.Quantile(queue[b], 0.5))
 		ts.QueueHigh = append(ts.QueueHigh, high(queue[b]))
 	}
 	return ts

@@ -9,6 +9,7 @@ import (
 
 	"github.com/llmprof/llmprof/attribution"
 	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/internal/stat"
 )
 
 // Options tune the analysis. The zero value means the defaults.
@@ -648,17 +649,18 @@ func roleRank(r Role) int {
 	return 2
 }
 
-// benjaminiHochberg keeps the deviations whose q-value (BH-adjusted p) is at
-// most fdr, with Q filled in (Benjamini & Hochberg 1995).
+// benjaminiHochberg keeps the deviations whose q-value (BH-adjusted p,
+// stat.QValues) is at most fdr, with Q filled in, in order of p.
 func benjaminiHochberg(devs []Deviation, fdr float64) []Deviation {
-	m := len(devs)
-	if m == 0 {
+	if len(devs) == 0 {
 		return nil
 	}
 	slices.SortFunc(devs, func(a, b Deviation) int { return cmp.Compare(a.P, b.P) })
-	q := 1.0
-	for i := m - 1; i >= 0; i-- {
-		q = math.Min(q, devs[i].P*float64(m)/float64(i+1))
+	ps := make([]float64, len(devs))
+	for i := range devs {
+		ps[i] = devs[i].P
+	}
+	for i, q := range stat.QValues(ps, false) {
 		devs[i].Q = q
 	}
 	var out []Deviation
@@ -670,15 +672,10 @@ func benjaminiHochberg(devs []Deviation, fdr float64) []Deviation {
 	return out
 }
 
+// quantile is the q-quantile of v in any order (stat.Quantile, numpy's
+// linear rule).
 func quantile(v []float64, q float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	pos := q * float64(len(s)-1)
-	lo := int(pos)
-	if lo+1 >= len(s) {
-		return s[len(s)-1]
-	}
-	return s[lo] + (pos-float64(lo))*(s[lo+1]-s[lo])
+	return stat.Quantile(slices.Sorted(slices.Values(v)), q)
 }
 
 func medianMAD(v []float64) (med, mad float64) {

@@ -1,4 +1,4 @@
-package causal
+package stat
 
 import (
 	"encoding/csv"
@@ -45,7 +45,22 @@ func readCSVRows(t *testing.T, name string) ([]string, [][]string) {
 	return all[0], all[1:]
 }
 
-func design(cols ...[]float64) *mat.Dense { return columns(cols) }
+func design(cols ...[]float64) *mat.Dense {
+	n, k := len(cols[0]), len(cols)
+	x := mat.NewDense(n, k, nil)
+	for j, c := range cols {
+		x.SetCol(j, c)
+	}
+	return x
+}
+
+func constant(n int) []float64 {
+	c := make([]float64, n)
+	for i := range c {
+		c[i] = 1
+	}
+	return c
+}
 
 // near reports whether got matches want to rel relative error (absolute for
 // want = 0).
@@ -75,7 +90,7 @@ func checkAll(t *testing.T, what string, got, want []float64, rel float64) {
 func TestOLSLongleyNIST(t *testing.T) {
 	d := readCSV(t, "longley.csv")
 	x := design(constant(16), d["GNPDEFL"], d["GNP"], d["UNEMP"], d["ARMED"], d["POP"], d["YEAR"])
-	fit, err := fitOLS(x, d["TOTEMP"])
+	fit, err := FitOLS(x, d["TOTEMP"], nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,10 +98,10 @@ func TestOLSLongleyNIST(t *testing.T) {
 		-2.02022980381683, -1.03322686717359, -0.511041056535807e-01, 1829.15146461355}
 	wantSE := []float64{890420.383607373, 84.9149257747669, 0.334910077722432e-01,
 		0.488399681651699, 0.214274163161675, 0.226073200069370, 455.478499142212}
-	checkAll(t, "beta", fit.beta, wantB, 1e-8)
-	checkAll(t, "se", se(fit.classical()), wantSE, 1e-8)
-	if !near(fit.rss, 836424.055505915, 1e-9) {
-		t.Errorf("RSS = %.15g, want 836424.055505915", fit.rss)
+	checkAll(t, "beta", fit.Beta, wantB, 1e-8)
+	checkAll(t, "se", SE(fit.Classical()), wantSE, 1e-8)
+	if !near(fit.RSS, 836424.055505915, 1e-9) {
+		t.Errorf("RSS = %.15g, want 836424.055505915", fit.RSS)
 	}
 }
 
@@ -120,18 +135,18 @@ func grunfeld(t *testing.T) (map[string][]float64, []int) {
 func TestClusterRobustGrunfeldStata(t *testing.T) {
 	d, groups := grunfeld(t)
 	x := design(d["value"], d["capital"], constant(len(groups)))
-	fit, err := fitOLS(x, d["invest"])
+	fit, err := FitOLS(x, d["invest"], nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkAll(t, "beta", fit.beta, []float64{.11556215606596, .23067848754982, -42.714369016733}, 2e-8)
-	v, g := fit.cluster(groups)
+	checkAll(t, "beta", fit.Beta, []float64{.11556215606596, .23067848754982, -42.714369016733}, 2e-8)
+	v, g := fit.Cluster(groups, StataCR1)
 	if g != 10 {
 		t.Fatalf("G = %d, want 10", g)
 	}
-	checkAll(t, "se", se(v), []float64{.01589433647768, .08496711097464, 20.425202580078}, 1e-7)
+	checkAll(t, "se", SE(v), []float64{.01589433647768, .08496711097464, 20.425202580078}, 1e-7)
 	checkAll(t, "cov", []float64{v.At(0, 1), v.At(1, 2), v.At(0, 2)}, []float64{-.00065043385106, -1.2171040967615, .20961897960949}, 1e-7)
-	f, err := wald(fit.beta, v, []int{0, 1})
+	f, err := Wald(fit.Beta, v, []int{0, 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,11 +154,45 @@ func TestClusterRobustGrunfeldStata(t *testing.T) {
 		t.Errorf("cluster Wald F = %.15g, want 51.59060716590177", f)
 	}
 	// Stata's t row: p for mvalue with 9 df.
-	if p := tTwoSided(fit.beta[0]/se(v)[0], g-1); !near(p, .00004710548549, 1e-6) {
+	if p := TTwoSided(fit.Beta[0]/SE(v)[0], g-1); !near(p, .00004710548549, 1e-6) {
 		t.Errorf("p = %.10g, want .00004710548549", p)
 	}
-	if c := tCritical(0.05, 9); !near(c, 2.2621571627982, 1e-9) {
+	if c := TCritical(0.05, 9); !near(c, 2.2621571627982, 1e-9) {
 		t.Errorf("t crit = %.15g, want 2.2621571627982", c)
+	}
+}
+
+// TestClusteredVarOfCoefficientIsClusterDiagonal: the variance of a linear
+// estimator (ClusteredVar, what compare's step and adjusted levels report)
+// with a coefficient's weights is the sandwich's diagonal (Cluster, what
+// causal reports), under either small-sample factor, and the two factors
+// differ by (n−1)/(n−k).
+func TestClusteredVarOfCoefficientIsClusterDiagonal(t *testing.T) {
+	d, groups := grunfeld(t)
+	fit, err := FitOLS(design(d["value"], d["capital"], constant(len(groups))), d["invest"], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	index := map[int]int{}
+	labels := make([]int, len(groups))
+	for i, g := range groups {
+		if _, ok := index[g]; !ok {
+			index[g] = len(index)
+		}
+		labels[i] = index[g]
+	}
+	for _, factor := range []SmallSample{StataCR1, ClusterCount} {
+		v, g := fit.Cluster(groups, factor)
+		for j := range fit.K {
+			got := fit.ClusteredVar(fit.CoefWeights(j), labels, g, factor)
+			if !near(got, v.At(j, j), 1e-10) {
+				t.Errorf("factor %d, β%d: ClusteredVar %.15g, Cluster %.15g", factor, j, got, v.At(j, j))
+			}
+		}
+	}
+	c := fit.ClusteredVar(fit.CoefWeights(0), labels, 10, StataCR1) / fit.ClusteredVar(fit.CoefWeights(0), labels, 10, ClusterCount)
+	if want := float64(fit.N-1) / float64(fit.N-fit.K); !near(c, want, 1e-12) {
+		t.Errorf("StataCR1/ClusterCount = %.15g, want (n−1)/(n−k) = %.15g", c, want)
 	}
 }
 
@@ -165,15 +214,15 @@ func TestNeweyWestMacroStata(t *testing.T) {
 		lagInt[i] = d["realint"][i]
 		times[i] = i
 	}
-	fit, err := fitOLS(design(gGDP, lagInt, constant(n)), gInv)
+	fit, err := FitOLS(design(gGDP, lagInt, constant(n)), gInv, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkAll(t, "beta", fit.beta, []float64{4.3742216647032, -.61399696947899, -9.4816727746549}, 1e-10)
-	v := fit.neweyWest(times, 4)
-	checkAll(t, "se", se(v), []float64{.33125644884286, .29582347593197, 1.1859338087713}, 1e-9)
+	checkAll(t, "beta", fit.Beta, []float64{4.3742216647032, -.61399696947899, -9.4816727746549}, 1e-10)
+	v := fit.NeweyWest(times, 4)
+	checkAll(t, "se", SE(v), []float64{.33125644884286, .29582347593197, 1.1859338087713}, 1e-9)
 	checkAll(t, "cov", []float64{v.At(0, 1), v.At(1, 2), v.At(0, 2)}, []float64{.0003953117603, -.06062111121649, -.31803287070833}, 1e-8)
-	f, err := wald(fit.beta, v, []int{0, 1})
+	f, err := Wald(fit.Beta, v, []int{0, 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +230,7 @@ func TestNeweyWestMacroStata(t *testing.T) {
 		t.Errorf("HAC Wald F = %.15g, want 89.45120275471848", f)
 	}
 	// Stata's p for L.realint: .03922090940364 (t = −2.0755518727668, 199 df).
-	if p := tTwoSided(fit.beta[1]/se(v)[1], fit.n-fit.k); !near(p, .03922090940364, 1e-8) {
+	if p := TTwoSided(fit.Beta[1]/SE(v)[1], fit.N-fit.K); !near(p, .03922090940364, 1e-8) {
 		t.Errorf("p = %.12g, want .03922090940364", p)
 	}
 }
@@ -205,23 +254,23 @@ func TestGrangerClassicR(t *testing.T) {
 		t := i + L
 		y[i], c1[i], c2[i], g1[i], g2[i] = cons[t], cons[t-1], cons[t-2], gdp[t-1], gdp[t-2]
 	}
-	unres, err := fitOLS(design(c1, c2, g1, g2, constant(m)), y)
+	unres, err := FitOLS(design(c1, c2, g1, g2, constant(m)), y, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := fitOLS(design(c1, c2, constant(m)), y)
+	res, err := FitOLS(design(c1, c2, constant(m)), y, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, p := fTestRSS(res.rss, unres.rss, L, unres.n-unres.k)
-	if unres.n-unres.k != 195 {
-		t.Fatalf("df = %d, want 195", unres.n-unres.k)
+	f, p := FTestRSS(res.RSS, unres.RSS, L, unres.N-unres.K)
+	if unres.N-unres.K != 195 {
+		t.Fatalf("df = %d, want 195", unres.N-unres.K)
 	}
 	if !near(f, 0.243097, 2e-6) || !near(p, 0.7844328, 1e-6) {
 		t.Errorf("Granger F = %.7g p = %.7g, want 0.243097 and 0.7844328", f, p)
 	}
 	// The homoskedastic Wald F on the same restriction is the same number.
-	w, err := wald(unres.beta, unres.classical(), []int{2, 3})
+	w, err := Wald(unres.Beta, unres.Classical(), []int{2, 3})
 	if err != nil || !near(w, f, 1e-9) {
 		t.Errorf("classical Wald F = %v (%v), want %v", w, err, f)
 	}
@@ -231,7 +280,7 @@ func TestGrangerClassicR(t *testing.T) {
 // e = (−2, −1, 1, 0, 2), Σe² = 10, X'X = 5.
 func TestSandwichHandWorked(t *testing.T) {
 	y := []float64{1, 2, 4, 3, 5}
-	fit, err := fitOLS(design(constant(5)), y)
+	fit, err := FitOLS(design(constant(5)), y, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,23 +291,23 @@ func TestSandwichHandWorked(t *testing.T) {
 	}{
 		// Lag-1 products: (−1)(−2) + (1)(−1) + 0·1 + 2·0 = 1; Bartlett weight ½;
 		// Ŝ = 10 + 2·½·1 = 11; V = 5/4 · 11/25 = 0.55.
-		{"newey-west lag 1", func() float64 { return fit.neweyWest([]int{0, 1, 2, 3, 4}, 1).At(0, 0) }, 0.55},
+		{"newey-west lag 1", func() float64 { return fit.NeweyWest([]int{0, 1, 2, 3, 4}, 1).At(0, 0) }, 0.55},
 		// Times 0 1 3 4 5: lag-1 pairs (0,1), (3,4), (4,5) give 2 + 0 + 0;
 		// Ŝ = 10 + 2·½·2 = 12; V = 5/4 · 12/25 = 0.6.
-		{"newey-west with a gap", func() float64 { return fit.neweyWest([]int{0, 1, 3, 4, 5}, 1).At(0, 0) }, 0.6},
+		{"newey-west with a gap", func() float64 { return fit.NeweyWest([]int{0, 1, 3, 4, 5}, 1).At(0, 0) }, 0.6},
 		// Lag 2 with weights ⅔ and ⅓: lag-2 products (1)(−2) + 0·(−1) + 2·1 = 0;
 		// Ŝ = 10 + 2·⅔·1 + 0 = 34/3; V = 5/4 · (34/3)/25 = 17/30.
-		{"newey-west lag 2", func() float64 { return fit.neweyWest([]int{0, 1, 2, 3, 4}, 2).At(0, 0) }, 17.0 / 30},
+		{"newey-west lag 2", func() float64 { return fit.NeweyWest([]int{0, 1, 2, 3, 4}, 2).At(0, 0) }, 17.0 / 30},
 		// Clusters {1,2} {4,3} {5}: scores −3, 1, 2; meat 14;
 		// V = 3/2 · 4/4 · 14/25 = 0.84.
-		{"cluster CR1", func() float64 { v, _ := fit.cluster([]int{7, 7, 9, 9, 11}); return v.At(0, 0) }, 0.84},
+		{"cluster CR1", func() float64 { v, _ := fit.Cluster([]int{7, 7, 9, 9, 11}, StataCR1); return v.At(0, 0) }, 0.84},
 		// Leave-one-cluster-out means: without {1,2} 4, without {4,3} 8/3,
 		// without {5} 5/2; V = 2/3 · (1² + (1/3)² + (1/2)²) = 49/54.
-		{"cluster jackknife CV3", func() float64 { v, _, _ := fit.clusterJackknife([]int{7, 7, 9, 9, 11}); return v.At(0, 0) }, 49.0 / 54},
+		{"cluster jackknife CV3", func() float64 { v, _, _ := fit.ClusterJackknife([]int{7, 7, 9, 9, 11}); return v.At(0, 0) }, 49.0 / 54},
 		// HC3: h = 1/5, V = Σ e²/(1−h)² / 25 = 10/(16/25)/25 = 0.625.
-		{"HC3", func() float64 { return fit.hc3().At(0, 0) }, 0.625},
+		{"HC3", func() float64 { return fit.HC3().At(0, 0) }, 0.625},
 		// σ̂² = 10/4; V = 2.5/5 = 0.5.
-		{"classical", func() float64 { return fit.classical().At(0, 0) }, 0.5},
+		{"classical", func() float64 { return fit.Classical().At(0, 0) }, 0.5},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -274,11 +323,11 @@ func TestSandwichHandWorked(t *testing.T) {
 func TestClusterJackknifeMatchesRefits(t *testing.T) {
 	d, groups := grunfeld(t)
 	x := design(d["value"], d["capital"], constant(len(groups)))
-	fit, err := fitOLS(x, d["invest"])
+	fit, err := FitOLS(x, d["invest"], nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, g, ok := fit.clusterJackknife(groups)
+	v, g, ok := fit.ClusterJackknife(groups)
 	if !ok || g != 10 {
 		t.Fatalf("ok %v G %d", ok, g)
 	}
@@ -293,13 +342,13 @@ func TestClusterJackknifeMatchesRefits(t *testing.T) {
 			}
 		}
 		m := design(column(xs, 0), column(xs, 1), column(xs, 2))
-		f, err := fitOLS(m, ys)
+		f, err := FitOLS(m, ys, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for a := 0; a < 3; a++ {
 			for b := 0; b < 3; b++ {
-				want[a*3+b] += float64(g-1) / float64(g) * (f.beta[a] - fit.beta[a]) * (f.beta[b] - fit.beta[b])
+				want[a*3+b] += float64(g-1) / float64(g) * (f.Beta[a] - fit.Beta[a]) * (f.Beta[b] - fit.Beta[b])
 			}
 		}
 	}
@@ -326,11 +375,11 @@ func column(rows [][]float64, j int) []float64 {
 func TestHC3LongleyStata(t *testing.T) {
 	d := readCSV(t, "longley.csv")
 	x := design(d["GNPDEFL"], d["GNP"], d["UNEMP"], d["ARMED"], d["POP"], d["YEAR"], constant(16))
-	fit, err := fitOLS(x, d["TOTEMP"])
+	fit, err := FitOLS(x, d["TOTEMP"], nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkAll(t, "HC3 se", se(fit.hc3()), []float64{91.11939, 0.05562, 0.82213, 0.29879, 0.32491, 922.80784, 1799477}, 1e-4)
+	checkAll(t, "HC3 se", SE(fit.HC3()), []float64{91.11939, 0.05562, 0.82213, 0.29879, 0.32491, 922.80784, 1799477}, 1e-4)
 }
 
 func TestOLSRejectsBadDesigns(t *testing.T) {
@@ -347,7 +396,7 @@ func TestOLSRejectsBadDesigns(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := fitOLS(tc.x, tc.y); err == nil {
+			if _, err := FitOLS(tc.x, tc.y, nil); err == nil {
 				t.Fatal("fit succeeded on a bad design")
 			}
 		})
@@ -362,35 +411,10 @@ func scaled(x []float64, c float64) []float64 {
 	return out
 }
 
-func TestIndependentColumns(t *testing.T) {
-	a := []float64{1, 2, 3, 4, 5}
-	b := []float64{2, 1, 0, 1, 2}
-	tests := []struct {
-		name string
-		cols [][]float64
-		want []bool
-	}{
-		{"independent", [][]float64{constant(5), a, b}, []bool{true, true, true}},
-		{"multiple", [][]float64{constant(5), a, scaled(a, 3)}, []bool{true, true, false}},
-		{"sum of earlier", [][]float64{a, b, {3, 3, 3, 5, 7}}, []bool{true, true, false}},
-		{"zero", [][]float64{constant(5), make([]float64, 5), a}, []bool{true, false, true}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got := independent(tc.cols, 1e-8)
-			for i := range got {
-				if got[i] != tc.want[i] {
-					t.Fatalf("keep = %v, want %v", got, tc.want)
-				}
-			}
-		})
-	}
-}
-
 func TestNeweyWestLags(t *testing.T) {
 	for _, tc := range []struct{ t, want int }{{10, 2}, {100, 4}, {202, 4}, {1000, 6}, {5000, 9}} {
-		if got := neweyWestLags(tc.t); got != tc.want {
-			t.Errorf("neweyWestLags(%d) = %d, want %d", tc.t, got, tc.want)
+		if got := NeweyWestLags(tc.t); got != tc.want {
+			t.Errorf("NeweyWestLags(%d) = %d, want %d", tc.t, got, tc.want)
 		}
 	}
 }
@@ -407,13 +431,13 @@ func TestQValues(t *testing.T) {
 		0.564705882353, 0.781578947368, 0.781578947368, 0.87, 0.907142857143, 0.986, 0.986, 0.986, 0.986}
 	by := []float64{0.0953989544438, 0.381595817775, 0.801351217328, 0.801351217328, 0.801351217328,
 		0.953989544438, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1}
-	checkAll(t, "BH", qValues(p, false), bh, 1e-11)
-	checkAll(t, "BY", qValues(p, true), by, 1e-11)
+	checkAll(t, "BH", QValues(p, false), bh, 1e-11)
+	checkAll(t, "BY", QValues(p, true), by, 1e-11)
 
 	// Order does not matter, and NaN (tests not run) stays NaN and does not
 	// count in m.
 	mixed := []float64{0.04, math.NaN(), 0.01, 0.03}
-	q := qValues(mixed, false)
+	q := QValues(mixed, false)
 	if !math.IsNaN(q[1]) {
 		t.Errorf("q of a missing p = %v, want NaN", q[1])
 	}

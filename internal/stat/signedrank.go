@@ -1,4 +1,4 @@
-package compare
+package stat
 
 import (
 	"math"
@@ -14,7 +14,7 @@ import (
 // Wilcoxon signed-rank test: [W_(C), W_(N+1−C)] (Hollander & Wolfe,
 // Nonparametric Statistical Methods, §3.2), C from the normal
 // approximation of the signed-rank statistic. It assumes independent,
-// symmetrically distributed differences; fewer than minSignedRankN give no
+// symmetrically distributed differences; fewer than MinSignedRankN give no
 // interval (K = 0).
 //
 // The Walsh averages are never formed: the k-th is found by bisection on
@@ -42,17 +42,17 @@ func PairedHodgesLehmann(d []float64, alpha float64) Shift {
 	return Shift{Estimate: est, Low: walshKth(s, c), High: walshKth(s, N+1-c), K: c}
 }
 
-// minSignedRankN is the fewest pairs for which the normal approximation of
+// MinSignedRankN is the fewest pairs for which the normal approximation of
 // the signed-rank statistic is used for an interval (its exact tail is
 // within a few tenths of a percent from 20 on; Hollander & Wolfe, §3.1).
-const minSignedRankN = 20
+const MinSignedRankN = 20
 
 // signedRankC is the order statistic of the Walsh averages that bounds the
 // 1−α interval: C = N + 1 − ⌈N/2 + ½ + z_{α/2}·σ⌉, σ² = n(n+1)(2n+1)/24,
-// so that W_(C) > δ exactly when signedRankTest's upper p-value at δ is at
+// so that W_(C) > δ exactly when SignedRankTest's upper p-value at δ is at
 // most α/2 (without ties); 0 when n is too small.
 func signedRankC(n int, alpha float64) int64 {
-	if n < minSignedRankN {
+	if n < MinSignedRankN {
 		return 0
 	}
 	nf := float64(n)
@@ -106,12 +106,12 @@ func walshKth(s []float64, k int64) float64 {
 	}
 }
 
-// signedRankTest returns the one-sided p-values, from the normal
+// SignedRankTest returns the one-sided p-values, from the normal
 // approximation with continuity correction, that the differences' location
 // is at most delta (upper: small when d − delta is mostly positive) and at
 // least delta (lower). T+ is the number of Walsh averages of d − delta above
 // 0, ties counted half (Tukey's identity with the signed-rank statistic).
-func signedRankTest(sorted []float64, delta float64) (pUpper, pLower float64) {
+func SignedRankTest(sorted []float64, delta float64) (pUpper, pLower float64) {
 	n := len(sorted)
 	if n == 0 {
 		return math.NaN(), math.NaN()

@@ -1,4 +1,4 @@
-package compare
+package stat
 
 import (
 	"math"
@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/llmprof/llmprof/internal/orderstat"
+	"gonum.org/v1/gonum/floats"
 )
 
 func TestMinSamplesForQuantile(t *testing.T) {
@@ -93,10 +93,10 @@ func TestResampledStatisticsMatchMaterialized(t *testing.T) {
 					values[i] = math.NaN()
 				}
 			}
-			view := newSortedView(values)
-			rs := newResampler(tc.n, tc.block, 1, "test")
+			view := NewSortedView(values)
+			rs := NewResampler(tc.n, tc.block, 1, "test")
 			for range 50 {
-				counts := rs.next()
+				counts := rs.Next()
 				var sum int32
 				for _, c := range counts {
 					sum += c
@@ -105,24 +105,24 @@ func TestResampledStatisticsMatchMaterialized(t *testing.T) {
 					t.Fatalf("multiplicities sum to %d, want %d", sum, tc.n)
 				}
 				ref := materialize(values, counts)
-				total := view.total(values, counts)
+				total := view.Total(values, counts)
 				if total != len(ref) {
 					t.Fatalf("total %d, want %d", total, len(ref))
 				}
 				for _, q := range []float64{0, 0.01, 0.5, 0.9, 0.99, 1} {
-					got, want := view.quantile(counts, total, q), orderstat.Quantile(ref, q)
+					got, want := view.Quantile(counts, total, q), Quantile(ref, q)
 					if !(got == want || math.Abs(got-want) < 1e-12*math.Abs(want)) && !(math.IsNaN(got) && math.IsNaN(want)) {
 						t.Fatalf("q=%v: %v, want %v", q, got, want)
 					}
 				}
-				if got, want := resampledMean(values, counts, total), mean(ref); math.Abs(got-want) > 1e-9*math.Abs(want) {
+				if got, want := ResampledMean(values, counts, total), floats.Sum(ref)/float64(len(ref)); math.Abs(got-want) > 1e-9*math.Abs(want) {
 					t.Fatalf("mean %v, want %v", got, want)
 				}
 				if tc.block > 1 {
-					sum, known := prefixSums(values)
-					got, n := blockMean(rs.spans, sum, known)
-					if n != total || math.Abs(got-mean(ref)) > 1e-9*math.Abs(mean(ref)) {
-						t.Fatalf("block mean %v over %d, want %v over %d", got, n, mean(ref), total)
+					sum, known := PrefixSums(values)
+					got, n := BlockMean(rs.Spans(), sum, known)
+					if n != total || math.Abs(got-floats.Sum(ref)/float64(len(ref))) > 1e-9*math.Abs(floats.Sum(ref)/float64(len(ref))) {
+						t.Fatalf("block mean %v over %d, want %v over %d", got, n, floats.Sum(ref)/float64(len(ref)), total)
 					}
 				}
 			}
@@ -134,8 +134,8 @@ func TestResampledStatisticsMatchMaterialized(t *testing.T) {
 // with its neighbours, so multiplicities change only at block edges.
 func TestBlockResamplerKeepsRunsTogether(t *testing.T) {
 	n, l := 100, 10
-	rs := newResampler(n, l, 3, "blocks")
-	counts := rs.next()
+	rs := NewResampler(n, l, 3, "blocks")
+	counts := rs.Next()
 	changes := 0
 	for i := 1; i < n; i++ {
 		if counts[i] != counts[i-1] {
@@ -147,9 +147,9 @@ func TestBlockResamplerKeepsRunsTogether(t *testing.T) {
 		t.Errorf("%d changes of multiplicity; blocks of %d should give at most %d", changes, l, 2*((n+l-1)/l))
 	}
 	// Reproducible for a seed and stream, different across streams.
-	a := slices.Clone(newResampler(n, 1, 9, "x").next())
-	b := slices.Clone(newResampler(n, 1, 9, "x").next())
-	c := slices.Clone(newResampler(n, 1, 9, "y").next())
+	a := slices.Clone(NewResampler(n, 1, 9, "x").Next())
+	b := slices.Clone(NewResampler(n, 1, 9, "x").Next())
+	c := slices.Clone(NewResampler(n, 1, 9, "y").Next())
 	if !slices.Equal(a, b) || slices.Equal(a, c) {
 		t.Error("resampler is not reproducible per (seed, stream)")
 	}

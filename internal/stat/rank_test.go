@@ -1,4 +1,4 @@
-package compare
+package stat
 
 import (
 	"fmt"
@@ -197,8 +197,8 @@ func TestMinSamplesForU(t *testing.T) {
 		want  int
 	}{{0.05, 4}, {0.01, 5}, {0.1, 3}, {0.2, 3}} {
 		t.Run(fmt.Sprint(tc.alpha), func(t *testing.T) {
-			if got := minSamplesForU(tc.alpha); got != tc.want {
-				t.Errorf("minSamplesForU(%v) = %d, want %d", tc.alpha, got, tc.want)
+			if got := MinSamplesForU(tc.alpha); got != tc.want {
+				t.Errorf("MinSamplesForU(%v) = %d, want %d", tc.alpha, got, tc.want)
 			}
 		})
 	}

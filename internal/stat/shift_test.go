@@ -1,4 +1,4 @@
-package compare
+package stat
 
 import (
 	"math"
@@ -116,7 +116,7 @@ func TestShiftUTestIsDualOfMoses(t *testing.T) {
 		ys := randomSample(rng, n2, 0.4, false)
 		s := HodgesLehmann(xs, ys, 0.05)
 		for _, delta := range []float64{s.Low - 1e-9, s.Low + 1e-9, s.High - 1e-9, s.High + 1e-9, 0} {
-			pu, pl := shiftUTest(xs, ys, delta)
+			pu, pl := ShiftUTest(xs, ys, delta)
 			if (s.Low > delta) != (pu <= 0.025) {
 				t.Fatalf("trial %d (%d×%d) δ=%v: low %v > δ is %v, but p_upper = %v", trial, n1, n2, delta, s.Low, s.Low > delta, pu)
 			}

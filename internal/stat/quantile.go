@@ -1,9 +1,4 @@
-// Package orderstat holds the order statistics every analysis stage shares:
-// numpy-compatible quantiles (so any figure llmprof prints can be checked with
-// one line of Python), a linear-time median, and the Theil–Sen line fit built
-// on it. It sits beside the pipeline; align, attribution, compare and record
-// call it rather than each keeping a copy.
-package orderstat
+package stat
 
 import (
 	"math"
@@ -12,9 +7,10 @@ import (
 
 // Quantile returns the q-quantile of a sorted sample by linear interpolation
 // between order statistics: h = (n−1)·q, x_⌊h⌋ + (h−⌊h⌋)(x_⌊h⌋+1 − x_⌊h⌋).
-// It is numpy's default (method "linear", Hyndman & Fan 1996 type 7) and
-// gonum's stat.LinInterp, so every figure can be checked with one line of
-// Python. NaN for an empty sample.
+// It is numpy's default (method "linear", Hyndman & Fan 1996 type 7), so
+// every figure can be checked with one line of Python; gonum's
+// stat.LinInterp is another rule (type 4: 1.2 where this gives 1.4 for the
+// 0.1-quantile of 1, 2, 4, 8, 16). NaN for an empty sample.
 func Quantile(sorted []float64, q float64) float64 {
 	n := len(sorted)
 	if n == 0 {
@@ -29,6 +25,23 @@ func Quantile(sorted []float64, q float64) float64 {
 		return sorted[0]
 	}
 	return Interpolate(sorted[lo], sorted[lo+1], h-float64(lo))
+}
+
+// MinSamplesForQuantile is the smallest sample size for which a
+// distribution-free, equal-tailed 1−α confidence interval of the q-quantile
+// has finite bounds: the interval [x_(1), x_(n)] must leave at most α/2
+// outside on each side, so max(q, 1−q)^n ≤ α/2 (binomial order statistics,
+// as benchstat's QuantileCI; docs/diff.md). At α = 0.05 that is 6 for
+// the median, 36 for p90, 72 for p95 and 368 for p99. Below it a quantile
+// comparison can never be confident, so the gate says inconclusive.
+func MinSamplesForQuantile(q, alpha float64) int {
+	p := max(q, 1-q)
+	if p >= 1 {
+		return math.MaxInt32
+	}
+	n := math.Log(alpha/2) / math.Log(p)
+	// Guard against n landing a hair above an integer by rounding error.
+	return int(math.Ceil(n - 1e-9))
 }
 
 // Interpolate is a + f(b − a), exact when a == b (including infinities).

@@ -1,4 +1,4 @@
-package orderstat
+package stat
 
 import (
 	"math"

@@ -1,4 +1,4 @@
-package causal
+package stat
 
 import (
 	"cmp"
@@ -6,7 +6,7 @@ import (
 	"slices"
 )
 
-// qValues returns Benjamini–Hochberg adjusted p-values (q-values) for ps
+// QValues returns Benjamini–Hochberg adjusted p-values (q-values) for ps
 // (Benjamini & Hochberg 1995, JRSS-B 57:289): with p_(1) ≤ … ≤ p_(m),
 //
 //	q_(i) = min_{j ≥ i} min(1, m·p_(j)/j)
@@ -17,7 +17,7 @@ import (
 // Benjamini–Yekutieli (2001, Ann. Stat. 29:1165) factor Σ_{i=1}^m 1/i, valid
 // under any dependence. NaN p-values (tests not run) stay NaN and do not
 // count in m. This matches R's p.adjust(p, "BH") and p.adjust(p, "BY").
-func qValues(ps []float64, dependent bool) []float64 {
+func QValues(ps []float64, dependent bool) []float64 {
 	q := make([]float64, len(ps))
 	idx := make([]int, 0, len(ps))
 	for i, p := range ps {

@@ -1,4 +1,4 @@
-package compare
+package stat
 
 import (
 	"math"
@@ -232,11 +232,11 @@ func minAttainableP(n1, n2 int) float64 {
 	return min(1, 2*math.Exp(-(lg(n1+n2)-lg(n1)-lg(n2))))
 }
 
-// minSamplesForU is the smallest n (per side, equal sizes) at which the exact
+// MinSamplesForU is the smallest n (per side, equal sizes) at which the exact
 // U distribution can put α/2 in one tail, i.e. a two-sided 1−α Moses interval
 // is finite: 1/C(2n, n) ≤ α/2. It is 4 at α = 0.05 (benchstat's "need >= 4
 // samples to detect a difference").
-func minSamplesForU(alpha float64) int {
+func MinSamplesForU(alpha float64) int {
 	for n := 1; n < 1000; n++ {
 		if minAttainableP(n, n)/2 <= alpha/2*(1+1e-9) { // lgamma rounding
 			return n

@@ -1,4 +1,4 @@
-package compare
+package stat
 
 import (
 	"math"
@@ -32,7 +32,7 @@ func TestPairedHodgesLehmannMatchesBruteForce(t *testing.T) {
 		d[i] = x[i] - y[i]
 	}
 	if got := PairedHodgesLehmann(d, 0.05); math.Abs(got.Estimate-0.46) > 1e-12 || got.K != 0 {
-		t.Errorf("depression data: estimate %v (K %d), want 0.46 and no interval under %d pairs", got.Estimate, got.K, minSignedRankN)
+		t.Errorf("depression data: estimate %v (K %d), want 0.46 and no interval under %d pairs", got.Estimate, got.K, MinSignedRankN)
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, n := range []int{20, 21, 57, 300} {
@@ -75,7 +75,7 @@ func TestSignedRankTestIsTheIntervalsDual(t *testing.T) {
 		}
 		s := slices.Clone(d)
 		slices.Sort(s)
-		pu, pl := signedRankTest(s, 0)
+		pu, pl := SignedRankTest(s, 0)
 		if 2*math.Min(pu, pl) <= 0.05 {
 			rejected++
 		}
@@ -87,7 +87,7 @@ func TestSignedRankTestIsTheIntervalsDual(t *testing.T) {
 		c := int(hl.K)
 		for _, i := range []int{c - 3, c - 2, c - 1, c, len(w) - c - 1, len(w) - c, len(w) - c + 1} {
 			delta := (w[i] + w[i+1]) / 2
-			pu, pl := signedRankTest(s, delta)
+			pu, pl := SignedRankTest(s, delta)
 			if (hl.Low > delta) != (pu <= 0.025) {
 				t.Fatalf("sample %d, δ %v between W_%d and W_%d: interval [%v, %v], p upper %v", r, delta, i+1, i+2, hl.Low, hl.High, pu)
 			}

@@ -1,4 +1,4 @@
-package compare
+package stat
 
 import (
 	"math"
@@ -14,7 +14,7 @@ type Shift struct {
 	// Estimate is the median of all pairwise differences y_j − x_i.
 	Estimate float64
 	// Low and High bound the 1−α interval; ±Inf when the samples are too
-	// small for one (see minSamplesForU).
+	// small for one (see MinSamplesForU).
 	Low, High float64
 	// K is the order statistic of the pairwise differences that Low is
 	// (High is the (M+1−K)-th); 0 when the interval is infinite.
@@ -204,11 +204,11 @@ func (s *diffSelector) kth(k int64) float64 {
 	}
 }
 
-// shiftUTest returns the one-sided U-test p-values for the hypotheses that
+// ShiftUTest returns the one-sided U-test p-values for the hypotheses that
 // the shift of y over x is at most delta (upper: small when y − delta still
 // exceeds x) and at least delta (lower). They are the test duals of the Moses
 // interval: its lower bound exceeds delta exactly when pUpper ≤ α/2.
-func shiftUTest(xs, ys []float64, delta float64) (pUpper, pLower float64) {
+func ShiftUTest(xs, ys []float64, delta float64) (pUpper, pLower float64) {
 	n1, n2 := len(xs), len(ys)
 	sel := newDiffSelector(xs, ys)
 	less, leq := sel.countBelow(delta)

@@ -1,0 +1,493 @@
+package stat
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/stat/distuv"
+)
+
+// maxCond is the largest condition number of the column-scaled design that
+// the fit accepts. Beyond it the coefficients of nearly collinear columns
+// are not separately identified and their standard errors mean nothing.
+const maxCond = 1e10
+
+// ErrCollinear is returned by FitOLS when the design is (nearly) rank
+// deficient.
+var ErrCollinear = errors.New("regressors are collinear")
+
+// OLS is an ordinary least-squares fit of y = Xβ + e. gonum provides the
+// QR factorization; the covariance sandwiches and tests are written here
+// (docs/statistics.md B.5).
+type OLS struct {
+	// N and K are X's rows and columns; X and Y are the design and the
+	// response as given (held, not copied).
+	N, K int
+	X    *mat.Dense
+	Y    []float64
+	// Beta are the coefficients, Resid y − Xβ and RSS its sum of squares.
+	Beta  []float64
+	Resid []float64
+	RSS   float64
+	// XtXInv is (X'X)⁻¹, the bread of every sandwich.
+	XtXInv *mat.SymDense
+	// Cond is the condition number of X with unit-norm columns.
+	Cond float64
+	// MinPivot is the smallest |R_jj| of the QR factor of X with unit-norm
+	// columns: its square is the smallest Cholesky pivot of their Gram
+	// matrix, the test of a normal-equations solver.
+	MinPivot float64
+}
+
+// Scratch is memory one fit after another reuses: the column-scaled copy of
+// the design.
+type Scratch struct{ scaled, col []float64 }
+
+// Grow is buf[:n] where buf holds n, else a new slice.
+func Grow(buf []float64, n int) []float64 {
+	if cap(buf) >= n {
+		return buf[:n]
+	}
+	return make([]float64, n)
+}
+
+// FitOLS fits y on the columns of x by Householder QR. Columns are scaled to
+// unit norm first, so the condition check and the accuracy do not depend on
+// the units of the regressors (NIST's Longley data, whose raw columns span
+// ten orders of magnitude, is the test). It keeps the scaled copy of x in
+// sc (nil: new memory), which keeps the buffers for the next fit.
+func FitOLS(x *mat.Dense, y []float64, sc *Scratch) (*OLS, error) {
+	if sc == nil {
+		sc = &Scratch{}
+	}
+	n, k := x.Dims()
+	if n != len(y) {
+		return nil, fmt.Errorf("ols: %d rows but %d responses", n, len(y))
+	}
+	if n <= k {
+		return nil, fmt.Errorf("ols: %d observations for %d parameters", n, k)
+	}
+	norms := make([]float64, k)
+	sc.col, sc.scaled = Grow(sc.col, n), Grow(sc.scaled, n*k)
+	col, scaled := sc.col, sc.scaled
+	for j := 0; j < k; j++ {
+		mat.Col(col, j, x)
+		norms[j] = math.Sqrt(dot(col, col))
+		if norms[j] == 0 || math.IsNaN(norms[j]) || math.IsInf(norms[j], 0) {
+			return nil, fmt.Errorf("ols: column %d is zero or not finite: %w", j, ErrCollinear)
+		}
+		for i, v := range col {
+			scaled[i*k+j] = v / norms[j]
+		}
+	}
+	xs := mat.NewDense(n, k, scaled)
+	var qr mat.QR
+	qr.Factorize(xs)
+	cond := qr.Cond()
+	if cond > maxCond || math.IsNaN(cond) {
+		return nil, fmt.Errorf("ols: condition number %.3g: %w", cond, ErrCollinear)
+	}
+	var bs mat.VecDense
+	if err := qr.SolveVecTo(&bs, false, mat.NewVecDense(n, append([]float64(nil), y...))); err != nil {
+		return nil, fmt.Errorf("ols: %v: %w", err, ErrCollinear)
+	}
+	var r mat.Dense
+	qr.RTo(&r)
+	rk := mat.NewTriDense(k, mat.Upper, nil)
+	for i := 0; i < k; i++ {
+		for j := i; j < k; j++ {
+			rk.SetTri(i, j, r.At(i, j))
+		}
+	}
+	var rinv mat.TriDense
+	if err := rinv.InverseTri(rk); err != nil {
+		return nil, fmt.Errorf("ols: %v: %w", err, ErrCollinear)
+	}
+	f := &OLS{N: n, K: k, X: x, Y: y, Beta: make([]float64, k), Cond: cond, MinPivot: math.Inf(1)}
+	for j := range f.Beta {
+		f.Beta[j] = bs.AtVec(j) / norms[j]
+		f.MinPivot = math.Min(f.MinPivot, math.Abs(r.At(j, j)))
+	}
+	// (X'X)⁻¹ = D⁻¹ R⁻¹ R⁻ᵀ D⁻¹ with D the column norms.
+	f.XtXInv = mat.NewSymDense(k, nil)
+	for i := 0; i < k; i++ {
+		for j := i; j < k; j++ {
+			s := 0.0
+			for l := max(i, j); l < k; l++ {
+				s += rinv.At(i, l) * rinv.At(j, l)
+			}
+			f.XtXInv.SetSym(i, j, s/(norms[i]*norms[j]))
+		}
+	}
+	f.Resid = make([]float64, n)
+	for i := 0; i < n; i++ {
+		row := x.RawRowView(i)
+		fit := 0.0
+		for j := 0; j < k; j++ {
+			fit += row[j] * f.Beta[j]
+		}
+		f.Resid[i] = y[i] - fit
+		f.RSS += f.Resid[i] * f.Resid[i]
+	}
+	return f, nil
+}
+
+func dot(a, b []float64) float64 {
+	s := 0.0
+	for i := range a {
+		s += a[i] * b[i]
+	}
+	return s
+}
+
+// Classical is the textbook covariance σ̂²(X'X)⁻¹ with σ̂² = e'e/(n−k); valid
+// only for independent, homoskedastic errors. The analysis reports it
+// nowhere; tests use it to show that it under-covers on clustered data.
+func (f *OLS) Classical() *mat.SymDense {
+	v := mat.NewSymDense(f.K, nil)
+	v.ScaleSym(f.RSS/float64(f.N-f.K), f.XtXInv)
+	return v
+}
+
+// sandwich returns scale·B·M·B for the bread B = (X'X)⁻¹ and a meat M.
+func (f *OLS) sandwich(meat *mat.SymDense, scale float64) *mat.SymDense {
+	var bm, bmb mat.Dense
+	bm.Mul(f.XtXInv, meat)
+	bmb.Mul(&bm, f.XtXInv)
+	v := mat.NewSymDense(f.K, nil)
+	for i := 0; i < f.K; i++ {
+		for j := i; j < f.K; j++ {
+			// Average the two triangles: bmb is symmetric up to rounding.
+			v.SetSym(i, j, scale*(bmb.At(i, j)+bmb.At(j, i))/2)
+		}
+	}
+	return v
+}
+
+// SmallSample is the finite-sample factor of a cluster-robust variance
+// over G clusters; each caller states the one it reports.
+type SmallSample int
+
+const (
+	// StataCR1 is G/(G−1) · (n−1)/(n−k), Stata's `vce(cluster)`.
+	StataCR1 SmallSample = iota
+	// ClusterCount is G/(G−1) alone: CR1 without its (n−1)/(n−k) part,
+	// which is ≈ 1 when n is large against k.
+	ClusterCount
+)
+
+// clusterFactor is the factor s over g clusters.
+func (f *OLS) clusterFactor(s SmallSample, g int) float64 {
+	if s == StataCR1 {
+		return float64(g) / float64(g-1) * float64(f.N-1) / float64(f.N-f.K)
+	}
+	return float64(g) / float64(g-1)
+}
+
+// Cluster is the cluster-robust covariance CR1 (Liang & Zeger 1986) with
+// the finite-sample factor factor (StataCR1: Stata's `vce(cluster)`):
+//
+//	V = G/(G−1) · (n−1)/(n−k) · (X'X)⁻¹ [Σ_g X_g'e_g e_g'X_g] (X'X)⁻¹
+//
+// groups[i] labels row i's cluster. It assumes errors independent across
+// clusters and arbitrarily correlated within one, and needs many clusters
+// (inference uses t with G−1 degrees of freedom). It returns the covariance
+// and G.
+func (f *OLS) Cluster(groups []int, factor SmallSample) (*mat.SymDense, int) {
+	scores := map[int][]float64{}
+	var order []int
+	for i := 0; i < f.N; i++ {
+		s, ok := scores[groups[i]]
+		if !ok {
+			s = make([]float64, f.K)
+			scores[groups[i]] = s
+			order = append(order, groups[i])
+		}
+		e := f.Resid[i]
+		row := f.X.RawRowView(i)
+		for j := 0; j < f.K; j++ {
+			s[j] += row[j] * e
+		}
+	}
+	meat := mat.NewSymDense(f.K, nil)
+	for _, g := range order {
+		meat.SymRankOne(meat, 1, mat.NewVecDense(f.K, scores[g]))
+	}
+	g := len(order)
+	return f.sandwich(meat, f.clusterFactor(factor, g)), g
+}
+
+// ClusterJackknife is the leave-one-cluster-out covariance CV3
+// (MacKinnon, Nielsen & Webb 2023, "Cluster-robust inference: a guide to
+// empirical practice", J. Econometrics 232:272, who recommend it over CV1):
+//
+//	V = (G−1)/G · Σ_g (β̂₍₋g₎ − β̂)(β̂₍₋g₎ − β̂)',  β̂₍₋g₎ − β̂ = −(X'X − X_g'X_g)⁻¹ X_g'e_g
+//
+// CV1 understates the variance when the regressor of interest is itself
+// correlated within clusters, as a tenant's load is over a few seconds; CV3
+// does not, at the price of being slightly conservative. ok is false when
+// dropping some cluster leaves a singular design (the caller falls back to
+// CV1).
+func (f *OLS) ClusterJackknife(groups []int) (v *mat.SymDense, g int, ok bool) {
+	k := f.K
+	type part struct {
+		xtx   []float64
+		score []float64
+	}
+	parts := map[int]*part{}
+	var order []int
+	xtx := make([]float64, k*k)
+	var p *part
+	for i := 0; i < f.N; i++ {
+		// Rows of one cluster often come in a run (time blocks): look the
+		// cluster up only when the label changes.
+		if i == 0 || groups[i] != groups[i-1] {
+			var seen bool
+			p, seen = parts[groups[i]]
+			if !seen {
+				p = &part{xtx: make([]float64, k*k), score: make([]float64, k)}
+				parts[groups[i]] = p
+				order = append(order, groups[i])
+			}
+		}
+		row := f.X.RawRowView(i)
+		e := f.Resid[i]
+		for a := 0; a < k; a++ {
+			p.score[a] += row[a] * e
+			for b := a; b < k; b++ {
+				p.xtx[a*k+b] += row[a] * row[b]
+			}
+		}
+	}
+	for _, label := range order { // in a fixed order: the same inputs, the same digits
+		for a := range xtx {
+			xtx[a] += parts[label].xtx[a]
+		}
+	}
+	acc := mat.NewSymDense(k, nil)
+	a := mat.NewSymDense(k, nil)
+	var ch mat.Cholesky
+	var d mat.VecDense
+	for _, label := range order {
+		p := parts[label]
+		for r := 0; r < k; r++ {
+			for c := r; c < k; c++ {
+				a.SetSym(r, c, xtx[r*k+c]-p.xtx[r*k+c])
+			}
+		}
+		if !ch.Factorize(a) {
+			return nil, len(order), false
+		}
+		if err := ch.SolveVecTo(&d, mat.NewVecDense(k, p.score)); err != nil {
+			return nil, len(order), false
+		}
+		acc.SymRankOne(acc, 1, &d)
+	}
+	g = len(order)
+	acc.ScaleSym(float64(g-1)/float64(g), acc)
+	return acc, g, true
+}
+
+// NeweyWest is the Newey–West (1987, Econometrica 55:703) HAC covariance with
+// Bartlett weights, in the form of statsmodels' cov_hac_simple with its
+// small-sample correction, which equals Stata's `newey`:
+//
+//	Ŝ = Σ_t e_t² x_t x_t' + Σ_{l=1}^{L} (1 − l/(L+1)) Σ_t e_t e_{t−l} (x_t x_{t−l}' + x_{t−l} x_t')
+//	V = n/(n−k) · (X'X)⁻¹ Ŝ (X'X)⁻¹
+//
+// times[i] is row i's time index, increasing. Lags are counted in time, not
+// rows: when bins are missing, a pair of rows l bins apart gets the lag-l
+// weight and absent bins contribute nothing (Stata's `newey, force` treats
+// gaps the same way). It assumes errors whose autocorrelation dies out
+// within L steps.
+func (f *OLS) NeweyWest(times []int, lags int) *mat.SymDense {
+	// With scores h_t = x_t e_t and g_t = Σ_{0<t−s≤L} w(t−s) h_s, the meat is
+	// Σ_t h_t h_t' + Σ_t (h_t g_t' + g_t h_t'): O(n(kL + k²)) instead of
+	// forming every lagged outer product.
+	k := f.K
+	h := make([]float64, f.N*k)
+	for i := 0; i < f.N; i++ {
+		for a := 0; a < k; a++ {
+			h[i*k+a] = f.X.At(i, a) * f.Resid[i]
+		}
+	}
+	acc := make([]float64, k*k)
+	g := make([]float64, k)
+	lo := 0
+	for i := 0; i < f.N; i++ {
+		hi := h[i*k : (i+1)*k]
+		clear(g)
+		for lo < i && times[i]-times[lo] > lags {
+			lo++
+		}
+		for j := lo; j < i; j++ {
+			l := times[i] - times[j]
+			if l <= 0 {
+				continue
+			}
+			w := 1 - float64(l)/float64(lags+1)
+			hj := h[j*k : (j+1)*k]
+			for a := range g {
+				g[a] += w * hj[a]
+			}
+		}
+		for a := 0; a < k; a++ {
+			for b := a; b < k; b++ {
+				acc[a*k+b] += hi[a]*hi[b] + hi[a]*g[b] + g[a]*hi[b]
+			}
+		}
+	}
+	meat := mat.NewSymDense(k, nil)
+	for a := 0; a < k; a++ {
+		for b := a; b < k; b++ {
+			meat.SetSym(a, b, acc[a*k+b])
+		}
+	}
+	return f.sandwich(meat, float64(f.N)/float64(f.N-f.K))
+}
+
+// HC3 is the heteroskedasticity-robust covariance HC3 (MacKinnon & White
+// 1985), Stata's `vce(HC3)`:
+//
+//	V = (X'X)⁻¹ [Σ_i e_i²/(1−h_ii)² x_i x_i'] (X'X)⁻¹,  h_ii = x_i'(X'X)⁻¹x_i
+//
+// It assumes uncorrelated errors of any variance; dividing by (1−h)² keeps
+// high-leverage bins from understating it.
+func (f *OLS) HC3() *mat.SymDense {
+	meat := mat.NewSymDense(f.K, nil)
+	row := make([]float64, f.K)
+	for i := 0; i < f.N; i++ {
+		mat.Row(row, i, f.X)
+		xv := mat.NewVecDense(f.K, row)
+		h := mat.Inner(xv, f.XtXInv, xv)
+		w := f.Resid[i] / (1 - h)
+		meat.SymRankOne(meat, w*w, xv)
+	}
+	return f.sandwich(meat, 1)
+}
+
+// NeweyWestLags is the automatic bandwidth floor(4·(T/100)^(2/9)) (Newey &
+// West 1994; statsmodels' default), at least 1.
+func NeweyWestLags(t int) int {
+	return max(1, int(math.Floor(4*math.Pow(float64(t)/100, 2.0/9))))
+}
+
+// SE returns the standard errors, the square roots of v's diagonal.
+func SE(v *mat.SymDense) []float64 {
+	n := v.SymmetricDim()
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = math.Sqrt(math.Max(0, v.At(i, i)))
+	}
+	return out
+}
+
+// Wald tests H0: β_j = 0 for every j in idx with covariance v:
+// W = β_S'(V_SS)⁻¹β_S. It returns F = W/q, to be read against F(q, df) as
+// Stata's `test` does after `regress`/`newey`.
+func Wald(beta []float64, v *mat.SymDense, idx []int) (float64, error) {
+	q := len(idx)
+	if q == 0 {
+		return math.NaN(), errors.New("wald: no restrictions")
+	}
+	vs := mat.NewSymDense(q, nil)
+	b := mat.NewVecDense(q, nil)
+	for a, i := range idx {
+		b.SetVec(a, beta[i])
+		for c := a; c < q; c++ {
+			vs.SetSym(a, c, v.At(i, idx[c]))
+		}
+	}
+	var ch mat.Cholesky
+	if ok := ch.Factorize(vs); !ok {
+		return math.NaN(), errors.New("wald: covariance of the tested coefficients is not positive definite")
+	}
+	var sol mat.VecDense
+	if err := ch.SolveVecTo(&sol, b); err != nil {
+		return math.NaN(), fmt.Errorf("wald: %w", err)
+	}
+	return mat.Dot(b, &sol) / float64(q), nil
+}
+
+// FTestRSS is the classic nested-model F test
+// F = ((RSS_r − RSS_u)/q) / (RSS_u/df_u), as statsmodels'
+// grangercausalitytests reports it ("ssr_ftest") and R's lmtest::grangertest
+// computes it. It returns F and its p-value from F(q, df_u).
+func FTestRSS(rssR, rssU float64, q, dfU int) (float64, float64) {
+	f := ((rssR - rssU) / float64(q)) / (rssU / float64(dfU))
+	return f, FSurvival(f, q, dfU)
+}
+
+// FSurvival is P(F(d1, d2) > f).
+func FSurvival(f float64, d1, d2 int) float64 {
+	if math.IsNaN(f) || d1 <= 0 || d2 <= 0 {
+		return math.NaN()
+	}
+	if f <= 0 {
+		return 1
+	}
+	return distuv.F{D1: float64(d1), D2: float64(d2)}.Survival(f)
+}
+
+// TTwoSided is the two-sided p-value of t with df degrees of freedom.
+func TTwoSided(t float64, df int) float64 {
+	if math.IsNaN(t) || df <= 0 {
+		return math.NaN()
+	}
+	return 2 * distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(df)}.Survival(math.Abs(t))
+}
+
+// TCritical is the 1−α/2 quantile of t with df degrees of freedom.
+func TCritical(alpha float64, df int) float64 {
+	return distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(df)}.Quantile(1 - alpha/2)
+}
+
+// CoefWeights returns c with c'y = β_j: the weights of coefficient j,
+// row i of X (X'X)⁻¹ e_j.
+func (f *OLS) CoefWeights(j int) []float64 {
+	c := make([]float64, f.N)
+	for i := range c {
+		row := f.X.RawRowView(i)
+		for a := range f.K {
+			c[i] += row[a] * f.XtXInv.At(a, j)
+		}
+	}
+	return c
+}
+
+// Estimate returns c'y, a linear estimator of the fit's response.
+func (f *OLS) Estimate(c []float64) float64 {
+	var s float64
+	for i, ci := range c {
+		s += ci * f.Y[i]
+	}
+	return s
+}
+
+// ClusteredVar is the cluster-robust (sandwich) variance of the linear
+// estimator c'y under dependence within clusters (Liang & Zeger 1986,
+// Biometrika 73:13),
+//
+//	V(c'y) = factor · Σ_g (Σ_{i∈g} c_i ê_i)²,
+//
+// ê the residuals of the fit and cluster[i] in [0, g) row i's cluster. c
+// need not be a coefficient's weights (CoefWeights): a difference of group
+// means, or the part of it the regressors explain, is linear in y too. With
+// c = CoefWeights(j) it is Cluster's [j, j] element. NaN for fewer than two
+// clusters.
+func (f *OLS) ClusteredVar(c []float64, cluster []int, g int, factor SmallSample) float64 {
+	if g < 2 {
+		return math.NaN()
+	}
+	sums := make([]float64, g)
+	for i, ci := range c {
+		sums[cluster[i]] += ci * f.Resid[i]
+	}
+	var v float64
+	for _, s := range sums {
+		v += s * s
+	}
+	return v * f.clusterFactor(factor, g)
+}

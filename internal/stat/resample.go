@@ -1,0 +1,283 @@
+package stat
+
+import (
+	"hash/fnv"
+	"math"
+	"math/rand/v2"
+	"slices"
+)
+
+// The bootstrap here is the percentile bootstrap (Efron & Tibshirani 1993,
+// An Introduction to the Bootstrap, ch. 13) applied to each side
+// independently: every replicate resamples the baseline's units and the
+// candidate's units with replacement, computes the statistic on each, and
+// the spread of the replicate differences gives the interval. With a block
+// length ℓ > 1 it is Künsch's moving-block bootstrap (Ann. Statist.
+// 17:1217, 1989): ⌈n/ℓ⌉ blocks of ℓ consecutive units, uniformly placed,
+// truncated to n, which keeps short-range autocorrelation inside a block.
+//
+// A resample is held as multiplicities (how many times each unit was drawn),
+// never as a copied array, so a replicate costs O(n) and no sorting: order
+// statistics are found by walking the sample's sorted order and summing
+// multiplicities, from whichever end is nearer.
+
+// Resampler draws bootstrap multiplicities over n units in time order.
+type Resampler struct {
+	rng    *rand.Rand
+	n      int
+	block  int
+	counts []int32
+	diff   []int32
+	// spans are the drawn blocks [start, end) of the last block resample,
+	// so sums over it cost O(blocks) with prefix sums.
+	spans [][2]int32
+}
+
+// NewResampler draws resamples of n units in blocks of block consecutive
+// units (1: the ordinary bootstrap), from a stream fixed by seed and the
+// stream's name, so each statistic's replicates are reproducible.
+func NewResampler(n, block int, seed uint64, stream string) *Resampler {
+	h := fnv.New64a()
+	h.Write([]byte(stream))
+	return &Resampler{
+		rng:    rand.New(rand.NewPCG(seed, h.Sum64())),
+		n:      n,
+		block:  max(1, min(block, n)),
+		counts: make([]int32, n),
+		diff:   make([]int32, n+1),
+	}
+}
+
+// Next returns the multiplicities of a fresh resample; they sum to n. The
+// slice is reused by the following call.
+func (r *Resampler) Next() []int32 {
+	n, l := r.n, r.block
+	if l <= 1 {
+		clear(r.counts)
+		for range n {
+			r.counts[r.rng.IntN(n)]++
+		}
+		return r.counts
+	}
+	clear(r.diff)
+	r.spans = r.spans[:0]
+	blocks := (n + l - 1) / l
+	for b := range blocks {
+		length := l
+		if b == blocks-1 {
+			length = n - (blocks-1)*l
+		}
+		s := r.rng.IntN(n - l + 1)
+		r.diff[s]++
+		r.diff[s+length]--
+		r.spans = append(r.spans, [2]int32{int32(s), int32(s + length)})
+	}
+	var acc int32
+	for i := range n {
+		acc += r.diff[i]
+		r.counts[i] = acc
+	}
+	return r.counts
+}
+
+// Block is the block length drawn, block clamped to [1, n].
+func (r *Resampler) Block() int { return r.block }
+
+// Spans are the blocks [start, end) of the last resample Next drew, for
+// BlockMean; nil with a block length of 1.
+func (r *Resampler) Spans() [][2]int32 { return r.spans }
+
+// SortedView is one series prepared for resampled order statistics: the
+// indexes (into the units) of its known values in ascending value order.
+type SortedView struct {
+	order []int32   // unit index of the i-th smallest value
+	vals  []float64 // the i-th smallest value
+}
+
+// NewSortedView orders values' known (non-NaN) entries.
+func NewSortedView(values []float64) SortedView {
+	order := make([]int32, 0, len(values))
+	for i, v := range values {
+		if !math.IsNaN(v) {
+			order = append(order, int32(i))
+		}
+	}
+	slices.SortFunc(order, func(a, b int32) int {
+		va, vb := values[a], values[b]
+		switch {
+		case va < vb:
+			return -1
+		case va > vb:
+			return 1
+		}
+		return int(a - b)
+	})
+	vals := make([]float64, len(order))
+	for i, u := range order {
+		vals[i] = values[u]
+	}
+	return SortedView{order: order, vals: vals}
+}
+
+// Total is the resample's size restricted to this series' known units.
+// values is the series the view was built from; walking it in unit order
+// keeps the memory access sequential.
+func (s SortedView) Total(values []float64, counts []int32) int {
+	if len(s.order) == len(values) {
+		return len(values) // no unknowns: multiplicities sum to n
+	}
+	t := 0
+	for i, v := range values {
+		if !math.IsNaN(v) {
+			t += int(counts[i])
+		}
+	}
+	return t
+}
+
+// Quantile returns the q-quantile (linear interpolation, as Quantile) of the
+// resample described by counts, whose size on this series is total.
+func (s SortedView) Quantile(counts []int32, total int, q float64) float64 {
+	if total == 0 {
+		return math.NaN()
+	}
+	h := float64(total-1) * q
+	lo := int(math.Floor(h))
+	hiPos := min(lo+1, total-1)
+	a, b := s.orderPair(counts, total, lo, hiPos)
+	return Interpolate(a, b, h-float64(lo))
+}
+
+// orderPair returns the resample's order statistics at 0-based positions p
+// ≤ p2, walking from the nearer end of the sorted sample.
+func (s SortedView) orderPair(counts []int32, total, p, p2 int) (float64, float64) {
+	var a, b float64
+	if p < total/2 {
+		cum := 0
+		found := false
+		for i, u := range s.order {
+			cum += int(counts[u])
+			if !found && cum > p {
+				a, found = s.vals[i], true
+			}
+			if cum > p2 {
+				return a, s.vals[i]
+			}
+		}
+		return a, s.vals[len(s.vals)-1]
+	}
+	// From the top: position p counts total−1−p from the largest.
+	tp, tp2 := total-1-p, total-1-p2 // tp2 ≤ tp
+	cum := 0
+	found := false
+	for i := len(s.order) - 1; i >= 0; i-- {
+		cum += int(counts[s.order[i]])
+		if !found && cum > tp2 {
+			b, found = s.vals[i], true
+		}
+		if cum > tp {
+			return s.vals[i], b
+		}
+	}
+	return s.vals[0], b
+}
+
+// PrefixSums returns the running sums of a series' known values and of
+// their count (unknowns count 0), for block resamples.
+func PrefixSums(values []float64) (sum []float64, known []int32) {
+	sum = make([]float64, len(values)+1)
+	known = make([]int32, len(values)+1)
+	for i, v := range values {
+		sum[i+1], known[i+1] = sum[i], known[i]
+		if !math.IsNaN(v) {
+			sum[i+1] += v
+			known[i+1]++
+		}
+	}
+	return sum, known
+}
+
+// BlockMean is the resample's mean over its blocks: O(blocks), not O(n).
+// It returns NaN when the blocks hold no known value.
+func BlockMean(spans [][2]int32, sum []float64, known []int32) (mean float64, total int) {
+	var s float64
+	for _, b := range spans {
+		s += sum[b[1]] - sum[b[0]]
+		total += int(known[b[1]] - known[b[0]])
+	}
+	if total == 0 {
+		return math.NaN(), 0
+	}
+	return s / float64(total), total
+}
+
+// ResampledMean returns the mean of the series' known values in the
+// resample.
+func ResampledMean(values []float64, counts []int32, total int) float64 {
+	if total == 0 {
+		return math.NaN()
+	}
+	var s float64
+	for i, v := range values {
+		if c := counts[i]; c != 0 && !math.IsNaN(v) {
+			s += float64(c) * v
+		}
+	}
+	return s / float64(total)
+}
+
+// PercentileInterval returns the equal-tailed percentile interval of a sorted
+// replicate distribution.
+func PercentileInterval(sorted []float64, alpha float64) (lo, hi float64) {
+	if len(sorted) == 0 {
+		return math.Inf(-1), math.Inf(1)
+	}
+	return Quantile(sorted, alpha/2), Quantile(sorted, 1-alpha/2)
+}
+
+// TwoSidedP is the bootstrap p-value for "no difference": twice the smaller
+// share of replicates on either side of zero, with the +1 correction of
+// Davison & Hinkley (1997, Bootstrap Methods, eq. 4.11) so it is never 0.
+func TwoSidedP(sortedAbs []float64) float64 {
+	if len(sortedAbs) == 0 {
+		return math.NaN()
+	}
+	le, ge := countLE(sortedAbs, 0), countGE(sortedAbs, 0)
+	return min(1, 2*float64(min(le, ge)+1)/float64(len(sortedAbs)+1))
+}
+
+func countLE(sorted []float64, t float64) int {
+	i, _ := slices.BinarySearchFunc(sorted, t, func(v, t float64) int {
+		if v <= t {
+			return -1
+		}
+		return 1
+	})
+	return i
+}
+
+func countGE(sorted []float64, t float64) int {
+	i, _ := slices.BinarySearchFunc(sorted, t, func(v, t float64) int {
+		if v < t {
+			return -1
+		}
+		return 1
+	})
+	return len(sorted) - i
+}
+
+// TailP is the one-sided bootstrap p-value that the difference is not
+// beyond threshold t in the failing direction: for a "<" gate the share of
+// replicates ≤ t, for ">" the share ≥ t (+1 corrected).
+func TailP(sorted []float64, t float64, upper bool) float64 {
+	if len(sorted) == 0 {
+		return 1
+	}
+	var c int
+	if upper {
+		c = countLE(sorted, t)
+	} else {
+		c = countGE(sorted, t)
+	}
+	return min(1, float64(c+1)/float64(len(sorted)+1))
+}
