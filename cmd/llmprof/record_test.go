@@ -38,32 +38,32 @@ func TestRecordFlags(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		args    []string
-		check   func(t *testing.T, o *RecordOptions)
+		check   func(t *testing.T, o record.Options)
 		wantErr string
 	}{
-		{"defaults", []string{"--", "vllm", "serve", "m"}, func(t *testing.T, o *RecordOptions) {
-			if !regexp.MustCompile(`^run-\d{8}T\d{6}Z\.llmprof$`).MatchString(o.Output) || o.GRPCAddr != "127.0.0.1:0" || o.HTTPAddr != "127.0.0.1:0" ||
-				o.Protocol != "grpc" || o.NVMLInterval != 100*time.Millisecond || o.GPMInterval != 200*time.Millisecond ||
+		{"defaults", []string{"--", "vllm", "serve", "m"}, func(t *testing.T, o record.Options) {
+			if !regexp.MustCompile(`^run-\d{8}T\d{6}Z\.llmprof$`).MatchString(o.Dir) || o.GRPCAddr != "127.0.0.1:0" || o.HTTPAddr != "127.0.0.1:0" ||
+				o.Protocol != "grpc" || o.NVML.DeviceInterval != 100*time.Millisecond || o.NVML.GPMInterval != 200*time.Millisecond ||
 				o.StopTimeout != 30*time.Second || strings.Join(o.Command, " ") != "vllm serve m" {
 				t.Errorf("%+v", o)
 			}
 		}, ""},
-		{"the command's flags are its own", []string{"-o", "x.llmprof", "python", "serve.py", "--port", "8000", "-o", "y"}, func(t *testing.T, o *RecordOptions) {
-			if o.Output != "x.llmprof" || strings.Join(o.Command, " ") != "python serve.py --port 8000 -o y" {
-				t.Errorf("output %q command %q", o.Output, o.Command)
+		{"the command's flags are its own", []string{"-o", "x.llmprof", "python", "serve.py", "--port", "8000", "-o", "y"}, func(t *testing.T, o record.Options) {
+			if o.Dir != "x.llmprof" || strings.Join(o.Command, " ") != "python serve.py --port 8000 -o y" {
+				t.Errorf("output %q command %q", o.Dir, o.Command)
 			}
 		}, ""},
-		{"ports", []string{"--otlp-grpc", ":4317", "--otlp-http", "localhost:4318", "true"}, func(t *testing.T, o *RecordOptions) {
+		{"ports", []string{"--otlp-grpc", ":4317", "--otlp-http", "localhost:4318", "true"}, func(t *testing.T, o record.Options) {
 			if o.GRPCAddr != "127.0.0.1:4317" || o.HTTPAddr != "localhost:4318" {
 				t.Errorf("grpc %q http %q", o.GRPCAddr, o.HTTPAddr)
 			}
 		}, ""},
-		{"listen on all interfaces when told", []string{"--listen", "0.0.0.0", "--otlp-grpc", ":4317", "true"}, func(t *testing.T, o *RecordOptions) {
+		{"listen on all interfaces when told", []string{"--listen", "0.0.0.0", "--otlp-grpc", ":4317", "true"}, func(t *testing.T, o record.Options) {
 			if o.GRPCAddr != "0.0.0.0:4317" || o.HTTPAddr != "0.0.0.0:0" {
 				t.Errorf("grpc %q http %q", o.GRPCAddr, o.HTTPAddr)
 			}
 		}, ""},
-		{"listen host:port is the gRPC endpoint", []string{"--listen", "0.0.0.0:4317", "true"}, func(t *testing.T, o *RecordOptions) {
+		{"listen host:port is the gRPC endpoint", []string{"--listen", "0.0.0.0:4317", "true"}, func(t *testing.T, o record.Options) {
 			if o.GRPCAddr != "0.0.0.0:4317" || o.HTTPAddr != "0.0.0.0:0" {
 				t.Errorf("grpc %q http %q", o.GRPCAddr, o.HTTPAddr)
 			}
@@ -78,9 +78,9 @@ func TestRecordFlags(t *testing.T) {
 		{"no command", []string{"-o", "x"}, nil, "record: missing <command>"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var got *RecordOptions
+			var got record.Options
 			f := &Factory{IO: &IOStreams{Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}, In: &bytes.Buffer{}}}
-			cmd := newCmdRecord(f, func(_ context.Context, o *RecordOptions) error { got = o; return nil })
+			cmd := newCmdRecord(f, func(_ context.Context, o record.Options) error { got = o; return nil })
 			cmd.SetArgs(tc.args)
 			cmd.SetOut(&bytes.Buffer{})
 			cmd.SetErr(&bytes.Buffer{})
@@ -627,9 +627,9 @@ func TestRecordTorchProfilerFlags(t *testing.T) {
 		{args: []string{"--profile-at", "5s", "vllm", "serve", "m"}, wantErr: "--profile-at needs --torch-profiler"},
 		{args: []string{"--torch-profiler", "--server", "tgi", "vllm"}, wantErr: `--server "tgi"`},
 	} {
-		var got *RecordOptions
+		var got *record.Options
 		f := &Factory{IO: &IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard}}
-		cmd := newCmdRecord(f, func(_ context.Context, o *RecordOptions) error { got = o; return nil })
+		cmd := newCmdRecord(f, func(_ context.Context, o record.Options) error { got = &o; return nil })
 		cmd.SetArgs(tc.args)
 		cmd.SetOut(io.Discard)
 		cmd.SetErr(io.Discard)
@@ -644,12 +644,8 @@ func TestRecordTorchProfilerFlags(t *testing.T) {
 			t.Errorf("%q: %v", tc.args, err)
 			continue
 		}
-		dir := got.TorchProfiler
-		if dir == torchProfilerDefault {
-			dir = ""
-		}
-		if got.TorchProfiler == "" || dir != tc.wantDir {
-			t.Errorf("%q: --torch-profiler %q, want dir %q", tc.args, got.TorchProfiler, tc.wantDir)
+		if tp := got.TorchProfiler; !tp.Enabled || tp.Dir != tc.wantDir {
+			t.Errorf("%q: --torch-profiler %+v, want dir %q", tc.args, tp, tc.wantDir)
 		}
 	}
 }
