@@ -184,3 +184,13 @@ func parseSLO(s string) (attribution.SLO, error) {
 	}
 	return slo, nil
 }
+
+// writeOutputs writes each --out FORMAT=PATH output of r (atomically).
+func writeOutputs[R, O any](outs []report.Output[R, O], r R, o O) error {
+	for _, out := range outs {
+		if err := writeFileAtomic(out.Path, func(w *bufio.Writer) error { return out.Format.Write(w, r, o) }); err != nil {
+			return fmt.Errorf("--out %s: %w", out.Path, err)
+		}
+	}
+	return nil
+}
