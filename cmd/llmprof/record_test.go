@@ -21,6 +21,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 
 	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/internal/driver"
 	"github.com/llmprof/llmprof/internal/shareddata"
 	"github.com/llmprof/llmprof/record"
 )
@@ -175,8 +176,7 @@ esac
 	if _, stderr, code := runRecordMain(t, "record", "-o", dir, "--nsys", "--no-nvml", "--otlp-quiet", "10ms", "--", "true"); code != 0 {
 		t.Fatalf("record --nsys: exit %d\n%s", code, stderr)
 	}
-	f := &Factory{IO: &IOStreams{Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}}}
-	tr, err := ingest.Open(context.Background(), []string{dir}, f.decoders(), ingest.OpenOptions{})
+	tr, err := ingest.Open(context.Background(), []string{dir}, driver.Decoders(), ingest.OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -411,7 +411,6 @@ func exitCodeOf(err error) int {
 // stopped in each of the ways a recording can end.
 func TestRecordEndToEnd(t *testing.T) {
 	llmprof, client := buildBinaries(t)
-	f := &Factory{IO: &IOStreams{Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}}}
 	common := []string{"record", "--no-nvml", "--otlp-quiet", "50ms", "--flush-interval", "100ms", "--clock-interval", "200ms"}
 	start := func(t *testing.T, dir string, extra []string, child ...string) (*exec.Cmd, *bytes.Buffer) {
 		args := append(append(append([]string{}, common...), "-o", dir), extra...)
@@ -441,7 +440,7 @@ func TestRecordEndToEnd(t *testing.T) {
 			}
 			// What analyze reads: the capture decodes into the model with
 			// every span, and the report counts the 300 requests.
-			tr, err := ingest.Open(context.Background(), []string{dir}, f.decoders(), ingest.OpenOptions{})
+			tr, err := ingest.Open(context.Background(), []string{dir}, driver.Decoders(), ingest.OpenOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -544,7 +543,7 @@ func TestRecordEndToEnd(t *testing.T) {
 		if len(got) == 0 || res.Batches < 2 {
 			t.Fatalf("%d spans in %d batches survived", len(got), res.Batches)
 		}
-		tr, err := ingest.Open(context.Background(), []string{dir}, f.decoders(), ingest.OpenOptions{})
+		tr, err := ingest.Open(context.Background(), []string{dir}, driver.Decoders(), ingest.OpenOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,19 +6,13 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-
-	"github.com/llmprof/llmprof/ingest"
-	"github.com/llmprof/llmprof/internal/driver"
 )
 
-// Factory carries what every command needs: streams and the decoders that
-// Open may use. Tests build their own.
+// Factory carries what every command needs: its streams. Tests build
+// their own.
 type Factory struct {
 	IO *IOStreams
 }
-
-// decoders are the input decoders the commands read raw runs with.
-func (f *Factory) decoders() []ingest.Decoder { return driver.Decoders() }
 
 // NewCmdRoot builds the command tree.
 func NewCmdRoot(f *Factory) *cobra.Command {
