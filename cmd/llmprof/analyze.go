@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/llmprof/llmprof/internal/driver"
+	"github.com/llmprof/llmprof/internal/iostreams"
 	"github.com/llmprof/llmprof/report"
 )
 
@@ -79,7 +80,7 @@ are warnings shown in every report; --strict turns them into an error.`),
 			}
 			defer report.WriteWarningSummary(f.IO.ErrOut, rep.Warnings)
 			out := report.Analysis{Report: rep, Views: func() *report.HTMLViews { return a.HTMLViews(rep) }}
-			return writeOutput(f.IO, output, func(w io.Writer, tty bool) error {
+			return f.IO.WriteOutput(output, func(w io.Writer, tty bool) error {
 				return fm.Write(w, out, textOptions(f.IO, w, tty))
 			})
 		},
@@ -112,19 +113,16 @@ func (f *Factory) pipeline(opts driver.Options) driver.Options {
 	return opts
 }
 
-// writeOutput runs render on stdout or on the named file (written whole, then
-// renamed into place, so a failed run never leaves half a report).
-func writeOutput(ios *IOStreams, path string, render func(w io.Writer, tty bool) error) error {
-	if path == "" || path == "-" {
-		return render(ios.Out, ios.OutTTY)
-	}
-	return writeFileAtomic(path, func(w *bufio.Writer) error { return render(w, false) })
+// textOptions is how text goes to w: coloured on a terminal, and fitted to
+// the terminal's width when w is standard output (a file keeps its lines).
+func textOptions(ios *IOStreams, w io.Writer, tty bool) report.TextOptions {
+	return report.TextOptions{Color: report.ColorFor(tty), Width: ios.Width(w, tty)}
 }
 
 // writeOutputs writes each --out FORMAT=PATH output of r (atomically).
 func writeOutputs[R, O any](outs []report.Output[R, O], r R, o O) error {
 	for _, out := range outs {
-		if err := writeFileAtomic(out.Path, func(w *bufio.Writer) error { return out.Format.Write(w, r, o) }); err != nil {
+		if err := iostreams.WriteFile(out.Path, func(w *bufio.Writer) error { return out.Format.Write(w, r, o) }); err != nil {
 			return fmt.Errorf("--out %s: %w", out.Path, err)
 		}
 	}

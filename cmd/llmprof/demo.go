@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/llmprof/llmprof/internal/driver"
-	"github.com/llmprof/llmprof/internal/outfile"
 )
 
 // NewCmdDemo builds `llmprof demo`.
@@ -66,11 +64,4 @@ VLLM_TORCH_PROFILER_DIR holds), the steps as record_function annotations.`),
 	fl.BoolVar(&opts.Metrics, "metrics", false, "inject a PFC pause storm, KV-cache pressure and GPU clock throttling, and write vLLM, DCGM and node_exporter scrapes (metrics/) with their truth (.episodes.json); see docs/signals.md")
 	fl.StringVar(&opts.Slow, "slow", "", "slow kernel categories by factors, such as attention=1.6 or gemm=1.3,attention=1.6: a regression with known truth (written to .slowdown.json) for llmprof diff")
 	return cmd
-}
-
-// writeFileAtomic writes an output file the user named (-o, --tokens,
-// --out, --perfetto): atomically when it is a file, in place when it is a
-// device or pipe (internal/outfile).
-func writeFileAtomic(path string, write func(*bufio.Writer) error) error {
-	return outfile.Write(path, outfile.Options{}, write)
 }

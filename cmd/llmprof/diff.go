@@ -115,12 +115,8 @@ Exit status: 0 no rule failed, 1 unusable input, 2 usage error, 3 a rule failed
 			if err != nil {
 				return err
 			}
-			if err := writeOutput(f.IO, output, func(w io.Writer, tty bool) error {
-				width := 0
-				if w == f.IO.Out {
-					width = textWidth(f.IO, tty)
-				}
-				return fm.Write(w, res, report.DiffOptions{All: all, Color: report.ColorFor(tty) && format == "text", Width: width})
+			if err := f.IO.WriteOutput(output, func(w io.Writer, tty bool) error {
+				return fm.Write(w, res, report.DiffOptions{All: all, Color: report.ColorFor(tty) && format == "text", Width: f.IO.Width(w, tty)})
 			}); err != nil {
 				return err
 			}

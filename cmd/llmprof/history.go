@@ -68,7 +68,7 @@ failed.`),
 			if err != nil {
 				return err
 			}
-			if err := writeOutput(f.IO, output, func(w io.Writer, _ bool) error { return fm.Write(w, res, report.TextOptions{}) }); err != nil {
+			if err := f.IO.WriteOutput(output, func(w io.Writer, _ bool) error { return fm.Write(w, res, report.TextOptions{}) }); err != nil {
 				return err
 			}
 			if err := writeOutputs(extra, res, report.TextOptions{}); err != nil {

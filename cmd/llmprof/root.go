@@ -6,7 +6,16 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/llmprof/llmprof/internal/iostreams"
 )
+
+// IOStreams are the commands' streams (internal/iostreams).
+type IOStreams = iostreams.IOStreams
+
+// writeFileAtomic writes an output file the user named, atomically when it
+// is a file (iostreams.WriteFile).
+var writeFileAtomic = iostreams.WriteFile
 
 // Factory carries what every command needs: its streams. Tests build
 // their own.
@@ -90,7 +99,7 @@ var commands = []func(*Factory) *cobra.Command{
 
 // Main runs llmprof with the given arguments and returns the exit code.
 func Main(ctx context.Context, args []string, io *IOStreams) int {
-	io, flush := io.terminalSafe()
+	io, flush := io.TerminalSafe()
 	defer flush()
 	f := &Factory{IO: io}
 	root := NewCmdRoot(f)

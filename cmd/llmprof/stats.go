@@ -53,7 +53,7 @@ to 0.1.`),
 			if err != nil {
 				return err
 			}
-			return writeOutput(f.IO, output, func(w io.Writer, _ bool) error { return fm.Write(w, st, report.TextOptions{}) })
+			return f.IO.WriteOutput(output, func(w io.Writer, _ bool) error { return fm.Write(w, st, report.TextOptions{}) })
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "text", "output format: "+report.StatsFormats.Names())

@@ -66,7 +66,7 @@ names, MIG instances. See docs/tenants.md.`),
 			if err != nil {
 				return err
 			}
-			return writeOutput(f.IO, output, func(w io.Writer, tty bool) error {
+			return f.IO.WriteOutput(output, func(w io.Writer, tty bool) error {
 				return fm.Write(w, report.Tenants{Result: a.Tenants, Note: a.TenantsNote}, textOptions(f.IO, w, tty))
 			})
 		},
