@@ -51,7 +51,7 @@ func analysis(samples any) map[string]any {
 }
 
 // fixtures writes a baseline, an unchanged candidate and a regressed one.
-type fixtures struct{ dir, base, same, copy, slow string }
+type fixtures struct{ dir, base, same, slow string }
 
 func newFixtures(t *testing.T) fixtures {
 	t.Helper()
@@ -60,17 +60,17 @@ func newFixtures(t *testing.T) fixtures {
 		dir:  dir,
 		base: writeJSON(t, dir, "base.json", analysis(comparetest.Workload{Requests: 400, Seed: 1}.Run())),
 		same: writeJSON(t, dir, "same.json", analysis(comparetest.Workload{Requests: 400, Seed: 3}.Run())),
-		copy: writeJSON(t, dir, "copy.json", analysis(comparetest.Workload{Requests: 400, Seed: 1}.Run())),
 		slow: writeJSON(t, dir, "slow.json", analysis(comparetest.Workload{Requests: 400, Seed: 2, AttentionFactor: 1.5}.Run())),
 	}
 }
 
 const fast = "--bootstrap=300"
 
+// TestDiffExitCodes: a failed gate is exit 3 with its line on stderr, an
+// unusable input exit 1, a mistake in the flags, arguments or gate file
+// exit 2 (the gate's verdicts are internal/driver's TestDiffGate).
 func TestDiffExitCodes(t *testing.T) {
 	fx := newFixtures(t)
-	gateFile := writeFile(t, fx.dir, "gate.yaml", []byte("gates:\n  - tpot.p50 < +5%\n  - ttft.p99 < +200%\n"))
-	strictFile := writeFile(t, fx.dir, "strict.yaml", []byte("gates: ['throughput > -5%']\nfail_on_inconclusive: true\n"))
 	for _, tc := range []struct {
 		name   string
 		args   []string
@@ -79,19 +79,9 @@ func TestDiffExitCodes(t *testing.T) {
 		stderr string
 	}{
 		{"regression fails the gate", []string{"diff", fast, fx.base, fx.slow, "--gate", "tpot.p50<+5%"}, ExitRegression, "FAIL", "gate failed: 1 of 1 rules failed (tpot.p50 < +5%)"},
-		{"unchanged run passes", []string{"diff", fast, fx.base, fx.same, "--gate", "tpot.p50<+5%", "--gate", "ttft.p50<+10%"}, ExitOK, "gate: PASS", ""},
 		{"same file on both sides", []string{"diff", fast, fx.base, fx.base, "--gate", "tpot.p50<+5%"}, ExitError, "", "same input"},
-		{"identical copy never passes", []string{"diff", fast, fx.base, fx.copy, "--gate", "tpot.p50<+5%"}, ExitOK, "identical samples", ""},
-		{"missing metric fails", []string{"diff", fast, fx.base, fx.same, "--gate", "tenant.ghost<+1ms"}, ExitRegression, "FAIL", "gate failed"},
-		{"missing metric allowed", []string{"diff", fast, fx.base, fx.same, "--gate", "tenant.ghost<+1ms", "--allow-missing"}, ExitOK, "INCONCLUSIVE", ""},
-		{"no gate is a report", []string{"diff", fast, fx.base, fx.slow}, ExitOK, "no gate rules", ""},
-		{"gate file", []string{"diff", fast, "--gate-file", gateFile, fx.base, fx.slow}, ExitRegression, "tpot.p50 < +5%", "gate failed"},
-		{"inconclusive passes by default", []string{"diff", fast, fx.base, fx.same, "--gate", "throughput>-5%"}, ExitOK, "INCONCLUSIVE", ""},
-		{"inconclusive fails when asked", []string{"diff", fast, fx.base, fx.same, "--gate", "throughput>-5%", "--fail-on-inconclusive"}, ExitRegression, "INCONCLUSIVE", "inconclusive under --fail-on-inconclusive"},
-		{"--inconclusive fail", []string{"diff", fast, fx.base, fx.same, "--gate", "throughput>-5%", "--inconclusive", "fail"}, ExitRegression, "INCONCLUSIVE", "inconclusive under --fail-on-inconclusive"},
-		{"--inconclusive pass", []string{"diff", fast, fx.base, fx.same, "--gate", "throughput>-5%", "--inconclusive", "pass"}, ExitOK, "INCONCLUSIVE", ""},
+		{"--inconclusive pass contradicts", []string{"diff", fast, fx.base, fx.same, "--gate", "throughput>-5%", "--inconclusive", "pass", "--fail-on-inconclusive"}, ExitUsage, "", "contradicts --fail-on-inconclusive"},
 		{"bad --inconclusive", []string{"diff", fast, fx.base, fx.same, "--gate", "throughput>-5%", "--inconclusive", "maybe"}, ExitUsage, "", "want pass or fail"},
-		{"inconclusive fails from the gate file", []string{"diff", fast, "--gate-file", strictFile, fx.base, fx.same}, ExitRegression, "", "throughput > -5%"},
 		{"bad gate", []string{"diff", fx.base, fx.slow, "--gate", "ttft.p99<10"}, ExitUsage, "", "needs a unit"},
 		{"unknown metric", []string{"diff", fx.base, fx.slow, "--gate", "ttfb.p99<+10%"}, ExitUsage, "", "unknown metric"},
 		{"duplicate rule", []string{"diff", fx.base, fx.slow, "--gate", "ttft.p99<+10%", "--gate", "ttft.p99<+5ms"}, ExitUsage, "", "one rule per metric"},

@@ -437,3 +437,55 @@ func TestHistoryVLLMBenchHTML(t *testing.T) {
 	}
 	browser.RenderedCleanly(t, page, "the history page")
 }
+
+// TestDiffGate: the gate's verdicts from flags and a gate file — a
+// regression fails, an unchanged run passes, an identical copy never
+// passes, a rule on a metric no side has fails unless allowed, and an
+// inconclusive rule passes unless the flags or the gate file say it fails
+// — each with what the text report and the one stderr line
+// (GateSummary) say.
+func TestDiffGate(t *testing.T) {
+	dir := t.TempDir()
+	base := writeJSON(t, dir, "base.json", analysis(comparetest.Workload{Requests: 400, Seed: 1}.Run()))
+	same := writeJSON(t, dir, "same.json", analysis(comparetest.Workload{Requests: 400, Seed: 3}.Run()))
+	cp := writeJSON(t, dir, "copy.json", analysis(comparetest.Workload{Requests: 400, Seed: 1}.Run()))
+	slow := writeJSON(t, dir, "slow.json", analysis(comparetest.Workload{Requests: 400, Seed: 2, AttentionFactor: 1.5}.Run()))
+	gateFile := writeFile(t, dir, "gate.yaml", []byte("gates:\n  - tpot.p50 < +5%\n  - ttft.p99 < +200%\n"))
+	strictFile := writeFile(t, dir, "strict.yaml", []byte("gates: ['throughput > -5%']\nfail_on_inconclusive: true\n"))
+	throughput := []string{"throughput>-5%"}
+	for _, tc := range []struct {
+		name    string
+		o       DiffOptions
+		failed  bool
+		text    string
+		summary string
+	}{
+		{"regression fails the gate", DiffOptions{Candidate: []string{slow}, Gates: []string{"tpot.p50<+5%"}}, true, "FAIL", "gate failed: 1 of 1 rules failed (tpot.p50 < +5%)"},
+		{"unchanged run passes", DiffOptions{Candidate: []string{same}, Gates: []string{"tpot.p50<+5%", "ttft.p50<+10%"}}, false, "gate: PASS", ""},
+		{"identical copy never passes", DiffOptions{Candidate: []string{cp}, Gates: []string{"tpot.p50<+5%"}}, false, "identical samples", ""},
+		{"missing metric fails", DiffOptions{Candidate: []string{same}, Gates: []string{"tenant.ghost<+1ms"}}, true, "FAIL", "gate failed"},
+		{"missing metric allowed", DiffOptions{Candidate: []string{same}, Gates: []string{"tenant.ghost<+1ms"}, AllowMissing: true}, false, "INCONCLUSIVE", ""},
+		{"no gate is a report", DiffOptions{Candidate: []string{slow}}, false, "no gate rules", ""},
+		{"gate file", DiffOptions{Candidate: []string{slow}, GateFile: gateFile}, true, "tpot.p50 < +5%", "gate failed"},
+		{"inconclusive passes by default", DiffOptions{Candidate: []string{same}, Gates: throughput}, false, "INCONCLUSIVE", ""},
+		{"inconclusive fails when asked", DiffOptions{Candidate: []string{same}, Gates: throughput, FailOnInconclusive: true}, true, "INCONCLUSIVE", "inconclusive under --fail-on-inconclusive"},
+		{"--inconclusive fail", DiffOptions{Candidate: []string{same}, Gates: throughput, Inconclusive: "fail"}, true, "INCONCLUSIVE", "inconclusive under --fail-on-inconclusive"},
+		{"--inconclusive pass", DiffOptions{Candidate: []string{same}, Gates: throughput, Inconclusive: "pass"}, false, "INCONCLUSIVE", ""},
+		{"inconclusive fails from the gate file", DiffOptions{Candidate: []string{same}, GateFile: strictFile}, true, "", "throughput > -5%"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.o.Baseline = []string{base}
+			res, _ := diffJSON(t, tc.o)
+			var text strings.Builder
+			if err := report.WriteDiffText(&text, res, report.DiffOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if res.Gate.Failed != tc.failed || !strings.Contains(text.String(), tc.text) {
+				t.Errorf("gate failed %v, want %v; text lacks %q?\n%s", res.Gate.Failed, tc.failed, tc.text, text.String())
+			}
+			if s := GateSummary(res); tc.failed && !strings.Contains(s, tc.summary) {
+				t.Errorf("summary %q lacks %q", s, tc.summary)
+			}
+		})
+	}
+}
