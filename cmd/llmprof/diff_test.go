@@ -360,10 +360,10 @@ func TestDiffRawRuns(t *testing.T) {
 	t.Fatalf("no tpot.p50 metric in %s", stdout)
 }
 
-// TestDiffStrictHistoryOutput: input warnings are shown and fail --strict;
-// -o writes the report whole; a directory of saved analyses is a baseline
-// history, as are --baseline-history files.
-func TestDiffStrictHistoryOutput(t *testing.T) {
+// TestDiffStrictOutput: input warnings are shown and fail --strict; -o
+// writes the report whole (a directory of saved analyses as a baseline
+// history is internal/driver's TestDiffSavedAnalysesHistory).
+func TestDiffStrictOutput(t *testing.T) {
 	fx := newFixtures(t)
 	warned := map[string]any{"schema": "llmprof.report/v1", "samples": comparetest.Workload{Requests: 400, Seed: 5}.Run(),
 		"warnings": []map[string]any{{"path": "run/trace.jsonl", "pos": "line 812", "code": "truncated", "message": "file ends inside a record"}}}
@@ -384,26 +384,6 @@ func TestDiffStrictHistoryOutput(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(fx.dir); slices.ContainsFunc(ents, func(e os.DirEntry) bool { return strings.HasPrefix(e.Name(), ".llmprof-") }) {
 		t.Error("-o left a temporary file behind")
-	}
-
-	hist := filepath.Join(fx.dir, "history")
-	if err := os.Mkdir(hist, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for i := range uint64(4) {
-		writeJSON(t, hist, fmt.Sprintf("b%d.json", i), analysis(comparetest.Workload{Requests: 400, Seed: 30 + i}.Run()))
-	}
-	for _, args := range [][]string{{hist, fx.same}, {fx.base, fx.same, "--baseline-history", hist}} {
-		code, stdout, stderr := runLLMProf(t, append([]string{"diff", fast, "-f", "json", "--gate", "tpot.p50<+5%"}, args...)...)
-		var doc struct {
-			Unit     string `json:"unit"`
-			Baseline struct {
-				Runs int `json:"runs"`
-			} `json:"baseline"`
-		}
-		if err := json.Unmarshal([]byte(stdout), &doc); err != nil || code != ExitOK || !strings.Contains(doc.Unit, "history") {
-			t.Errorf("%v: exit %d, unit %q, %v; %s", args, code, doc.Unit, err, stderr)
-		}
 	}
 }
 

@@ -6,11 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/llmprof/llmprof/internal/golden"
 	"github.com/llmprof/llmprof/internal/shareddata"
-	"github.com/llmprof/llmprof/synth"
 )
 
 const alexnetTrace = "testdata/kineto/hta-critical_path-alexnet-benchmark_result_2869224_1695835535_trace.json.gz"
@@ -32,58 +30,6 @@ func TestStatsKinetoGolden(t *testing.T) {
 	code, _, errOut := runLLMProf(t, "stats", "nvtx_gpu_proj_trace", file)
 	if code != ExitUsage || !strings.Contains(errOut, "needs an Nsight Systems export") {
 		t.Errorf("a trace report on a Kineto trace: exit %d, %s", code, errOut)
-	}
-}
-
-// demo --kineto writes one PyTorch profiler trace per engine that analyze
-// aligns by the step annotations and joins to the steps.
-func TestDemoKinetoAnalyzes(t *testing.T) {
-	dir := t.TempDir()
-	if code, _, errOut := runLLMProf(t, "demo", "--kineto", "--gzip", "--duration", "6s", "--nsys", "2s", dir); code != ExitOK {
-		t.Fatalf("demo exited %d: %s", code, errOut)
-	}
-	traces, _ := filepath.Glob(filepath.Join(dir, "*.pt.trace.json.gz"))
-	if engines := len(synth.DemoConfig(1, 6*time.Second).Models); len(traces) != engines {
-		t.Fatalf("traces %v, want one per engine", traces)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "gpu.nsys.sqlite.gz")); err == nil {
-		t.Error("--kineto also wrote an nsys export: the GPU side would count twice")
-	}
-	code, out, errOut := runLLMProf(t, "analyze", dir)
-	if code != ExitOK {
-		t.Fatalf("analyze exited %d: %s", code, errOut)
-	}
-	for _, want := range []string{"kineto-json", "refined", "GPU\n", "PER TOKEN"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("analyze output lacks %q:\n%s", want, out)
-		}
-	}
-	if strings.Contains(out, "WARNINGS") || strings.Contains(out, "cannot align") {
-		t.Errorf("analyze warns:\n%s", out)
-	}
-	// The export draws the Kineto side too.
-	pf := filepath.Join(dir, "run.json")
-	if code, _, errOut := runLLMProf(t, "export", "--perfetto", pf, dir); code != ExitOK {
-		t.Fatalf("export exited %d: %s", code, errOut)
-	}
-	b, err := os.ReadFile(pf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc struct {
-		TraceEvents []map[string]any `json:"traceEvents"`
-	}
-	if err := json.Unmarshal(b, &doc); err != nil {
-		t.Fatal(err)
-	}
-	cats := map[string]int{}
-	for _, e := range doc.TraceEvents {
-		if c, ok := e["cat"].(string); ok {
-			cats[c]++
-		}
-	}
-	if cats["nvtx"] == 0 || cats["cuda_runtime"] == 0 {
-		t.Errorf("export categories %v: want the annotations and launches", cats)
 	}
 }
 

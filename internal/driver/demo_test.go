@@ -7,10 +7,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/llmprof/llmprof/export"
 	"github.com/llmprof/llmprof/internal/golden"
+	"github.com/llmprof/llmprof/report"
 	"github.com/llmprof/llmprof/synth"
 )
 
@@ -92,5 +95,57 @@ func TestDemoOptionErrors(t *testing.T) {
 		if err := WriteDemo(o); !errors.As(err, &oe) {
 			t.Errorf("%s: %v, want an *OptionError", name, err)
 		}
+	}
+}
+
+// TestDemoKinetoAnalyzes: demo --kineto writes one PyTorch profiler trace
+// per engine (and no nsys export, or the GPU side would count twice) that
+// the pipeline aligns by the step annotations and joins to the steps, and
+// the Perfetto export draws the Kineto side too.
+func TestDemoKinetoAnalyzes(t *testing.T) {
+	o := demoOptions(t.TempDir(), 6*time.Second)
+	o.Kineto, o.Gzip, o.NsysWindow = true, true, 2*time.Second
+	if err := WriteDemo(o); err != nil {
+		t.Fatal(err)
+	}
+	traces, _ := filepath.Glob(filepath.Join(o.Dir, "*.pt.trace.json.gz"))
+	if engines := len(synth.DemoConfig(1, 6*time.Second).Models); len(traces) != engines {
+		t.Fatalf("traces %v, want one per engine", traces)
+	}
+	if _, err := os.Stat(filepath.Join(o.Dir, "gpu.nsys.sqlite.gz")); err == nil {
+		t.Error("--kineto also wrote an nsys export: the GPU side would count twice")
+	}
+	a := run(t, Options{}, o.Dir)
+	var b bytes.Buffer
+	if err := a.Report(testVersion).WriteText(&b, report.TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{"kineto-json", "refined", "GPU\n", "PER TOKEN"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the report lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "WARNINGS") || strings.Contains(out, "cannot align") {
+		t.Errorf("the report warns:\n%s", out)
+	}
+	b.Reset()
+	if _, err := export.WritePerfetto(&b, a.Trace, PerfettoOptions([]string{o.Dir}, a)); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		TraceEvents []map[string]any `json:"traceEvents"`
+	}
+	if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	cats := map[string]int{}
+	for _, e := range doc.TraceEvents {
+		if c, ok := e["cat"].(string); ok {
+			cats[c]++
+		}
+	}
+	if cats["nvtx"] == 0 || cats["cuda_runtime"] == 0 {
+		t.Errorf("export categories %v: want the annotations and launches", cats)
 	}
 }

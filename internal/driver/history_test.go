@@ -489,3 +489,29 @@ func TestDiffGate(t *testing.T) {
 		})
 	}
 }
+
+// TestDiffSavedAnalysesHistory: a directory of saved analyses is a baseline
+// history, whether it is the <baseline> of one candidate run or named with
+// --baseline-history.
+func TestDiffSavedAnalysesHistory(t *testing.T) {
+	dir := t.TempDir()
+	base := writeJSON(t, dir, "base.json", analysis(comparetest.Workload{Requests: 400, Seed: 1}.Run()))
+	same := writeJSON(t, dir, "same.json", analysis(comparetest.Workload{Requests: 400, Seed: 3}.Run()))
+	hist := filepath.Join(dir, "history")
+	if err := os.Mkdir(hist, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := range uint64(4) {
+		writeJSON(t, hist, fmt.Sprintf("b%d.json", i), analysis(comparetest.Workload{Requests: 400, Seed: 30 + i}.Run()))
+	}
+	for _, o := range []DiffOptions{{Baseline: []string{hist}}, {Baseline: []string{base}, History: []string{hist}}} {
+		o.Candidate, o.Gates = []string{same}, []string{"tpot.p50<+5%"}
+		res, b := diffJSON(t, o)
+		var doc struct {
+			Unit string `json:"unit"`
+		}
+		if err := json.Unmarshal(b, &doc); err != nil || res.Gate.Failed || !strings.Contains(doc.Unit, "history") {
+			t.Errorf("%+v: gate failed %v, unit %q, %v", o, res.Gate.Failed, doc.Unit, err)
+		}
+	}
+}
