@@ -25,11 +25,14 @@ import (
 // run them (cmd/llmprof/diff.go, history.go), rendering with report's
 // writers; cmd/llmprof tests their flags and exit codes.
 
-// diffOptions completes o with diff's flag defaults, and 300 bootstrap
-// replicates (--bootstrap=300) to keep the tests quick.
+// diffOptions completes o with diff's flag defaults, and unless o sets
+// them 300 bootstrap replicates (--bootstrap=300) to keep the tests quick.
 func diffOptions(o DiffOptions) DiffOptions {
 	def := compare.DefaultOptions()
-	o.Alpha, o.Seed, o.Reps, o.Workload = def.Alpha, def.Seed, 300, def.Workload
+	o.Alpha, o.Seed, o.Workload = def.Alpha, def.Seed, def.Workload
+	if o.Reps == 0 {
+		o.Reps = 300
+	}
 	if o.Block == "" {
 		o.Block = "detect"
 	}
