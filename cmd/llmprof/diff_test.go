@@ -11,12 +11,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/llmprof/llmprof/compare"
 	"github.com/llmprof/llmprof/compare/comparetest"
 	"github.com/llmprof/llmprof/internal/shareddata"
-	"github.com/llmprof/llmprof/synth"
 )
 
 // runLLMProf runs the command line with fake streams.
@@ -303,63 +301,6 @@ func TestDiffReadsWhatAnalyzeReads(t *testing.T) {
 	}
 }
 
-// TestDiffRawRuns diffs two raw runs (OTLP directories written by the
-// simulator) through the analyze pipeline: the candidate's llama engine is
-// 40% slower, so its TPOT regression fails the gate and the explanation
-// blames engine-step time, not queueing.
-func TestDiffRawRuns(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name string, speed float64) string {
-		cfg := synth.DefaultConfig(21, 16*time.Second)
-		cfg.Models[0].Speed = speed
-		run, err := synth.Generate(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		d := filepath.Join(dir, name)
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		f, err := os.Create(filepath.Join(d, "trace.pbf"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		if err := run.WriteOTLP(f, synth.StyleLLM, synth.ProtoFramed); err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
-	base, cand := write("base", 1.0), write("cand", 1.4)
-	code, stdout, stderr := runLLMProf(t, "diff", "--format", "json", "--gate", "tpot.p50<+10%", "--gate", "queue.p50<+1000%", base, cand)
-	if code != ExitRegression {
-		t.Fatalf("exit %d, want %d; stderr %s\n%s", code, ExitRegression, stderr, stdout)
-	}
-	var doc struct {
-		Metrics []struct {
-			Name        string
-			Verdict     string
-			Explanation []struct {
-				Bucket  string
-				DeltaMs float64 `json:"delta_ms"`
-			}
-		}
-	}
-	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range doc.Metrics {
-		if m.Name != "tpot.p50" {
-			continue
-		}
-		if m.Verdict != "fail" || len(m.Explanation) == 0 || m.Explanation[0].Bucket == "queue" {
-			t.Fatalf("tpot.p50: verdict %s, explanation %+v", m.Verdict, m.Explanation)
-		}
-		return
-	}
-	t.Fatalf("no tpot.p50 metric in %s", stdout)
-}
-
 // TestDiffStrictOutput: input warnings are shown and fail --strict; -o
 // writes the report whole (a directory of saved analyses as a baseline
 // history is internal/driver's TestDiffSavedAnalysesHistory).
@@ -417,39 +358,5 @@ func TestDiffVLLMBenchResults(t *testing.T) {
 	code, stdout, stderr := runLLMProf(t, "diff", fast, base, cand)
 	if code != ExitOK || !strings.Contains(stdout, "vllm bench serve") || !strings.Contains(stdout, "ttft") {
 		t.Fatalf("exit %d: %s\n%s", code, stdout, stderr)
-	}
-}
-
-// TestDiffReplayedDemo: two demo runs of one workload (--seed) with other
-// system noise (--noise-seed) are recognised as a replay and paired, and
-// the issue's gates do not fail them; a run of another workload decides
-// nothing and says why.
-func TestDiffReplayedDemo(t *testing.T) {
-	dir := t.TempDir()
-	demo := func(name string, args ...string) string {
-		d := filepath.Join(dir, name)
-		if code, _, stderr := runLLMProf(t, append([]string{"demo", "--duration", "6s", "--nsys", "0"}, append(args, d)...)...); code != 0 {
-			t.Fatalf("demo %v: exit %d: %s", args, code, stderr)
-		}
-		return d
-	}
-	a := demo("a", "--seed", "7", "--noise-seed", "1")
-	b := demo("b", "--seed", "7", "--noise-seed", "2")
-	c := demo("c", "--seed", "8", "--noise-seed", "2")
-	gates := []string{"--gate", "tpot.p50<+2%", "--gate", "tpot.p90<+3%", "--gate", "itl.p90<+3%", "--gate", "ttft.p90<+5%"}
-	var doc struct{ Unit, Workload string }
-	code, stdout, stderr := runLLMProf(t, append([]string{"diff", "--format", "json", "--bootstrap", "300", a, b}, gates...)...)
-	if code != ExitOK {
-		t.Fatalf("replayed: exit %d: %s\n%s", code, stderr, stdout)
-	}
-	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
-		t.Fatal(err)
-	}
-	if doc.Workload != "replayed" || doc.Unit != "request (paired)" {
-		t.Errorf("replayed: workload %q, unit %q", doc.Workload, doc.Unit)
-	}
-	code, stdout, _ = runLLMProf(t, "diff", "--bootstrap", "300", a, c, "--gate", "tpot.p50<+5%")
-	if code != ExitOK || !strings.Contains(stdout, "the runs served different workloads") || !strings.Contains(stdout, "INCONCLUSIVE") {
-		t.Errorf("different workloads: exit %d\n%s", code, stdout)
 	}
 }
