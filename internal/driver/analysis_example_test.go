@@ -72,23 +72,14 @@ func TestAnalysisRegistry(t *testing.T) {
 		t.Errorf("JSON analyses %+v (%v), want slowest.e2e_ms %v", doc.Analyses, err, maxE2E)
 	}
 	line := fmt.Sprintf("%.1f ms end to end", maxE2E)
-	var text, md, html bytes.Buffer
-	if err := rep.WriteText(&text, report.TextOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := rep.WriteMarkdown(&md); err != nil {
-		t.Fatal(err)
-	}
-	if err := rep.WriteHTML(&html, a.HTMLViews(rep)); err != nil {
-		t.Fatal(err)
-	}
-	for name, out := range map[string]string{"text": text.String(), "markdown": md.String(), "html": html.String()} {
+	text, md, html := renderAll(t, a)
+	for name, out := range map[string]string{"text": text, "markdown": md, "html": html} {
 		if !strings.Contains(strings.ToLower(out), "slowest request") || !strings.Contains(out, line) {
 			t.Errorf("%s report lacks the slowest request's section (%q):\n%s", name, line, out)
 		}
 	}
-	if i, j := strings.Index(text.String(), "SLOWEST REQUEST"), strings.Index(text.String(), "SOURCES"); i < 0 || j < i {
-		t.Errorf("the section is not before SOURCES in the text report:\n%s", text.String())
+	if i, j := strings.Index(text, "SLOWEST REQUEST"), strings.Index(text, "SOURCES"); i < 0 || j < i {
+		t.Errorf("the section is not before SOURCES in the text report:\n%s", text)
 	}
 
 	opts.RequestsOnly = true

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/llmprof/llmprof/report"
 )
 
 // headlineOf is what one format shows: its findings, in order, and its
@@ -66,19 +64,7 @@ func parseHTML(page string) headlineOf {
 // among them the kernel-level tenant interference, and the sections follow
 // in one order in all three.
 func TestHeadlineFirstInEveryFormat(t *testing.T) {
-	a := run(t, Options{}, demoDir)
-	rep := a.Report(testVersion)
-	var tb, mb, hb strings.Builder
-	if err := rep.WriteText(&tb, report.TextOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := rep.WriteMarkdown(&mb); err != nil {
-		t.Fatal(err)
-	}
-	if err := rep.WriteHTML(&hb, a.HTMLViews(rep)); err != nil {
-		t.Fatal(err)
-	}
-	text, md, page := tb.String(), mb.String(), hb.String()
+	text, md, page := renderAll(t, run(t, Options{}, demoDir))
 	formats := map[string]headlineOf{"text": parseText(text), "markdown": parseMarkdown(md), "html": parseHTML(page)}
 
 	want := formats["text"]
