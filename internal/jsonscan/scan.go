@@ -107,6 +107,9 @@ func (s *Scanner) Rest() []byte { return s.buf[s.i:s.n] }
 // recorded) and ends the text: every later call is a no-op. At the end of
 // the input the message says it ended early instead.
 func (s *Scanner) Fail(msg string) {
+	if s.err == nil && s.i >= s.n && !s.eof {
+		s.fill() // learn whether the input ends here
+	}
 	if s.err == nil {
 		if s.i >= s.n && s.eof {
 			msg = "unexpected end of input (truncated?)"
@@ -229,12 +232,12 @@ func (s *Scanner) literal(lit string) {
 func (s *Scanner) Open(c byte) bool {
 	switch s.Peek() {
 	case c:
-		s.i++
-		s.depth++
-		if s.depth > s.maxDepth() {
+		if s.depth >= s.maxDepth() {
 			s.Fail(fmt.Sprintf("nested more than %d deep", s.maxDepth()))
 			return false
 		}
+		s.i++
+		s.depth++
 		return true
 	case 'n':
 		s.literal("null")

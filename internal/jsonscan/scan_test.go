@@ -172,8 +172,8 @@ func TestResetAt(t *testing.T) {
 	s.ResetAt([]byte(`[[1]]`), 100, 2)
 	s.Skip()
 	var se *SyntaxError
-	if !errors.As(s.Err(), &se) || se.Offset != 102 {
-		t.Fatalf("err = %v, want too deep at byte 102 (after the second bracket)", s.Err())
+	if !errors.As(s.Err(), &se) || se.Offset != 101 {
+		t.Fatalf("err = %v, want too deep at byte 101 (the second bracket)", s.Err())
 	}
 }
 
