@@ -62,9 +62,7 @@ func NewCmdDiff(f *Factory) *cobra.Command {
 	opts.load = func(ctx context.Context, paths []string) (*compare.Input, error) {
 		return driver.Load(ctx, paths, f.pipeline(driver.Options{}))
 	}
-	opts.lopts = compare.LoadOptions{Decoders: f.decoders(), Analyze: func(ctx context.Context, path string) (compare.Run, []string, error) {
-		return driver.CompareRun(ctx, path, f.pipeline(driver.Options{}))
-	}}
+	opts.lopts = compare.LoadOptions{Inputs: driver.RunDecoders(f.pipeline(driver.Options{}))}
 	cmd := &cobra.Command{
 		Use:   "diff [flags] [<baseline>] <candidate>",
 		Short: "Compare two runs statistically; with --gate it is the CI regression gate",

@@ -33,7 +33,7 @@ type diffBaseline struct {
 func loadBaseline(ctx context.Context, opts *DiffOptions, copts compare.Options, cand *compare.Input) (*diffBaseline, error) {
 	hist, positional := opts.History, opts.Baseline
 	if len(hist) == 0 {
-		if len(positional) != 1 || len(cand.Runs) != 1 || !compare.IsSeriesDir(positional[0], opts.lopts.Decoders) {
+		if len(positional) != 1 || len(cand.Runs) != 1 || !compare.IsSeriesDir(positional[0], opts.lopts) {
 			in, err := opts.load(ctx, positional)
 			if err != nil {
 				return nil, err

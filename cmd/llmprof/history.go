@@ -43,9 +43,7 @@ type HistoryOptions struct {
 func NewCmdHistory(f *Factory) *cobra.Command {
 	def := history.DefaultOptions()
 	opts := &HistoryOptions{IO: f.IO, Detect: def.Detect}
-	opts.lopts = compare.LoadOptions{Decoders: f.decoders(), Analyze: func(ctx context.Context, path string) (compare.Run, []string, error) {
-		return driver.CompareRun(ctx, path, f.pipeline(driver.Options{}))
-	}}
+	opts.lopts = compare.LoadOptions{Inputs: driver.RunDecoders(f.pipeline(driver.Options{}))}
 	cmd := &cobra.Command{
 		Use:   "history [flags] DIR|FILE...",
 		Short: "Find the change points of a series of nightly runs, each explained",
