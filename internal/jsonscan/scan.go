@@ -188,6 +188,14 @@ func (s *Scanner) fill() bool {
 
 // Peek skips white space and returns the next byte, 0 at the end.
 func (s *Scanner) Peek() byte {
+	// Most tokens follow the last one directly: that case inlines.
+	if s.i < s.n && s.buf[s.i] > ' ' {
+		return s.buf[s.i]
+	}
+	return s.peekSlow()
+}
+
+func (s *Scanner) peekSlow() byte {
 	for {
 		for s.i < s.n {
 			switch c := s.buf[s.i]; c {
