@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/internal/jsonscan"
 )
 
 // AnalysisSchema is the schema of a saved analysis (`analyze --format
@@ -207,39 +208,25 @@ func IsSeriesDir(p string, opts LoadOptions) bool {
 
 // isSamplesHead reports whether a JSON head carries one of llmprof's own
 // schemas at its top level (a saved analysis, samples, or — to refuse it
-// with a clear message — a diff report).
+// with a clear message — a diff report); in an array, its first element's.
 func isSamplesHead(head []byte) bool {
-	if head[0] == '[' {
-		head = bytes.TrimLeft(head[1:], " \t\r\n")
-		if len(head) == 0 || head[0] != '{' {
+	var s jsonscan.Scanner
+	s.Reset(head)
+	if s.Peek() == '[' {
+		first := true
+		if !s.Open('[') || !s.Elem(&first) {
 			return false
 		}
 	}
-	if head[0] != '{' {
+	if s.Peek() != '{' || !s.Open('{') {
 		return false
 	}
-	dec := json.NewDecoder(bytes.NewReader(head))
-	if _, err := dec.Token(); err != nil {
-		return false
-	}
-	for depth := 1; depth == 1; {
-		key, err := dec.Token()
-		if err != nil {
-			return false
+	for first := true; s.Member(&first); {
+		if string(s.Key()) == "schema" {
+			v := s.Str()
+			return s.Err() == nil && bytes.HasPrefix(v, []byte("llmprof."))
 		}
-		k, ok := key.(string)
-		if !ok {
-			return false
-		}
-		if k == "schema" {
-			v, err := dec.Token()
-			s, _ := v.(string)
-			return err == nil && strings.HasPrefix(s, "llmprof.")
-		}
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
-			return false
-		}
+		s.Skip()
 	}
 	return false
 }
