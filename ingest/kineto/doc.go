@@ -16,8 +16,9 @@
 // GPU-annotation spans; [memory] instant events memory events;
 // deviceProperties the devices and distributedInfo the rank.
 //
-// The file is scanned as a token stream (scanner), an event at a time:
-// memory is the model plus a window as long as the longest event. Times
+// The file is scanned as a token stream (internal/jsonscan in stream
+// mode), an event at a time: memory is the model plus a window as long as
+// the longest event. Times
 // are parsed from their decimal text into integer ns (a float64 cannot
 // hold an epoch µs timestamp to the ns) and placed on the Unix clock by
 // adding baseTimeNanoseconds once the whole file is read, wherever the key
