@@ -59,7 +59,7 @@ type LoadOptions struct {
 // (hand-written samples). driver.RunDecoders puts the raw traces before the
 // last.
 func RunFileDecoders() []RunDecoder {
-	return []RunDecoder{SavedRuns{}, VLLMBench{}, VLLMSummary{}, UnmarkedSamples{}}
+	return []RunDecoder{SavedRuns(), VLLMBench(), VLLMSummary(), UnmarkedSamples()}
 }
 
 func (o LoadOptions) inputs() []RunDecoder {
@@ -98,31 +98,48 @@ func (o LoadOptions) raw(ctx context.Context, in *ingest.Input, out *Input) erro
 // mark.
 func head(in *ingest.Input) []byte { return bytes.TrimLeft(in.Head, " \t\r\n\xef\xbb\xbf") }
 
+// runFile is a RunDecoder of a file of runs this package reads, known by
+// its head (past white space and a byte-order mark; never empty).
+type runFile struct {
+	name  string
+	sniff func(head []byte) bool
+	read  func(out *Input, in *ingest.Input) error
+}
+
+func (r runFile) Name() string   { return r.name }
+func (r runFile) RawTrace() bool { return false }
+func (r runFile) Sniff(in *ingest.Input) bool {
+	h := head(in)
+	return len(h) > 0 && r.sniff(h)
+}
+func (r runFile) DecodeRuns(_ context.Context, in *ingest.Input, out *Input) error {
+	return r.read(out, in)
+}
+
 // SavedRuns reads llmprof's own run files, known by their schema: a saved
 // analysis (`analyze --format json`, AnalysisSchema) and a samples file
 // (SamplesSchema), and refuses the other llmprof documents with a reason.
-type SavedRuns struct{}
-
-func (SavedRuns) Name() string                { return "llmprof-runs" }
-func (SavedRuns) Sniff(in *ingest.Input) bool { h := head(in); return len(h) > 0 && isSamplesHead(h) }
-func (SavedRuns) RawTrace() bool              { return false }
-func (SavedRuns) DecodeRuns(_ context.Context, in *ingest.Input, out *Input) error {
-	return out.loadSamples(in.Path, in)
-}
+func SavedRuns() RunDecoder { return runFile{"llmprof-runs", isSamplesHead, (*Input).loadSamples} }
 
 // UnmarkedSamples reads JSON without a schema marker as hand-written
 // samples (one run or an array of runs); it comes after every other JSON
 // format.
-type UnmarkedSamples struct{}
-
-func (UnmarkedSamples) Name() string { return "samples" }
-func (UnmarkedSamples) Sniff(in *ingest.Input) bool {
-	h := head(in)
-	return len(h) > 0 && (h[0] == '{' || h[0] == '[')
+func UnmarkedSamples() RunDecoder {
+	return runFile{"samples", func(h []byte) bool { return h[0] == '{' || h[0] == '[' }, (*Input).loadSamples}
 }
-func (UnmarkedSamples) RawTrace() bool { return false }
-func (UnmarkedSamples) DecodeRuns(_ context.Context, in *ingest.Input, out *Input) error {
-	return out.loadSamples(in.Path, in)
+
+// VLLMBench reads a `vllm bench serve --save-result` file (see vllmBench),
+// one run per result.
+func VLLMBench() RunDecoder {
+	return runFile{"vllm-bench", func(h []byte) bool { return ingest.BenchResultKind(h) == ingest.BenchServe }, (*Input).loadVLLMBench}
+}
+
+// VLLMSummary is the summary table of vLLM's nightly benchmark, which holds
+// no per-request figures: it is refused with a pointer to the files that
+// do.
+func VLLMSummary() RunDecoder {
+	return runFile{"vllm-bench-summary", func(h []byte) bool { return ingest.BenchResultKind(h) == ingest.BenchSummary },
+		func(_ *Input, in *ingest.Input) error { return fmt.Errorf(vllmSummaryError, in.Path) }}
 }
 
 // Input is what Load read for one side.
@@ -282,7 +299,8 @@ func (out *Input) loadSeries(ctx context.Context, dir string, opts LoadOptions) 
 	return nil
 }
 
-func (out *Input) loadSamples(p string, in *ingest.Input) error {
+func (out *Input) loadSamples(in *ingest.Input) error {
+	p := in.Path
 	runs, warns, err := readSamples(in)
 	if err != nil {
 		return fmt.Errorf("%s: %w", p, err)

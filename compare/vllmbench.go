@@ -2,7 +2,6 @@ package compare
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -62,35 +61,9 @@ const derivedNote = "%s: this vLLM's bench result has no \"latencies\" (benchmar
 const vllmSummaryError = "%s: the summary table of vLLM's nightly benchmark (benchmark_results.json: one row of aggregates per test, \"Test name\", \"Median TTFT (ms)\"…), not a per-request result: " +
 	"means and percentiles alone cannot give an interval; pass the per-request result file of each test instead (the <test name>.json that benchmark_serving.py --save-result, or vllm bench serve --save-result --save-detailed, writes beside it), one per run"
 
-// VLLMBench reads a `vllm bench serve --save-result` file (see vllmBench),
-// one run per result.
-type VLLMBench struct{}
-
-func (VLLMBench) Name() string { return "vllm-bench" }
-func (VLLMBench) Sniff(in *ingest.Input) bool {
-	return ingest.BenchResultKind(head(in)) == ingest.BenchServe
-}
-func (VLLMBench) RawTrace() bool { return false }
-func (VLLMBench) DecodeRuns(_ context.Context, in *ingest.Input, out *Input) error {
-	return out.loadVLLMBench(in.Path, in)
-}
-
-// VLLMSummary is the summary table of vLLM's nightly benchmark, which holds
-// no per-request figures: it is refused with a pointer to the files that
-// do.
-type VLLMSummary struct{}
-
-func (VLLMSummary) Name() string { return "vllm-bench-summary" }
-func (VLLMSummary) Sniff(in *ingest.Input) bool {
-	return ingest.BenchResultKind(head(in)) == ingest.BenchSummary
-}
-func (VLLMSummary) RawTrace() bool { return false }
-func (VLLMSummary) DecodeRuns(_ context.Context, in *ingest.Input, _ *Input) error {
-	return fmt.Errorf(vllmSummaryError, in.Path)
-}
-
 // loadVLLMBench reads every run of a bench result file.
-func (out *Input) loadVLLMBench(p string, in *ingest.Input) error {
+func (out *Input) loadVLLMBench(in *ingest.Input) error {
+	p := in.Path
 	rc, err := in.Open()
 	if err != nil {
 		return err

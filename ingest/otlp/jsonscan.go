@@ -26,21 +26,27 @@ func (s *jsonScanner) resetNested(b []byte, depth int) {
 	s.ResetAt(b, 0, depth)
 }
 
+// scalar reads a number's text, or a string's (quoted); ok is false for
+// null and on error.
+func (s *jsonScanner) scalar() (tok []byte, quoted, ok bool) {
+	switch s.Peek() {
+	case '"':
+		tok, quoted = s.Str(), true
+	case 'n':
+		s.Literal()
+		return nil, false, false
+	default:
+		tok = s.Number()
+	}
+	return tok, quoted, s.Err() == nil
+}
+
 // int64 reads a 64-bit integer written as a JSON number or a decimal string
 // (proto3 JSON writes int64 and fixed64 as strings; some emitters don't). A
 // number with a fraction or exponent is rounded toward zero.
 func (s *jsonScanner) int64() int64 {
-	var tok []byte
-	switch c := s.Peek(); {
-	case c == '"':
-		tok = s.Str()
-	case c == 'n':
-		s.Literal()
-		return 0
-	default:
-		tok = s.Number()
-	}
-	if s.Err() != nil {
+	tok, _, ok := s.scalar()
+	if !ok {
 		return 0
 	}
 	v, ok := parseInt(tok)
@@ -97,10 +103,11 @@ func parseIntSlow(b []byte) (int64, bool) {
 // float64 reads a double: a JSON number, or a string holding one or
 // "NaN"/"Infinity"/"-Infinity" (proto3 JSON).
 func (s *jsonScanner) float64() float64 {
-	var tok []byte
-	switch c := s.Peek(); {
-	case c == '"':
-		tok = s.Str()
+	tok, quoted, ok := s.scalar()
+	if !ok {
+		return 0
+	}
+	if quoted {
 		switch string(tok) {
 		case "NaN":
 			return math.NaN()
@@ -109,14 +116,6 @@ func (s *jsonScanner) float64() float64 {
 		case "-Infinity":
 			return math.Inf(-1)
 		}
-	case c == 'n':
-		s.Literal()
-		return 0
-	default:
-		tok = s.Number()
-	}
-	if s.Err() != nil {
-		return 0
 	}
 	f, err := strconv.ParseFloat(string(tok), 64)
 	if err != nil {

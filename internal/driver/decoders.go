@@ -45,11 +45,11 @@ func Decoders() []ingest.Decoder {
 // sniffs goes to the trace row, so that the pipeline says what it is not.
 func RunDecoders(opts Options) []compare.RunDecoder {
 	return []compare.RunDecoder{
-		compare.SavedRuns{},
-		compare.VLLMBench{},
-		compare.VLLMSummary{},
+		compare.SavedRuns(),
+		compare.VLLMBench(),
+		compare.VLLMSummary(),
 		traceRuns{opts},
-		compare.UnmarkedSamples{},
+		compare.UnmarkedSamples(),
 	}
 }
 
