@@ -1,0 +1,551 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/llmprof/llmprof/attribution"
+	"github.com/llmprof/llmprof/compare"
+	"github.com/llmprof/llmprof/ingest"
+)
+
+// The analysis report's JSON is written by hand: encoding/json's Encoder
+// with an indent reflects over every value, re-validates and compacts what
+// each MarshalJSON returns, then indents the whole document in a second
+// pass, and the report's samples (compare.Run: a few numbers per request
+// and per output-token bucket) make that document grow with the run (tens
+// of MB for a busy one). jsonWriter appends the indented text directly,
+// byte for byte what that Encoder (SetIndent("", "  "), SetEscapeHTML(false))
+// writes: TestWriteJSONMatchesEncoder checks it on the goldens and on
+// randomized reports, and TestWriteJSONCoversEveryField that every field of
+// the types written here is handled.
+//
+// Only the parts whose size grows with the input, and the structs around
+// them, are written field by field: the report itself, its sources,
+// findings, warnings, requests (with every group's summary) and stages, and
+// the samples. The sections bounded by the number of devices, tenants,
+// models or clocks (alignment, GPU, tokens, tenants, infrastructure, …) go
+// through encoding/json (jsonWriter.value), so their types need no code here.
+
+// jsonWriter appends indented JSON to b. The first error (a NaN or infinity
+// in a plain float64, which encoding/json refuses too) sticks.
+type jsonWriter struct {
+	b     []byte
+	depth int
+	// open has one entry per open object or array: whether it has no
+	// member yet.
+	open []bool
+	err  error
+	// scratch and its encoders serve value and the strings that need
+	// escaping.
+	scratch bytes.Buffer
+	enc     *json.Encoder
+	encHTML *json.Encoder
+	indent  bytes.Buffer
+}
+
+func newJSONWriter() *jsonWriter {
+	w := &jsonWriter{}
+	w.enc = json.NewEncoder(&w.scratch)
+	w.enc.SetEscapeHTML(false)
+	w.encHTML = json.NewEncoder(&w.scratch)
+	return w
+}
+
+func (w *jsonWriter) newline() {
+	w.b = append(w.b, '\n')
+	for range w.depth {
+		w.b = append(w.b, "  "...)
+	}
+}
+
+// next starts the next member of the innermost object or array.
+func (w *jsonWriter) next() {
+	top := len(w.open) - 1
+	if !w.open[top] {
+		w.b = append(w.b, ',')
+	}
+	w.open[top] = false
+	w.newline()
+}
+
+func (w *jsonWriter) begin(c byte) {
+	w.b = append(w.b, c)
+	w.depth++
+	w.open = append(w.open, true)
+}
+
+func (w *jsonWriter) end(c byte) {
+	w.depth--
+	top := len(w.open) - 1
+	if !w.open[top] {
+		w.newline()
+	}
+	w.open = w.open[:top]
+	w.b = append(w.b, c)
+}
+
+func (w *jsonWriter) beginObject() { w.begin('{') }
+func (w *jsonWriter) endObject()   { w.end('}') }
+func (w *jsonWriter) beginArray()  { w.begin('[') }
+func (w *jsonWriter) endArray()    { w.end(']') }
+
+// key starts an object member; k is a field name that needs no escaping.
+func (w *jsonWriter) key(k string) {
+	w.next()
+	w.b = append(w.b, '"')
+	w.b = append(w.b, k...)
+	w.b = append(w.b, `": `...)
+}
+
+// mapKey starts an object member named by a map key (escaped as a string).
+func (w *jsonWriter) mapKey(k string, html bool) {
+	w.next()
+	w.str(k, html)
+	w.b = append(w.b, ": "...)
+}
+
+// str writes s as a JSON string. html escapes <, > and & as \u003c, …:
+// json.Marshal does, and the samples' MarshalJSON goes through it.
+func (w *jsonWriter) str(s string, html bool) {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' || html && (c == '<' || c == '>' || c == '&') {
+			w.escaped(s, html)
+			return
+		}
+	}
+	w.b = append(w.b, '"')
+	w.b = append(w.b, s...)
+	w.b = append(w.b, '"')
+}
+
+// escaped writes a string with characters to escape through encoding/json,
+// so that its rules (invalid UTF-8, U+2028, \b, …) are the same by
+// construction.
+func (w *jsonWriter) escaped(s string, html bool) {
+	w.scratch.Reset()
+	enc := w.enc
+	if html {
+		enc = w.encHTML
+	}
+	if err := enc.Encode(s); err != nil {
+		w.fail(err)
+		return
+	}
+	w.b = append(w.b, bytes.TrimSuffix(w.scratch.Bytes(), []byte("\n"))...)
+}
+
+func (w *jsonWriter) int(v int64) { w.b = strconv.AppendInt(w.b, v, 10) }
+
+func (w *jsonWriter) bool(v bool) { w.b = strconv.AppendBool(w.b, v) }
+
+func (w *jsonWriter) null() { w.b = append(w.b, "null"...) }
+
+// float writes v as encoding/json writes a float64 (its floatEncoder):
+// shortest digits, exponent form below 1e-6 and from 1e21, "e-07" as
+// "e-7"; NaN and infinities are an error.
+func (w *jsonWriter) float(v float64) {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		w.fail(&json.UnsupportedValueError{Str: strconv.FormatFloat(v, 'g', -1, 64)})
+		w.null()
+		return
+	}
+	format := byte('f')
+	if a := math.Abs(v); a != 0 && (a < 1e-6 || a >= 1e21) {
+		format = 'e'
+	}
+	w.b = strconv.AppendFloat(w.b, v, format, -1, 64)
+	if format == 'e' {
+		if n := len(w.b); n >= 4 && w.b[n-4] == 'e' && w.b[n-3] == '-' && w.b[n-2] == '0' {
+			w.b[n-2] = w.b[n-1]
+			w.b = w.b[:n-1]
+		}
+	}
+}
+
+func (w *jsonWriter) fail(err error) {
+	if w.err == nil {
+		w.err = err
+	}
+}
+
+// value writes v through encoding/json, indented in place.
+func (w *jsonWriter) value(v any) {
+	w.scratch.Reset()
+	if err := w.enc.Encode(v); err != nil {
+		w.fail(err)
+		w.null()
+		return
+	}
+	w.indented(bytes.TrimSuffix(w.scratch.Bytes(), []byte("\n")))
+}
+
+// indented writes compact JSON indented at the current depth.
+func (w *jsonWriter) indented(compact []byte) {
+	w.indent.Reset()
+	if err := json.Indent(&w.indent, compact, strings.Repeat("  ", w.depth), "  "); err != nil {
+		w.fail(err)
+		w.null()
+		return
+	}
+	w.b = append(w.b, w.indent.Bytes()...)
+}
+
+// WriteJSON writes the report as indented JSON with "schema":
+// "llmprof.report/v1". Unknown metrics are null, never 0.
+func (r *Report) WriteJSON(w io.Writer) error {
+	jw := newJSONWriter()
+	jw.report(r)
+	if jw.err != nil {
+		return jw.err
+	}
+	jw.b = append(jw.b, '\n')
+	_, err := w.Write(jw.b)
+	return err
+}
+
+func (w *jsonWriter) report(r *Report) {
+	w.beginObject()
+	w.key("schema")
+	w.str(r.Schema, false)
+	w.key("llmprof_version")
+	w.str(r.Version, false)
+	if r.Unrelated != "" {
+		w.key("unrelated_inputs")
+		w.str(r.Unrelated, false)
+	}
+	w.key("headline")
+	if r.Headline == nil {
+		w.null()
+	} else {
+		w.beginArray()
+		for _, f := range r.Headline {
+			w.next()
+			w.beginObject()
+			w.key("kind")
+			w.str(string(f.Kind), false)
+			w.key("text")
+			w.str(f.Text, false)
+			w.key("section")
+			w.str(f.Section, false)
+			w.endObject()
+		}
+		w.endArray()
+	}
+	w.key("sources")
+	if r.Sources == nil {
+		w.null()
+	} else {
+		w.beginArray()
+		for _, s := range r.Sources {
+			w.next()
+			w.source(s)
+		}
+		w.endArray()
+	}
+	w.key("alignment")
+	w.value(r.Alignment)
+	if r.Causality != nil {
+		w.key("causality")
+		w.value(r.Causality)
+	}
+	w.key("requests")
+	w.requests(r.Requests)
+	w.key("stages")
+	if r.Stages == nil {
+		w.null()
+	} else {
+		w.beginArray()
+		for _, s := range r.Stages {
+			w.next()
+			w.beginObject()
+			w.key("name")
+			w.str(s.Name, false)
+			w.key("total_ms")
+			w.float(s.TotalMs)
+			w.key("share")
+			w.float(s.Share)
+			w.endObject()
+		}
+		w.endArray()
+	}
+	if r.BlindSpots != nil {
+		w.key("blind_spots")
+		w.value(r.BlindSpots)
+	}
+	if r.KVCache != nil {
+		w.key("kv_cache")
+		w.value(r.KVCache)
+	}
+	if len(r.ModelEvents) > 0 {
+		w.key("model_events")
+		w.value(r.ModelEvents)
+	}
+	if r.Tokens != nil {
+		w.key("tokens")
+		w.value(r.Tokens)
+	}
+	if r.GPU != nil {
+		w.key("gpu")
+		w.value(r.GPU)
+	}
+	if r.GPUCoverage != nil {
+		w.key("gpu_coverage")
+		w.value(r.GPUCoverage)
+	}
+	if r.Tenants != nil {
+		w.key("tenants")
+		w.value(r.Tenants)
+	}
+	if r.TenantsNote != "" {
+		w.key("tenants_note")
+		w.str(r.TenantsNote, false)
+	}
+	if r.Infrastructure != nil {
+		w.key("infrastructure")
+		w.value(r.Infrastructure)
+	}
+	w.key("warnings")
+	w.warnings(r.Warnings)
+	if r.Samples != nil {
+		w.key("samples")
+		w.samples(r.Samples)
+	}
+	w.endObject()
+}
+
+func (w *jsonWriter) source(s Source) {
+	w.beginObject()
+	w.key("path")
+	w.str(s.Path, false)
+	w.key("format")
+	w.str(s.Format, false)
+	if s.Producer != "" {
+		w.key("producer")
+		w.str(s.Producer, false)
+	}
+	w.key("spans")
+	w.int(int64(s.Spans))
+	w.key("gpu_ops")
+	w.int(int64(s.GPUOps))
+	w.key("samples")
+	w.int(int64(s.Samples))
+	w.key("warnings")
+	w.int(int64(s.Warnings))
+	w.endObject()
+}
+
+func (w *jsonWriter) warnings(ws []ingest.Warning) {
+	if ws == nil {
+		w.null()
+		return
+	}
+	w.beginArray()
+	for _, x := range ws {
+		w.next()
+		w.beginObject()
+		if x.Path != "" {
+			w.key("path")
+			w.str(x.Path, false)
+		}
+		if x.Pos != "" {
+			w.key("pos")
+			w.str(x.Pos, false)
+		}
+		w.key("code")
+		w.str(x.Code, false)
+		w.key("message")
+		w.str(x.Msg, false)
+		if x.More != 0 {
+			w.key("more")
+			w.int(int64(x.More))
+		}
+		w.endObject()
+	}
+	w.endArray()
+}
+
+func (w *jsonWriter) requests(q *Requests) {
+	if q == nil {
+		w.null()
+		return
+	}
+	w.beginObject()
+	w.summaryFields(&q.Summary)
+	w.key("conventions")
+	if q.Styles == nil {
+		w.null()
+	} else {
+		w.beginObject()
+		for _, k := range slices.Sorted(maps.Keys(q.Styles)) {
+			w.mapKey(k, false)
+			w.int(int64(q.Styles[k]))
+		}
+		w.endObject()
+	}
+	for _, g := range []struct {
+		key string
+		m   map[string]attribution.Summary
+	}{{"by_tenant", q.ByTenant}, {"by_model", q.ByModel}} {
+		w.key(g.key)
+		if g.m == nil {
+			w.null()
+			continue
+		}
+		w.beginObject()
+		for _, k := range slices.Sorted(maps.Keys(g.m)) {
+			w.mapKey(k, false)
+			s := g.m[k]
+			w.beginObject()
+			w.summaryFields(&s)
+			w.endObject()
+		}
+		w.endObject()
+	}
+	w.key("slo")
+	w.value(q.SLO)
+	if q.E2ESource != nil {
+		w.key("e2e_source")
+		w.value(q.E2ESource)
+	}
+	w.endObject()
+}
+
+// summaryFields writes a summary's members into the open object (Requests
+// embeds one).
+func (w *jsonWriter) summaryFields(s *attribution.Summary) {
+	w.key("count")
+	w.int(int64(s.Requests))
+	w.key("metrics")
+	w.beginObject()
+	for _, d := range []struct {
+		key string
+		d   *attribution.Distribution
+	}{{"ttft", &s.Metrics.TTFT}, {"tpot", &s.Metrics.TPOT}, {"itl", &s.Metrics.ITL}, {"e2e", &s.Metrics.E2E}, {"queue", &s.Metrics.Queue}} {
+		w.key(d.key)
+		b, err := d.d.MarshalJSON()
+		if err != nil {
+			w.fail(err)
+		}
+		w.indented(b)
+	}
+	w.endObject()
+	w.key("duration_s")
+	w.float(s.Duration)
+	w.key("input_tokens")
+	w.int(s.InputTokens)
+	w.key("output_tokens")
+	w.int(s.OutputTokens)
+	w.key("output_tokens_per_s")
+	w.float(s.Throughput)
+	if s.Goodput != nil {
+		w.key("goodput")
+		w.value(s.Goodput)
+	}
+}
+
+// samples writes what compare.Run.MarshalJSON writes, indented: its schema
+// marker first, and strings escaped for HTML as json.Marshal does.
+func (w *jsonWriter) samples(r *compare.Run) {
+	w.beginObject()
+	w.key("schema")
+	w.str(compare.SamplesSchema, true)
+	if r.RunID != "" {
+		w.key("run_id")
+		w.str(r.RunID, true)
+	}
+	if len(r.Models) > 0 {
+		w.key("models")
+		w.beginArray()
+		for _, m := range r.Models {
+			w.next()
+			w.str(m, true)
+		}
+		w.endArray()
+	}
+	w.key("duration_ms")
+	w.float(r.DurationMS)
+	w.key("requests")
+	w.int(int64(r.Requests))
+	w.key("completed")
+	w.int(int64(r.Completed))
+	if r.SLO != "" {
+		w.key("slo")
+		w.str(r.SLO, true)
+	}
+	if r.Good != 0 {
+		w.key("good")
+		w.int(int64(r.Good))
+	}
+	for _, s := range []struct {
+		key string
+		s   compare.Series
+	}{
+		{"ttft_ms", r.TTFT}, {"tpot_ms", r.TPOT}, {"e2e_ms", r.E2E}, {"queue_ms", r.Queue},
+		{"output_tokens", r.OutputTokens}, {"input_tokens", r.InputTokens}, {"arrival_ms", r.ArrivalMS}, {"itl_ms", r.ITL},
+	} {
+		if len(s.s) > 0 {
+			w.key(s.key)
+			w.series(s.s)
+		}
+	}
+	if len(r.ITLCounts) > 0 {
+		w.key("itl_counts")
+		w.beginArray()
+		for _, n := range r.ITLCounts {
+			w.next()
+			w.int(int64(n))
+		}
+		w.endArray()
+	}
+	for _, m := range []struct {
+		key       string
+		m         map[string]compare.Series
+		omitEmpty bool
+	}{{"stages_ms", r.Stages, true}, {"tokens_ms", r.Tokens, true}, {"first_token_ms", r.FirstToken, true}, {"tenants_ms", r.Tenants, false}} {
+		if m.omitEmpty && len(m.m) == 0 {
+			continue
+		}
+		w.key(m.key)
+		if m.m == nil {
+			w.null()
+			continue
+		}
+		w.beginObject()
+		for _, k := range slices.Sorted(maps.Keys(m.m)) {
+			w.mapKey(k, true)
+			w.series(m.m[k])
+		}
+		w.endObject()
+	}
+	if r.TokensEstimated {
+		w.key("tokens_estimated")
+		w.bool(true)
+	}
+	w.endObject()
+}
+
+// series writes what compare.Series.MarshalJSON writes, indented: shortest
+// 'g' digits, null for NaN and infinities.
+func (w *jsonWriter) series(s compare.Series) {
+	if s == nil {
+		w.null()
+		return
+	}
+	w.beginArray()
+	for _, v := range s {
+		w.next()
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			w.null()
+			continue
+		}
+		w.b = strconv.AppendFloat(w.b, v, 'g', -1, 64)
+	}
+	w.endArray()
+}
