@@ -21,8 +21,15 @@ func TestTokenSummaryPerRequestSums(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := Analyze(synthtrace.WithGPU(t, run, true), DefaultOptions)
-	got := summarizeTokens(res, 0)
+	checkPerTokenSums(t, Analyze(synthtrace.WithGPU(t, run, true), DefaultOptions), 0)
+}
+
+// checkPerTokenSums checks summarizeTokens against every token of res added
+// to every group it belongs to, and its stalls (over the stall threshold;
+// 0: the automatic one) against a second walk.
+func checkPerTokenSums(t *testing.T, res *Result, stall time.Duration) {
+	t.Helper()
+	got := summarizeTokens(res, stall)
 	if got.Stalls.Count == 0 || len(got.ByTenant) < 2 || len(got.ByModel) < 1 {
 		t.Fatalf("the run should have stalls, tenants and models: %d stalls, %d tenants, %d models",
 			got.Stalls.Count, len(got.ByTenant), len(got.ByModel))
@@ -93,7 +100,7 @@ func TestTokenSummaryPerRequestSums(t *testing.T) {
 	// The stalls found by walking the tokens again.
 	defer func(n int) { stallCandidatesMax = n }(stallCandidatesMax)
 	stallCandidatesMax = 0
-	if again := summarizeTokens(res, 0); !reflect.DeepEqual(again, got) {
+	if again := summarizeTokens(res, stall); !reflect.DeepEqual(again, got) {
 		t.Errorf("stalls from the kept tokens %+v, from a second walk %+v", got.Stalls, again.Stalls)
 	}
 }
