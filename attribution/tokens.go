@@ -515,7 +515,8 @@ func stageSplit(r *Request, segs []StageSegment, before, after Bucket, from, to 
 // (1 ≤ lo < hi ≤ the tokens), summed as one stretch from token lo−1 to
 // token hi−1 (stageSplit), which is exactly the sum of their splits; and
 // each decode token whose interval exceeds limit (with hasLimit) to stall,
-// split alone, in index order. ok is false, with nothing called, for a
+// split alone, in index order. Evenly estimated token times are computed
+// only at the runs' ends when no interval can exceed limit. ok is false, with nothing called, for a
 // request the shortcut does not cover: walk it token by token.
 func (w *tokenWalker) stageRuns(ri int, runs [][2]int, hasLimit bool, limit int64,
 	first func(*TokenBreakdown), run func(pos, n int, estimated bool, g *BucketShares), stall func(*TokenBreakdown)) bool {
@@ -523,25 +524,47 @@ func (w *tokenWalker) stageRuns(ri int, runs [][2]int, hasLimit bool, limit int6
 		return false
 	}
 	r := &w.res.Requests[ri]
-	times, estimated := tokenTimes(r, w.times)
-	if len(times) == 0 {
-		return true
-	}
-	if estimated {
-		w.times = times
-	}
-	for i := 1; i < len(times); i++ {
-		if times[i] < times[i-1] {
-			return false
+	var (
+		times     []int64
+		estimated bool
+		n         int
+		at        func(i int) int64 // token i's time
+	)
+	if span, k := r.LastToken-r.FirstToken, r.OutputTokens; len(r.Tokens) == 0 && r.FirstToken != 0 && k > 1 && span > 0 &&
+		(!hasLimit || span/int64(k-1)+3 <= limit) {
+		// Evenly estimated times (tokenTimes' formula, in time order by
+		// construction) that no stall can be among, whatever the rounding:
+		// only the runs' ends are needed.
+		estimated, n = true, k
+		at = func(i int) int64 {
+			if i == k-1 {
+				return r.LastToken
+			}
+			return r.FirstToken + int64(float64(span)*float64(i)/float64(k-1))
 		}
+		hasLimit = false
+	} else {
+		times, estimated = tokenTimes(r, w.times)
+		if len(times) == 0 {
+			return true
+		}
+		if estimated {
+			w.times = times
+		}
+		for i := 1; i < len(times); i++ {
+			if times[i] < times[i-1] {
+				return false
+			}
+		}
+		n = len(times)
+		at = func(i int) int64 { return times[i] }
 	}
 	before, after := r.uncoveredBuckets()
-	tb, from := tokenInterval(r, ri, 0, times, estimated)
-	if times[0] >= from {
-		stageSplit(r, r.segments, before, after, from, times[0], &tb.Buckets)
+	tb, from := TokenBreakdown{Request: ri, EmittedAt: at(0), Interval: max(at(0)-r.Arrival, 0), Estimated: estimated, Step: -1}, r.Arrival
+	if at(0) >= from {
+		stageSplit(r, r.segments, before, after, from, at(0), &tb.Buckets)
 	}
 	first(&tb)
-	n := len(times)
 	for pos, rg := range runs {
 		lo, hi := max(rg[0], 1), min(rg[1], n)
 		if lo >= hi {
@@ -549,8 +572,8 @@ func (w *tokenWalker) stageRuns(ri int, runs [][2]int, hasLimit bool, limit int6
 		}
 		var g BucketShares
 		g.Tokens = hi - lo
-		g.intervalNs = times[hi-1] - times[lo-1]
-		stageSplit(r, r.segments, before, after, times[lo-1], times[hi-1], &g.sums)
+		g.intervalNs = at(hi-1) - at(lo-1)
+		stageSplit(r, r.segments, before, after, at(lo-1), at(hi-1), &g.sums)
 		run(pos, hi-lo, estimated, &g)
 		if !hasLimit {
 			continue
