@@ -28,16 +28,11 @@ func countStageRuns(res *Result) int {
 
 // Requests with no engine steps are summed a run of tokens at a time: the
 // figures, per-request sums and stalls are those of every token added one by
-// one (stalls over the mean interval), on vLLM-style spans (token times estimated from TTFT and TPOT) and on
-// OTLP exporter batches with per-token events.
+// one (stalls over the mean interval), on vLLM-style spans (token times
+// estimated from TTFT and TPOT) and on OTLP exporter batches with per-token
+// events.
 func TestTokenSummaryStageRuns(t *testing.T) {
-	cfg := synth.DefaultConfig(12, 15*time.Second)
-	cfg.StallProbability = 0.01
-	cfg.StallNs = 80_000_000
-	run, err := synth.Generate(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	run := stallingRun(t)
 	var batches bytes.Buffer
 	g := &otlptest.Synthetic{Seed: 3}
 	for range 8 {

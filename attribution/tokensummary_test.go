@@ -14,6 +14,12 @@ import (
 // of adding every token to every group, and the stalls those of a second
 // walk (which it falls back to when it kept too many).
 func TestTokenSummaryPerRequestSums(t *testing.T) {
+	checkPerTokenSums(t, Analyze(synthtrace.WithGPU(t, stallingRun(t), true), DefaultOptions), 0)
+}
+
+// stallingRun is a simulated 15 s run in which 1% of the steps stall.
+func stallingRun(t *testing.T) *synth.Run {
+	t.Helper()
 	cfg := synth.DefaultConfig(12, 15*time.Second)
 	cfg.StallProbability = 0.01
 	cfg.StallNs = 80_000_000
@@ -21,7 +27,7 @@ func TestTokenSummaryPerRequestSums(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkPerTokenSums(t, Analyze(synthtrace.WithGPU(t, run, true), DefaultOptions), 0)
+	return run
 }
 
 // checkPerTokenSums checks summarizeTokens against every token of res added

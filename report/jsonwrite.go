@@ -141,6 +141,29 @@ func (w *jsonWriter) escaped(s string, html bool) {
 	w.b = append(w.b, bytes.TrimSuffix(w.scratch.Bytes(), []byte("\n"))...)
 }
 
+// strField, intField and floatField write a member; with omitEmpty a zero
+// value is left out, as the field's omitempty tag says.
+func (w *jsonWriter) strField(k, v string, omitEmpty bool) {
+	if omitEmpty && v == "" {
+		return
+	}
+	w.key(k)
+	w.str(v, false)
+}
+
+func (w *jsonWriter) intField(k string, v int64, omitEmpty bool) {
+	if omitEmpty && v == 0 {
+		return
+	}
+	w.key(k)
+	w.int(v)
+}
+
+func (w *jsonWriter) floatField(k string, v float64) {
+	w.key(k)
+	w.float(v)
+}
+
 func (w *jsonWriter) int(v int64) { w.b = strconv.AppendInt(w.b, v, 10) }
 
 func (w *jsonWriter) bool(v bool) { w.b = strconv.AppendBool(w.b, v) }
@@ -212,14 +235,9 @@ func (r *Report) WriteJSON(w io.Writer) error {
 
 func (w *jsonWriter) report(r *Report) {
 	w.beginObject()
-	w.key("schema")
-	w.str(r.Schema, false)
-	w.key("llmprof_version")
-	w.str(r.Version, false)
-	if r.Unrelated != "" {
-		w.key("unrelated_inputs")
-		w.str(r.Unrelated, false)
-	}
+	w.strField("schema", r.Schema, false)
+	w.strField("llmprof_version", r.Version, false)
+	w.strField("unrelated_inputs", r.Unrelated, true)
 	w.key("headline")
 	if r.Headline == nil {
 		w.null()
@@ -228,12 +246,9 @@ func (w *jsonWriter) report(r *Report) {
 		for _, f := range r.Headline {
 			w.next()
 			w.beginObject()
-			w.key("kind")
-			w.str(string(f.Kind), false)
-			w.key("text")
-			w.str(f.Text, false)
-			w.key("section")
-			w.str(f.Section, false)
+			w.strField("kind", string(f.Kind), false)
+			w.strField("text", f.Text, false)
+			w.strField("section", f.Section, false)
 			w.endObject()
 		}
 		w.endArray()
@@ -265,12 +280,9 @@ func (w *jsonWriter) report(r *Report) {
 		for _, s := range r.Stages {
 			w.next()
 			w.beginObject()
-			w.key("name")
-			w.str(s.Name, false)
-			w.key("total_ms")
-			w.float(s.TotalMs)
-			w.key("share")
-			w.float(s.Share)
+			w.strField("name", s.Name, false)
+			w.floatField("total_ms", s.TotalMs)
+			w.floatField("share", s.Share)
 			w.endObject()
 		}
 		w.endArray()
@@ -303,10 +315,7 @@ func (w *jsonWriter) report(r *Report) {
 		w.key("tenants")
 		w.value(r.Tenants)
 	}
-	if r.TenantsNote != "" {
-		w.key("tenants_note")
-		w.str(r.TenantsNote, false)
-	}
+	w.strField("tenants_note", r.TenantsNote, true)
 	if r.Infrastructure != nil {
 		w.key("infrastructure")
 		w.value(r.Infrastructure)
@@ -322,22 +331,13 @@ func (w *jsonWriter) report(r *Report) {
 
 func (w *jsonWriter) source(s Source) {
 	w.beginObject()
-	w.key("path")
-	w.str(s.Path, false)
-	w.key("format")
-	w.str(s.Format, false)
-	if s.Producer != "" {
-		w.key("producer")
-		w.str(s.Producer, false)
-	}
-	w.key("spans")
-	w.int(int64(s.Spans))
-	w.key("gpu_ops")
-	w.int(int64(s.GPUOps))
-	w.key("samples")
-	w.int(int64(s.Samples))
-	w.key("warnings")
-	w.int(int64(s.Warnings))
+	w.strField("path", s.Path, false)
+	w.strField("format", s.Format, false)
+	w.strField("producer", s.Producer, true)
+	w.intField("spans", int64(s.Spans), false)
+	w.intField("gpu_ops", int64(s.GPUOps), false)
+	w.intField("samples", int64(s.Samples), false)
+	w.intField("warnings", int64(s.Warnings), false)
 	w.endObject()
 }
 
@@ -350,22 +350,11 @@ func (w *jsonWriter) warnings(ws []ingest.Warning) {
 	for _, x := range ws {
 		w.next()
 		w.beginObject()
-		if x.Path != "" {
-			w.key("path")
-			w.str(x.Path, false)
-		}
-		if x.Pos != "" {
-			w.key("pos")
-			w.str(x.Pos, false)
-		}
-		w.key("code")
-		w.str(x.Code, false)
-		w.key("message")
-		w.str(x.Msg, false)
-		if x.More != 0 {
-			w.key("more")
-			w.int(int64(x.More))
-		}
+		w.strField("path", x.Path, true)
+		w.strField("pos", x.Pos, true)
+		w.strField("code", x.Code, false)
+		w.strField("message", x.Msg, false)
+		w.intField("more", int64(x.More), true)
 		w.endObject()
 	}
 	w.endArray()
@@ -420,8 +409,7 @@ func (w *jsonWriter) requests(q *Requests) {
 // summaryFields writes a summary's members into the open object (Requests
 // embeds one).
 func (w *jsonWriter) summaryFields(s *attribution.Summary) {
-	w.key("count")
-	w.int(int64(s.Requests))
+	w.intField("count", int64(s.Requests), false)
 	w.key("metrics")
 	w.beginObject()
 	for _, d := range []struct {
@@ -436,14 +424,10 @@ func (w *jsonWriter) summaryFields(s *attribution.Summary) {
 		w.indented(b)
 	}
 	w.endObject()
-	w.key("duration_s")
-	w.float(s.Duration)
-	w.key("input_tokens")
-	w.int(s.InputTokens)
-	w.key("output_tokens")
-	w.int(s.OutputTokens)
-	w.key("output_tokens_per_s")
-	w.float(s.Throughput)
+	w.floatField("duration_s", s.Duration)
+	w.intField("input_tokens", s.InputTokens, false)
+	w.intField("output_tokens", s.OutputTokens, false)
+	w.floatField("output_tokens_per_s", s.Throughput)
 	if s.Goodput != nil {
 		w.key("goodput")
 		w.value(s.Goodput)
@@ -469,20 +453,14 @@ func (w *jsonWriter) samples(r *compare.Run) {
 		}
 		w.endArray()
 	}
-	w.key("duration_ms")
-	w.float(r.DurationMS)
-	w.key("requests")
-	w.int(int64(r.Requests))
-	w.key("completed")
-	w.int(int64(r.Completed))
+	w.floatField("duration_ms", r.DurationMS)
+	w.intField("requests", int64(r.Requests), false)
+	w.intField("completed", int64(r.Completed), false)
 	if r.SLO != "" {
 		w.key("slo")
 		w.str(r.SLO, true)
 	}
-	if r.Good != 0 {
-		w.key("good")
-		w.int(int64(r.Good))
-	}
+	w.intField("good", int64(r.Good), true)
 	for _, s := range []struct {
 		key string
 		s   compare.Series
