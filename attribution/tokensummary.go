@@ -167,8 +167,8 @@ func (res *Result) TokenBuckets(i int) (RequestBuckets, bool) {
 // exactly the per-token ones. A request that ran in no engine step the
 // input shows (OTLP alone) is not split token by token at all: its decode
 // tokens of one position group are one stretch of time (stageRuns). Decode
-// tokens over their model's stall threshold are kept (copies: stallCandidates at most) for findStalls,
-// which then needs no second walk.
+// tokens over their model's stall threshold are kept (copies:
+// stallCandidates at most) for findStalls, which then needs no second walk.
 func summarizeTokens(res *Result, stall time.Duration) *TokenSummary {
 	ts := &TokenSummary{First: BucketShares{Name: "first"}, Decode: BucketShares{Name: "decode"}}
 	positions := []struct {
