@@ -14,6 +14,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -35,14 +36,16 @@ func main() {
 
 const usage = "usage: otlpanalyze pdata FILE | otlpanalyze analyze [-cpuprofile F] [-n N] FILE"
 
+var errUsage = errors.New(usage)
+
 func run(args []string, w io.Writer) error {
 	if len(args) == 0 {
-		return fmt.Errorf(usage)
+		return errUsage
 	}
 	switch args[0] {
 	case "pdata":
 		if len(args) != 2 {
-			return fmt.Errorf(usage)
+			return errUsage
 		}
 		n, err := pdataDecode(args[1])
 		if err != nil {
@@ -58,7 +61,7 @@ func run(args []string, w io.Writer) error {
 			return err
 		}
 		if fs.NArg() != 1 {
-			return fmt.Errorf(usage)
+			return errUsage
 		}
 		if *profile != "" {
 			f, err := os.Create(*profile)
