@@ -124,6 +124,11 @@ func Median(xs []float64) float64 {
 	return (lo + hi) / 2
 }
 
+// Select returns the k-th smallest of xs (0-based: k = 0 is the minimum),
+// what xs[k] would be after a sort, reordering xs by selection in O(n)
+// expected. xs must not hold NaN.
+func Select(xs []float64, k int) float64 { return selectKth(xs, k) }
+
 // selectKth partially orders xs so that xs[k] is the k-th smallest, with
 // smaller elements before it and larger after, and returns it (Hoare's
 // selection with a median-of-three pivot).

@@ -32,3 +32,20 @@ func TestQuantilesMatchSort(t *testing.T) {
 		}
 	}
 }
+
+// Select is the sorted sample's k-th element for every k, with ties.
+func TestSelectMatchesSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 9))
+	for n := 1; n < 200; n += 1 + n/10 {
+		xs := make([]float64, n)
+		for i := range xs {
+			xs[i] = float64(rng.IntN(n/2 + 1))
+		}
+		sorted := slices.Sorted(slices.Values(xs))
+		for k := range n {
+			if got := Select(slices.Clone(xs), k); got != sorted[k] {
+				t.Fatalf("n=%d: Select(k=%d) = %v, sorted %v", n, k, got, sorted[k])
+			}
+		}
+	}
+}
