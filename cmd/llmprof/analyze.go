@@ -28,6 +28,7 @@ type AnalyzeOptions struct {
 	SLO       string
 	Tokens    string
 	Requests  string
+	Parquet   string // a dataset: the argument is the run_id (driver.Options.Dataset)
 	Stall     time.Duration
 	Top       int
 	// MetricMemory bounds the metric samples and series kept, in MiB, of
@@ -81,6 +82,7 @@ are warnings shown in every report; --strict turns them into an error.`),
 	fl.StringVar(&opts.SLO, "slo", "", "goodput objectives, e.g. `ttft=200ms,tpot=50ms,e2e=10s`")
 	fl.StringVar(&opts.Tokens, "tokens", "", "also write one row per output token to `FILE` (CSV, or JSON Lines if it ends in .jsonl)")
 	fl.StringVar(&opts.Requests, "requests", "", "also write one row per request to `FILE`: CSV, JSON Lines (.jsonl) or Parquet (.parquet); docs/fleet.md lists the columns")
+	fl.StringVar(&opts.Parquet, "parquet", "", "analyse the run whose run_id is the argument, from the `DIR` of llmprof export --dataset")
 	fl.IntVar(&opts.Top, "top", 0, "list the `N` kernels that took the most GPU time (default 10)")
 	fl.Int64Var(&opts.MetricMemory, "metric-memory", 0, "keep at most `MiB` of metric samples and series, per input and in all (default 256 per input, 512 in all); past it an input is an error")
 	fl.DurationVar(&opts.Stall, "stall", 0, "a decode token slower than this is a stall (default: 3× the model's median inter-token latency)")
@@ -103,7 +105,7 @@ func runAnalyze(ctx context.Context, f *Factory, opts *AnalyzeOptions) error {
 		return err
 	}
 	metrics := ingest.MetricLimits{MaxBytes: opts.MetricMemory << 20, MaxTotalBytes: opts.MetricMemory << 20}
-	a, err := driver.Run(ctx, opts.Inputs, f.pipeline(driver.Options{TenantKey: opts.TenantKey, SLO: slo, Stall: opts.Stall, TopKernels: opts.Top, Metrics: metrics}))
+	a, err := driver.Run(ctx, opts.Inputs, f.pipeline(driver.Options{TenantKey: opts.TenantKey, SLO: slo, Stall: opts.Stall, TopKernels: opts.Top, Metrics: metrics, Dataset: opts.Parquet}))
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/llmprof/llmprof/align"
 	"github.com/llmprof/llmprof/export"
 	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/internal/progress"
 )
 
 // PerfettoOptions places the run on Perfetto's tracks: requests per tenant,
@@ -187,4 +189,27 @@ func runStart(a *Result) time.Time {
 		return time.Time{}
 	}
 	return time.Unix(0, first).UTC()
+}
+
+// datasetInputs, for a dataset (analyze --parquet DIR RUN_ID), writes the
+// run's kept input files into a temporary folder and returns their paths and
+// the function that removes them; otherwise paths as they are.
+func datasetInputs(paths []string, dataset string, m *progress.Meter) ([]string, func(), error) {
+	if dataset == "" {
+		return paths, func() {}, nil
+	}
+	if len(paths) != 1 {
+		return nil, func() {}, &OptionError{fmt.Errorf("--parquet %s reads one run: give its run_id, not %d arguments", dataset, len(paths))}
+	}
+	tmp, err := os.MkdirTemp("", "llmprof-run-*")
+	if err != nil {
+		return nil, func() {}, err
+	}
+	cleanup := func() { os.RemoveAll(tmp) }
+	m.Stage("restoring inputs")
+	in, err := export.RestoreInputs(dataset, paths[0], tmp, m.Bytes)
+	if err != nil {
+		return nil, cleanup, fmt.Errorf("--parquet %s: %w", dataset, err)
+	}
+	return in, cleanup, nil
 }

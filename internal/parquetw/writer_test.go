@@ -73,7 +73,7 @@ func gen(r *rand.Rand, cols []Column, rows int, nullProb float64, vocab, strLen 
 					x.f = math.Copysign(0, float64(r.IntN(2)*2-1))
 				}
 				x.i = int64(math.Float64bits(x.f)) // compared bit for bit
-			case String:
+			case String, Binary:
 				if vocab > 0 {
 					x.s = words[r.IntN(vocab)]
 				} else {
@@ -102,7 +102,7 @@ func randString(r *rand.Rand, n int) string {
 	return b.String()
 }
 
-func write(t *testing.T, cols []Column, rows [][]cell, opts Options) []byte {
+func write(t testing.TB, cols []Column, rows [][]cell, opts Options) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	w, err := NewWriter(&buf, cols, opts)
@@ -122,6 +122,8 @@ func write(t *testing.T, cols []Column, rows [][]cell, opts Options) []byte {
 				w.Int64(j, x.i)
 			case x.typ == Double:
 				w.Double(j, x.f)
+			case x.typ == Binary:
+				w.Bytes(j, []byte(x.s))
 			default:
 				w.String(j, x.s)
 			}
