@@ -40,8 +40,9 @@ type readChunk struct {
 // Writer's default is 1<<16), and so what one column of it can cost.
 const maxGroupRows = 1 << 22
 
-// maxPage bounds one page, uncompressed.
-const maxPage = 1 << 30
+// maxPage bounds one page, uncompressed: the writer cuts pages at 1 MiB
+// (pageTarget), so only a single value past it makes a larger one.
+const maxPage = 64 << 20
 
 var errFormat = errors.New("parquetw: not a file this reader reads")
 
