@@ -124,6 +124,8 @@ type fleetRun struct {
 	id, host, date string
 	demo, export   []string
 	rep            analysis
+	in             string // the run's input folder
+	json           []byte // its analyze --format json
 }
 
 // fleetRuns are 20 simulated runs: 20 seeds, 2–4 s of requests, four hosts
@@ -177,6 +179,7 @@ func TestFleetQueries(t *testing.T) {
 		in := filepath.Join(work, "in", fmt.Sprint(k))
 		run(t, bin, append(r.demo, in)...)
 		js, _ := run(t, bin, "analyze", "--format", "json", in)
+		r.in, r.json = in, js
 		if err := json.Unmarshal(js, &r.rep); err != nil {
 			t.Fatal(err)
 		}
@@ -419,6 +422,122 @@ func TestFleetQueries(t *testing.T) {
 			t.Errorf("runs and requests per day and host:\n got %v\nwant %v", got, want)
 		}
 	})
+}
+
+// shared is the real test data (LLMPROF_SHARED, else ../shared beside the
+// repository).
+func shared(t *testing.T) string {
+	dir := os.Getenv("LLMPROF_SHARED")
+	if dir == "" {
+		dir = filepath.Join(root, "..", "shared")
+	}
+	dir = filepath.Join(dir, "testdata", "nsys")
+	if _, err := os.Stat(dir); err != nil {
+		t.Skip("no real nsys exports: ", err)
+	}
+	return dir
+}
+
+// TestRealNsys: real Nsight Systems exports in a dataset answer the GPU
+// query as analyze does, and read back whole.
+func TestRealNsys(t *testing.T) {
+	bin := llmprof(t)
+	src := shared(t)
+	work := t.TempDir()
+	reps := map[string]analysis{}
+	raw := map[string][]byte{}
+	for i, name := range []string{"nvidia-fuser-report1-nsys2025.1.1.sqlite", "leiwang1999-memfusion-report1-nsys2023.1.2.sqlite"} {
+		in := filepath.Join(src, name)
+		js, _ := run(t, bin, "analyze", "--format", "json", in)
+		var rep analysis
+		if err := json.Unmarshal(js, &rep); err != nil {
+			t.Fatal(err)
+		}
+		id := strings.TrimSuffix(name, ".sqlite")
+		reps[id], raw[id] = rep, js
+		run(t, bin, "export", "--dataset", filepath.Join(work, "fleet"), "--run-id", id, "--host", fmt.Sprintf("node-%d", i), "--date", "2026-12-01", in)
+		got, _ := run(t, bin, "analyze", "--format", "json", "--parquet", filepath.Join(work, "fleet"), id)
+		if got = restored.ReplaceAll(got, []byte(src+"/")); !bytes.Equal(got, js) {
+			t.Errorf("%s: analyze --parquet differs from analyze of the file:\n%s", id, firstDiff(got, js))
+		}
+	}
+	setup, query := fleetDoc(t, "setup")["duckdb"], fleetDoc(t, "query")["gpu_by_category"]
+	t.Chdir(work)
+	db, err := sql.Open("duckdb", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(strings.ReplaceAll(setup, "requests", "gpu_ops")); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := db.Query(query)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	got := map[string]bool{}
+	for rows.Next() {
+		var id, host, cat string
+		var ops int
+		var ms float64
+		if err := rows.Scan(&id, &host, &cat, &ops, &ms); err != nil {
+			t.Fatal(err)
+		}
+		got[id+" "+cat] = true
+		w := math.NaN()
+		for _, c := range reps[id].GPU.KernelCategories {
+			if c.Name == cat {
+				w = c.TotalMs
+			}
+		}
+		if math.Abs(ms-w) > 1e-6+1e-9*math.Abs(w) {
+			t.Errorf("%s %s: %.6f ms; analyze: %.6f", id, cat, ms, w)
+		}
+	}
+	for id, rep := range reps {
+		for _, c := range rep.GPU.KernelCategories {
+			if c.TotalMs > 0 && !got[id+" "+c.Name] {
+				t.Errorf("%s: no row for %s (%.6f ms)", id, c.Name, c.TotalMs)
+			}
+		}
+	}
+}
+
+// restored is where analyze --parquet put a run's inputs: the one
+// difference between its report and the original's is the inputs' paths.
+var restored = regexp.MustCompile(`[^"\s]*llmprof-run-[0-9]+/[0-9]+/`)
+
+// TestAnalyzeDataset: analyze --parquet DIR RUN_ID reads a run back from
+// the dataset and reports exactly what analyze of the run's own files did,
+// every section, the inputs' paths aside.
+func TestAnalyzeDataset(t *testing.T) {
+	bin := llmprof(t)
+	work := t.TempDir()
+	dataset := filepath.Join(work, "fleet")
+	runs := fleetRuns()
+	for _, k := range []int{5, 7, 11} { // an escaped run_id, no GPU data, vLLM's conventions
+		r := runs[k]
+		in := filepath.Join(work, "in", fmt.Sprint(k))
+		run(t, bin, append(r.demo, in)...)
+		want, _ := run(t, bin, "analyze", "--format", "json", in)
+		run(t, bin, append(append([]string{"export", "--dataset", dataset}, r.export...), in)...)
+		got, _ := run(t, bin, "analyze", "--format", "json", "--parquet", dataset, r.id)
+		got = restored.ReplaceAll(got, []byte(filepath.Dir(in)+"/"))
+		if !bytes.Equal(got, want) {
+			t.Errorf("run %s: analyze --parquet differs from analyze of its files:\n%s", r.id, firstDiff(got, want))
+		}
+	}
+}
+
+// firstDiff shows where two reports first differ.
+func firstDiff(a, b []byte) string {
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
+	}
+	lo := max(0, i-200)
+	return fmt.Sprintf("got  …%s…\nwant …%s…", a[lo:min(len(a), i+200)], b[lo:min(len(b), i+200)])
 }
 
 func sortedKeys[V any](m map[string]V) []string {
