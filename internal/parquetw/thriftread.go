@@ -50,14 +50,6 @@ func (d *decoder) varint() (int64, error) {
 	return int64(u>>1) ^ -int64(u&1), err
 }
 
-func (d *decoder) i32() (int32, error) {
-	v, err := d.varint()
-	if v != int64(int32(v)) {
-		return 0, errThrift
-	}
-	return int32(v), err
-}
-
 func (d *decoder) binary() ([]byte, error) {
 	n, err := d.uvarint()
 	if err != nil || n > uint64(len(d.b)-d.pos) {
