@@ -1,11 +1,13 @@
 package parquetw
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"math"
+	"slices"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -36,9 +38,10 @@ type readChunk struct {
 	start, compSize int64 // the chunk's bytes: its first page, all pages
 }
 
-// maxGroupRows bounds the rows of one row group a Reader accepts (the
-// Writer's default is 1<<16), and so what one column of it can cost.
-const maxGroupRows = 1 << 22
+// maxGroupRows bounds the rows of one row group a Reader accepts (twice the
+// Writer's default, 1<<16), and so what one column of it can cost: a run of
+// nulls takes a few bytes whatever its length.
+const maxGroupRows = 1 << 17
 
 // maxPage bounds one page, uncompressed: the writer cuts pages at 1 MiB
 // (pageTarget), so only a single value past it makes a larger one.
@@ -191,6 +194,20 @@ func (r *Reader) footer(meta []byte) error {
 			if c.values != g.rows {
 				return formatErr("row group %d column %d: %d values in %d rows", gi, ci, c.values, g.rows)
 			}
+		}
+	}
+	// The chunks of a file do not overlap; refusing those that do keeps a
+	// small file from naming the same bytes for a decoding without end.
+	var spans [][2]int64
+	for _, g := range groups {
+		for _, c := range g.chunks {
+			spans = append(spans, [2]int64{c.start, c.start + c.compSize})
+		}
+	}
+	slices.SortFunc(spans, func(a, b [2]int64) int { return cmp.Compare(a[0], b[0]) })
+	for i := 1; i < len(spans); i++ {
+		if spans[i][0] < spans[i-1][1] {
+			return formatErr("column chunks overlap at byte %d", spans[i][0])
 		}
 	}
 	r.groups = groups
