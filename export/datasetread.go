@@ -3,6 +3,7 @@ package export
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -117,14 +118,9 @@ func RestoreInputs(dir, runID, dest string, done func(bytes int64)) ([]string, e
 	if len(args) == 0 {
 		return nil, fmt.Errorf("%s: no input files", file)
 	}
-	keys := make([]int32, 0, len(args))
-	for k := range args {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	paths := make([]string, len(keys))
-	for i, k := range keys {
-		paths[i] = args[k]
+	var paths []string
+	for _, k := range slices.Sorted(maps.Keys(args)) {
+		paths = append(paths, args[k])
 	}
 	return paths, nil
 }
