@@ -58,20 +58,7 @@ var readerTypes = append(append([]Column(nil), allTypes...), Column{"bin", Binar
 // type, through dictionary and PLAIN pages, many row groups and pages.
 func TestReaderRoundTrip(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
-	for _, tc := range []struct {
-		name          string
-		rows, rgRows  int
-		nullProb      float64
-		vocab, strLen int
-	}{
-		{"empty", 0, 100, 0.3, 5, 10},
-		{"one row null", 1, 100, 1, 5, 10},
-		{"all null", 300, 128, 1, 5, 10},
-		{"sparse nulls, dictionary", 5000, 1 << 16, 0.05, 50, 40},
-		{"half nulls, many row groups", 5003, 97, 0.5, 300, 20},
-		{"distinct strings", 3000, 1000, 0.2, 0, 50},
-		{"pages cut, dictionary given up", 700, 1 << 16, 0.1, 0, 6000},
-	} {
+	for _, tc := range roundTripCases {
 		t.Run(tc.name, func(t *testing.T) {
 			rows := gen(r, readerTypes, tc.rows, tc.nullProb, tc.vocab, tc.strLen)
 			data := write(t, readerTypes, rows, Options{RowGroupRows: tc.rgRows})
