@@ -33,7 +33,7 @@ import (
 var DatasetTables = append(append([]string(nil), ParquetTables...), InputsTable)
 
 // InputsTable holds the bytes of the files the run was analysed from, so
-// that `analyze --parquet DIR --run-id ID` can analyse the run again.
+// that `analyze --parquet DIR RUN_ID` can analyse the run again.
 const InputsTable = "inputs"
 
 // DatasetFile is the name of a partition's one data file.
@@ -158,16 +158,24 @@ func WriteDataset(dir string, t *ingest.Trace, res *attribution.Result, al *alig
 		}
 		st.Tables[wr.name] = n
 	}
+	// Move the tables in; if one cannot go, take out those already moved.
+	var moved []string
 	for _, wr := range writers {
 		p := parts[wr.name]
-		if err := root.MkdirAll(path.Dir(p), 0o755); err != nil {
-			return st, err
+		err := root.MkdirAll(path.Dir(p), 0o755)
+		if err == nil {
+			// Mkdir, not MkdirAll: the run's folder must be new.
+			if err = root.Mkdir(p, 0o755); err != nil {
+				err = fmt.Errorf("partition %s: %w", filepath.Join(dir, filepath.FromSlash(p)), err)
+			} else {
+				moved = append(moved, p)
+				err = root.Rename(path.Join(filepath.Base(stage), wr.name+".parquet"), path.Join(p, DatasetFile))
+			}
 		}
-		// Mkdir, not MkdirAll: the run's folder must be new.
-		if err := root.Mkdir(p, 0o755); err != nil {
-			return st, fmt.Errorf("partition %s: %w", filepath.Join(dir, filepath.FromSlash(p)), err)
-		}
-		if err := root.Rename(path.Join(filepath.Base(stage), wr.name+".parquet"), path.Join(p, DatasetFile)); err != nil {
+		if err != nil {
+			for _, m := range moved {
+				_ = root.RemoveAll(m)
+			}
 			return st, err
 		}
 	}

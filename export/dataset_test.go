@@ -67,6 +67,10 @@ func TestDatasetConfined(t *testing.T) {
 	if _, err := WriteDataset(dir, &ingest.Trace{Strings: ingest.NewStrings()}, nil, nil, opts); err == nil {
 		t.Error("wrote through a link out of the dataset")
 	}
+	// The requests table, moved in before tokens failed, is taken out.
+	if p, ok, err := FindRun(dir, "second"); ok || err != nil {
+		t.Errorf("the failed run is left in %s (%v)", p, err)
+	}
 	if es, _ := os.ReadDir(outside); len(es) != 0 {
 		t.Errorf("%d entries written outside the dataset", len(es))
 	}

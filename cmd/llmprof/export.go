@@ -53,7 +53,7 @@ to stdout. The file is written whole, then renamed into place.
 Trino: requests, tokens, steps, gpu_ops, spans and alignment, each row led
 by the partition columns run_id, host and date. --dataset DIR adds the run to
 a dataset of many, partitioned Hive-style (TABLE/date=/host=/run_id=), with
-its input files, so that analyze --parquet DIR --run-id ID reads it back; a
+its input files, so that analyze --parquet DIR RUN_ID reads it back; a
 run_id already there is an error. docs/fleet.md describes the schema and the
 queries that DuckDB, Spark and Trino answer on it.`),
 		Example: examples(`
