@@ -50,12 +50,11 @@ A FILE ending in .gz is gzip-compressed (Perfetto opens it as is); "-" writes
 to stdout. The file is written whole, then renamed into place.
 
 --parquet DIR writes the run as Parquet tables (zstd) for DuckDB, Spark or
-Trino: requests, tokens, steps, gpu_ops, spans and alignment, each row led
-by the partition columns run_id, host and date. --dataset DIR adds the run to
-a dataset of many, partitioned Hive-style (TABLE/date=/host=/run_id=), with
-its input files, so that analyze --parquet DIR RUN_ID reads it back; a
-run_id already there is an error. docs/fleet.md describes the schema and the
-queries that DuckDB, Spark and Trino answer on it.`),
+Trino: requests, tokens, steps, gpu_ops, spans and alignment, each row led by
+the partition columns run_id, host and date. --dataset DIR adds the run (with
+--each, every input as a run) to a Hive-partitioned dataset of many, with its
+input files, for analyze --parquet DIR RUN_ID; a run_id already there is an
+error. docs/fleet.md: the schema and the queries DuckDB, Spark and Trino run.`),
 		Example: examples(`
   # OTLP spans and an nsys export of the same run, merged on one clock
   llmprof export --perfetto run.json traces.jsonl report1.sqlite
@@ -84,11 +83,16 @@ queries that DuckDB, Spark and Trino answer on it.`),
 	fl.StringVar(&tf.RunID, "run-id", "", "the run_id column of the Parquet tables (default: the first input's name)")
 	fl.StringVar(&tf.Host, "host", "", "the host column of the Parquet tables (default: the reference clock's host)")
 	fl.StringVar(&tf.Date, "date", "", "the dataset partition's `YYYY-MM-DD` (default: the run's start, UTC)")
+	fl.BoolVar(&tf.Each, "each", false, "with --dataset: every input is a run of its own, named after it")
 	fl.BoolVar(&tf.NoInputs, "no-inputs", false, "leave the input files out of the --dataset (analyze --parquet cannot read the run back)")
 	return cmd
 }
 
 func runExport(ctx context.Context, opts *ExportOptions) error {
+	if o := *opts; o.Tables.Each {
+		o.Tables.Each = false
+		return opts.Tables.EachRun(opts.Inputs, opts.Perfetto, func(in []string) error { o.Inputs = in; return runExport(ctx, &o) })
+	}
 	tables := opts.Tables.Parquet != "" || opts.Tables.Dataset != ""
 	if opts.Perfetto == "" && !tables {
 		return usageErrorf("nothing to export: give --perfetto FILE, --parquet DIR or --dataset DIR")
@@ -96,8 +100,7 @@ func runExport(ctx context.Context, opts *ExportOptions) error {
 	if err := opts.Tables.Check(opts.Inputs); err != nil {
 		return err
 	}
-	// The Parquet tables include tokens, steps and GPU ops: the full
-	// attribution; Perfetto alone needs only the requests.
+	// The tables need the full attribution; Perfetto alone, the requests.
 	a, err := driver.Run(ctx, opts.Inputs, opts.factory.pipeline(driver.Options{Reference: opts.Reference, Decoders: opts.Decoders,
 		RequestsOnly: !tables, Tenants: driver.TenantOptions{Skip: true}}))
 	if err != nil {

@@ -111,6 +111,26 @@ type TableExport struct {
 	// NoInputs leaves the run's files out of the dataset (then analyze
 	// --parquet cannot read the run back).
 	NoInputs bool
+	// Each makes every input a run of its own (EachRun).
+	Each bool
+}
+
+// EachRun exports every input as a run of its own into the dataset, its
+// run_id its name (ParquetPartition's default), by calling export with the
+// one input; it stops at the first run that fails, naming it.
+func (e TableExport) EachRun(inputs []string, perfetto string, export func(inputs []string) error) error {
+	switch {
+	case e.Dataset == "" || e.Parquet != "" || perfetto != "":
+		return &OptionError{errors.New("--each adds runs to a --dataset, and writes nothing else")}
+	case e.RunID != "":
+		return &OptionError{errors.New("--each names each run after its input: give no --run-id")}
+	}
+	for _, in := range inputs {
+		if err := export([]string{in}); err != nil {
+			return fmt.Errorf("run %s: %w", in, err)
+		}
+	}
+	return nil
 }
 
 // Check reports a mistake in the options, before any input is read.
