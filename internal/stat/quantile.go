@@ -3,6 +3,7 @@ package stat
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 )
 
 // Quantile returns the q-quantile of a sorted sample by linear interpolation
@@ -25,6 +26,33 @@ func Quantile(sorted []float64, q float64) float64 {
 		return sorted[0]
 	}
 	return Interpolate(sorted[lo], sorted[lo+1], h-float64(lo))
+}
+
+// QuantileUnsorted is Quantile of xs once sorted, computed by selection in
+// O(n) expected instead of a sort: the same order statistics, so the same
+// value. It reorders xs. A sample with NaN (which slices.Sort puts first)
+// is sorted, so that it too gives what Quantile of the sorted sample gives.
+func QuantileUnsorted(xs []float64, q float64) float64 {
+	n := len(xs)
+	if n == 0 {
+		return math.NaN()
+	}
+	if slices.ContainsFunc(xs, math.IsNaN) {
+		slices.Sort(xs)
+		return Quantile(xs, q)
+	}
+	h := float64(n-1) * q
+	lo := int(math.Floor(h))
+	if lo >= n-1 {
+		return slices.Max(xs)
+	}
+	if lo < 0 {
+		return slices.Min(xs)
+	}
+	a := selectKth(xs, lo)
+	// After selection every element above lo is ≥ a; the next order
+	// statistic is their minimum.
+	return Interpolate(a, slices.Min(xs[lo+1:]), h-float64(lo))
 }
 
 // MinSamplesForQuantile is the smallest sample size for which a
