@@ -33,7 +33,7 @@ type stepName struct {
 // kernelRows gathers the target's kernels (sorted by start) with their
 // identity and step batch; the batch controls are used when at least 90% of
 // the kernels carry them (the others are then left out).
-func kernelRows(t *ingest.Trace, idx []int, stepOf []int32, steps []KernelStep, cats *attribution.CategoryCache) ([]kernelRow, int, batchUse) {
+func kernelRows(t *ingest.Trace, idx []int32, stepOf []int32, steps []KernelStep, cats *attribution.CategoryCache) ([]kernelRow, int, batchUse) {
 	rows := make([]kernelRow, 0, len(idx))
 	groupOf := map[identity]int{}
 	nth := map[stepName]int{}
@@ -41,7 +41,6 @@ func kernelRows(t *ingest.Trace, idx []int, stepOf []int32, steps []KernelStep, 
 	for _, i := range idx {
 		op := &t.GPUOps[i]
 		r := kernelRow{op: i, start: op.Start, dur: op.End - op.Start, cat: cats.Of(op), step: stepOf[i]}
-		r.y = math.Log(float64(r.dur))
 		if s := stepOf[i]; s >= 0 {
 			r.size, r.tok, r.ctx = steps[s].Size, steps[s].Tokens, steps[s].Context
 		}
@@ -93,7 +92,7 @@ func kernelRows(t *ingest.Trace, idx []int, stepOf []int32, steps []KernelStep, 
 // laid out group by group (order), so that each group's rows are adjacent
 // in memory, and written back in row order.
 type withinPlan struct {
-	members [][]int
+	members [][]int32
 	// basis is each group's orthonormal basis of its controls; nil for a
 	// group without rows or without freedom left.
 	basis [][][]float64
@@ -103,10 +102,12 @@ type withinPlan struct {
 	// them and dropped lists the others.
 	keep    []bool
 	kept    int
-	dropped []int
+	dropped []int32
 	// order is the kept rows group by group, segs each group's span of it,
-	// and dest each entry's index among the kept rows in row order.
-	order, dest []int
+	// and dest each entry's index among the kept rows in row order (int32:
+	// a run's rows number in the millions, its fit's memory is the view's
+	// peak).
+	order, dest []int32
 	segs        []withinSeg
 }
 
@@ -120,8 +121,8 @@ type withinSeg struct {
 // rows in rows are all the rows it has in full (same rows, same order) takes
 // its basis from full instead of computing it again; full may be nil.
 func newWithinPlan(rows []kernelRow, groups int, use batchUse, full *withinPlan) *withinPlan {
-	p := &withinPlan{members: make([][]int, groups), basis: make([][][]float64, groups), keep: make([]bool, len(rows)),
-		order: make([]int, 0, len(rows))}
+	p := &withinPlan{members: make([][]int32, groups), basis: make([][][]float64, groups), keep: make([]bool, len(rows)),
+		order: make([]int32, 0, len(rows))}
 	// Each group's rows in order, as slices of one array (a counting sort).
 	count := make([]int, groups+1)
 	for r := range rows {
@@ -130,10 +131,10 @@ func newWithinPlan(rows []kernelRow, groups int, use batchUse, full *withinPlan)
 	for g := 1; g <= groups; g++ {
 		count[g] += count[g-1]
 	}
-	all := make([]int, len(rows))
+	all := make([]int32, len(rows))
 	for r := range rows {
 		g := rows[r].group
-		all[count[g]] = r
+		all[count[g]] = int32(r)
 		count[g]++
 	}
 	from := 0
@@ -185,16 +186,16 @@ func newWithinPlan(rows []kernelRow, groups int, use batchUse, full *withinPlan)
 			p.keep[r] = true
 		}
 	}
-	pos := make([]int, len(rows))
+	pos := make([]int32, len(rows))
 	for r := range rows {
 		if p.keep[r] {
-			pos[r] = p.kept
+			pos[r] = int32(p.kept)
 			p.kept++
 		} else {
-			p.dropped = append(p.dropped, r)
+			p.dropped = append(p.dropped, int32(r))
 		}
 	}
-	p.dest = make([]int, len(p.order))
+	p.dest = make([]int32, len(p.order))
 	for i, r := range p.order {
 		p.dest[i] = pos[r]
 	}
@@ -205,6 +206,31 @@ func newWithinPlan(rows []kernelRow, groups int, use batchUse, full *withinPlan)
 // place on the identity effects, and writes it to the matching outs in row
 // order.
 func (p *withinPlan) apply(cols, outs [][]float64) {
+	p.residualizeAll(cols)
+	for c, out := range outs {
+		col := cols[c][:len(p.dest)]
+		for i, d := range p.dest {
+			out[d] = col[i]
+		}
+	}
+}
+
+// applyDesign is apply writing cols[0] to y and the others to the row-major
+// design of len(cols) − 1 columns, each in row order.
+func (p *withinPlan) applyDesign(cols [][]float64, y, design []float64) {
+	p.residualizeAll(cols)
+	k := len(cols) - 1
+	for i, d := range p.dest {
+		y[d] = cols[0][i]
+		row := design[int(d)*k : int(d)*k+k]
+		for c := range row {
+			row[c] = cols[c+1][i]
+		}
+	}
+}
+
+// residualizeAll residualizes each of cols in place, group by group.
+func (p *withinPlan) residualizeAll(cols [][]float64) {
 	for _, s := range p.segs {
 		v := func(c int) []float64 { return cols[c][s.from:s.to] }
 		// Four columns at a time: their products are independent chains
@@ -219,12 +245,6 @@ func (p *withinPlan) apply(cols, outs [][]float64) {
 		}
 		if c < len(cols) {
 			residualize(v(c), s.basis)
-		}
-	}
-	for c, out := range outs {
-		col := cols[c][:len(p.dest)]
-		for i, d := range p.dest {
-			out[d] = col[i]
 		}
 	}
 }

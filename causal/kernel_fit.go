@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/llmprof/llmprof/attribution"
+	"github.com/llmprof/llmprof/internal/stat"
 )
 
 // The kernel view's fit: the stretch model by Gauss–Newton, its
@@ -133,69 +134,66 @@ type stretchFit struct {
 func gaussNewton(plan *withinPlan, sub []kernelRow, subX [][]float64, idx []int, groups int, form stretchForm) (stretchFit, string) {
 	n, k := plan.kept, len(subX)
 	gn := stretchFit{stretch: make([]float64, k), colOf: make([]int, k)}
-	// The log durations and overlaps of the kept rows in the plan's order,
-	// and each step's columns: the working response and each varying
-	// source's, in that order (cols), residualized into row order (outs;
-	// rewritten each step, fitColumns copies them into its design).
-	yp := make([]float64, n)
-	xp := make([][]float64, k)
-	for i, r := range plan.order {
-		yp[i] = sub[r].y
-	}
-	yy := make([]float64, n)
-	cols, outs := [][]float64{make([]float64, n)}, [][]float64{yy}
-	var xcols [][]float64
-	for j := range xp {
-		xp[j] = make([]float64, n)
-		for i, r := range plan.order {
-			xp[j][i] = subX[j][r]
-		}
+	// Each step's columns in the plan's order: the working response and
+	// each varying source's, in that order (cols), residualized into row
+	// order — the response into yy, the sources' straight into the design
+	// the fit reads (row-major, one column per varying source). The log
+	// durations and overlaps are read where they lie (sub, subX), not
+	// gathered into copies: the fit's columns are the kernel view's peak of
+	// memory.
+	nx := 0
+	for j := range subX {
 		gn.colOf[j] = -1
 		if varies(subX[j]) {
-			gn.colOf[j] = len(xcols)
-			c := make([]float64, n)
-			xcols = append(xcols, c)
-			cols, outs = append(cols, make([]float64, n)), append(outs, c)
+			gn.colOf[j] = nx
+			nx++
 		}
 	}
-	if len(xcols) == 0 {
+	if nx == 0 {
 		return gn, "no source's overlap varies across the target's kernels"
 	}
+	cols := make([][]float64, 1+nx)
+	for c := range cols {
+		cols[c] = make([]float64, n)
+	}
+	yy := make([]float64, n)
 	const diverged = "the stretch model diverged (a source's overlap shortens kernels to nothing)"
 	var weight []float64
 	var sc olsScratch // the steps' designs: only the last step's fit is kept
 	for iter := 0; iter < 30; iter++ {
 		// The rows left out still have to keep their duration positive.
 		for _, r := range plan.dropped {
-			if form.denominator(gn.stretch, subX, r) <= 0 {
+			if form.denominator(gn.stretch, subX, int(r)) <= 0 {
 				return gn, diverged
 			}
 		}
-		for i := range yp {
-			den := form.denominator(gn.stretch, xp, i)
+		for i, r := range plan.order {
+			den := form.denominator(gn.stretch, subX, int(r))
 			if den <= 0 {
 				return gn, diverged
 			}
-			cols[0][i] = yp[i] - form.sign()*math.Log(den)
+			cols[0][i] = sub[r].logDur() - form.sign()*math.Log(den)
 			for j, c := range gn.colOf {
 				if c >= 0 {
-					cols[c+1][i] = xp[j][i] / den
+					cols[c+1][i] = subX[j][r] / den
 				}
 			}
 		}
-		plan.apply(cols, outs)
+		sc.design = stat.Grow(sc.design, n*nx)
+		plan.applyDesign(cols, yy, sc.design)
 		if weight != nil {
 			for a := range yy {
 				yy[a] *= weight[a]
 			}
-			for _, c := range xcols {
-				for a := range c {
-					c[a] *= weight[a]
+			for a, w := range weight {
+				row := sc.design[a*nx : (a+1)*nx]
+				for c := range row {
+					row[c] *= w
 				}
 			}
 		}
 		var err error
-		gn.fit, gn.kept, err = fitColumnsReusing(xcols, yy, &sc)
+		gn.fit, gn.kept, err = fitRowMajor(sc.design, nx, yy, &sc)
 		if err != nil {
 			return gn, fmt.Sprintf("kernel regression failed: %v", err)
 		}
@@ -318,12 +316,33 @@ func (f *kernelFit) clusterErrors(fit *olsFit, sub []kernelRow, idx []int, o Ker
 
 // scoreBins numbers the score bins (of width bin from the first kept
 // kernel's start) that hold a kept row, in time order, and returns each
-// kept row's bin number and how many there are.
+// kept row's bin number and how many there are. Rows come by start (the
+// kernel view's always do), so the bins are numbered as they come; rows out
+// of order take the general way, a sort of the bins.
 func scoreBins(sub []kernelRow, idx []int, bin int64) ([]int, int) {
 	t0 := sub[idx[0]].start
 	for _, r := range idx {
 		t0 = min(t0, sub[r].start)
 	}
+	binOf := make([]int, len(idx))
+	n := 0
+	last := int64(-1)
+	for a, r := range idx {
+		b := (sub[r].start - t0) / bin
+		if b < last {
+			return scoreBinsSorted(sub, idx, bin, t0)
+		}
+		if b != last {
+			n++
+			last = b
+		}
+		binOf[a] = n - 1
+	}
+	return binOf, n
+}
+
+// scoreBinsSorted is scoreBins of rows in any order.
+func scoreBinsSorted(sub []kernelRow, idx []int, bin, t0 int64) ([]int, int) {
 	bins := make([]int64, 0, len(idx))
 	for _, r := range idx {
 		bins = append(bins, (sub[r].start-t0)/bin)

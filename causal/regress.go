@@ -410,13 +410,30 @@ func fitColumnsReusing(cols [][]float64, y []float64, sc *olsScratch) (*olsFit, 
 	if sc == nil {
 		sc = &olsScratch{}
 	}
-	keep := make([]bool, len(cols))
+	sc.design = stat.Grow(sc.design, len(cols)*len(cols[0]))
+	columnsInto(cols, sc.design)
+	return fitRowMajor(sc.design, len(cols), y, sc)
+}
+
+// fitRowMajor is fitColumnsReusing of a design already laid out in
+// sc.design, row-major with k columns (the kernel fit writes its
+// residualized columns there directly). The columns are taken apart only
+// when the QR reports collinearity.
+func fitRowMajor(design []float64, k int, y []float64, sc *olsScratch) (*olsFit, []bool, error) {
+	n := len(y)
+	keep := make([]bool, k)
 	for j := range keep {
 		keep[j] = true
 	}
-	sc.design = stat.Grow(sc.design, len(cols)*len(cols[0]))
-	fit, err := stat.FitOLS(columnsInto(cols, sc.design), y, &sc.fit)
+	fit, err := stat.FitOLS(mat.NewDense(n, k, design[:n*k]), y, &sc.fit)
 	if err != nil && errors.Is(err, stat.ErrCollinear) {
+		cols := make([][]float64, k)
+		for j := range cols {
+			cols[j] = make([]float64, n)
+			for i := range cols[j] {
+				cols[j][i] = design[i*k+j]
+			}
+		}
 		keep = independent(cols, 1e-8)
 		fit, err = stat.FitOLS(columnsInto(pick(cols, keep), sc.design), y, &sc.fit)
 	}
