@@ -336,12 +336,9 @@ func KernelAnalyze(in KernelInput, opts KernelOptions) *KernelResult {
 			ys = make([][]float64, len(sources))
 		}
 		for j, s := range sources {
-			// Each source's union lives only while its overlaps are taken:
-			// the fit that follows is the view's peak of memory.
-			busy := g.union(t.GPUOps, s)
-			xs[j] = overlaps(rows, busy)
+			xs[j] = overlapsOf(rows, g.busyOf(t.GPUOps, s))
 			if ys != nil {
-				ys[j] = stepOverlaps(rows, busy, xs[j])
+				ys[j] = stepOverlaps(rows, g.busyOf(t.GPUOps, s), xs[j])
 			}
 		}
 		pairs := kernelRegression(target, sources, isolated, srcDev, rows, groups, use, xs, ys, o, !o.NoCategories)
@@ -368,10 +365,8 @@ func KernelAnalyze(in KernelInput, opts KernelOptions) *KernelResult {
 
 // tenantKernels is each tenant's kernels by device (indices into the
 // trace's GPU ops, by start), the devices in tenant then device order, and
-// how many kernels belong to no tenant's process. The union of a source's
-// work is built when a target needs it (union), not held for every source:
-// on a run of millions of kernels the unions of all tenants are as large as
-// a target's rows.
+// how many kernels belong to no tenant's process. A source's busy time is
+// streamed from its lists (busyOf), not held.
 type tenantKernels struct {
 	kernels  map[busyKey][]int32
 	keys     []busyKey
@@ -429,23 +424,6 @@ func (g *tenantKernels) onAnyDevice(tenant string) bool {
 		}
 	}
 	return false
-}
-
-// union is the union of source s's work: on its device, or on all of them
-// (device -1).
-func (g *tenantKernels) union(ops []ingest.GPUOp, s busyKey) []interval {
-	if s.device >= 0 {
-		return unionOf(ops, g.kernels[s])
-	}
-	var idx []int32
-	for _, k := range g.keys {
-		if k.tenant == s.tenant {
-			idx = append(idx, g.kernels[k]...)
-		}
-	}
-	// Ties in start may come in any order: the union is the same set.
-	slices.SortFunc(idx, func(a, b int32) int { return cmp.Compare(ops[a].Start, ops[b].Start) })
-	return unionOf(ops, idx)
 }
 
 // sourcesOf is every tenant that can stretch target's kernels: on the same
@@ -531,44 +509,8 @@ func tenantInstances(tm *TenantMap) map[busyKey]int16 {
 	return out
 }
 
-// unionOf merges the intervals of ops idx (sorted by start).
-func unionOf(ops []ingest.GPUOp, idx []int32) []interval {
-	var out []interval
-	for _, i := range idx {
-		a, b := ops[i].Start, ops[i].End
-		if b <= a {
-			continue
-		}
-		if n := len(out); n > 0 && a <= out[n-1].end {
-			out[n-1].end = max(out[n-1].end, b)
-			continue
-		}
-		out = append(out, interval{a, b})
-	}
-	return out
-}
-
 // interval is [start, end) in ns.
 type interval struct{ start, end int64 }
-
-// overlaps is, for each row (sorted by start), the share of its interval the
-// sorted disjoint intervals cover: one forward sweep.
-func overlaps(rows []kernelRow, busy []interval) []float64 {
-	x := make([]float64, len(rows))
-	j := 0
-	for r := range rows {
-		a, b := rows[r].start, rows[r].start+rows[r].dur
-		for j < len(busy) && busy[j].end <= a {
-			j++
-		}
-		var c int64
-		for l := j; l < len(busy) && busy[l].start < b; l++ {
-			c += max(0, min(b, busy[l].end)-max(a, busy[l].start))
-		}
-		x[r] = float64(c) / float64(rows[r].dur)
-	}
-	return x
-}
 
 // judgeKernels adjusts the p-values of every kernel pair that is not a
 // negative control together and reads each: a negative control (a source on

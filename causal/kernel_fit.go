@@ -1,7 +1,6 @@
 package causal
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -573,47 +572,6 @@ func specBand(pairs []KernelPair, rows []kernelRow, groups int, use batchUse, xs
 			p.CIHighPct = Float(math.Max(float64(p.CIHighPct), 100*hi))
 		}
 	}
-}
-
-// stepOverlaps is, for each row (sorted by start), the share of its step's
-// window — from the first of the rows in the step to the end of the last —
-// that the sorted disjoint busy intervals cover; a row with no step keeps
-// its own overlap x.
-func stepOverlaps(rows []kernelRow, busy []interval, x []float64) []float64 {
-	win := map[int32]interval{}
-	for _, r := range rows {
-		if r.step < 0 {
-			continue
-		}
-		w, ok := win[r.step]
-		if !ok {
-			w = interval{r.start, r.start + r.dur}
-		}
-		w.start, w.end = min(w.start, r.start), max(w.end, r.start+r.dur)
-		win[r.step] = w
-	}
-	share := make(map[int32]float64, len(win))
-	for s, w := range win {
-		share[s] = float64(busyWithin(busy, w.start, w.end)) / float64(w.end-w.start)
-	}
-	y := make([]float64, len(rows))
-	for i, r := range rows {
-		y[i] = x[i]
-		if r.step >= 0 {
-			y[i] = share[r.step]
-		}
-	}
-	return y
-}
-
-// busyWithin is how much of [a, b) the sorted disjoint intervals cover.
-func busyWithin(busy []interval, a, b int64) int64 {
-	j, _ := slices.BinarySearchFunc(busy, a, func(v interval, t int64) int { return cmp.Compare(v.end, t+1) })
-	var c int64
-	for ; j < len(busy) && busy[j].start < b; j++ {
-		c += max(0, min(b, busy[j].end)-max(a, busy[j].start))
-	}
-	return c
 }
 
 // blockLength is the Politis & White (2004) automatic block length for the
