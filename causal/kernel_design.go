@@ -206,7 +206,13 @@ func newWithinPlan(rows []kernelRow, groups int, use batchUse, full *withinPlan)
 // place on the identity effects, and writes it to the matching outs in row
 // order.
 func (p *withinPlan) apply(cols, outs [][]float64) {
-	p.residualizeAll(cols)
+	vs := make([][]float64, len(cols))
+	for _, s := range p.segs {
+		for c := range cols {
+			vs[c] = cols[c][s.from:s.to]
+		}
+		residualizeGroup(vs, s.basis)
+	}
 	for c, out := range outs {
 		col := cols[c][:len(p.dest)]
 		for i, d := range p.dest {
@@ -215,37 +221,60 @@ func (p *withinPlan) apply(cols, outs [][]float64) {
 	}
 }
 
-// applyDesign is apply writing cols[0] to y and the others to the row-major
-// design of len(cols) − 1 columns, each in row order.
-func (p *withinPlan) applyDesign(cols [][]float64, y, design []float64) {
-	p.residualizeAll(cols)
-	k := len(cols) - 1
-	for i, d := range p.dest {
-		y[d] = cols[0][i]
-		row := design[int(d)*k : int(d)*k+k]
-		for c := range row {
-			row[c] = cols[c+1][i]
+// fillDesign is apply of ncol columns that fill writes one group at a time:
+// for the a-th row of a group, row r (an index into the plan's rows), fill
+// sets vals[c][a] for each column c, or returns false to stop (fillDesign
+// then returns false). Each group's columns are residualized as apply
+// residualizes them, the first written to y and the others to the
+// row-major design of ncol − 1 columns, in row order. Only one group's
+// columns are held at a time, not ncol columns of every row.
+func (p *withinPlan) fillDesign(ncol int, fill func(r int32, a int, vals [][]float64) bool, y, design []float64) bool {
+	longest := 0
+	for _, s := range p.segs {
+		longest = max(longest, s.to-s.from)
+	}
+	buf := make([][]float64, ncol)
+	for c := range buf {
+		buf[c] = make([]float64, longest)
+	}
+	vs := make([][]float64, ncol)
+	k := ncol - 1
+	for _, s := range p.segs {
+		m := s.to - s.from
+		for c := range vs {
+			vs[c] = buf[c][:m]
+		}
+		for a, r := range p.order[s.from:s.to] {
+			if !fill(r, a, vs) {
+				return false
+			}
+		}
+		residualizeGroup(vs, s.basis)
+		for a, d := range p.dest[s.from:s.to] {
+			y[d] = vs[0][a]
+			row := design[int(d)*k : int(d)*k+k]
+			for c := range row {
+				row[c] = vs[c+1][a]
+			}
 		}
 	}
+	return true
 }
 
-// residualizeAll residualizes each of cols in place, group by group.
-func (p *withinPlan) residualizeAll(cols [][]float64) {
-	for _, s := range p.segs {
-		v := func(c int) []float64 { return cols[c][s.from:s.to] }
-		// Four columns at a time: their products are independent chains
-		// of additions the processor overlaps.
-		c := 0
-		for ; c+4 <= len(cols); c += 4 {
-			residualize4(v(c), v(c+1), v(c+2), v(c+3), s.basis)
-		}
-		if c+2 <= len(cols) {
-			residualize2(v(c), v(c+1), s.basis)
-			c += 2
-		}
-		if c < len(cols) {
-			residualize(v(c), s.basis)
-		}
+// residualizeGroup residualizes each of one group's columns in place on
+// its basis. Four columns at a time: their products are independent chains
+// of additions the processor overlaps.
+func residualizeGroup(vs [][]float64, basis [][]float64) {
+	c := 0
+	for ; c+4 <= len(vs); c += 4 {
+		residualize4(vs[c], vs[c+1], vs[c+2], vs[c+3], basis)
+	}
+	if c+2 <= len(vs) {
+		residualize2(vs[c], vs[c+1], basis)
+		c += 2
+	}
+	if c < len(vs) {
+		residualize(vs[c], basis)
 	}
 }
 

@@ -133,13 +133,12 @@ type stretchFit struct {
 func gaussNewton(plan *withinPlan, sub []kernelRow, subX [][]float64, idx []int, groups int, form stretchForm) (stretchFit, string) {
 	n, k := plan.kept, len(subX)
 	gn := stretchFit{stretch: make([]float64, k), colOf: make([]int, k)}
-	// Each step's columns in the plan's order: the working response and
-	// each varying source's, in that order (cols), residualized into row
-	// order — the response into yy, the sources' straight into the design
-	// the fit reads (row-major, one column per varying source). The log
-	// durations and overlaps are read where they lie (sub, subX), not
-	// gathered into copies: the fit's columns are the kernel view's peak of
-	// memory.
+	// Each step's columns: the working response and each varying source's,
+	// in that order, residualized one identity at a time into row order —
+	// the response into yy, the sources' straight into the design the fit
+	// reads (row-major, one column per varying source). The log durations
+	// and overlaps are read where they lie (sub, subX), not gathered into
+	// copies: the fit's columns are the kernel view's peak of memory.
 	nx := 0
 	for j := range subX {
 		gn.colOf[j] = -1
@@ -150,10 +149,6 @@ func gaussNewton(plan *withinPlan, sub []kernelRow, subX [][]float64, idx []int,
 	}
 	if nx == 0 {
 		return gn, "no source's overlap varies across the target's kernels"
-	}
-	cols := make([][]float64, 1+nx)
-	for c := range cols {
-		cols[c] = make([]float64, n)
 	}
 	yy := make([]float64, n)
 	const diverged = "the stretch model diverged (a source's overlap shortens kernels to nothing)"
@@ -166,20 +161,23 @@ func gaussNewton(plan *withinPlan, sub []kernelRow, subX [][]float64, idx []int,
 				return gn, diverged
 			}
 		}
-		for i, r := range plan.order {
+		sc.design = stat.Grow(sc.design, n*nx)
+		ok := plan.fillDesign(1+nx, func(r int32, a int, vals [][]float64) bool {
 			den := form.denominator(gn.stretch, subX, int(r))
 			if den <= 0 {
-				return gn, diverged
+				return false
 			}
-			cols[0][i] = sub[r].logDur() - form.sign()*math.Log(den)
+			vals[0][a] = sub[r].logDur() - form.sign()*math.Log(den)
 			for j, c := range gn.colOf {
 				if c >= 0 {
-					cols[c+1][i] = subX[j][r] / den
+					vals[c+1][a] = subX[j][r] / den
 				}
 			}
+			return true
+		}, yy, sc.design)
+		if !ok {
+			return gn, diverged
 		}
-		sc.design = stat.Grow(sc.design, n*nx)
-		plan.applyDesign(cols, yy, sc.design)
 		if weight != nil {
 			for a := range yy {
 				yy[a] *= weight[a]
@@ -274,7 +272,7 @@ func (f *kernelFit) clusterErrors(fit *olsFit, sub []kernelRow, idx []int, o Ker
 	f.blockNs = int64(b) * o.ScoreBin
 	labels := make([]int, f.n)
 	for a := range idx {
-		labels[a] = binOf[a] / b
+		labels[a] = int(binOf[a]) / b
 	}
 	cov, g, ok := fit.clusterJackknife(labels)
 	f.kind = SEClusterJackknife
@@ -297,9 +295,10 @@ func (f *kernelFit) clusterErrors(fit *olsFit, sub []kernelRow, idx []int, o Ker
 	for c := range f.dfs {
 		f.dfs[c] = f.df
 	}
-	labels2 := make([]int, f.n)
+	// The labels of blocks of 2b bins, in the same memory.
+	labels2 := labels
 	for a := range idx {
-		labels2[a] = binOf[a] / (2 * b)
+		labels2[a] = int(binOf[a]) / (2 * b)
 	}
 	cov2, g2, ok2 := fit.clusterJackknife(labels2)
 	if ok2 && g2 >= 5 {
@@ -318,12 +317,12 @@ func (f *kernelFit) clusterErrors(fit *olsFit, sub []kernelRow, idx []int, o Ker
 // kept row's bin number and how many there are. Rows come by start (the
 // kernel view's always do), so the bins are numbered as they come; rows out
 // of order take the general way, a sort of the bins.
-func scoreBins(sub []kernelRow, idx []int, bin int64) ([]int, int) {
+func scoreBins(sub []kernelRow, idx []int, bin int64) ([]int32, int) {
 	t0 := sub[idx[0]].start
 	for _, r := range idx {
 		t0 = min(t0, sub[r].start)
 	}
-	binOf := make([]int, len(idx))
+	binOf := make([]int32, len(idx))
 	n := 0
 	last := int64(-1)
 	for a, r := range idx {
@@ -335,13 +334,13 @@ func scoreBins(sub []kernelRow, idx []int, bin int64) ([]int, int) {
 			n++
 			last = b
 		}
-		binOf[a] = n - 1
+		binOf[a] = int32(n - 1)
 	}
 	return binOf, n
 }
 
 // scoreBinsSorted is scoreBins of rows in any order.
-func scoreBinsSorted(sub []kernelRow, idx []int, bin, t0 int64) ([]int, int) {
+func scoreBinsSorted(sub []kernelRow, idx []int, bin, t0 int64) ([]int32, int) {
 	bins := make([]int64, 0, len(idx))
 	for _, r := range idx {
 		bins = append(bins, (sub[r].start-t0)/bin)
@@ -353,9 +352,9 @@ func scoreBinsSorted(sub []kernelRow, idx []int, bin, t0 int64) ([]int, int) {
 	for i, v := range sorted {
 		rank[v] = i
 	}
-	binOf := make([]int, len(idx))
+	binOf := make([]int32, len(idx))
 	for a := range idx {
-		binOf[a] = rank[bins[a]]
+		binOf[a] = int32(rank[bins[a]])
 	}
 	return binOf, len(sorted)
 }

@@ -47,7 +47,7 @@ type OLS struct {
 // Scratch is memory one fit after another reuses: the column-scaled copy of
 // the design, which the QR factorization overwrites in place, and the
 // right-hand side the solve overwrites.
-type Scratch struct{ scaled, col, rhs []float64 }
+type Scratch struct{ scaled, rhs []float64 }
 
 // Grow is buf[:n] where buf holds n, else a new slice.
 func Grow(buf []float64, n int) []float64 {
@@ -80,16 +80,21 @@ func FitOLS(x *mat.Dense, y []float64, sc *Scratch) (*OLS, error) {
 		return nil, fmt.Errorf("ols: %d observations for %d parameters", n, k)
 	}
 	norms := make([]float64, k)
-	sc.col, sc.scaled = Grow(sc.col, n), Grow(sc.scaled, n*k)
-	col, scaled := sc.col, sc.scaled
+	sc.scaled = Grow(sc.scaled, n*k)
+	scaled := sc.scaled
+	raw := x.RawMatrix()
 	for j := 0; j < k; j++ {
-		mat.Col(col, j, x)
-		norms[j] = math.Sqrt(dot(col, col))
+		ss := 0.0
+		for i := 0; i < n; i++ {
+			v := raw.Data[i*raw.Stride+j]
+			ss += v * v
+		}
+		norms[j] = math.Sqrt(ss)
 		if norms[j] == 0 || math.IsNaN(norms[j]) || math.IsInf(norms[j], 0) {
 			return nil, fmt.Errorf("ols: column %d is zero or not finite: %w", j, ErrCollinear)
 		}
-		for i, v := range col {
-			scaled[i*k+j] = v / norms[j]
+		for i := 0; i < n; i++ {
+			scaled[i*k+j] = raw.Data[i*raw.Stride+j] / norms[j]
 		}
 	}
 	qr := blas64.General{Rows: n, Cols: k, Stride: k, Data: scaled}
