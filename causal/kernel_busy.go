@@ -173,18 +173,7 @@ func overlapsOf(rows []kernelRow, busy busyStream) []float64 {
 // that the streamed disjoint busy intervals cover; a row with no step keeps
 // its own overlap x.
 func stepOverlaps(rows []kernelRow, busy busyStream, x []float64) []float64 {
-	win := map[int32]interval{}
-	for _, r := range rows {
-		if r.step < 0 {
-			continue
-		}
-		w, ok := win[r.step]
-		if !ok {
-			w = interval{r.start, r.start + r.dur}
-		}
-		w.start, w.end = min(w.start, r.start), max(w.end, r.start+r.dur)
-		win[r.step] = w
-	}
+	win := stepWindows(rows)
 	// The windows by start, for one sweep of the stream.
 	steps := make([]int32, 0, len(win))
 	for s := range win {
@@ -207,4 +196,22 @@ func stepOverlaps(rows []kernelRow, busy busyStream, x []float64) []float64 {
 		}
 	}
 	return y
+}
+
+// stepWindows is each step's window: from the first of the rows in it to
+// the end of the last.
+func stepWindows(rows []kernelRow) map[int32]interval {
+	win := map[int32]interval{}
+	for _, r := range rows {
+		if r.step < 0 {
+			continue
+		}
+		w, ok := win[r.step]
+		if !ok {
+			w = interval{r.start, r.start + r.dur}
+		}
+		w.start, w.end = min(w.start, r.start), max(w.end, r.start+r.dur)
+		win[r.step] = w
+	}
+	return win
 }

@@ -88,8 +88,8 @@ func TestBusyMergeMatchesUnion(t *testing.T) {
 	}
 }
 
-// The step-level overlap of each row is the share of its step's window the
-// union covers, computed window by window against the whole union.
+// The step-level overlap of each row, swept over the streamed union, is the
+// share of its step's window the whole union covers, window by window.
 func TestStepOverlapsStreamed(t *testing.T) {
 	rng := rand.New(rand.NewPCG(6, 12))
 	ops, lists := busyOps(rng)
@@ -109,17 +109,7 @@ func TestStepOverlapsStreamed(t *testing.T) {
 	}
 	x := overlaps(rows, busy)
 	got := stepOverlaps(rows, newBusyMerge(ops, lists...), x)
-	win := map[int32]interval{}
-	for _, r := range rows {
-		if r.step < 0 {
-			continue
-		}
-		w, ok := win[r.step]
-		if !ok {
-			w = interval{r.start, r.start + r.dur}
-		}
-		win[r.step] = interval{min(w.start, r.start), max(w.end, r.start+r.dur)}
-	}
+	win := stepWindows(rows)
 	for i, r := range rows {
 		want := x[i]
 		if r.step >= 0 {
