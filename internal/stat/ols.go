@@ -158,14 +158,6 @@ func FitOLS(x *mat.Dense, y []float64, sc *Scratch) (*OLS, error) {
 	return f, nil
 }
 
-func dot(a, b []float64) float64 {
-	s := 0.0
-	for i := range a {
-		s += a[i] * b[i]
-	}
-	return s
-}
-
 // Classical is the textbook covariance σ̂²(X'X)⁻¹ with σ̂² = e'e/(n−k); valid
 // only for independent, homoskedastic errors. The analysis reports it
 // nowhere; tests use it to show that it under-covers on clustered data.
