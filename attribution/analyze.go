@@ -354,7 +354,8 @@ func appendKnown(xs []float64, v float64) []float64 {
 	return append(xs, v)
 }
 
-// distribution converts ns values to a millisecond summary.
+// distribution converts ns values (no NaN) to a millisecond summary,
+// reordering ns.
 func distribution(ns []float64) Distribution {
 	d := Distribution{N: len(ns)}
 	if len(ns) == 0 {
@@ -362,16 +363,30 @@ func distribution(ns []float64) Distribution {
 		d.P50, d.P90, d.P95, d.P99, d.Max, d.Mean = nan, nan, nan, nan, nan, nan
 		return d
 	}
-	slices.Sort(ns)
-	var sum float64
+	// The mean has always summed the sorted values. Whole nanoseconds whose
+	// magnitudes add up to at most 2^53 sum exactly in any order, so then
+	// the quantiles come by selection (stat.Quantiles) from the values as
+	// they are; other values (TPOT's fractions) are sorted first, as before,
+	// for a sum that is the same to the last bit.
+	var sum, abs float64
+	whole := true
 	for _, v := range ns {
 		sum += v
+		abs += math.Abs(v)
+		whole = whole && v == math.Trunc(v)
 	}
-	d.P50 = Percentile(ns, 50) / 1e6
-	d.P90 = Percentile(ns, 90) / 1e6
-	d.P95 = Percentile(ns, 95) / 1e6
-	d.P99 = Percentile(ns, 99) / 1e6
-	d.Max = ns[len(ns)-1] / 1e6
+	var q [5]float64
+	if whole && abs <= 1<<53 {
+		copy(q[:], stat.Quantiles(ns, 50.0/100, 90.0/100, 95.0/100, 99.0/100, 1))
+	} else {
+		slices.Sort(ns)
+		sum = 0
+		for _, v := range ns {
+			sum += v
+		}
+		q = [5]float64{Percentile(ns, 50), Percentile(ns, 90), Percentile(ns, 95), Percentile(ns, 99), ns[len(ns)-1]}
+	}
+	d.P50, d.P90, d.P95, d.P99, d.Max = q[0]/1e6, q[1]/1e6, q[2]/1e6, q[3]/1e6, q[4]/1e6
 	d.Mean = sum / float64(len(ns)) / 1e6
 	return d
 }
@@ -380,6 +395,10 @@ func distribution(ns []float64) Distribution {
 // interpolation between order statistics — numpy.percentile's default
 // ("linear", Hyndman & Fan type 7).
 func Percentile(sorted []float64, p float64) float64 { return stat.Quantile(sorted, p/100) }
+
+// percentileOf is Percentile of values in any order (no NaN), found by
+// selection: it reorders xs.
+func percentileOf(xs []float64, p float64) float64 { return stat.Quantiles(xs, p/100)[0] }
 
 func goodput(reqs []Request, idx []int32, slo SLO, duration float64) *Goodput {
 	g := &Goodput{}
@@ -470,8 +489,7 @@ func (res *Result) alignmentCaveats(t *ingest.Trace, ar *align.Result) {
 	if window == 0 {
 		return
 	}
-	slices.Sort(durations)
-	tenth := Percentile(durations, 50) / 10
+	tenth := percentileOf(durations, 50) / 10
 	switch {
 	case unknown > 0:
 		res.warn(t, 0, "", "finer-than-alignment", fmt.Sprintf(

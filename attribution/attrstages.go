@@ -233,10 +233,8 @@ func e2eNote(reqs []Request) E2ENote {
 		}
 	}
 	if len(span) > 0 {
-		slices.Sort(span)
-		slices.Sort(attr)
-		n.SpanP50Ms = Float(Percentile(span, 50) / 1e6)
-		n.AttributeP50Ms = Float(Percentile(attr, 50) / 1e6)
+		n.SpanP50Ms = Float(percentileOf(span, 50) / 1e6)
+		n.AttributeP50Ms = Float(percentileOf(attr, 50) / 1e6)
 	}
 	return n
 }

@@ -2,7 +2,6 @@ package attribution
 
 import (
 	"cmp"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -119,14 +118,22 @@ func blindSpots(t *ingest.Trace, reqs []Request) BlindSpots {
 	}
 	groups := map[string]*acc{}
 	var outside acc
+	var seen []string // the groups the request's gaps have joined
+	var stageKey []byte
 	for i := range reqs {
 		r := &reqs[i]
 		total += r.End - r.Arrival
 		other += r.Stages[StageOther]
-		seen := map[string]bool{}
+		seen = seen[:0]
 		for _, g := range r.Gaps {
 			likely := likelyMissing(r, g.Before, g.After)
-			key := fmt.Sprint(likely)
+			// The stages themselves, one byte each, name the group (no edge
+			// name is that short and without an arrow).
+			stageKey = stageKey[:0]
+			for _, st := range likely {
+				stageKey = append(stageKey, byte(st))
+			}
+			key := string(stageKey)
 			if len(likely) == 0 {
 				key = edgeName(g.Before, true) + "→" + edgeName(g.After, false)
 			}
@@ -137,9 +144,9 @@ func blindSpots(t *ingest.Trace, reqs []Request) BlindSpots {
 			}
 			a.ns += g.To - g.From
 			a.where[loc{g.Before, g.After}]++
-			if !seen[key] {
+			if !slices.Contains(seen, key) {
 				a.reqs++
-				seen[key] = true
+				seen = append(seen, key)
 			}
 		}
 		if r.CallerExtra > 0 {

@@ -64,9 +64,7 @@ func modelEvents(t *ingest.Trace, k *keyCache, reqs []Request) []ModelEvent {
 			}
 		}
 		if len(hit) > 0 && len(rest) > 0 {
-			slices.Sort(hit)
-			slices.Sort(rest)
-			ev.AddedTTFTMs = Float((Percentile(hit, 50) - Percentile(rest, 50)) / 1e6)
+			ev.AddedTTFTMs = Float((percentileOf(hit, 50) - percentileOf(rest, 50)) / 1e6)
 		}
 		out = append(out, ev)
 	}

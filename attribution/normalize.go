@@ -94,29 +94,28 @@ var stageSpanNames = map[string]Stage{
 // attrs is the attribute view of one span (and its resource) used while
 // normalizing; keys are looked up by name once per trace.
 type keyCache struct {
-	t    *ingest.Trace
-	ids  map[string]ingest.StrID
-	miss map[string]bool
+	t *ingest.Trace
+	// keys holds each name looked up, present in the trace or not: one
+	// lookup per name, for the many names most traces do not use.
+	keys map[string]cachedKey
+}
+
+type cachedKey struct {
+	id      ingest.StrID
+	present bool
 }
 
 func newKeyCache(t *ingest.Trace) *keyCache {
-	return &keyCache{t: t, ids: map[string]ingest.StrID{}, miss: map[string]bool{}}
+	return &keyCache{t: t, keys: map[string]cachedKey{}}
 }
 
 func (k *keyCache) id(name string) (ingest.StrID, bool) {
-	if id, ok := k.ids[name]; ok {
-		return id, true
+	c, ok := k.keys[name]
+	if !ok {
+		c.id, c.present = k.t.Key(name)
+		k.keys[name] = c
 	}
-	if k.miss[name] {
-		return 0, false
-	}
-	id, ok := k.t.Key(name)
-	if ok {
-		k.ids[name] = id
-	} else {
-		k.miss[name] = true
-	}
-	return id, ok
+	return c.id, c.present
 }
 
 // first returns the first of keys present in attrs.

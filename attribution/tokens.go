@@ -455,14 +455,6 @@ func tokenInterval(r *Request, ri, i int, times []int64, estimated bool) (TokenB
 func (w *tokenWalker) stageWalk(ri int, times []int64, estimated bool, fn func(*TokenBreakdown)) {
 	r := &w.res.Requests[ri]
 	before, after := r.uncoveredBuckets()
-	uncovered := func(lo, hi int64, out *[NumBuckets]int64) {
-		if hi <= lo {
-			return
-		}
-		cut := min(max(r.FirstToken, lo), hi)
-		out[before] += cut - lo
-		out[after] += hi - cut
-	}
 	segs := r.segments
 	var tb TokenBreakdown
 	for i, to := range times {
@@ -471,29 +463,130 @@ func (w *tokenWalker) stageWalk(ri int, times []int64, estimated bool, fn func(*
 			fn(&tb)
 			continue
 		}
-		cursor := from
-		for len(segs) > 0 && segs[0].To <= cursor {
-			segs = segs[1:]
-		}
-		for _, sg := range segs {
-			if sg.From >= to {
-				break
-			}
-			lo, hi := max(sg.From, cursor), min(sg.To, to)
-			if hi <= lo {
-				continue
-			}
-			uncovered(cursor, lo, &tb.Buckets)
-			tb.Buckets[stageBucket[sg.Stage]] += hi - lo
-			cursor = hi
-		}
-		uncovered(cursor, to, &tb.Buckets)
+		segs = stageSplit(r, segs, before, after, from, to, &tb.Buckets)
 		if est := w.res.gpuEst; est != nil {
 			est.addEstimatedGPU(ri, i, len(times), &tb.Buckets)
 			tb.GPUEstimated = true
 		}
 		fn(&tb)
 	}
+}
+
+// stageSplit adds to out stageWalk's buckets of [from, to) in request r:
+// each instant goes to the bucket of the stage segment that holds it, or to
+// before or after (the request's uncoveredBuckets) as it lies before its
+// first token or not. The split is of instants, so that of a stretch is the
+// sum of those of its parts: summing the tokens of a run (stageRuns) needs
+// no per-token split. segs are r's segments from one that ends after from;
+// the ones the next, later stretch can skip are returned trimmed.
+func stageSplit(r *Request, segs []StageSegment, before, after Bucket, from, to int64, out *[NumBuckets]int64) []StageSegment {
+	uncovered := func(lo, hi int64) {
+		if hi <= lo {
+			return
+		}
+		cut := min(max(r.FirstToken, lo), hi)
+		out[before] += cut - lo
+		out[after] += hi - cut
+	}
+	cursor := from
+	for len(segs) > 0 && segs[0].To <= cursor {
+		segs = segs[1:]
+	}
+	for _, sg := range segs {
+		if sg.From >= to {
+			break
+		}
+		lo, hi := max(sg.From, cursor), min(sg.To, to)
+		if hi <= lo {
+			continue
+		}
+		uncovered(cursor, lo)
+		out[stageBucket[sg.Stage]] += hi - lo
+		cursor = hi
+	}
+	uncovered(cursor, to)
+	return segs
+}
+
+// stageRuns is summarizeTokens' shortcut through a request that stageWalk
+// would split token by token, when its decode tokens come in time order and
+// no GPU estimate is added: the first token goes to first as stageWalk
+// passes it; the decode tokens go to run once per index range of runs
+// (1 ≤ lo < hi ≤ the tokens), summed as one stretch from token lo−1 to
+// token hi−1 (stageSplit), which is exactly the sum of their splits; and
+// each decode token whose interval exceeds limit (with hasLimit) to stall,
+// split alone, in index order. Evenly estimated token times are computed
+// only at the runs' ends when no interval can exceed limit. ok is false, with nothing called, for a
+// request the shortcut does not cover: walk it token by token.
+func (w *tokenWalker) stageRuns(ri int, runs [][2]int, hasLimit bool, limit int64,
+	first func(*TokenBreakdown), run func(pos, n int, estimated bool, g *BucketShares), stall func(*TokenBreakdown)) bool {
+	if len(w.reqStep[ri]) > 0 || w.res.gpuEst != nil {
+		return false
+	}
+	r := &w.res.Requests[ri]
+	var (
+		times     []int64
+		estimated bool
+		n         int
+		at        func(i int) int64 // token i's time
+	)
+	if span, k := r.LastToken-r.FirstToken, r.OutputTokens; len(r.Tokens) == 0 && r.FirstToken != 0 && k > 1 && span > 0 &&
+		(!hasLimit || span/int64(k-1)+3 <= limit) {
+		// Evenly estimated times (tokenTimes' formula, in time order by
+		// construction) that no stall can be among, whatever the rounding:
+		// only the runs' ends are needed.
+		estimated, n = true, k
+		at = func(i int) int64 {
+			if i == k-1 {
+				return r.LastToken
+			}
+			return r.FirstToken + int64(float64(span)*float64(i)/float64(k-1))
+		}
+		hasLimit = false
+	} else {
+		times, estimated = tokenTimes(r, w.times)
+		if len(times) == 0 {
+			return true
+		}
+		if estimated {
+			w.times = times
+		}
+		for i := 1; i < len(times); i++ {
+			if times[i] < times[i-1] {
+				return false
+			}
+		}
+		n = len(times)
+		at = func(i int) int64 { return times[i] }
+	}
+	before, after := r.uncoveredBuckets()
+	tb, from := TokenBreakdown{Request: ri, EmittedAt: at(0), Interval: max(at(0)-r.Arrival, 0), Estimated: estimated, Step: -1}, r.Arrival
+	if at(0) >= from {
+		stageSplit(r, r.segments, before, after, from, at(0), &tb.Buckets)
+	}
+	first(&tb)
+	for pos, rg := range runs {
+		lo, hi := max(rg[0], 1), min(rg[1], n)
+		if lo >= hi {
+			continue
+		}
+		var g BucketShares
+		g.Tokens = hi - lo
+		g.intervalNs = at(hi-1) - at(lo-1)
+		stageSplit(r, r.segments, before, after, at(lo-1), at(hi-1), &g.sums)
+		run(pos, hi-lo, estimated, &g)
+		if !hasLimit {
+			continue
+		}
+		for i := lo; i < hi; i++ {
+			if times[i]-times[i-1] > limit {
+				tb, from := tokenInterval(r, ri, i, times, estimated)
+				stageSplit(r, r.segments, before, after, from, times[i], &tb.Buckets)
+				stall(&tb)
+			}
+		}
+	}
+	return true
 }
 
 // gap attributes [x, y), a stretch of the life of a request with steps

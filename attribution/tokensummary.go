@@ -164,9 +164,11 @@ func (res *Result) TokenBuckets(i int) (RequestBuckets, bool) {
 // model groups when the next request starts (per token: one bucket
 // addition instead of five, no map lookups). A request's summed buckets are
 // its first tokens' plus its decode sum. The sums are integers, so they are
-// exactly the per-token ones. Decode tokens over their model's stall
-// threshold are kept (copies: stallCandidates at most) for findStalls,
-// which then needs no second walk.
+// exactly the per-token ones. A request that ran in no engine step the
+// input shows (OTLP alone) is not split token by token at all: its decode
+// tokens of one position group are one stretch of time (stageRuns). Decode
+// tokens over their model's stall threshold are kept (copies:
+// stallCandidates at most) for findStalls, which then needs no second walk.
 func summarizeTokens(res *Result, stall time.Duration) *TokenSummary {
 	ts := &TokenSummary{First: BucketShares{Name: "first"}, Decode: BucketShares{Name: "decode"}}
 	positions := []struct {
@@ -222,7 +224,7 @@ func summarizeTokens(res *Result, stall time.Duration) *TokenSummary {
 		}
 	}
 	res.tokenSums = make([]RequestBuckets, len(res.Requests))
-	res.EachToken(func(tb *TokenBreakdown) {
+	token := func(tb *TokenBreakdown) {
 		if tb.Request != cur {
 			flush()
 			cur, decode, first = tb.Request, BucketShares{}, [NumBuckets]int64{}
@@ -254,7 +256,32 @@ func summarizeTokens(res *Result, stall time.Duration) *TokenSummary {
 		if hasLimit && tb.Interval > limit {
 			stalls.keep(tb)
 		}
-	})
+	}
+	// Requests that ran in no engine step are summed a run at a time
+	// (tokenWalker.stageRuns); the others token by token.
+	runs := make([][2]int, len(positions)-1)
+	for i, p := range positions[1:] {
+		runs[i] = [2]int{p.lo, p.hi}
+	}
+	run1 := func(pos, n int, estimated bool, g *BucketShares) {
+		ts.Tokens += n
+		if estimated {
+			ts.Estimated += n
+		}
+		endRun()
+		run, runPos = *g, pos+1
+		decodeTokens += n
+	}
+	keep := func(tb *TokenBreakdown) { stalls.keep(tb) }
+	if res.trace != nil {
+		w := newTokenWalker(res.trace, res)
+		for ri := range res.Requests {
+			l, ok := limits[res.Requests[ri].Model]
+			if !w.stageRuns(ri, runs, ok, l, token, run1, keep) {
+				w.request(ri, token)
+			}
+		}
+	}
 	flush()
 	findStalls(res, ts, models, stall, decodeTokens, &stalls)
 	ts.Stalls.Worst = worst(ts.Stalls.Worst)

@@ -14,6 +14,12 @@ import (
 // of adding every token to every group, and the stalls those of a second
 // walk (which it falls back to when it kept too many).
 func TestTokenSummaryPerRequestSums(t *testing.T) {
+	checkPerTokenSums(t, Analyze(synthtrace.WithGPU(t, stallingRun(t), true), DefaultOptions), 0)
+}
+
+// stallingRun is a simulated 15 s run in which 1% of the steps stall.
+func stallingRun(t *testing.T) *synth.Run {
+	t.Helper()
 	cfg := synth.DefaultConfig(12, 15*time.Second)
 	cfg.StallProbability = 0.01
 	cfg.StallNs = 80_000_000
@@ -21,8 +27,15 @@ func TestTokenSummaryPerRequestSums(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := Analyze(synthtrace.WithGPU(t, run, true), DefaultOptions)
-	got := summarizeTokens(res, 0)
+	return run
+}
+
+// checkPerTokenSums checks summarizeTokens against every token of res added
+// to every group it belongs to, and its stalls (over the stall threshold;
+// 0: the automatic one) against a second walk.
+func checkPerTokenSums(t *testing.T, res *Result, stall time.Duration) {
+	t.Helper()
+	got := summarizeTokens(res, stall)
 	if got.Stalls.Count == 0 || len(got.ByTenant) < 2 || len(got.ByModel) < 1 {
 		t.Fatalf("the run should have stalls, tenants and models: %d stalls, %d tenants, %d models",
 			got.Stalls.Count, len(got.ByTenant), len(got.ByModel))
@@ -93,7 +106,7 @@ func TestTokenSummaryPerRequestSums(t *testing.T) {
 	// The stalls found by walking the tokens again.
 	defer func(n int) { stallCandidatesMax = n }(stallCandidatesMax)
 	stallCandidatesMax = 0
-	if again := summarizeTokens(res, 0); !reflect.DeepEqual(again, got) {
+	if again := summarizeTokens(res, stall); !reflect.DeepEqual(again, got) {
 		t.Errorf("stalls from the kept tokens %+v, from a second walk %+v", got.Stalls, again.Stalls)
 	}
 }

@@ -9,6 +9,14 @@
 #    process the way llmprof reads input (ingest.Open), reporting peak RSS
 #    against the file size.
 #
+# bench/otlp.sh analyze — instead, in one run: the whole `llmprof analyze
+#    --format json` of an OTLP file (framed protobuf and JSON Lines, written
+#    by bench/otlpmem gen) against the Collector's pdata decoding the same
+#    file alone (bench/otlpanalyze pdata: read, unmarshal every payload), each
+#    in a fresh process, best of BENCHCOUNT runs; prints CPU time (user +
+#    system) and wall time, and their ratios. The goal (docs/otlp.md): analyze
+#    within 1.0–1.2× pdata's decode alone.
+#
 # Environment: LLMPROF_BENCH_MB (size of the protobuf dump, default 100),
 # BENCHTIME (go test -benchtime, default 5x), BENCHCOUNT (go test -count,
 # default 3; the table keeps each figure's best run, the one least disturbed
@@ -21,6 +29,38 @@ benchtime=${BENCHTIME:-5x}
 count=${BENCHCOUNT:-3}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+
+if [[ ${1:-} == analyze ]]; then
+	go build -o "$work/llmprof" ./cmd/llmprof
+	go build -o "$work/otlpmem" ./bench/otlpmem
+	go build -o "$work/otlpanalyze" ./bench/otlpanalyze
+	"$work/otlpmem" gen -dir "$work" -mb "$mb"
+	rm -f "$work/dump-raw.pb" "$work/dump-doc.json"
+	# best name command...: "cpu_s wall_s maxrss_kib" of the run with the least CPU time.
+	best() {
+		local out=$1 line="" cpu
+		shift
+		for _ in $(seq "$count"); do
+			/usr/bin/time -f "%U %S %e %M" -o "$work/time.txt" "$@" >"$work/out.txt" 2>/dev/null
+			read -r u s e kb <"$work/time.txt"
+			cpu=$(awk -v u="$u" -v s="$s" 'BEGIN { printf "%.2f", u + s }')
+			if [[ -z $line ]] || awk -v a="$cpu" -v b="${line%% *}" 'BEGIN { exit !(a < b) }'; then line="$cpu $e $kb"; fi
+		done
+		echo "$line" >"$out"
+	}
+	printf "\n%-12s %9s %11s %11s %9s %9s %9s %8s\n" file MiB "analyze cpu" "pdata cpu" "cpu ×" "wall ×" "RSS MiB" "pdata"
+	for f in dump.pb dump.jsonl; do
+		best "$work/a.txt" "$work/llmprof" analyze --format json "$work/$f"
+		best "$work/p.txt" "$work/otlpanalyze" pdata "$work/$f"
+		read -r acpu awall akb <"$work/a.txt"
+		read -r pcpu pwall pkb <"$work/p.txt"
+		awk -v f="$f" -v size="$(stat -c %s "$work/$f")" -v ac="$acpu" -v aw="$awall" -v ak="$akb" -v pc="$pcpu" -v pw="$pwall" -v pk="$pkb" 'BEGIN {
+			printf "%-12s %9.1f %10.2fs %10.2fs %8.2f× %8.2f× %9d %8d\n", f, size / 1048576, ac, pc, (pc > 0 ? ac / pc : 0), (pw > 0 ? aw / pw : 0), ak / 1024, pk / 1024
+		}'
+	done
+	echo "(cpu: user + system seconds of the whole process, best of $count; wall: the same run's elapsed time; RSS: its peak, analyze then pdata)"
+	exit 0
+fi
 
 echo "== speed: go test -bench BenchmarkDecode -cpu 1 -benchtime $benchtime -count $count (dump: $mb MiB of protobuf)"
 LLMPROF_BENCH_MB=$mb go test -run '^$' -bench '^BenchmarkDecode$' -benchtime "$benchtime" -count "$count" -cpu 1 ./ingest/otlp | tee "$work/bench.txt"

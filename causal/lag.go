@@ -3,7 +3,6 @@ package causal
 import (
 	"fmt"
 	"math"
-	"slices"
 
 	"github.com/llmprof/llmprof/internal/stat"
 	"gonum.org/v1/gonum/mat"
@@ -63,8 +62,7 @@ func autoLags(rows targetRows, width int64) int {
 	for i := range rows.obs {
 		d[i] = float64(rows.obs[i].end - rows.obs[i].start)
 	}
-	slices.Sort(d)
-	p99 := d[int(0.99*float64(len(d)-1))]
+	p99 := stat.Select(d, int(0.99*float64(len(d)-1)))
 	return min(maxLags, max(1, int(math.Ceil(p99/float64(width)))))
 }
 

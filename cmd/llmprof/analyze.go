@@ -93,6 +93,7 @@ are warnings shown in every report; --strict turns them into an error.`),
 	fl.StringVar(&opts.SLO, "slo", "", "goodput objectives, e.g. `ttft=200ms,tpot=50ms,e2e=10s`")
 	fl.StringVar(&tokens, "tokens", "", "also write one row per output token to `FILE` (CSV, or JSON Lines if it ends in .jsonl)")
 	fl.StringVar(&requests, "requests", "", "also write one row per request to `FILE`: CSV, JSON Lines (.jsonl) or Parquet (.parquet); docs/fleet.md lists the columns")
+	fl.StringVar(&opts.Dataset, "parquet", "", "analyse the run whose run_id is the argument, from the `DIR` of llmprof export --dataset")
 	fl.IntVar(&opts.Top, "top", 0, "list the `N` kernels that took the most GPU time (default 10)")
 	fl.Int64Var(&opts.MetricMemory, "metric-memory", 0, "keep at most `MiB` of metric samples and series, per input and in all (default 256 per input, 512 in all); past it an input is an error")
 	fl.DurationVar(&opts.Stall, "stall", 0, "a decode token slower than this is a stall (default: 3× the model's median inter-token latency)")

@@ -190,7 +190,7 @@ func loadBaseline(ctx context.Context, o DiffOptions, copts compare.Options, can
 	lopts := loadOptions(o.Pipeline)
 	hist, positional := o.History, o.Baseline
 	if len(hist) == 0 {
-		if len(positional) != 1 || len(cand.Runs) != 1 || !compare.IsSeriesDir(positional[0], lopts.Decoders) {
+		if len(positional) != 1 || len(cand.Runs) != 1 || !compare.IsSeriesDir(positional[0], lopts) {
 			in, err := Load(ctx, positional, o.Pipeline)
 			if err != nil {
 				return nil, err
@@ -324,14 +324,8 @@ func collapseNotes(notes []string) []string {
 	return out
 }
 
-// loadOptions read a series of runs (compare.LoadSeries) with the decoders
-// and the pipeline of opts, as Load reads one side.
+// loadOptions read a series of runs (compare.LoadSeries) with the run
+// decoders of opts (RunDecoders), as Load reads one side.
 func loadOptions(opts Options) compare.LoadOptions {
-	decoders := opts.Decoders
-	if decoders == nil {
-		decoders = Decoders()
-	}
-	return compare.LoadOptions{Decoders: decoders, Analyze: func(ctx context.Context, path string) (compare.Run, []string, error) {
-		return CompareRun(ctx, path, opts)
-	}}
+	return compare.LoadOptions{Inputs: RunDecoders(opts)}
 }

@@ -21,6 +21,9 @@ type AnalyzeFlags struct {
 	// MetricMemory bounds the metric samples and series kept, in MiB, of
 	// each input and of all (0: ingest.MetricLimits' defaults).
 	MetricMemory int64
+	// Dataset is analyze --parquet DIR: the argument is a run_id of that
+	// dataset (Options.Dataset).
+	Dataset string
 }
 
 // Options checks the flags and returns the pipeline's options; a mistake is
@@ -37,7 +40,7 @@ func (f AnalyzeFlags) Options() (Options, error) {
 		return Options{}, err
 	}
 	metrics := ingest.MetricLimits{MaxBytes: f.MetricMemory << 20, MaxTotalBytes: f.MetricMemory << 20}
-	return Options{TenantKey: f.TenantKey, SLO: slo, Stall: f.Stall, TopKernels: f.Top, Metrics: metrics}, nil
+	return Options{TenantKey: f.TenantKey, SLO: slo, Stall: f.Stall, TopKernels: f.Top, Metrics: metrics, Dataset: f.Dataset}, nil
 }
 
 // ParseSLO reads --slo "ttft=200ms,tpot=50ms,e2e=10s"; a mistake is an

@@ -42,6 +42,9 @@ type Options struct {
 	// Metrics bounds the metric samples and series decoded (zero:
 	// ingest.MetricLimits' defaults).
 	Metrics ingest.MetricLimits
+	// Dataset is a dataset of llmprof export --dataset: the one path is
+	// then a run_id, whose kept input files are analysed (export.go).
+	Dataset string
 }
 
 // TenantOptions are the settings of the tenant causal regression.
@@ -82,6 +85,11 @@ type Result struct {
 func Run(ctx context.Context, paths []string, opts Options) (*Result, error) {
 	meter := progress.New(opts.Progress, opts.Progress != nil)
 	defer meter.Close()
+	paths, cleanup, err := datasetInputs(paths, opts.Dataset, meter)
+	defer cleanup()
+	if err != nil {
+		return nil, err
+	}
 	t, err := openInputs(ctx, paths, opts, meter)
 	if err != nil {
 		return nil, err

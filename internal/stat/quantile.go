@@ -3,6 +3,7 @@ package stat
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 )
 
 // Quantile returns the q-quantile of a sorted sample by linear interpolation
@@ -25,6 +26,57 @@ func Quantile(sorted []float64, q float64) float64 {
 		return sorted[0]
 	}
 	return Interpolate(sorted[lo], sorted[lo+1], h-float64(lo))
+}
+
+// Quantiles returns Quantile(sorted xs, q) for each q of qs, exactly (the
+// same order statistics, interpolated the same way), without sorting xs:
+// it reorders xs by selection (selectKth), each needed order statistic
+// found among the elements above the previous one, so a few quantiles of n
+// values cost O(n) expected instead of a sort's O(n log n). xs must not
+// hold NaN (which a sort would order first). NaN for an empty sample.
+func Quantiles(xs []float64, qs ...float64) []float64 {
+	out := make([]float64, len(qs))
+	n := len(xs)
+	if n == 0 {
+		for i := range out {
+			out[i] = math.NaN()
+		}
+		return out
+	}
+	// The order statistics each q interpolates between, as Quantile picks
+	// them; hi == lo where Quantile takes one value.
+	type need struct{ lo, hi int }
+	needs := make([]need, len(qs))
+	var ks []int
+	for i, q := range qs {
+		h := float64(n-1) * q
+		lo := int(math.Floor(h))
+		switch {
+		case lo >= n-1:
+			needs[i] = need{n - 1, n - 1}
+		case lo < 0:
+			needs[i] = need{0, 0}
+		default:
+			needs[i] = need{lo, lo + 1}
+		}
+		ks = append(ks, needs[i].lo, needs[i].hi)
+	}
+	slices.Sort(ks)
+	ks = slices.Compact(ks)
+	start := 0
+	for _, k := range ks {
+		selectKth(xs[start:], k-start)
+		start = k + 1
+	}
+	for i, q := range qs {
+		lo := needs[i].lo
+		if needs[i].hi == lo {
+			out[i] = xs[lo]
+			continue
+		}
+		out[i] = Interpolate(xs[lo], xs[lo+1], float64(n-1)*q-float64(lo))
+	}
+	return out
 }
 
 // MinSamplesForQuantile is the smallest sample size for which a
@@ -71,6 +123,11 @@ func Median(xs []float64) float64 {
 	}
 	return (lo + hi) / 2
 }
+
+// Select returns the k-th smallest of xs (0-based: k = 0 is the minimum),
+// what xs[k] would be after a sort, reordering xs by selection in O(n)
+// expected. xs must not hold NaN.
+func Select(xs []float64, k int) float64 { return selectKth(xs, k) }
 
 // selectKth partially orders xs so that xs[k] is the k-th smallest, with
 // smaller elements before it and larger after, and returns it (Hoare's

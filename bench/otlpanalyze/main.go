@@ -1,0 +1,139 @@
+// Command otlpanalyze is the two halves of bench/otlp.sh's analyze mode: the
+// reference, the OpenTelemetry Collector's pdata decoding a file alone, and a
+// profiled run of what `llmprof analyze --format json` does with it.
+//
+//	otlpanalyze pdata FILE                              decode FILE with pdata (framed protobuf or JSON Lines); print the span count
+//	otlpanalyze analyze [-cpuprofile F] [-n N] FILE     run analyze's pipeline and JSON writer N times, profiling into F
+//
+// The script times the llmprof binary itself; the analyze subcommand is for
+// finding where that time goes (go tool pprof F).
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime/pprof"
+	"strings"
+
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/llmprof/llmprof/internal/driver"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "otlpanalyze:", err)
+		os.Exit(1)
+	}
+}
+
+const usage = "usage: otlpanalyze pdata FILE | otlpanalyze analyze [-cpuprofile F] [-n N] FILE"
+
+var errUsage = errors.New(usage)
+
+func run(args []string, w io.Writer) error {
+	if len(args) == 0 {
+		return errUsage
+	}
+	switch args[0] {
+	case "pdata":
+		if len(args) != 2 {
+			return errUsage
+		}
+		n, err := pdataDecode(args[1])
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "%s: %d spans (pdata)\n", args[1], n)
+		return nil
+	case "analyze":
+		fs := flag.NewFlagSet("analyze", flag.ContinueOnError)
+		profile := fs.String("cpuprofile", "", "write a CPU profile to this file")
+		n := fs.Int("n", 1, "runs")
+		if err := fs.Parse(args[1:]); err != nil {
+			return err
+		}
+		if fs.NArg() != 1 {
+			return errUsage
+		}
+		if *profile != "" {
+			f, err := os.Create(*profile)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			if err := pprof.StartCPUProfile(f); err != nil {
+				return err
+			}
+			defer pprof.StopCPUProfile()
+		}
+		for i := 0; i < *n; i++ {
+			if err := analyze(fs.Arg(0), io.Discard); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown command %q; %s", args[0], usage)
+}
+
+// pdataDecode reads path whole and decodes it the way the Collector's file
+// exporter wrote it: 4-byte big-endian length-prefixed protobuf payloads, or
+// one OTLP/JSON document a line (a name ending in .jsonl or .json).
+func pdataDecode(path string) (int, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	spans := 0
+	if strings.HasSuffix(path, ".jsonl") || strings.HasSuffix(path, ".json") {
+		u := &ptrace.JSONUnmarshaler{}
+		sc := bufio.NewScanner(bytes.NewReader(data))
+		sc.Buffer(nil, 1<<30)
+		for sc.Scan() {
+			if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+				continue
+			}
+			td, err := u.UnmarshalTraces(sc.Bytes())
+			if err != nil {
+				return 0, err
+			}
+			spans += td.SpanCount()
+		}
+		return spans, sc.Err()
+	}
+	u := &ptrace.ProtoUnmarshaler{}
+	for len(data) > 0 {
+		if len(data) < 4 {
+			return 0, fmt.Errorf("%s: truncated frame header", path)
+		}
+		size := int(binary.BigEndian.Uint32(data))
+		if len(data) < 4+size {
+			return 0, fmt.Errorf("%s: truncated frame", path)
+		}
+		td, err := u.UnmarshalTraces(data[4 : 4+size])
+		if err != nil {
+			return 0, err
+		}
+		spans += td.SpanCount()
+		data = data[4+size:]
+	}
+	return spans, nil
+}
+
+// analyze is `llmprof analyze --format json` with default options: the
+// pipeline, the report, and its JSON.
+func analyze(path string, w io.Writer) error {
+	a, err := driver.Run(context.Background(), []string{path}, driver.Options{})
+	if err != nil {
+		return err
+	}
+	return a.Report("bench").WriteJSON(w)
+}

@@ -1,0 +1,51 @@
+package stat
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// Quantiles by selection are Quantile's on the sorted sample, bit for bit,
+// on samples with and without ties, of every size up to a few hundred.
+func TestQuantilesMatchSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	qs := []float64{0.5, 0.9, 0.95, 0.99, 1, 0, 0.25, 0.999, 0.1}
+	for n := 0; n < 400; n += 1 + n/20 {
+		for _, ties := range []bool{false, true} {
+			xs := make([]float64, n)
+			for i := range xs {
+				xs[i] = rng.NormFloat64() * 1e6
+				if ties {
+					xs[i] = float64(rng.IntN(5))
+				}
+			}
+			sorted := slices.Sorted(slices.Values(xs))
+			got := Quantiles(slices.Clone(xs), qs...)
+			for i, q := range qs {
+				want := Quantile(sorted, q)
+				if math.Float64bits(got[i]) != math.Float64bits(want) && !(math.IsNaN(got[i]) && math.IsNaN(want)) {
+					t.Fatalf("n=%d ties=%v q=%v: Quantiles %v, Quantile of the sorted sample %v", n, ties, q, got[i], want)
+				}
+			}
+		}
+	}
+}
+
+// Select is the sorted sample's k-th element for every k, with ties.
+func TestSelectMatchesSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 9))
+	for n := 1; n < 200; n += 1 + n/10 {
+		xs := make([]float64, n)
+		for i := range xs {
+			xs[i] = float64(rng.IntN(n/2 + 1))
+		}
+		sorted := slices.Sorted(slices.Values(xs))
+		for k := range n {
+			if got := Select(slices.Clone(xs), k); got != sorted[k] {
+				t.Fatalf("n=%d: Select(k=%d) = %v, sorted %v", n, k, got, sorted[k])
+			}
+		}
+	}
+}

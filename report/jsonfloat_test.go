@@ -1,0 +1,36 @@
+package report
+
+import (
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"testing"
+)
+
+// appendShortestG writes what strconv's shortest 'g' writes: on milliseconds
+// to the nanosecond and whole counts of every magnitude (its fast path), on
+// arbitrary doubles, and at the edges of the fast path's range.
+func TestAppendShortestG(t *testing.T) {
+	check := func(v float64) {
+		t.Helper()
+		want := strconv.AppendFloat(nil, v, 'g', -1, 64)
+		if got := appendShortestG(nil, v); string(got) != string(want) {
+			t.Fatalf("appendShortestG(%v) = %s, strconv %s", v, got, want)
+		}
+	}
+	for _, v := range []float64{0, math.Copysign(0, -1), 1e-4, 9.9999e-5, 1.00001e-4, 1e6, 999999.999999, 999999.9999995, 1e6 - 1e-7,
+		0.1, 0.2, 0.3, 1, 10, 100, 123456, 0.000001, 0.000123, 5e-324, math.MaxFloat64, math.Inf(1), math.NaN(), 1.5, -2.25, 12.3456789} {
+		check(v)
+		check(-v)
+	}
+	rng := rand.New(rand.NewPCG(10, 11))
+	for range 300_000 {
+		// Nanoseconds in milliseconds, from under 0.1 µs to over 1000 s.
+		ns := rng.Int64N(int64(math.Pow(10, float64(1+rng.IntN(13)))))
+		check(float64(ns) / 1e6)
+		check(-float64(ns) / 1e6)
+		check(float64(rng.IntN(2_000_000)))
+		check(math.Float64frombits(rng.Uint64()))
+		check(rng.Float64() * math.Pow(10, float64(rng.IntN(14)-6)))
+	}
+}

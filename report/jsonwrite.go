@@ -1,0 +1,592 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/llmprof/llmprof/attribution"
+	"github.com/llmprof/llmprof/compare"
+	"github.com/llmprof/llmprof/ingest"
+)
+
+// The analysis report's JSON is written by hand: encoding/json's Encoder
+// with an indent reflects over every value, re-validates and compacts what
+// each MarshalJSON returns, then indents the whole document in a second
+// pass, and the report's samples (compare.Run: a few numbers per request
+// and per output-token bucket) make that document grow with the run (tens
+// of MB for a busy one). jsonWriter appends the indented text directly,
+// byte for byte what that Encoder (SetIndent("", "  "), SetEscapeHTML(false))
+// writes: TestWriteJSONMatchesEncoder checks it on the goldens and on
+// randomized reports, and TestWriteJSONCoversEveryField that every field of
+// the types written here is handled.
+//
+// Only the parts whose size grows with the input, and the structs around
+// them, are written field by field: the report itself, its sources,
+// findings, warnings, requests (with every group's summary) and stages, and
+// the samples. The sections bounded by the number of devices, tenants,
+// models or clocks (alignment, GPU, tokens, tenants, infrastructure, …) go
+// through encoding/json (jsonWriter.value), so their types need no code here.
+
+// jsonWriter appends indented JSON to b. The first error (a NaN or infinity
+// in a plain float64, which encoding/json refuses too) sticks.
+type jsonWriter struct {
+	b     []byte
+	depth int
+	// open has one entry per open object or array: whether it has no
+	// member yet.
+	open []bool
+	err  error
+	// scratch and its encoders serve value and the strings that need
+	// escaping.
+	scratch bytes.Buffer
+	enc     *json.Encoder
+	encHTML *json.Encoder
+	indent  bytes.Buffer
+}
+
+func newJSONWriter() *jsonWriter {
+	w := &jsonWriter{}
+	w.enc = json.NewEncoder(&w.scratch)
+	w.enc.SetEscapeHTML(false)
+	w.encHTML = json.NewEncoder(&w.scratch)
+	return w
+}
+
+// newlineIndent is a newline and the indentation of the first levels.
+var newlineIndent = "\n" + strings.Repeat("  ", 16)
+
+func (w *jsonWriter) newline() {
+	if n := 1 + 2*w.depth; n <= len(newlineIndent) {
+		w.b = append(w.b, newlineIndent[:n]...)
+		return
+	}
+	w.b = append(w.b, '\n')
+	for range w.depth {
+		w.b = append(w.b, "  "...)
+	}
+}
+
+// next starts the next member of the innermost object or array.
+func (w *jsonWriter) next() {
+	top := len(w.open) - 1
+	if !w.open[top] {
+		w.b = append(w.b, ',')
+	}
+	w.open[top] = false
+	w.newline()
+}
+
+func (w *jsonWriter) begin(c byte) {
+	w.b = append(w.b, c)
+	w.depth++
+	w.open = append(w.open, true)
+}
+
+func (w *jsonWriter) end(c byte) {
+	w.depth--
+	top := len(w.open) - 1
+	if !w.open[top] {
+		w.newline()
+	}
+	w.open = w.open[:top]
+	w.b = append(w.b, c)
+}
+
+func (w *jsonWriter) beginObject() { w.begin('{') }
+func (w *jsonWriter) endObject()   { w.end('}') }
+func (w *jsonWriter) beginArray()  { w.begin('[') }
+func (w *jsonWriter) endArray()    { w.end(']') }
+
+// key starts an object member; k is a field name that needs no escaping.
+func (w *jsonWriter) key(k string) {
+	w.next()
+	w.b = append(w.b, '"')
+	w.b = append(w.b, k...)
+	w.b = append(w.b, `": `...)
+}
+
+// mapKey starts an object member named by a map key (escaped as a string).
+func (w *jsonWriter) mapKey(k string, html bool) {
+	w.next()
+	w.str(k, html)
+	w.b = append(w.b, ": "...)
+}
+
+// str writes s as a JSON string. html escapes <, > and & as \u003c, …:
+// json.Marshal does, and the samples' MarshalJSON goes through it.
+func (w *jsonWriter) str(s string, html bool) {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x80 || c == '"' || c == '\\' || html && (c == '<' || c == '>' || c == '&') {
+			w.escaped(s, html)
+			return
+		}
+	}
+	w.b = append(w.b, '"')
+	w.b = append(w.b, s...)
+	w.b = append(w.b, '"')
+}
+
+// escaped writes a string with characters to escape through encoding/json,
+// so that its rules (invalid UTF-8, U+2028, \b, …) are the same by
+// construction.
+func (w *jsonWriter) escaped(s string, html bool) {
+	w.scratch.Reset()
+	enc := w.enc
+	if html {
+		enc = w.encHTML
+	}
+	if err := enc.Encode(s); err != nil {
+		w.fail(err)
+		return
+	}
+	w.b = append(w.b, bytes.TrimSuffix(w.scratch.Bytes(), []byte("\n"))...)
+}
+
+// strField, intField and floatField write a member; with omitEmpty a zero
+// value is left out, as the field's omitempty tag says.
+func (w *jsonWriter) strField(k, v string, omitEmpty bool) {
+	if omitEmpty && v == "" {
+		return
+	}
+	w.key(k)
+	w.str(v, false)
+}
+
+func (w *jsonWriter) intField(k string, v int64, omitEmpty bool) {
+	if omitEmpty && v == 0 {
+		return
+	}
+	w.key(k)
+	w.int(v)
+}
+
+func (w *jsonWriter) floatField(k string, v float64) {
+	w.key(k)
+	w.float(v)
+}
+
+func (w *jsonWriter) int(v int64) { w.b = strconv.AppendInt(w.b, v, 10) }
+
+func (w *jsonWriter) bool(v bool) { w.b = strconv.AppendBool(w.b, v) }
+
+func (w *jsonWriter) null() { w.b = append(w.b, "null"...) }
+
+// float writes v as encoding/json writes a float64 (its floatEncoder):
+// shortest digits, exponent form below 1e-6 and from 1e21, "e-07" as
+// "e-7"; NaN and infinities are an error.
+func (w *jsonWriter) float(v float64) {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		w.fail(&json.UnsupportedValueError{Str: strconv.FormatFloat(v, 'g', -1, 64)})
+		w.null()
+		return
+	}
+	format := byte('f')
+	if a := math.Abs(v); a != 0 && (a < 1e-6 || a >= 1e21) {
+		format = 'e'
+	}
+	w.b = strconv.AppendFloat(w.b, v, format, -1, 64)
+	if format == 'e' {
+		if n := len(w.b); n >= 4 && w.b[n-4] == 'e' && w.b[n-3] == '-' && w.b[n-2] == '0' {
+			w.b[n-2] = w.b[n-1]
+			w.b = w.b[:n-1]
+		}
+	}
+}
+
+func (w *jsonWriter) fail(err error) {
+	if w.err == nil {
+		w.err = err
+	}
+}
+
+// value writes v through encoding/json, indented in place.
+func (w *jsonWriter) value(v any) {
+	w.scratch.Reset()
+	if err := w.enc.Encode(v); err != nil {
+		w.fail(err)
+		w.null()
+		return
+	}
+	w.indented(bytes.TrimSuffix(w.scratch.Bytes(), []byte("\n")))
+}
+
+// indented writes compact JSON indented at the current depth.
+func (w *jsonWriter) indented(compact []byte) {
+	w.indent.Reset()
+	if err := json.Indent(&w.indent, compact, strings.Repeat("  ", w.depth), "  "); err != nil {
+		w.fail(err)
+		w.null()
+		return
+	}
+	w.b = append(w.b, w.indent.Bytes()...)
+}
+
+// WriteJSON writes the report as indented JSON with "schema":
+// "llmprof.report/v1". Unknown metrics are null, never 0.
+func (r *Report) WriteJSON(w io.Writer) error {
+	jw := newJSONWriter()
+	jw.b = make([]byte, 0, 1<<16+samplesSize(r.Samples))
+	jw.report(r)
+	if jw.err != nil {
+		return jw.err
+	}
+	jw.b = append(jw.b, '\n')
+	_, err := w.Write(jw.b)
+	return err
+}
+
+// samplesSize estimates the bytes of the samples' JSON, which is most of a
+// large report, so that the buffer is allocated once: about 13–16 bytes a
+// number (indentation, digits, comma).
+func samplesSize(r *compare.Run) int {
+	if r == nil {
+		return 0
+	}
+	n := len(r.TTFT) + len(r.TPOT) + len(r.E2E) + len(r.Queue) + len(r.OutputTokens) + len(r.InputTokens) + len(r.ArrivalMS) + len(r.ITL) + len(r.ITLCounts)
+	for _, m := range []map[string]compare.Series{r.Stages, r.Tokens, r.FirstToken, r.Tenants} {
+		for _, s := range m {
+			n += len(s)
+		}
+	}
+	return 16 * n
+}
+
+func (w *jsonWriter) report(r *Report) {
+	w.beginObject()
+	w.strField("schema", r.Schema, false)
+	w.strField("llmprof_version", r.Version, false)
+	w.strField("unrelated_inputs", r.Unrelated, true)
+	w.key("headline")
+	if r.Headline == nil {
+		w.null()
+	} else {
+		w.beginArray()
+		for _, f := range r.Headline {
+			w.next()
+			w.beginObject()
+			w.strField("kind", string(f.Kind), false)
+			w.strField("text", f.Text, false)
+			w.strField("section", f.Section, false)
+			w.endObject()
+		}
+		w.endArray()
+	}
+	w.key("sources")
+	if r.Sources == nil {
+		w.null()
+	} else {
+		w.beginArray()
+		for _, s := range r.Sources {
+			w.next()
+			w.source(s)
+		}
+		w.endArray()
+	}
+	w.key("alignment")
+	w.value(r.Alignment)
+	if r.Causality != nil {
+		w.key("causality")
+		w.value(r.Causality)
+	}
+	w.key("requests")
+	w.requests(r.Requests)
+	w.key("stages")
+	if r.Stages == nil {
+		w.null()
+	} else {
+		w.beginArray()
+		for _, s := range r.Stages {
+			w.next()
+			w.beginObject()
+			w.strField("name", s.Name, false)
+			w.floatField("total_ms", s.TotalMs)
+			w.floatField("share", s.Share)
+			w.endObject()
+		}
+		w.endArray()
+	}
+	if r.BlindSpots != nil {
+		w.key("blind_spots")
+		w.value(r.BlindSpots)
+	}
+	if r.KVCache != nil {
+		w.key("kv_cache")
+		w.value(r.KVCache)
+	}
+	if len(r.ModelEvents) > 0 {
+		w.key("model_events")
+		w.value(r.ModelEvents)
+	}
+	if r.Tokens != nil {
+		w.key("tokens")
+		w.value(r.Tokens)
+	}
+	if r.GPU != nil {
+		w.key("gpu")
+		w.value(r.GPU)
+	}
+	if r.GPUCoverage != nil {
+		w.key("gpu_coverage")
+		w.value(r.GPUCoverage)
+	}
+	if r.Tenants != nil {
+		w.key("tenants")
+		w.value(r.Tenants)
+	}
+	w.strField("tenants_note", r.TenantsNote, true)
+	if r.Infrastructure != nil {
+		w.key("infrastructure")
+		w.value(r.Infrastructure)
+	}
+	w.key("warnings")
+	w.warnings(r.Warnings)
+	if r.Samples != nil {
+		w.key("samples")
+		w.samples(r.Samples)
+	}
+	w.endObject()
+}
+
+func (w *jsonWriter) source(s Source) {
+	w.beginObject()
+	w.strField("path", s.Path, false)
+	w.strField("format", s.Format, false)
+	w.strField("producer", s.Producer, true)
+	w.intField("spans", int64(s.Spans), false)
+	w.intField("gpu_ops", int64(s.GPUOps), false)
+	w.intField("samples", int64(s.Samples), false)
+	w.intField("warnings", int64(s.Warnings), false)
+	w.endObject()
+}
+
+func (w *jsonWriter) warnings(ws []ingest.Warning) {
+	if ws == nil {
+		w.null()
+		return
+	}
+	w.beginArray()
+	for _, x := range ws {
+		w.next()
+		w.beginObject()
+		w.strField("path", x.Path, true)
+		w.strField("pos", x.Pos, true)
+		w.strField("code", x.Code, false)
+		w.strField("message", x.Msg, false)
+		w.intField("more", int64(x.More), true)
+		w.endObject()
+	}
+	w.endArray()
+}
+
+func (w *jsonWriter) requests(q *Requests) {
+	if q == nil {
+		w.null()
+		return
+	}
+	w.beginObject()
+	w.summaryFields(&q.Summary)
+	w.key("conventions")
+	if q.Styles == nil {
+		w.null()
+	} else {
+		w.beginObject()
+		for _, k := range slices.Sorted(maps.Keys(q.Styles)) {
+			w.mapKey(k, false)
+			w.int(int64(q.Styles[k]))
+		}
+		w.endObject()
+	}
+	for _, g := range []struct {
+		key string
+		m   map[string]attribution.Summary
+	}{{"by_tenant", q.ByTenant}, {"by_model", q.ByModel}} {
+		w.key(g.key)
+		if g.m == nil {
+			w.null()
+			continue
+		}
+		w.beginObject()
+		for _, k := range slices.Sorted(maps.Keys(g.m)) {
+			w.mapKey(k, false)
+			s := g.m[k]
+			w.beginObject()
+			w.summaryFields(&s)
+			w.endObject()
+		}
+		w.endObject()
+	}
+	w.key("slo")
+	w.value(q.SLO)
+	if q.E2ESource != nil {
+		w.key("e2e_source")
+		w.value(q.E2ESource)
+	}
+	w.endObject()
+}
+
+// summaryFields writes a summary's members into the open object (Requests
+// embeds one).
+func (w *jsonWriter) summaryFields(s *attribution.Summary) {
+	w.intField("count", int64(s.Requests), false)
+	w.key("metrics")
+	w.beginObject()
+	for _, d := range []struct {
+		key string
+		d   *attribution.Distribution
+	}{{"ttft", &s.Metrics.TTFT}, {"tpot", &s.Metrics.TPOT}, {"itl", &s.Metrics.ITL}, {"e2e", &s.Metrics.E2E}, {"queue", &s.Metrics.Queue}} {
+		w.key(d.key)
+		b, err := d.d.MarshalJSON()
+		if err != nil {
+			w.fail(err)
+		}
+		w.indented(b)
+	}
+	w.endObject()
+	w.floatField("duration_s", s.Duration)
+	w.intField("input_tokens", s.InputTokens, false)
+	w.intField("output_tokens", s.OutputTokens, false)
+	w.floatField("output_tokens_per_s", s.Throughput)
+	if s.Goodput != nil {
+		w.key("goodput")
+		w.value(s.Goodput)
+	}
+}
+
+// samples writes what compare.Run.MarshalJSON writes, indented: its schema
+// marker first, and strings escaped for HTML as json.Marshal does.
+func (w *jsonWriter) samples(r *compare.Run) {
+	w.beginObject()
+	w.key("schema")
+	w.str(compare.SamplesSchema, true)
+	if r.RunID != "" {
+		w.key("run_id")
+		w.str(r.RunID, true)
+	}
+	if len(r.Models) > 0 {
+		w.key("models")
+		w.beginArray()
+		for _, m := range r.Models {
+			w.next()
+			w.str(m, true)
+		}
+		w.endArray()
+	}
+	w.floatField("duration_ms", r.DurationMS)
+	w.intField("requests", int64(r.Requests), false)
+	w.intField("completed", int64(r.Completed), false)
+	if r.SLO != "" {
+		w.key("slo")
+		w.str(r.SLO, true)
+	}
+	w.intField("good", int64(r.Good), true)
+	for _, s := range []struct {
+		key string
+		s   compare.Series
+	}{
+		{"ttft_ms", r.TTFT}, {"tpot_ms", r.TPOT}, {"e2e_ms", r.E2E}, {"queue_ms", r.Queue},
+		{"output_tokens", r.OutputTokens}, {"input_tokens", r.InputTokens}, {"arrival_ms", r.ArrivalMS}, {"itl_ms", r.ITL},
+	} {
+		if len(s.s) > 0 {
+			w.key(s.key)
+			w.series(s.s)
+		}
+	}
+	if len(r.ITLCounts) > 0 {
+		w.key("itl_counts")
+		w.beginArray()
+		for _, n := range r.ITLCounts {
+			w.next()
+			w.int(int64(n))
+		}
+		w.endArray()
+	}
+	for _, m := range []struct {
+		key       string
+		m         map[string]compare.Series
+		omitEmpty bool
+	}{{"stages_ms", r.Stages, true}, {"tokens_ms", r.Tokens, true}, {"first_token_ms", r.FirstToken, true}, {"tenants_ms", r.Tenants, false}} {
+		if m.omitEmpty && len(m.m) == 0 {
+			continue
+		}
+		w.key(m.key)
+		if m.m == nil {
+			w.null()
+			continue
+		}
+		w.beginObject()
+		for _, k := range slices.Sorted(maps.Keys(m.m)) {
+			w.mapKey(k, true)
+			w.series(m.m[k])
+		}
+		w.endObject()
+	}
+	if r.TokensEstimated {
+		w.key("tokens_estimated")
+		w.bool(true)
+	}
+	w.endObject()
+}
+
+// series writes what compare.Series.MarshalJSON writes, indented: shortest
+// 'g' digits, null for NaN and infinities.
+func (w *jsonWriter) series(s compare.Series) {
+	if s == nil {
+		w.null()
+		return
+	}
+	w.beginArray()
+	for _, v := range s {
+		w.next()
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			w.null()
+			continue
+		}
+		w.b = appendShortestG(w.b, v)
+	}
+	w.endArray()
+}
+
+// appendShortestG appends strconv.AppendFloat(b, v, 'g', -1, 64), the same
+// bytes, faster for the samples' usual values: milliseconds to the
+// nanosecond and whole counts. When v is the double nearest n/10⁶ for an
+// integer n and 10⁻⁴ ≤ |v| < 10⁶, that decimal, trailing zeros dropped, is
+// v's shortest representation ('g' writes it without an exponent there):
+// any other decimal as short differs from it by at least 10⁻⁶, far more than
+// the width of the interval that rounds to v (under 2.4·10⁻¹⁰ below 10⁶).
+// TestAppendShortestG checks it against strconv.
+func appendShortestG(b []byte, v float64) []byte {
+	a := math.Abs(v)
+	if !(a >= 1e-4 && a < 1e6) {
+		return strconv.AppendFloat(b, v, 'g', -1, 64)
+	}
+	n := int64(math.Round(v * 1e6))
+	if float64(n)/1e6 != v {
+		return strconv.AppendFloat(b, v, 'g', -1, 64)
+	}
+	if n < 0 {
+		b = append(b, '-')
+		n = -n
+	}
+	b = strconv.AppendInt(b, n/1e6, 10)
+	frac := n % 1e6
+	if frac == 0 {
+		return b
+	}
+	var digits [7]byte
+	digits[0] = '.'
+	end := 7
+	for i := 6; i > 0; i-- {
+		digits[i] = byte('0' + frac%10)
+		frac /= 10
+		if digits[i] == '0' && end == i+1 {
+			end = i
+		}
+	}
+	return append(b, digits[:end]...)
+}
