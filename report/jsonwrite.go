@@ -344,6 +344,10 @@ func (w *jsonWriter) report(r *Report) {
 		w.key("infrastructure")
 		w.value(r.Infrastructure)
 	}
+	if len(r.Analyses) > 0 {
+		w.key("analyses")
+		w.value(r.Analyses)
+	}
 	w.key("warnings")
 	w.warnings(r.Warnings)
 	if r.Samples != nil {
