@@ -1,16 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"strings"
 
-	"github.com/klauspost/compress/gzip"
 	"github.com/spf13/cobra"
 
-	"github.com/llmprof/llmprof/export"
 	"github.com/llmprof/llmprof/ingest"
 	"github.com/llmprof/llmprof/internal/driver"
 	"github.com/llmprof/llmprof/report"
@@ -106,8 +102,7 @@ func runExport(ctx context.Context, opts *ExportOptions) error {
 	if err != nil {
 		return err
 	}
-	t, res := a.Trace, a.Align
-	if err := report.WriteAlignmentText(opts.IO.ErrOut, res, report.TextOptions{Color: report.ColorFor(opts.IO.ErrTTY)}); err != nil {
+	if err := report.WriteAlignmentText(opts.IO.ErrOut, a.Align, report.TextOptions{Color: report.ColorFor(opts.IO.ErrTTY)}); err != nil {
 		return err
 	}
 	if tables {
@@ -115,31 +110,11 @@ func runExport(ctx context.Context, opts *ExportOptions) error {
 			return err
 		}
 	}
-	var st export.PerfettoStats
-	write := func(w io.Writer) error {
-		popts := driver.PerfettoOptions(opts.Inputs, a)
-		popts.NoSpanEvents = opts.NoSpanEvents
-		if strings.HasSuffix(opts.Perfetto, ".gz") {
-			zw := gzip.NewWriter(w)
-			if st, err = export.WritePerfetto(zw, t, popts); err != nil {
-				return err
-			}
-			return zw.Close()
-		}
-		st, err = export.WritePerfetto(w, t, popts)
+	st, err := driver.WritePerfetto(opts.IO.Out, opts.Perfetto, opts.Inputs, a, opts.NoSpanEvents)
+	if err != nil {
 		return err
 	}
-	switch opts.Perfetto {
-	case "":
-	case "-":
-		err = write(opts.IO.Out)
-	default:
-		err = writeFileAtomic(opts.Perfetto, func(w *bufio.Writer) error { return write(w) })
-	}
-	if err != nil {
-		return fmt.Errorf("%s: %w", opts.Perfetto, err)
-	}
-	for _, w := range t.Warnings.List {
+	for _, w := range a.Trace.Warnings.List {
 		fmt.Fprintln(opts.IO.ErrOut, "warning: "+w.String())
 	}
 	if opts.Perfetto != "" && opts.Perfetto != "-" {

@@ -13,10 +13,6 @@ import (
 // IOStreams are the commands' streams (internal/iostreams).
 type IOStreams = iostreams.IOStreams
 
-// writeFileAtomic writes an output file the user named, atomically when it
-// is a file (iostreams.WriteFile).
-var writeFileAtomic = iostreams.WriteFile
-
 // Factory carries what every command needs: its streams. Tests build
 // their own.
 type Factory struct {

@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -10,11 +11,49 @@ import (
 	"strings"
 	"time"
 
+	"github.com/klauspost/compress/gzip"
+
 	"github.com/llmprof/llmprof/align"
 	"github.com/llmprof/llmprof/export"
 	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/internal/outfile"
 	"github.com/llmprof/llmprof/internal/progress"
 )
+
+// WritePerfetto writes the run's timeline for Perfetto (PerfettoOptions) to
+// path: "" writes nothing, "-" writes to out, a name ending in .gz is
+// gzip-compressed, and any other is an output file (internal/outfile). An
+// error names the path.
+func WritePerfetto(out io.Writer, path string, inputs []string, a *Result, noSpanEvents bool) (export.PerfettoStats, error) {
+	var st export.PerfettoStats
+	if path == "" {
+		return st, nil
+	}
+	write := func(w io.Writer) error {
+		popts := PerfettoOptions(inputs, a)
+		popts.NoSpanEvents = noSpanEvents
+		var err error
+		if strings.HasSuffix(path, ".gz") {
+			zw := gzip.NewWriter(w)
+			if st, err = export.WritePerfetto(zw, a.Trace, popts); err != nil {
+				return err
+			}
+			return zw.Close()
+		}
+		st, err = export.WritePerfetto(w, a.Trace, popts)
+		return err
+	}
+	var err error
+	if path == "-" {
+		err = write(out)
+	} else {
+		err = outfile.Write(path, outfile.Options{}, func(w *bufio.Writer) error { return write(w) })
+	}
+	if err != nil {
+		return st, fmt.Errorf("%s: %w", path, err)
+	}
+	return st, nil
+}
 
 // PerfettoOptions places the run on Perfetto's tracks: requests per tenant,
 // their stage spans under them, arrows from OTLP spans to the NVTX ranges
