@@ -173,34 +173,60 @@ func KernelsFromTrace(t *ingest.Trace, res *attribution.Result) *KernelRun {
 	stratum := stepStrata(t, res)
 	shared := coRunning(t)
 	cats := attribution.NewCategoryCache(t)
+	// Units are identified by key(); an op's fields decide its unit, so
+	// each distinct combination builds its key string once.
+	type opKey struct {
+		name, short ingest.StrID
+		grid        [3]uint32
+		block       [3]uint16
+		stratum     string
+		shared      uint8
+	}
 	byKey := map[string]int{}
+	byOp := map[opKey]int{}
 	out := &KernelRun{Stratified: stratum != nil}
 	for i := range t.GPUOps {
 		op := &t.GPUOps[i]
 		if op.Kind != ingest.OpKernel || op.End < op.Start {
 			continue
 		}
-		u := KernelUnit{Name: t.Strings.Get(op.Name), Grid: op.Grid, Block: op.Block, Category: cats.Of(op).Info().Key}
-		if op.ShortName != 0 {
-			u.Short = t.Strings.Get(op.ShortName)
-		}
+		ok := opKey{name: op.Name, short: op.ShortName, grid: op.Grid, block: op.Block, shared: shared[i]}
 		if stratum != nil {
-			u.Stratum = stratum[i]
+			ok.stratum = stratum[i]
 		}
-		if b := shared[i]; b > 0 {
-			u.Stratum = strings.TrimPrefix(u.Stratum+fmt.Sprintf(", co-running %d–%d%%", 100*(int(b)-1)/sharedBins, 100*int(b)/sharedBins), ", ")
-		}
-		k := u.key()
-		j, ok := byKey[k]
-		if !ok {
-			j = len(out.Units)
-			byKey[k] = j
-			out.Units = append(out.Units, u)
+		j, seen := byOp[ok]
+		if !seen {
+			u := KernelUnit{Name: t.Strings.Get(op.Name), Grid: op.Grid, Block: op.Block, Category: cats.Of(op).Info().Key}
+			if op.ShortName != 0 {
+				u.Short = t.Strings.Get(op.ShortName)
+			}
+			u.Stratum = ok.stratum
+			if b := ok.shared; b > 0 {
+				u.Stratum = strings.TrimPrefix(u.Stratum+fmt.Sprintf(", co-running %d–%d%%", 100*(int(b)-1)/sharedBins, 100*int(b)/sharedBins), ", ")
+			}
+			k := u.key()
+			if j, seen = byKey[k]; !seen {
+				j = len(out.Units)
+				byKey[k] = j
+				out.Units = append(out.Units, u)
+			}
+			byOp[ok] = j
 		}
 		out.Units[j].Durations = append(out.Units[j].Durations, float64(op.End-op.Start))
 		out.Launches++
 	}
-	slices.SortFunc(out.Units, func(a, b KernelUnit) int { return cmp.Compare(a.key(), b.key()) })
+	// Sorted by key (unique per unit), each key built once.
+	order := make([]int, len(out.Units))
+	ks := make([]string, len(out.Units))
+	for j := range out.Units {
+		order[j], ks[j] = j, out.Units[j].key()
+	}
+	slices.SortFunc(order, func(a, b int) int { return cmp.Compare(ks[a], ks[b]) })
+	units := make([]KernelUnit, len(order))
+	for n, j := range order {
+		units[n] = out.Units[j]
+	}
+	out.Units = units
 	return out
 }
 

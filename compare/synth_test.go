@@ -67,6 +67,41 @@ func synthRuns(tb testing.TB, which []seedNoise, d time.Duration, gemm float64) 
 	return out
 }
 
+// sharedSynthRuns is synthRuns for runs that more than one test simulates
+// (TestSynthIssueGates and the plain TestSynthTailRulesDecide use the same
+// seeds): each is simulated once per test binary and kept, shared. A Run's
+// series are only read by compare. Keep the set small: every run stays in
+// memory until the binary exits.
+func sharedSynthRuns(tb testing.TB, which []seedNoise, d time.Duration, gemm float64) []compare.Run {
+	tb.Helper()
+	out := make([]compare.Run, len(which))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 2)
+	for i, w := range which {
+		f, _ := synthCache.LoadOrStore(synthKey{w, d, gemm}, sync.OnceValue(func() compare.Run {
+			return synthRun(tb, w.seed, w.noise, d, gemm)
+		}))
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			out[i] = f.(func() compare.Run)()
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+type synthKey struct {
+	which seedNoise
+	d     time.Duration
+	gemm  float64
+}
+
+// synthCache holds the shared runs, each a func that simulates it once.
+var synthCache sync.Map
+
 // scaled returns a copy of r whose latencies and bucket times are all
 // (1+pct/100)× longer: a true change of exactly pct% in every statistic.
 func scaled(r compare.Run, pct float64) compare.Run {
@@ -252,7 +287,7 @@ func compareSynth(tb testing.TB, b, c compare.Run, reps int, seed uint64, rules 
 // still fails tpot.p50<+5% with gpu.gemm ranked first in the explanation.
 func TestSynthIssueGates(t *testing.T) {
 	const d = 20 * time.Second
-	runs := synthRuns(t, []seedNoise{{1, 1}, {1, 2}, {2, 1}, {2, 2}}, d, 1)
+	runs := sharedSynthRuns(t, []seedNoise{{9000, 1}, {9000, 2}, {9001, 1}, {9001, 2}}, d, 1)
 	for i := 0; i+1 < len(runs); i += 2 {
 		res := compareSynth(t, runs[i], runs[i+1], 300, 1, issueGates...)
 		if res.Gate.Failed {
@@ -266,7 +301,7 @@ func TestSynthIssueGates(t *testing.T) {
 	}
 	// The same workload (prompts, arrivals: a benchmark replayed with its
 	// seed) on GEMM kernels 30% slower.
-	slow := synthRun(t, 1, 2, d, 1.3)
+	slow := sharedSynthRuns(t, []seedNoise{{9000, 2}}, d, 1.3)[0]
 	res := compareSynth(t, runs[0], slow, 300, 1, "tpot.p50<+5%")
 	var m compare.Metric
 	for _, x := range res.Metrics {
@@ -319,12 +354,16 @@ func TestSynthTailRulesDecide(t *testing.T) {
 	for i := range pairs {
 		which = append(which, seedNoise{int64(9000 + i), 1}, seedNoise{int64(9000 + i), 2})
 	}
-	runs := synthRuns(t, which, d, 1)
 	var slowWhich []seedNoise
 	for i := range pairs {
 		slowWhich = append(slowWhich, seedNoise{int64(9000 + i), 2})
 	}
-	slow := synthRuns(t, slowWhich, d, 1.3)
+	simulate := synthRuns
+	if !long {
+		// The plain form's runs are TestSynthIssueGates's.
+		simulate = sharedSynthRuns
+	}
+	runs, slow := simulate(t, which, d, 1), simulate(t, slowWhich, d, 1.3)
 	var quantileRules []string
 	for _, f := range []string{"ttft", "tpot", "itl", "e2e"} {
 		for _, q := range []string{"p50", "p90", "p99"} {
