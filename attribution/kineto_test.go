@@ -23,7 +23,9 @@ import (
 // gzip'd, on a GPU-side clock 1.7 s off the OTLP clock and drifting) instead
 // of merged from the model: decoded, aligned by the step annotations'
 // span_id=, steps joined to their kernels through the annotations, every
-// token's buckets equal to the simulator's truth.
+// token's buckets equal to the simulator's truth. 5 s runs: already with
+// preemptions and stalls in them (checked), as at 10 s; the cost is the
+// traces' writing and decoding, linear in the run's length.
 func TestTokenBreakdownMatchesTruthKineto(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -33,13 +35,25 @@ func TestTokenBreakdownMatchesTruthKineto(t *testing.T) {
 		{"rocm, absolute times", kineto.WriteOptions{Times: kineto.Absolute, ROCm: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := synth.DefaultConfig(11, 10*time.Second)
+			cfg := synth.DefaultConfig(11, 5*time.Second)
 			cfg.Models[0].KVTokens = 9_000 // force preemptions
 			cfg.StallProbability = 0.01
 			cfg.GPUClock = synth.ClockError{OffsetNs: 1_734_000_000, DriftPPM: 35, JitterNs: 20_000}
 			run, err := synth.Generate(cfg)
 			if err != nil {
 				t.Fatal(err)
+			}
+			preempted, stalled := 0, 0
+			for i := range run.Requests {
+				preempted += len(run.Requests[i].Preemptions)
+			}
+			for i := range run.Steps {
+				if run.Steps[i].Stalled {
+					stalled++
+				}
+			}
+			if preempted == 0 || stalled == 0 {
+				t.Fatalf("%d preemptions, %d stalled steps: the run must have both", preempted, stalled)
 			}
 			tr := synthtrace.WithKineto(t, run, tc.opts)
 			kinetoSources := 0

@@ -3,12 +3,15 @@
 # Generates a simulated run once (OTLP framed protobuf + an nsys export), then
 # prints, per command, the input bytes, peak RSS, RSS/input, wall and CPU:
 #   analyze DIR               (decode both, merge, align, attribute, tenants)
+#   tenants DIR               (the same without the GPU section and tokens)
 #   export --parquet OUT DIR  (the same model without the tenant fit)
 #   analyze gpu.nsys.sqlite   (one input: no merge)
 # BENCH_BASE=<git rev> also builds that revision and prints its figures first,
 # for a before/after on the same files in one run. BENCH_DURATION scales the
 # run; BENCH_GRAPHS=0 replays decode steps as single launches (many more CUDA
-# API calls per GPU op). Needs go and /usr/bin/time.
+# API calls per GPU op). Needs go and /usr/bin/time. Where the peak lies:
+# go run ./bench/heapprof -o peak.pprof DIR (the heap profile at the largest
+# live heap; -requests-only for tenants, -no-tenants for export).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dur=${BENCH_DURATION:-290s}
@@ -47,6 +50,7 @@ one=$(size "$dir/gpu.nsys.sqlite")
 for i in "${!bins[@]}"; do
   b=${bins[$i]} l=${labels[$i]}
   run "$l" "analyze" "$all" "$b" analyze "$dir"
+  run "$l" "tenants" "$all" "$b" tenants "$dir"
   rm -rf "$tmp/pq"
   run "$l" "export --parquet" "$all" "$b" export --parquet "$tmp/pq" "$dir"
   run "$l" "analyze nsys only" "$one" "$b" analyze "$dir/gpu.nsys.sqlite"

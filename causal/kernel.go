@@ -277,16 +277,19 @@ type busyKey struct {
 
 // kernelRow is one target kernel in one regression.
 type kernelRow struct {
-	op         int
 	start, dur int64
-	y          float64
 	group      int
 	size, tok  float64
 	ctx        float64
-	cat        attribution.KernelCategory
-	// step is the row's index in KernelInput.Steps (-1 when not linked).
-	step int32
+	// op is the row's GPU op (an index into the trace's GPUOps) and step
+	// its index in KernelInput.Steps (-1 when not linked).
+	op, step int32
+	cat      attribution.KernelCategory
 }
+
+// logDur is the row's response, the log of its duration (computed where it
+// is read: a run's rows are the kernel view's largest table).
+func (r *kernelRow) logDur() float64 { return math.Log(float64(r.dur)) }
 
 // KernelAnalyze runs the kernel-level view on every target tenant's kernels
 // and GPU, against every other tenant (never one sharing a member with the
@@ -333,13 +336,9 @@ func KernelAnalyze(in KernelInput, opts KernelOptions) *KernelResult {
 			ys = make([][]float64, len(sources))
 		}
 		for j, s := range sources {
-			busy := g.unions[s]
-			if s.device < 0 {
-				busy = g.allDevices[s.tenant]
-			}
-			xs[j] = overlaps(rows, busy)
+			xs[j] = overlapsOf(rows, g.busyOf(t.GPUOps, s))
 			if ys != nil {
-				ys[j] = stepOverlaps(rows, busy, xs[j])
+				ys[j] = stepOverlaps(rows, g.busyOf(t.GPUOps, s), xs[j])
 			}
 		}
 		pairs := kernelRegression(target, sources, isolated, srcDev, rows, groups, use, xs, ys, o, !o.NoCategories)
@@ -365,32 +364,41 @@ func KernelAnalyze(in KernelInput, opts KernelOptions) *KernelResult {
 }
 
 // tenantKernels is each tenant's kernels by device (indices into the
-// trace's GPU ops, by start), the devices in tenant then device order, the
-// union of a tenant's work on each device and on all of them, and how many
-// kernels belong to no tenant's process.
+// trace's GPU ops, by start), the devices in tenant then device order, and
+// how many kernels belong to no tenant's process. A source's busy time is
+// streamed from its lists (busyOf), not held.
 type tenantKernels struct {
-	kernels    map[busyKey][]int
-	keys       []busyKey
-	unions     map[busyKey][]interval
-	allDevices map[string][]interval
-	unmapped   int
+	kernels  map[busyKey][]int32
+	keys     []busyKey
+	unmapped int
 }
 
 // groupKernels sorts t's kernels of positive length by tenant and device.
 func groupKernels(t *ingest.Trace, tm *TenantMap) tenantKernels {
-	g := tenantKernels{kernels: map[busyKey][]int{}, unions: map[busyKey][]interval{}, allDevices: map[string][]interval{}}
-	for _, i := range kernelsByStart(t.GPUOps) {
+	g := tenantKernels{kernels: map[busyKey][]int32{}}
+	byStart := kernelsByStart(t.GPUOps)
+	// Two passes, counting then filling, so that each list is its exact
+	// size (appending leaves up to half of a list's capacity unused).
+	keep := func(i int) (busyKey, bool) {
 		op := &t.GPUOps[i]
 		name, ok := tm.ByPid[op.Pid]
-		if !ok {
+		return busyKey{name, op.Device}, ok && op.End > op.Start
+	}
+	count := map[busyKey]int{}
+	for _, i := range byStart {
+		if k, ok := keep(i); ok {
+			count[k]++
+		} else if _, mapped := tm.ByPid[t.GPUOps[i].Pid]; !mapped {
 			g.unmapped++
-			continue
 		}
-		if op.End <= op.Start {
-			continue
+	}
+	for k, n := range count {
+		g.kernels[k] = make([]int32, 0, n)
+	}
+	for _, i := range byStart {
+		if k, ok := keep(i); ok {
+			g.kernels[k] = append(g.kernels[k], int32(i))
 		}
-		k := busyKey{name, op.Device}
-		g.kernels[k] = append(g.kernels[k], i)
 	}
 	g.keys = make([]busyKey, 0, len(g.kernels))
 	for k := range g.kernels {
@@ -402,20 +410,20 @@ func groupKernels(t *ingest.Trace, tm *TenantMap) tenantKernels {
 		}
 		return cmp.Compare(a.device, b.device)
 	})
-	for _, k := range g.keys {
-		g.unions[k] = unionOf(t.GPUOps, g.kernels[k])
-	}
-	for _, name := range tm.Tenants() {
-		var idx []int
-		for _, k := range g.keys {
-			if k.tenant == name {
-				idx = append(idx, g.kernels[k]...)
-			}
-		}
-		slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(t.GPUOps[a].Start, t.GPUOps[b].Start) })
-		g.allDevices[name] = unionOf(t.GPUOps, idx)
-	}
 	return g
+}
+
+// has reports whether the tenant has kernels on the device.
+func (g *tenantKernels) has(k busyKey) bool { return len(g.kernels[k]) > 0 }
+
+// onAnyDevice reports whether the tenant has kernels at all.
+func (g *tenantKernels) onAnyDevice(tenant string) bool {
+	for _, k := range g.keys {
+		if k.tenant == tenant {
+			return true
+		}
+	}
+	return false
 }
 
 // sourcesOf is every tenant that can stretch target's kernels: on the same
@@ -429,14 +437,14 @@ func (g *tenantKernels) sourcesOf(target busyKey, tm *TenantMap, instance map[bu
 			continue
 		}
 		k := busyKey{name, target.device}
-		if _, same := g.unions[k]; same {
+		if g.has(k) {
 			sources = append(sources, k)
 			a, b := instance[k], instance[target]
 			isolated = append(isolated, a >= 0 && b >= 0 && a != b)
 			srcDev = append(srcDev, -1)
 			continue
 		}
-		if len(g.allDevices[name]) == 0 {
+		if !g.onAnyDevice(name) {
 			continue
 		}
 		dev := int16(-1)
@@ -501,44 +509,8 @@ func tenantInstances(tm *TenantMap) map[busyKey]int16 {
 	return out
 }
 
-// unionOf merges the intervals of ops idx (sorted by start).
-func unionOf(ops []ingest.GPUOp, idx []int) []interval {
-	var out []interval
-	for _, i := range idx {
-		a, b := ops[i].Start, ops[i].End
-		if b <= a {
-			continue
-		}
-		if n := len(out); n > 0 && a <= out[n-1].end {
-			out[n-1].end = max(out[n-1].end, b)
-			continue
-		}
-		out = append(out, interval{a, b})
-	}
-	return out
-}
-
 // interval is [start, end) in ns.
 type interval struct{ start, end int64 }
-
-// overlaps is, for each row (sorted by start), the share of its interval the
-// sorted disjoint intervals cover: one forward sweep.
-func overlaps(rows []kernelRow, busy []interval) []float64 {
-	x := make([]float64, len(rows))
-	j := 0
-	for r := range rows {
-		a, b := rows[r].start, rows[r].start+rows[r].dur
-		for j < len(busy) && busy[j].end <= a {
-			j++
-		}
-		var c int64
-		for l := j; l < len(busy) && busy[l].start < b; l++ {
-			c += max(0, min(b, busy[l].end)-max(a, busy[l].start))
-		}
-		x[r] = float64(c) / float64(rows[r].dur)
-	}
-	return x
-}
 
 // judgeKernels adjusts the p-values of every kernel pair that is not a
 // negative control together and reads each: a negative control (a source on

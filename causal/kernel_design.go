@@ -5,6 +5,7 @@ import (
 
 	"github.com/llmprof/llmprof/attribution"
 	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/internal/stat"
 )
 
 // The kernel view's design: each kernel's row (identity, batch controls,
@@ -33,7 +34,7 @@ type stepName struct {
 // kernelRows gathers the target's kernels (sorted by start) with their
 // identity and step batch; the batch controls are used when at least 90% of
 // the kernels carry them (the others are then left out).
-func kernelRows(t *ingest.Trace, idx []int, stepOf []int32, steps []KernelStep, cats *attribution.CategoryCache) ([]kernelRow, int, batchUse) {
+func kernelRows(t *ingest.Trace, idx []int32, stepOf []int32, steps []KernelStep, cats *attribution.CategoryCache) ([]kernelRow, int, batchUse) {
 	rows := make([]kernelRow, 0, len(idx))
 	groupOf := map[identity]int{}
 	nth := map[stepName]int{}
@@ -41,7 +42,6 @@ func kernelRows(t *ingest.Trace, idx []int, stepOf []int32, steps []KernelStep, 
 	for _, i := range idx {
 		op := &t.GPUOps[i]
 		r := kernelRow{op: i, start: op.Start, dur: op.End - op.Start, cat: cats.Of(op), step: stepOf[i]}
-		r.y = math.Log(float64(r.dur))
 		if s := stepOf[i]; s >= 0 {
 			r.size, r.tok, r.ctx = steps[s].Size, steps[s].Tokens, steps[s].Context
 		}
@@ -87,41 +87,51 @@ func kernelRows(t *ingest.Trace, idx []int, stepOf []int32, steps []KernelStep, 
 // withinPlan residualizes columns on each identity's own intercept and
 // batch slopes (Frisch–Waugh: the pooled regression of the residuals gives
 // the β of the model with those effects). The controls do not change across
-// the Gauss–Newton steps of a fit, so each group's members and orthonormal
-// basis are found once (newWithinPlan) and applied to every step's columns.
-// Rows of a group with no residual freedom are left out. The columns are
-// laid out group by group (order), so that each group's rows are adjacent
-// in memory, and written back in row order.
+// the Gauss–Newton steps of a fit, so each group's members are found once
+// (newWithinPlan) and applied to every step's columns. Rows of a group with
+// no residual freedom are left out. The columns are laid out group by group
+// (order), so that each group's rows are adjacent in memory, and written
+// back in row order.
+//
+// Each group's orthonormal basis of its controls is built again where it is
+// applied, one group at a time (groupBasis), not held: the bases of all
+// groups are up to seven floats a row, as large as the rows themselves,
+// and the fit's columns, which they would sit beside, are the kernel view's
+// peak of memory. Building one costs about what applying it to the fit's
+// columns does.
 type withinPlan struct {
-	members [][]int
-	// basis is each group's orthonormal basis of its controls; nil for a
-	// group without rows or without freedom left.
-	basis [][][]float64
+	rows []kernelRow
+	use  batchUse
+	// size is each group's number of rows and rank the dimension of its
+	// basis, -1 for a group without rows or without freedom left.
+	size, rank []int32
 	// absorbed is the number of parameters the bases take.
 	absorbed int
 	// keep says which rows are in a group with freedom left; kept counts
 	// them and dropped lists the others.
 	keep    []bool
 	kept    int
-	dropped []int
+	dropped []int32
 	// order is the kept rows group by group, segs each group's span of it,
-	// and dest each entry's index among the kept rows in row order.
-	order, dest []int
+	// and dest each entry's index among the kept rows in row order (int32:
+	// a run's rows number in the millions, its fit's memory is the view's
+	// peak).
+	order, dest []int32
 	segs        []withinSeg
+	// longest is the most rows a seg has.
+	longest int
 }
 
 // withinSeg is one group's rows in a withinPlan's order.
-type withinSeg struct {
-	from, to int
-	basis    [][]float64
-}
+type withinSeg struct{ from, to int }
 
-// newWithinPlan finds the members and bases of rows' groups. A group whose
-// rows in rows are all the rows it has in full (same rows, same order) takes
-// its basis from full instead of computing it again; full may be nil.
+// newWithinPlan finds the members and bases' dimensions of rows' groups. A
+// group whose rows in rows are all the rows it has in full (same rows, same
+// order) takes its dimension from full instead of building its basis; full
+// may be nil.
 func newWithinPlan(rows []kernelRow, groups int, use batchUse, full *withinPlan) *withinPlan {
-	p := &withinPlan{members: make([][]int, groups), basis: make([][][]float64, groups), keep: make([]bool, len(rows)),
-		order: make([]int, 0, len(rows))}
+	p := &withinPlan{rows: rows, use: use, size: make([]int32, groups), rank: make([]int32, groups), keep: make([]bool, len(rows)),
+		order: make([]int32, 0, len(rows))}
 	// Each group's rows in order, as slices of one array (a counting sort).
 	count := make([]int, groups+1)
 	for r := range rows {
@@ -130,102 +140,190 @@ func newWithinPlan(rows []kernelRow, groups int, use batchUse, full *withinPlan)
 	for g := 1; g <= groups; g++ {
 		count[g] += count[g-1]
 	}
-	all := make([]int, len(rows))
+	all := make([]int32, len(rows))
 	for r := range rows {
 		g := rows[r].group
-		all[count[g]] = r
+		all[count[g]] = int32(r)
 		count[g]++
 	}
+	var buf [][]float64
 	from := 0
-	for g := range p.members {
-		if count[g] > from {
-			p.members[g] = all[from:count[g]:count[g]]
-		}
+	for g := range p.rank {
+		m := all[from:count[g]]
 		from = count[g]
-	}
-	for g, m := range p.members {
+		p.size[g], p.rank[g] = int32(len(m)), -1
 		if len(m) == 0 {
 			continue
 		}
-		var basis [][]float64
-		if full != nil && len(full.members[g]) == len(m) {
-			basis = full.basis[g]
-			if basis == nil {
+		var rank int
+		if full != nil && int(full.size[g]) == len(m) {
+			if full.rank[g] < 0 {
 				continue // no freedom in full: none here either
 			}
+			rank = int(full.rank[g])
 		} else {
-			z := [][]float64{constant(len(m))}
-			// A quadratic in each log batch measure: kernel time is affine in
-			// the work (a fixed cost plus a per-token one), not a power of it.
-			for _, use := range []struct {
-				on bool
-				of func(kernelRow) float64
-			}{{use.size, func(r kernelRow) float64 { return r.size }}, {use.tok, func(r kernelRow) float64 { return r.tok }},
-				{use.ctx, func(r kernelRow) float64 { return r.ctx }}} {
-				if !use.on {
-					continue
-				}
-				c, c2 := make([]float64, len(m)), make([]float64, len(m))
-				for a, r := range m {
-					c[a] = math.Log(use.of(rows[r]))
-					c2[a] = c[a] * c[a]
-				}
-				z = append(z, c, c2)
-			}
-			basis = orthoBasis(z, 1e-8)
-			if len(m) <= len(basis) {
+			var basis [][]float64
+			basis, buf = p.groupBasis(m, buf)
+			rank = len(basis)
+			if len(m) <= rank {
 				continue // no freedom left: the group says nothing about β
 			}
 		}
-		p.basis[g] = basis
-		p.absorbed += len(basis)
-		p.segs = append(p.segs, withinSeg{from: len(p.order), to: len(p.order) + len(m), basis: basis})
+		p.rank[g] = int32(rank)
+		p.absorbed += rank
+		p.segs = append(p.segs, withinSeg{from: len(p.order), to: len(p.order) + len(m)})
+		p.longest = max(p.longest, len(m))
 		p.order = append(p.order, m...)
 		for _, r := range m {
 			p.keep[r] = true
 		}
 	}
-	pos := make([]int, len(rows))
+	pos := make([]int32, len(rows))
 	for r := range rows {
 		if p.keep[r] {
-			pos[r] = p.kept
+			pos[r] = int32(p.kept)
 			p.kept++
 		} else {
-			p.dropped = append(p.dropped, r)
+			p.dropped = append(p.dropped, int32(r))
 		}
 	}
-	p.dest = make([]int, len(p.order))
+	p.dest = make([]int32, len(p.order))
 	for i, r := range p.order {
 		p.dest[i] = pos[r]
 	}
 	return p
 }
 
+// controls is the number of control columns of a group: its constant and
+// a quadratic in each log batch measure used.
+func (u batchUse) controls() int {
+	n := 1
+	for _, on := range []bool{u.size, u.tok, u.ctx} {
+		if on {
+			n += 2
+		}
+	}
+	return n
+}
+
+// groupBasis is the orthonormal basis of the controls of rows m (modified
+// Gram–Schmidt, twice; orthoBasis's operations in its order), built in
+// buf's memory (grown to the controls of len(m) rows as needed, and
+// returned for the next group).
+func (p *withinPlan) groupBasis(m []int32, buf [][]float64) (basis, _ [][]float64) {
+	nc := p.use.controls()
+	if len(buf) < nc {
+		buf = make([][]float64, nc)
+	}
+	for c := range buf[:nc] {
+		buf[c] = stat.Grow(buf[c], len(m))
+	}
+	// A quadratic in each log batch measure: kernel time is affine in the
+	// work (a fixed cost plus a per-token one), not a power of it. Each
+	// column is written where Gram–Schmidt takes it, the next free slot;
+	// a log's square, taken with it, waits in the slot after (at most the
+	// last one: a slot is used only by a column kept before), and moves
+	// down when the log adds no direction.
+	v := buf[0][:len(m)]
+	for a := range v {
+		v[a] = 1
+	}
+	basis = gramSchmidtStep(basis, v, 1e-8)
+	for c, on := range [3]bool{p.use.size, p.use.tok, p.use.ctx} {
+		if !on {
+			continue
+		}
+		l, sq := buf[len(basis)][:len(m)], buf[len(basis)+1][:len(m)]
+		for a, r := range m {
+			row := &p.rows[r]
+			l[a] = math.Log([3]float64{row.size, row.tok, row.ctx}[c])
+			sq[a] = l[a] * l[a]
+		}
+		n := len(basis)
+		if basis = gramSchmidtStep(basis, l, 1e-8); len(basis) == n {
+			copy(l, sq)
+			sq = l
+		}
+		basis = gramSchmidtStep(basis, sq, 1e-8)
+	}
+	return basis, buf
+}
+
 // apply residualizes each of cols (of length kept, in the plan's order) in
 // place on the identity effects, and writes it to the matching outs in row
 // order.
 func (p *withinPlan) apply(cols, outs [][]float64) {
+	vs := make([][]float64, len(cols))
+	var buf [][]float64
 	for _, s := range p.segs {
-		v := func(c int) []float64 { return cols[c][s.from:s.to] }
-		// Four columns at a time: their products are independent chains
-		// of additions the processor overlaps.
-		c := 0
-		for ; c+4 <= len(cols); c += 4 {
-			residualize4(v(c), v(c+1), v(c+2), v(c+3), s.basis)
+		for c := range cols {
+			vs[c] = cols[c][s.from:s.to]
 		}
-		if c+2 <= len(cols) {
-			residualize2(v(c), v(c+1), s.basis)
-			c += 2
-		}
-		if c < len(cols) {
-			residualize(v(c), s.basis)
-		}
+		var basis [][]float64
+		basis, buf = p.groupBasis(p.order[s.from:s.to], buf)
+		residualizeGroup(vs, basis)
 	}
 	for c, out := range outs {
 		col := cols[c][:len(p.dest)]
 		for i, d := range p.dest {
 			out[d] = col[i]
 		}
+	}
+}
+
+// fillDesign is apply of ncol columns that fill writes one group at a time:
+// for the a-th row of a group, row r (an index into the plan's rows), fill
+// sets vals[c][a] for each column c, or returns false to stop (fillDesign
+// then returns false). Each group's columns are residualized as apply
+// residualizes them, the first written to y and the others to the
+// row-major design of ncol − 1 columns, in row order. Only one group's
+// columns and basis are held at a time, not those of every row.
+func (p *withinPlan) fillDesign(ncol int, fill func(r int32, a int, vals [][]float64) bool, y, design []float64) bool {
+	buf := make([][]float64, ncol)
+	for c := range buf {
+		buf[c] = make([]float64, p.longest)
+	}
+	var bases [][]float64
+	vs := make([][]float64, ncol)
+	k := ncol - 1
+	for _, s := range p.segs {
+		m := s.to - s.from
+		for c := range vs {
+			vs[c] = buf[c][:m]
+		}
+		for a, r := range p.order[s.from:s.to] {
+			if !fill(r, a, vs) {
+				return false
+			}
+		}
+		var basis [][]float64
+		basis, bases = p.groupBasis(p.order[s.from:s.to], bases)
+		residualizeGroup(vs, basis)
+		for a, d := range p.dest[s.from:s.to] {
+			y[d] = vs[0][a]
+			row := design[int(d)*k : int(d)*k+k]
+			for c := range row {
+				row[c] = vs[c+1][a]
+			}
+		}
+	}
+	return true
+}
+
+// residualizeGroup residualizes each of one group's columns in place on
+// its basis. Four columns at a time: their products are independent chains
+// of additions the processor overlaps.
+func residualizeGroup(vs [][]float64, basis [][]float64) {
+	c := 0
+	for ; c+4 <= len(vs); c += 4 {
+		residualize4(vs[c], vs[c+1], vs[c+2], vs[c+3], basis)
+	}
+	if c+2 <= len(vs) {
+		residualize2(vs[c], vs[c+1], basis)
+		c += 2
+	}
+	if c < len(vs) {
+		residualize(vs[c], basis)
 	}
 }
 

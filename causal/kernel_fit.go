@@ -1,12 +1,12 @@
 package causal
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"slices"
 
 	"github.com/llmprof/llmprof/attribution"
+	"github.com/llmprof/llmprof/internal/stat"
 )
 
 // The kernel view's fit: the stretch model by Gauss–Newton, its
@@ -133,69 +133,64 @@ type stretchFit struct {
 func gaussNewton(plan *withinPlan, sub []kernelRow, subX [][]float64, idx []int, groups int, form stretchForm) (stretchFit, string) {
 	n, k := plan.kept, len(subX)
 	gn := stretchFit{stretch: make([]float64, k), colOf: make([]int, k)}
-	// The log durations and overlaps of the kept rows in the plan's order,
-	// and each step's columns: the working response and each varying
-	// source's, in that order (cols), residualized into row order (outs;
-	// rewritten each step, fitColumns copies them into its design).
-	yp := make([]float64, n)
-	xp := make([][]float64, k)
-	for i, r := range plan.order {
-		yp[i] = sub[r].y
-	}
-	yy := make([]float64, n)
-	cols, outs := [][]float64{make([]float64, n)}, [][]float64{yy}
-	var xcols [][]float64
-	for j := range xp {
-		xp[j] = make([]float64, n)
-		for i, r := range plan.order {
-			xp[j][i] = subX[j][r]
-		}
+	// Each step's columns: the working response and each varying source's,
+	// in that order, residualized one identity at a time into row order —
+	// the response into yy, the sources' straight into the design the fit
+	// reads (row-major, one column per varying source). The log durations
+	// and overlaps are read where they lie (sub, subX), not gathered into
+	// copies: the fit's columns are the kernel view's peak of memory.
+	nx := 0
+	for j := range subX {
 		gn.colOf[j] = -1
 		if varies(subX[j]) {
-			gn.colOf[j] = len(xcols)
-			c := make([]float64, n)
-			xcols = append(xcols, c)
-			cols, outs = append(cols, make([]float64, n)), append(outs, c)
+			gn.colOf[j] = nx
+			nx++
 		}
 	}
-	if len(xcols) == 0 {
+	if nx == 0 {
 		return gn, "no source's overlap varies across the target's kernels"
 	}
+	yy := make([]float64, n)
 	const diverged = "the stretch model diverged (a source's overlap shortens kernels to nothing)"
 	var weight []float64
 	var sc olsScratch // the steps' designs: only the last step's fit is kept
 	for iter := 0; iter < 30; iter++ {
 		// The rows left out still have to keep their duration positive.
 		for _, r := range plan.dropped {
-			if form.denominator(gn.stretch, subX, r) <= 0 {
+			if form.denominator(gn.stretch, subX, int(r)) <= 0 {
 				return gn, diverged
 			}
 		}
-		for i := range yp {
-			den := form.denominator(gn.stretch, xp, i)
+		sc.design = stat.Grow(sc.design, n*nx)
+		ok := plan.fillDesign(1+nx, func(r int32, a int, vals [][]float64) bool {
+			den := form.denominator(gn.stretch, subX, int(r))
 			if den <= 0 {
-				return gn, diverged
+				return false
 			}
-			cols[0][i] = yp[i] - form.sign()*math.Log(den)
+			vals[0][a] = sub[r].logDur() - form.sign()*math.Log(den)
 			for j, c := range gn.colOf {
 				if c >= 0 {
-					cols[c+1][i] = xp[j][i] / den
+					vals[c+1][a] = subX[j][r] / den
 				}
 			}
+			return true
+		}, yy, sc.design)
+		if !ok {
+			return gn, diverged
 		}
-		plan.apply(cols, outs)
 		if weight != nil {
 			for a := range yy {
 				yy[a] *= weight[a]
 			}
-			for _, c := range xcols {
-				for a := range c {
-					c[a] *= weight[a]
+			for a, w := range weight {
+				row := sc.design[a*nx : (a+1)*nx]
+				for c := range row {
+					row[c] *= w
 				}
 			}
 		}
 		var err error
-		gn.fit, gn.kept, err = fitColumnsReusing(xcols, yy, &sc)
+		gn.fit, gn.kept, err = fitRowMajor(sc.design, nx, yy, &sc)
 		if err != nil {
 			return gn, fmt.Sprintf("kernel regression failed: %v", err)
 		}
@@ -277,7 +272,7 @@ func (f *kernelFit) clusterErrors(fit *olsFit, sub []kernelRow, idx []int, o Ker
 	f.blockNs = int64(b) * o.ScoreBin
 	labels := make([]int, f.n)
 	for a := range idx {
-		labels[a] = binOf[a] / b
+		labels[a] = int(binOf[a]) / b
 	}
 	cov, g, ok := fit.clusterJackknife(labels)
 	f.kind = SEClusterJackknife
@@ -300,9 +295,10 @@ func (f *kernelFit) clusterErrors(fit *olsFit, sub []kernelRow, idx []int, o Ker
 	for c := range f.dfs {
 		f.dfs[c] = f.df
 	}
-	labels2 := make([]int, f.n)
+	// The labels of blocks of 2b bins, in the same memory.
+	labels2 := labels
 	for a := range idx {
-		labels2[a] = binOf[a] / (2 * b)
+		labels2[a] = int(binOf[a]) / (2 * b)
 	}
 	cov2, g2, ok2 := fit.clusterJackknife(labels2)
 	if ok2 && g2 >= 5 {
@@ -318,12 +314,33 @@ func (f *kernelFit) clusterErrors(fit *olsFit, sub []kernelRow, idx []int, o Ker
 
 // scoreBins numbers the score bins (of width bin from the first kept
 // kernel's start) that hold a kept row, in time order, and returns each
-// kept row's bin number and how many there are.
-func scoreBins(sub []kernelRow, idx []int, bin int64) ([]int, int) {
+// kept row's bin number and how many there are. Rows come by start (the
+// kernel view's always do), so the bins are numbered as they come; rows out
+// of order take the general way, a sort of the bins.
+func scoreBins(sub []kernelRow, idx []int, bin int64) ([]int32, int) {
 	t0 := sub[idx[0]].start
 	for _, r := range idx {
 		t0 = min(t0, sub[r].start)
 	}
+	binOf := make([]int32, len(idx))
+	n := 0
+	last := int64(-1)
+	for a, r := range idx {
+		b := (sub[r].start - t0) / bin
+		if b < last {
+			return scoreBinsSorted(sub, idx, bin, t0)
+		}
+		if b != last {
+			n++
+			last = b
+		}
+		binOf[a] = int32(n - 1)
+	}
+	return binOf, n
+}
+
+// scoreBinsSorted is scoreBins of rows in any order.
+func scoreBinsSorted(sub []kernelRow, idx []int, bin, t0 int64) ([]int32, int) {
 	bins := make([]int64, 0, len(idx))
 	for _, r := range idx {
 		bins = append(bins, (sub[r].start-t0)/bin)
@@ -335,9 +352,9 @@ func scoreBins(sub []kernelRow, idx []int, bin int64) ([]int, int) {
 	for i, v := range sorted {
 		rank[v] = i
 	}
-	binOf := make([]int, len(idx))
+	binOf := make([]int32, len(idx))
 	for a := range idx {
-		binOf[a] = rank[bins[a]]
+		binOf[a] = int32(rank[bins[a]])
 	}
 	return binOf, len(sorted)
 }
@@ -554,47 +571,6 @@ func specBand(pairs []KernelPair, rows []kernelRow, groups int, use batchUse, xs
 			p.CIHighPct = Float(math.Max(float64(p.CIHighPct), 100*hi))
 		}
 	}
-}
-
-// stepOverlaps is, for each row (sorted by start), the share of its step's
-// window — from the first of the rows in the step to the end of the last —
-// that the sorted disjoint busy intervals cover; a row with no step keeps
-// its own overlap x.
-func stepOverlaps(rows []kernelRow, busy []interval, x []float64) []float64 {
-	win := map[int32]interval{}
-	for _, r := range rows {
-		if r.step < 0 {
-			continue
-		}
-		w, ok := win[r.step]
-		if !ok {
-			w = interval{r.start, r.start + r.dur}
-		}
-		w.start, w.end = min(w.start, r.start), max(w.end, r.start+r.dur)
-		win[r.step] = w
-	}
-	share := make(map[int32]float64, len(win))
-	for s, w := range win {
-		share[s] = float64(busyWithin(busy, w.start, w.end)) / float64(w.end-w.start)
-	}
-	y := make([]float64, len(rows))
-	for i, r := range rows {
-		y[i] = x[i]
-		if r.step >= 0 {
-			y[i] = share[r.step]
-		}
-	}
-	return y
-}
-
-// busyWithin is how much of [a, b) the sorted disjoint intervals cover.
-func busyWithin(busy []interval, a, b int64) int64 {
-	j, _ := slices.BinarySearchFunc(busy, a, func(v interval, t int64) int { return cmp.Compare(v.end, t+1) })
-	var c int64
-	for ; j < len(busy) && busy[j].start < b; j++ {
-		c += max(0, min(b, busy[j].end)-max(a, busy[j].start))
-	}
-	return c
 }
 
 // blockLength is the Politis & White (2004) automatic block length for the

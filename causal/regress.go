@@ -410,13 +410,30 @@ func fitColumnsReusing(cols [][]float64, y []float64, sc *olsScratch) (*olsFit, 
 	if sc == nil {
 		sc = &olsScratch{}
 	}
-	keep := make([]bool, len(cols))
+	sc.design = stat.Grow(sc.design, len(cols)*len(cols[0]))
+	columnsInto(cols, sc.design)
+	return fitRowMajor(sc.design, len(cols), y, sc)
+}
+
+// fitRowMajor is fitColumnsReusing of a design already laid out in
+// sc.design, row-major with k columns (the kernel fit writes its
+// residualized columns there directly). The columns are taken apart only
+// when the QR reports collinearity.
+func fitRowMajor(design []float64, k int, y []float64, sc *olsScratch) (*olsFit, []bool, error) {
+	n := len(y)
+	keep := make([]bool, k)
 	for j := range keep {
 		keep[j] = true
 	}
-	sc.design = stat.Grow(sc.design, len(cols)*len(cols[0]))
-	fit, err := stat.FitOLS(columnsInto(cols, sc.design), y, &sc.fit)
+	fit, err := stat.FitOLS(mat.NewDense(n, k, design[:n*k]), y, &sc.fit)
 	if err != nil && errors.Is(err, stat.ErrCollinear) {
+		cols := make([][]float64, k)
+		for j := range cols {
+			cols[j] = make([]float64, n)
+			for i := range cols[j] {
+				cols[j][i] = design[i*k+j]
+			}
+		}
 		keep = independent(cols, 1e-8)
 		fit, err = stat.FitOLS(columnsInto(pick(cols, keep), sc.design), y, &sc.fit)
 	}
@@ -449,30 +466,32 @@ func independent(cols [][]float64, tol float64) []bool {
 func gramSchmidt(cols [][]float64, tol float64) (basis [][]float64, keep []bool) {
 	keep = make([]bool, len(cols))
 	for j, c := range cols {
-		v := slices.Clone(c)
-		norm := math.Sqrt(dot(v, v))
-		if norm == 0 || math.IsNaN(norm) || math.IsInf(norm, 0) {
-			continue
-		}
-		for pass := 0; pass < 2; pass++ {
-			for _, q := range basis {
-				d := dot(v, q)
-				for i := range v {
-					v[i] -= d * q[i]
-				}
-			}
-		}
-		r := math.Sqrt(dot(v, v))
-		if r <= tol*norm {
-			continue
-		}
-		for i := range v {
-			v[i] /= r
-		}
-		basis = append(basis, v)
-		keep[j] = true
+		n := len(basis)
+		basis = gramSchmidtStep(basis, slices.Clone(c), tol)
+		keep[j] = len(basis) > n
 	}
 	return basis, keep
+}
+
+// gramSchmidtStep orthogonalizes v in place against the orthonormal basis
+// (twice, for stability) and returns the basis with v, normalized, appended
+// when more than tol of its norm is left; else the basis as it was.
+func gramSchmidtStep(basis [][]float64, v []float64, tol float64) [][]float64 {
+	norm := math.Sqrt(dot(v, v))
+	if norm == 0 || math.IsNaN(norm) || math.IsInf(norm, 0) {
+		return basis
+	}
+	// Twice for each q in turn, v −= (v·q) q: residualize's operations
+	// (kernel_design.go), in one pass over memory per q.
+	residualize(v, basis)
+	r := math.Sqrt(dot(v, v))
+	if r <= tol*norm {
+		return basis
+	}
+	for i := range v {
+		v[i] /= r
+	}
+	return append(basis, v)
 }
 
 // fmtDuration writes whole seconds as "10 s" and shorter widths in ms, for

@@ -977,7 +977,7 @@ func (c *comparison) computeRequestLevel(specs []spec) {
 			}
 			c.shiftMetric(w, xb, xc, f, true)
 			if c.batchMeansOn() && allPositive(xb, xc) {
-				mb := stat.Quantile(sortedCopy(xb), 0.5)
+				mb := quantileOf(xb, 0.5)
 				if bm, ok := c.newBatchMeans(s, mb, mb*(1+w.m.DeltaPct/100)); ok {
 					c.widen(w, bm, mb)
 				}
@@ -1094,7 +1094,7 @@ func pointStat(x []float64, s spec) float64 {
 	if s.stat == StatMean {
 		return mean(x)
 	}
-	return stat.Quantile(sortedCopy(x), s.q)
+	return quantileOf(x, s.q)
 }
 
 // autocorrelated is the effective-sample-size ratio below which requests

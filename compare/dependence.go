@@ -66,7 +66,7 @@ func unitSeries(p *pooled, s spec) []float64 {
 		}
 		return x
 	case s.isITL() && p.itlReq != nil:
-		thr := stat.Quantile(sortedCopy(p.itl), q)
+		thr := quantileOf(p.itl, q)
 		sum := make([]float64, p.n)
 		cnt := make([]float64, p.n)
 		for j, r := range p.itlReq {
@@ -96,7 +96,7 @@ func unitSeries(p *pooled, s spec) []float64 {
 	out := make([]float64, len(x))
 	switch {
 	case quantile:
-		thr := stat.Quantile(sortedCopy(k), q)
+		thr := quantileOf(k, q)
 		for i, v := range x {
 			switch {
 			case math.IsNaN(v):

@@ -4,8 +4,6 @@ import (
 	"cmp"
 	"math"
 	"slices"
-
-	"github.com/llmprof/llmprof/internal/stat"
 )
 
 // explain fills a latency metric's Explanation: for each attribution bucket,
@@ -167,7 +165,7 @@ func (c *comparison) selection(p *pooled, s spec) []int {
 	v := p.series[s.series()]
 	threshold := math.Inf(-1)
 	if s.stat == "p90" || s.stat == "p99" {
-		threshold = stat.Quantile(sortedCopy(known(v)), s.q)
+		threshold = quantileOf(known(v), s.q)
 	}
 	for i, x := range v {
 		if !math.IsNaN(x) && x >= threshold {

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/internal/jsonscan"
 )
 
 // AnalysisSchema is the schema of a saved analysis (`analyze --format
@@ -20,16 +21,125 @@ import (
 // "warnings" the input problems analyze found.
 const AnalysisSchema = "llmprof.report/v1"
 
-// LoadOptions tell Load how to read raw runs. Without Analyze a raw run is
-// an error naming it.
+// A RunDecoder is one kind of input that diff and history read runs from:
+// llmprof's own run files (saved analyses, samples files), benchmark
+// results, or a raw trace that the analysis pipeline turns into a run. The
+// table of them, in sniffing order, is internal/driver/decoders.go
+// (driver.RunDecoders), beside the trace decoders; RunFileDecoders are the
+// ones this package reads itself.
+type RunDecoder interface {
+	// Name names the format.
+	Name() string
+	// Sniff reports whether in is of this format, from its head (a file)
+	// or its listing (a directory).
+	Sniff(in *ingest.Input) bool
+	// DecodeRuns reads in's runs, with their warnings and notes, into
+	// out; its errors name in.Path.
+	DecodeRuns(ctx context.Context, in *ingest.Input, out *Input) error
+	// RawTrace reports whether its inputs are raw traces, analyzed into
+	// one run each, rather than files of runs: a directory that one of
+	// them reads is one run, not a series.
+	RawTrace() bool
+}
+
+// LoadOptions tell Load what it can read.
 type LoadOptions struct {
-	// Decoders are the trace decoders `analyze` uses: a file or directory
-	// one of them sniffs is a raw run. Saved analyses and samples files are
-	// recognized first, by their schema.
-	Decoders []ingest.Decoder
-	// Analyze takes a raw run (a file or directory) through the analysis
-	// pipeline, returning the run and the input's warnings.
-	Analyze func(ctx context.Context, path string) (Run, []string, error)
+	// Inputs are the run decoders, in sniffing order
+	// (driver.RunDecoders); nil means RunFileDecoders, without which a raw
+	// trace is an error naming it. An input none of them sniffs goes to
+	// the first raw-trace decoder, which says in analyze's words what it
+	// is not.
+	Inputs []RunDecoder
+}
+
+// RunFileDecoders are the run files Load reads without the analysis
+// pipeline, in sniffing order: saved analyses and samples files (by their
+// schema), `vllm bench serve` results, vLLM's nightly summary table (refused
+// with a pointer to the per-run files), and JSON without a schema
+// (hand-written samples). driver.RunDecoders puts the raw traces before the
+// last.
+func RunFileDecoders() []RunDecoder {
+	return []RunDecoder{SavedRuns(), VLLMBench(), VLLMSummary(), UnmarkedSamples()}
+}
+
+func (o LoadOptions) inputs() []RunDecoder {
+	if o.Inputs == nil {
+		return RunFileDecoders()
+	}
+	return o.Inputs
+}
+
+// sniff is the first input that sniffs in, nil if none does.
+func (o LoadOptions) sniff(in *ingest.Input) RunDecoder {
+	for _, d := range o.inputs() {
+		if d.Sniff(in) {
+			return d
+		}
+	}
+	return nil
+}
+
+// sniffedRaw reports whether a raw-trace input sniffs in.
+func (o LoadOptions) sniffedRaw(in *ingest.Input) bool {
+	return slices.ContainsFunc(o.inputs(), func(d RunDecoder) bool { return d.RawTrace() && d.Sniff(in) })
+}
+
+// raw reads in with the first raw-trace input, whether or not it sniffed
+// it: the analysis pipeline says what the input is, or is not.
+func (o LoadOptions) raw(ctx context.Context, in *ingest.Input, out *Input) error {
+	i := slices.IndexFunc(o.inputs(), RunDecoder.RawTrace)
+	if i < 0 {
+		return fmt.Errorf("%s: a raw trace input; analyze it first (llmprof analyze --format json)", in.Path)
+	}
+	return o.inputs()[i].DecodeRuns(ctx, in, out)
+}
+
+// head is the start of a file's text, past white space and a byte-order
+// mark.
+func head(in *ingest.Input) []byte { return bytes.TrimLeft(in.Head, " \t\r\n\xef\xbb\xbf") }
+
+// runFile is a RunDecoder of a file of runs this package reads, known by
+// its head (past white space and a byte-order mark; never empty).
+type runFile struct {
+	name  string
+	sniff func(head []byte) bool
+	read  func(out *Input, in *ingest.Input) error
+}
+
+func (r runFile) Name() string   { return r.name }
+func (r runFile) RawTrace() bool { return false }
+func (r runFile) Sniff(in *ingest.Input) bool {
+	h := head(in)
+	return len(h) > 0 && r.sniff(h)
+}
+func (r runFile) DecodeRuns(_ context.Context, in *ingest.Input, out *Input) error {
+	return r.read(out, in)
+}
+
+// SavedRuns reads llmprof's own run files, known by their schema: a saved
+// analysis (`analyze --format json`, AnalysisSchema) and a samples file
+// (SamplesSchema), and refuses the other llmprof documents with a reason.
+func SavedRuns() RunDecoder { return runFile{"llmprof-runs", isSamplesHead, (*Input).loadSamples} }
+
+// UnmarkedSamples reads JSON without a schema marker as hand-written
+// samples (one run or an array of runs); it comes after every other JSON
+// format.
+func UnmarkedSamples() RunDecoder {
+	return runFile{"samples", func(h []byte) bool { return h[0] == '{' || h[0] == '[' }, (*Input).loadSamples}
+}
+
+// VLLMBench reads a `vllm bench serve --save-result` file (see vllmBench),
+// one run per result.
+func VLLMBench() RunDecoder {
+	return runFile{"vllm-bench", func(h []byte) bool { return ingest.BenchResultKind(h) == ingest.BenchServe }, (*Input).loadVLLMBench}
+}
+
+// VLLMSummary is the summary table of vLLM's nightly benchmark, which holds
+// no per-request figures: it is refused with a pointer to the files that
+// do.
+func VLLMSummary() RunDecoder {
+	return runFile{"vllm-bench-summary", func(h []byte) bool { return ingest.BenchResultKind(h) == ingest.BenchSummary },
+		func(_ *Input, in *ingest.Input) error { return fmt.Errorf(vllmSummaryError, in.Path) }}
 }
 
 // Input is what Load read for one side.
@@ -82,8 +192,8 @@ func (out *Input) load(ctx context.Context, p string, opts LoadOptions) error {
 	out.Files = append(out.Files, p)
 	if st.IsDir() {
 		in := &ingest.Input{Path: p, Dir: true}
-		if sniffed(in, opts.Decoders) || !holdsSamples(p, opts.Decoders) {
-			return out.raw(ctx, p, opts)
+		if opts.sniffedRaw(in) || !holdsSamples(p, opts) {
+			return opts.raw(ctx, in, out)
 		}
 		return out.loadSeries(ctx, p, opts)
 	}
@@ -91,90 +201,58 @@ func (out *Input) load(ctx context.Context, p string, opts LoadOptions) error {
 	if err != nil {
 		return err // an InputError names the path
 	}
-	head := bytes.TrimLeft(in.Head, " \t\r\n\xef\xbb\xbf")
-	if len(head) == 0 {
+	if len(head(in)) == 0 {
 		return fmt.Errorf("%s: empty file", p)
 	}
-	if isSamplesHead(head) {
-		return out.loadSamples(p, in)
+	if d := opts.sniff(in); d != nil {
+		return d.DecodeRuns(ctx, in, out)
 	}
-	if ingest.BenchResultKind(head) == ingest.BenchServe {
-		return out.loadVLLMBench(p, in)
-	}
-	if ingest.BenchResultKind(head) == ingest.BenchSummary {
-		return fmt.Errorf(vllmSummaryError, p)
-	}
-	if sniffed(in, opts.Decoders) {
-		return out.raw(ctx, p, opts)
-	}
-	if head[0] == '{' || head[0] == '[' {
-		// Hand-written samples without a schema marker.
-		return out.loadSamples(p, in)
-	}
-	// Neither samples nor a format a decoder recognizes: the analysis
+	// Neither a run file nor a format a decoder recognizes: the analysis
 	// pipeline says what it is not, in analyze's words.
-	return out.raw(ctx, p, opts)
+	return opts.raw(ctx, in, out)
 }
 
 // IsSeriesDir reports whether Load reads a directory as a series of runs
 // (saved analyses, samples files, bench results, one run per entry; see
 // holdsSamples) rather than as one raw run.
-func IsSeriesDir(p string, decoders []ingest.Decoder) bool {
+func IsSeriesDir(p string, opts LoadOptions) bool {
 	st, err := os.Stat(p)
 	if err != nil || !st.IsDir() {
 		return false
 	}
-	return !sniffed(&ingest.Input{Path: p, Dir: true}, decoders) && holdsSamples(p, decoders)
-}
-
-func sniffed(in *ingest.Input, decoders []ingest.Decoder) bool {
-	return slices.ContainsFunc(decoders, func(d ingest.Decoder) bool { return d.Sniff(in) })
+	return !opts.sniffedRaw(&ingest.Input{Path: p, Dir: true}) && holdsSamples(p, opts)
 }
 
 // isSamplesHead reports whether a JSON head carries one of llmprof's own
 // schemas at its top level (a saved analysis, samples, or — to refuse it
-// with a clear message — a diff report).
+// with a clear message — a diff report); in an array, its first element's.
 func isSamplesHead(head []byte) bool {
-	if head[0] == '[' {
-		head = bytes.TrimLeft(head[1:], " \t\r\n")
-		if len(head) == 0 || head[0] != '{' {
+	var s jsonscan.Scanner
+	s.Reset(head)
+	if s.Peek() == '[' {
+		first := true
+		if !s.Open('[') || !s.Elem(&first) {
 			return false
 		}
 	}
-	if head[0] != '{' {
+	if s.Peek() != '{' || !s.Open('{') {
 		return false
 	}
-	dec := json.NewDecoder(bytes.NewReader(head))
-	if _, err := dec.Token(); err != nil {
-		return false
-	}
-	for depth := 1; depth == 1; {
-		key, err := dec.Token()
-		if err != nil {
-			return false
+	for first := true; s.Member(&first); {
+		if string(s.Key()) == "schema" {
+			v := s.Str()
+			return s.Err() == nil && bytes.HasPrefix(v, []byte("llmprof."))
 		}
-		k, ok := key.(string)
-		if !ok {
-			return false
-		}
-		if k == "schema" {
-			v, err := dec.Token()
-			s, _ := v.(string)
-			return err == nil && strings.HasPrefix(s, "llmprof.")
-		}
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
-			return false
-		}
+		s.Skip()
 	}
 	return false
 }
 
 // holdsSamples reports whether a directory's files are saved analyses,
 // samples files or bench results (a series of runs) rather than traces:
-// every JSON file carries llmprof's schema or is one no decoder recognizes,
-// and there is at least one; files that are not JSON do not count.
-func holdsSamples(dir string, decoders []ingest.Decoder) bool {
+// no JSON file is first taken by a raw-trace input, and there is at least
+// one; files that are not JSON do not count.
+func holdsSamples(dir string, opts LoadOptions) bool {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return false
@@ -188,11 +266,11 @@ func holdsSamples(dir string, decoders []ingest.Decoder) bool {
 		if err != nil {
 			return false
 		}
-		head := bytes.TrimLeft(in.Head, " \t\r\n\xef\xbb\xbf")
-		if len(head) == 0 || (head[0] != '{' && head[0] != '[') {
+		h := head(in)
+		if len(h) == 0 || (h[0] != '{' && h[0] != '[') {
 			continue // not JSON (a README): LoadSeries skips it with a warning
 		}
-		if !isSamplesHead(head) && sniffed(in, decoders) {
+		if d := opts.sniff(in); d != nil && d.RawTrace() {
 			return false
 		}
 		found = true
@@ -221,23 +299,8 @@ func (out *Input) loadSeries(ctx context.Context, dir string, opts LoadOptions) 
 	return nil
 }
 
-func (out *Input) raw(ctx context.Context, p string, opts LoadOptions) error {
-	if opts.Analyze == nil {
-		return fmt.Errorf("%s: a raw trace input; analyze it first (llmprof analyze --format json)", p)
-	}
-	run, warns, err := opts.Analyze(ctx, p)
-	if err != nil {
-		return err
-	}
-	if run.RunID == "" {
-		run.RunID = p
-	}
-	out.Runs = append(out.Runs, run)
-	out.Warnings = append(out.Warnings, warns...)
-	return nil
-}
-
-func (out *Input) loadSamples(p string, in *ingest.Input) error {
+func (out *Input) loadSamples(in *ingest.Input) error {
+	p := in.Path
 	runs, warns, err := readSamples(in)
 	if err != nil {
 		return fmt.Errorf("%s: %w", p, err)

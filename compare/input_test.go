@@ -19,13 +19,13 @@ import (
 // loadOpts sniffs with the OTLP decoder and "analyzes" a raw input by
 // recording its path, so a test sees which inputs were taken as raw.
 func loadOpts(raw *[]string) compare.LoadOptions {
-	return compare.LoadOptions{
+	return compare.WithTraces(compare.TraceRunsForTest{
 		Decoders: []ingest.Decoder{&otlp.Decoder{}},
 		Analyze: func(_ context.Context, p string) (compare.Run, []string, error) {
 			*raw = append(*raw, filepath.Base(p))
 			return comparetest.Workload{Requests: 20, Seed: 1}.Run(), []string{p + ": line 9: truncated"}, nil
 		},
-	}
+	})
 }
 
 func writeTemp(t *testing.T, dir, name string, b []byte) string {
@@ -77,7 +77,7 @@ func TestLoadAsksTheDecoders(t *testing.T) {
 	}
 
 	// Without a pipeline a raw input is an error naming it.
-	_, err = compare.Load(context.Background(), []string{tempo}, compare.LoadOptions{Decoders: []ingest.Decoder{&otlp.Decoder{}}})
+	_, err = compare.Load(context.Background(), []string{tempo}, compare.LoadOptions{Inputs: compare.RunFileDecoders()})
 	if err == nil || !strings.Contains(err.Error(), "tempo.json") {
 		t.Errorf("raw input without a pipeline: %v", err)
 	}
@@ -146,9 +146,9 @@ func FuzzLoad(f *testing.F) {
 		if err := os.WriteFile(p, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		opts := compare.LoadOptions{Decoders: []ingest.Decoder{&otlp.Decoder{}}, Analyze: func(_ context.Context, p string) (compare.Run, []string, error) {
+		opts := compare.WithTraces(compare.TraceRunsForTest{Decoders: []ingest.Decoder{&otlp.Decoder{}}, Analyze: func(_ context.Context, p string) (compare.Run, []string, error) {
 			return compare.Run{}, nil, errors.New(p + ": raw")
-		}}
+		}})
 		in, err := compare.Load(context.Background(), []string{p}, opts)
 		if err != nil {
 			if !strings.Contains(err.Error(), "in.json") {

@@ -2,8 +2,6 @@ package compare
 
 import (
 	"math"
-
-	"github.com/llmprof/llmprof/internal/stat"
 )
 
 // RunValue is a metric's value for one run, as run-level replication
@@ -37,7 +35,7 @@ func RunValue(r *Run, metric string) (v float64, ok bool) {
 		if m.Stat == StatMean {
 			v = mean(x)
 		} else {
-			v = stat.Quantile(sortedCopy(x), statQ[m.Stat])
+			v = quantileOf(x, statQ[m.Stat])
 		}
 	case KindBucket:
 		num := families(r)[f.fam][m.Bucket]
@@ -75,7 +73,7 @@ func RequestValues(r *Run, metric string) []float64 {
 		if m.Stat == StatMean {
 			out = append(out, mean(gaps))
 		} else {
-			out = append(out, stat.Quantile(sortedCopy(gaps), statQ[m.Stat]))
+			out = append(out, quantileOf(gaps, statQ[m.Stat]))
 		}
 	}
 	return out

@@ -3,6 +3,8 @@ package compare
 import (
 	"math"
 	"slices"
+
+	"github.com/llmprof/llmprof/internal/stat"
 )
 
 // mean returns the arithmetic mean, NaN for an empty sample.
@@ -35,6 +37,12 @@ func sortedCopy(x []float64) []float64 {
 	s := slices.Clone(x)
 	slices.Sort(s)
 	return s
+}
+
+// quantileOf is the q-quantile of x (stat.Quantile of x sorted), by
+// selection on a copy: x keeps its order.
+func quantileOf(x []float64, q float64) float64 {
+	return stat.QuantileUnsorted(slices.Clone(x), q)
 }
 
 // allPositive reports whether every value is > 0, so logs exist.

@@ -68,7 +68,7 @@ func LoadSeries(ctx context.Context, paths []string, lopts LoadOptions) (*RunSer
 		if err != nil {
 			return nil, &ingest.InputError{Path: p, Err: unwrapPath(err)}
 		}
-		if !st.IsDir() || isRunDir(p, lopts.Decoders) {
+		if !st.IsDir() || isRunDir(p, lopts) {
 			if err := s.load(ctx, p, lopts); err != nil {
 				return nil, err
 			}
@@ -108,11 +108,11 @@ func (s *RunSeries) loadDir(ctx context.Context, dir string, lopts LoadOptions) 
 
 // isRunDir reports whether a directory is itself one raw run (an llmprof
 // capture, or a directory a decoder claims) rather than a folder of runs.
-func isRunDir(p string, decoders []ingest.Decoder) bool {
+func isRunDir(p string, lopts LoadOptions) bool {
 	if _, err := os.Stat(filepath.Join(p, "manifest.json")); err == nil {
 		return true
 	}
-	return sniffed(&ingest.Input{Path: p, Dir: true}, decoders)
+	return lopts.sniffedRaw(&ingest.Input{Path: p, Dir: true})
 }
 
 func trimPath(err error, p string) string {

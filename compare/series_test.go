@@ -47,7 +47,7 @@ func TestLoadSeriesMixedDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	var raw []string
-	lopts := LoadOptions{
+	lopts := WithTraces(TraceRunsForTest{
 		Decoders: []ingest.Decoder{&otlp.Decoder{}},
 		Analyze: func(_ context.Context, p string) (Run, []string, error) {
 			raw = append(raw, filepath.Base(p))
@@ -57,7 +57,7 @@ func TestLoadSeriesMixedDirectory(t *testing.T) {
 			}
 			return runs[0], nil, nil
 		},
-	}
+	})
 	s, err := LoadSeries(context.Background(), []string{dir, bench}, lopts)
 	if err != nil {
 		t.Fatal(err)
@@ -87,13 +87,13 @@ func TestLoadSeriesMixedDirectory(t *testing.T) {
 
 	raw = nil
 	in, err := Load(context.Background(), []string{dir}, lopts)
-	if err != nil || len(in.Runs) != 1 || len(raw) != 1 || IsSeriesDir(dir, lopts.Decoders) {
+	if err != nil || len(in.Runs) != 1 || len(raw) != 1 || IsSeriesDir(dir, lopts) {
 		t.Errorf("a directory holding a trace, as a side: %v, %d runs, raw %v", err, len(in.Runs), raw)
 	}
 	if err := os.Remove(filepath.Join(dir, "d-trace.json")); err != nil {
 		t.Fatal(err)
 	}
-	if !IsSeriesDir(dir, lopts.Decoders) {
+	if !IsSeriesDir(dir, lopts) {
 		t.Fatal("a directory of analyses, samples and bench results is not a series")
 	}
 	in, err = Load(context.Background(), []string{dir}, lopts)

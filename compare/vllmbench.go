@@ -62,7 +62,8 @@ const vllmSummaryError = "%s: the summary table of vLLM's nightly benchmark (ben
 	"means and percentiles alone cannot give an interval; pass the per-request result file of each test instead (the <test name>.json that benchmark_serving.py --save-result, or vllm bench serve --save-result --save-detailed, writes beside it), one per run"
 
 // loadVLLMBench reads every run of a bench result file.
-func (out *Input) loadVLLMBench(p string, in *ingest.Input) error {
+func (out *Input) loadVLLMBench(in *ingest.Input) error {
+	p := in.Path
 	rc, err := in.Open()
 	if err != nil {
 		return err

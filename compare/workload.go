@@ -198,7 +198,7 @@ func (c *comparison) pairedShiftMetric(s spec, depB, depC dependence) {
 	w := c.newWork(s, MethodPairedHodgesLehmann, len(d), len(d))
 	m := w.m
 	alpha := c.opts.Alpha
-	mb := stat.Quantile(sortedCopy(b), 0.5)
+	mb := quantileOf(b, 0.5)
 	inflate := 1.0
 	if e := c.pairedNeff[s.name]; e.n > 0 && e.neff > 0 {
 		inflate = math.Max(1, math.Sqrt(float64(e.n)/e.neff))

@@ -73,20 +73,10 @@ func WriteParquet(dir string, t *ingest.Trace, res *attribution.Result, al *alig
 	}
 	defer os.RemoveAll(stage)
 	part := newPartition(opts)
-	writers := []struct {
-		name   string
-		fields []parquetw.Column
-		rows   func(*pqTable) error
-	}{
-		{"requests", requestFields(), func(w *pqTable) error { return requestRows(w, report.RequestRows(res)) }},
-		{"tokens", tokenFields(), func(w *pqTable) error { return tokenRows(w, res) }},
-		{"steps", stepFields, func(w *pqTable) error { return stepRows(w, res) }},
-		{"gpu_ops", gpuOpFields, func(w *pqTable) error { return gpuOpRows(w, t) }},
-		{"spans", spanFields, func(w *pqTable) error { return spanRows(w, t) }},
-		{"alignment", alignmentFields, func(w *pqTable) error { return alignmentRows(w, al) }},
-	}
+	part.inline = true
+	writers := tableWriters(t, res, al)
 	for _, wr := range writers {
-		n, err := writeTable(filepath.Join(stage, wr.name+".parquet"), true, part, wr.fields, wr.rows)
+		n, err := writeTable(filepath.Join(stage, wr.name+".parquet"), true, part, wr.fields, parquetBatch, wr.rows)
 		if err != nil {
 			return st, fmt.Errorf("%s.parquet: %w", wr.name, err)
 		}
@@ -100,10 +90,31 @@ func WriteParquet(dir string, t *ingest.Trace, res *attribution.Result, al *alig
 	return st, nil
 }
 
+// tableWriter writes one table's rows.
+type tableWriter struct {
+	name   string
+	fields []parquetw.Column
+	rows   func(*pqTable) error
+}
+
+// tableWriters are the tables of ParquetTables, in order.
+func tableWriters(t *ingest.Trace, res *attribution.Result, al *align.Result) []tableWriter {
+	return []tableWriter{
+		{"requests", requestFields(), func(w *pqTable) error { return requestRows(w, report.RequestRows(res)) }},
+		{"tokens", tokenFields(), func(w *pqTable) error { return tokenRows(w, res) }},
+		{"steps", stepFields, func(w *pqTable) error { return stepRows(w, res) }},
+		{"gpu_ops", gpuOpFields, func(w *pqTable) error { return gpuOpRows(w, t) }},
+		{"spans", spanFields, func(w *pqTable) error { return spanRows(w, t) }},
+		{"alignment", alignmentFields, func(w *pqTable) error { return alignmentRows(w, al) }},
+	}
+}
+
 // WriteRequestsParquet writes the per-request table alone (`analyze
 // --requests FILE.parquet`), with the same columns as requests.parquet.
 func WriteRequestsParquet(path string, rows []report.RequestRow, opts ParquetOptions) error {
-	_, err := writeTable(path, false, newPartition(opts), requestFields(), func(w *pqTable) error { return requestRows(w, rows) })
+	part := newPartition(opts)
+	part.inline = true
+	_, err := writeTable(path, false, part, requestFields(), parquetBatch, func(w *pqTable) error { return requestRows(w, rows) })
 	return err
 }
 
@@ -111,6 +122,9 @@ type partition struct {
 	runID, host string
 	date        int32 // days since 1970-01-01
 	hasDate     bool
+	// inline writes the partition columns into every row; a Hive-style
+	// dataset (WriteDataset) carries them in its folder names instead.
+	inline bool
 }
 
 func newPartition(opts ParquetOptions) partition {
@@ -133,20 +147,25 @@ var partitionFields = []parquetw.Column{
 }
 
 // writeTable writes one table to path through internal/outfile (inDir: the
-// path lies inside a directory the export owns), a row group every
-// parquetBatch rows.
-func writeTable(path string, inDir bool, part partition, fields []parquetw.Column, rows func(*pqTable) error) (int, error) {
+// path lies inside a directory the export owns), a row group every rgRows
+// rows.
+func writeTable(path string, inDir bool, part partition, fields []parquetw.Column, rgRows int, rows func(*pqTable) error) (int, error) {
 	f, err := outfile.Create(path, outfile.Options{InDir: inDir})
 	if err != nil {
 		return 0, err
 	}
 	defer f.Abort()
-	cols := append(append([]parquetw.Column(nil), partitionFields...), fields...)
-	pw, err := parquetw.NewWriter(f, cols, parquetw.Options{RowGroupRows: parquetBatch, CreatedBy: "llmprof (internal/parquetw)"})
+	var cols []parquetw.Column
+	first := 0
+	if part.inline {
+		cols, first = append(cols, partitionFields...), len(partitionFields)
+	}
+	cols = append(cols, fields...)
+	pw, err := parquetw.NewWriter(f, cols, parquetw.Options{RowGroupRows: rgRows, CreatedBy: "llmprof (internal/parquetw)"})
 	if err != nil {
 		return 0, err
 	}
-	w := &pqTable{w: pw, part: part}
+	w := &pqTable{w: pw, part: part, first: first}
 	err = rows(w)
 	if cerr := pw.Close(); err == nil {
 		err = cerr
@@ -158,15 +177,18 @@ func writeTable(path string, inDir bool, part partition, fields []parquetw.Colum
 }
 
 // pqTable appends rows column by column. Column indices count from the
-// first column after the partition columns.
+// first column after the partition columns (first, 0 when they are not
+// inline).
 type pqTable struct {
-	w    *parquetw.Writer
-	part partition
+	w     *parquetw.Writer
+	part  partition
+	first int
 }
 
-const firstCol = 3
-
 func (w *pqTable) begin() {
+	if !w.part.inline {
+		return
+	}
 	w.w.String(0, w.part.runID)
 	w.nullableString(1, w.part.host)
 	if w.part.hasDate {
@@ -176,10 +198,10 @@ func (w *pqTable) begin() {
 	}
 }
 
-func (w *pqTable) str(i int, s string) { w.w.String(firstCol+i, s) }
+func (w *pqTable) str(i int, s string) { w.w.String(w.first+i, s) }
 
 // nstr appends s, or null when it is empty.
-func (w *pqTable) nstr(i int, s string) { w.nullableString(firstCol+i, s) }
+func (w *pqTable) nstr(i int, s string) { w.nullableString(w.first+i, s) }
 
 func (w *pqTable) nullableString(c int, s string) {
 	if s == "" {
@@ -189,38 +211,38 @@ func (w *pqTable) nullableString(c int, s string) {
 	}
 }
 
-func (w *pqTable) i64(i int, v int64) { w.w.Int64(firstCol+i, v) }
+func (w *pqTable) i64(i int, v int64) { w.w.Int64(w.first+i, v) }
 
 // ni64 appends v, or null when ok is false.
 func (w *pqTable) ni64(i int, v int64, ok bool) {
 	if ok {
-		w.w.Int64(firstCol+i, v)
+		w.w.Int64(w.first+i, v)
 	} else {
-		w.w.Null(firstCol + i)
+		w.w.Null(w.first + i)
 	}
 }
 
-func (w *pqTable) i32(i int, v int32) { w.w.Int32(firstCol+i, v) }
+func (w *pqTable) i32(i int, v int32) { w.w.Int32(w.first+i, v) }
 
 // f64 appends v, or null when it is NaN (unknown).
 func (w *pqTable) f64(i int, v float64) {
 	if math.IsNaN(v) {
-		w.w.Null(firstCol + i)
+		w.w.Null(w.first + i)
 	} else {
-		w.w.Double(firstCol+i, v)
+		w.w.Double(w.first+i, v)
 	}
 }
 
 func (w *pqTable) boolean(i int, v, ok bool) {
 	if ok {
-		w.w.Bool(firstCol+i, v)
+		w.w.Bool(w.first+i, v)
 	} else {
-		w.w.Null(firstCol + i)
+		w.w.Null(w.first + i)
 	}
 }
 
 // ts appends a timestamp, given in ns, at the column's µs.
-func (w *pqTable) ts(i int, ns int64) { w.w.Int64(firstCol+i, ns/1e3) }
+func (w *pqTable) ts(i int, ns int64) { w.w.Int64(w.first+i, ns/1e3) }
 
 func (w *pqTable) end() error { return w.w.EndRow() }
 

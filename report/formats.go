@@ -2,6 +2,7 @@ package report
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"strings"
 
@@ -37,6 +38,28 @@ func (fs Formats[R, O]) Find(name string) (Format[R, O], bool) {
 		}
 	}
 	return Format[R, O]{}, false
+}
+
+// Output is one extra output of a command (--out FORMAT=PATH): the format
+// and the file it writes.
+type Output[R, O any] struct {
+	Format Format[R, O]
+	Path   string
+}
+
+// ParseOutputs reads --out FORMAT=PATH values; a value that is not one, or
+// names no format of fs, is an error.
+func (fs Formats[R, O]) ParseOutputs(specs []string) ([]Output[R, O], error) {
+	var outs []Output[R, O]
+	for _, s := range specs {
+		name, path, ok := strings.Cut(s, "=")
+		f, known := fs.Find(name)
+		if !ok || path == "" || !known {
+			return nil, fmt.Errorf("--out %q: want FORMAT=PATH with FORMAT %s", s, fs.Names())
+		}
+		outs = append(outs, Output[R, O]{f, path})
+	}
+	return outs, nil
 }
 
 // Names lists the formats' names for help and errors: "text, markdown,

@@ -107,6 +107,9 @@ func (r *Report) Sections() []Section {
 	if r.Infrastructure != nil {
 		out = append(out, secInfrastructure)
 	}
+	for _, s := range r.sections {
+		out = append(out, Section{s.ID, s.Title})
+	}
 	out = append(out, secSources)
 	if len(r.Alignment) > 1 {
 		out = append(out, secAlignment)

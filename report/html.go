@@ -192,6 +192,10 @@ func (h *htmlPage) htmlSection(r *Report, v *HTMLViews, sec Section) {
 		h.textBlock(sec, func(b *strings.Builder, st styles) { alignmentText(b, st, r) })
 	case secWarnings.ID:
 		h.warnings(r)
+	default:
+		if s := r.analysisSection(sec.ID); s != nil {
+			h.textBlock(sec, func(b *strings.Builder, st styles) { analysisText(b, st, s) })
+		}
 	}
 }
 

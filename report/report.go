@@ -52,8 +52,12 @@ type Report struct {
 	TenantsNote string         `json:"tenants_note,omitempty"`
 	// Infrastructure is the metrics section (report/signals.go): latency
 	// spikes and the signals that deviated with them; nil without metrics.
-	Infrastructure *signals.Result  `json:"infrastructure,omitempty"`
-	Warnings       []ingest.Warning `json:"warnings"`
+	Infrastructure *signals.Result `json:"infrastructure,omitempty"`
+	// Analyses are the results of the registered analyses the report has
+	// no field for, by id (AnalysisSection); sections are their sections.
+	Analyses map[string]any `json:"analyses,omitempty"`
+	sections []AnalysisSection
+	Warnings []ingest.Warning `json:"warnings"`
 	// Samples are the per-request observations `llmprof diff` compares, so
 	// that a saved analysis can be a diff baseline.
 	Samples *compare.Run `json:"samples,omitempty"`
@@ -99,6 +103,8 @@ type Input struct {
 	TenantsNote string
 	GPU         *attribution.GPU
 	Signals     *signals.Result
+	// Sections are the registered analyses' sections (AnalysisSection).
+	Sections []AnalysisSection
 }
 
 // unrelatedInputs explains why several inputs are not one run: their GPU
@@ -158,6 +164,13 @@ func New(in Input) *Report {
 	r.Tenants, r.TenantsNote = in.Tenants, in.TenantsNote
 	r.GPU = in.GPU
 	r.Infrastructure = in.Signals
+	for _, s := range in.Sections {
+		if r.Analyses == nil {
+			r.Analyses = map[string]any{}
+		}
+		r.Analyses[s.ID] = s.Result
+		r.sections = append(r.sections, s)
+	}
 	if a := in.Attr; a != nil {
 		req := &Requests{
 			Summary: a.Overall, Styles: map[string]int{},

@@ -182,6 +182,10 @@ func (r *Report) textSection(b *strings.Builder, st styles, id string, width int
 		for _, w := range r.Warnings {
 			p("  %s\n", st.warn.Render(w.String()))
 		}
+	default:
+		if s := r.analysisSection(id); s != nil {
+			analysisText(b, st, s)
+		}
 	}
 }
 

@@ -150,18 +150,25 @@ func (r *Run) EpisodeTruths() []EpisodeTruth {
 // so it has all-reduce kernels).
 func EpisodesConfig(seed int64, d time.Duration) Config {
 	cfg := DefaultConfig(seed, d)
-	at := func(f float64) int64 { return cfg.Start + int64(f*float64(d)) }
+	cfg.AddEpisodes()
+	return cfg
+}
+
+// AddEpisodes gives a config built on DefaultConfig (DemoConfig too)
+// EpisodesConfig's episodes over its Duration, with the room in the first two
+// models' KV caches they need; its other models and tenants stay as they are.
+func (c *Config) AddEpisodes() {
+	at := func(f float64) int64 { return c.Start + int64(f*float64(c.Duration)) }
 	const dur = 8e9
 	// Room in the KV caches, so that a full cache is an episode, not what
 	// every burst of the bursty tenant does.
-	cfg.Models[0].KVTokens = 40_000
-	cfg.Models[1].KVTokens = 250_000
-	cfg.Episodes = []Episode{
-		{Kind: EpisodePFCStorm, Model: cfg.Models[1].Name, From: at(0.2), To: at(0.2) + dur},
-		{Kind: EpisodeKVPressure, Model: cfg.Models[0].Name, From: at(0.5), To: at(0.5) + dur},
-		{Kind: EpisodeThrottle, Model: cfg.Models[0].Name, From: at(0.78), To: at(0.78) + dur},
+	c.Models[0].KVTokens = 40_000
+	c.Models[1].KVTokens = 250_000
+	c.Episodes = []Episode{
+		{Kind: EpisodePFCStorm, Model: c.Models[1].Name, From: at(0.2), To: at(0.2) + dur},
+		{Kind: EpisodeKVPressure, Model: c.Models[0].Name, From: at(0.5), To: at(0.5) + dur},
+		{Kind: EpisodeThrottle, Model: c.Models[0].Name, From: at(0.78), To: at(0.78) + dur},
 	}
-	return cfg
 }
 
 // MetricFiles are the scrape files WriteMetrics writes, one per exporter.

@@ -1,13 +1,8 @@
 package main
 
 import (
-	"bufio"
-	"context"
-	"errors"
 	"fmt"
 	"io"
-	"os"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -17,54 +12,13 @@ import (
 	"github.com/llmprof/llmprof/report"
 )
 
-// DiffOptions are the parsed flags and arguments of `llmprof diff`.
-type DiffOptions struct {
-	IO *IOStreams
-	// load reads the inputs of one side (driver.Load; tests replace it).
-	load func(ctx context.Context, paths []string) (*compare.Input, error)
-	// lopts read a baseline history (compare.LoadSeries, with the
-	// decoders and the analyze pipeline load uses).
-	lopts compare.LoadOptions
-
-	// Baseline and Candidate are the two sides, each one or more paths.
-	Baseline, Candidate []string
-
-	Gates              []string // --gate rules, as given
-	GateFile           string
-	FailOnInconclusive bool
-	Inconclusive       string
-	Format             string   // text, markdown, json, junit, html
-	Outputs            []string // extra FORMAT=PATH outputs
-	All                bool
-
-	Alpha            float64
-	Seed             uint64
-	Reps             int
-	Block            string
-	PoolRuns         bool
-	Workload         string
-	AllowModelChange bool
-	AllowMissing     bool
-	Strict           bool
-	Output           string   // -o: the report (in --format) to this file, written atomically
-	History          []string // --baseline-history: earlier baseline runs
-	Order            string   // --order of the baseline history's runs
-
-	// changed reports whether a flag was given explicitly, so a gate file's
-	// settings apply only where the command line is silent.
-	changed func(name string) bool
-}
-
 // NewCmdDiff builds `llmprof diff`.
 func NewCmdDiff(f *Factory) *cobra.Command {
 	def := compare.DefaultOptions()
-	opts := &DiffOptions{IO: f.IO}
-	opts.load = func(ctx context.Context, paths []string) (*compare.Input, error) {
-		return driver.Load(ctx, paths, f.pipeline(driver.Options{}))
-	}
-	opts.lopts = compare.LoadOptions{Decoders: f.decoders(), Analyze: func(ctx context.Context, path string) (compare.Run, []string, error) {
-		return driver.CompareRun(ctx, path, f.pipeline(driver.Options{}))
-	}}
+	opts := &driver.DiffOptions{}
+	var format, output string
+	var outs []string
+	var all, strict bool
 	cmd := &cobra.Command{
 		Use:   "diff [flags] [<baseline>] <candidate>",
 		Short: "Compare two runs statistically; with --gate it is the CI regression gate",
@@ -148,8 +102,34 @@ Exit status: 0 no rule failed, 1 unusable input, 2 usage error, 3 a rule failed
 			if opts.Candidate, err = splitSide(args[len(args)-1]); err != nil {
 				return err
 			}
-			opts.changed = func(name string) bool { return cmd.Flags().Changed(name) }
-			return runDiff(cmd.Context(), opts)
+			fm, ok := report.DiffFormats.Find(format)
+			if !ok {
+				return usageErrorf("unknown --format %q (want %s)", format, report.DiffFormats.Names())
+			}
+			extra, err := report.DiffFormats.ParseOutputs(outs)
+			if err != nil {
+				return &UsageError{err}
+			}
+			opts.Changed, opts.Pipeline = cmd.Flags().Changed, f.pipeline(driver.Options{})
+			res, err := driver.Diff(cmd.Context(), *opts)
+			if err != nil {
+				return err
+			}
+			if err := f.IO.WriteOutput(output, func(w io.Writer, tty bool) error {
+				return fm.Write(w, res, report.DiffOptions{All: all, Color: report.ColorFor(tty) && format == "text", Width: f.IO.Width(w, tty)})
+			}); err != nil {
+				return err
+			}
+			if err := writeOutputs(extra, res, report.DiffOptions{All: all}); err != nil {
+				return err
+			}
+			if strict && len(res.InputWarnings) > 0 {
+				return fmt.Errorf("diff: %d input warning(s) and --strict is set", len(res.InputWarnings))
+			}
+			if res.Gate.Failed {
+				return &RegressionError{Summary: driver.GateSummary(res)}
+			}
+			return nil
 		},
 	}
 	fl := cmd.Flags()
@@ -157,9 +137,9 @@ Exit status: 0 no rule failed, 1 unusable input, 2 usage error, 3 a rule failed
 	fl.StringVar(&opts.GateFile, "gate-file", "", "YAML file with gate rules (gates: [...], fail_on_inconclusive, alpha, block)")
 	fl.BoolVar(&opts.FailOnInconclusive, "fail-on-inconclusive", false, "an inconclusive rule fails the gate (exit 3); the same as --inconclusive fail")
 	fl.StringVar(&opts.Inconclusive, "inconclusive", "pass", "CI policy for an inconclusive rule: pass (exit 0, reported loudly) or fail (exit 3)")
-	fl.StringVarP(&opts.Format, "format", "f", "text", "output format: "+report.DiffFormats.Names())
-	fl.StringArrayVar(&opts.Outputs, "out", nil, "also write FORMAT=PATH, e.g. markdown=summary.md, junit=diff.xml or html=diff.html (repeatable)")
-	fl.BoolVar(&opts.All, "all", false, "list every bucket metric, not only those that changed or are gated")
+	fl.StringVarP(&format, "format", "f", "text", "output format: "+report.DiffFormats.Names())
+	fl.StringArrayVar(&outs, "out", nil, "also write FORMAT=PATH, e.g. markdown=summary.md, junit=diff.xml or html=diff.html (repeatable)")
+	fl.BoolVar(&all, "all", false, "list every bucket metric, not only those that changed or are gated")
 	fl.Float64Var(&opts.Alpha, "alpha", def.Alpha, "significance level; intervals are 1−alpha")
 	fl.Uint64Var(&opts.Seed, "seed", def.Seed, "bootstrap seed (same inputs and seed, same report)")
 	fl.IntVar(&opts.Reps, "bootstrap", def.Reps, "bootstrap replicates")
@@ -168,8 +148,8 @@ Exit status: 0 no rule failed, 1 unusable input, 2 usage error, 3 a rule failed
 	fl.StringVar(&opts.Workload, "workload", def.Workload, "one run per side: auto (pair the requests of a replayed workload, found from the prompt lengths; leave different workloads undecided), paired, or independent (decide from within-run variation alone)")
 	fl.BoolVar(&opts.AllowModelChange, "allow-model-change", false, "compare runs that served different models")
 	fl.BoolVar(&opts.AllowMissing, "allow-missing", false, "a gated metric without data on a side is inconclusive instead of failing the gate")
-	fl.BoolVar(&opts.Strict, "strict", false, "fail (exit 1) when an input has warnings (truncation, an interrupted capture, malformed records)")
-	fl.StringVarP(&opts.Output, "output", "o", "", "write the report to FILE (written whole, then renamed into place) instead of stdout")
+	fl.BoolVar(&strict, "strict", false, "fail (exit 1) when an input has warnings (truncation, an interrupted capture, malformed records)")
+	fl.StringVarP(&output, "output", "o", "", "write the report to FILE (written whole, then renamed into place) instead of stdout")
 	fl.StringArrayVar(&opts.History, "baseline-history", nil, "earlier baseline runs, read as 'llmprof history' reads them (directories or files of any run kind; repeatable): they estimate run-to-run variance, from the last change point on")
 	fl.StringVar(&opts.Order, "order", compare.OrderAuto, "order of the baseline history's runs: auto (time when every run carries one, else name), time, name, mtime or given")
 	return cmd
@@ -184,165 +164,4 @@ func splitSide(arg string) ([]string, error) {
 		}
 	}
 	return parts, nil
-}
-
-func runDiff(ctx context.Context, opts *DiffOptions) error {
-	copts, err := diffCompareOptions(opts)
-	if err != nil {
-		return err
-	}
-	format, ok := report.DiffFormats.Find(opts.Format)
-	if !ok {
-		return usageErrorf("unknown --format %q (want %s)", opts.Format, report.DiffFormats.Names())
-	}
-	render := format.Write
-	type output struct {
-		render func(io.Writer, *compare.Result, report.DiffOptions) error
-		path   string
-	}
-	var outputs []output
-	for _, o := range opts.Outputs {
-		name, path, ok := strings.Cut(o, "=")
-		f, known := report.DiffFormats.Find(name)
-		if !ok || path == "" || !known {
-			return usageErrorf("--out %q: want FORMAT=PATH with FORMAT %s", o, report.DiffFormats.Names())
-		}
-		outputs = append(outputs, output{f.Write, path})
-	}
-
-	cand, err := opts.load(ctx, opts.Candidate)
-	if err != nil {
-		return err
-	}
-	base, err := loadBaseline(ctx, opts, copts, cand)
-	if err != nil {
-		return err
-	}
-	if same, ok := compare.SameInput(base.Input, cand); ok {
-		return fmt.Errorf("baseline and candidate are the same input (%s): comparing a run with itself proves nothing", same)
-	}
-	res, err := compare.Compare(
-		compare.Side{Label: base.label, Runs: base.Runs, InputWarnings: base.Warnings, History: base.history},
-		compare.Side{Label: strings.Join(opts.Candidate, ","), Runs: cand.Runs, InputWarnings: cand.Warnings},
-		copts)
-	if err != nil {
-		return err
-	}
-	// What the baseline history is (and which of its runs were left out),
-	// and what a side cannot explain (a benchmark result has no
-	// attribution), belong beside the figures, where every reader sees it.
-	res.Warnings = append(res.Warnings, append(base.Notes, cand.Notes...)...)
-	res.History = base.summary
-
-	if err := writeOutput(opts.IO, opts.Output, func(w io.Writer, tty bool) error {
-		width := 0
-		if w == opts.IO.Out {
-			width = textWidth(opts.IO, tty)
-		}
-		return render(w, res, report.DiffOptions{All: opts.All, Color: report.ColorFor(tty) && opts.Format == "text", Width: width})
-	}); err != nil {
-		return err
-	}
-	for _, o := range outputs {
-		if err := writeFileAtomic(o.path, func(w *bufio.Writer) error { return o.render(w, res, report.DiffOptions{All: opts.All}) }); err != nil {
-			return fmt.Errorf("--out %s: %w", o.path, err)
-		}
-	}
-	if opts.Strict && len(res.InputWarnings) > 0 {
-		return fmt.Errorf("diff: %d input warning(s) and --strict is set", len(res.InputWarnings))
-	}
-	if res.Gate.Failed {
-		return &RegressionError{Summary: gateSummary(res)}
-	}
-	return nil
-}
-
-// diffCompareOptions turns flags and the gate file into compare.Options.
-func diffCompareOptions(opts *DiffOptions) (compare.Options, error) {
-	changed := opts.changed
-	if changed == nil {
-		changed = func(string) bool { return false }
-	}
-	c := compare.DefaultOptions()
-	c.Alpha, c.Seed, c.Reps = opts.Alpha, opts.Seed, opts.Reps
-	c.PoolRuns, c.AllowModelChange, c.Workload = opts.PoolRuns, opts.AllowModelChange, opts.Workload
-	c.Policy.AllowMissing = opts.AllowMissing
-	c.Policy.FailOnInconclusive = opts.FailOnInconclusive
-	switch opts.Inconclusive {
-	case "pass", "":
-	case "fail":
-		c.Policy.FailOnInconclusive = true
-	default:
-		return c, &UsageError{fmt.Errorf("--inconclusive %q: want pass or fail", opts.Inconclusive)}
-	}
-	if changed("inconclusive") && opts.Inconclusive == "pass" && opts.FailOnInconclusive {
-		return c, &UsageError{errors.New("--inconclusive pass contradicts --fail-on-inconclusive")}
-	}
-	block := opts.Block
-	if opts.GateFile != "" {
-		b, err := os.ReadFile(opts.GateFile)
-		if err != nil {
-			return c, err // I/O: names the file
-		}
-		pf, gates, err := compare.ParsePolicyFile(opts.GateFile, b)
-		if err != nil {
-			return c, &UsageError{err}
-		}
-		c.Policy.Gates = gates
-		if pf.FailOnInconclusive != nil && !changed("fail-on-inconclusive") && !changed("inconclusive") {
-			c.Policy.FailOnInconclusive = *pf.FailOnInconclusive
-		}
-		if pf.Alpha != nil && !changed("alpha") {
-			c.Alpha = *pf.Alpha
-		}
-		if pf.Block != nil && !changed("block") {
-			block = *pf.Block
-		}
-	}
-	for _, s := range opts.Gates {
-		g, err := compare.ParseGate(s)
-		if err != nil {
-			return c, &UsageError{err}
-		}
-		if slices.ContainsFunc(c.Policy.Gates, func(x compare.Gate) bool { return x.Metric == g.Metric }) {
-			return c, usageErrorf("--gate %q: %s already has a rule (one rule per metric)", s, g.Metric)
-		}
-		c.Policy.Gates = append(c.Policy.Gates, g)
-	}
-	var err error
-	if c.Block, err = compare.ParseBlock(block); err != nil {
-		return c, &UsageError{err}
-	}
-	switch {
-	case !(c.Alpha > 0 && c.Alpha < 0.5):
-		return c, usageErrorf("--alpha %v: want a level in (0, 0.5)", c.Alpha)
-	case c.Reps < 10:
-		return c, usageErrorf("--bootstrap %d: want at least 10 replicates", c.Reps)
-	}
-	return c, nil
-}
-
-// gateSummary is the one line printed to stderr with exit status 3.
-func gateSummary(res *compare.Result) string {
-	var failed, inconclusive []string
-	for _, m := range res.Metrics {
-		if m.Gate == nil {
-			continue
-		}
-		switch m.Gate.Verdict {
-		case compare.Fail:
-			failed = append(failed, m.Gate.Rule.String())
-		case compare.Inconclusive:
-			inconclusive = append(inconclusive, m.Gate.Rule.String())
-		}
-	}
-	rules := res.Gate.Pass + res.Gate.Fail + res.Gate.Inconclusive
-	msg := fmt.Sprintf("gate failed: %d of %d rules failed", len(failed), rules)
-	if len(failed) > 0 {
-		msg += " (" + strings.Join(failed, "; ") + ")"
-	}
-	if res.Gate.FailOnInconclusive && len(inconclusive) > 0 {
-		msg += fmt.Sprintf(", %d inconclusive under --fail-on-inconclusive (%s)", len(inconclusive), strings.Join(inconclusive, "; "))
-	}
-	return msg
 }

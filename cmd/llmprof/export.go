@@ -28,18 +28,15 @@ type ExportOptions struct {
 	Perfetto     string
 	Reference    string
 	NoSpanEvents bool
-	// Parquet is the directory of the Parquet tables; RunID and Host fill
-	// their partition columns (docs/fleet.md).
-	Parquet string
-	RunID   string
-	Host    string
+	// Tables are --parquet and --dataset (docs/fleet.md).
+	Tables driver.TableExport
 }
 
 // NewCmdExport builds `llmprof export`.
 func NewCmdExport(f *Factory) *cobra.Command {
 	opts := &ExportOptions{IO: f.IO, factory: f}
 	cmd := &cobra.Command{
-		Use:   "export (--perfetto FILE | --parquet DIR) [flags] <input>...",
+		Use:   "export (--perfetto FILE | --parquet DIR | --dataset DIR) [flags] <input>...",
 		Short: "Write the merged, aligned timeline for Perfetto, or the tables as Parquet",
 		Long: strings.TrimSpace(`
 Reads the inputs like analyze, puts every record on one clock (the alignment
@@ -53,9 +50,11 @@ A FILE ending in .gz is gzip-compressed (Perfetto opens it as is); "-" writes
 to stdout. The file is written whole, then renamed into place.
 
 --parquet DIR writes the run as Parquet tables (zstd) for DuckDB, Spark or
-Trino: requests, tokens, steps, gpu_ops, spans and alignment, each row led
-by the partition columns run_id, host and date. docs/fleet.md describes the
-schema and how to query thousands of runs.`),
+Trino: requests, tokens, steps, gpu_ops, spans and alignment, each row led by
+the partition columns run_id, host and date. --dataset DIR adds the run (with
+--each, every input as a run) to a Hive-partitioned dataset of many, with its
+input files, for analyze --parquet DIR RUN_ID; a run_id already there is an
+error. docs/fleet.md: the schema and the queries DuckDB, Spark and Trino run.`),
 		Example: examples(`
   # OTLP spans and an nsys export of the same run, merged on one clock
   llmprof export --perfetto run.json traces.jsonl report1.sqlite
@@ -66,8 +65,8 @@ schema and how to query thousands of runs.`),
   # align onto the nsys clock instead of the OTLP host's
   llmprof export --perfetto run.json --reference nsys:report1 traces.jsonl report1.sqlite
 
-  # Parquet tables for DuckDB: one folder per run, globbed together later
-  llmprof export --parquet fleet/run-0042 --run-id run-0042 traces.jsonl report1.sqlite`),
+  # add a run to a dataset for DuckDB, Spark or Trino
+  llmprof export --dataset fleet --run-id run-0042 --host gpu-node-7 traces.jsonl report1.sqlite`),
 		Args: argsNamed(1, -1, "<input>: a trace file, a directory, or - for stdin"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Inputs = args
@@ -78,20 +77,32 @@ schema and how to query thousands of runs.`),
 	fl.StringVar(&opts.Perfetto, "perfetto", "", "write Chrome trace JSON for Perfetto to `FILE` (.gz: compressed; -: stdout)")
 	fl.StringVar(&opts.Reference, "reference", "", "clock `DOMAIN` to align onto (default: the OTLP spans' host clock)")
 	fl.BoolVar(&opts.NoSpanEvents, "no-span-events", false, "leave out OTLP span events (token events can be numerous)")
-	fl.StringVar(&opts.Parquet, "parquet", "", "write the tables as Parquet files into `DIR` (docs/fleet.md)")
-	fl.StringVar(&opts.RunID, "run-id", "", "the run_id column of the Parquet tables (default: the first input's name)")
-	fl.StringVar(&opts.Host, "host", "", "the host column of the Parquet tables (default: the reference clock's host)")
+	tf := &opts.Tables
+	fl.StringVar(&tf.Parquet, "parquet", "", "write the tables as Parquet files into `DIR` (docs/fleet.md)")
+	fl.StringVar(&tf.Dataset, "dataset", "", "add the run to the partitioned Parquet dataset in `DIR` (docs/fleet.md)")
+	fl.StringVar(&tf.RunID, "run-id", "", "the run_id column of the Parquet tables (default: the first input's name)")
+	fl.StringVar(&tf.Host, "host", "", "the host column of the Parquet tables (default: the reference clock's host)")
+	fl.StringVar(&tf.Date, "date", "", "the dataset partition's `YYYY-MM-DD` (default: the run's start, UTC)")
+	fl.BoolVar(&tf.Each, "each", false, "with --dataset: every input is a run of its own, named after it")
+	fl.BoolVar(&tf.NoInputs, "no-inputs", false, "leave the input files out of the --dataset (analyze --parquet cannot read the run back)")
 	return cmd
 }
 
 func runExport(ctx context.Context, opts *ExportOptions) error {
-	if opts.Perfetto == "" && opts.Parquet == "" {
-		return usageErrorf("nothing to export: give --perfetto FILE or --parquet DIR")
+	if o := *opts; o.Tables.Each {
+		o.Tables.Each = false
+		return opts.Tables.EachRun(opts.Inputs, opts.Perfetto, func(in []string) error { o.Inputs = in; return runExport(ctx, &o) })
 	}
-	// The Parquet tables include tokens, steps and GPU ops: the full
-	// attribution; Perfetto alone needs only the requests.
+	tables := opts.Tables.Parquet != "" || opts.Tables.Dataset != ""
+	if opts.Perfetto == "" && !tables {
+		return usageErrorf("nothing to export: give --perfetto FILE, --parquet DIR or --dataset DIR")
+	}
+	if err := opts.Tables.Check(opts.Inputs); err != nil {
+		return err
+	}
+	// The tables need the full attribution; Perfetto alone, the requests.
 	a, err := driver.Run(ctx, opts.Inputs, opts.factory.pipeline(driver.Options{Reference: opts.Reference, Decoders: opts.Decoders,
-		RequestsOnly: opts.Parquet == "", Tenants: driver.TenantOptions{Skip: true}}))
+		RequestsOnly: !tables, Tenants: driver.TenantOptions{Skip: true}}))
 	if err != nil {
 		return err
 	}
@@ -99,28 +110,15 @@ func runExport(ctx context.Context, opts *ExportOptions) error {
 	if err := report.WriteAlignmentText(opts.IO.ErrOut, res, report.TextOptions{Color: report.ColorFor(opts.IO.ErrTTY)}); err != nil {
 		return err
 	}
-	if opts.Parquet != "" {
-		popts := driver.ParquetPartition(opts.Inputs, a, opts.RunID, opts.Host)
-		st, err := export.WriteParquet(opts.Parquet, t, a.Attr, res, popts)
-		if err != nil {
-			return fmt.Errorf("--parquet %s: %w", opts.Parquet, err)
-		}
-		var parts []string
-		for _, name := range export.ParquetTables {
-			parts = append(parts, fmt.Sprintf("%s %d", name, st.Tables[name]))
-		}
-		fmt.Fprintf(opts.IO.ErrOut, "wrote Parquet tables to %s (rows: %s); run_id %q\n", opts.Parquet, strings.Join(parts, ", "), popts.RunID)
-		if opts.Perfetto == "" {
-			for _, w := range t.Warnings.List {
-				fmt.Fprintln(opts.IO.ErrOut, "warning: "+w.String())
-			}
-			return nil
+	if tables {
+		if err := opts.Tables.Write(opts.IO.ErrOut, opts.Inputs, a); err != nil {
+			return err
 		}
 	}
-	popts := driver.PerfettoOptions(opts.Inputs, a)
-	popts.NoSpanEvents = opts.NoSpanEvents
 	var st export.PerfettoStats
 	write := func(w io.Writer) error {
+		popts := driver.PerfettoOptions(opts.Inputs, a)
+		popts.NoSpanEvents = opts.NoSpanEvents
 		if strings.HasSuffix(opts.Perfetto, ".gz") {
 			zw := gzip.NewWriter(w)
 			if st, err = export.WritePerfetto(zw, t, popts); err != nil {
@@ -131,9 +129,11 @@ func runExport(ctx context.Context, opts *ExportOptions) error {
 		st, err = export.WritePerfetto(w, t, popts)
 		return err
 	}
-	if opts.Perfetto == "-" {
+	switch opts.Perfetto {
+	case "":
+	case "-":
 		err = write(opts.IO.Out)
-	} else {
+	default:
 		err = writeFileAtomic(opts.Perfetto, func(w *bufio.Writer) error { return write(w) })
 	}
 	if err != nil {
@@ -142,7 +142,7 @@ func runExport(ctx context.Context, opts *ExportOptions) error {
 	for _, w := range t.Warnings.List {
 		fmt.Fprintln(opts.IO.ErrOut, "warning: "+w.String())
 	}
-	if opts.Perfetto != "-" {
+	if opts.Perfetto != "" && opts.Perfetto != "-" {
 		fmt.Fprintf(opts.IO.ErrOut, "wrote %d events (%d launch arrows, %d span→NVTX arrows) to %s; open it in ui.perfetto.dev or chrome://tracing\n",
 			st.Events, st.LaunchFlows, st.LinkFlows, opts.Perfetto)
 	}

@@ -1,51 +1,24 @@
 package main
 
 import (
-	"bufio"
-	"context"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/llmprof/llmprof/compare"
 	"github.com/llmprof/llmprof/history"
 	"github.com/llmprof/llmprof/internal/driver"
 	"github.com/llmprof/llmprof/report"
 )
 
-// HistoryOptions are the parsed flags and arguments of `llmprof history`.
-type HistoryOptions struct {
-	IO *IOStreams
-	// lopts read the runs (the Factory's decoders and the analyze pipeline
-	// for raw runs, as diff reads a side).
-	lopts compare.LoadOptions
-
-	Paths              []string
-	Metrics            []string
-	Order              string
-	Since              string
-	Unit               string
-	Detect             history.DetectOptions
-	Gates              []string
-	FailOnInconclusive bool
-	AllowMissing       bool
-	Format             string
-	Outputs            []string
-	Output             string
-	Strict             bool
-}
-
 // NewCmdHistory builds `llmprof history`.
 func NewCmdHistory(f *Factory) *cobra.Command {
 	def := history.DefaultOptions()
-	opts := &HistoryOptions{IO: f.IO, Detect: def.Detect}
-	opts.lopts = compare.LoadOptions{Decoders: f.decoders(), Analyze: func(ctx context.Context, path string) (compare.Run, []string, error) {
-		return driver.CompareRun(ctx, path, f.pipeline(driver.Options{}))
-	}}
+	opts := &driver.HistoryOptions{Detect: def.Detect}
+	var format, output string
+	var outs []string
+	var strict bool
 	cmd := &cobra.Command{
 		Use:   "history [flags] DIR|FILE...",
 		Short: "Find the change points of a series of nightly runs, each explained",
@@ -82,8 +55,32 @@ failed.`),
   llmprof history nightly/ --gate 'tpot.p50<+5%'`),
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Paths = args
-			return runHistory(cmd.Context(), opts)
+			fm, ok := report.HistoryFormats.Find(format)
+			if !ok {
+				return usageErrorf("unknown --format %q (want %s)", format, report.HistoryFormats.Names())
+			}
+			extra, err := report.HistoryFormats.ParseOutputs(outs)
+			if err != nil {
+				return &UsageError{err}
+			}
+			opts.Paths, opts.Pipeline = args, f.pipeline(driver.Options{})
+			res, warnings, err := driver.History(cmd.Context(), *opts)
+			if err != nil {
+				return err
+			}
+			if err := f.IO.WriteOutput(output, func(w io.Writer, _ bool) error { return fm.Write(w, res, report.TextOptions{}) }); err != nil {
+				return err
+			}
+			if err := writeOutputs(extra, res, report.TextOptions{}); err != nil {
+				return err
+			}
+			if strict && len(warnings) > 0 {
+				return fmt.Errorf("history: %d input warning(s) and --strict is set", len(warnings))
+			}
+			if res.Gate.Failed {
+				return &RegressionError{Summary: driver.HistoryGateSummary(res)}
+			}
+			return nil
 		},
 	}
 	fl := cmd.Flags()
@@ -99,119 +96,9 @@ failed.`),
 	fl.StringArrayVar(&opts.Gates, "gate", nil, "gate rule on the newest run such as 'tpot.p50<+5%' (repeatable)")
 	fl.BoolVar(&opts.FailOnInconclusive, "fail-on-inconclusive", false, "a rule whose metric changed but whose comparison is inconclusive fails the gate")
 	fl.BoolVar(&opts.AllowMissing, "allow-missing", false, "a gated metric no run has is inconclusive instead of failing")
-	fl.StringVarP(&opts.Format, "format", "f", "text", "output format: "+report.HistoryFormats.Names())
-	fl.StringArrayVar(&opts.Outputs, "out", nil, "also write FORMAT=PATH, e.g. html=history.html (repeatable)")
-	fl.StringVarP(&opts.Output, "output", "o", "", "write the report to FILE instead of stdout")
-	fl.BoolVar(&opts.Strict, "strict", false, "fail (exit 1) when an input has warnings")
+	fl.StringVarP(&format, "format", "f", "text", "output format: "+report.HistoryFormats.Names())
+	fl.StringArrayVar(&outs, "out", nil, "also write FORMAT=PATH, e.g. html=history.html (repeatable)")
+	fl.StringVarP(&output, "output", "o", "", "write the report to FILE instead of stdout")
+	fl.BoolVar(&strict, "strict", false, "fail (exit 1) when an input has warnings")
 	return cmd
-}
-
-func runHistory(ctx context.Context, opts *HistoryOptions) error {
-	o := history.DefaultOptions()
-	o.Detect, o.Unit, o.Order = opts.Detect, opts.Unit, opts.Order
-	if len(opts.Metrics) > 0 {
-		o.Metrics = opts.Metrics
-	}
-	for _, m := range o.Metrics {
-		if err := compare.ValidMetric(m); err != nil {
-			return &UsageError{fmt.Errorf("--metric: %w", err)}
-		}
-	}
-	switch {
-	case !(o.Detect.Alpha > 0 && o.Detect.Alpha < 0.5):
-		return usageErrorf("--alpha %v: want a level in (0, 0.5)", o.Detect.Alpha)
-	case o.Detect.Permutations < 19:
-		return usageErrorf("--permutations %d: want at least 19 (a p-value of 0.05 needs 19)", o.Detect.Permutations)
-	case o.Detect.MinSize < 1:
-		return usageErrorf("--min-size %d: want at least 1", o.Detect.MinSize)
-	case o.Detect.Window < 2:
-		return usageErrorf("--window %d: want at least 2", o.Detect.Window)
-	case !slices.Contains([]string{history.UnitAuto, history.UnitRun, history.UnitRequest}, o.Unit):
-		return usageErrorf("--unit %q: want auto, run or request", o.Unit)
-	}
-	o.Compare.Policy.FailOnInconclusive, o.Compare.Policy.AllowMissing = opts.FailOnInconclusive, opts.AllowMissing
-	for _, s := range opts.Gates {
-		g, err := compare.ParseGate(s)
-		if err != nil {
-			return &UsageError{err}
-		}
-		if slices.ContainsFunc(o.Compare.Policy.Gates, func(x compare.Gate) bool { return x.Metric == g.Metric }) {
-			return usageErrorf("--gate %q: %s already has a rule (one rule per metric)", s, g.Metric)
-		}
-		o.Compare.Policy.Gates = append(o.Compare.Policy.Gates, g)
-	}
-	var since time.Time
-	if opts.Since != "" {
-		var err error
-		if since, err = parseSince(opts.Since); err != nil {
-			return &UsageError{err}
-		}
-	}
-	format, ok := report.HistoryFormats.Find(opts.Format)
-	if !ok {
-		return usageErrorf("unknown --format %q (want %s)", opts.Format, report.HistoryFormats.Names())
-	}
-	type output struct {
-		format report.Format[*history.Result, report.TextOptions]
-		path   string
-	}
-	var outputs []output
-	for _, s := range opts.Outputs {
-		name, path, ok := strings.Cut(s, "=")
-		f, known := report.HistoryFormats.Find(name)
-		if !ok || path == "" || !known {
-			return usageErrorf("--out %q: want FORMAT=PATH with FORMAT %s", s, report.HistoryFormats.Names())
-		}
-		outputs = append(outputs, output{f, path})
-	}
-
-	series, err := history.Load(ctx, opts.Paths, opts.lopts)
-	if err != nil {
-		return err
-	}
-	if o.Order, err = series.Order(opts.Order); err != nil {
-		return &UsageError{err}
-	}
-	if !since.IsZero() {
-		series.Since(since)
-	}
-	res, err := history.Analyze(series, o)
-	if err != nil {
-		return err
-	}
-	if err := writeOutput(opts.IO, opts.Output, func(w io.Writer, _ bool) error { return format.Write(w, res, report.TextOptions{}) }); err != nil {
-		return err
-	}
-	for _, out := range outputs {
-		if err := writeFileAtomic(out.path, func(w *bufio.Writer) error { return out.format.Write(w, res, report.TextOptions{}) }); err != nil {
-			return fmt.Errorf("--out %s: %w", out.path, err)
-		}
-	}
-	if opts.Strict && len(series.Warnings) > 0 {
-		return fmt.Errorf("history: %d input warning(s) and --strict is set", len(series.Warnings))
-	}
-	if res.Gate.Failed {
-		var failed []string
-		for _, r := range res.Gate.Rules {
-			if r.Verdict == compare.Fail || (r.Verdict == compare.Inconclusive && opts.FailOnInconclusive && r.Change >= 0) {
-				where := "no run has it"
-				if r.Change >= 0 {
-					where = fmt.Sprintf("at run %d", r.Change+1)
-				}
-				failed = append(failed, fmt.Sprintf("%s %s", r.Rule, where))
-			}
-		}
-		return &RegressionError{Summary: fmt.Sprintf("gate failed: the newest run is past a change that breaks %s", strings.Join(failed, "; "))}
-	}
-	return nil
-}
-
-// parseSince reads --since as a date or an RFC 3339 time.
-func parseSince(s string) (time.Time, error) {
-	for _, layout := range []string{"2006-01-02", time.RFC3339, "2006-01-02T15:04:05"} {
-		if t, err := time.Parse(layout, s); err == nil {
-			return t, nil
-		}
-	}
-	return time.Time{}, fmt.Errorf("--since %q: want a date (2006-01-02) or an RFC 3339 time", s)
 }

@@ -8,11 +8,13 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/llmprof/llmprof/internal/iostreams"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := Main(ctx, os.Args[1:], SystemIO())
+	code := Main(ctx, os.Args[1:], iostreams.System())
 	stop()
 	os.Exit(code)
 }

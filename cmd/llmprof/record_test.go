@@ -21,6 +21,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 
 	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/internal/driver"
 	"github.com/llmprof/llmprof/internal/shareddata"
 	"github.com/llmprof/llmprof/record"
 )
@@ -38,32 +39,32 @@ func TestRecordFlags(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		args    []string
-		check   func(t *testing.T, o *RecordOptions)
+		check   func(t *testing.T, o record.Options)
 		wantErr string
 	}{
-		{"defaults", []string{"--", "vllm", "serve", "m"}, func(t *testing.T, o *RecordOptions) {
-			if !regexp.MustCompile(`^run-\d{8}T\d{6}Z\.llmprof$`).MatchString(o.Output) || o.GRPCAddr != "127.0.0.1:0" || o.HTTPAddr != "127.0.0.1:0" ||
-				o.Protocol != "grpc" || o.NVMLInterval != 100*time.Millisecond || o.GPMInterval != 200*time.Millisecond ||
+		{"defaults", []string{"--", "vllm", "serve", "m"}, func(t *testing.T, o record.Options) {
+			if !regexp.MustCompile(`^run-\d{8}T\d{6}Z\.llmprof$`).MatchString(o.Dir) || o.GRPCAddr != "127.0.0.1:0" || o.HTTPAddr != "127.0.0.1:0" ||
+				o.Protocol != "grpc" || o.NVML.DeviceInterval != 100*time.Millisecond || o.NVML.GPMInterval != 200*time.Millisecond ||
 				o.StopTimeout != 30*time.Second || strings.Join(o.Command, " ") != "vllm serve m" {
 				t.Errorf("%+v", o)
 			}
 		}, ""},
-		{"the command's flags are its own", []string{"-o", "x.llmprof", "python", "serve.py", "--port", "8000", "-o", "y"}, func(t *testing.T, o *RecordOptions) {
-			if o.Output != "x.llmprof" || strings.Join(o.Command, " ") != "python serve.py --port 8000 -o y" {
-				t.Errorf("output %q command %q", o.Output, o.Command)
+		{"the command's flags are its own", []string{"-o", "x.llmprof", "python", "serve.py", "--port", "8000", "-o", "y"}, func(t *testing.T, o record.Options) {
+			if o.Dir != "x.llmprof" || strings.Join(o.Command, " ") != "python serve.py --port 8000 -o y" {
+				t.Errorf("output %q command %q", o.Dir, o.Command)
 			}
 		}, ""},
-		{"ports", []string{"--otlp-grpc", ":4317", "--otlp-http", "localhost:4318", "true"}, func(t *testing.T, o *RecordOptions) {
+		{"ports", []string{"--otlp-grpc", ":4317", "--otlp-http", "localhost:4318", "true"}, func(t *testing.T, o record.Options) {
 			if o.GRPCAddr != "127.0.0.1:4317" || o.HTTPAddr != "localhost:4318" {
 				t.Errorf("grpc %q http %q", o.GRPCAddr, o.HTTPAddr)
 			}
 		}, ""},
-		{"listen on all interfaces when told", []string{"--listen", "0.0.0.0", "--otlp-grpc", ":4317", "true"}, func(t *testing.T, o *RecordOptions) {
+		{"listen on all interfaces when told", []string{"--listen", "0.0.0.0", "--otlp-grpc", ":4317", "true"}, func(t *testing.T, o record.Options) {
 			if o.GRPCAddr != "0.0.0.0:4317" || o.HTTPAddr != "0.0.0.0:0" {
 				t.Errorf("grpc %q http %q", o.GRPCAddr, o.HTTPAddr)
 			}
 		}, ""},
-		{"listen host:port is the gRPC endpoint", []string{"--listen", "0.0.0.0:4317", "true"}, func(t *testing.T, o *RecordOptions) {
+		{"listen host:port is the gRPC endpoint", []string{"--listen", "0.0.0.0:4317", "true"}, func(t *testing.T, o record.Options) {
 			if o.GRPCAddr != "0.0.0.0:4317" || o.HTTPAddr != "0.0.0.0:0" {
 				t.Errorf("grpc %q http %q", o.GRPCAddr, o.HTTPAddr)
 			}
@@ -78,9 +79,9 @@ func TestRecordFlags(t *testing.T) {
 		{"no command", []string{"-o", "x"}, nil, "record: missing <command>"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var got *RecordOptions
+			var got record.Options
 			f := &Factory{IO: &IOStreams{Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}, In: &bytes.Buffer{}}}
-			cmd := newCmdRecord(f, func(_ context.Context, o *RecordOptions) error { got = o; return nil })
+			cmd := newCmdRecord(f, func(_ context.Context, o record.Options) error { got = o; return nil })
 			cmd.SetArgs(tc.args)
 			cmd.SetOut(&bytes.Buffer{})
 			cmd.SetErr(&bytes.Buffer{})
@@ -175,8 +176,7 @@ esac
 	if _, stderr, code := runRecordMain(t, "record", "-o", dir, "--nsys", "--no-nvml", "--otlp-quiet", "10ms", "--", "true"); code != 0 {
 		t.Fatalf("record --nsys: exit %d\n%s", code, stderr)
 	}
-	f := &Factory{IO: &IOStreams{Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}}}
-	tr, err := ingest.Open(context.Background(), []string{dir}, f.decoders(), ingest.OpenOptions{})
+	tr, err := ingest.Open(context.Background(), []string{dir}, driver.Decoders(), ingest.OpenOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -411,7 +411,6 @@ func exitCodeOf(err error) int {
 // stopped in each of the ways a recording can end.
 func TestRecordEndToEnd(t *testing.T) {
 	llmprof, client := buildBinaries(t)
-	f := &Factory{IO: &IOStreams{Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}}}
 	common := []string{"record", "--no-nvml", "--otlp-quiet", "50ms", "--flush-interval", "100ms", "--clock-interval", "200ms"}
 	start := func(t *testing.T, dir string, extra []string, child ...string) (*exec.Cmd, *bytes.Buffer) {
 		args := append(append(append([]string{}, common...), "-o", dir), extra...)
@@ -441,7 +440,7 @@ func TestRecordEndToEnd(t *testing.T) {
 			}
 			// What analyze reads: the capture decodes into the model with
 			// every span, and the report counts the 300 requests.
-			tr, err := ingest.Open(context.Background(), []string{dir}, f.decoders(), ingest.OpenOptions{})
+			tr, err := ingest.Open(context.Background(), []string{dir}, driver.Decoders(), ingest.OpenOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -544,7 +543,7 @@ func TestRecordEndToEnd(t *testing.T) {
 		if len(got) == 0 || res.Batches < 2 {
 			t.Fatalf("%d spans in %d batches survived", len(got), res.Batches)
 		}
-		tr, err := ingest.Open(context.Background(), []string{dir}, f.decoders(), ingest.OpenOptions{})
+		tr, err := ingest.Open(context.Background(), []string{dir}, driver.Decoders(), ingest.OpenOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -627,9 +626,9 @@ func TestRecordTorchProfilerFlags(t *testing.T) {
 		{args: []string{"--profile-at", "5s", "vllm", "serve", "m"}, wantErr: "--profile-at needs --torch-profiler"},
 		{args: []string{"--torch-profiler", "--server", "tgi", "vllm"}, wantErr: `--server "tgi"`},
 	} {
-		var got *RecordOptions
+		var got *record.Options
 		f := &Factory{IO: &IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard}}
-		cmd := newCmdRecord(f, func(_ context.Context, o *RecordOptions) error { got = o; return nil })
+		cmd := newCmdRecord(f, func(_ context.Context, o record.Options) error { got = &o; return nil })
 		cmd.SetArgs(tc.args)
 		cmd.SetOut(io.Discard)
 		cmd.SetErr(io.Discard)
@@ -644,12 +643,8 @@ func TestRecordTorchProfilerFlags(t *testing.T) {
 			t.Errorf("%q: %v", tc.args, err)
 			continue
 		}
-		dir := got.TorchProfiler
-		if dir == torchProfilerDefault {
-			dir = ""
-		}
-		if got.TorchProfiler == "" || dir != tc.wantDir {
-			t.Errorf("%q: --torch-profiler %q, want dir %q", tc.args, got.TorchProfiler, tc.wantDir)
+		if tp := got.TorchProfiler; !tp.Enabled || tp.Dir != tc.wantDir {
+			t.Errorf("%q: --torch-profiler %+v, want dir %q", tc.args, tp, tc.wantDir)
 		}
 	}
 }

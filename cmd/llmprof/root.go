@@ -7,18 +7,21 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/llmprof/llmprof/ingest"
-	"github.com/llmprof/llmprof/internal/driver"
+	"github.com/llmprof/llmprof/internal/iostreams"
 )
 
-// Factory carries what every command needs: streams and the decoders that
-// Open may use. Tests build their own.
+// IOStreams are the commands' streams (internal/iostreams).
+type IOStreams = iostreams.IOStreams
+
+// writeFileAtomic writes an output file the user named, atomically when it
+// is a file (iostreams.WriteFile).
+var writeFileAtomic = iostreams.WriteFile
+
+// Factory carries what every command needs: its streams. Tests build
+// their own.
 type Factory struct {
 	IO *IOStreams
 }
-
-// decoders are the input decoders the commands read raw runs with.
-func (f *Factory) decoders() []ingest.Decoder { return driver.Decoders() }
 
 // NewCmdRoot builds the command tree.
 func NewCmdRoot(f *Factory) *cobra.Command {
@@ -96,7 +99,7 @@ var commands = []func(*Factory) *cobra.Command{
 
 // Main runs llmprof with the given arguments and returns the exit code.
 func Main(ctx context.Context, args []string, io *IOStreams) int {
-	io, flush := io.terminalSafe()
+	io, flush := io.TerminalSafe()
 	defer flush()
 	f := &Factory{IO: io}
 	root := NewCmdRoot(f)

@@ -1,36 +1,20 @@
 package main
 
 import (
-	"context"
 	"io"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/llmprof/llmprof/causal"
 	"github.com/llmprof/llmprof/internal/driver"
 	"github.com/llmprof/llmprof/report"
 )
 
-// TenantsOptions are the flags of `llmprof tenants`.
-type TenantsOptions struct {
-	IO        *IOStreams
-	Inputs    []string
-	Format    string
-	Output    string
-	TenantKey string
-	Pids      []string
-	Bin       time.Duration
-	Load      string
-	Metrics   string
-	NoLag     bool
-}
-
 // NewCmdTenants builds `llmprof tenants`.
 func NewCmdTenants(f *Factory) *cobra.Command {
-	opts := &TenantsOptions{IO: f.IO}
+	opts := &driver.TenantFlags{}
+	var format, output, tenantKey string
 	cmd := &cobra.Command{
 		Use:   "tenants [flags] <input>...",
 		Short: "Which tenant's load slows which other tenant, by how much, and how sure",
@@ -70,51 +54,31 @@ names, MIG instances. See docs/tenants.md.`),
   llmprof tenants --format json run/ | jq '.pairs[] | select(.verdict=="interference")'`),
 		Args: argsNamed(1, -1, "<input>: a trace file, a directory, or - for stdin"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Inputs = args
-			return runTenants(cmd.Context(), f, opts)
+			fm, ok := report.TenantsFormats.Find(format)
+			if !ok {
+				return usageErrorf("--format must be %s, not %q", report.TenantsFormats.Names(), format)
+			}
+			to, err := opts.Options()
+			if err != nil {
+				return err
+			}
+			a, err := driver.Run(cmd.Context(), args, f.pipeline(driver.Options{TenantKey: tenantKey, RequestsOnly: true, Tenants: to}))
+			if err != nil {
+				return err
+			}
+			return f.IO.WriteOutput(output, func(w io.Writer, tty bool) error {
+				return fm.Write(w, report.Tenants{Result: a.Tenants, Note: a.TenantsNote}, textOptions(f.IO, w, tty))
+			})
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&opts.Format, "format", "text", "output format: "+report.TenantsFormats.Names())
-	fl.StringVarP(&opts.Output, "output", "o", "", "write to `FILE` instead of stdout")
-	fl.StringVar(&opts.TenantKey, "tenant-key", "", "attribute naming a request's tenant")
+	fl.StringVar(&format, "format", "text", "output format: "+report.TenantsFormats.Names())
+	fl.StringVarP(&output, "output", "o", "", "write to `FILE` instead of stdout")
+	fl.StringVar(&tenantKey, "tenant-key", "", "attribute naming a request's tenant")
 	fl.StringArrayVar(&opts.Pids, "tenant-pid", nil, "assign a process to a tenant, `PID=TENANT` (repeatable)")
 	fl.DurationVar(&opts.Bin, "bin", time.Second, "load bin width")
 	fl.StringVar(&opts.Load, "load", "auto", "load series: auto, gpu_busy, sm_util, tokens_in_flight or prefill_tokens")
 	fl.StringVar(&opts.Metrics, "metric", "ttft,tpot", "latency metrics to explain: ttft, tpot, e2e (comma-separated)")
 	fl.BoolVar(&opts.NoLag, "no-lag", false, "skip the binned lag model (Granger and placebo)")
 	return cmd
-}
-
-func runTenants(ctx context.Context, f *Factory, opts *TenantsOptions) error {
-	format, ok := report.TenantsFormats.Find(opts.Format)
-	if !ok {
-		return usageErrorf("--format must be %s, not %q", report.TenantsFormats.Names(), opts.Format)
-	}
-	if opts.Bin <= 0 {
-		return usageErrorf("--bin must be positive")
-	}
-	to := driver.TenantOptions{Bin: opts.Bin, Load: opts.Load, NoLag: opts.NoLag, Pids: map[uint32]string{}}
-	for _, m := range strings.Split(opts.Metrics, ",") {
-		metric, err := causal.ParseMetric(strings.TrimSpace(m))
-		if err != nil {
-			return usageErrorf("--metric: %v", err)
-		}
-		to.Metrics = append(to.Metrics, metric)
-	}
-	for _, p := range opts.Pids {
-		pid, tenant, ok := strings.Cut(p, "=")
-		n, err := strconv.ParseUint(strings.TrimSpace(pid), 10, 32)
-		if !ok || err != nil || strings.TrimSpace(tenant) == "" {
-			return usageErrorf("--tenant-pid %q: want PID=TENANT, e.g. 4100=search", p)
-		}
-		to.Pids[uint32(n)] = strings.TrimSpace(tenant)
-	}
-	a, err := driver.Run(ctx, opts.Inputs, f.pipeline(driver.Options{TenantKey: opts.TenantKey, RequestsOnly: true, Tenants: to}))
-	if err != nil {
-		return err
-	}
-	return writeOutput(opts.IO, opts.Output, func(w io.Writer, tty bool) error {
-		return format.Write(w, report.Tenants{Result: a.Tenants, Note: a.TenantsNote}, textOptions(opts.IO, w, tty))
-	})
 }

@@ -2,22 +2,21 @@ package main
 
 import (
 	"fmt"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/charmbracelet/x/ansi"
 )
 
-// TestDiffAndTenantsFitWidth: diff's and tenants' text fit $COLUMNS like
-// analyze's report (the demo run's tenants; diff of two fixture runs).
-func TestDiffAndTenantsFitWidth(t *testing.T) {
+// TestDiffFitsColumns: $COLUMNS reaches the renderer, and diff's text of
+// two fixture runs fits it (analyze's and tenants' reports fitting a width
+// is internal/driver's TestAnalyzeDemoFitsWidth).
+func TestDiffFitsColumns(t *testing.T) {
 	const width = 80
 	t.Setenv("COLUMNS", fmt.Sprint(width))
 	fx := newFixtures(t)
 	for name, args := range map[string][]string{
-		"tenants": {"tenants", filepath.Join("..", "..", "testdata", "demo")},
-		"diff":    {"diff", fast, fx.base, fx.slow},
+		"diff": {"diff", fast, fx.base, fx.slow},
 	} {
 		code, stdout, stderr := runLLMProf(t, args...)
 		if code != ExitOK && code != ExitRegression {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/internal/jsonscan"
 )
 
 // Decoder reads PyTorch profiler (Kineto) Chrome-trace JSON — what
@@ -211,8 +212,8 @@ type decoder struct {
 	ctx  context.Context
 	opts Decoder
 	t    *ingest.Trace
-	sc   *scanner
-	as   scanner // reads captured args
+	sc   *jsonscan.Scanner
+	as   jsonscan.Scanner // reads captured args
 	ev   event
 	a    eventArgs
 	n    int // traceEvents elements read
@@ -258,15 +259,19 @@ func (d *decoder) pos() string { return "traceEvents[" + strconv.Itoa(d.n) + "]"
 // events keeps those events, with a warning; one that is unreadable from the
 // start is an error.
 func (d *decoder) read(r io.Reader) error {
-	d.sc = newScanner(r)
+	d.sc = new(jsonscan.Scanner)
 	s := d.sc
-	if !s.open('{') {
-		return fmt.Errorf("not a PyTorch profiler trace: %v", s.err)
+	s.ResetReader(r)
+	if s.Peek() != '{' {
+		s.Fail("expected an object") // null, too, which Open would take for nothing
+	}
+	if !s.Open('{') {
+		return fmt.Errorf("not a PyTorch profiler trace: %v", s.Err())
 	}
 	sawEvents := false
 	first := true
-	for s.member(&first) {
-		switch string(s.key) {
+	for s.Member(&first) {
+		switch string(s.Key()) {
 		case "traceEvents":
 			sawEvents = true
 			if err := d.readEvents(); err != nil {
@@ -277,9 +282,9 @@ func (d *decoder) read(r io.Reader) error {
 		case "displayTimeUnit":
 			d.meta(MetaTimeUnit, d.scalar())
 		case "baseTimeNanoseconds":
-			if v, ok := parseInt(s.number()); ok && s.err == nil {
+			if v, ok := parseInt(s.Number()); ok && s.Err() == nil {
 				d.base, d.hasBase = v, true
-			} else if s.err == nil {
+			} else if s.Err() == nil {
 				d.warnf("baseTimeNanoseconds", "bad-value", "baseTimeNanoseconds is not an integer; timestamps stay relative")
 			}
 		case "deviceProperties":
@@ -299,17 +304,17 @@ func (d *decoder) read(r io.Reader) error {
 				d.t.Sources[0].Host = ingest.HostID(h)
 			}
 		default:
-			s.skip()
+			s.Skip()
 		}
 	}
-	s.end()
-	if s.err != nil {
+	s.End()
+	if s.Err() != nil {
 		if d.n == 0 {
-			return fmt.Errorf("not a readable PyTorch profiler trace: %w", s.err)
+			return fmt.Errorf("not a readable PyTorch profiler trace: %w", s.Err())
 		}
-		d.warnf("", "truncated", "%v; the %d events before it were kept", s.err, d.n)
+		d.warnf("", "truncated", "%v; the %d events before it were kept", s.Err(), d.n)
 	}
-	if !sawEvents && s.err == nil {
+	if !sawEvents && s.Err() == nil {
 		d.warnf("", "no-events", "no traceEvents array: nothing recorded")
 	}
 	return nil
@@ -319,13 +324,13 @@ func (d *decoder) read(r io.Reader) error {
 // skipped.
 func (d *decoder) scalar() string {
 	s := d.sc
-	switch c := s.peek(); {
+	switch c := s.Peek(); {
 	case c == '"':
-		return string(s.str())
+		return string(s.Str())
 	case c == '-' || c >= '0' && c <= '9':
-		return string(s.number())
+		return string(s.Number())
 	}
-	s.skip()
+	s.Skip()
 	return ""
 }
 
@@ -345,30 +350,30 @@ func (d *decoder) meta(key, v string) {
 
 func (d *decoder) readDevices() {
 	s := d.sc
-	if s.peek() != '[' {
-		s.skip()
+	if s.Peek() != '[' {
+		s.Skip()
 		return
 	}
 	first := true
-	s.open('[')
-	for s.elem(&first) {
-		if s.peek() != '{' {
-			s.skip()
+	s.Open('[')
+	for s.Elem(&first) {
+		if s.Peek() != '{' {
+			s.Skip()
 			continue
 		}
 		var dev ingest.Device
 		var id opt
 		f := true
-		s.open('{')
-		for s.member(&f) {
-			switch string(s.key) {
+		s.Open('{')
+		for s.Member(&f) {
+			switch string(s.Key()) {
 			case "id":
 				id = d.intValue(s)
 			case "name":
-				if s.peek() == '"' {
-					dev.Name = string(s.str())
+				if s.Peek() == '"' {
+					dev.Name = string(s.Str())
 				} else {
-					s.skip()
+					s.Skip()
 				}
 			case "totalGlobalMem":
 				if v := d.intValue(s); v.ok && v.v > 0 {
@@ -379,7 +384,7 @@ func (d *decoder) readDevices() {
 					dev.SMs = int(v.v)
 				}
 			default:
-				s.skip()
+				s.Skip()
 			}
 		}
 		if id.ok && id.v >= 0 && id.v < 1<<15 {
@@ -391,14 +396,14 @@ func (d *decoder) readDevices() {
 
 func (d *decoder) readDistributed() {
 	s := d.sc
-	if s.peek() != '{' {
-		s.skip()
+	if s.Peek() != '{' {
+		s.Skip()
 		return
 	}
 	first := true
-	s.open('{')
-	for s.member(&first) {
-		switch string(s.key) {
+	s.Open('{')
+	for s.Member(&first) {
+		switch string(s.Key()) {
 		case "rank":
 			d.meta(MetaRank, d.scalar())
 		case "world_size":
@@ -408,7 +413,7 @@ func (d *decoder) readDistributed() {
 		case "nccl_version":
 			d.meta(MetaNCCLVersion, d.scalar())
 		default:
-			s.skip()
+			s.Skip()
 		}
 	}
 }
@@ -416,12 +421,12 @@ func (d *decoder) readDistributed() {
 // intValue reads an integer member that may be written as a number, a
 // decimal string or a hex string ("0x0", ROCm streams); ok is false for
 // anything else (which is consumed).
-func (d *decoder) intValue(s *scanner) opt {
-	switch c := s.peek(); {
+func (d *decoder) intValue(s *jsonscan.Scanner) opt {
+	switch c := s.Peek(); {
 	case c == '"':
-		return parseIntText(s.str())
+		return parseIntText(s.Str())
 	case c == '-' || c >= '0' && c <= '9':
-		b := s.number()
+		b := s.Number()
 		if v, ok := parseInt(b); ok {
 			return opt{v, true}
 		}
@@ -432,7 +437,7 @@ func (d *decoder) intValue(s *scanner) opt {
 		}
 		return opt{}
 	}
-	s.skip()
+	s.Skip()
 	return opt{}
 }
 
@@ -483,26 +488,26 @@ func parseInt(b []byte) (int64, bool) {
 
 func (d *decoder) readEvents() error {
 	s := d.sc
-	if s.peek() != '[' {
-		s.fail("traceEvents is not an array")
+	if s.Peek() != '[' {
+		s.Fail("traceEvents is not an array")
 		return nil
 	}
 	first := true
-	s.open('[')
-	for s.elem(&first) {
+	s.Open('[')
+	for s.Elem(&first) {
 		if d.n&0xffff == 0 {
 			if err := d.ctx.Err(); err != nil {
 				return err
 			}
 		}
-		if s.peek() != '{' {
+		if s.Peek() != '{' {
 			d.warnf(d.pos(), "bad-event", "event is not an object; skipped")
-			s.skip()
+			s.Skip()
 			d.n++
 			continue
 		}
 		d.readEvent()
-		if s.err != nil {
+		if s.Err() != nil {
 			return nil
 		}
 		d.event()
@@ -517,11 +522,11 @@ func (d *decoder) readEvent() {
 	e := &d.ev
 	*e = event{rawCat: e.rawCat[:0], name: e.name[:0], args: e.args[:0], cat: catNone}
 	first := true
-	s.open('{')
-	for s.member(&first) {
-		k := s.key
+	s.Open('{')
+	for s.Member(&first) {
+		k := s.Key()
 		if len(k) == 0 {
-			s.skip()
+			s.Skip()
 			continue
 		}
 		switch string(k) {
@@ -547,14 +552,14 @@ func (d *decoder) readEvent() {
 			e.dur, e.hasDur = d.time(s, e)
 		case "args":
 			if e.cat != catNone && !wantsArgs(e.cat) && e.ph != 'M' {
-				s.skip()
+				s.Skip()
 				continue
 			}
-			e.argsOff = s.offset()
-			e.args = s.captureValue(e.args[:0])
+			e.argsOff = s.Offset()
+			e.args = s.AppendValue(e.args[:0])
 			e.hasArgs = true
 		default:
-			s.skip()
+			s.Skip()
 		}
 	}
 }
@@ -591,36 +596,36 @@ func lookupCategory(b []byte) category {
 
 func (d *decoder) strOrSkip() []byte {
 	s := d.sc
-	if s.peek() == '"' {
-		return s.str()
+	if s.Peek() == '"' {
+		return s.Str()
 	}
-	s.skip()
+	s.Skip()
 	return nil
 }
 
-func (d *decoder) ident(s *scanner) ident {
-	switch c := s.peek(); {
+func (d *decoder) ident(s *jsonscan.Scanner) ident {
+	switch c := s.Peek(); {
 	case c == '"':
-		s.skipString()
+		s.Skip()
 		return ident{}
 	case c == '-' || c >= '0' && c <= '9':
-		v, ok := parseInt(s.number())
+		v, ok := parseInt(s.Number())
 		return ident{num: v, isNum: ok}
 	}
-	s.skip()
+	s.Skip()
 	return ident{}
 }
 
 // time reads a ts or dur (µs) as nanoseconds.
-func (d *decoder) time(s *scanner, e *event) (int64, bool) {
+func (d *decoder) time(s *jsonscan.Scanner, e *event) (int64, bool) {
 	var b []byte
-	switch c := s.peek(); {
+	switch c := s.Peek(); {
 	case c == '"':
-		b = s.str()
+		b = s.Str()
 	case c == '-' || c >= '0' && c <= '9':
-		b = s.number()
+		b = s.Number()
 	default:
-		s.skip()
+		s.Skip()
 		e.badTime = true
 		return 0, false
 	}
@@ -639,15 +644,15 @@ func (d *decoder) readArgs() {
 		return
 	}
 	s := &d.as
-	s.resetBytes(e.args, e.argsOff)
-	if s.peek() != '{' {
+	s.ResetAt(e.args, e.argsOff, 0)
+	if s.Peek() != '{' {
 		return
 	}
 	a := &d.a
 	first := true
-	s.open('{')
-	for s.member(&first) {
-		switch string(s.key) {
+	s.Open('{')
+	for s.Member(&first) {
+		switch string(s.Key()) {
 		case "correlation":
 			a.correlation = d.intValue(s)
 		case "device":
@@ -673,31 +678,31 @@ func (d *decoder) readArgs() {
 		case "Bytes":
 			a.memBytes = d.intValue(s)
 		case "kind":
-			if s.peek() == '"' {
-				a.kind = append(a.kind[:0], s.str()...)
+			if s.Peek() == '"' {
+				a.kind = append(a.kind[:0], s.Str()...)
 			} else {
-				s.skip()
+				s.Skip()
 			}
 		case "name":
-			if s.peek() == '"' {
-				a.name = append(a.name[:0], s.str()...)
+			if s.Peek() == '"' {
+				a.name = append(a.name[:0], s.Str()...)
 			} else {
-				s.skip()
+				s.Skip()
 			}
 		default:
-			s.skip()
+			s.Skip()
 		}
 	}
 }
 
-func (d *decoder) triple(s *scanner, dst *[3]opt) {
-	if s.peek() != '[' {
-		s.skip()
+func (d *decoder) triple(s *jsonscan.Scanner, dst *[3]opt) {
+	if s.Peek() != '[' {
+		s.Skip()
 		return
 	}
 	first := true
-	s.open('[')
-	for i := 0; s.elem(&first); i++ {
+	s.Open('[')
+	for i := 0; s.Elem(&first); i++ {
 		v := d.intValue(s)
 		if i < 3 {
 			dst[i] = v

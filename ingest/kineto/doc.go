@@ -16,12 +16,12 @@
 // GPU-annotation spans; [memory] instant events memory events;
 // deviceProperties the devices and distributedInfo the rank.
 //
-// The file is scanned as a token stream (scanner), an event at a time:
-// memory is the model plus a window as long as the longest event. Times
-// are parsed from their decimal text into integer ns (a float64 cannot
-// hold an epoch µs timestamp to the ns) and placed on the Unix clock by
-// adding baseTimeNanoseconds once the whole file is read, wherever the key
-// sits. docs/kineto.md says what is read, what is not and how the figures
+// The file is scanned as a token stream (internal/jsonscan in stream
+// mode), an event at a time: memory is the model plus a window as long as
+// the longest event. Times are parsed from their decimal text into
+// integer ns (a float64 cannot hold an epoch µs timestamp to the ns) and
+// placed on the Unix clock by adding baseTimeNanoseconds once the whole
+// file is read, wherever the key sits. docs/kineto.md says what is read, what is not and how the figures
 // compare with HTA's.
 //
 // Write goes the other way, for synthetic runs and benchmarks: it writes a

@@ -68,11 +68,11 @@ func TestBadInput(t *testing.T) {
 		warn     string // a warning code expected
 		spans    int
 	}{
-		{"not json", "hello", "invalid JSON at byte 0", "", 0},
+		{"not json", "hello", "expected an object at byte 0", "", 0},
 		{"empty object", "{}", "", "no-events", 0},
 		{"traceEvents not an array", `{"traceEvents": 5}`, "traceEvents is not an array", "", 0},
 		{"truncated mid-event", string(edge[:cut]), "", "truncated", 6},
-		{"trailing garbage, no events", `{"traceEvents": []} x`, "unexpected data after the top-level object", "", 0},
+		{"trailing garbage, no events", `{"traceEvents": []} x`, "unexpected data after the top-level value", "", 0},
 		{"trailing garbage after events", `{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 1700000000000000, "dur": 1}]} x`, "", "truncated", 1},
 		{"bad number", `{"traceEvents": [{"ph": "X", "ts": 01}]}`, "invalid number", "", 0},
 		{"relative, no base", `{"schemaVersion": 1, "traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "a", "pid": 1, "tid": 1, "ts": 5.5, "dur": 1}]}`, "", "no-base-time", 1},

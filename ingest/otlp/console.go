@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/internal/jsonscan"
 )
 
 // The OpenTelemetry Python SDK's ConsoleSpanExporter
@@ -215,7 +216,7 @@ func (d *state) consoleAttrs(m consoleAttrs, dst []ingest.Attr) []ingest.Attr {
 		}
 		v, ok := d.consoleValue(raw, 0)
 		if !ok {
-			d.warnf("bad-value", "attribute %q: value %s is not a string, number, boolean or array of those; dropped", k, truncateForMsg(raw))
+			d.warnf("bad-value", "attribute %q: value %s is not a string, number, boolean or array of those; dropped", k, jsonscan.Truncate(raw))
 			continue
 		}
 		dst = append(dst, ingest.NewAttr(d.internString(k), v))

@@ -14,6 +14,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/internal/jsonscan"
 )
 
 // DefaultMaxRecordBytes is the default of Options.MaxRecordBytes: far above
@@ -147,10 +148,10 @@ func describeJSON(head []byte) string {
 	var s jsonScanner
 	s.reset(text)
 	var keys []string
-	if s.open('{') {
-		for first := true; s.member(&first) && len(keys) < 5; {
-			keys = append(keys, strconv.Quote(string(s.key)))
-			s.skip()
+	if s.Open('{') {
+		for first := true; s.Member(&first) && len(keys) < 5; {
+			keys = append(keys, strconv.Quote(string(s.Key())))
+			s.Skip()
 		}
 	}
 	if len(keys) == 0 {
@@ -259,19 +260,26 @@ func (d *state) readJSONLines(ctx context.Context, r *bufio.Reader, limit int64)
 func (d *state) jsonLine(s *jsonScanner) (tempo bool) {
 	before := d.spans
 	shape := d.jsonDocument(s)
-	if s.err == nil {
-		if s.ws(); s.i < len(s.b) {
-			s.fail("unexpected data after the JSON object")
-		}
-	}
-	if s.err != nil {
-		d.warnf("malformed-record", "%s: %v; %d complete span(s) before it on this line kept", jsonProblem(s.err), s.err, d.spans-before)
+	s.End()
+	if s.Err() != nil {
+		d.warnf("malformed-record", "%s: %v; %d complete span(s) before it on this line kept", jsonProblem(s.Err()), s.Err(), d.spans-before)
 		return shape.tempo
 	}
 	if !shape.otlp && !shape.tempo {
 		d.warnf("not-otlp", "JSON object without resourceSpans (keys: %s); skipped", strings.Join(shape.other, ", "))
 	}
 	return shape.tempo
+}
+
+// lineOf is the line of text that a syntax error points at (the last line
+// for any other error).
+func lineOf(text []byte, err error) string {
+	off := int64(len(text))
+	var se *jsonscan.SyntaxError
+	if errors.As(err, &se) {
+		off = se.Offset
+	}
+	return strconv.Itoa(1 + bytes.Count(text[:min(off, int64(len(text)))], []byte{'\n'}))
 }
 
 func jsonProblem(err error) string {
@@ -292,23 +300,19 @@ func (d *state) readJSONDocument(r io.Reader, limit int64) (string, error) {
 		d.warnf("record-too-large", "JSON document is over the %d-byte limit (otlp Options.MaxRecordBytes); skipped", limit)
 		return "otlp-json", nil
 	}
+	text := bytes.TrimPrefix(b, utf8BOM)
 	var s jsonScanner
-	s.reset(bytes.TrimPrefix(b, utf8BOM))
+	s.reset(text)
 	tempo, docs := false, 0
-	for s.ws(); s.i < len(s.b); s.ws() {
+	for s.More() {
 		docs++
 		d.pos = "document " + strconv.Itoa(docs)
 		before := d.spans
 		shape := d.jsonDocument(&s)
 		tempo = tempo || shape.tempo
-		if s.err != nil {
-			var je *jsonError
-			off := len(s.b)
-			if errors.As(s.err, &je) {
-				off = je.off
-			}
-			d.pos = "line " + strconv.Itoa(1+bytes.Count(s.b[:min(off, len(s.b))], []byte{'\n'}))
-			d.warnf("malformed-record", "%s: %v; %d complete span(s) before it kept, the rest of the document skipped", jsonProblem(s.err), s.err, d.spans-before)
+		if s.Err() != nil {
+			d.pos = "line " + lineOf(text, s.Err())
+			d.warnf("malformed-record", "%s: %v; %d complete span(s) before it kept, the rest of the document skipped", jsonProblem(s.Err()), s.Err(), d.spans-before)
 			break
 		}
 		if !shape.otlp && !shape.tempo {
@@ -414,12 +418,7 @@ func (d *state) readJaeger(r io.Reader, limit int64) error {
 	b = bytes.TrimPrefix(b, utf8BOM)
 	before := d.spans
 	if err := d.jaegerDocument(b); err != nil {
-		var je *jsonError
-		off := len(b)
-		if errors.As(err, &je) {
-			off = je.off
-		}
-		d.pos = "line " + strconv.Itoa(1+bytes.Count(b[:min(off, len(b))], []byte{'\n'}))
+		d.pos = "line " + lineOf(b, err)
 		d.warnf("malformed-record", "%s: %v; %d complete span(s) before it kept", jsonProblem(err), err, d.spans-before)
 	}
 	return nil

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/internal/jsonscan"
 )
 
 // The OpenTelemetry Go SDK's stdout exporter
@@ -215,7 +216,7 @@ func (d *state) goStatus(span string, raw json.RawMessage) ingest.StatusCode {
 	case "ok", "2":
 		return ingest.StatusOK
 	}
-	d.warnf("bad-enum", "span %q has an unknown Status.Code %s; unset", span, truncateForMsg(raw))
+	d.warnf("bad-enum", "span %q has an unknown Status.Code %s; unset", span, jsonscan.Truncate(raw))
 	return ingest.StatusUnset
 }
 
@@ -228,7 +229,7 @@ func (d *state) goAttrs(kvs []goKeyValue, dst []ingest.Attr, depth int) []ingest
 		}
 		v, ok := d.goValue(kv.Value, depth)
 		if !ok {
-			d.warnf("bad-value", "attribute %q: value %s does not match its Type %q; dropped", kv.Key, truncateForMsg(kv.Value.Value), kv.Value.Type)
+			d.warnf("bad-value", "attribute %q: value %s does not match its Type %q; dropped", kv.Key, jsonscan.Truncate(kv.Value.Value), kv.Value.Type)
 			continue
 		}
 		dst = append(dst, ingest.NewAttr(d.internString(kv.Key), v))

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/internal/jsonscan"
 )
 
 // Jaeger v1 JSON: what the Jaeger UI's "Download JSON" and the query API
@@ -84,16 +85,16 @@ type jaegerLog struct {
 func (d *state) jaegerDocument(b []byte) error {
 	var s jsonScanner
 	s.reset(b)
-	if !s.open('{') {
-		return s.err
+	if !s.Open('{') {
+		return s.Err()
 	}
 	var bare jaegerTrace
 	isBare, n := false, 0
-	for first := true; s.member(&first); {
-		switch string(s.key) {
+	for first := true; s.Member(&first); {
+		switch string(s.Key()) {
 		case "data":
-			if s.open('[') {
-				for first := true; s.elem(&first); {
+			if s.Open('[') {
+				for first := true; s.Elem(&first); {
 					n++
 					var tr jaegerTrace
 					d.jaegerTraceObject(&s, &tr)
@@ -104,40 +105,40 @@ func (d *state) jaegerDocument(b []byte) error {
 			isBare = true
 			d.jaegerTraceMember(&s, &bare)
 		default:
-			s.skip()
+			s.Skip()
 		}
 	}
 	if isBare {
 		d.jaegerTrace(&bare, 1)
 	}
-	return s.err
+	return s.Err()
 }
 
 // jaegerTraceObject reads one trace object of the data array.
 func (d *state) jaegerTraceObject(s *jsonScanner, tr *jaegerTrace) {
-	if !s.open('{') {
+	if !s.Open('{') {
 		return
 	}
-	for first := true; s.member(&first); {
+	for first := true; s.Member(&first); {
 		d.jaegerTraceMember(s, tr)
 	}
 }
 
 // jaegerTraceMember reads the member of a trace object whose key s holds.
 func (d *state) jaegerTraceMember(s *jsonScanner, tr *jaegerTrace) {
-	switch string(s.key) {
+	switch string(s.Key()) {
 	case "traceID":
-		tr.TraceID = string(s.str())
+		tr.TraceID = string(s.Str())
 	case "spans":
-		if s.open('[') {
-			for first := true; s.elem(&first); {
-				if raw := s.rawValue(); raw != nil {
+		if s.Open('[') {
+			for first := true; s.Elem(&first); {
+				if raw := s.RawValue(); raw != nil {
 					tr.Spans = append(tr.Spans, raw)
 				}
 			}
 		}
 	case "processes":
-		raw := s.rawValue()
+		raw := s.RawValue()
 		if raw == nil {
 			return
 		}
@@ -145,7 +146,7 @@ func (d *state) jaegerTraceMember(s *jsonScanner, tr *jaegerTrace) {
 			d.warnf("malformed-record", "Jaeger processes unreadable (%v); spans kept without resources", err)
 		}
 	default:
-		s.skip()
+		s.Skip()
 	}
 }
 
@@ -390,7 +391,7 @@ func (d *state) jaegerAttr(kv jaegerKV, dst []ingest.Attr) []ingest.Attr {
 		return dst
 	}
 	if !ok {
-		d.warnf("bad-value", "tag %q: value %s does not fit type %q; dropped", kv.Key, truncateForMsg(raw), kv.Type)
+		d.warnf("bad-value", "tag %q: value %s does not fit type %q; dropped", kv.Key, jsonscan.Truncate(raw), kv.Type)
 		return dst
 	}
 	return append(dst, ingest.NewAttr(key, v))

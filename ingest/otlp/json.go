@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/internal/jsonscan"
 )
 
 // jsonShape says what one decoded JSON object turned out to be.
@@ -19,7 +20,7 @@ type jsonShape struct {
 
 // jsonDocument decodes one OTLP/JSON object (TracesData,
 // ExportTraceServiceRequest, or Tempo's {"batches":[…]}) from s, appending
-// its spans. On a syntax error s.err is set; every span completed before it
+// its spans. On a syntax error s.Err() is set; every span completed before it
 // has been appended.
 //
 // Rules (opentelemetry-proto docs/specification.md, "JSON Protobuf
@@ -29,11 +30,11 @@ type jsonShape struct {
 // "NaN"/"Infinity"; instrumentationLibrarySpans is an alias of scopeSpans;
 // unknown fields are ignored.
 func (d *state) jsonDocument(s *jsonScanner) (shape jsonShape) {
-	if !s.open('{') {
+	if !s.Open('{') {
 		return shape
 	}
-	for first := true; s.member(&first); {
-		switch string(s.key) {
+	for first := true; s.Member(&first); {
+		switch string(s.Key()) {
 		case "resourceSpans", "resource_spans":
 			shape.otlp = true
 			d.jsonResourceSpansList(s)
@@ -42,19 +43,19 @@ func (d *state) jsonDocument(s *jsonScanner) (shape jsonShape) {
 			d.jsonResourceSpansList(s)
 		default:
 			if len(shape.other) < 5 {
-				shape.other = append(shape.other, string(s.key))
+				shape.other = append(shape.other, string(s.Key()))
 			}
-			s.skip()
+			s.Skip()
 		}
 	}
 	return shape
 }
 
 func (d *state) jsonResourceSpansList(s *jsonScanner) {
-	if !s.open('[') {
+	if !s.Open('[') {
 		return
 	}
-	for first := true; s.elem(&first); {
+	for first := true; s.Elem(&first); {
 		d.jsonResourceSpans(s)
 	}
 }
@@ -68,21 +69,21 @@ func (d *state) jsonResourceSpans(s *jsonScanner) {
 		resRaw []byte
 		schema ingest.StrID
 	)
-	if s.open('{') {
-		for first := true; s.member(&first); {
-			switch string(s.key) {
+	if s.Open('{') {
+		for first := true; s.Member(&first); {
+			switch string(s.Key()) {
 			case "resource":
-				resRaw = s.rawValue()
+				resRaw = s.RawValue()
 			case "scopeSpans", "scope_spans", "instrumentationLibrarySpans", "instrumentation_library_spans":
-				if s.open('[') {
-					for first := true; s.elem(&first); {
+				if s.Open('[') {
+					for first := true; s.Elem(&first); {
 						d.jsonScopeSpans(s)
 					}
 				}
 			case "schemaUrl", "schema_url":
-				schema = d.intern(s.str())
+				schema = d.intern(s.Str())
 			default:
-				s.skip()
+				s.Skip()
 			}
 		}
 	}
@@ -98,19 +99,19 @@ func (d *state) jsonResourceSpans(s *jsonScanner) {
 func (d *state) jsonScopeSpans(s *jsonScanner) {
 	mark := len(d.t.Spans)
 	var scopeRaw []byte
-	if s.open('{') {
-		for first := true; s.member(&first); {
-			switch string(s.key) {
+	if s.Open('{') {
+		for first := true; s.Member(&first); {
+			switch string(s.Key()) {
 			case "scope", "instrumentationLibrary", "instrumentation_library":
-				scopeRaw = s.rawValue()
+				scopeRaw = s.RawValue()
 			case "spans":
-				if s.open('[') {
-					for first := true; s.elem(&first); {
+				if s.Open('[') {
+					for first := true; s.Elem(&first); {
 						d.jsonSpan(s)
 					}
 				}
 			default:
-				s.skip()
+				s.Skip()
 			}
 		}
 	}
@@ -141,18 +142,18 @@ func (d *state) jsonResource(raw []byte, schema ingest.StrID) int32 {
 	m := d.markTables()
 	attrs := d.ownerAttrs[:0]
 	s := d.subScanner(raw)
-	if s.open('{') {
-		for first := true; s.member(&first); {
-			switch string(s.key) {
+	if s.Open('{') {
+		for first := true; s.Member(&first); {
+			switch string(s.Key()) {
 			case "attributes":
 				attrs = d.jsonAttrs(s, attrs)
 			default:
-				s.skip()
+				s.Skip()
 			}
 		}
 	}
-	if s.err != nil {
-		d.warnf("malformed-record", "resource: %v; attributes after it dropped", s.err)
+	if s.Err() != nil {
+		d.warnf("malformed-record", "resource: %v; attributes after it dropped", s.Err())
 	}
 	idx := d.addResource(attrs, schema, m)
 	d.ownerAttrs = attrs[:0]
@@ -169,22 +170,22 @@ func (d *state) jsonScope(raw []byte) int32 {
 	attrs := d.ownerAttrs[:0]
 	var name, version ingest.StrID
 	s := d.subScanner(raw)
-	if s.open('{') {
-		for first := true; s.member(&first); {
-			switch string(s.key) {
+	if s.Open('{') {
+		for first := true; s.Member(&first); {
+			switch string(s.Key()) {
 			case "name":
-				name = d.intern(s.str())
+				name = d.intern(s.Str())
 			case "version":
-				version = d.intern(s.str())
+				version = d.intern(s.Str())
 			case "attributes":
 				attrs = d.jsonAttrs(s, attrs)
 			default:
-				s.skip()
+				s.Skip()
 			}
 		}
 	}
-	if s.err != nil {
-		d.warnf("malformed-record", "instrumentation scope: %v", s.err)
+	if s.Err() != nil {
+		d.warnf("malformed-record", "instrumentation scope: %v", s.Err())
 	}
 	idx := d.addScope(name, version, attrs, m)
 	d.ownerAttrs = attrs[:0]
@@ -195,12 +196,12 @@ func (d *state) jsonScope(raw []byte) int32 {
 // jsonSpan decodes one span object and appends it if it is complete.
 func (d *state) jsonSpan(s *jsonScanner) {
 	sp := ingest.Span{Resource: -1, Scope: -1}
-	if !s.open('{') {
+	if !s.Open('{') {
 		return
 	}
 	d.beginSpan()
-	for first := true; s.member(&first); {
-		switch string(s.key) {
+	for first := true; s.Member(&first); {
+		switch string(s.Key()) {
 		case "traceId", "trace_id":
 			d.jsonID(s, sp.TraceID[:], "traceId")
 		case "spanId", "span_id":
@@ -208,7 +209,7 @@ func (d *state) jsonSpan(s *jsonScanner) {
 		case "parentSpanId", "parent_span_id":
 			d.jsonID(s, sp.Parent[:], "parentSpanId")
 		case "name":
-			sp.Name = d.intern(s.str())
+			sp.Name = d.intern(s.Str())
 		case "kind":
 			sp.Kind = d.spanKind(d.jsonEnum(s, "SPAN_KIND_", spanKindNames[:]))
 		case "startTimeUnixNano", "start_time_unix_nano":
@@ -218,24 +219,24 @@ func (d *state) jsonSpan(s *jsonScanner) {
 		case "attributes":
 			d.spanAttrs = d.jsonAttrs(s, d.spanAttrs)
 		case "events":
-			if s.open('[') {
-				for first := true; s.elem(&first); {
+			if s.Open('[') {
+				for first := true; s.Elem(&first); {
 					d.jsonEvent(s)
 				}
 			}
 		case "links":
-			if s.open('[') {
-				for first := true; s.elem(&first); {
+			if s.Open('[') {
+				for first := true; s.Elem(&first); {
 					d.jsonLink(s)
 				}
 			}
 		case "status":
 			d.jsonStatus(s, &sp)
 		default:
-			s.skip()
+			s.Skip()
 		}
 	}
-	if s.err != nil {
+	if s.Err() != nil {
 		d.resetSpan()
 		return
 	}
@@ -251,10 +252,10 @@ var (
 // proto name with or without the prefix, in any case ("SPAN_KIND_SERVER",
 // "server"). An unknown name is a warning and reads as 0.
 func (d *state) jsonEnum(s *jsonScanner, prefix string, names []string) int64 {
-	if s.peek() != '"' {
+	if s.Peek() != '"' {
 		return s.int64()
 	}
-	b := s.str()
+	b := s.Str()
 	if v, err := strconv.ParseInt(string(b), 10, 64); err == nil {
 		return v
 	}
@@ -267,42 +268,42 @@ func (d *state) jsonEnum(s *jsonScanner, prefix string, names []string) int64 {
 			return int64(i)
 		}
 	}
-	d.warnf("bad-enum", "unknown enum value %q (want %s*); treated as 0", truncateForMsg(b), prefix)
+	d.warnf("bad-enum", "unknown enum value %q (want %s*); treated as 0", jsonscan.Truncate(b), prefix)
 	return 0
 }
 
 func (d *state) jsonStatus(s *jsonScanner, sp *ingest.Span) {
-	if !s.open('{') {
+	if !s.Open('{') {
 		return
 	}
-	for first := true; s.member(&first); {
-		switch string(s.key) {
+	for first := true; s.Member(&first); {
+		switch string(s.Key()) {
 		case "code":
 			sp.Status = d.statusCode(d.jsonEnum(s, "STATUS_CODE_", statusCodeNames[:]))
 		case "message":
-			sp.StatusMsg = d.intern(s.str())
+			sp.StatusMsg = d.intern(s.Str())
 		default:
-			s.skip()
+			s.Skip()
 		}
 	}
 }
 
 func (d *state) jsonEvent(s *jsonScanner) {
 	var ev ingest.Event
-	if !s.open('{') {
+	if !s.Open('{') {
 		return
 	}
 	attrs := d.eventAttrs[:0]
-	for first := true; s.member(&first); {
-		switch string(s.key) {
+	for first := true; s.Member(&first); {
+		switch string(s.Key()) {
 		case "timeUnixNano", "time_unix_nano":
 			ev.Time = s.int64()
 		case "name":
-			ev.Name = d.intern(s.str())
+			ev.Name = d.intern(s.Str())
 		case "attributes":
 			attrs = d.jsonAttrs(s, attrs)
 		default:
-			s.skip()
+			s.Skip()
 		}
 	}
 	ev.Attrs = d.attrSlab.carve(attrs)
@@ -312,12 +313,12 @@ func (d *state) jsonEvent(s *jsonScanner) {
 
 func (d *state) jsonLink(s *jsonScanner) {
 	var l ingest.Link
-	if !s.open('{') {
+	if !s.Open('{') {
 		return
 	}
 	attrs := d.linkAttrs[:0]
-	for first := true; s.member(&first); {
-		switch string(s.key) {
+	for first := true; s.Member(&first); {
+		switch string(s.Key()) {
 		case "traceId", "trace_id":
 			d.jsonID(s, l.TraceID[:], "link traceId")
 		case "spanId", "span_id":
@@ -325,7 +326,7 @@ func (d *state) jsonLink(s *jsonScanner) {
 		case "attributes":
 			attrs = d.jsonAttrs(s, attrs)
 		default:
-			s.skip()
+			s.Skip()
 		}
 	}
 	l.Attrs = d.attrSlab.carve(attrs)
@@ -335,13 +336,13 @@ func (d *state) jsonLink(s *jsonScanner) {
 
 // jsonID reads a trace or span ID in hex or base64 (Tempo) into dst.
 func (d *state) jsonID(s *jsonScanner, dst []byte, field string) {
-	b := s.str()
-	if s.err != nil {
+	b := s.Str()
+	if s.Err() != nil {
 		return
 	}
 	if !decodeID(dst, b) {
 		clear(dst)
-		d.warnf("bad-id", "%s %q is neither hex nor base64 of %d bytes; treated as absent", field, truncateForMsg(b), len(dst))
+		d.warnf("bad-id", "%s %q is neither hex nor base64 of %d bytes; treated as absent", field, jsonscan.Truncate(b), len(dst))
 	}
 }
 
@@ -386,7 +387,7 @@ func decodeHexRight(dst, b []byte) bool {
 	}
 	off := len(dst) - len(b)/2
 	for i := 0; i < len(b); i += 2 {
-		hi, lo := hexVal[b[i]], hexVal[b[i+1]]
+		hi, lo := jsonscan.HexDigit(b[i]), jsonscan.HexDigit(b[i+1])
 		if hi > 15 || lo > 15 {
 			return false
 		}
@@ -398,10 +399,10 @@ func decodeHexRight(dst, b []byte) bool {
 
 // jsonAttrs reads an array of KeyValue objects, appending to dst.
 func (d *state) jsonAttrs(s *jsonScanner, dst []ingest.Attr) []ingest.Attr {
-	if !s.open('[') {
+	if !s.Open('[') {
 		return dst
 	}
-	for first := true; s.elem(&first); {
+	for first := true; s.Elem(&first); {
 		dst = d.jsonKeyValue(s, dst)
 	}
 	return dst
@@ -410,7 +411,7 @@ func (d *state) jsonAttrs(s *jsonScanner, dst []ingest.Attr) []ingest.Attr {
 // jsonKeyValue reads one {"key":…, "value":{…}} object. A value of unknown
 // type is a warning naming the key, and the attribute is dropped.
 func (d *state) jsonKeyValue(s *jsonScanner, dst []ingest.Attr) []ingest.Attr {
-	if !s.open('{') {
+	if !s.Open('{') {
 		return dst
 	}
 	var (
@@ -420,30 +421,29 @@ func (d *state) jsonKeyValue(s *jsonScanner, dst []ingest.Attr) []ingest.Attr {
 		ok       = true
 		valueRaw []byte
 	)
-	for first := true; s.member(&first); {
-		switch string(s.key) {
+	for first := true; s.Member(&first); {
+		switch string(s.Key()) {
 		case "key":
-			key, hasKey = d.intern(s.str()), true
+			key, hasKey = d.intern(s.Str()), true
 		case "value":
 			if hasKey {
 				v, ok = d.jsonAnyValue(s, key)
 			} else {
-				valueRaw = s.rawValue() // the key comes after; decode once it is known
+				valueRaw = s.RawValue() // the key comes after; decode once it is known
 			}
 		default:
-			s.skip()
+			s.Skip()
 		}
 	}
-	if s.err != nil {
+	if s.Err() != nil {
 		return dst
 	}
 	if valueRaw != nil {
 		var sub jsonScanner
-		sub.reset(valueRaw)
-		sub.depth = s.depth
+		sub.resetNested(valueRaw, s.Depth())
 		v, ok = d.jsonAnyValue(&sub, key)
-		if sub.err != nil {
-			s.err = sub.err
+		if sub.Err() != nil {
+			s.FailWith(sub.Err())
 			return dst
 		}
 	}
@@ -456,15 +456,15 @@ func (d *state) jsonKeyValue(s *jsonScanner, dst []ingest.Attr) []ingest.Attr {
 // jsonAnyValue reads an AnyValue object. ok is false for a value of unknown
 // type (warned about, naming key) or of a malformed one.
 func (d *state) jsonAnyValue(s *jsonScanner, key ingest.StrID) (v ingest.Value, ok bool) {
-	if !s.open('{') {
-		return ingest.EmptyValue(), s.err == nil
+	if !s.Open('{') {
+		return ingest.EmptyValue(), s.Err() == nil
 	}
 	known, bad := false, false
 	var unknown string
-	for first := true; s.member(&first); {
-		switch string(s.key) {
+	for first := true; s.Member(&first); {
+		switch string(s.Key()) {
 		case "stringValue", "string_value":
-			v = ingest.StringValue(d.intern(s.str()))
+			v = ingest.StringValue(d.intern(s.Str()))
 		case "boolValue", "bool_value":
 			v = ingest.BoolValue(s.bool())
 		case "intValue", "int_value":
@@ -472,11 +472,11 @@ func (d *state) jsonAnyValue(s *jsonScanner, key ingest.StrID) (v ingest.Value, 
 		case "doubleValue", "double_value":
 			v = ingest.DoubleValue(s.float64())
 		case "bytesValue", "bytes_value":
-			raw := s.str()
+			raw := s.Str()
 			b, err := decodeBase64(&d.b64buf, raw)
 			if err != nil {
 				bad = true
-				d.warnf("bad-value", "attribute %q: bytesValue %q is not base64; dropped", d.t.Str(key), truncateForMsg(raw))
+				d.warnf("bad-value", "attribute %q: bytesValue %q is not base64; dropped", d.t.Str(key), jsonscan.Truncate(raw))
 				continue
 			}
 			v = ingest.BytesValue(d.intern(b))
@@ -486,15 +486,15 @@ func (d *state) jsonAnyValue(s *jsonScanner, key ingest.StrID) (v ingest.Value, 
 			v = d.jsonKvlist(s)
 		default:
 			if unknown == "" {
-				unknown = string(s.key)
+				unknown = string(s.Key())
 			}
-			s.skip()
+			s.Skip()
 			continue
 		}
 		known = true
 	}
 	switch {
-	case s.err != nil || bad:
+	case s.Err() != nil || bad:
 		return v, false
 	case !known && unknown != "":
 		d.warnf("unknown-value-type", "attribute %q has a value of unknown type %q; dropped", d.t.Str(key), unknown)
@@ -521,14 +521,14 @@ func decodeBase64(buf *[]byte, b []byte) ([]byte, error) {
 
 func (d *state) jsonArray(s *jsonScanner, key ingest.StrID) ingest.Value {
 	var vals []ingest.Value
-	if s.open('{') {
-		for first := true; s.member(&first); {
-			if string(s.key) != "values" {
-				s.skip()
+	if s.Open('{') {
+		for first := true; s.Member(&first); {
+			if string(s.Key()) != "values" {
+				s.Skip()
 				continue
 			}
-			if s.open('[') {
-				for first := true; s.elem(&first); {
+			if s.Open('[') {
+				for first := true; s.Elem(&first); {
 					if v, ok := d.jsonAnyValue(s, key); ok {
 						vals = append(vals, v)
 					}
@@ -542,10 +542,10 @@ func (d *state) jsonArray(s *jsonScanner, key ingest.StrID) ingest.Value {
 
 func (d *state) jsonKvlist(s *jsonScanner) ingest.Value {
 	var attrs []ingest.Attr
-	if s.open('{') {
-		for first := true; s.member(&first); {
-			if string(s.key) != "values" {
-				s.skip()
+	if s.Open('{') {
+		for first := true; s.Member(&first); {
+			if string(s.Key()) != "values" {
+				s.Skip()
 				continue
 			}
 			attrs = d.jsonAttrs(s, attrs)

@@ -96,15 +96,15 @@ func sniffMetrics(head []byte) form {
 func jsonHasMetrics(text []byte) bool {
 	var s jsonScanner
 	s.reset(text)
-	if !s.open('{') {
+	if !s.Open('{') {
 		return false
 	}
-	for first := true; s.member(&first); {
-		switch string(s.key) {
+	for first := true; s.Member(&first); {
+		switch string(s.Key()) {
 		case "resourceMetrics", "resource_metrics":
-			return s.peek() == '['
+			return s.Peek() == '['
 		}
-		s.skip()
+		s.Skip()
 	}
 	return false
 }
@@ -345,8 +345,8 @@ func (m *metricState) jsonRecord(b []byte) {
 	var s jsonScanner
 	s.reset(b)
 	ok := m.jsonMetricsDocument(&s)
-	if s.err != nil {
-		m.warnf("malformed-record", "%s: %v; the metrics before it kept", jsonProblem(s.err), s.err)
+	if s.Err() != nil {
+		m.warnf("malformed-record", "%s: %v; the metrics before it kept", jsonProblem(s.Err()), s.Err())
 	} else if !ok {
 		m.warnf("not-metrics", "JSON object without resourceMetrics; skipped")
 	}
@@ -404,8 +404,8 @@ func (m *metricState) metricsPayload(b []byte, enc Encoding, limit int64) (kind 
 		s.reset(bytes.TrimPrefix(b, utf8BOM))
 		ok := m.jsonMetricsDocument(&s)
 		switch {
-		case s.err != nil:
-			return "json" + suffix, fmt.Errorf("%s: %v", jsonProblem(s.err), s.err)
+		case s.Err() != nil:
+			return "json" + suffix, fmt.Errorf("%s: %v", jsonProblem(s.Err()), s.Err())
 		case !ok:
 			return "json" + suffix, fmt.Errorf("JSON object without resourceMetrics")
 		}

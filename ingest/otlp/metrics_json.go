@@ -14,21 +14,21 @@ var temporalityNames = []string{"UNSPECIFIED", "DELTA", "CUMULATIVE"}
 // integers as strings or numbers, enums as integers or names, unknown fields
 // ignored.
 func (m *metricState) jsonMetricsDocument(s *jsonScanner) bool {
-	if !s.open('{') {
+	if !s.Open('{') {
 		return false
 	}
 	found := false
-	for first := true; s.member(&first); {
-		switch string(s.key) {
+	for first := true; s.Member(&first); {
+		switch string(s.Key()) {
 		case "resourceMetrics", "resource_metrics":
 			found = true
-			if s.open('[') {
-				for first := true; s.elem(&first); {
-					m.jsonResourceMetrics(s.rawValue())
+			if s.Open('[') {
+				for first := true; s.Elem(&first); {
+					m.jsonResourceMetrics(s.RawValue())
 				}
 			}
 		default:
-			s.skip()
+			s.Skip()
 		}
 	}
 	return found
@@ -47,28 +47,28 @@ func (m *metricState) jsonResourceMetrics(raw []byte) {
 		scopes [][]byte
 		schema ingest.StrID
 	)
-	if s.open('{') {
-		for first := true; s.member(&first); {
-			switch string(s.key) {
+	if s.Open('{') {
+		for first := true; s.Member(&first); {
+			switch string(s.Key()) {
 			case "resource":
-				resRaw = s.rawValue()
+				resRaw = s.RawValue()
 			case "scopeMetrics", "scope_metrics", "instrumentationLibraryMetrics", "instrumentation_library_metrics":
-				if s.open('[') {
-					for first := true; s.elem(&first); {
-						if v := s.rawValue(); v != nil {
+				if s.Open('[') {
+					for first := true; s.Elem(&first); {
+						if v := s.RawValue(); v != nil {
 							scopes = append(scopes, v)
 						}
 					}
 				}
 			case "schemaUrl", "schema_url":
-				schema = m.intern(s.str())
+				schema = m.intern(s.Str())
 			default:
-				s.skip()
+				s.Skip()
 			}
 		}
 	}
-	if s.err != nil {
-		m.warnf("malformed-record", "resourceMetrics: %v; metrics after it dropped", s.err)
+	if s.Err() != nil {
+		m.warnf("malformed-record", "resourceMetrics: %v; metrics after it dropped", s.Err())
 	}
 	res := int32(-1)
 	if resRaw != nil || schema != 0 {
@@ -82,25 +82,25 @@ func (m *metricState) jsonResourceMetrics(raw []byte) {
 func (m *metricState) jsonScopeMetrics(raw []byte, res int32) {
 	var s jsonScanner
 	s.reset(raw)
-	if !s.open('{') {
+	if !s.Open('{') {
 		return
 	}
-	for first := true; s.member(&first); {
-		switch string(s.key) {
+	for first := true; s.Member(&first); {
+		switch string(s.Key()) {
 		case "metrics":
-			if s.open('[') {
-				for first := true; s.elem(&first); {
-					if v := s.rawValue(); v != nil {
+			if s.Open('[') {
+				for first := true; s.Elem(&first); {
+					if v := s.RawValue(); v != nil {
 						m.jsonMetric(v, res)
 					}
 				}
 			}
 		default:
-			s.skip()
+			s.Skip()
 		}
 	}
-	if s.err != nil {
-		m.warnf("malformed-record", "scopeMetrics: %v; metrics after it dropped", s.err)
+	if s.Err() != nil {
+		m.warnf("malformed-record", "scopeMetrics: %v; metrics after it dropped", s.Err())
 	}
 }
 
@@ -111,22 +111,22 @@ func (m *metricState) jsonMetric(raw []byte, res int32) {
 	md := metricDesc{resource: res}
 	var dataKey string
 	var dataRaw []byte
-	if s.open('{') {
-		for first := true; s.member(&first); {
-			switch k := string(s.key); k {
+	if s.Open('{') {
+		for first := true; s.Member(&first); {
+			switch k := string(s.Key()); k {
 			case "name":
-				md.name = m.intern(s.str())
+				md.name = m.intern(s.Str())
 			case "unit":
-				md.unit = m.intern(s.str())
+				md.unit = m.intern(s.Str())
 			case "gauge", "sum", "histogram", "exponentialHistogram", "exponential_histogram", "summary":
-				dataKey, dataRaw = k, s.rawValue()
+				dataKey, dataRaw = k, s.RawValue()
 			default:
-				s.skip()
+				s.Skip()
 			}
 		}
 	}
-	if s.err != nil {
-		m.warnf("malformed-record", "metric: %v; dropped", s.err)
+	if s.Err() != nil {
+		m.warnf("malformed-record", "metric: %v; dropped", s.Err())
 		return
 	}
 	if md.name == 0 {
@@ -137,19 +137,19 @@ func (m *metricState) jsonMetric(raw []byte, res int32) {
 		return
 	}
 	s.reset(dataRaw)
-	if !s.open('{') {
+	if !s.Open('{') {
 		return
 	}
 	// The points' text, in a slice reused from metric to metric (jsonPoint
 	// does not come back here).
 	points := m.points[:0]
 	monotonic := false
-	for first := true; s.member(&first); {
-		switch string(s.key) {
+	for first := true; s.Member(&first); {
+		switch string(s.Key()) {
 		case "dataPoints", "data_points":
-			if s.open('[') {
-				for first := true; s.elem(&first); {
-					if v := s.rawValue(); v != nil {
+			if s.Open('[') {
+				for first := true; s.Elem(&first); {
+					if v := s.RawValue(); v != nil {
 						points = append(points, v)
 					}
 				}
@@ -159,11 +159,11 @@ func (m *metricState) jsonMetric(raw []byte, res int32) {
 		case "isMonotonic", "is_monotonic":
 			monotonic = s.bool()
 		default:
-			s.skip()
+			s.Skip()
 		}
 	}
-	if s.err != nil {
-		m.warnf("malformed-record", "metric %s: %v; dropped", m.t.Str(md.name), s.err)
+	if s.Err() != nil {
+		m.warnf("malformed-record", "metric %s: %v; dropped", m.t.Str(md.name), s.Err())
 		return
 	}
 	md.typ = metricType(dataKey, monotonic)
@@ -214,11 +214,11 @@ func (m *metricState) jsonPoint(md *metricDesc, dataKey string, raw []byte) {
 		hasValue bool
 		flags    int64
 	)
-	if !s.open('{') {
+	if !s.Open('{') {
 		return
 	}
-	for first := true; s.member(&first); {
-		switch string(s.key) {
+	for first := true; s.Member(&first); {
+		switch string(s.Key()) {
 		case "attributes":
 			attrs = m.jsonAttrs(&s, attrs)
 		case "timeUnixNano", "time_unix_nano":
@@ -234,30 +234,30 @@ func (m *metricState) jsonPoint(md *metricDesc, dataKey string, raw []byte) {
 		case "sum":
 			h.sum, h.hasSum = s.float64(), true
 		case "bucketCounts", "bucket_counts":
-			if s.open('[') {
-				for first := true; s.elem(&first); {
+			if s.Open('[') {
+				for first := true; s.Elem(&first); {
 					h.counts = append(h.counts, float64(uint64(s.int64())))
 				}
 			}
 		case "explicitBounds", "explicit_bounds":
-			if s.open('[') {
-				for first := true; s.elem(&first); {
+			if s.Open('[') {
+				for first := true; s.Elem(&first); {
 					h.bounds = append(h.bounds, s.float64())
 				}
 			}
 		case "quantileValues", "quantile_values":
-			if s.open('[') {
-				for first := true; s.elem(&first); {
+			if s.Open('[') {
+				for first := true; s.Elem(&first); {
 					var q [2]float64
-					if s.open('{') {
-						for first := true; s.member(&first); {
-							switch string(s.key) {
+					if s.Open('{') {
+						for first := true; s.Member(&first); {
+							switch string(s.Key()) {
 							case "quantile":
 								q[0] = s.float64()
 							case "value":
 								q[1] = s.float64()
 							default:
-								s.skip()
+								s.Skip()
 							}
 						}
 					}
@@ -265,12 +265,12 @@ func (m *metricState) jsonPoint(md *metricDesc, dataKey string, raw []byte) {
 				}
 			}
 		default:
-			s.skip()
+			s.Skip()
 		}
 	}
 	m.ptAttrs = attrs[:0]
-	if s.err != nil {
-		m.warnPoint(md, s.err.Error())
+	if s.Err() != nil {
+		m.warnPoint(md, s.Err().Error())
 		return
 	}
 	if flags&1 != 0 {

@@ -82,14 +82,10 @@ func (d *state) payload(b []byte, enc Encoding, limit int64) (kind string, err e
 		var s jsonScanner
 		s.reset(bytes.TrimPrefix(b, utf8BOM))
 		shape := d.jsonDocument(&s)
-		if s.err == nil {
-			if s.ws(); s.i < len(s.b) {
-				s.fail("unexpected data after the JSON object")
-			}
-		}
+		s.End()
 		switch {
-		case s.err != nil:
-			return "json" + suffix, fmt.Errorf("%s: %v", jsonProblem(s.err), s.err)
+		case s.Err() != nil:
+			return "json" + suffix, fmt.Errorf("%s: %v", jsonProblem(s.Err()), s.Err())
 		case !shape.otlp && !shape.tempo && len(shape.other) > 0:
 			return "json" + suffix, fmt.Errorf("JSON object without resourceSpans (keys: %v)", shape.other)
 		}

@@ -10,77 +10,6 @@ import (
 	"github.com/llmprof/llmprof/ingest"
 )
 
-func TestScannerStrings(t *testing.T) {
-	cases := []struct {
-		name, in, want, err string
-	}{
-		{"short", `"abc"`, "abc", ""},
-		{"empty", `""`, "", ""},
-		{"null", `null`, "", ""},
-		{"exactly eight", `"12345678"`, "12345678", ""},
-		{"long", `"` + strings.Repeat("x", 70) + `"`, strings.Repeat("x", 70), ""},
-		{"quote escape at every offset", `"` + strings.Repeat("a", 13) + `\"b"`, strings.Repeat("a", 13) + `"b`, ""},
-		{"escapes", `"a\\b\/c\n\t\r\b\f"`, "a\\b/c\n\t\r\b\f", ""},
-		{"unicode", `"\u00e9\u4e2d"`, "é中", ""},
-		{"surrogate pair", `"\ud83d\ude00"`, "😀", ""},
-		{"lone surrogate", `"\ud83d x"`, "\uFFFD x", ""},
-		{"utf-8 passes through", `"héllo"`, "héllo", ""},
-		{"unterminated", `"abc`, "", "unexpected end of input"},
-		{"unterminated after escape", `"ab\`, "", "unexpected end of input"},
-		{"bad escape", `"a\x"`, "", "invalid escape"},
-		{"bad unicode escape", `"\u12g4"`, "", "invalid \\u escape"},
-		{"not a string", `12`, "", "expected a string"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			var s jsonScanner
-			s.reset([]byte(c.in))
-			got := string(s.str())
-			if c.err != "" {
-				if s.err == nil || !strings.Contains(s.err.Error(), c.err) {
-					t.Fatalf("err = %v, want %q", s.err, c.err)
-				}
-				return
-			}
-			if s.err != nil || got != c.want {
-				t.Fatalf("str() = %q, %v; want %q", got, s.err, c.want)
-			}
-			if s.i != len(c.in) {
-				t.Fatalf("scanner at %d, want %d", s.i, len(c.in))
-			}
-		})
-	}
-}
-
-func TestScannerSkip(t *testing.T) {
-	cases := []struct {
-		name, in string
-		ok       bool
-	}{
-		{"nested", `{"a":[1,-2.5e3,"x\"]",{"b":null,"c":true}],"d":false}`, true},
-		{"escaped backslash before quote", `"a\\"`, true},
-		{"empty containers", `[{},[],""]`, true},
-		{"bad number", `-`, false},
-		{"leading zero fraction", `0.5`, true},
-		{"missing value", `{"a":}`, false},
-		{"missing comma", `[1 2]`, false},
-		{"trailing comma", `[1,]`, false},
-		{"truncated", `{"a":[1,2`, false},
-		{"bad literal", `tru`, false},
-		{"too deep", strings.Repeat("[", maxDepth+2) + strings.Repeat("]", maxDepth+2), false},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			var s jsonScanner
-			s.reset([]byte(c.in))
-			s.skip()
-			if ok := s.err == nil && s.i == len(c.in); ok != c.ok {
-				t.Fatalf("skip(%s): err=%v at %d; want ok=%v", c.in, s.err, s.i, c.ok)
-			}
-		})
-	}
-}
-
 func TestScannerNumbers(t *testing.T) {
 	ints := []struct {
 		in   string
@@ -99,8 +28,8 @@ func TestScannerNumbers(t *testing.T) {
 		var s jsonScanner
 		s.reset([]byte(c.in))
 		got := s.int64()
-		if (s.err == nil) != c.ok || (c.ok && got != c.want) {
-			t.Errorf("int64(%s) = %d, %v; want %d ok=%v", c.in, got, s.err, c.want, c.ok)
+		if (s.Err() == nil) != c.ok || (c.ok && got != c.want) {
+			t.Errorf("int64(%s) = %d, %v; want %d ok=%v", c.in, got, s.Err(), c.want, c.ok)
 		}
 	}
 	floats := []struct {
@@ -115,8 +44,8 @@ func TestScannerNumbers(t *testing.T) {
 		s.reset([]byte(c.in))
 		got := s.float64()
 		same := got == c.want || (math.IsNaN(got) && math.IsNaN(c.want))
-		if s.err != nil || !same {
-			t.Errorf("float64(%s) = %v, %v; want %v", c.in, got, s.err, c.want)
+		if s.Err() != nil || !same {
+			t.Errorf("float64(%s) = %v, %v; want %v", c.in, got, s.Err(), c.want)
 		}
 	}
 }
@@ -181,8 +110,8 @@ func TestJSONEnums(t *testing.T) {
 		var s jsonScanner
 		s.reset([]byte(c.in))
 		got := d.spanKind(d.jsonEnum(&s, "SPAN_KIND_", spanKindNames[:]))
-		if got != c.want || (tr.Warnings.Len() > 0) != c.warn || s.err != nil {
-			t.Errorf("kind %s = %v (warnings %v, err %v); want %v, warning %v", c.in, got, tr.Warnings.List, s.err, c.want, c.warn)
+		if got != c.want || (tr.Warnings.Len() > 0) != c.warn || s.Err() != nil {
+			t.Errorf("kind %s = %v (warnings %v, err %v); want %v, warning %v", c.in, got, tr.Warnings.List, s.Err(), c.want, c.warn)
 		}
 	}
 }

@@ -86,46 +86,46 @@ const (
 func sniffJSON(text []byte) jsonKind {
 	var s jsonScanner
 	s.reset(text)
-	if !s.open('{') {
+	if !s.Open('{') {
 		return jsonOther
 	}
 	sawTraceID := false
-	for first := true; s.member(&first); {
-		switch string(s.key) {
+	for first := true; s.Member(&first); {
+		switch string(s.Key()) {
 		case "resourceSpans", "resource_spans", "batches":
-			if s.peek() == '[' {
+			if s.Peek() == '[' {
 				return jsonOTLP
 			}
-			s.skip()
+			s.Skip()
 		case "data":
 			// Jaeger's query API: {"data":[{"traceID":…,"spans":[…]}]}.
-			if !s.open('[') {
+			if !s.Open('[') {
 				return jsonOther
 			}
 			firstElem := true
-			if !s.elem(&firstElem) || !s.open('{') {
+			if !s.Elem(&firstElem) || !s.Open('{') {
 				return jsonOther
 			}
-			for first := true; s.member(&first); {
-				switch string(s.key) {
+			for first := true; s.Member(&first); {
+				switch string(s.Key()) {
 				case "traceID", "spans", "processes":
 					return jsonJaeger
 				}
-				s.skip()
+				s.Skip()
 			}
 			return jsonOther
 		case "traceID":
 			sawTraceID = true
-			s.skip()
+			s.Skip()
 		case "context":
 			// The console exporter: {"name":…,"context":{"trace_id":"0x…",…}}.
-			if s.open('{') {
-				for first := true; s.member(&first); {
-					switch string(s.key) {
+			if s.Open('{') {
+				for first := true; s.Member(&first); {
+					switch string(s.Key()) {
 					case "trace_id", "span_id":
 						return jsonConsole
 					}
-					s.skip()
+					s.Skip()
 				}
 			}
 			return jsonOther
@@ -137,16 +137,16 @@ func sniffJSON(text []byte) jsonKind {
 			return jsonOther
 		case "spans":
 			// A bare Jaeger trace object: its spans have spanID and operationName.
-			if looksLikeJaegerSpans(&s) || (sawTraceID && s.err != nil && s.i >= len(s.b)) {
+			if looksLikeJaegerSpans(&s) || (sawTraceID && s.Err() != nil && len(s.Rest()) == 0) {
 				return jsonJaeger
 			}
 			return jsonOther
 		default:
-			s.skip()
+			s.Skip()
 		}
 	}
 	// A head cut before the spans of a trace that began with its traceID.
-	if sawTraceID && s.err != nil && s.i >= len(s.b) {
+	if sawTraceID && s.Err() != nil && len(s.Rest()) == 0 {
 		return jsonJaeger
 	}
 	return jsonOther
@@ -155,15 +155,15 @@ func sniffJSON(text []byte) jsonKind {
 // isGoSpanContext reports whether the value at s is a Go SDK SpanContext
 // (trace.SpanContextConfig's fields).
 func isGoSpanContext(s *jsonScanner) bool {
-	if !s.open('{') {
+	if !s.Open('{') {
 		return false
 	}
-	for first := true; s.member(&first); {
-		switch string(s.key) {
+	for first := true; s.Member(&first); {
+		switch string(s.Key()) {
 		case "TraceID", "SpanID":
 			return true
 		}
-		s.skip()
+		s.Skip()
 	}
 	return false
 }
@@ -175,23 +175,23 @@ func sniffGoStdoutArray(text []byte) bool {
 	var s jsonScanner
 	s.reset(text)
 	firstElem := true
-	return s.open('[') && s.elem(&firstElem) && s.peek() == '{' && sniffJSON(s.b[s.i:]) == jsonGoStdout
+	return s.Open('[') && s.Elem(&firstElem) && s.Peek() == '{' && sniffJSON(s.Rest()) == jsonGoStdout
 }
 
 func looksLikeJaegerSpans(s *jsonScanner) bool {
-	if !s.open('[') {
+	if !s.Open('[') {
 		return false
 	}
 	firstElem := true
-	if !s.elem(&firstElem) || !s.open('{') {
+	if !s.Elem(&firstElem) || !s.Open('{') {
 		return false
 	}
-	for first := true; s.member(&first); {
-		switch string(s.key) {
+	for first := true; s.Member(&first); {
+		switch string(s.Key()) {
 		case "spanID", "operationName":
 			return true
 		}
-		s.skip()
+		s.Skip()
 	}
 	return false
 }
@@ -206,8 +206,8 @@ func firstLineIsValue(text []byte) bool {
 	}
 	var s jsonScanner
 	s.reset(text[:nl])
-	s.skip()
-	return s.err == nil
+	s.Skip()
+	return s.Err() == nil
 }
 
 // sniffFramed reports whether head starts with a length-prefixed record.

@@ -7,16 +7,11 @@ import (
 	"github.com/llmprof/llmprof/compare"
 )
 
-// Load reads one side of `diff`: saved analyses, samples files and bench
-// results as compare.Load reads them, raw runs through CompareRun with opts.
+// Load reads one side of `diff` with the run decoders (RunDecoders): saved
+// analyses, samples files and bench results as compare reads them, raw runs
+// through CompareRun with opts.
 func Load(ctx context.Context, paths []string, opts Options) (*compare.Input, error) {
-	decoders := opts.Decoders
-	if decoders == nil {
-		decoders = Decoders()
-	}
-	return compare.Load(ctx, paths, compare.LoadOptions{Decoders: decoders, Analyze: func(ctx context.Context, path string) (compare.Run, []string, error) {
-		return CompareRun(ctx, path, opts)
-	}})
+	return compare.Load(ctx, paths, compare.LoadOptions{Inputs: RunDecoders(opts)})
 }
 
 // CompareRun takes one raw input (a trace file or directory) through the

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/llmprof/llmprof/report"
@@ -56,4 +57,22 @@ func writeFile(t *testing.T, dir, name string, b []byte) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// renderAll is the run's report as analyze renders it as text (no colour,
+// no width), Markdown and HTML.
+func renderAll(t *testing.T, a *Result) (text, md, html string) {
+	t.Helper()
+	rep := a.Report(testVersion)
+	var tb, mb, hb strings.Builder
+	if err := rep.WriteText(&tb, report.TextOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := rep.WriteMarkdown(&mb); err != nil {
+		t.Fatal(err)
+	}
+	if err := rep.WriteHTML(&hb, a.HTMLViews(rep)); err != nil {
+		t.Fatal(err)
+	}
+	return tb.String(), mb.String(), hb.String()
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/llmprof/llmprof/causal"
 	"github.com/llmprof/llmprof/ingest"
 	"github.com/llmprof/llmprof/internal/progress"
+	"github.com/llmprof/llmprof/report"
 	"github.com/llmprof/llmprof/signals"
 )
 
@@ -41,6 +42,9 @@ type Options struct {
 	// Metrics bounds the metric samples and series decoded (zero:
 	// ingest.MetricLimits' defaults).
 	Metrics ingest.MetricLimits
+	// Dataset is a dataset of llmprof export --dataset: the one path is
+	// then a run_id, whose kept input files are analysed (export.go).
+	Dataset string
 }
 
 // TenantOptions are the settings of the tenant causal regression.
@@ -68,15 +72,24 @@ type Result struct {
 	TenantsNote string
 	// Signals is the infrastructure section: nil without metric series.
 	Signals *signals.Result
+	// Sections are the report's sections of the analyses it has no field
+	// for (Analysis, AddSection).
+	Sections []report.AnalysisSection
 }
 
-// Run takes the inputs through decoders → align → attribution, then the
-// infrastructure signals and the tenant regression. An error in the options
+// Run takes the inputs through decoders → align, then through the rows of
+// the analyses registry (analyses.go): attribution, the infrastructure
+// signals and the tenant regression. An error in the options
 // (a reference clock no input has, an unknown load series) is an
 // *OptionError; any other error is the inputs'.
 func Run(ctx context.Context, paths []string, opts Options) (*Result, error) {
 	meter := progress.New(opts.Progress, opts.Progress != nil)
 	defer meter.Close()
+	paths, cleanup, err := datasetInputs(paths, opts.Dataset, meter)
+	defer cleanup()
+	if err != nil {
+		return nil, err
+	}
 	t, err := openInputs(ctx, paths, opts, meter)
 	if err != nil {
 		return nil, err
@@ -88,17 +101,15 @@ func Run(ctx context.Context, paths []string, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, &OptionError{fmt.Errorf("alignment: %w", err)}
 	}
-	meter.Stage(fmt.Sprintf("attributing %d spans, %d GPU ops", len(t.Spans), len(t.GPUOps)))
-	res := attribution.Analyze(t, attribution.Options{TenantKey: opts.TenantKey, SLO: opts.SLO, StallThreshold: opts.Stall,
-		Alignment: ar, RequestsOnly: opts.RequestsOnly, GPU: attribution.GPUOptions{TopKernels: opts.TopKernels}})
-	out := &Result{Trace: t, Align: ar, Attr: res}
-	if !opts.RequestsOnly {
-		out.Signals = signals.Analyze(t, res, signals.Options{})
-	}
-	if !opts.Tenants.Skip {
-		meter.Stage("tenant regression")
-		out.Tenants, out.TenantsNote, err = tenantRegression(t, res, opts)
-		if err != nil {
+	out := &Result{Trace: t, Align: ar}
+	for _, an := range analyses {
+		if an.Skip != nil && an.Skip(opts) {
+			continue
+		}
+		if an.Stage != nil {
+			meter.Stage(an.Stage(out))
+		}
+		if err := an.Run(out, opts); err != nil {
 			return nil, err
 		}
 	}

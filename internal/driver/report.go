@@ -12,7 +12,7 @@ func (a *Result) Report(version string) *report.Report {
 	res := a.Attr
 	samples := compare.FromAttribution(res)
 	return report.New(report.Input{Version: version, Trace: a.Trace, Align: a.Align, Attr: res, Samples: &samples,
-		Tenants: a.Tenants, TenantsNote: a.TenantsNote, GPU: res.GPU, Signals: a.Signals})
+		Tenants: a.Tenants, TenantsNote: a.TenantsNote, GPU: res.GPU, Signals: a.Signals, Sections: a.Sections})
 }
 
 // HTMLViews are the charts of the HTML report of the run.

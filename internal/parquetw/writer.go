@@ -1,5 +1,5 @@
 // Package parquetw writes flat Parquet files: one level of columns, each
-// BOOLEAN, INT32, INT64, DOUBLE or UTF-8 string (with the DATE and
+// BOOLEAN, INT32, INT64, DOUBLE, UTF-8 string or raw bytes (with the DATE and
 // TIMESTAMP(MICROS, UTC) logical types), required or optional. Pages are
 // data pages v1, PLAIN-encoded — strings dictionary-encoded (RLE_DICTIONARY)
 // while the chunk's dictionary stays under 1 MiB — and zstd-compressed;
@@ -37,6 +37,7 @@ const (
 	String                      // BYTE_ARRAY, STRING (UTF8)
 	Date                        // INT32, DATE: days since 1970-01-01
 	TimestampMicros             // INT64, TIMESTAMP(isAdjustedToUTC, MICROS)
+	Binary                      // BYTE_ARRAY without a logical type: raw bytes
 )
 
 func (t Type) String() string {
@@ -55,6 +56,8 @@ func (t Type) String() string {
 		return "date"
 	case TimestampMicros:
 		return "timestamp_us_utc"
+	case Binary:
+		return "binary"
 	}
 	return fmt.Sprintf("Type(%d)", int(t))
 }
@@ -186,7 +189,7 @@ func NewWriter(w io.Writer, cols []Column, opts Options) (*Writer, error) {
 		if c.Name == "" || seen[c.Name] {
 			return nil, fmt.Errorf("parquetw: column name %q empty or repeated", c.Name)
 		}
-		if c.Type < Bool || c.Type > TimestampMicros {
+		if c.Type < Bool || c.Type > Binary {
 			return nil, fmt.Errorf("parquetw: column %s: unknown type %d", c.Name, int(c.Type))
 		}
 		seen[c.Name] = true
@@ -253,6 +256,9 @@ func (w *Writer) Double(i int, v float64) { c := w.col(i, Double); c.f64 = appen
 
 // String appends s to column i.
 func (w *Writer) String(i int, s string) { c := w.col(i, String); c.s = append(c.s, s) }
+
+// Bytes appends a copy of b to Binary column i.
+func (w *Writer) Bytes(i int, b []byte) { c := w.col(i, Binary); c.s = append(c.s, string(b)) }
 
 // EndRow completes a row: every column must have had exactly one value.
 func (w *Writer) EndRow() error {
@@ -518,7 +524,7 @@ func (c *column) stats(m *chunkMeta) {
 			hi = 0
 		}
 		m.min, m.max = le8(math.Float64bits(lo)), le8(math.Float64bits(hi))
-	case String:
+	case String, Binary:
 		if len(c.s) == 0 {
 			return
 		}

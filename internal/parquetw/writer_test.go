@@ -73,7 +73,7 @@ func gen(r *rand.Rand, cols []Column, rows int, nullProb float64, vocab, strLen 
 					x.f = math.Copysign(0, float64(r.IntN(2)*2-1))
 				}
 				x.i = int64(math.Float64bits(x.f)) // compared bit for bit
-			case String:
+			case String, Binary:
 				if vocab > 0 {
 					x.s = words[r.IntN(vocab)]
 				} else {
@@ -102,7 +102,7 @@ func randString(r *rand.Rand, n int) string {
 	return b.String()
 }
 
-func write(t *testing.T, cols []Column, rows [][]cell, opts Options) []byte {
+func write(t testing.TB, cols []Column, rows [][]cell, opts Options) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	w, err := NewWriter(&buf, cols, opts)
@@ -122,6 +122,8 @@ func write(t *testing.T, cols []Column, rows [][]cell, opts Options) []byte {
 				w.Int64(j, x.i)
 			case x.typ == Double:
 				w.Double(j, x.f)
+			case x.typ == Binary:
+				w.Bytes(j, []byte(x.s))
 			default:
 				w.String(j, x.s)
 			}
@@ -340,24 +342,29 @@ func checkStats(t *testing.T, rg *metadata.RowGroupMetaData, j int, c Column, ro
 	}
 }
 
+// roundTripCases are the files TestRoundTripAllTypes and TestReaderRoundTrip
+// write and read back.
+var roundTripCases = []struct {
+	name          string
+	rows, rgRows  int
+	nullProb      float64
+	vocab, strLen int
+}{
+	{"empty", 0, 100, 0.3, 5, 10},
+	{"one row", 1, 100, 0, 5, 10},
+	{"one row null", 1, 100, 1, 5, 10},
+	{"all null", 300, 128, 1, 5, 10},
+	{"no nulls", 1000, 1 << 16, 0, 20, 30},
+	{"sparse nulls, dictionary", 5000, 1 << 16, 0.05, 50, 40},
+	{"half nulls, many row groups", 5003, 97, 0.5, 300, 20},
+	{"distinct strings", 3000, 1000, 0.2, 0, 50},
+	{"row group of one", 20, 1, 0.5, 3, 5},
+	{"pages cut, dictionary given up", 700, 1 << 16, 0.1, 0, 6000},
+}
+
 func TestRoundTripAllTypes(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
-	for _, tc := range []struct {
-		name          string
-		rows, rgRows  int
-		nullProb      float64
-		vocab, strLen int
-	}{
-		{"empty", 0, 100, 0.3, 5, 10},
-		{"one row", 1, 100, 0, 5, 10},
-		{"one row null", 1, 100, 1, 5, 10},
-		{"all null", 300, 128, 1, 5, 10},
-		{"no nulls", 1000, 1 << 16, 0, 20, 30},
-		{"sparse nulls, dictionary", 5000, 1 << 16, 0.05, 50, 40},
-		{"half nulls, many row groups", 5003, 97, 0.5, 300, 20},
-		{"distinct strings", 3000, 1000, 0.2, 0, 50},
-		{"row group of one", 20, 1, 0.5, 3, 5},
-	} {
+	for _, tc := range roundTripCases {
 		t.Run(tc.name, func(t *testing.T) {
 			rows := gen(r, allTypes, tc.rows, tc.nullProb, tc.vocab, tc.strLen)
 			data := write(t, allTypes, rows, Options{RowGroupRows: tc.rgRows})

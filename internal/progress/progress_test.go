@@ -51,3 +51,35 @@ func TestDrawsAndClears(t *testing.T) {
 		t.Errorf("output %q", out)
 	}
 }
+
+// TestLineMemoryAndBytes: every line ends with the memory now and at its
+// peak (the most seen when the system keeps none); a stage that counts
+// bytes shows them with their rate.
+func TestLineMemoryAndBytes(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	now := t0.Add(2 * time.Second)
+	cur, peak := uint64(300e6), uint64(0)
+	m := &Meter{now: func() time.Time { return now }, memory: func() (uint64, uint64) { return cur, peak }}
+	m.stage, m.stageStart, m.stageBytes = "restoring inputs", t0, 80e6
+	if got, want := m.line(), "restoring inputs 80 MB, 40 MB/s  2s  mem 300 MB, peak 300 MB"; got != want {
+		t.Errorf("line %q, want %q", got, want)
+	}
+	cur = 100e6
+	if got, want := m.line(), "restoring inputs 80 MB, 40 MB/s  2s  mem 100 MB, peak 300 MB"; got != want {
+		t.Errorf("line %q, want %q", got, want)
+	}
+	peak = 900e6
+	if got, want := m.line(), "restoring inputs 80 MB, 40 MB/s  2s  mem 100 MB, peak 900 MB"; got != want {
+		t.Errorf("line %q, want %q", got, want)
+	}
+}
+
+func TestProcStatus(t *testing.T) {
+	rss, hwm := procStatus([]byte("Name:\tllmprof\nVmHWM:\t  2048 kB\nVmRSS:\t  1024 kB\nThreads: 9\n"))
+	if rss != 1<<20 || hwm != 2<<20 {
+		t.Errorf("rss %d, hwm %d", rss, hwm)
+	}
+	if cur, _ := readMemory(); cur == 0 {
+		t.Error("readMemory: 0 bytes")
+	}
+}

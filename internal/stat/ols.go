@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"math"
 
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/gonum/lapack/lapack64"
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/stat/distuv"
 )
@@ -42,8 +45,9 @@ type OLS struct {
 }
 
 // Scratch is memory one fit after another reuses: the column-scaled copy of
-// the design.
-type Scratch struct{ scaled, col []float64 }
+// the design, which the QR factorization overwrites in place, and the
+// right-hand side the solve overwrites.
+type Scratch struct{ scaled, rhs []float64 }
 
 // Grow is buf[:n] where buf holds n, else a new slice.
 func Grow(buf []float64, n int) []float64 {
@@ -58,6 +62,12 @@ func Grow(buf []float64, n int) []float64 {
 // the units of the regressors (NIST's Longley data, whose raw columns span
 // ten orders of magnitude, is the test). It keeps the scaled copy of x in
 // sc (nil: new memory), which keeps the buffers for the next fit.
+//
+// The factorization, condition estimate and solve are LAPACK's (gonum's
+// lapack64: Geqrf, Trcon, Ormqr, Trtrs), called as mat.QR's Factorize,
+// Cond and SolveVecTo call them (the same digits) but on the scaled copy
+// itself: mat.QR copies the n×k matrix again and the right-hand side twice,
+// n·(k+2) floats a fit, on the kernel view's designs of a million rows.
 func FitOLS(x *mat.Dense, y []float64, sc *Scratch) (*OLS, error) {
 	if sc == nil {
 		sc = &Scratch{}
@@ -70,35 +80,49 @@ func FitOLS(x *mat.Dense, y []float64, sc *Scratch) (*OLS, error) {
 		return nil, fmt.Errorf("ols: %d observations for %d parameters", n, k)
 	}
 	norms := make([]float64, k)
-	sc.col, sc.scaled = Grow(sc.col, n), Grow(sc.scaled, n*k)
-	col, scaled := sc.col, sc.scaled
+	sc.scaled = Grow(sc.scaled, n*k)
+	scaled := sc.scaled
+	raw := x.RawMatrix()
 	for j := 0; j < k; j++ {
-		mat.Col(col, j, x)
-		norms[j] = math.Sqrt(dot(col, col))
+		ss := 0.0
+		for i := 0; i < n; i++ {
+			v := raw.Data[i*raw.Stride+j]
+			ss += v * v
+		}
+		norms[j] = math.Sqrt(ss)
 		if norms[j] == 0 || math.IsNaN(norms[j]) || math.IsInf(norms[j], 0) {
 			return nil, fmt.Errorf("ols: column %d is zero or not finite: %w", j, ErrCollinear)
 		}
-		for i, v := range col {
-			scaled[i*k+j] = v / norms[j]
+		for i := 0; i < n; i++ {
+			scaled[i*k+j] = raw.Data[i*raw.Stride+j] / norms[j]
 		}
 	}
-	xs := mat.NewDense(n, k, scaled)
-	var qr mat.QR
-	qr.Factorize(xs)
-	cond := qr.Cond()
+	qr := blas64.General{Rows: n, Cols: k, Stride: k, Data: scaled}
+	tau := make([]float64, k)
+	work := []float64{0}
+	lapack64.Geqrf(qr, tau, work, -1)
+	work = make([]float64, int(work[0]))
+	lapack64.Geqrf(qr, tau, work, len(work))
+	r := blas64.Triangular{Uplo: blas.Upper, Diag: blas.NonUnit, N: k, Stride: k, Data: scaled}
+	cond := 1 / lapack64.Trcon(mat.CondNorm, r, make([]float64, 3*k), make([]int, k))
 	if cond > maxCond || math.IsNaN(cond) {
 		return nil, fmt.Errorf("ols: condition number %.3g: %w", cond, ErrCollinear)
 	}
-	var bs mat.VecDense
-	if err := qr.SolveVecTo(&bs, false, mat.NewVecDense(n, append([]float64(nil), y...))); err != nil {
-		return nil, fmt.Errorf("ols: %v: %w", err, ErrCollinear)
+	// β of the scaled design: Qᵀy, then R⁻¹ of its first k entries.
+	sc.rhs = Grow(sc.rhs, n)
+	copy(sc.rhs, y)
+	rhs := blas64.General{Rows: n, Cols: 1, Stride: 1, Data: sc.rhs}
+	work = work[:1]
+	lapack64.Ormqr(blas.Left, blas.Trans, qr, tau, rhs, work, -1)
+	work = make([]float64, int(work[0]))
+	lapack64.Ormqr(blas.Left, blas.Trans, qr, tau, rhs, work, len(work))
+	if !lapack64.Trtrs(blas.NoTrans, r, rhs) {
+		return nil, fmt.Errorf("ols: %v: %w", mat.Condition(math.Inf(1)), ErrCollinear)
 	}
-	var r mat.Dense
-	qr.RTo(&r)
 	rk := mat.NewTriDense(k, mat.Upper, nil)
 	for i := 0; i < k; i++ {
 		for j := i; j < k; j++ {
-			rk.SetTri(i, j, r.At(i, j))
+			rk.SetTri(i, j, scaled[i*k+j])
 		}
 	}
 	var rinv mat.TriDense
@@ -107,8 +131,8 @@ func FitOLS(x *mat.Dense, y []float64, sc *Scratch) (*OLS, error) {
 	}
 	f := &OLS{N: n, K: k, X: x, Y: y, Beta: make([]float64, k), Cond: cond, MinPivot: math.Inf(1)}
 	for j := range f.Beta {
-		f.Beta[j] = bs.AtVec(j) / norms[j]
-		f.MinPivot = math.Min(f.MinPivot, math.Abs(r.At(j, j)))
+		f.Beta[j] = sc.rhs[j] / norms[j]
+		f.MinPivot = math.Min(f.MinPivot, math.Abs(scaled[j*k+j]))
 	}
 	// (X'X)⁻¹ = D⁻¹ R⁻¹ R⁻ᵀ D⁻¹ with D the column norms.
 	f.XtXInv = mat.NewSymDense(k, nil)
@@ -132,14 +156,6 @@ func FitOLS(x *mat.Dense, y []float64, sc *Scratch) (*OLS, error) {
 		f.RSS += f.Resid[i] * f.Resid[i]
 	}
 	return f, nil
-}
-
-func dot(a, b []float64) float64 {
-	s := 0.0
-	for i := range a {
-		s += a[i] * b[i]
-	}
-	return s
 }
 
 // Classical is the textbook covariance σ̂²(X'X)⁻¹ with σ̂² = e'e/(n−k); valid

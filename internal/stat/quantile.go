@@ -79,6 +79,18 @@ func Quantiles(xs []float64, qs ...float64) []float64 {
 	return out
 }
 
+// QuantileUnsorted is Quantile of xs once sorted, computed by selection
+// (Quantiles): the same order statistics, so the same value. It reorders xs.
+// A sample with NaN (which slices.Sort puts first) is sorted, so that it too
+// gives what Quantile of the sorted sample gives.
+func QuantileUnsorted(xs []float64, q float64) float64 {
+	if slices.ContainsFunc(xs, math.IsNaN) {
+		slices.Sort(xs)
+		return Quantile(xs, q)
+	}
+	return Quantiles(xs, q)[0]
+}
+
 // MinSamplesForQuantile is the smallest sample size for which a
 // distribution-free, equal-tailed 1−α confidence interval of the q-quantile
 // has finite bounds: the interval [x_(1), x_(n)] must leave at most α/2

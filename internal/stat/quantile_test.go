@@ -94,3 +94,36 @@ func TestTheilSen(t *testing.T) {
 		t.Error("two points at the same u give no slope")
 	}
 }
+
+// TestQuantileUnsortedMatchesSort: selection gives Quantile of the sorted
+// sample exactly, with ties, at the ends, beyond [0, 1] and with NaN.
+func TestQuantileUnsortedMatchesSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	qs := []float64{-0.5, 0, 0.01, 0.1, 0.25, 0.5, 0.9, 0.95, 0.99, 1, 1.5}
+	for trial := range 400 {
+		n := 1 + rng.IntN(200)
+		xs := make([]float64, n)
+		for i := range xs {
+			if trial%2 == 0 {
+				xs[i] = float64(rng.IntN(9)) // many ties
+			} else {
+				xs[i] = math.Exp(rng.NormFloat64())
+			}
+		}
+		if trial%7 == 0 {
+			xs[rng.IntN(n)] = math.NaN()
+		}
+		sorted := slices.Clone(xs)
+		slices.Sort(sorted)
+		for _, q := range qs {
+			want := Quantile(sorted, q)
+			got := QuantileUnsorted(slices.Clone(xs), q)
+			if got != want && !(math.IsNaN(got) && math.IsNaN(want)) {
+				t.Fatalf("trial %d, n=%d, q=%g: %v, want %v", trial, n, q, got, want)
+			}
+		}
+	}
+	if !math.IsNaN(QuantileUnsorted(nil, 0.5)) {
+		t.Error("quantile of nothing is not NaN")
+	}
+}

@@ -174,8 +174,7 @@ func (s *diffSelector) kth(k int64) float64 {
 					vals = append(vals, s.ys[j]-s.xs[i])
 				}
 			}
-			slices.Sort(vals)
-			return vals[k-below-1]
+			return orderStat(vals, int(k-below-1))
 		}
 		// A uniformly random remaining candidate as the pivot.
 		r := s.rng.Int64N(cand)
@@ -202,6 +201,17 @@ func (s *diffSelector) kth(k int64) float64 {
 			return pivot
 		}
 	}
+}
+
+// orderStat is the k-th smallest of vals (0-based), as vals sorted would
+// have it: by selection, or by a sort when NaN (the difference of two
+// infinities) leaves selection's order undefined. It reorders vals.
+func orderStat(vals []float64, k int) float64 {
+	if slices.ContainsFunc(vals, math.IsNaN) {
+		slices.Sort(vals)
+		return vals[k]
+	}
+	return selectKth(vals, k)
 }
 
 // ShiftUTest returns the one-sided U-test p-values for the hypotheses that

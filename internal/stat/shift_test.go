@@ -126,3 +126,27 @@ func TestShiftUTestIsDualOfMoses(t *testing.T) {
 		}
 	}
 }
+
+// TestOrderStatMatchesSort: the selector's last step selects what a sort
+// would give, also when NaN is among the values.
+func TestOrderStatMatchesSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for trial := range 200 {
+		n := 1 + rng.IntN(300)
+		vals := make([]float64, n)
+		for i := range vals {
+			vals[i] = math.Round(rng.NormFloat64() * 4)
+		}
+		if trial%5 == 0 {
+			vals[rng.IntN(n)] = math.NaN()
+		}
+		sorted := slices.Clone(vals)
+		slices.Sort(sorted)
+		for k := range n {
+			got, want := orderStat(slices.Clone(vals), k), sorted[k]
+			if got != want && !(math.IsNaN(got) && math.IsNaN(want)) {
+				t.Fatalf("trial %d, n=%d: order statistic %d = %v, want %v", trial, n, k, got, want)
+			}
+		}
+	}
+}

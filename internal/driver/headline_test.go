@@ -1,9 +1,7 @@
-package main
+package driver
 
 import (
 	"html"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -62,29 +60,12 @@ func parseHTML(page string) headlineOf {
 }
 
 // TestHeadlineFirstInEveryFormat renders the demo report as text, Markdown
-// and HTML: each opens with the findings, the same lines in the same order,
+// and HTML (analyze --format text, markdown, html): each opens with the findings, the same lines in the same order,
 // among them the kernel-level tenant interference, and the sections follow
 // in one order in all three.
 func TestHeadlineFirstInEveryFormat(t *testing.T) {
-	t.Setenv("COLUMNS", "")
-	demo := filepath.Join("..", "..", "testdata", "demo")
-	code, text, stderr := runLLMProf(t, "analyze", demo)
-	if code != ExitOK {
-		t.Fatalf("analyze exited %d: %s", code, stderr)
-	}
-	code, md, stderr := runLLMProf(t, "analyze", "--format", "markdown", demo)
-	if code != ExitOK {
-		t.Fatalf("analyze --format markdown exited %d: %s", code, stderr)
-	}
-	out := filepath.Join(t.TempDir(), "demo.html")
-	if code, _, stderr := runLLMProf(t, "analyze", "--format", "html", "-o", out, demo); code != ExitOK {
-		t.Fatalf("analyze --format html exited %d: %s", code, stderr)
-	}
-	page, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	formats := map[string]headlineOf{"text": parseText(text), "markdown": parseMarkdown(md), "html": parseHTML(string(page))}
+	text, md, page := renderAll(t, run(t, Options{}, demoDir))
+	formats := map[string]headlineOf{"text": parseText(text), "markdown": parseMarkdown(md), "html": parseHTML(page)}
 
 	want := formats["text"]
 	if len(want.sections) == 0 || want.sections[0] != "FINDINGS" {

@@ -1,4 +1,4 @@
-package main
+package driver
 
 import (
 	"encoding/json"
@@ -7,9 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmprof/llmprof/compare"
 	"github.com/llmprof/llmprof/ingest"
 	"github.com/llmprof/llmprof/internal/shareddata"
 	"github.com/llmprof/llmprof/nsys"
+	"github.com/llmprof/llmprof/report"
 	"github.com/llmprof/llmprof/synth"
 )
 
@@ -38,21 +40,21 @@ type kernelDiffDoc struct {
 func TestDiffKinetoTracesComparesKernels(t *testing.T) {
 	b := shareddata.Path(t, "testdata/kineto/hta-trace_diff-control-control.json.gz")
 	c := shareddata.Path(t, "testdata/kineto/hta-trace_diff-test-test.json.gz")
-	code, stdout, stderr := runLLMProf(t, "diff", b, c)
-	if code != ExitOK {
-		t.Fatalf("exit %d: %s", code, stderr)
+	reps := compare.DefaultOptions().Reps
+	res, _ := diffJSON(t, DiffOptions{Baseline: []string{b}, Candidate: []string{c}, Reps: reps})
+	var text strings.Builder
+	if err := report.WriteDiffText(&text, res, report.DiffOptions{}); err != nil || res.Gate.Failed {
+		t.Fatalf("gate failed %v, %v", res.Gate.Failed, err)
 	}
+	stdout := text.String()
 	for _, want := range []string{"kernel.gemm", "kernels: ", "added    candidate only", "removed  baseline only", "replication unit: kernel identity"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("text lacks %q:\n%s", want, stdout)
 		}
 	}
-	code, stdout, stderr = runLLMProf(t, "diff", "--format", "json", "--gate", "kernel:'elementwise'<+5%", b, c)
-	if code != ExitRegression {
-		t.Fatalf("exit %d, want %d: %s", code, ExitRegression, stderr)
-	}
+	res, js := diffJSON(t, DiffOptions{Baseline: []string{b}, Candidate: []string{c}, Reps: reps, Gates: []string{"kernel:'elementwise'<+5%"}})
 	var doc kernelDiffDoc
-	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+	if err := json.Unmarshal(js, &doc); err != nil || !res.Gate.Failed {
 		t.Fatal(err)
 	}
 	if doc.Kernels == nil || len(doc.Kernels.Groups) == 0 || doc.Gate.Verdict != "fail" {
@@ -89,12 +91,10 @@ func TestDiffNsysExportsComparesKernels(t *testing.T) {
 	}
 	b := write("base.sqlite", 1, nil)
 	c := write("cand.sqlite", 2, map[ingest.KernelCategory]float64{ingest.CategoryAttention: 1.6})
-	code, stdout, stderr := runLLMProf(t, "diff", "--format", "json", "--gate", "kernel.attention<+5%", "--gate", "kernel.gemm<+20%", b, c)
-	if code != ExitRegression {
-		t.Fatalf("exit %d, want %d: %s\n%s", code, ExitRegression, stderr, stdout)
-	}
+	res, js := diffJSON(t, DiffOptions{Baseline: []string{b}, Candidate: []string{c}, Reps: compare.DefaultOptions().Reps,
+		Gates: []string{"kernel.attention<+5%", "kernel.gemm<+20%"}})
 	var doc kernelDiffDoc
-	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+	if err := json.Unmarshal(js, &doc); err != nil || !res.Gate.Failed {
 		t.Fatal(err)
 	}
 	if doc.Unit != "kernel identity" || doc.Kernels == nil {
@@ -109,5 +109,5 @@ func TestDiffNsysExportsComparesKernels(t *testing.T) {
 		}
 		return
 	}
-	t.Fatalf("no kernel.attention group: %s", stdout)
+	t.Fatalf("no kernel.attention group: %s", js)
 }

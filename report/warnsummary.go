@@ -1,4 +1,4 @@
-package main
+package report
 
 import (
 	"cmp"
@@ -14,10 +14,10 @@ import (
 // warningsShown is how many warnings the stderr summary quotes.
 const warningsShown = 3
 
-// writeWarningSummary tells stderr how many warnings the run produced, by
-// kind, and quotes the first few, whatever the report's destination: with -o
-// the report is in a file, and a skipped input must not go unnoticed.
-func writeWarningSummary(w io.Writer, ws []ingest.Warning) {
+// WriteWarningSummary tells stderr (w) how many warnings the run produced,
+// by kind, and quotes the first few, whatever the report's destination: with
+// -o the report is in a file, and a skipped input must not go unnoticed.
+func WriteWarningSummary(w io.Writer, ws []ingest.Warning) {
 	if len(ws) == 0 {
 		return
 	}

@@ -1,0 +1,67 @@
+package causal
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// fillDesign (the kernel fit's columns written one identity at a time into
+// the response and a row-major design) gives apply's residuals digit for
+// digit, for 1 to 6 columns, with groups too small to keep; a fill that
+// stops makes it stop.
+func TestFillDesignMatchesApply(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 2))
+	const groups = 30
+	var rows []kernelRow
+	for r := 0; r < 2500; r++ {
+		g := rng.IntN(groups)
+		if g%7 == 0 && rng.IntN(15) > 0 {
+			continue
+		}
+		rows = append(rows, kernelRow{group: g, size: float64(1 + rng.IntN(64)), tok: float64(1 + rng.IntN(4096)), ctx: float64(1 + rng.IntN(1<<16))})
+	}
+	p := newWithinPlan(rows, groups, batchUse{size: true, tok: true, ctx: true}, nil)
+	for ncol := 1; ncol <= 6; ncol++ {
+		byRow := make([][]float64, ncol)
+		for c := range byRow {
+			byRow[c] = make([]float64, len(rows))
+			for r := range byRow[c] {
+				byRow[c][r] = rng.NormFloat64() + float64(c)*math.Log(rows[r].tok)
+			}
+		}
+		in, outs := make([][]float64, ncol), make([][]float64, ncol)
+		for c := range in {
+			in[c] = make([]float64, p.kept)
+			for i, r := range p.order {
+				in[c][i] = byRow[c][r]
+			}
+			outs[c] = make([]float64, p.kept)
+		}
+		p.apply(in, outs)
+		y, design := make([]float64, p.kept), make([]float64, p.kept*(ncol-1))
+		ok := p.fillDesign(ncol, func(r int32, a int, vals [][]float64) bool {
+			for c := range vals {
+				vals[c][a] = byRow[c][r]
+			}
+			return true
+		}, y, design)
+		if !ok {
+			t.Fatalf("%d columns: fill stopped", ncol)
+		}
+		for i := 0; i < p.kept; i++ {
+			if math.Float64bits(y[i]) != math.Float64bits(outs[0][i]) {
+				t.Fatalf("%d columns: response row %d is %v, apply %v", ncol, i, y[i], outs[0][i])
+			}
+			for c := 1; c < ncol; c++ {
+				if got := design[i*(ncol-1)+c-1]; math.Float64bits(got) != math.Float64bits(outs[c][i]) {
+					t.Fatalf("%d columns: column %d row %d is %v, apply %v", ncol, c, i, got, outs[c][i])
+				}
+			}
+		}
+	}
+	calls := 0
+	if p.fillDesign(2, func(int32, int, [][]float64) bool { calls++; return calls < 10 }, make([]float64, p.kept), make([]float64, p.kept)) || calls != 10 {
+		t.Errorf("a fill that stops at its 10th row: %d calls", calls)
+	}
+}
