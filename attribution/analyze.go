@@ -396,9 +396,9 @@ func distribution(ns []float64) Distribution {
 // ("linear", Hyndman & Fan type 7).
 func Percentile(sorted []float64, p float64) float64 { return stat.Quantile(sorted, p/100) }
 
-// percentileOf is Percentile of values in any order (no NaN), found by
-// selection: it reorders xs.
-func percentileOf(xs []float64, p float64) float64 { return stat.Quantiles(xs, p/100)[0] }
+// percentileOf is Percentile of values in any order, found by selection
+// (stat.QuantileUnsorted): it reorders xs.
+func percentileOf(xs []float64, p float64) float64 { return stat.QuantileUnsorted(xs, p/100) }
 
 func goodput(reqs []Request, idx []int32, slo SLO, duration float64) *Goodput {
 	g := &Goodput{}

@@ -30,8 +30,9 @@ import (
 // them, are written field by field: the report itself, its sources,
 // findings, warnings, requests (with every group's summary) and stages, and
 // the samples. The sections bounded by the number of devices, tenants,
-// models or clocks (alignment, GPU, tokens, tenants, infrastructure, …) go
-// through encoding/json (jsonWriter.value), so their types need no code here.
+// models or clocks (alignment, GPU, tokens, tenants, infrastructure, the
+// registered analyses, …) go through encoding/json (jsonWriter.value), so
+// their types need no code here.
 
 // jsonWriter appends indented JSON to b. The first error (a NaN or infinity
 // in a plain float64, which encoding/json refuses too) sticks.
