@@ -177,9 +177,7 @@ func (d *state) consoleSpan(cs *consoleSpan) {
 			d.warnf("bad-time", "span %q: event %q with malformed timestamp %q dropped", cs.Name, ev.Name, ev.Timestamp)
 			continue
 		}
-		attrs := d.consoleAttrs(ev.Attributes, d.eventAttrs[:0])
-		d.events = append(d.events, ingest.Event{Name: d.internString(ev.Name), Time: t, Attrs: d.attrSlab.carve(attrs)})
-		d.eventAttrs = attrs[:0]
+		d.addEvent(ev.Name, t, func(dst []ingest.Attr) []ingest.Attr { return d.consoleAttrs(ev.Attributes, dst) })
 	}
 	for _, lk := range cs.Links {
 		var l ingest.Link
@@ -187,10 +185,7 @@ func (d *state) consoleSpan(cs *consoleSpan) {
 			d.warnf("bad-id", "span %q: link to %q/%q has a malformed ID; dropped", cs.Name, lk.Context.TraceID, lk.Context.SpanID)
 			continue
 		}
-		attrs := d.consoleAttrs(lk.Attributes, d.linkAttrs[:0])
-		l.Attrs = d.attrSlab.carve(attrs)
-		d.linkAttrs = attrs[:0]
-		d.links = append(d.links, l)
+		d.addLink(l, func(dst []ingest.Attr) []ingest.Attr { return d.consoleAttrs(lk.Attributes, dst) })
 	}
 	if cs.Resource != nil {
 		m := d.markTables()
@@ -270,6 +265,22 @@ func quoteOpt(s *string) string {
 		return "null"
 	}
 	return strconv.Quote(*s)
+}
+
+// addEvent adds an event of the span being read; attrs appends its
+// attributes to the slice it is given. (The exporter readers share it.)
+func (d *state) addEvent(name string, t int64, attrs func([]ingest.Attr) []ingest.Attr) {
+	a := attrs(d.eventAttrs[:0])
+	d.events = append(d.events, ingest.Event{Name: d.internString(name), Time: t, Attrs: d.attrSlab.carve(a)})
+	d.eventAttrs = a[:0]
+}
+
+// addLink adds a link of the span being read, as addEvent an event.
+func (d *state) addLink(l ingest.Link, attrs func([]ingest.Attr) []ingest.Attr) {
+	a := attrs(d.linkAttrs[:0])
+	l.Attrs = d.attrSlab.carve(a)
+	d.linkAttrs = a[:0]
+	d.links = append(d.links, l)
 }
 
 // errBinary is a NUL byte where only text can be.

@@ -161,9 +161,7 @@ func (d *state) goSpan(gs *goSpan) {
 			d.warnf("bad-time", "span %q: event %q with malformed Time %q dropped", gs.Name, ev.Name, ev.Time)
 			continue
 		}
-		attrs := d.goAttrs(ev.Attributes, d.eventAttrs[:0], 0)
-		d.events = append(d.events, ingest.Event{Name: d.internString(ev.Name), Time: t, Attrs: d.attrSlab.carve(attrs)})
-		d.eventAttrs = attrs[:0]
+		d.addEvent(ev.Name, t, func(dst []ingest.Attr) []ingest.Attr { return d.goAttrs(ev.Attributes, dst, 0) })
 	}
 	for _, lk := range gs.Links {
 		var l ingest.Link
@@ -171,10 +169,7 @@ func (d *state) goSpan(gs *goSpan) {
 			d.warnf("bad-id", "span %q: link to %q/%q has a malformed ID; dropped", gs.Name, lk.SpanContext.TraceID, lk.SpanContext.SpanID)
 			continue
 		}
-		attrs := d.goAttrs(lk.Attributes, d.linkAttrs[:0], 0)
-		l.Attrs = d.attrSlab.carve(attrs)
-		d.linkAttrs = attrs[:0]
-		d.links = append(d.links, l)
+		d.addLink(l, func(dst []ingest.Attr) []ingest.Attr { return d.goAttrs(lk.Attributes, dst, 0) })
 	}
 	if len(gs.Resource) > 0 {
 		m := d.markTables()

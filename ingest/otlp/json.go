@@ -60,33 +60,47 @@ func (d *state) jsonResourceSpansList(s *jsonScanner) {
 	}
 }
 
+// The names of the scope list in a ResourceSpans and a ResourceMetrics
+// object: camelCase and snake_case, and before OTLP 0.15 the
+// instrumentation library's.
+var (
+	spanScopeKeys   = [4]string{"scopeSpans", "scope_spans", "instrumentationLibrarySpans", "instrumentation_library_spans"}
+	metricScopeKeys = [4]string{"scopeMetrics", "scope_metrics", "instrumentationLibraryMetrics", "instrumentation_library_metrics"}
+)
+
+// jsonResourceSignal walks a ResourceSpans or ResourceMetrics object: it
+// returns its resource's raw text and its schema URL (interned as it is
+// read), and calls scope at each element of its scope list (named by
+// scopeKeys).
+func jsonResourceSignal(s *jsonScanner, scopeKeys [4]string, intern func([]byte) ingest.StrID, scope func()) (resRaw []byte, schema ingest.StrID) {
+	if !s.Open('{') {
+		return nil, 0
+	}
+	for first := true; s.Member(&first); {
+		switch string(s.Key()) {
+		case "resource":
+			resRaw = s.RawValue()
+		case scopeKeys[0], scopeKeys[1], scopeKeys[2], scopeKeys[3]:
+			if s.Open('[') {
+				for first := true; s.Elem(&first); {
+					scope()
+				}
+			}
+		case "schemaUrl", "schema_url":
+			schema = intern(s.Str())
+		default:
+			s.Skip()
+		}
+	}
+	return resRaw, schema
+}
+
 // jsonResourceSpans decodes one ResourceSpans object. Its resource is decoded
 // last, once, and only if spans were kept: a resource repeated on every JSON
 // line is recognized by its bytes and not decoded again.
 func (d *state) jsonResourceSpans(s *jsonScanner) {
 	mark := len(d.t.Spans)
-	var (
-		resRaw []byte
-		schema ingest.StrID
-	)
-	if s.Open('{') {
-		for first := true; s.Member(&first); {
-			switch string(s.Key()) {
-			case "resource":
-				resRaw = s.RawValue()
-			case "scopeSpans", "scope_spans", "instrumentationLibrarySpans", "instrumentation_library_spans":
-				if s.Open('[') {
-					for first := true; s.Elem(&first); {
-						d.jsonScopeSpans(s)
-					}
-				}
-			case "schemaUrl", "schema_url":
-				schema = d.intern(s.Str())
-			default:
-				s.Skip()
-			}
-		}
-	}
+	resRaw, schema := jsonResourceSignal(s, spanScopeKeys, d.intern, func() { d.jsonScopeSpans(s) })
 	if len(d.t.Spans) > mark {
 		idx := int32(-1)
 		if resRaw != nil || schema != 0 {

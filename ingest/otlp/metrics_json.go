@@ -42,31 +42,12 @@ func (m *metricState) jsonResourceMetrics(raw []byte) {
 	}
 	var s jsonScanner
 	s.reset(raw)
-	var (
-		resRaw []byte
-		scopes [][]byte
-		schema ingest.StrID
-	)
-	if s.Open('{') {
-		for first := true; s.Member(&first); {
-			switch string(s.Key()) {
-			case "resource":
-				resRaw = s.RawValue()
-			case "scopeMetrics", "scope_metrics", "instrumentationLibraryMetrics", "instrumentation_library_metrics":
-				if s.Open('[') {
-					for first := true; s.Elem(&first); {
-						if v := s.RawValue(); v != nil {
-							scopes = append(scopes, v)
-						}
-					}
-				}
-			case "schemaUrl", "schema_url":
-				schema = m.intern(s.Str())
-			default:
-				s.Skip()
-			}
+	var scopes [][]byte
+	resRaw, schema := jsonResourceSignal(&s, metricScopeKeys, m.intern, func() {
+		if v := s.RawValue(); v != nil {
+			scopes = append(scopes, v)
 		}
-	}
+	})
 	if s.Err() != nil {
 		m.warnf("malformed-record", "resourceMetrics: %v; metrics after it dropped", s.Err())
 	}
