@@ -100,8 +100,11 @@ func kernelRows(t *ingest.Trace, idx []int32, stepOf []int32, steps []KernelStep
 // peak of memory. Building one costs about what applying it to the fit's
 // columns does.
 type withinPlan struct {
-	rows []kernelRow
-	use  batchUse
+	use batchUse
+	// ctl is each control's log (batch size, tokens, context, those used)
+	// of the kept rows in order: what a group's basis is built from, read
+	// in order, where the rows themselves lie scattered.
+	ctl [][]float64
 	// size is each group's number of rows and rank the dimension of its
 	// basis, -1 for a group without rows or without freedom left.
 	size, rank []int32
@@ -130,7 +133,7 @@ type withinSeg struct{ from, to int }
 // order) takes its dimension from full instead of building its basis; full
 // may be nil.
 func newWithinPlan(rows []kernelRow, groups int, use batchUse, full *withinPlan) *withinPlan {
-	p := &withinPlan{rows: rows, use: use, size: make([]int32, groups), rank: make([]int32, groups), keep: make([]bool, len(rows)),
+	p := &withinPlan{use: use, size: make([]int32, groups), rank: make([]int32, groups), keep: make([]bool, len(rows)),
 		order: make([]int32, 0, len(rows))}
 	// Each group's rows in order, as slices of one array (a counting sort).
 	count := make([]int, groups+1)
@@ -146,7 +149,7 @@ func newWithinPlan(rows []kernelRow, groups int, use batchUse, full *withinPlan)
 		all[count[g]] = int32(r)
 		count[g]++
 	}
-	var buf [][]float64
+	var buf, logs [][]float64
 	from := 0
 	for g := range p.rank {
 		m := all[from:count[g]]
@@ -162,8 +165,14 @@ func newWithinPlan(rows []kernelRow, groups int, use batchUse, full *withinPlan)
 			}
 			rank = int(full.rank[g])
 		} else {
+			logs = growColumns(logs, use.measures(), len(m))
+			for c := range logs {
+				for a, r := range m {
+					logs[c][a] = controlLog(&rows[r], use, c)
+				}
+			}
 			var basis [][]float64
-			basis, buf = p.groupBasis(m, buf)
+			basis, buf = p.groupBasis(logs, len(m), buf)
 			rank = len(basis)
 			if len(m) <= rank {
 				continue // no freedom left: the group says nothing about β
@@ -191,52 +200,76 @@ func newWithinPlan(rows []kernelRow, groups int, use batchUse, full *withinPlan)
 	for i, r := range p.order {
 		p.dest[i] = pos[r]
 	}
+	p.ctl = make([][]float64, use.measures())
+	for c := range p.ctl {
+		p.ctl[c] = make([]float64, len(p.order))
+		for i, r := range p.order {
+			p.ctl[c][i] = controlLog(&rows[r], use, c)
+		}
+	}
 	return p
 }
 
-// controls is the number of control columns of a group: its constant and
-// a quadratic in each log batch measure used.
-func (u batchUse) controls() int {
-	n := 1
+// controlLog is the log of row's c-th batch measure among those use holds
+// (size, tokens, context, in that order).
+func controlLog(row *kernelRow, use batchUse, c int) float64 {
+	for i, on := range [3]bool{use.size, use.tok, use.ctx} {
+		if !on {
+			continue
+		}
+		if c == 0 {
+			return math.Log([3]float64{row.size, row.tok, row.ctx}[i])
+		}
+		c--
+	}
+	panic("causal: control index out of range")
+}
+
+// growColumns is buf holding n columns of l floats each.
+func growColumns(buf [][]float64, n, l int) [][]float64 {
+	if len(buf) < n {
+		buf = append(buf, make([][]float64, n-len(buf))...)
+	}
+	for c := range buf[:n] {
+		buf[c] = stat.Grow(buf[c], l)
+	}
+	return buf[:n]
+}
+
+// measures is the number of batch measures used (a group's controls are
+// its constant and a quadratic in each).
+func (u batchUse) measures() int {
+	n := 0
 	for _, on := range []bool{u.size, u.tok, u.ctx} {
 		if on {
-			n += 2
+			n++
 		}
 	}
 	return n
 }
 
-// groupBasis is the orthonormal basis of the controls of rows m (modified
-// Gram–Schmidt, twice; orthoBasis's operations in its order), built in
-// buf's memory (grown to the controls of len(m) rows as needed, and
-// returned for the next group).
-func (p *withinPlan) groupBasis(m []int32, buf [][]float64) (basis, _ [][]float64) {
-	nc := p.use.controls()
-	if len(buf) < nc {
-		buf = make([][]float64, nc)
-	}
-	for c := range buf[:nc] {
-		buf[c] = stat.Grow(buf[c], len(m))
-	}
+// groupBasis is the orthonormal basis of one group's controls, its
+// constant and a quadratic in each log batch measure (logs, one column per
+// measure used, of its m rows), by modified Gram–Schmidt, twice
+// (orthoBasis's operations in its order), built in buf's memory (grown as
+// needed, and returned for the next group).
+func (p *withinPlan) groupBasis(logs [][]float64, m int, buf [][]float64) (basis, _ [][]float64) {
+	buf = growColumns(buf, 1+2*len(logs), m)
 	// A quadratic in each log batch measure: kernel time is affine in the
 	// work (a fixed cost plus a per-token one), not a power of it. Each
 	// column is written where Gram–Schmidt takes it, the next free slot;
 	// a log's square, taken with it, waits in the slot after (at most the
 	// last one: a slot is used only by a column kept before), and moves
 	// down when the log adds no direction.
-	v := buf[0][:len(m)]
+	v := buf[0]
 	for a := range v {
 		v[a] = 1
 	}
 	basis = gramSchmidtStep(basis, v, 1e-8)
-	for c, on := range [3]bool{p.use.size, p.use.tok, p.use.ctx} {
-		if !on {
-			continue
-		}
-		l, sq := buf[len(basis)][:len(m)], buf[len(basis)+1][:len(m)]
-		for a, r := range m {
-			row := &p.rows[r]
-			l[a] = math.Log([3]float64{row.size, row.tok, row.ctx}[c])
+	for _, lc := range logs {
+		l, sq := buf[len(basis)], buf[len(basis)+1]
+		for a := range l {
+			l[a] = lc[a]
 			sq[a] = l[a] * l[a]
 		}
 		n := len(basis)
@@ -249,18 +282,28 @@ func (p *withinPlan) groupBasis(m []int32, buf [][]float64) (basis, _ [][]float6
 	return basis, buf
 }
 
+// segLogs is seg s's columns of p.ctl.
+func (p *withinPlan) segLogs(s withinSeg, into [][]float64) [][]float64 {
+	into = into[:0]
+	for _, c := range p.ctl {
+		into = append(into, c[s.from:s.to])
+	}
+	return into
+}
+
 // apply residualizes each of cols (of length kept, in the plan's order) in
 // place on the identity effects, and writes it to the matching outs in row
 // order.
 func (p *withinPlan) apply(cols, outs [][]float64) {
 	vs := make([][]float64, len(cols))
-	var buf [][]float64
+	var buf, logs [][]float64
 	for _, s := range p.segs {
 		for c := range cols {
 			vs[c] = cols[c][s.from:s.to]
 		}
 		var basis [][]float64
-		basis, buf = p.groupBasis(p.order[s.from:s.to], buf)
+		logs = p.segLogs(s, logs)
+		basis, buf = p.groupBasis(logs, s.to-s.from, buf)
 		residualizeGroup(vs, basis)
 	}
 	for c, out := range outs {
@@ -272,18 +315,18 @@ func (p *withinPlan) apply(cols, outs [][]float64) {
 }
 
 // fillDesign is apply of ncol columns that fill writes one group at a time:
-// for the a-th row of a group, row r (an index into the plan's rows), fill
-// sets vals[c][a] for each column c, or returns false to stop (fillDesign
-// then returns false). Each group's columns are residualized as apply
+// for the a-th row of a group, the i-th of the plan's order, fill sets
+// vals[c][a] for each column c, or returns false to stop (fillDesign then
+// returns false). Each group's columns are residualized as apply
 // residualizes them, the first written to y and the others to the
 // row-major design of ncol − 1 columns, in row order. Only one group's
 // columns and basis are held at a time, not those of every row.
-func (p *withinPlan) fillDesign(ncol int, fill func(r int32, a int, vals [][]float64) bool, y, design []float64) bool {
+func (p *withinPlan) fillDesign(ncol int, fill func(i, a int, vals [][]float64) bool, y, design []float64) bool {
 	buf := make([][]float64, ncol)
 	for c := range buf {
 		buf[c] = make([]float64, p.longest)
 	}
-	var bases [][]float64
+	var bases, logs [][]float64
 	vs := make([][]float64, ncol)
 	k := ncol - 1
 	for _, s := range p.segs {
@@ -291,13 +334,14 @@ func (p *withinPlan) fillDesign(ncol int, fill func(r int32, a int, vals [][]flo
 		for c := range vs {
 			vs[c] = buf[c][:m]
 		}
-		for a, r := range p.order[s.from:s.to] {
-			if !fill(r, a, vs) {
+		for a := range m {
+			if !fill(s.from+a, a, vs) {
 				return false
 			}
 		}
 		var basis [][]float64
-		basis, bases = p.groupBasis(p.order[s.from:s.to], bases)
+		logs = p.segLogs(s, logs)
+		basis, bases = p.groupBasis(logs, m, bases)
 		residualizeGroup(vs, basis)
 		for a, d := range p.dest[s.from:s.to] {
 			y[d] = vs[0][a]

@@ -40,9 +40,9 @@ func TestFillDesignMatchesApply(t *testing.T) {
 		}
 		p.apply(in, outs)
 		y, design := make([]float64, p.kept), make([]float64, p.kept*(ncol-1))
-		ok := p.fillDesign(ncol, func(r int32, a int, vals [][]float64) bool {
+		ok := p.fillDesign(ncol, func(i, a int, vals [][]float64) bool {
 			for c := range vals {
-				vals[c][a] = byRow[c][r]
+				vals[c][a] = byRow[c][p.order[i]]
 			}
 			return true
 		}, y, design)
@@ -61,7 +61,7 @@ func TestFillDesignMatchesApply(t *testing.T) {
 		}
 	}
 	calls := 0
-	if p.fillDesign(2, func(int32, int, [][]float64) bool { calls++; return calls < 10 }, make([]float64, p.kept), make([]float64, p.kept)) || calls != 10 {
+	if p.fillDesign(2, func(int, int, [][]float64) bool { calls++; return calls < 10 }, make([]float64, p.kept), make([]float64, p.kept)) || calls != 10 {
 		t.Errorf("a fill that stops at its 10th row: %d calls", calls)
 	}
 }

@@ -136,9 +136,8 @@ func gaussNewton(plan *withinPlan, sub []kernelRow, subX [][]float64, idx []int,
 	// Each step's columns: the working response and each varying source's,
 	// in that order, residualized one identity at a time into row order —
 	// the response into yy, the sources' straight into the design the fit
-	// reads (row-major, one column per varying source). The log durations
-	// and overlaps are read where they lie (sub, subX), not gathered into
-	// copies: the fit's columns are the kernel view's peak of memory.
+	// reads (row-major, one column per varying source): the fit's columns
+	// are the kernel view's peak of memory.
 	nx := 0
 	for j := range subX {
 		gn.colOf[j] = -1
@@ -149,6 +148,19 @@ func gaussNewton(plan *withinPlan, sub []kernelRow, subX [][]float64, idx []int,
 	}
 	if nx == 0 {
 		return gn, "no source's overlap varies across the target's kernels"
+	}
+	// The log durations and overlaps of the kept rows in the plan's order,
+	// read in order each step (the rows lie scattered in it).
+	yp := make([]float64, n)
+	xp := make([][]float64, k)
+	for i, r := range plan.order {
+		yp[i] = sub[r].logDur()
+	}
+	for j := range xp {
+		xp[j] = make([]float64, n)
+		for i, r := range plan.order {
+			xp[j][i] = subX[j][r]
+		}
 	}
 	yy := make([]float64, n)
 	const diverged = "the stretch model diverged (a source's overlap shortens kernels to nothing)"
@@ -162,15 +174,15 @@ func gaussNewton(plan *withinPlan, sub []kernelRow, subX [][]float64, idx []int,
 			}
 		}
 		sc.design = stat.Grow(sc.design, n*nx)
-		ok := plan.fillDesign(1+nx, func(r int32, a int, vals [][]float64) bool {
-			den := form.denominator(gn.stretch, subX, int(r))
+		ok := plan.fillDesign(1+nx, func(i, a int, vals [][]float64) bool {
+			den := form.denominator(gn.stretch, xp, i)
 			if den <= 0 {
 				return false
 			}
-			vals[0][a] = sub[r].logDur() - form.sign()*math.Log(den)
+			vals[0][a] = yp[i] - form.sign()*math.Log(den)
 			for j, c := range gn.colOf {
 				if c >= 0 {
-					vals[c+1][a] = subX[j][r] / den
+					vals[c+1][a] = xp[j][i] / den
 				}
 			}
 			return true

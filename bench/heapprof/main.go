@@ -5,10 +5,11 @@
 // (runtime/metrics) and snapshots the heap profile whenever it is the
 // largest so far; the profile is as of that collection.
 //
-//	go run ./bench/heapprof -o peak.pprof [-requests-only] [-no-tenants] INPUT...
+//	go run ./bench/heapprof -o peak.pprof [-cpu cpu.pprof] [-requests-only] [-no-tenants] INPUT...
 //
 // -requests-only is the pipeline of `llmprof tenants`; -no-tenants that of
-// `export` (the tenant regression skipped).
+// `export` (the tenant regression skipped); -cpu also writes a CPU profile
+// of the whole run.
 package main
 
 import (
@@ -31,6 +32,7 @@ func main() {
 	requestsOnly := flag.Bool("requests-only", false, "skip the GPU section and the token summary (the tenants command)")
 	noTenants := flag.Bool("no-tenants", false, "skip the tenant regression")
 	every := flag.Duration("every", 20*time.Millisecond, "how often the live heap is read")
+	cpu := flag.String("cpu", "", "where a CPU profile of the run goes (none: no profile)")
 	flag.Parse()
 	if flag.NArg() == 0 {
 		fmt.Fprintln(os.Stderr, "usage: heapprof [-o FILE] [-requests-only] [-no-tenants] INPUT...")
@@ -51,8 +53,20 @@ func main() {
 			}
 		}
 	})
+	if *cpu != "" {
+		f, err := os.Create(*cpu)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "heapprof:", err)
+			os.Exit(1)
+		}
+		defer f.Close()
+	}
 	start := time.Now()
 	_, err := driver.Run(context.Background(), flag.Args(), driver.Options{RequestsOnly: *requestsOnly, Tenants: driver.TenantOptions{Skip: *noTenants}})
+	pprof.StopCPUProfile()
 	close(stop)
 	wg.Wait()
 	if err != nil {
