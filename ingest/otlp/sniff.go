@@ -3,6 +3,9 @@ package otlp
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
+
+	"github.com/llmprof/llmprof/internal/jsonscan"
 )
 
 // form is the layout of an input, decided from its first bytes.
@@ -198,7 +201,10 @@ func looksLikeJaegerSpans(s *jsonScanner) bool {
 
 // firstLineIsValue reports whether the text's first line holds a complete
 // JSON value (JSON Lines), as opposed to the start of a document that spans
-// lines. A head without a newline is one long line.
+// lines. A head without a newline is one long line. A first line that is
+// malformed before its end is a bad record of JSON Lines, not the start of a
+// document: only running out of text at the newline says the value goes on,
+// so that one bad line costs that line and not the file.
 func firstLineIsValue(text []byte) bool {
 	nl := bytes.IndexByte(text, '\n')
 	if nl < 0 {
@@ -207,7 +213,8 @@ func firstLineIsValue(text []byte) bool {
 	var s jsonScanner
 	s.reset(text[:nl])
 	s.Skip()
-	return s.Err() == nil
+	var se *jsonscan.SyntaxError
+	return s.Err() == nil || errors.As(s.Err(), &se) && se.Offset < int64(nl)
 }
 
 // sniffFramed reports whether head starts with a length-prefixed record.
