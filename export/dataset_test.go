@@ -84,7 +84,8 @@ func TestDatasetConfined(t *testing.T) {
 
 // TestRestoreInputs: the files of a run (a file and a directory) come back
 // byte for byte, in the order given; an inputs table naming a path out of
-// its folder, or chunks out of order, is an error that writes nothing.
+// its folder, or chunks out of order, is an error that writes nothing. The
+// dataset's own name holds glob characters, which are not patterns.
 func TestRestoreInputs(t *testing.T) {
 	src := t.TempDir()
 	big := bytes.Repeat([]byte("0123456789abcdef"), inputChunk/16*2+7) // three chunks
@@ -98,7 +99,7 @@ func TestRestoreInputs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	dir := filepath.Join(t.TempDir(), "fleet")
+	dir := filepath.Join(t.TempDir(), "fleet[1]*") // glob characters in its name are names
 	inputs := []string{filepath.Join(src, "c.json"), filepath.Join(src, "run")}
 	if _, err := WriteDataset(dir, &ingest.Trace{Strings: ingest.NewStrings()}, nil, nil, DatasetOptions{ParquetOptions: ParquetOptions{RunID: "r1"}, Inputs: inputs}); err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package export
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"path"
@@ -102,6 +103,10 @@ func RestoreInputs(dir, runID, dest string, done func(bytes int64)) ([]string, e
 			if off != written {
 				return nil, fmt.Errorf("%s: %s: a chunk at offset %d after %d bytes", file, name, off, written)
 			}
+			if len(data) > inputChunk || total+int64(len(data)) > maxRestoreRatio*max(fi.Size(), 1<<20) {
+				return nil, fmt.Errorf("%s: %s: the input files would be over %d× the table's %d bytes (chunks of up to %d bytes are written): not a table that export --dataset wrote",
+					file, name, maxRestoreRatio, fi.Size(), inputChunk)
+			}
 			if _, err := out.Write(data); err != nil {
 				return nil, err
 			}
@@ -125,12 +130,23 @@ func RestoreInputs(dir, runID, dest string, done func(bytes int64)) ([]string, e
 	return paths, nil
 }
 
+// maxRestoreRatio bounds the input bytes restored per byte of the inputs
+// table: zstd compresses a trace about 8× (the demo run's 42.6 MB of inputs
+// take 5.3 MB), while a crafted table of repeated pages would otherwise
+// expand without end onto disk.
+const maxRestoreRatio = 256
+
 // inputsFile is the inputs table's file of run runID.
 func inputsFile(dir, runID string) (string, error) {
 	want := "run_id=" + EscapePartition(runID)
-	matches, err := filepath.Glob(filepath.Join(dir, InputsTable, "date=*", "host=*", want, DatasetFile))
+	// Matched inside dir, so that glob characters in dir's own name are
+	// names, not patterns (EscapePartition escapes them in want).
+	matches, err := fs.Glob(os.DirFS(dir), path.Join(InputsTable, "date=*", "host=*", want, DatasetFile))
 	if err != nil {
 		return "", err
+	}
+	for i, m := range matches {
+		matches[i] = filepath.Join(dir, filepath.FromSlash(m))
 	}
 	switch {
 	case len(matches) == 1:

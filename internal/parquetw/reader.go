@@ -355,8 +355,15 @@ func (r *Reader) Read(g, c int) (*Values, error) {
 		}
 		switch h.typ {
 		case pageDictionary:
-			if dict != nil || n > 0 || col.Type != String && col.Type != Binary {
+			// The writer encodes only strings by dictionary, and only while
+			// the dictionary stays under maxDict: a dictionary of raw bytes,
+			// or a larger one, is refused, so that two-byte index runs cannot
+			// repeat a large value without end.
+			if dict != nil || n > 0 || col.Type != String {
 				return nil, formatErr("column %s: a dictionary page out of place", col.Name)
+			}
+			if h.uncomp > maxDict || int64(h.values) > int64(rows) {
+				return nil, formatErr("column %s: a dictionary of %d values in %d bytes for %d rows", col.Name, h.values, h.uncomp, rows)
 			}
 			dict = &Values{}
 			if _, err := plain(body, col.Type, int(h.values), dict); err != nil {

@@ -117,7 +117,20 @@ func (d *decoder) strct(field func(id int16, typ byte) (bool, error)) error {
 	}
 }
 
-// skip passes over one value of the given type.
+// skipElem passes over one element of a list, set or map. A bool there is a
+// byte of its own (in a field it lives in the field header, which skip
+// assumes): read as nothing, a list of a million bools would cost no input
+// and a list of such lists quadratic time.
+func (d *decoder) skipElem(typ byte) error {
+	if typ == ctTrue || typ == ctFalse {
+		_, err := d.byte()
+		return err
+	}
+	return d.skip(typ)
+}
+
+// skip passes over one value of the given type (a field's: a bool is in its
+// header).
 func (d *decoder) skip(typ byte) error {
 	switch typ {
 	case ctTrue, ctFalse:
@@ -143,7 +156,7 @@ func (d *decoder) skip(typ byte) error {
 			return err
 		}
 		for range n {
-			if err := d.nested(func() error { return d.skip(et) }); err != nil {
+			if err := d.nested(func() error { return d.skipElem(et) }); err != nil {
 				return err
 			}
 		}
@@ -161,10 +174,10 @@ func (d *decoder) skip(typ byte) error {
 			return err
 		}
 		for range n {
-			if err := d.nested(func() error { return d.skip(kv >> 4) }); err != nil {
+			if err := d.nested(func() error { return d.skipElem(kv >> 4) }); err != nil {
 				return err
 			}
-			if err := d.nested(func() error { return d.skip(kv & 0x0f) }); err != nil {
+			if err := d.nested(func() error { return d.skipElem(kv & 0x0f) }); err != nil {
 				return err
 			}
 		}
