@@ -259,7 +259,7 @@ func (d *decoder) pos() string { return "traceEvents[" + strconv.Itoa(d.n) + "]"
 // events keeps those events, with a warning; one that is unreadable from the
 // start is an error.
 func (d *decoder) read(r io.Reader) error {
-	d.sc = new(jsonscan.Scanner)
+	d.sc = &jsonscan.Scanner{LaxSkip: true}
 	s := d.sc
 	s.ResetReader(r)
 	if s.Peek() != '{' {
@@ -644,6 +644,7 @@ func (d *decoder) readArgs() {
 		return
 	}
 	s := &d.as
+	s.LaxSkip = true
 	s.ResetAt(e.args, e.argsOff, 0)
 	if s.Peek() != '{' {
 		return

@@ -46,6 +46,11 @@ type Scanner struct {
 	// MaxDepth bounds the nesting of objects and arrays (DefaultMaxDepth
 	// when 0); deeper input is a syntax error. Reset keeps it.
 	MaxDepth int
+	// LaxSkip makes a skipped string (Skip, never one that is read) accept a
+	// backslash before any character, and End accept NUL bytes (zero fill)
+	// after the top-level value: the PyTorch profiler reader's rules from
+	// before this scanner, so that a trace it read whole still is.
+	LaxSkip bool
 
 	r    io.Reader
 	buf  []byte // buf[i:n] is unread
@@ -149,6 +154,12 @@ func (s *Scanner) fill() bool {
 	if s.capture != nil && s.i > s.capStart {
 		*s.capture = append(*s.capture, s.buf[s.capStart:s.i]...)
 		s.capStart = s.i
+		if len(*s.capture) > MaxToken {
+			// Stop while the copy is still bounded, not once the value ends.
+			s.capture = nil
+			s.Fail(fmt.Sprintf("a value is longer than %d MiB", MaxToken>>20))
+			return false
+		}
 	}
 	if s.i > 0 {
 		copy(s.buf, s.buf[s.i:s.n])
@@ -219,8 +230,26 @@ func (s *Scanner) More() bool {
 
 // End checks that nothing but white space follows.
 func (s *Scanner) End() {
-	if s.err == nil && s.More() {
+	if s.err == nil && s.More() && !(s.LaxSkip && s.nulsToEnd()) {
 		s.Fail("unexpected data after the top-level value")
+	}
+}
+
+// nulsToEnd reports whether nothing but NUL bytes and white space is left,
+// consuming them.
+func (s *Scanner) nulsToEnd() bool {
+	for {
+		for s.i < s.n {
+			switch s.buf[s.i] {
+			case 0, ' ', '\t', '\n', '\r':
+				s.i++
+			default:
+				return false
+			}
+		}
+		if !s.fill() {
+			return s.err == nil
+		}
 	}
 }
 
@@ -413,6 +442,11 @@ func (s *Scanner) strSlow(buf *[]byte, j int) []byte {
 	out := append((*buf)[:0], s.buf[s.i+1:j]...)
 	s.i = j
 	for {
+		if len(out) > MaxToken {
+			// The unescaped copy is bounded as the window is.
+			s.Fail(fmt.Sprintf("a single token is longer than %d MiB", MaxToken>>20))
+			return nil
+		}
 		if s.i >= s.n && !s.fill() {
 			s.i = s.n
 			s.Fail("unterminated string")
@@ -568,6 +602,10 @@ func (s *Scanner) skipString() {
 				s.i = s.n
 				s.Fail("unterminated string")
 				return
+			}
+			if s.LaxSkip {
+				s.i += 2
+				continue
 			}
 			s.i++
 			s.Fail("invalid escape in string")
