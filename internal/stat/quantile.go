@@ -81,10 +81,12 @@ func Quantiles(xs []float64, qs ...float64) []float64 {
 
 // QuantileUnsorted is Quantile of xs once sorted, computed by selection
 // (Quantiles): the same order statistics, so the same value. It reorders xs.
-// A sample with NaN (which slices.Sort puts first) is sorted, so that it too
-// gives what Quantile of the sorted sample gives.
+// A sample with NaN (which slices.Sort puts first) or with a negative zero
+// (which a sort and a selection may leave on either side of a +0, and which
+// prints as -0) is sorted, so that it too gives what Quantile of the sorted
+// sample gives.
 func QuantileUnsorted(xs []float64, q float64) float64 {
-	if slices.ContainsFunc(xs, math.IsNaN) {
+	if slices.ContainsFunc(xs, func(x float64) bool { return x != x || x == 0 && math.Signbit(x) }) {
 		slices.Sort(xs)
 		return Quantile(xs, q)
 	}

@@ -126,4 +126,17 @@ func TestQuantileUnsortedMatchesSort(t *testing.T) {
 	if !math.IsNaN(QuantileUnsorted(nil, 0.5)) {
 		t.Error("quantile of nothing is not NaN")
 	}
+	// Zeros of both signs: the same zero as the sort picks, sign included
+	// (-0 prints as -0).
+	negZero := math.Copysign(0, -1)
+	for _, xs := range [][]float64{{negZero, 0}, {1, 0, negZero}, {0, negZero, negZero, 0, 2}} {
+		for _, q := range []float64{0, 0.25, 0.5} {
+			sorted := slices.Clone(xs)
+			slices.Sort(sorted)
+			want := Quantile(sorted, q)
+			if got := QuantileUnsorted(slices.Clone(xs), q); got != want || math.Signbit(got) != math.Signbit(want) {
+				t.Errorf("%v at q=%g: %v, want %v as the sort gives", xs, q, got, want)
+			}
+		}
+	}
 }
