@@ -38,3 +38,23 @@ func TestMalformedFirstLineCostsOneLine(t *testing.T) {
 		t.Fatalf("multi-line document: %v, %d spans; want 1", err, len(tr.Spans))
 	}
 }
+
+// An error in an attribute value that comes before its key names the line
+// the value is on, not the document's first.
+func TestValueBeforeKeyErrorLine(t *testing.T) {
+	doc := "{\"resourceSpans\":[{\"scopeSpans\":[{\"spans\":[\n" +
+		`{"traceId":"0102030405060708090a0b0c0d0e0f10","spanId":"0102030405060701","name":"x","startTimeUnixNano":"1","endTimeUnixNano":"2"},` +
+		"\n\n\n" + `{"attributes":[{"value":{"intValue":"zz"},"key":"k"}]}]}]}]}`
+	tr, err := (&otlp.Decoder{}).DecodeReader(context.Background(), "x.json", strings.NewReader(doc))
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	} else {
+		for _, w := range tr.Warnings.List {
+			msg += w.String() + "\n"
+		}
+	}
+	if !strings.Contains(msg, `"zz"`) || !strings.Contains(msg, "line 5") {
+		t.Errorf("the bad intValue on line 5 was reported as %q", msg)
+	}
+}

@@ -434,6 +434,7 @@ func (d *state) jsonKeyValue(s *jsonScanner, dst []ingest.Attr) []ingest.Attr {
 		v        = ingest.EmptyValue()
 		ok       = true
 		valueRaw []byte
+		valueOff int64
 	)
 	for first := true; s.Member(&first); {
 		switch string(s.Key()) {
@@ -443,6 +444,8 @@ func (d *state) jsonKeyValue(s *jsonScanner, dst []ingest.Attr) []ingest.Attr {
 			if hasKey {
 				v, ok = d.jsonAnyValue(s, key)
 			} else {
+				s.Peek()
+				valueOff = s.Offset()   // errors in it point into the text
 				valueRaw = s.RawValue() // the key comes after; decode once it is known
 			}
 		default:
@@ -454,7 +457,7 @@ func (d *state) jsonKeyValue(s *jsonScanner, dst []ingest.Attr) []ingest.Attr {
 	}
 	if valueRaw != nil {
 		var sub jsonScanner
-		sub.resetNested(valueRaw, s.Depth())
+		sub.resetNested(valueRaw, valueOff, s.Depth())
 		v, ok = d.jsonAnyValue(&sub, key)
 		if sub.Err() != nil {
 			s.FailWith(sub.Err())

@@ -20,10 +20,11 @@ func (s *jsonScanner) reset(b []byte) {
 	s.Reset(b)
 }
 
-// resetNested makes s read b, a value captured from a text at depth.
-func (s *jsonScanner) resetNested(b []byte, depth int) {
+// resetNested makes s read b, a value captured from a text at offset base
+// and depth.
+func (s *jsonScanner) resetNested(b []byte, base int64, depth int) {
 	s.MaxDepth = maxDepth
-	s.ResetAt(b, 0, depth)
+	s.ResetAt(b, base, depth)
 }
 
 // scalar reads a number's text, or a string's (quoted); ok is false for

@@ -61,11 +61,7 @@ func (traceRuns) Name() string   { return "trace" }
 func (traceRuns) RawTrace() bool { return true }
 
 func (t traceRuns) Sniff(in *ingest.Input) bool {
-	decoders := t.opts.Decoders
-	if decoders == nil {
-		decoders = Decoders()
-	}
-	return slices.ContainsFunc(decoders, func(d ingest.Decoder) bool { return d.Sniff(in) })
+	return slices.ContainsFunc(t.opts.decoders(), func(d ingest.Decoder) bool { return d.Sniff(in) })
 }
 
 func (t traceRuns) DecodeRuns(ctx context.Context, in *ingest.Input, out *compare.Input) error {
@@ -76,4 +72,14 @@ func (t traceRuns) DecodeRuns(ctx context.Context, in *ingest.Input, out *compar
 	out.Runs = append(out.Runs, run)
 	out.Warnings = append(out.Warnings, warns...)
 	return nil
+}
+
+// decoders are the trace decoders a run is read with: opts.Decoders, else
+// Decoders. Diff's sniffing and the pipeline's decoding both ask here, so
+// that they never use two tables.
+func (opts Options) decoders() []ingest.Decoder {
+	if opts.Decoders != nil {
+		return opts.Decoders
+	}
+	return Decoders()
 }

@@ -163,10 +163,7 @@ func tenantRegression(t *ingest.Trace, att *attribution.Result, opts Options) (*
 // openInputs decodes and merges the inputs (with the given decoders, or
 // Decoders()), counting files and bytes on the progress meter.
 func openInputs(ctx context.Context, paths []string, opts Options, m *progress.Meter) (*ingest.Trace, error) {
-	decoders := opts.Decoders
-	if decoders == nil {
-		decoders = Decoders()
-	}
+	decoders := opts.decoders()
 	var oo ingest.OpenOptions
 	if m != nil {
 		// Open's own walk of the inputs says what there is to read (the
