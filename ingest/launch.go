@@ -1,10 +1,5 @@
 package ingest
 
-import (
-	"cmp"
-	"slices"
-)
-
 // IsCUDAAPI reports whether a span is a CUDA runtime or driver API call.
 func (s *Span) IsCUDAAPI() bool {
 	return s.Origin == OriginCUDARuntime || s.Origin == OriginCUDADriver
@@ -44,13 +39,9 @@ func (t *Trace) LaunchCalls() (calls []int32) {
 // CUDA API call (with a correlation ID) of the same pid shares, fn gets the
 // op's index in t.GPUOps and the indices in t.Spans of all those calls,
 // ascending (group is reused: fn must not keep it). It is a sort-merge
-// join: O(n log n) time and 16 bytes per call and op, never a map of every
-// call.
+// join on a radix sort (sortKeyed): linear time, and 32 bytes per call and
+// op while sorting, never a map of every call.
 func (t *Trace) EachLaunch(fn func(op int32, group []int32)) {
-	type keyed struct {
-		key uint64
-		idx int32
-	}
 	key := func(pid, corr uint32) uint64 { return uint64(pid)<<32 | uint64(corr) }
 	nAPI, nOps := 0, 0
 	for i := range t.Spans {
@@ -74,9 +65,8 @@ func (t *Trace) EachLaunch(fn func(op int32, group []int32)) {
 			ops = append(ops, keyed{key(o.Pid, o.Correlation), int32(i)})
 		}
 	}
-	byKey := func(a, b keyed) int { return cmp.Or(cmp.Compare(a.key, b.key), cmp.Compare(a.idx, b.idx)) }
-	slices.SortFunc(api, byKey)
-	slices.SortFunc(ops, byKey)
+	sortKeyed(api)
+	sortKeyed(ops)
 	var group []int32
 	j := 0
 	for _, o := range ops {
