@@ -214,6 +214,9 @@ type StageTotal struct {
 func Analyze(t *ingest.Trace, opts Options) *Result {
 	res := &Result{Options: opts, Styles: map[Style]int{}, trace: t}
 	k := newKeyCache(t)
+	if opts.TenantKey != "" {
+		k.tenantKeys = k.list(opts.TenantKey)
+	}
 	ix := newSpanIndex(t)
 	cands, nested := findRequests(t, ix, k)
 	order := make([]int, 0, len(cands))

@@ -53,7 +53,7 @@ func tpotSource(r *Request) string {
 	case len(r.Tokens) >= 2:
 		return "the llm.token events"
 	case r.LastToken != 0 && r.Has(StageDecode):
-		return "the decode stage (" + strings.Join(keyDecode, ", ") + " or its span) over the output tokens"
+		return "the decode stage (" + strings.Join(keyDecode.names, ", ") + " or its span) over the output tokens"
 	}
 	return "the TPOT attribute"
 }

@@ -236,20 +236,20 @@ func classify(t *ingest.Trace, k *keyCache, s *ingest.Span) (Style, bool) {
 		return StyleGenAI, true
 	}
 	if strings.Contains(name, " Req ") {
-		if _, ok := k.str(s.Attrs, []string{"rid"}); ok {
+		if _, ok := k.str(s.Attrs, keyRID); ok {
 			return StyleSGLang, true
 		}
 	}
-	if _, _, ok := k.first(s.Attrs, []string{"total_time", "inference_time"}); ok {
+	if _, _, ok := k.first(s.Attrs, keyTGITimes); ok {
 		return StyleTGI, true
 	}
-	if op, ok := k.str(s.Attrs, []string{"gen_ai.operation.name"}); ok {
+	if op, ok := k.str(s.Attrs, keyOperation); ok {
 		switch op {
 		case "chat", "text_completion", "generate_content":
 			return StyleGenAI, true
 		}
 	}
-	if kind, ok := k.str(s.Attrs, []string{"openinference.span.kind"}); ok && kind == "LLM" {
+	if kind, ok := k.str(s.Attrs, keyOpenInferenceKind); ok && kind == "LLM" {
 		return StyleGenAI, true
 	}
 	if _, _, ok := k.first(s.Attrs, keyCompletionStart); ok {
@@ -259,7 +259,15 @@ func classify(t *ingest.Trace, k *keyCache, s *ingest.Span) (Style, bool) {
 }
 
 // keySGLangRoot are attributes of which an SGLang root carries at least one.
-var keySGLangRoot = []string{"rid", "module", "bootstrap_room", "gen_ai.request.id", "gen_ai.latency.e2e", "gen_ai.latency.time_to_first_token"}
+var keySGLangRoot = keys("rid", "module", "bootstrap_room", "gen_ai.request.id", "gen_ai.latency.e2e", "gen_ai.latency.time_to_first_token")
+
+// What else marks a request span (classify).
+var (
+	keyRID               = keys("rid")
+	keyTGITimes          = keys("total_time", "inference_time")
+	keyOperation         = keys("gen_ai.operation.name")
+	keyOpenInferenceKind = keys("openinference.span.kind")
+)
 
 // sglangRoot reports whether a span name is SGLang's request root,
 // "{role} Req {rid[:8]}" (python/sglang/srt/tracing/trace.py and its successor
@@ -654,7 +662,7 @@ func serviceOf(t *ingest.Trace, k *keyCache, i int) string {
 	if s.Resource < 0 || int(s.Resource) >= len(t.Resources) {
 		return ""
 	}
-	v, _ := k.str(t.Resources[s.Resource].Attrs, []string{"service.name"})
+	v, _ := k.str(t.Resources[s.Resource].Attrs, keyService)
 	return v
 }
 
@@ -664,8 +672,8 @@ func serviceOf(t *ingest.Trace, k *keyCache, i int) string {
 // another service); else the request span's own service.name.
 func tenantOf(t *ingest.Trace, ix *spanIndex, k *keyCache, i int, opts *Options) string {
 	keys := keyTenant
-	if opts.TenantKey != "" {
-		keys = []string{opts.TenantKey}
+	if k.tenantKeys != nil {
+		keys = k.tenantKeys
 	}
 	root := i
 	for n, ok := i, true; ok; n, ok = ix.parent(n) {

@@ -63,12 +63,14 @@ func collectRows(reqs []*Request, m Metric, controls []Control) (targetRows, []s
 			notes = append(notes, fmt.Sprintf("control %s known for only %d of %d requests; not used", c, known, len(base)))
 		}
 	}
-	rows := targetRows{controls: used}
+	// The rows and their controls in two allocations, not one per request.
+	rows := targetRows{controls: used, obs: make([]obs, 0, len(base))}
+	ctrl := make([]float64, len(base)*len(used))
 	dropped := 0
 	for _, r := range base {
 		lat, _ := r.Latency(m)
 		s, e, _ := r.Window(m)
-		o := obs{lat: float64(lat), y: math.Log(float64(lat)), start: s, end: e, ctrl: make([]float64, len(used))}
+		o := obs{lat: float64(lat), y: math.Log(float64(lat)), start: s, end: e, ctrl: ctrl[:len(used):len(used)]}
 		ok := true
 		for j, c := range used {
 			if o.ctrl[j], ok = c.value(r); !ok {
@@ -79,6 +81,7 @@ func collectRows(reqs []*Request, m Metric, controls []Control) (targetRows, []s
 			dropped++
 			continue
 		}
+		ctrl = ctrl[len(used):]
 		rows.obs = append(rows.obs, o)
 	}
 	if dropped > 0 {
@@ -274,8 +277,7 @@ func autoClusterWidth(rows []obs, minClusters int) int64 {
 		lo, hi = min(lo, rows[i].start), max(hi, rows[i].start)
 		lens[i] = rows[i].end - rows[i].start
 	}
-	slices.Sort(lens)
-	p90 := lens[(len(lens)*9)/10]
+	p90 := stat.Select(lens, (len(lens)*9)/10) // the sorted lens' element
 	w := 5 * (hi - lo) / int64(6*max(1, minClusters))
 	w = (w + 5e8) / 1e9 * 1e9
 	w = min(w, maxClusterWidth)
@@ -331,10 +333,30 @@ func share(rows []obs, x []float64, base, beta float64) float64 {
 // gonum's LinInterp rule (Hyndman & Fan type 4), not stat.Quantile's numpy
 // rule (type 7) that the reports print: a baseline, never shown, whose
 // figures the causal goldens pin.
+//
+// Unweighted, that rule takes the first order statistic i (0-based) with
+// i+1 ≥ 0.05·n and interpolates t·x₍ᵢ₋₁₎ + (1−t)·x₍ᵢ₎, t = i+1 − 0.05·n;
+// both order statistics come by selection, the same values a sort gives,
+// in the same formula. A sample with NaN (gonum's answer is NaN) or a
+// negative zero (which a sort and a selection may place on either side of
+// a +0) is sorted and handed to gonum, as before.
 func quietLevel(x []float64) float64 {
 	sorted := slices.Clone(x)
-	slices.Sort(sorted)
-	return gonumstat.Quantile(0.05, gonumstat.LinInterp, sorted, nil)
+	if slices.ContainsFunc(x, func(v float64) bool { return v != v || v == 0 && math.Signbit(v) }) {
+		slices.Sort(sorted)
+		return gonumstat.Quantile(0.05, gonumstat.LinInterp, sorted, nil)
+	}
+	fidx := 0.05 * float64(len(x))
+	i := max(0, int(math.Ceil(fidx))-1)
+	xi := stat.Select(sorted, i)
+	if i == 0 {
+		return xi
+	}
+	// After the selection every element before i is ≤ x₍ᵢ₎: x₍ᵢ₋₁₎ is their
+	// largest.
+	prev := slices.Max(sorted[:i])
+	t := float64(i+1) - fidx
+	return t*prev + (1-t)*xi
 }
 
 // periodDummies returns one indicator column per period after the first
