@@ -218,17 +218,14 @@ func Analyze(t *ingest.Trace, opts Options) *Result {
 		k.tenantKeys = k.list(opts.TenantKey)
 	}
 	ix := newSpanIndex(t)
+	// In span order: spans are sorted by start, so requests come out by
+	// arrival.
 	cands, nested := findRequests(t, ix, k)
-	order := make([]int, 0, len(cands))
-	for i := range cands {
-		order = append(order, i)
+	if len(cands) > 0 {
+		res.Requests = make([]Request, 0, len(cands))
 	}
-	slices.Sort(order) // spans are sorted by start: requests come out by arrival
-	if len(order) > 0 {
-		res.Requests = make([]Request, 0, len(order))
-	}
-	for _, i := range order {
-		r, problems := buildRequest(t, ix, k, i, cands[i], &opts)
+	for _, c := range cands {
+		r, problems := buildRequest(t, ix, k, c.span, c.style, &opts)
 		for _, p := range problems {
 			res.warn(t, r.Source, "request "+r.ID, "stage-clipped", p)
 		}

@@ -151,11 +151,19 @@ func (r *Request) estimated(metric string) { r.Estimated = append(r.Estimated, m
 // span or attribute, possibly of zero length).
 func (r *Request) Has(st Stage) bool { return r.present&(1<<st) != 0 }
 
-// spanIndex finds spans by ID and lists children, for walking request trees.
+// spanIndex finds OTLP spans by ID (the first span of each trace and span
+// ID) and lists their children, for walking request trees.
 type spanIndex struct {
-	t        *ingest.Trace
-	byID     map[spanKey]int
-	children map[int][]int
+	t *ingest.Trace
+	// byID holds the first span of each span ID; other the first of each
+	// trace and span ID whose span ID byID holds for another trace. Span
+	// IDs are random 64-bit numbers, so other is almost always empty and
+	// a lookup hashes 8 bytes, not 24.
+	byID  map[ingest.SpanID]int32
+	other map[spanKey]int32
+	// edges are the parent links between OTLP spans, by parent, each
+	// parent's children in span order.
+	edges []spanEdge
 }
 
 type spanKey struct {
@@ -163,13 +171,32 @@ type spanKey struct {
 	span  ingest.SpanID
 }
 
+type spanEdge struct{ parent, child int32 }
+
 func newSpanIndex(t *ingest.Trace) *spanIndex {
-	ix := &spanIndex{t: t, byID: make(map[spanKey]int), children: make(map[int][]int)}
+	withID := 0
+	for i := range t.Spans {
+		if s := &t.Spans[i]; s.Origin == ingest.OriginOTLP && !s.ID.IsZero() {
+			withID++
+		}
+	}
+	ix := &spanIndex{t: t, byID: make(map[ingest.SpanID]int32, withID)}
 	for i := range t.Spans {
 		s := &t.Spans[i]
-		if s.Origin == ingest.OriginOTLP && !s.ID.IsZero() {
-			if _, dup := ix.byID[spanKey{s.TraceID, s.ID}]; !dup {
-				ix.byID[spanKey{s.TraceID, s.ID}] = i
+		if s.Origin != ingest.OriginOTLP || s.ID.IsZero() {
+			continue
+		}
+		j, seen := ix.byID[s.ID]
+		switch {
+		case !seen:
+			ix.byID[s.ID] = int32(i)
+		case t.Spans[j].TraceID != s.TraceID:
+			k := spanKey{s.TraceID, s.ID}
+			if ix.other == nil {
+				ix.other = map[spanKey]int32{}
+			}
+			if _, dup := ix.other[k]; !dup {
+				ix.other[k] = int32(i)
 			}
 		}
 	}
@@ -178,11 +205,30 @@ func newSpanIndex(t *ingest.Trace) *spanIndex {
 		if s.Origin != ingest.OriginOTLP || s.Parent.IsZero() {
 			continue
 		}
-		if p, ok := ix.byID[spanKey{s.TraceID, s.Parent}]; ok {
-			ix.children[p] = append(ix.children[p], i)
+		if p, ok := ix.find(s.TraceID, s.Parent); ok {
+			ix.edges = append(ix.edges, spanEdge{int32(p), int32(i)})
 		}
 	}
+	slices.SortFunc(ix.edges, func(a, b spanEdge) int {
+		if c := cmp.Compare(a.parent, b.parent); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.child, b.child)
+	})
 	return ix
+}
+
+// find returns the first OTLP span with the trace and span ID.
+func (ix *spanIndex) find(trace ingest.TraceID, span ingest.SpanID) (int, bool) {
+	j, ok := ix.byID[span]
+	if !ok {
+		return 0, false
+	}
+	if ix.t.Spans[j].TraceID == trace {
+		return int(j), true
+	}
+	j, ok = ix.other[spanKey{trace, span}]
+	return int(j), ok
 }
 
 func (ix *spanIndex) parent(i int) (int, bool) {
@@ -190,19 +236,34 @@ func (ix *spanIndex) parent(i int) (int, bool) {
 	if s.Parent.IsZero() {
 		return 0, false
 	}
-	p, ok := ix.byID[spanKey{s.TraceID, s.Parent}]
-	return p, ok
+	return ix.find(s.TraceID, s.Parent)
 }
 
-// descendants returns the subtree below span i (not i itself).
+// children returns the edges from span i to its children.
+func (ix *spanIndex) children(i int) []spanEdge {
+	lo, _ := slices.BinarySearchFunc(ix.edges, int32(i), func(e spanEdge, p int32) int { return cmp.Compare(e.parent, p) })
+	hi := lo
+	for hi < len(ix.edges) && ix.edges[hi].parent == int32(i) {
+		hi++
+	}
+	return ix.edges[lo:hi]
+}
+
+// descendants returns the subtree below span i (not i itself), depth
+// first, the last child first.
 func (ix *spanIndex) descendants(i int) []int {
-	var out []int
-	stack := slices.Clone(ix.children[i])
+	var out, stack []int
+	push := func(n int) {
+		for _, e := range ix.children(n) {
+			stack = append(stack, int(e.child))
+		}
+	}
+	push(i)
 	for len(stack) > 0 && len(out) < 1_000_000 {
 		n := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		out = append(out, n)
-		stack = append(stack, ix.children[n]...)
+		push(n)
 	}
 	return out
 }
@@ -284,33 +345,64 @@ func sglangRoot(name string) bool {
 	return false
 }
 
+// requestSpan is a request span: its index in the trace and its convention.
+type requestSpan struct {
+	span  int
+	style Style
+}
+
+// requestSpans are request spans in trace order (by span index).
+type requestSpans []requestSpan
+
+// find returns the convention of span i, when it is one of rs.
+func (rs requestSpans) find(i int) (Style, bool) {
+	j, ok := slices.BinarySearchFunc(rs, i, func(r requestSpan, i int) int { return cmp.Compare(r.span, i) })
+	if !ok {
+		return "", false
+	}
+	return rs[j].style, true
+}
+
 // findRequests returns the request spans, dropping a request span nested in
-// another that describes the same request in a richer convention.
-func findRequests(t *ingest.Trace, ix *spanIndex, k *keyCache) (map[int]Style, int) {
-	cands := map[int]Style{}
+// another that describes the same request in a richer convention, and how
+// many it dropped.
+func findRequests(t *ingest.Trace, ix *spanIndex, k *keyCache) (requestSpans, int) {
+	var cands requestSpans
 	for i := range t.Spans {
 		if st, ok := classify(t, k, &t.Spans[i]); ok {
-			cands[i] = st
+			cands = append(cands, requestSpan{i, st})
 		}
 	}
-	dropped := map[int]bool{}
-	for i, st := range cands {
-		for p, ok := ix.parent(i); ok; p, ok = ix.parent(p) {
-			pst, isReq := cands[p]
+	var dropped []bool // by position in cands; nil while none is
+	drop := func(j int) {
+		if dropped == nil {
+			dropped = make([]bool, len(cands))
+		}
+		dropped[j] = true
+	}
+	for j, c := range cands {
+		for p, ok := ix.parent(c.span); ok; p, ok = ix.parent(p) {
+			pj, isReq := slices.BinarySearchFunc(cands, p, func(r requestSpan, i int) int { return cmp.Compare(r.span, i) })
 			if !isReq {
 				continue
 			}
-			if stylePriority[pst] >= stylePriority[st] {
-				dropped[i] = true
+			if stylePriority[cands[pj].style] >= stylePriority[c.style] {
+				drop(j)
 			} else {
-				dropped[p] = true
+				drop(pj)
 			}
 		}
 	}
-	for i := range dropped {
-		delete(cands, i)
+	if dropped == nil {
+		return cands, 0
 	}
-	return cands, len(dropped)
+	kept := cands[:0]
+	for j, c := range cands {
+		if !dropped[j] {
+			kept = append(kept, c)
+		}
+	}
+	return kept, len(cands) - len(kept)
 }
 
 // interval is a stage's claim on part of a request's life.
