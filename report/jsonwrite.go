@@ -566,6 +566,9 @@ func (w *jsonWriter) series(s compare.Series) {
 // the width of the interval that rounds to v (under 2.4·10⁻¹⁰ below 10⁶).
 // TestAppendShortestG checks it against strconv.
 func appendShortestG(b []byte, v float64) []byte {
+	if v == 0 && !math.Signbit(v) { // the samples' most common value
+		return append(b, '0')
+	}
 	a := math.Abs(v)
 	if !(a >= 1e-4 && a < 1e6) {
 		return strconv.AppendFloat(b, v, 'g', -1, 64)
