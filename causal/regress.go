@@ -36,7 +36,7 @@ const controlCoverage = 0.9
 // exposure window, and decides which controls the regression can use.
 func collectRows(reqs []*Request, m Metric, controls []Control) (targetRows, []string) {
 	var notes []string
-	var base []*Request
+	base := make([]*Request, 0, len(reqs))
 	for _, r := range reqs {
 		lat, ok := r.Latency(m)
 		if !ok {
