@@ -225,14 +225,15 @@ func Analyze(t *ingest.Trace, opts Options) *Result {
 		res.Requests = make([]Request, 0, len(cands))
 	}
 	for _, c := range cands {
-		r, problems := buildRequest(t, ix, k, c.span, c.style, &opts)
+		res.Requests = append(res.Requests, Request{})
+		r := &res.Requests[len(res.Requests)-1]
+		problems := buildRequest(r, t, ix, k, c.span, c.style, &opts)
 		for _, p := range problems {
 			res.warn(t, r.Source, "request "+r.ID, "stage-clipped", p)
 		}
 		for _, p := range r.disagreements {
 			res.warn(t, r.Source, "request "+r.ID, "latency-attributes-disagree", p)
 		}
-		res.Requests = append(res.Requests, r)
 		res.Styles[r.Style]++
 	}
 	if nested > 0 {

@@ -32,8 +32,8 @@ import (
 // from the start, as TGI measures them.
 //
 // It also returns the first and last token times the anchors give (0 when
-// unknown).
-func (r *Request) attributeStages(k *keyCache, attrs []ingest.Attr, ttft int64, hasTTFT bool) (ivs []interval, first, last int64) {
+// unknown). The intervals are appended to ivs.
+func (r *Request) attributeStages(k *keyCache, attrs []ingest.Attr, ttft int64, hasTTFT bool, ivs []interval) (_ []interval, first, last int64) {
 	add := func(st Stage, from, to int64) {
 		if to >= from {
 			ivs = append(ivs, interval{st, from, to})

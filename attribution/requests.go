@@ -47,6 +47,14 @@ func (s Stage) String() string {
 // disaggregated serving): the earlier in this list wins.
 var stagePriority = []Stage{StageQueue, StagePrefill, StageDecode, StageInference, StageTokenize, StageDetokenize, StageStream}
 
+// stageRank is each stage's rank in stagePriority (higher wins; 0: none).
+var stageRank = func() (rank [NumStages]int) {
+	for i, st := range stagePriority {
+		rank[st] = len(stagePriority) - i
+	}
+	return rank
+}()
+
 // Style names the convention a request was recognized in.
 type Style string
 
@@ -412,11 +420,12 @@ type interval struct {
 }
 
 // buildRequest derives one request's facts from its span, descendants and
-// attributes.
-func buildRequest(t *ingest.Trace, ix *spanIndex, k *keyCache, i int, style Style, opts *Options) (Request, []string) {
+// attributes, into r (in place: a Request is large to copy), and returns
+// the problems it found.
+func buildRequest(r *Request, t *ingest.Trace, ix *spanIndex, k *keyCache, i int, style Style, opts *Options) []string {
 	s := &t.Spans[i]
 	var problems []string
-	r := Request{
+	*r = Request{
 		Span: i, Source: s.Source, Style: style,
 		Arrival: s.Start, End: s.End,
 		InputTokens: -1, OutputTokens: -1,
@@ -472,8 +481,10 @@ func buildRequest(t *ingest.Trace, ix *spanIndex, k *keyCache, i int, style Styl
 		r.OutputTokens = len(r.Tokens)
 	}
 
-	// Stage intervals from stage spans and Triton timestamp events.
-	var ivs []interval
+	// Stage intervals from stage spans and Triton timestamp events (a
+	// request has a few: the buffer keeps them off the heap).
+	var ivBuf [8]interval
+	ivs := ivBuf[:0]
 	eventTimes := map[string]int64{}
 	grab := func(sp *ingest.Span) {
 		for _, e := range sp.Events() {
@@ -511,7 +522,7 @@ func buildRequest(t *ingest.Trace, ix *spanIndex, k *keyCache, i int, style Styl
 	if spanStaged {
 		r.disagreements = r.crossCheck(k, attrs, ivs)
 	} else {
-		ivs, anchorFirst, anchorLast = r.attributeStages(k, attrs, ttftAttr, hasTTFT)
+		ivs, anchorFirst, anchorLast = r.attributeStages(k, attrs, ttftAttr, hasTTFT, ivs)
 	}
 	prefillEnd, hasPrefillSpan := stageEnd(ivs, StagePrefill)
 	decodeEnd, hasDecodeSpan := stageEnd(ivs, StageDecode)
@@ -570,7 +581,7 @@ func buildRequest(t *ingest.Trace, ix *spanIndex, k *keyCache, i int, style Styl
 		}
 	}
 
-	r.CacheHit, r.CacheKnown, r.CachedTokens = cacheInfo(t, ix, k, i, desc, &r)
+	r.CacheHit, r.CacheKnown, r.CachedTokens = cacheInfo(t, ix, k, i, desc, r)
 	r.TokenizeEnd, _ = stageEnd(ivs, StageTokenize)
 	r.QueueEnd, _ = stageEnd(ivs, StageQueue)
 	r.QueueStart = stageStart(ivs, StageQueue)
@@ -581,7 +592,7 @@ func buildRequest(t *ingest.Trace, ix *spanIndex, k *keyCache, i int, style Styl
 	if q := r.Stages[StageQueue]; hasStage(ivs, StageQueue) {
 		r.Queue = float64(q)
 	}
-	return r, problems
+	return problems
 }
 
 func stageEnd(ivs []interval, st Stage) (int64, bool) {
@@ -655,17 +666,16 @@ func partition(from, to int64, ivs []interval, problems []string) ([NumStages]in
 		return out, nil, nil, problems
 	}
 	const slack = 1_000_000
-	rank := [NumStages]int{}
-	for i, st := range stagePriority {
-		rank[st] = len(stagePriority) - i
-	}
-	// Sweep over the claims' boundaries.
+	rank := &stageRank
+	// Sweep over the claims' boundaries (a request has a few: the buffers
+	// keep them off the heap).
 	type edge struct {
 		at    int64
 		stage Stage
 		delta int
 	}
-	edges := make([]edge, 0, 2*len(ivs))
+	var edgeBuf [16]edge
+	edges := edgeBuf[:0]
 	for _, iv := range ivs {
 		if iv.from < from-slack || iv.to > to+slack {
 			problems = append(problems, fmt.Sprintf("%s interval lies %s outside the request span; clipped", iv.stage, fmtOutside(iv, from, to)))
@@ -692,7 +702,8 @@ func partition(from, to int64, ivs []interval, problems []string) ([NumStages]in
 		stage    Stage
 		from, to int64
 	}
-	var segs []segment
+	var segBuf [16]segment
+	segs := segBuf[:0]
 	emit := func(st Stage, a, b int64) {
 		if b <= a {
 			return
@@ -712,8 +723,20 @@ func partition(from, to int64, ivs []interval, problems []string) ([NumStages]in
 		active[e.stage] += e.delta
 	}
 	emit(StageOther, cur, to)
+	nOwned := 0
+	for _, sg := range segs {
+		if sg.stage != StageOther {
+			nOwned++
+		}
+	}
 	var gaps []Gap
 	var owned []StageSegment
+	if nOwned > 0 {
+		owned = make([]StageSegment, 0, nOwned)
+	}
+	if len(segs) > nOwned {
+		gaps = make([]Gap, 0, len(segs)-nOwned)
+	}
 	for i, sg := range segs {
 		out[sg.stage] += sg.to - sg.from
 		if sg.stage != StageOther {
