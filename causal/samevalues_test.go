@@ -44,3 +44,22 @@ func TestQuietLevelMatchesGonum(t *testing.T) {
 		}
 	}
 }
+
+// shares3 is share at each of its three coefficients, to the bit.
+func TestShares3MatchesShare(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	for n := 1; n < 300; n += 1 + n/7 {
+		rows, x := make([]obs, n), make([]float64, n)
+		for i := range rows {
+			rows[i].lat = rng.Float64() * 1e9
+			x[i] = rng.Float64() * 4
+		}
+		base, b := rng.Float64(), [3]float64{rng.NormFloat64(), rng.NormFloat64() / 10, -rng.Float64()}
+		s1, s2, s3 := shares3(rows, x, base, b[0], b[1], b[2])
+		for i, got := range []float64{s1, s2, s3} {
+			if want := share(rows, x, base, b[i]); math.Float64bits(got) != math.Float64bits(want) {
+				t.Fatalf("n=%d, beta %v: shares3 = %v, share %v", n, b[i], got, want)
+			}
+		}
+	}
+}
