@@ -302,7 +302,15 @@ func sortedTPOT(reqs []Request) tpotOrder {
 			o = append(o, tpotSample{v, int32(i)})
 		}
 	}
-	slices.SortFunc(o, func(a, b tpotSample) int { return cmp.Compare(a.v, b.v) })
+	slices.SortFunc(o, func(a, b tpotSample) int { // no NaN: no cmp.Compare
+		switch {
+		case a.v < b.v:
+			return -1
+		case a.v > b.v:
+			return 1
+		}
+		return 0
+	})
 	return o
 }
 
