@@ -36,7 +36,7 @@ func aggregate(rows targetRows, g Grid) binSeries {
 		}
 		s.n[b]++
 		s.y[b] += o.y
-		for j, v := range o.ctrl {
+		for j, v := range rows.controlsOf(o) {
 			s.ctrl[j][b] += v
 		}
 	}

@@ -12,12 +12,14 @@ import (
 	"github.com/llmprof/llmprof/internal/stat"
 )
 
-// obs is one request of the target in one metric's regression.
+// obs is one request of the target in one metric's regression. It holds
+// no pointer (its controls are in targetRows.ctrl), so that the garbage
+// collector need not scan the rows.
 type obs struct {
 	lat        float64 // latency, ns
 	y          float64 // log latency
 	start, end int64   // exposure window
-	ctrl       []float64
+	ctrl       int     // where its controls start in targetRows.ctrl
 }
 
 // targetRows are the target's usable requests for one metric and the
@@ -25,6 +27,12 @@ type obs struct {
 type targetRows struct {
 	obs      []obs
 	controls []Control
+	ctrl     []float64 // the rows' control values, len(controls) a row
+}
+
+// controlsOf returns the control values of row o.
+func (rows *targetRows) controlsOf(o *obs) []float64 {
+	return rows.ctrl[o.ctrl : o.ctrl+len(rows.controls)]
 }
 
 // controlCoverage is the share of a target's requests that must carry a
@@ -64,16 +72,16 @@ func collectRows(reqs []*Request, m Metric, controls []Control) (targetRows, []s
 		}
 	}
 	// The rows and their controls in two allocations, not one per request.
-	rows := targetRows{controls: used, obs: make([]obs, 0, len(base))}
-	ctrl := make([]float64, len(base)*len(used))
+	rows := targetRows{controls: used, obs: make([]obs, 0, len(base)), ctrl: make([]float64, len(base)*len(used))}
 	dropped := 0
 	for _, r := range base {
 		lat, _ := r.Latency(m)
 		s, e, _ := r.Window(m)
-		o := obs{lat: float64(lat), y: math.Log(float64(lat)), start: s, end: e, ctrl: ctrl[:len(used):len(used)]}
+		o := obs{lat: float64(lat), y: math.Log(float64(lat)), start: s, end: e, ctrl: len(rows.obs) * len(used)}
+		ctrl := rows.controlsOf(&o)
 		ok := true
 		for j, c := range used {
-			if o.ctrl[j], ok = c.value(r); !ok {
+			if ctrl[j], ok = c.value(r); !ok {
 				break
 			}
 		}
@@ -81,7 +89,6 @@ func collectRows(reqs []*Request, m Metric, controls []Control) (targetRows, []s
 			dropped++
 			continue
 		}
-		ctrl = ctrl[len(used):]
 		rows.obs = append(rows.obs, o)
 	}
 	if dropped > 0 {
@@ -151,7 +158,7 @@ func requestRegression(target string, m Metric, rows targetRows, load *Load, o O
 	for j := range rows.controls {
 		col := make([]float64, n)
 		for r := range rows.obs {
-			col[r] = rows.obs[r].ctrl[j]
+			col[r] = rows.ctrl[rows.obs[r].ctrl+j]
 		}
 		cols = append(cols, col)
 	}
