@@ -330,6 +330,9 @@ func classify(t *ingest.Trace, k *keyCache, s *ingest.Span) (Style, bool) {
 // keySGLangRoot are attributes of which an SGLang root carries at least one.
 var keySGLangRoot = keys("rid", "module", "bootstrap_room", "gen_ai.request.id", "gen_ai.latency.e2e", "gen_ai.latency.time_to_first_token")
 
+// keyTokenEvent names the token events (resolved like a key, once).
+var keyTokenEvent = keys("llm.token")
+
 // What else marks a request span (classify).
 var (
 	keyRID               = keys("rid")
@@ -459,7 +462,11 @@ func buildRequest(r *Request, t *ingest.Trace, ix *spanIndex, k *keyCache, i int
 	}
 
 	// Token events: llm.token on the request span or any descendant.
-	tokenName, hasTokenName := t.Key("llm.token")
+	var tokenName ingest.StrID
+	hasTokenName := false
+	if p := k.present(keyTokenEvent); len(p) > 0 {
+		tokenName, hasTokenName = p[0].id, true
+	}
 	collect := func(sp *ingest.Span) {
 		if !hasTokenName {
 			return
