@@ -546,8 +546,18 @@ func (w *jsonWriter) series(s compare.Series) {
 		return
 	}
 	w.beginArray()
-	for _, v := range s {
-		w.next()
+	// What next writes before each element: the first's newline and
+	// indentation, then a comma and them (series hold most of a large
+	// report's numbers).
+	var sep []byte
+	for i, v := range s {
+		switch i {
+		case 0:
+			w.next()
+			sep = append([]byte{','}, w.b[len(w.b)-(1+2*w.depth):]...)
+		default:
+			w.b = append(w.b, sep...)
+		}
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			w.null()
 			continue
