@@ -214,25 +214,26 @@ type StageTotal struct {
 func Analyze(t *ingest.Trace, opts Options) *Result {
 	res := &Result{Options: opts, Styles: map[Style]int{}, trace: t}
 	k := newKeyCache(t)
+	if opts.TenantKey != "" {
+		k.tenantKeys = k.list(opts.TenantKey)
+	}
 	ix := newSpanIndex(t)
+	// In span order: spans are sorted by start, so requests come out by
+	// arrival.
 	cands, nested := findRequests(t, ix, k)
-	order := make([]int, 0, len(cands))
-	for i := range cands {
-		order = append(order, i)
+	if len(cands) > 0 {
+		res.Requests = make([]Request, 0, len(cands))
 	}
-	slices.Sort(order) // spans are sorted by start: requests come out by arrival
-	if len(order) > 0 {
-		res.Requests = make([]Request, 0, len(order))
-	}
-	for _, i := range order {
-		r, problems := buildRequest(t, ix, k, i, cands[i], &opts)
+	for _, c := range cands {
+		res.Requests = append(res.Requests, Request{})
+		r := &res.Requests[len(res.Requests)-1]
+		problems := buildRequest(r, t, ix, k, c.span, c.style, &opts)
 		for _, p := range problems {
 			res.warn(t, r.Source, "request "+r.ID, "stage-clipped", p)
 		}
 		for _, p := range r.disagreements {
 			res.warn(t, r.Source, "request "+r.ID, "latency-attributes-disagree", p)
 		}
-		res.Requests = append(res.Requests, r)
 		res.Styles[r.Style]++
 	}
 	if nested > 0 {
@@ -240,9 +241,10 @@ func Analyze(t *ingest.Trace, opts Options) *Result {
 			fmt.Sprintf("%d request span(s) nested in a richer request span of the same request were merged into it", nested))
 	}
 	res.plausibility(t, ix, k, cands)
-	res.Overall = summarize("all", res.Requests, nil, opts.SLO)
-	res.ByTenant = groupBy(res.Requests, func(r *Request) string { return r.Tenant }, opts.SLO)
-	res.ByModel = groupBy(res.Requests, func(r *Request) string { return r.Model }, opts.SLO)
+	tpot := sortedTPOT(res.Requests)
+	res.Overall = summarize("all", res.Requests, nil, tpot.values(), opts.SLO)
+	res.ByTenant = groupBy(res.Requests, func(r *Request) string { return r.Tenant }, tpot, opts.SLO)
+	res.ByModel = groupBy(res.Requests, func(r *Request) string { return r.Model }, tpot, opts.SLO)
 	res.Stages = stageTotals(res.Requests)
 	res.E2E = e2eNote(res.Requests)
 	// The launch join (op → API call) is a sort of every op; steps and the
@@ -280,17 +282,71 @@ func (res *Result) warn(t *ingest.Trace, src ingest.SourceID, pos, code, msg str
 	res.Warnings = res.warnings.List
 }
 
+// tpotSample is a request's known TPOT.
+type tpotSample struct {
+	v   float64
+	req int32
+}
+
+// tpotOrder is the requests' known TPOTs in ascending order.
+type tpotOrder []tpotSample
+
+// sortedTPOT sorts the requests' known TPOTs once, for every group's
+// distribution: TPOT's fractional values are summed in sorted order
+// (distribution), and a group's values in sorted order are the whole run's
+// sorted values that belong to it.
+func sortedTPOT(reqs []Request) tpotOrder {
+	var o tpotOrder
+	for i := range reqs {
+		if v := reqs[i].TPOT; !math.IsNaN(v) {
+			o = append(o, tpotSample{v, int32(i)})
+		}
+	}
+	slices.SortFunc(o, func(a, b tpotSample) int { // no NaN: no cmp.Compare
+		switch {
+		case a.v < b.v:
+			return -1
+		case a.v > b.v:
+			return 1
+		}
+		return 0
+	})
+	return o
+}
+
+func (o tpotOrder) values() []float64 {
+	vs := make([]float64, len(o))
+	for i, s := range o {
+		vs[i] = s.v
+	}
+	return vs
+}
+
 // groupBy summarizes the requests of each key, by index (a Request is too
 // large to copy per group).
-func groupBy(reqs []Request, key func(*Request) string, slo SLO) []Summary {
-	groups := map[string][]int32{}
+func groupBy(reqs []Request, key func(*Request) string, tpot tpotOrder, slo SLO) []Summary {
+	groups := map[string]int32{} // the group number of each key
+	var idx [][]int32            // by group number, its requests
+	member := make([]int32, len(reqs))
 	for i := range reqs {
 		k := key(&reqs[i])
-		groups[k] = append(groups[k], int32(i))
+		g, ok := groups[k]
+		if !ok {
+			g = int32(len(idx))
+			groups[k] = g
+			idx = append(idx, nil)
+		}
+		idx[g] = append(idx[g], int32(i))
+		member[i] = g
+	}
+	tpots := make([][]float64, len(idx))
+	for _, s := range tpot {
+		g := member[s.req]
+		tpots[g] = append(tpots[g], s.v)
 	}
 	out := make([]Summary, 0, len(groups))
-	for name, idx := range groups {
-		out = append(out, summarize(name, reqs, idx, slo))
+	for name, g := range groups {
+		out = append(out, summarize(name, reqs, idx[g], tpots[g], slo))
 	}
 	slices.SortFunc(out, func(a, b Summary) int {
 		if c := cmp.Compare(b.Requests, a.Requests); c != 0 {
@@ -302,8 +358,8 @@ func groupBy(reqs []Request, key func(*Request) string, slo SLO) []Summary {
 }
 
 // summarize builds the distributions of reqs[idx] (all of reqs when idx is
-// nil).
-func summarize(name string, reqs []Request, idx []int32, slo SLO) Summary {
+// nil); tpot holds their known TPOTs, sorted.
+func summarize(name string, reqs []Request, idx []int32, tpot []float64, slo SLO) Summary {
 	if idx == nil {
 		idx = make([]int32, len(reqs))
 		for i := range idx {
@@ -315,14 +371,13 @@ func summarize(name string, reqs []Request, idx []int32, slo SLO) Summary {
 	for _, i := range idx {
 		gaps += max(0, len(reqs[i].Tokens)-1)
 	}
-	ttft, tpot := make([]float64, 0, len(idx)), make([]float64, 0, len(idx))
+	ttft := make([]float64, 0, len(idx))
 	e2e, queue := make([]float64, 0, len(idx)), make([]float64, 0, len(idx))
 	itl := make([]float64, 0, gaps)
 	first, last := int64(math.MaxInt64), int64(math.MinInt64)
 	for _, i := range idx {
 		r := &reqs[i]
 		ttft = appendKnown(ttft, r.TTFT)
-		tpot = appendKnown(tpot, r.TPOT)
 		e2e = appendKnown(e2e, r.E2E)
 		queue = appendKnown(queue, r.Queue)
 		for k := 1; k < len(r.Tokens); k++ {
@@ -336,7 +391,7 @@ func summarize(name string, reqs []Request, idx []int32, slo SLO) Summary {
 			s.OutputTokens += int64(r.OutputTokens)
 		}
 	}
-	s.Metrics = Metrics{TTFT: distribution(ttft), TPOT: distribution(tpot), ITL: distribution(itl), E2E: distribution(e2e), Queue: distribution(queue)}
+	s.Metrics = Metrics{TTFT: distribution(ttft), TPOT: sortedDistribution(tpot), ITL: distribution(itl), E2E: distribution(e2e), Queue: distribution(queue)}
 	if len(idx) > 0 && last > first {
 		s.Duration = float64(last-first) / 1e9
 		s.Throughput = float64(s.OutputTokens) / s.Duration
@@ -375,19 +430,32 @@ func distribution(ns []float64) Distribution {
 		abs += math.Abs(v)
 		whole = whole && v == math.Trunc(v)
 	}
-	var q [5]float64
-	if whole && abs <= 1<<53 {
-		copy(q[:], stat.Quantiles(ns, 50.0/100, 90.0/100, 95.0/100, 99.0/100, 1))
-	} else {
+	if !whole || abs > 1<<53 {
 		slices.Sort(ns)
-		sum = 0
-		for _, v := range ns {
-			sum += v
-		}
-		q = [5]float64{Percentile(ns, 50), Percentile(ns, 90), Percentile(ns, 95), Percentile(ns, 99), ns[len(ns)-1]}
+		return sortedDistribution(ns)
 	}
+	q := stat.Quantiles(ns, 50.0/100, 90.0/100, 95.0/100, 99.0/100, 1)
 	d.P50, d.P90, d.P95, d.P99, d.Max = q[0]/1e6, q[1]/1e6, q[2]/1e6, q[3]/1e6, q[4]/1e6
 	d.Mean = sum / float64(len(ns)) / 1e6
+	return d
+}
+
+// sortedDistribution is distribution of values already sorted (no NaN):
+// summed in that order, their order statistics read in place.
+func sortedDistribution(sorted []float64) Distribution {
+	d := Distribution{N: len(sorted)}
+	if len(sorted) == 0 {
+		nan := math.NaN()
+		d.P50, d.P90, d.P95, d.P99, d.Max, d.Mean = nan, nan, nan, nan, nan, nan
+		return d
+	}
+	var sum float64
+	for _, v := range sorted {
+		sum += v
+	}
+	d.P50, d.P90, d.P95, d.P99 = Percentile(sorted, 50)/1e6, Percentile(sorted, 90)/1e6, Percentile(sorted, 95)/1e6, Percentile(sorted, 99)/1e6
+	d.Max = sorted[len(sorted)-1] / 1e6
+	d.Mean = sum / float64(len(sorted)) / 1e6
 	return d
 }
 

@@ -32,8 +32,8 @@ import (
 // from the start, as TGI measures them.
 //
 // It also returns the first and last token times the anchors give (0 when
-// unknown).
-func (r *Request) attributeStages(k *keyCache, attrs []ingest.Attr, ttft int64, hasTTFT bool) (ivs []interval, first, last int64) {
+// unknown). The intervals are appended to ivs.
+func (r *Request) attributeStages(k *keyCache, attrs []ingest.Attr, ttft int64, hasTTFT bool, ivs []interval) (_ []interval, first, last int64) {
 	add := func(st Stage, from, to int64) {
 		if to >= from {
 			ivs = append(ivs, interval{st, from, to})
@@ -151,7 +151,7 @@ const (
 // disagreeFactor; the stages and TPOT come from the spans.
 func (r *Request) crossCheck(k *keyCache, attrs []ingest.Attr, ivs []interval) []string {
 	var problems []string
-	check := func(keys []string, what string, span int64) {
+	check := func(keys *keyList, what string, span int64) {
 		key, attr, ok := k.durationKey(attrs, keys)
 		if !ok || max(attr, span) < disagreeFloor {
 			return
@@ -166,7 +166,7 @@ func (r *Request) crossCheck(k *keyCache, attrs []ingest.Attr, ivs []interval) [
 		}
 	}
 	for _, c := range []struct {
-		keys  []string
+		keys  *keyList
 		stage Stage
 	}{{keyQueue, StageQueue}, {keyPrefil, StagePrefill}, {keyDecode, StageDecode}} {
 		if n, ok := stageLength(ivs, c.stage, r.Arrival, r.End); ok {
@@ -180,10 +180,14 @@ func (r *Request) crossCheck(k *keyCache, attrs []ingest.Attr, ivs []interval) [
 }
 
 // durationKey is duration that also says which key it read.
-func (k *keyCache) durationKey(attrs []ingest.Attr, keys []string) (string, int64, bool) {
-	for _, name := range keys {
-		if d, ok := k.duration(attrs, []string{name}); ok {
-			return name, d, true
+// Unlike duration it goes on past a present key whose value is no
+// duration.
+func (k *keyCache) durationKey(attrs []ingest.Attr, keys *keyList) (string, int64, bool) {
+	for _, pk := range k.present(keys) {
+		if v, ok := ingest.Get(attrs, pk.id); ok {
+			if d, ok := k.durationOf(pk.name, v); ok {
+				return pk.name, d, true
+			}
 		}
 	}
 	return "", 0, false
@@ -224,7 +228,7 @@ func e2eNote(reqs []Request) E2ENote {
 		if math.IsNaN(r.E2EAttr) {
 			continue
 		}
-		n.Attribute = keyE2E[0]
+		n.Attribute = keyE2E.names[0]
 		n.WithAttribute++
 		if math.Abs(r.E2E-r.E2EAttr) > float64(disagreeFloor) {
 			n.Differ++

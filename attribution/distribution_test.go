@@ -7,9 +7,9 @@ import (
 	"testing"
 )
 
-// sortedDistribution is distribution as it was written before it selected
+// sortDistribution is distribution as it was written before it selected
 // its quantiles: sort, sum in sorted order, read the order statistics.
-func sortedDistribution(ns []float64) Distribution {
+func sortDistribution(ns []float64) Distribution {
 	d := Distribution{N: len(ns)}
 	if len(ns) == 0 {
 		nan := math.NaN()
@@ -31,7 +31,7 @@ func sortedDistribution(ns []float64) Distribution {
 }
 
 // distribution's quantiles by selection, and its mean, are bit for bit those
-// of sorting first: on whole nanoseconds (selected), fractions (sorted, as
+// of sorting first (and sortedDistribution's, given the sorted values): on whole nanoseconds (selected), fractions (sorted, as
 // TPOT's are), ties, and sums past 2^53.
 func TestDistributionMatchesSort(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
@@ -48,7 +48,11 @@ func TestDistributionMatchesSort(t *testing.T) {
 			for i := range xs {
 				xs[i] = gen()
 			}
-			got, want := distribution(slices.Clone(xs)), sortedDistribution(slices.Clone(xs))
+			want := sortDistribution(slices.Clone(xs))
+			got := distribution(slices.Clone(xs))
+			if presorted := sortedDistribution(slices.Sorted(slices.Values(xs))); presorted != want && n > 0 {
+				t.Fatalf("%s, n=%d: sortedDistribution = %+v, sorting first %+v", name, n, presorted, want)
+			}
 			for _, f := range []struct {
 				name string
 				a, b float64

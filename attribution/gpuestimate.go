@@ -134,7 +134,7 @@ func estimateRequestGPU(t *ingest.Trace, res *Result, joinable func(ingest.Sourc
 func requestEngine(t *ingest.Trace, k *keyCache, r *Request, opPids map[uint32]bool) uint32 {
 	s := &t.Spans[r.Span]
 	if s.Resource >= 0 && int(s.Resource) < len(t.Resources) {
-		if pid, ok := k.count(t.Resources[s.Resource].Attrs, []string{"process.pid"}); ok && opPids[uint32(pid)] {
+		if pid, ok := k.count(t.Resources[s.Resource].Attrs, keyPID); ok && opPids[uint32(pid)] {
 			return uint32(pid)
 		}
 	}

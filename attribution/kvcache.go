@@ -13,8 +13,8 @@ import (
 // (llm.kv_cache.hit, llm.kv_cache.hit_tokens) or from cached-token counts on
 // the request span (GenAI semantic conventions, OpenInference, vLLM).
 var (
-	keyKVHit       = []string{"llm.kv_cache.hit"}
-	keyKVHitTokens = []string{"llm.kv_cache.hit_tokens", "gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cached_tokens", "llm.token_count.prompt_details.cache_read"}
+	keyKVHit       = keys("llm.kv_cache.hit")
+	keyKVHitTokens = keys("llm.kv_cache.hit_tokens", "gen_ai.usage.cache_read.input_tokens", "gen_ai.usage.cached_tokens", "llm.token_count.prompt_details.cache_read")
 )
 
 // KVCache is the KV-cache section: how often prompts hit the prefix cache,

@@ -24,6 +24,9 @@ type ModelEvent struct {
 	AddedTTFTMs Float `json:"added_ttft_ms"`
 }
 
+// keyModelID names the model of a model event.
+var keyModelID = keys("llm.model_id")
+
 // modelEvents finds llm.model.load/unload/reload spans and the requests they
 // delayed. Requests are sorted by arrival, so each event is a binary search
 // plus a scan of the requests that arrived before it ended.
@@ -38,7 +41,7 @@ func modelEvents(t *ingest.Trace, k *keyCache, reqs []Request) []ModelEvent {
 		if !ok || (kind != "load" && kind != "unload" && kind != "reload") {
 			continue
 		}
-		model, _ := k.str(s.Attrs, []string{"llm.model_id"})
+		model, _ := k.str(s.Attrs, keyModelID)
 		ev := ModelEvent{Kind: kind, Model: model, StartNs: s.Start, EndNs: s.End, Ms: float64(s.End-s.Start) / 1e6, AddedTTFTMs: Float(math.NaN())}
 		var hit, rest []float64
 		end, _ := slices.BinarySearchFunc(reqs, s.End, func(r Request, t int64) int {

@@ -19,30 +19,30 @@ import (
 // Durations are in float seconds unless the key is listed in durationStrings
 // (TGI records Rust Duration Debug strings such as "12.345ms").
 var (
-	keyRequestID = ingest.RequestIDKeys
-	keyModel     = []string{"llm.model_id", "gen_ai.response.model", "gen_ai.request.model", "triton.model_name", "llm.model_name", "langfuse.observation.model.name"}
+	keyRequestID = keys(ingest.RequestIDKeys...)
+	keyModel     = keys("llm.model_id", "gen_ai.response.model", "gen_ai.request.model", "triton.model_name", "llm.model_name", "langfuse.observation.model.name")
 	// Default tenant search (docs/design.md §5); --tenant-key replaces it.
-	keyTenant = ingest.TenantKeys
+	keyTenant = keys(ingest.TenantKeys...)
 
-	keyInputTokens  = []string{"llm.input_length", "gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt", "llm.usage.prompt_tokens", "x-prompt-tokens"}
-	keyOutputTokens = []string{"llm.output_length", "gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens", "llm.token_count.completion", "x-generated-tokens"}
+	keyInputTokens  = keys("llm.input_length", "gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt", "llm.usage.prompt_tokens", "x-prompt-tokens")
+	keyOutputTokens = keys("llm.output_length", "gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens", "llm.token_count.completion", "x-generated-tokens")
 
-	keyTTFT   = []string{"gen_ai.latency.time_to_first_token", "gen_ai.server.time_to_first_token", "gen_ai.response.time_to_first_chunk"}
-	keyTPOT   = []string{"gen_ai.server.time_per_output_token"}
-	keyQueue  = []string{"gen_ai.latency.time_in_queue", "queue_time"}
-	keyE2E    = []string{"gen_ai.latency.e2e"}
-	keyPrefil = []string{"gen_ai.latency.time_in_model_prefill"}
-	keyDecode = []string{"gen_ai.latency.time_in_model_decode"}
+	keyTTFT   = keys("gen_ai.latency.time_to_first_token", "gen_ai.server.time_to_first_token", "gen_ai.response.time_to_first_chunk")
+	keyTPOT   = keys("gen_ai.server.time_per_output_token")
+	keyQueue  = keys("gen_ai.latency.time_in_queue", "queue_time")
+	keyE2E    = keys("gen_ai.latency.e2e")
+	keyPrefil = keys("gen_ai.latency.time_in_model_prefill")
+	keyDecode = keys("gen_ai.latency.time_in_model_decode")
 	// keyInference is prefill and decode together, when a source does not
 	// split them (vLLM's time_in_model_inference, TGI's inference_time).
-	keyInference = []string{"gen_ai.latency.time_in_model_inference", "inference_time"}
+	keyInference = keys("gen_ai.latency.time_in_model_inference", "inference_time")
 	// keyTokenize: TGI's validation step includes tokenization.
-	keyTokenize   = []string{"validation_time"}
-	keyTGIPerTok  = []string{"time_per_token"}
-	keyCacheRatio = []string{"llm.cache_hit_ratio"}
-	keyFinish     = []string{"llm.finish_reason", "gen_ai.response.finish_reasons", "llm.response.finish_reason"}
+	keyTokenize   = keys("validation_time")
+	keyTGIPerTok  = keys("time_per_token")
+	keyCacheRatio = keys("llm.cache_hit_ratio")
+	keyFinish     = keys("llm.finish_reason", "gen_ai.response.finish_reasons", "llm.response.finish_reason")
 	// Langfuse's TTFT is an absolute ISO-8601 timestamp (JSON-quoted by its SDK).
-	keyCompletionStart = []string{"langfuse.observation.completion_start_time"}
+	keyCompletionStart = keys("langfuse.observation.completion_start_time")
 )
 
 // durationStrings are keys whose values may be Rust Duration Debug strings.
@@ -91,48 +91,80 @@ var stageSpanNames = map[string]Stage{
 	"spec_draft_extend":         StageDecode,
 }
 
-// attrs is the attribute view of one span (and its resource) used while
-// normalizing; keys are looked up by name once per trace.
-type keyCache struct {
-	t *ingest.Trace
-	// keys holds each name looked up, present in the trace or not: one
-	// lookup per name, for the many names most traces do not use.
-	keys map[string]cachedKey
+// keyList is one concept's attribute names in priority order (a row of the
+// table above). Its slot numbers it among the lists, so that a keyCache
+// resolves its names to the trace's interned IDs once per list instead of
+// looking each name up on every span.
+type keyList struct {
+	names []string
+	slot  int
 }
 
-type cachedKey struct {
-	id      ingest.StrID
-	present bool
+// numKeyLists counts the package's lists; keys numbers them.
+var numKeyLists int
+
+// keys makes the package-level list of names.
+func keys(names ...string) *keyList {
+	numKeyLists++
+	return &keyList{names: names, slot: numKeyLists - 1}
+}
+
+// keyCache is the attribute view of one trace used while normalizing: each
+// list's names are looked up in the trace once, and only the present ones
+// are kept.
+type keyCache struct {
+	t *ingest.Trace
+	// lists holds, by slot, the present names of each list resolved so
+	// far; resolved says which.
+	lists    [][]presentKey
+	resolved []bool
+	// tenantKeys is --tenant-key's list (nil: keyTenant).
+	tenantKeys *keyList
+}
+
+// presentKey is a name of a keyList that the trace holds.
+type presentKey struct {
+	name string
+	id   ingest.StrID
 }
 
 func newKeyCache(t *ingest.Trace) *keyCache {
-	return &keyCache{t: t, keys: map[string]cachedKey{}}
+	return &keyCache{t: t, lists: make([][]presentKey, numKeyLists), resolved: make([]bool, numKeyLists)}
 }
 
-func (k *keyCache) id(name string) (ingest.StrID, bool) {
-	c, ok := k.keys[name]
-	if !ok {
-		c.id, c.present = k.t.Key(name)
-		k.keys[name] = c
+// list makes a list of names for this cache alone (a key given on the
+// command line), numbered after the package's.
+func (k *keyCache) list(names ...string) *keyList {
+	k.lists = append(k.lists, nil)
+	k.resolved = append(k.resolved, false)
+	return &keyList{names: names, slot: len(k.lists) - 1}
+}
+
+// present returns the names of l that the trace holds, in l's order.
+func (k *keyCache) present(l *keyList) []presentKey {
+	if !k.resolved[l.slot] {
+		var ks []presentKey
+		for _, name := range l.names {
+			if id, ok := k.t.Key(name); ok {
+				ks = append(ks, presentKey{name, id})
+			}
+		}
+		k.lists[l.slot], k.resolved[l.slot] = ks, true
 	}
-	return c.id, c.present
+	return k.lists[l.slot]
 }
 
 // first returns the first of keys present in attrs.
-func (k *keyCache) first(attrs []ingest.Attr, keys []string) (string, ingest.Value, bool) {
-	for _, name := range keys {
-		id, ok := k.id(name)
-		if !ok {
-			continue
-		}
-		if v, ok := ingest.Get(attrs, id); ok {
-			return name, v, true
+func (k *keyCache) first(attrs []ingest.Attr, keys *keyList) (string, ingest.Value, bool) {
+	for _, pk := range k.present(keys) {
+		if v, ok := ingest.Get(attrs, pk.id); ok {
+			return pk.name, v, true
 		}
 	}
 	return "", ingest.Value{}, false
 }
 
-func (k *keyCache) str(attrs []ingest.Attr, keys []string) (string, bool) {
+func (k *keyCache) str(attrs []ingest.Attr, keys *keyList) (string, bool) {
 	_, v, ok := k.first(attrs, keys)
 	if !ok {
 		return "", false
@@ -151,7 +183,7 @@ func (k *keyCache) str(attrs []ingest.Attr, keys []string) (string, bool) {
 }
 
 // count reads a token count (int, double, or a numeric string).
-func (k *keyCache) count(attrs []ingest.Attr, keys []string) (int, bool) {
+func (k *keyCache) count(attrs []ingest.Attr, keys *keyList) (int, bool) {
 	_, v, ok := k.first(attrs, keys)
 	if !ok {
 		return 0, false
@@ -172,11 +204,16 @@ func (k *keyCache) count(attrs []ingest.Attr, keys []string) (int, bool) {
 
 // duration reads a duration in ns: a number is seconds; a string is either a
 // number of seconds or a Duration with a unit (TGI's "12.345ms", "850µs").
-func (k *keyCache) duration(attrs []ingest.Attr, keys []string) (int64, bool) {
+func (k *keyCache) duration(attrs []ingest.Attr, keys *keyList) (int64, bool) {
 	key, v, ok := k.first(attrs, keys)
 	if !ok {
 		return 0, false
 	}
+	return k.durationOf(key, v)
+}
+
+// durationOf is duration of the value v of attribute key.
+func (k *keyCache) durationOf(key string, v ingest.Value) (int64, bool) {
 	switch v.Kind() {
 	case ingest.KindDouble, ingest.KindInt:
 		s := v.Double()
@@ -229,7 +266,7 @@ func parseRustDuration(s string) (int64, bool) {
 
 // timestamp reads an absolute time: an ISO-8601 string (possibly JSON-quoted,
 // as Langfuse's SDK writes it) or Unix ns as a number.
-func (k *keyCache) timestamp(attrs []ingest.Attr, keys []string) (int64, bool) {
+func (k *keyCache) timestamp(attrs []ingest.Attr, keys *keyList) (int64, bool) {
 	_, v, ok := k.first(attrs, keys)
 	if !ok {
 		return 0, false
@@ -248,7 +285,7 @@ func (k *keyCache) timestamp(attrs []ingest.Attr, keys []string) (int64, bool) {
 	return 0, false
 }
 
-func (k *keyCache) float(attrs []ingest.Attr, keys []string) (float64, bool) {
+func (k *keyCache) float(attrs []ingest.Attr, keys *keyList) (float64, bool) {
 	_, v, ok := k.first(attrs, keys)
 	if !ok {
 		return 0, false

@@ -19,7 +19,7 @@ const minTokenGap = 100_000 // ns
 // naming the field: TPOT or ITL under minTokenGap, and stage spans that no
 // request can use because nothing links them to one (then the stages come
 // from the request's attributes alone, and say so).
-func (res *Result) plausibility(t *ingest.Trace, ix *spanIndex, k *keyCache, reqs map[int]Style) {
+func (res *Result) plausibility(t *ingest.Trace, ix *spanIndex, k *keyCache, reqs requestSpans) {
 	var tpot, itl []float64
 	var tpotFrom string
 	for i := range res.Requests {
@@ -53,7 +53,7 @@ func tpotSource(r *Request) string {
 	case len(r.Tokens) >= 2:
 		return "the llm.token events"
 	case r.LastToken != 0 && r.Has(StageDecode):
-		return "the decode stage (" + strings.Join(keyDecode, ", ") + " or its span) over the output tokens"
+		return "the decode stage (" + strings.Join(keyDecode.names, ", ") + " or its span) over the output tokens"
 	}
 	return "the TPOT attribute"
 }
@@ -62,7 +62,7 @@ func tpotSource(r *Request) string {
 // request span through their parent links: an exporter that drops parent
 // IDs (SGLang slices exported without their context) leaves the stages to
 // the request's latency attributes, which may tell another story.
-func (res *Result) unlinkedStageSpans(t *ingest.Trace, ix *spanIndex, reqs map[int]Style) {
+func (res *Result) unlinkedStageSpans(t *ingest.Trace, ix *spanIndex, reqs requestSpans) {
 	names := map[string]int{}
 	n := 0
 	for i := range t.Spans {
@@ -77,7 +77,7 @@ func (res *Result) unlinkedStageSpans(t *ingest.Trace, ix *spanIndex, reqs map[i
 		linked := false
 		for p, ok, depth := i, true, 0; ok && !linked && depth < 10_000; depth++ { // depth: parent cycles
 			if p, ok = ix.parent(p); ok {
-				_, linked = reqs[p]
+				_, linked = reqs.find(p)
 			}
 		}
 		if !linked {

@@ -47,6 +47,14 @@ func (s Stage) String() string {
 // disaggregated serving): the earlier in this list wins.
 var stagePriority = []Stage{StageQueue, StagePrefill, StageDecode, StageInference, StageTokenize, StageDetokenize, StageStream}
 
+// stageRank is each stage's rank in stagePriority (higher wins; 0: none).
+var stageRank = func() (rank [NumStages]int) {
+	for i, st := range stagePriority {
+		rank[st] = len(stagePriority) - i
+	}
+	return rank
+}()
+
 // Style names the convention a request was recognized in.
 type Style string
 
@@ -151,11 +159,19 @@ func (r *Request) estimated(metric string) { r.Estimated = append(r.Estimated, m
 // span or attribute, possibly of zero length).
 func (r *Request) Has(st Stage) bool { return r.present&(1<<st) != 0 }
 
-// spanIndex finds spans by ID and lists children, for walking request trees.
+// spanIndex finds OTLP spans by ID (the first span of each trace and span
+// ID) and lists their children, for walking request trees.
 type spanIndex struct {
-	t        *ingest.Trace
-	byID     map[spanKey]int
-	children map[int][]int
+	t *ingest.Trace
+	// byID holds the first span of each span ID; other the first of each
+	// trace and span ID whose span ID byID holds for another trace. Span
+	// IDs are random 64-bit numbers, so other is almost always empty and
+	// a lookup hashes 8 bytes, not 24.
+	byID  map[ingest.SpanID]int32
+	other map[spanKey]int32
+	// edges are the parent links between OTLP spans, by parent, each
+	// parent's children in span order.
+	edges []spanEdge
 }
 
 type spanKey struct {
@@ -163,13 +179,32 @@ type spanKey struct {
 	span  ingest.SpanID
 }
 
+type spanEdge struct{ parent, child int32 }
+
 func newSpanIndex(t *ingest.Trace) *spanIndex {
-	ix := &spanIndex{t: t, byID: make(map[spanKey]int), children: make(map[int][]int)}
+	withID := 0
+	for i := range t.Spans {
+		if s := &t.Spans[i]; s.Origin == ingest.OriginOTLP && !s.ID.IsZero() {
+			withID++
+		}
+	}
+	ix := &spanIndex{t: t, byID: make(map[ingest.SpanID]int32, withID)}
 	for i := range t.Spans {
 		s := &t.Spans[i]
-		if s.Origin == ingest.OriginOTLP && !s.ID.IsZero() {
-			if _, dup := ix.byID[spanKey{s.TraceID, s.ID}]; !dup {
-				ix.byID[spanKey{s.TraceID, s.ID}] = i
+		if s.Origin != ingest.OriginOTLP || s.ID.IsZero() {
+			continue
+		}
+		j, seen := ix.byID[s.ID]
+		switch {
+		case !seen:
+			ix.byID[s.ID] = int32(i)
+		case t.Spans[j].TraceID != s.TraceID:
+			k := spanKey{s.TraceID, s.ID}
+			if ix.other == nil {
+				ix.other = map[spanKey]int32{}
+			}
+			if _, dup := ix.other[k]; !dup {
+				ix.other[k] = int32(i)
 			}
 		}
 	}
@@ -178,11 +213,30 @@ func newSpanIndex(t *ingest.Trace) *spanIndex {
 		if s.Origin != ingest.OriginOTLP || s.Parent.IsZero() {
 			continue
 		}
-		if p, ok := ix.byID[spanKey{s.TraceID, s.Parent}]; ok {
-			ix.children[p] = append(ix.children[p], i)
+		if p, ok := ix.find(s.TraceID, s.Parent); ok {
+			ix.edges = append(ix.edges, spanEdge{int32(p), int32(i)})
 		}
 	}
+	slices.SortFunc(ix.edges, func(a, b spanEdge) int {
+		if c := cmp.Compare(a.parent, b.parent); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.child, b.child)
+	})
 	return ix
+}
+
+// find returns the first OTLP span with the trace and span ID.
+func (ix *spanIndex) find(trace ingest.TraceID, span ingest.SpanID) (int, bool) {
+	j, ok := ix.byID[span]
+	if !ok {
+		return 0, false
+	}
+	if ix.t.Spans[j].TraceID == trace {
+		return int(j), true
+	}
+	j, ok = ix.other[spanKey{trace, span}]
+	return int(j), ok
 }
 
 func (ix *spanIndex) parent(i int) (int, bool) {
@@ -190,19 +244,34 @@ func (ix *spanIndex) parent(i int) (int, bool) {
 	if s.Parent.IsZero() {
 		return 0, false
 	}
-	p, ok := ix.byID[spanKey{s.TraceID, s.Parent}]
-	return p, ok
+	return ix.find(s.TraceID, s.Parent)
 }
 
-// descendants returns the subtree below span i (not i itself).
+// children returns the edges from span i to its children.
+func (ix *spanIndex) children(i int) []spanEdge {
+	lo, _ := slices.BinarySearchFunc(ix.edges, int32(i), func(e spanEdge, p int32) int { return cmp.Compare(e.parent, p) })
+	hi := lo
+	for hi < len(ix.edges) && ix.edges[hi].parent == int32(i) {
+		hi++
+	}
+	return ix.edges[lo:hi]
+}
+
+// descendants returns the subtree below span i (not i itself), depth
+// first, the last child first.
 func (ix *spanIndex) descendants(i int) []int {
-	var out []int
-	stack := slices.Clone(ix.children[i])
+	var out, stack []int
+	push := func(n int) {
+		for _, e := range ix.children(n) {
+			stack = append(stack, int(e.child))
+		}
+	}
+	push(i)
 	for len(stack) > 0 && len(out) < 1_000_000 {
 		n := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		out = append(out, n)
-		stack = append(stack, ix.children[n]...)
+		push(n)
 	}
 	return out
 }
@@ -236,20 +305,20 @@ func classify(t *ingest.Trace, k *keyCache, s *ingest.Span) (Style, bool) {
 		return StyleGenAI, true
 	}
 	if strings.Contains(name, " Req ") {
-		if _, ok := k.str(s.Attrs, []string{"rid"}); ok {
+		if _, ok := k.str(s.Attrs, keyRID); ok {
 			return StyleSGLang, true
 		}
 	}
-	if _, _, ok := k.first(s.Attrs, []string{"total_time", "inference_time"}); ok {
+	if _, _, ok := k.first(s.Attrs, keyTGITimes); ok {
 		return StyleTGI, true
 	}
-	if op, ok := k.str(s.Attrs, []string{"gen_ai.operation.name"}); ok {
+	if op, ok := k.str(s.Attrs, keyOperation); ok {
 		switch op {
 		case "chat", "text_completion", "generate_content":
 			return StyleGenAI, true
 		}
 	}
-	if kind, ok := k.str(s.Attrs, []string{"openinference.span.kind"}); ok && kind == "LLM" {
+	if kind, ok := k.str(s.Attrs, keyOpenInferenceKind); ok && kind == "LLM" {
 		return StyleGenAI, true
 	}
 	if _, _, ok := k.first(s.Attrs, keyCompletionStart); ok {
@@ -259,7 +328,18 @@ func classify(t *ingest.Trace, k *keyCache, s *ingest.Span) (Style, bool) {
 }
 
 // keySGLangRoot are attributes of which an SGLang root carries at least one.
-var keySGLangRoot = []string{"rid", "module", "bootstrap_room", "gen_ai.request.id", "gen_ai.latency.e2e", "gen_ai.latency.time_to_first_token"}
+var keySGLangRoot = keys("rid", "module", "bootstrap_room", "gen_ai.request.id", "gen_ai.latency.e2e", "gen_ai.latency.time_to_first_token")
+
+// keyTokenEvent names the token events (resolved like a key, once).
+var keyTokenEvent = keys("llm.token")
+
+// What else marks a request span (classify).
+var (
+	keyRID               = keys("rid")
+	keyTGITimes          = keys("total_time", "inference_time")
+	keyOperation         = keys("gen_ai.operation.name")
+	keyOpenInferenceKind = keys("openinference.span.kind")
+)
 
 // sglangRoot reports whether a span name is SGLang's request root,
 // "{role} Req {rid[:8]}" (python/sglang/srt/tracing/trace.py and its successor
@@ -276,33 +356,64 @@ func sglangRoot(name string) bool {
 	return false
 }
 
+// requestSpan is a request span: its index in the trace and its convention.
+type requestSpan struct {
+	span  int
+	style Style
+}
+
+// requestSpans are request spans in trace order (by span index).
+type requestSpans []requestSpan
+
+// find returns the convention of span i, when it is one of rs.
+func (rs requestSpans) find(i int) (Style, bool) {
+	j, ok := slices.BinarySearchFunc(rs, i, func(r requestSpan, i int) int { return cmp.Compare(r.span, i) })
+	if !ok {
+		return "", false
+	}
+	return rs[j].style, true
+}
+
 // findRequests returns the request spans, dropping a request span nested in
-// another that describes the same request in a richer convention.
-func findRequests(t *ingest.Trace, ix *spanIndex, k *keyCache) (map[int]Style, int) {
-	cands := map[int]Style{}
+// another that describes the same request in a richer convention, and how
+// many it dropped.
+func findRequests(t *ingest.Trace, ix *spanIndex, k *keyCache) (requestSpans, int) {
+	var cands requestSpans
 	for i := range t.Spans {
 		if st, ok := classify(t, k, &t.Spans[i]); ok {
-			cands[i] = st
+			cands = append(cands, requestSpan{i, st})
 		}
 	}
-	dropped := map[int]bool{}
-	for i, st := range cands {
-		for p, ok := ix.parent(i); ok; p, ok = ix.parent(p) {
-			pst, isReq := cands[p]
+	var dropped []bool // by position in cands; nil while none is
+	drop := func(j int) {
+		if dropped == nil {
+			dropped = make([]bool, len(cands))
+		}
+		dropped[j] = true
+	}
+	for j, c := range cands {
+		for p, ok := ix.parent(c.span); ok; p, ok = ix.parent(p) {
+			pj, isReq := slices.BinarySearchFunc(cands, p, func(r requestSpan, i int) int { return cmp.Compare(r.span, i) })
 			if !isReq {
 				continue
 			}
-			if stylePriority[pst] >= stylePriority[st] {
-				dropped[i] = true
+			if stylePriority[cands[pj].style] >= stylePriority[c.style] {
+				drop(j)
 			} else {
-				dropped[p] = true
+				drop(pj)
 			}
 		}
 	}
-	for i := range dropped {
-		delete(cands, i)
+	if dropped == nil {
+		return cands, 0
 	}
-	return cands, len(dropped)
+	kept := cands[:0]
+	for j, c := range cands {
+		if !dropped[j] {
+			kept = append(kept, c)
+		}
+	}
+	return kept, len(cands) - len(kept)
 }
 
 // interval is a stage's claim on part of a request's life.
@@ -312,11 +423,12 @@ type interval struct {
 }
 
 // buildRequest derives one request's facts from its span, descendants and
-// attributes.
-func buildRequest(t *ingest.Trace, ix *spanIndex, k *keyCache, i int, style Style, opts *Options) (Request, []string) {
+// attributes, into r (in place: a Request is large to copy), and returns
+// the problems it found.
+func buildRequest(r *Request, t *ingest.Trace, ix *spanIndex, k *keyCache, i int, style Style, opts *Options) []string {
 	s := &t.Spans[i]
 	var problems []string
-	r := Request{
+	*r = Request{
 		Span: i, Source: s.Source, Style: style,
 		Arrival: s.Start, End: s.End,
 		InputTokens: -1, OutputTokens: -1,
@@ -350,7 +462,11 @@ func buildRequest(t *ingest.Trace, ix *spanIndex, k *keyCache, i int, style Styl
 	}
 
 	// Token events: llm.token on the request span or any descendant.
-	tokenName, hasTokenName := t.Key("llm.token")
+	var tokenName ingest.StrID
+	hasTokenName := false
+	if p := k.present(keyTokenEvent); len(p) > 0 {
+		tokenName, hasTokenName = p[0].id, true
+	}
 	collect := func(sp *ingest.Span) {
 		if !hasTokenName {
 			return
@@ -372,8 +488,10 @@ func buildRequest(t *ingest.Trace, ix *spanIndex, k *keyCache, i int, style Styl
 		r.OutputTokens = len(r.Tokens)
 	}
 
-	// Stage intervals from stage spans and Triton timestamp events.
-	var ivs []interval
+	// Stage intervals from stage spans and Triton timestamp events (a
+	// request has a few: the buffer keeps them off the heap).
+	var ivBuf [8]interval
+	ivs := ivBuf[:0]
 	eventTimes := map[string]int64{}
 	grab := func(sp *ingest.Span) {
 		for _, e := range sp.Events() {
@@ -411,7 +529,7 @@ func buildRequest(t *ingest.Trace, ix *spanIndex, k *keyCache, i int, style Styl
 	if spanStaged {
 		r.disagreements = r.crossCheck(k, attrs, ivs)
 	} else {
-		ivs, anchorFirst, anchorLast = r.attributeStages(k, attrs, ttftAttr, hasTTFT)
+		ivs, anchorFirst, anchorLast = r.attributeStages(k, attrs, ttftAttr, hasTTFT, ivs)
 	}
 	prefillEnd, hasPrefillSpan := stageEnd(ivs, StagePrefill)
 	decodeEnd, hasDecodeSpan := stageEnd(ivs, StageDecode)
@@ -470,7 +588,7 @@ func buildRequest(t *ingest.Trace, ix *spanIndex, k *keyCache, i int, style Styl
 		}
 	}
 
-	r.CacheHit, r.CacheKnown, r.CachedTokens = cacheInfo(t, ix, k, i, desc, &r)
+	r.CacheHit, r.CacheKnown, r.CachedTokens = cacheInfo(t, ix, k, i, desc, r)
 	r.TokenizeEnd, _ = stageEnd(ivs, StageTokenize)
 	r.QueueEnd, _ = stageEnd(ivs, StageQueue)
 	r.QueueStart = stageStart(ivs, StageQueue)
@@ -481,7 +599,7 @@ func buildRequest(t *ingest.Trace, ix *spanIndex, k *keyCache, i int, style Styl
 	if q := r.Stages[StageQueue]; hasStage(ivs, StageQueue) {
 		r.Queue = float64(q)
 	}
-	return r, problems
+	return problems
 }
 
 func stageEnd(ivs []interval, st Stage) (int64, bool) {
@@ -555,17 +673,16 @@ func partition(from, to int64, ivs []interval, problems []string) ([NumStages]in
 		return out, nil, nil, problems
 	}
 	const slack = 1_000_000
-	rank := [NumStages]int{}
-	for i, st := range stagePriority {
-		rank[st] = len(stagePriority) - i
-	}
-	// Sweep over the claims' boundaries.
+	rank := &stageRank
+	// Sweep over the claims' boundaries (a request has a few: the buffers
+	// keep them off the heap).
 	type edge struct {
 		at    int64
 		stage Stage
 		delta int
 	}
-	edges := make([]edge, 0, 2*len(ivs))
+	var edgeBuf [16]edge
+	edges := edgeBuf[:0]
 	for _, iv := range ivs {
 		if iv.from < from-slack || iv.to > to+slack {
 			problems = append(problems, fmt.Sprintf("%s interval lies %s outside the request span; clipped", iv.stage, fmtOutside(iv, from, to)))
@@ -592,7 +709,8 @@ func partition(from, to int64, ivs []interval, problems []string) ([NumStages]in
 		stage    Stage
 		from, to int64
 	}
-	var segs []segment
+	var segBuf [16]segment
+	segs := segBuf[:0]
 	emit := func(st Stage, a, b int64) {
 		if b <= a {
 			return
@@ -612,8 +730,20 @@ func partition(from, to int64, ivs []interval, problems []string) ([NumStages]in
 		active[e.stage] += e.delta
 	}
 	emit(StageOther, cur, to)
+	nOwned := 0
+	for _, sg := range segs {
+		if sg.stage != StageOther {
+			nOwned++
+		}
+	}
 	var gaps []Gap
 	var owned []StageSegment
+	if nOwned > 0 {
+		owned = make([]StageSegment, 0, nOwned)
+	}
+	if len(segs) > nOwned {
+		gaps = make([]Gap, 0, len(segs)-nOwned)
+	}
 	for i, sg := range segs {
 		out[sg.stage] += sg.to - sg.from
 		if sg.stage != StageOther {
@@ -654,7 +784,7 @@ func serviceOf(t *ingest.Trace, k *keyCache, i int) string {
 	if s.Resource < 0 || int(s.Resource) >= len(t.Resources) {
 		return ""
 	}
-	v, _ := k.str(t.Resources[s.Resource].Attrs, []string{"service.name"})
+	v, _ := k.str(t.Resources[s.Resource].Attrs, keyService)
 	return v
 }
 
@@ -664,8 +794,8 @@ func serviceOf(t *ingest.Trace, k *keyCache, i int) string {
 // another service); else the request span's own service.name.
 func tenantOf(t *ingest.Trace, ix *spanIndex, k *keyCache, i int, opts *Options) string {
 	keys := keyTenant
-	if opts.TenantKey != "" {
-		keys = []string{opts.TenantKey}
+	if k.tenantKeys != nil {
+		keys = k.tenantKeys
 	}
 	root := i
 	for n, ok := i, true; ok; n, ok = ix.parent(n) {

@@ -60,11 +60,14 @@ type Engine struct {
 }
 
 var (
-	keyStepID   = ingest.StepIDKeys
-	keyPhase    = []string{"llm.step.phase"}
-	keyBatchIDs = []string{"llm.batch.request_ids"}
-	keyBatchSz  = []string{"llm.batch.size"}
-	keyBatchTok = []string{"llm.batch.tokens"}
+	keyStepID   = keys(ingest.StepIDKeys...)
+	keyPhase    = keys("llm.step.phase")
+	keyBatchIDs = keys("llm.batch.request_ids")
+	keyBatchSz  = keys("llm.batch.size")
+	keyBatchTok = keys("llm.batch.tokens")
+	// keyService and keyPID name a resource's process.
+	keyService = keys("service.name")
+	keyPID     = keys("process.pid")
 )
 
 // findSteps collects llm.step spans, resolves their batches to requests and
@@ -128,9 +131,9 @@ func engineIdentity(t *ingest.Trace, k *keyCache, s *ingest.Span) (string, uint3
 		return "engine", 0
 	}
 	attrs := t.Resources[s.Resource].Attrs
-	name, _ := k.str(attrs, []string{"service.name"})
+	name, _ := k.str(attrs, keyService)
 	var pid uint32
-	if n, ok := k.count(attrs, []string{"process.pid"}); ok {
+	if n, ok := k.count(attrs, keyPID); ok {
 		pid = uint32(n)
 		name += " (pid " + strconv.Itoa(n) + ")"
 	}

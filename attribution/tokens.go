@@ -216,6 +216,10 @@ type tokenWalker struct {
 	parts   []stepParts
 	reqStep [][]int32 // per request, its steps by start
 	times   []int64   // the estimated token times of the request walked
+	// tb and run are stageRuns' values handed to its callbacks, kept here
+	// so that they are not allocated for every request.
+	tb  TokenBreakdown
+	run BucketShares
 }
 
 type stepParts struct {
@@ -560,29 +564,29 @@ func (w *tokenWalker) stageRuns(ri int, runs [][2]int, hasLimit bool, limit int6
 		at = func(i int) int64 { return times[i] }
 	}
 	before, after := r.uncoveredBuckets()
-	tb, from := TokenBreakdown{Request: ri, EmittedAt: at(0), Interval: max(at(0)-r.Arrival, 0), Estimated: estimated, Step: -1}, r.Arrival
+	tb, from := &w.tb, r.Arrival
+	*tb = TokenBreakdown{Request: ri, EmittedAt: at(0), Interval: max(at(0)-r.Arrival, 0), Estimated: estimated, Step: -1}
 	if at(0) >= from {
 		stageSplit(r, r.segments, before, after, from, at(0), &tb.Buckets)
 	}
-	first(&tb)
+	first(tb)
 	for pos, rg := range runs {
 		lo, hi := max(rg[0], 1), min(rg[1], n)
 		if lo >= hi {
 			continue
 		}
-		var g BucketShares
-		g.Tokens = hi - lo
-		g.intervalNs = at(hi-1) - at(lo-1)
+		g := &w.run
+		*g = BucketShares{Tokens: hi - lo, intervalNs: at(hi-1) - at(lo-1)}
 		stageSplit(r, r.segments, before, after, at(lo-1), at(hi-1), &g.sums)
-		run(pos, hi-lo, estimated, &g)
+		run(pos, hi-lo, estimated, g)
 		if !hasLimit {
 			continue
 		}
 		for i := lo; i < hi; i++ {
 			if times[i]-times[i-1] > limit {
-				tb, from := tokenInterval(r, ri, i, times, estimated)
+				*tb, from = tokenInterval(r, ri, i, times, estimated)
 				stageSplit(r, r.segments, before, after, from, times[i], &tb.Buckets)
-				stall(&tb)
+				stall(tb)
 			}
 		}
 	}

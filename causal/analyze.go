@@ -246,9 +246,13 @@ func Analyze(in Input, opts Options) (*Result, error) {
 				res.Notes = append(res.Notes, fmt.Sprintf("%s %s: %s", target, m, n))
 			}
 			pairs := requestRegression(target, m, rows, load, o, res.Step)
+			var lagIn *lagInput // the target's, shared by its sources
 			for _, p := range pairs {
 				if !o.NoLagModel {
-					p.Lag = lagRegression(p.Source, target, rows, load, o, res.Step)
+					if lagIn == nil {
+						lagIn = newLagInput(rows, load, o)
+					}
+					p.Lag = lagRegression(p.Source, target, rows, load, o, res.Step, lagIn)
 				}
 				res.Pairs = append(res.Pairs, *p)
 			}

@@ -36,7 +36,7 @@ func aggregate(rows targetRows, g Grid) binSeries {
 		}
 		s.n[b]++
 		s.y[b] += o.y
-		for j, v := range o.ctrl {
+		for j, v := range rows.controlsOf(o) {
 			s.ctrl[j][b] += v
 		}
 	}
@@ -50,6 +50,21 @@ func aggregate(rows targetRows, g Grid) binSeries {
 		}
 	}
 	return s
+}
+
+// lagInput is what the lag model takes from the target's rows alone, the
+// same for every source: the number of lags and the binned series.
+type lagInput struct {
+	lags int
+	s    binSeries
+}
+
+func newLagInput(rows targetRows, load *Load, o Options) *lagInput {
+	lags := o.Lags
+	if lags <= 0 {
+		lags = autoLags(rows, load.Grid.Width)
+	}
+	return &lagInput{lags: lags, s: aggregate(rows, load.Grid)}
 }
 
 // autoLags is the number of bins that covers 90% of the target's exposure
@@ -171,7 +186,8 @@ func usableBins(s binSeries, lags, leads, p int) []int {
 //     nominal 5% with Newey–West, 5.6% with HC3).
 //
 // When the bins are too sparse for any p ≥ 1 the tests use the effect model.
-func lagRegression(source, target string, rows targetRows, load *Load, o Options, step float64) *LagResult {
+// in is newLagInput of the target's rows, shared by every source.
+func lagRegression(source, target string, rows targetRows, load *Load, o Options, step float64, in *lagInput) *LagResult {
 	r := &LagResult{
 		Coef: nan, SE: nan, EffectPct: nan, CILowPct: nan, CIHighPct: nan,
 		GrangerF: nan, GrangerP: nan, PlaceboF: nan, PlaceboP: nan,
@@ -182,12 +198,8 @@ func lagRegression(source, target string, rows targetRows, load *Load, o Options
 		r.Reason = fmt.Sprintf("%s has no load series", source)
 		return r
 	}
-	lags := o.Lags
-	if lags <= 0 {
-		lags = autoLags(rows, load.Grid.Width)
-	}
+	lags, s := in.lags, in.s
 	r.Lags = lags
-	s := aggregate(rows, load.Grid)
 	others := len(load.Values) - 1
 	if targetK >= 0 {
 		others--

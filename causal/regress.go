@@ -12,12 +12,14 @@ import (
 	"github.com/llmprof/llmprof/internal/stat"
 )
 
-// obs is one request of the target in one metric's regression.
+// obs is one request of the target in one metric's regression. It holds
+// no pointer (its controls are in targetRows.ctrl), so that the garbage
+// collector need not scan the rows.
 type obs struct {
 	lat        float64 // latency, ns
 	y          float64 // log latency
 	start, end int64   // exposure window
-	ctrl       []float64
+	ctrl       int     // where its controls start in targetRows.ctrl
 }
 
 // targetRows are the target's usable requests for one metric and the
@@ -25,6 +27,12 @@ type obs struct {
 type targetRows struct {
 	obs      []obs
 	controls []Control
+	ctrl     []float64 // the rows' control values, len(controls) a row
+}
+
+// controlsOf returns the control values of row o.
+func (rows *targetRows) controlsOf(o *obs) []float64 {
+	return rows.ctrl[o.ctrl : o.ctrl+len(rows.controls)]
 }
 
 // controlCoverage is the share of a target's requests that must carry a
@@ -36,7 +44,7 @@ const controlCoverage = 0.9
 // exposure window, and decides which controls the regression can use.
 func collectRows(reqs []*Request, m Metric, controls []Control) (targetRows, []string) {
 	var notes []string
-	var base []*Request
+	base := make([]*Request, 0, len(reqs))
 	for _, r := range reqs {
 		lat, ok := r.Latency(m)
 		if !ok {
@@ -63,15 +71,17 @@ func collectRows(reqs []*Request, m Metric, controls []Control) (targetRows, []s
 			notes = append(notes, fmt.Sprintf("control %s known for only %d of %d requests; not used", c, known, len(base)))
 		}
 	}
-	rows := targetRows{controls: used}
+	// The rows and their controls in two allocations, not one per request.
+	rows := targetRows{controls: used, obs: make([]obs, 0, len(base)), ctrl: make([]float64, len(base)*len(used))}
 	dropped := 0
 	for _, r := range base {
 		lat, _ := r.Latency(m)
 		s, e, _ := r.Window(m)
-		o := obs{lat: float64(lat), y: math.Log(float64(lat)), start: s, end: e, ctrl: make([]float64, len(used))}
+		o := obs{lat: float64(lat), y: math.Log(float64(lat)), start: s, end: e, ctrl: len(rows.obs) * len(used)}
+		ctrl := rows.controlsOf(&o)
 		ok := true
 		for j, c := range used {
-			if o.ctrl[j], ok = c.value(r); !ok {
+			if ctrl[j], ok = c.value(r); !ok {
 				break
 			}
 		}
@@ -148,7 +158,7 @@ func requestRegression(target string, m Metric, rows targetRows, load *Load, o O
 	for j := range rows.controls {
 		col := make([]float64, n)
 		for r := range rows.obs {
-			col[r] = rows.obs[r].ctrl[j]
+			col[r] = rows.ctrl[rows.obs[r].ctrl+j]
 		}
 		cols = append(cols, col)
 	}
@@ -243,7 +253,7 @@ func requestRegression(target string, m Metric, rows targetRows, load *Load, o O
 		base := quietLevel(x)
 		obs := rows.obs
 		p.shareAt = func(beta float64) float64 { return share(obs, x, base, beta) }
-		sh, a, c := share(rows.obs, x, base, b), share(rows.obs, x, base, lo), share(rows.obs, x, base, hi)
+		sh, a, c := shares3(rows.obs, x, base, b, lo, hi)
 		p.Share, p.ShareLow, p.ShareHigh = Float(sh), Float(math.Min(a, c)), Float(math.Max(a, c))
 		pairs[i] = p
 	}
@@ -274,8 +284,7 @@ func autoClusterWidth(rows []obs, minClusters int) int64 {
 		lo, hi = min(lo, rows[i].start), max(hi, rows[i].start)
 		lens[i] = rows[i].end - rows[i].start
 	}
-	slices.Sort(lens)
-	p90 := lens[(len(lens)*9)/10]
+	p90 := stat.Select(lens, (len(lens)*9)/10) // the sorted lens' element
 	w := 5 * (hi - lo) / int64(6*max(1, minClusters))
 	w = (w + 5e8) / 1e9 * 1e9
 	w = min(w, maxClusterWidth)
@@ -326,15 +335,49 @@ func share(rows []obs, x []float64, base, beta float64) float64 {
 	return num / den
 }
 
+// shares3 is share at three coefficients in one pass over the rows: each
+// sum takes the same terms in the same order as share's, so the same value.
+func shares3(rows []obs, x []float64, base, b1, b2, b3 float64) (s1, s2, s3 float64) {
+	var n1, n2, n3, den float64
+	for i := range rows {
+		lat, d := rows[i].lat, x[i]-base
+		n1 += lat * -math.Expm1(-b1*d)
+		n2 += lat * -math.Expm1(-b2*d)
+		n3 += lat * -math.Expm1(-b3*d)
+		den += lat
+	}
+	return n1 / den, n2 / den, n3 / den
+}
+
 // quietLevel is the 5th percentile of the source's exposure: the baseline of
 // share, rather than 0, so as not to extrapolate to a load never seen. It is
 // gonum's LinInterp rule (Hyndman & Fan type 4), not stat.Quantile's numpy
 // rule (type 7) that the reports print: a baseline, never shown, whose
 // figures the causal goldens pin.
+//
+// Unweighted, that rule takes the first order statistic i (0-based) with
+// i+1 ≥ 0.05·n and interpolates t·x₍ᵢ₋₁₎ + (1−t)·x₍ᵢ₎, t = i+1 − 0.05·n;
+// both order statistics come by selection, the same values a sort gives,
+// in the same formula. A sample with NaN (gonum's answer is NaN) or a
+// negative zero (which a sort and a selection may place on either side of
+// a +0) is sorted and handed to gonum, as before.
 func quietLevel(x []float64) float64 {
 	sorted := slices.Clone(x)
-	slices.Sort(sorted)
-	return gonumstat.Quantile(0.05, gonumstat.LinInterp, sorted, nil)
+	if slices.ContainsFunc(x, func(v float64) bool { return v != v || v == 0 && math.Signbit(v) }) {
+		slices.Sort(sorted)
+		return gonumstat.Quantile(0.05, gonumstat.LinInterp, sorted, nil)
+	}
+	fidx := 0.05 * float64(len(x))
+	i := max(0, int(math.Ceil(fidx))-1)
+	xi := stat.Select(sorted, i)
+	if i == 0 {
+		return xi
+	}
+	// After the selection every element before i is ≤ x₍ᵢ₎: x₍ᵢ₋₁₎ is their
+	// largest.
+	prev := slices.Max(sorted[:i])
+	t := float64(i+1) - fidx
+	return t*prev + (1-t)*xi
 }
 
 // periodDummies returns one indicator column per period after the first

@@ -24,6 +24,7 @@ func FromAttribution(res *attribution.Result) Run {
 	models := map[string]bool{}
 	var stageName [attribution.NumStages]string
 	var stageHas [attribution.NumStages]bool
+	var stages [attribution.NumStages]Series // run.Stages' series, once made
 	for st := attribution.Stage(0); st < attribution.NumStages; st++ {
 		stageName[st], stageHas[st] = st.String(), stagePresent(res, st)
 	}
@@ -36,7 +37,9 @@ func FromAttribution(res *attribution.Result) Run {
 	for i := range res.Requests {
 		r := &res.Requests[i]
 		run.ArrivalMS[i] = float64(r.Arrival-first) / 1e6
-		models[r.Model] = true
+		if i == 0 || r.Model != res.Requests[i-1].Model {
+			models[r.Model] = true
+		}
 		if r.Finish != "error" {
 			run.Completed++
 		}
@@ -61,11 +64,11 @@ func FromAttribution(res *attribution.Result) Run {
 			if r.Stages[st] == 0 && !stageHas[st] {
 				continue
 			}
-			name := stageName[st]
-			if run.Stages[name] == nil {
-				run.Stages[name] = make(Series, n)
+			if stages[st] == nil {
+				stages[st] = make(Series, n)
+				run.Stages[stageName[st]] = stages[st]
 			}
-			run.Stages[name][i] = float64(r.Stages[st]) / 1e6
+			stages[st][i] = float64(r.Stages[st]) / 1e6
 		}
 	}
 	run.Models = slices.Sorted(maps.Keys(models))
@@ -77,23 +80,30 @@ func FromAttribution(res *attribution.Result) Run {
 	if res.Tokens != nil {
 		run.TokensEstimated = res.Tokens.Estimated > 0
 		run.Tokens, run.FirstToken = map[string]Series{}, map[string]Series{}
-		// The series by bucket number: naming a bucket builds its name.
+		// A bucket no request has time in is left out (both series): find
+		// them first, then fill the others' series by bucket number (naming
+		// a bucket builds its name).
+		var used [attribution.NumBuckets]bool
+		for i := range res.Requests {
+			sums, _ := res.TokenBuckets(i)
+			for b, v := range sums.All {
+				used[b] = used[b] || v != 0
+			}
+		}
 		var all, first [attribution.NumBuckets]Series
 		for b := attribution.Bucket(0); b < attribution.NumBuckets; b++ {
-			all[b], first[b] = make(Series, n), make(Series, n)
-			run.Tokens[b.String()], run.FirstToken[b.String()] = all[b], first[b]
+			if used[b] {
+				all[b], first[b] = make(Series, n), make(Series, n)
+				run.Tokens[b.String()], run.FirstToken[b.String()] = all[b], first[b]
+			}
 		}
 		for i := range res.Requests {
 			sums, _ := res.TokenBuckets(i)
 			for b := range attribution.NumBuckets {
-				all[b][i] = float64(sums.All[b]) / 1e6
-				first[b][i] = float64(sums.First[b]) / 1e6
-			}
-		}
-		for b := attribution.Bucket(0); b < attribution.NumBuckets; b++ {
-			if allZero(run.Tokens[b.String()]) {
-				delete(run.Tokens, b.String())
-				delete(run.FirstToken, b.String())
+				if used[b] {
+					all[b][i] = float64(sums.All[b]) / 1e6
+					first[b][i] = float64(sums.First[b]) / 1e6
+				}
 			}
 		}
 	}
@@ -109,13 +119,4 @@ func stagePresent(res *attribution.Result, st attribution.Stage) bool {
 		}
 	}
 	return false
-}
-
-func allZero(s Series) bool {
-	for _, v := range s {
-		if v != 0 {
-			return false
-		}
-	}
-	return true
 }

@@ -34,3 +34,12 @@ func TestAppendShortestG(t *testing.T) {
 		check(rng.Float64() * math.Pow(10, float64(rng.IntN(14)-6)))
 	}
 }
+
+// appendUint writes what strconv does, at every digit count.
+func TestAppendUint(t *testing.T) {
+	for _, u := range []uint64{0, 1, 9, 10, 99, 100, 101, 999, 1000, 123456, 999999, 1000000, 1 << 53, math.MaxUint64} {
+		if got, want := string(appendUint([]byte("x"), u)), "x"+strconv.FormatUint(u, 10); got != want {
+			t.Errorf("appendUint(%d) = %s, want %s", u, got, want)
+		}
+	}
+}

@@ -546,8 +546,18 @@ func (w *jsonWriter) series(s compare.Series) {
 		return
 	}
 	w.beginArray()
-	for _, v := range s {
-		w.next()
+	// What next writes before each element: the first's newline and
+	// indentation, then a comma and them (series hold most of a large
+	// report's numbers).
+	var sep []byte
+	for i, v := range s {
+		switch i {
+		case 0:
+			w.next()
+			sep = append([]byte{','}, w.b[len(w.b)-(1+2*w.depth):]...)
+		default:
+			w.b = append(w.b, sep...)
+		}
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			w.null()
 			continue
@@ -566,6 +576,9 @@ func (w *jsonWriter) series(s compare.Series) {
 // the width of the interval that rounds to v (under 2.4·10⁻¹⁰ below 10⁶).
 // TestAppendShortestG checks it against strconv.
 func appendShortestG(b []byte, v float64) []byte {
+	if v == 0 && !math.Signbit(v) { // the samples' most common value
+		return append(b, '0')
+	}
 	a := math.Abs(v)
 	if !(a >= 1e-4 && a < 1e6) {
 		return strconv.AppendFloat(b, v, 'g', -1, 64)
@@ -578,20 +591,43 @@ func appendShortestG(b []byte, v float64) []byte {
 		b = append(b, '-')
 		n = -n
 	}
-	b = strconv.AppendInt(b, n/1e6, 10)
+	b = appendUint(b, uint64(n/1e6))
 	frac := n % 1e6
 	if frac == 0 {
 		return b
 	}
-	var digits [7]byte
-	digits[0] = '.'
+	// The six decimals, two at a time, trailing zeros dropped.
+	hi, mid, lo := frac/1e4, frac/100%100, frac%100
+	digits := [7]byte{'.', digitPairs[2*hi], digitPairs[2*hi+1], digitPairs[2*mid], digitPairs[2*mid+1], digitPairs[2*lo], digitPairs[2*lo+1]}
 	end := 7
-	for i := 6; i > 0; i-- {
-		digits[i] = byte('0' + frac%10)
-		frac /= 10
-		if digits[i] == '0' && end == i+1 {
-			end = i
-		}
+	for digits[end-1] == '0' {
+		end--
 	}
 	return append(b, digits[:end]...)
+}
+
+// digitPairs holds "00" to "99", for writing two decimal digits at once.
+const digitPairs = "00010203040506070809101112131415161718192021222324252627282930313233343536373839" +
+	"40414243444546474849505152535455565758596061626364656667686970717273747576777879" +
+	"8081828384858687888990919293949596979899"
+
+// appendUint is strconv.AppendUint(b, u, 10) for appendShortestG's small
+// integer parts, without strconv's general path.
+func appendUint(b []byte, u uint64) []byte {
+	var buf [20]byte
+	i := len(buf)
+	for u >= 100 {
+		r := u % 100
+		u /= 100
+		i -= 2
+		buf[i], buf[i+1] = digitPairs[2*r], digitPairs[2*r+1]
+	}
+	if u >= 10 {
+		i -= 2
+		buf[i], buf[i+1] = digitPairs[2*u], digitPairs[2*u+1]
+	} else {
+		i--
+		buf[i] = byte('0' + u)
+	}
+	return append(b, buf[i:]...)
 }

@@ -3,7 +3,7 @@
 // profiled run of what `llmprof analyze --format json` does with it.
 //
 //	otlpanalyze pdata FILE                              decode FILE with pdata (framed protobuf or JSON Lines); print the span count
-//	otlpanalyze analyze [-cpuprofile F] [-n N] FILE     run analyze's pipeline and JSON writer N times, profiling into F
+//	otlpanalyze analyze [-cpuprofile F] [-memprofile F] [-n N] FILE     run analyze's pipeline and JSON writer N times, profiling into F
 //
 // The script times the llmprof binary itself; the analyze subcommand is for
 // finding where that time goes (go tool pprof F).
@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 
@@ -34,7 +35,7 @@ func main() {
 	}
 }
 
-const usage = "usage: otlpanalyze pdata FILE | otlpanalyze analyze [-cpuprofile F] [-n N] FILE"
+const usage = "usage: otlpanalyze pdata FILE | otlpanalyze analyze [-cpuprofile F] [-memprofile F] [-n N] FILE"
 
 var errUsage = errors.New(usage)
 
@@ -56,6 +57,7 @@ func run(args []string, w io.Writer) error {
 	case "analyze":
 		fs := flag.NewFlagSet("analyze", flag.ContinueOnError)
 		profile := fs.String("cpuprofile", "", "write a CPU profile to this file")
+		memprofile := fs.String("memprofile", "", "write an allocation profile (every allocation of the N runs) to this file")
 		n := fs.Int("n", 1, "runs")
 		if err := fs.Parse(args[1:]); err != nil {
 			return err
@@ -74,10 +76,21 @@ func run(args []string, w io.Writer) error {
 			}
 			defer pprof.StopCPUProfile()
 		}
+		if *memprofile != "" {
+			runtime.MemProfileRate = 64 << 10
+		}
 		for i := 0; i < *n; i++ {
 			if err := analyze(fs.Arg(0), io.Discard); err != nil {
 				return err
 			}
+		}
+		if *memprofile != "" {
+			f, err := os.Create(*memprofile)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			return pprof.Lookup("allocs").WriteTo(f, 0)
 		}
 		return nil
 	}

@@ -1,6 +1,7 @@
 package stat
 
 import (
+	"cmp"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -140,13 +141,14 @@ func Median(xs []float64) float64 {
 
 // Select returns the k-th smallest of xs (0-based: k = 0 is the minimum),
 // what xs[k] would be after a sort, reordering xs by selection in O(n)
-// expected. xs must not hold NaN.
-func Select(xs []float64, k int) float64 { return selectKth(xs, k) }
+// expected: every element before k is then ≤ it and every one after ≥ it.
+// xs must not hold NaN.
+func Select[T cmp.Ordered](xs []T, k int) T { return selectKth(xs, k) }
 
 // selectKth partially orders xs so that xs[k] is the k-th smallest, with
 // smaller elements before it and larger after, and returns it (Hoare's
 // selection with a median-of-three pivot).
-func selectKth(xs []float64, k int) float64 {
+func selectKth[T cmp.Ordered](xs []T, k int) T {
 	lo, hi := 0, len(xs)-1
 	for lo < hi {
 		mid := lo + (hi-lo)/2

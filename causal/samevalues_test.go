@@ -1,0 +1,65 @@
+package causal
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	gonumstat "gonum.org/v1/gonum/stat"
+)
+
+// quietLevel is gonum's LinInterp 5th percentile of the sorted sample, to
+// the bit, for every sample size around the rule's steps, with ties, and
+// for samples a sort must handle (NaN, negative zero); the sample itself is
+// left as it was.
+func TestQuietLevelMatchesGonum(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 5))
+	sorted := func(x []float64) float64 {
+		s := slices.Clone(x)
+		slices.Sort(s)
+		return gonumstat.Quantile(0.05, gonumstat.LinInterp, s, nil)
+	}
+	for n := 1; n <= 130; n++ {
+		for _, draw := range []func() float64{
+			func() float64 { return rng.Float64() * 3 },
+			func() float64 { return float64(rng.IntN(4)) / 3 },
+		} {
+			x := make([]float64, n)
+			for i := range x {
+				x[i] = draw()
+			}
+			orig := slices.Clone(x)
+			if got, want := quietLevel(x), sorted(x); math.Float64bits(got) != math.Float64bits(want) {
+				t.Fatalf("n=%d: quietLevel = %v, gonum on the sorted sample %v (sample %v)", n, got, want, orig)
+			}
+			if !slices.Equal(x, orig) {
+				t.Fatalf("n=%d: quietLevel reordered its input", n)
+			}
+		}
+	}
+	for _, x := range [][]float64{{1, math.NaN(), 2}, {math.Copysign(0, -1), 0, 0, 1, 2}} {
+		if got, want := quietLevel(x), sorted(x); math.Float64bits(got) != math.Float64bits(want) {
+			t.Errorf("%v: quietLevel = %v, gonum %v", x, got, want)
+		}
+	}
+}
+
+// shares3 is share at each of its three coefficients, to the bit.
+func TestShares3MatchesShare(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	for n := 1; n < 300; n += 1 + n/7 {
+		rows, x := make([]obs, n), make([]float64, n)
+		for i := range rows {
+			rows[i].lat = rng.Float64() * 1e9
+			x[i] = rng.Float64() * 4
+		}
+		base, b := rng.Float64(), [3]float64{rng.NormFloat64(), rng.NormFloat64() / 10, -rng.Float64()}
+		s1, s2, s3 := shares3(rows, x, base, b[0], b[1], b[2])
+		for i, got := range []float64{s1, s2, s3} {
+			if want := share(rows, x, base, b[i]); math.Float64bits(got) != math.Float64bits(want) {
+				t.Fatalf("n=%d, beta %v: shares3 = %v, share %v", n, b[i], got, want)
+			}
+		}
+	}
+}
