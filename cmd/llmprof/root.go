@@ -152,12 +152,16 @@ func Main(ctx context.Context, args []string, io *IOStreams) int {
 }
 
 // memoryNote says on stderr when the process's peak resident memory passed
-// its budget: the collector then ran as often as the runtime lets it (at
+// its budget by more than the memory no limit covers: the collector then ran as often as the runtime lets it (at
 // most half the CPU) and could not hold the limit, because the live data
 // was larger. What llmprof holds per record is in docs/design.md §3.
 func memoryNote(s memlimit.Setting, w goio.Writer) {
 	_, peak := progress.Resident()
-	if s.Bytes <= 0 || peak <= uint64(s.Bytes) {
+	// The limit is the Go runtime's memory; resident memory also holds the
+	// binary's pages and the threads' stacks, a few tens of MB that pass no
+	// limit: a peak within that margin held it.
+	margin := max(uint64(s.Bytes)/20, 32<<20)
+	if s.Bytes <= 0 || peak <= uint64(s.Bytes)+margin {
 		return
 	}
 	fmt.Fprintf(w, "llmprof: note: peak memory %s passed the memory limit %s (%s): the data held for the analysis was larger than the limit, which makes the collector work harder but cannot make it smaller (docs/design.md §3 says what is held)\n",
