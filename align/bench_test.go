@@ -1,6 +1,7 @@
 package align
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -11,9 +12,15 @@ import (
 
 // benchTrace is a 5 s synth serving run (≈ 300 k GPU ops, 330 k spans) with
 // its GPU side on a second clock, merged as analyze would.
-func benchTrace(b *testing.B) *ingest.Trace {
+func benchTrace(b *testing.B) *ingest.Trace { return benchTraceGraphs(b, false) }
+
+// benchTraceGraphs is benchTrace, with decode steps replayed as CUDA graphs
+// when graphs is set (one launch call for all of a step's kernels: many
+// more ops than calls, as in vLLM's decode).
+func benchTraceGraphs(b *testing.B, graphs bool) *ingest.Trace {
 	b.Helper()
 	cfg := synth.DefaultConfig(9, 5*time.Second)
+	cfg.CUDAGraphs = graphs
 	cfg.GPUClock = synth.ClockError{OffsetNs: 3e9, DriftPPM: 50, JitterNs: 10_000}
 	run, err := synth.Generate(cfg)
 	if err != nil {
@@ -76,10 +83,14 @@ func BenchmarkAlignReference(b *testing.B) {
 // join of launch attribution on the same trace:
 // `go test -bench 'CheckCausality|LaunchCalls' -run ^$ ./align`.
 func BenchmarkCheckCausality(b *testing.B) {
-	t := benchTrace(b)
-	b.ResetTimer()
-	for b.Loop() {
-		CheckCausality(t)
+	for _, graphs := range []bool{false, true} {
+		b.Run(fmt.Sprintf("graphs=%v", graphs), func(b *testing.B) {
+			t := benchTraceGraphs(b, graphs)
+			b.ResetTimer()
+			for b.Loop() {
+				CheckCausality(t)
+			}
+		})
 	}
 }
 

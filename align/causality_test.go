@@ -99,18 +99,35 @@ func launchCallsBrute(t *ingest.Trace) []int32 {
 // their own semantics: on random traces with repeated keys within and
 // across sources, sources without API calls, ops from a source index past
 // Sources, correlation 0 and non-API spans, both equal their references.
+// A trial's correlation IDs are dense (0..keys, the direct table of
+// ingest's launchIndex) or spread over 2³¹ (its bisection), and ops also
+// carry IDs no call has: below, between and above a process's calls.
 func TestCausalityJoinMatchesReference(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 32))
-	for trial := range 400 {
+	for trial := range 2000 {
 		tr := ingest.New()
 		nsrc := 1 + rng.IntN(3)
 		tr.Sources = make([]ingest.Source, nsrc)
 		keys := 1 + rng.IntN(12)
+		pool := make([]uint32, keys)
+		sparse := rng.IntN(2) == 0
+		for i := range pool {
+			pool[i] = uint32(i)
+			if sparse {
+				pool[i] = uint32(rng.IntN(1 << 31))
+			}
+		}
+		corr := func(miss bool) uint32 {
+			if miss && rng.IntN(5) == 0 {
+				return uint32(rng.IntN(1 << 31)) // most likely no call's
+			}
+			return pool[rng.IntN(keys)]
+		}
 		origins := []ingest.SpanOrigin{ingest.OriginCUDARuntime, ingest.OriginCUDADriver, ingest.OriginNVTX, ingest.OriginOTLP}
 		for range rng.IntN(40) {
 			start := rng.Int64N(1000)
-			s := ingest.Span{Start: start, End: start + rng.Int64N(100), Pid: uint32(rng.IntN(2)),
-				Correlation: uint32(rng.IntN(keys)), Source: ingest.SourceID(rng.IntN(nsrc + 1)),
+			s := ingest.Span{Start: start, End: start + rng.Int64N(100), Pid: uint32(rng.IntN(3)),
+				Correlation: corr(false), Source: ingest.SourceID(rng.IntN(nsrc + 1)),
 				Origin: origins[rng.IntN(len(origins))], Resource: -1, Scope: -1}
 			if rng.IntN(4) == 0 {
 				s.Extra = &ingest.SpanExtra{Events: []ingest.Event{{Time: start - 5 + rng.Int64N(120)}}}
@@ -119,8 +136,8 @@ func TestCausalityJoinMatchesReference(t *testing.T) {
 		}
 		for range rng.IntN(40) {
 			start := rng.Int64N(1000)
-			tr.GPUOps = append(tr.GPUOps, ingest.GPUOp{Start: start, End: start + 10, Pid: uint32(rng.IntN(2)),
-				Correlation: uint32(rng.IntN(keys)), Source: ingest.SourceID(rng.IntN(nsrc + 1))})
+			tr.GPUOps = append(tr.GPUOps, ingest.GPUOp{Start: start, End: start + 10, Pid: uint32(rng.IntN(3)),
+				Correlation: corr(true), Source: ingest.SourceID(rng.IntN(nsrc + 1))})
 		}
 		if got, want := CheckCausality(tr), causalityByMaps(tr); got != want {
 			t.Fatalf("trial %d: CheckCausality %+v, reference %+v", trial, got, want)

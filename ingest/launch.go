@@ -1,5 +1,10 @@
 package ingest
 
+import (
+	"cmp"
+	"slices"
+)
+
 // IsCUDAAPI reports whether a span is a CUDA runtime or driver API call.
 func (s *Span) IsCUDAAPI() bool {
 	return s.Origin == OriginCUDARuntime || s.Origin == OriginCUDADriver
@@ -38,48 +43,132 @@ func (t *Trace) LaunchCalls() (calls []int32) {
 // align.CheckCausality: for every GPU op with a correlation ID that some
 // CUDA API call (with a correlation ID) of the same pid shares, fn gets the
 // op's index in t.GPUOps and the indices in t.Spans of all those calls,
-// ascending (group is reused: fn must not keep it). It is a sort-merge
-// join on a radix sort (sortKeyed): linear time, and 32 bytes per call and
-// op while sorting, never a map of every call.
+// ascending, ops in index order (group is reused: fn must neither keep nor
+// change it). Only the calls are sorted (a radix sort, sortKeyed); each op
+// then finds its calls through launchIndex, a direct table over each
+// process's correlation IDs: linear time, 16 bytes a call while sorting and
+// about 8 in the table, nothing per op, and never a map of every call.
 func (t *Trace) EachLaunch(fn func(op int32, group []int32)) {
-	key := func(pid, corr uint32) uint64 { return uint64(pid)<<32 | uint64(corr) }
-	nAPI, nOps := 0, 0
+	nAPI := 0
 	for i := range t.Spans {
 		if s := &t.Spans[i]; s.IsCUDAAPI() && s.Correlation != 0 {
 			nAPI++
 		}
 	}
-	for i := range t.GPUOps {
-		if t.GPUOps[i].Correlation != 0 {
-			nOps++
-		}
+	if nAPI == 0 {
+		return
 	}
-	api, ops := make([]keyed, 0, nAPI), make([]keyed, 0, nOps)
+	api := make([]keyed, 0, nAPI)
 	for i := range t.Spans {
 		if s := &t.Spans[i]; s.IsCUDAAPI() && s.Correlation != 0 {
-			api = append(api, keyed{key(s.Pid, s.Correlation), int32(i)})
-		}
-	}
-	for i := range t.GPUOps {
-		if o := &t.GPUOps[i]; o.Correlation != 0 {
-			ops = append(ops, keyed{key(o.Pid, o.Correlation), int32(i)})
+			api = append(api, keyed{launchKey(s.Pid, s.Correlation), int32(i)})
 		}
 	}
 	sortKeyed(api)
-	sortKeyed(ops)
+	ix := newLaunchIndex(api)
 	var group []int32
-	j := 0
-	for _, o := range ops {
-		for j < len(api) && api[j].key < o.key {
-			j++
-		}
-		if j == len(api) || api[j].key != o.key {
+	var last uint64 // the key group holds the calls of; 0 is no key
+	for i := range t.GPUOps {
+		o := &t.GPUOps[i]
+		if o.Correlation == 0 {
 			continue
 		}
-		group = group[:0]
-		for k := j; k < len(api) && api[k].key == o.key; k++ {
-			group = append(group, api[k].idx)
+		if k := launchKey(o.Pid, o.Correlation); k != last {
+			last = k
+			group = group[:0]
+			for _, c := range ix.calls(k) {
+				group = append(group, c.idx)
+			}
 		}
-		fn(o.idx, group)
+		if len(group) > 0 {
+			fn(int32(i), group)
+		}
 	}
+}
+
+// launchKey is the join's key: the process in the high half, the
+// correlation ID in the low one (never 0 for a correlation ID that is not).
+func launchKey(pid, corr uint32) uint64 { return uint64(pid)<<32 | uint64(corr) }
+
+// launchIndex finds the calls of a (pid, correlation) key in the calls
+// sorted by key. CUPTI numbers a process's API calls one after another, so
+// each process's correlation IDs fill most of their range: a table indexed
+// by the ID (the position of its first call, or -1) answers in one read.
+// A process whose IDs are sparse (more than twice as many holes as calls)
+// is searched by bisection instead, so the table is at most about twice the
+// calls.
+type launchIndex struct {
+	api   []keyed
+	procs []launchProc
+	first []int32
+	last  int // the process found last: ops come in runs of one process
+}
+
+// launchProc is one process's calls, api[lo:hi]; a dense process's
+// correlation IDs min.. index first[off:].
+type launchProc struct {
+	pid      uint32
+	lo, hi   int
+	dense    bool
+	min, max uint32
+	off      int
+}
+
+func newLaunchIndex(api []keyed) *launchIndex {
+	ix := &launchIndex{api: api}
+	for lo := 0; lo < len(api); {
+		pid := uint32(api[lo].key >> 32)
+		hi := lo + 1
+		for hi < len(api) && uint32(api[hi].key>>32) == pid {
+			hi++
+		}
+		p := launchProc{pid: pid, lo: lo, hi: hi, min: uint32(api[lo].key), max: uint32(api[hi-1].key)}
+		if width := uint64(p.max-p.min) + 1; width <= 2*uint64(hi-lo)+64 {
+			p.dense, p.off = true, len(ix.first)
+			for range width {
+				ix.first = append(ix.first, -1)
+			}
+			for j := hi - 1; j >= lo; j-- { // backwards: the first call of a key wins
+				ix.first[p.off+int(uint32(api[j].key)-p.min)] = int32(j)
+			}
+		}
+		ix.procs = append(ix.procs, p)
+		lo = hi
+	}
+	return ix
+}
+
+// calls returns the calls with key k, in index order (empty if none).
+func (ix *launchIndex) calls(k uint64) []keyed {
+	pid, corr := uint32(k>>32), uint32(k)
+	if ix.last >= len(ix.procs) || ix.procs[ix.last].pid != pid {
+		i, ok := slices.BinarySearchFunc(ix.procs, pid, func(p launchProc, pid uint32) int { return cmp.Compare(p.pid, pid) })
+		if !ok {
+			return nil
+		}
+		ix.last = i
+	}
+	p := &ix.procs[ix.last]
+	var at int
+	if p.dense {
+		if corr < p.min || corr > p.max {
+			return nil
+		}
+		f := ix.first[p.off+int(corr-p.min)]
+		if f < 0 {
+			return nil
+		}
+		at = int(f)
+	} else {
+		i, ok := slices.BinarySearchFunc(ix.api[p.lo:p.hi], k, func(c keyed, k uint64) int { return cmp.Compare(c.key, k) })
+		if !ok {
+			return nil
+		}
+		at = p.lo + i
+	}
+	end := at + 1
+	for end < p.hi && ix.api[end].key == k {
+		end++
+	}
+	return ix.api[at:end]
 }

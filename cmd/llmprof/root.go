@@ -3,11 +3,17 @@ package main
 import (
 	"context"
 	"fmt"
+	goio "io"
+	"io/fs"
+	"os"
+	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/llmprof/llmprof/internal/iostreams"
+	"github.com/llmprof/llmprof/internal/memlimit"
+	"github.com/llmprof/llmprof/internal/progress"
 )
 
 // IOStreams are the commands' streams (internal/iostreams).
@@ -17,6 +23,15 @@ type IOStreams = iostreams.IOStreams
 // their own.
 type Factory struct {
 	IO *IOStreams
+	// Getenv and FS are where the memory budget is read from (nil: the
+	// process's environment and the root file system; tests substitute).
+	Getenv func(string) string
+	FS     fs.FS
+	// memory is the budget the command runs under, applied before it runs
+	// (restore: the runtime's limit before; applied: whether it was).
+	memory  memlimit.Setting
+	restore int64
+	applied bool
 }
 
 // NewCmdRoot builds the command tree.
@@ -56,6 +71,32 @@ idle gaps and other tenants.`),
 		return usageErrorf("%s", msg)
 	}
 	root.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	var memory string
+	root.PersistentFlags().StringVar(&memory, "memory-limit", "", fmt.Sprintf(
+		"soft limit on llmprof's memory: `SIZE` such as 4GiB or 512MB, or a share of the memory it may use (the container's cgroup limit or the RAM) such as 60%%; 0 for none (default GOMEMLIMIT when set, else %d%%)", memlimit.DefaultPercent))
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		flag := cmd.Flags().Lookup("memory-limit")
+		var lim memlimit.Limit
+		if flag != nil && flag.Changed {
+			var err error
+			if lim, err = memlimit.Parse(memory); err != nil {
+				return usageErrorf("--memory-limit: %v", err)
+			}
+		}
+		getenv, fsys := f.Getenv, f.FS
+		if getenv == nil {
+			getenv = os.Getenv
+		}
+		if fsys == nil {
+			fsys = memlimit.System()
+		}
+		set, err := memlimit.Resolve(lim, flag != nil && flag.Changed, getenv, fsys)
+		if err != nil {
+			return &UsageError{err}
+		}
+		f.memory, f.restore, f.applied = set, set.Apply(), true
+		return nil
+	}
 	for _, add := range commands {
 		root.AddCommand(typedArgs(add(f)))
 	}
@@ -101,7 +142,30 @@ func Main(ctx context.Context, args []string, io *IOStreams) int {
 	root := NewCmdRoot(f)
 	root.SetArgs(args)
 	_, err := root.ExecuteContextC(ctx)
+	if f.applied {
+		// The budget holds for the command alone, so that Main run
+		// in-process, as tests do, leaves the runtime as it found it.
+		debug.SetMemoryLimit(f.restore)
+		memoryNote(f.memory, io.ErrOut)
+	}
 	return exitCode(err, io.ErrOut)
+}
+
+// memoryNote says on stderr when the process's peak resident memory passed
+// its budget by more than the memory no limit covers: the collector then ran as often as the runtime lets it (at
+// most half the CPU) and could not hold the limit, because the live data
+// was larger. What llmprof holds per record is in docs/design.md §3.
+func memoryNote(s memlimit.Setting, w goio.Writer) {
+	_, peak := progress.Resident()
+	// The limit is the Go runtime's memory; resident memory also holds the
+	// binary's pages and the threads' stacks, a few tens of MB that pass no
+	// limit: a peak within that margin held it.
+	margin := max(uint64(s.Bytes)/20, 32<<20)
+	if s.Bytes <= 0 || peak <= uint64(s.Bytes)+margin {
+		return
+	}
+	fmt.Fprintf(w, "llmprof: note: peak memory %s passed the memory limit %s (%s): the data held for the analysis was larger than the limit, which makes the collector work harder but cannot make it smaller (docs/design.md §3 says what is held)\n",
+		memlimit.Format(int64(peak)), memlimit.Format(s.Bytes), s.From)
 }
 
 // examples formats a command's Example text: cobra prints it as it is, so

@@ -8,6 +8,8 @@ package progress
 import (
 	"fmt"
 	"io"
+	"math"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -36,8 +38,11 @@ type Meter struct {
 	// peak of its own.
 	memory func() (cur, peak uint64)
 	peak   uint64
-	stop   chan struct{}
-	wg     sync.WaitGroup
+	// limit is the runtime's memory limit when one is set (--memory-limit,
+	// GOMEMLIMIT), shown after the peak; 0: none.
+	limit uint64
+	stop  chan struct{}
+	wg    sync.WaitGroup
 }
 
 // New returns a meter drawing on w when enabled (stderr is a terminal),
@@ -47,6 +52,9 @@ func New(w io.Writer, enabled bool) *Meter {
 		return nil
 	}
 	m := &Meter{w: w, now: time.Now, every: 200 * time.Millisecond, stop: make(chan struct{}), memory: readMemory}
+	if l := debug.SetMemoryLimit(-1); l > 0 && l < math.MaxInt64 {
+		m.limit = uint64(l)
+	}
 	m.wg.Add(1)
 	go m.loop()
 	return m
@@ -136,7 +144,7 @@ func (m *Meter) draw() {
 }
 
 // line formats the progress line: "reading 2/7 files, 120 MB of 367 MB,
-// 40 MB/s, ETA 6s  3s  mem 310 MB, peak 420 MB" while reading, "aligning
+// 40 MB/s, ETA 6s  3s  mem 310 MB, peak 420 MB of 12 GB limit" while reading, "aligning
 // clocks  1.2s  mem …" after, "restoring inputs 80 MB, 95 MB/s  …" for a
 // stage that counts Bytes.
 func (m *Meter) line() string {
@@ -168,6 +176,9 @@ func (m *Meter) line() string {
 		m.peak = max(m.peak, cur, peak)
 		if cur > 0 {
 			fmt.Fprintf(&b, "  mem %s, peak %s", humanize.Bytes(cur), humanize.Bytes(m.peak))
+			if m.limit > 0 {
+				fmt.Fprintf(&b, " of %s limit", humanize.Bytes(m.limit))
+			}
 		}
 	}
 	return b.String()

@@ -2,6 +2,9 @@ package progress
 
 import (
 	"bytes"
+	"io"
+	"math"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -71,6 +74,28 @@ func TestLineMemoryAndBytes(t *testing.T) {
 	peak = 900e6
 	if got, want := m.line(), "restoring inputs 80 MB, 40 MB/s  2s  mem 100 MB, peak 900 MB"; got != want {
 		t.Errorf("line %q, want %q", got, want)
+	}
+	m.limit = 12e9 // under a memory limit (--memory-limit), the peak is set against it
+	if got, want := m.line(), "restoring inputs 80 MB, 40 MB/s  2s  mem 100 MB, peak 900 MB of 12 GB limit"; got != want {
+		t.Errorf("line %q, want %q", got, want)
+	}
+}
+
+// TestNewReadsTheLimit: a meter made under the runtime's memory limit shows
+// it; without one, nothing.
+func TestNewReadsTheLimit(t *testing.T) {
+	old := debug.SetMemoryLimit(5e9)
+	defer debug.SetMemoryLimit(old)
+	m := New(io.Discard, true)
+	m.Close()
+	if m.limit != 5e9 {
+		t.Errorf("limit %d under a 5 GB memory limit", m.limit)
+	}
+	debug.SetMemoryLimit(math.MaxInt64)
+	m = New(io.Discard, true)
+	m.Close()
+	if m.limit != 0 {
+		t.Errorf("limit %d with none set", m.limit)
 	}
 }
 
