@@ -53,7 +53,8 @@ func HodgesLehmann(xs, ys []float64, alpha float64) Shift {
 	if m%2 == 1 {
 		est = sel.kth(m/2 + 1)
 	} else {
-		est = (sel.kth(m/2) + sel.kth(m/2+1)) / 2
+		lo := sel.kth(m / 2)
+		est = (lo + sel.next(m/2, lo)) / 2
 	}
 	k := mosesK(xs, ys, alpha)
 	if k < 1 {
@@ -201,6 +202,28 @@ func (s *diffSelector) kth(k int64) float64 {
 			return pivot
 		}
 	}
+}
+
+// next returns the (k+1)-th smallest difference given v, the k-th: v again
+// if more than k differences are ≤ v, else the smallest difference above v,
+// which in row i is the first column past those ≤ v (y_j − x_i grows with
+// j). One sweep instead of a second selection; with an infinite value,
+// whose differences may be NaN, it selects.
+func (s *diffSelector) next(k int64, v float64) float64 {
+	n1, n2 := len(s.xs), len(s.ys)
+	if math.IsInf(s.xs[0], 0) || math.IsInf(s.xs[n1-1], 0) || math.IsInf(s.ys[0], 0) || math.IsInf(s.ys[n2-1], 0) || math.IsNaN(v) {
+		return s.kth(k + 1)
+	}
+	if _, leq := s.countBelow(v); leq > k {
+		return v
+	}
+	above := math.Inf(1)
+	for i, x := range s.xs {
+		if j := s.leq[i]; j < n2 {
+			above = min(above, s.ys[j]-x)
+		}
+	}
+	return above
 }
 
 // orderStat is the k-th smallest of vals (0-based), as vals sorted would
