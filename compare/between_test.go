@@ -6,6 +6,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -80,8 +81,14 @@ func aaSpread(pairs [][2]compare.Run) (maxAbs, upper map[string]float64) {
 	return out, upper
 }
 
+// realRun is the vLLM nightly benchmark run of one configuration (under
+// ../shared/testdata/vllm-bench), loaded once per test binary (five tests read
+// them; compare only reads a Run's samples).
 func realRun(t *testing.T, config string) compare.Run {
 	t.Helper()
+	if r, ok := realRuns.Load(config); ok {
+		return r.(compare.Run)
+	}
 	m := shareddata.Glob(t, "testdata/vllm-bench/surajssd-llm-k8s-"+config+"-serving_*.json")
 	if len(m) != 1 {
 		t.Fatalf("config %s: %d files", config, len(m))
@@ -90,8 +97,12 @@ func realRun(t *testing.T, config string) compare.Run {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return in.Runs[0]
+	r, _ := realRuns.LoadOrStore(config, in.Runs[0])
+	return r.(compare.Run)
 }
+
+// realRuns holds realRun's runs by configuration.
+var realRuns sync.Map
 
 // TestBetweenRunBoundCalibration checks the between-run bound
 // (compare.BetweenRunBound) against the A/A pairs it was calibrated on: the
