@@ -6,6 +6,7 @@ import (
 	"os"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -80,8 +81,14 @@ func aaSpread(pairs [][2]compare.Run) (maxAbs, upper map[string]float64) {
 	return out, upper
 }
 
+// realRun is the vLLM nightly benchmark run of one configuration (under
+// ../shared/testdata/vllm-bench), loaded once per test binary (five tests read
+// them; compare only reads a Run's samples).
 func realRun(t *testing.T, config string) compare.Run {
 	t.Helper()
+	if r, ok := realRuns.Load(config); ok {
+		return r.(compare.Run)
+	}
 	m := shareddata.Glob(t, "testdata/vllm-bench/surajssd-llm-k8s-"+config+"-serving_*.json")
 	if len(m) != 1 {
 		t.Fatalf("config %s: %d files", config, len(m))
@@ -90,8 +97,12 @@ func realRun(t *testing.T, config string) compare.Run {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return in.Runs[0]
+	r, _ := realRuns.LoadOrStore(config, in.Runs[0])
+	return r.(compare.Run)
 }
+
+// realRuns holds realRun's runs by configuration.
+var realRuns sync.Map
 
 // TestBetweenRunBoundCalibration checks the between-run bound
 // (compare.BetweenRunBound) against the A/A pairs it was calibrated on: the
@@ -106,27 +117,32 @@ func realRun(t *testing.T, config string) compare.Run {
 func TestBetweenRunBoundCalibration(t *testing.T) {
 	r02, r03, r04 := realRun(t, "02_tp4_pp2_no_IB"), realRun(t, "03_tp4_pp2_IB"), realRun(t, "04_tp4_pp2_IB")
 	real, realU := aaSpread([][2]compare.Run{{r03, r04}, {r02, r03}, {r02, r04}})
-	// The plain form: 2 simulated pairs of each design (6 runs), where the
-	// 3.29·√2·σ check still applies to every pair and the real pairs' upper
-	// bounds are checked in full; LLMPROF_LONG: 10 pairs each, the table.
-	n := 4
-	if os.Getenv("LLMPROF_LONG") != "" {
-		n = 20
-	}
-	var which []seedNoise
-	for i := range n {
-		which = append(which, seedNoise{int64(100 + i), int64(1 + i)})
-	}
-	// Replayed: one workload seed, two noise seeds; different: pairs of
-	// workload seeds.
-	for i := range n / 2 {
-		which = append(which, seedNoise{int64(100 + 2*i), 50})
-	}
-	runs := synthRuns(t, which, 20*time.Second, 1)
+	// LLMPROF_LONG: 10 simulated pairs of each design, the table. The
+	// plain form: 2 pairs of each design made of TestSynthIssueGates's four
+	// runs (workload seeds 9000 and 9001, noise 1 and 2, shared: no
+	// simulation of its own), where the 3.29·√2·σ check still applies to
+	// every pair and the real pairs' upper bounds are checked in full.
 	var diff, repl [][2]compare.Run
-	for i := 0; i+1 < n; i += 2 {
-		diff = append(diff, [2]compare.Run{runs[i], runs[i+1]})
-		repl = append(repl, [2]compare.Run{runs[i], runs[n+i/2]})
+	if os.Getenv("LLMPROF_LONG") != "" {
+		const n = 20
+		var which []seedNoise
+		for i := range n {
+			which = append(which, seedNoise{int64(100 + i), int64(1 + i)})
+		}
+		// Replayed: one workload seed, two noise seeds; different: pairs
+		// of workload seeds.
+		for i := range n / 2 {
+			which = append(which, seedNoise{int64(100 + 2*i), 50})
+		}
+		runs := synthRuns(t, which, 20*time.Second, 1)
+		for i := 0; i+1 < n; i += 2 {
+			diff = append(diff, [2]compare.Run{runs[i], runs[i+1]})
+			repl = append(repl, [2]compare.Run{runs[i], runs[n+i/2]})
+		}
+	} else {
+		r := sharedSynthRuns(t, issueGateRuns, 20*time.Second, 1) // 9000/1, 9000/2, 9001/1, 9001/2
+		diff = [][2]compare.Run{{r[0], r[3]}, {r[1], r[2]}}
+		repl = [][2]compare.Run{{r[0], r[1]}, {r[2], r[3]}}
 	}
 	simD, simDU := aaSpread(diff)
 	simR, simRU := aaSpread(repl)
@@ -285,8 +301,9 @@ func excessBound(d, s []float64) float64 {
 // TestPairedTailBoundCalibration recomputes compare.PairedTailBound: the
 // part of the A/A spread of a tail quantile that the paired block
 // bootstrap's interval does not hold, over the real nightly runs of one
-// configuration (02, 03, 04) and replayed simulator pairs (20 s, workload
-// seeds 7000+, noise 1 against 2). Each source's 95% upper bound on the
+// configuration (02, 03, 04) and replayed simulator pairs (20 s, noise 1
+// against 2; workload seeds 7000+ in the long form, TestSynthIssueGates's
+// 9000 and 9001 in the plain one). Each source's 95% upper bound on the
 // excess, per run (÷√2), must not exceed the table — the real pairs always,
 // the simulated ones at the long run's 30 pairs, which set the table — and
 // the A/A pairs whose change lies beyond its interval widened by 1.96·√2·σ
@@ -307,15 +324,19 @@ func TestPairedTailBoundCalibration(t *testing.T) {
 	} else {
 		t.Log("../shared/testdata is absent: the real pairs are not checked")
 	}
-	n := 3
+	// The plain form checks the two replayed pairs of TestSynthIssueGates
+	// (workload seeds 9000 and 9001, shared: no simulation of its own)
+	// against the table; the long one the 30 calibration pairs.
+	var runs []compare.Run
 	if long {
-		n = 30
+		var which []seedNoise
+		for i := range 30 {
+			which = append(which, seedNoise{int64(7000 + i), 1}, seedNoise{int64(7000 + i), 2})
+		}
+		runs = synthRuns(t, which, 20*time.Second, 1)
+	} else {
+		runs = sharedSynthRuns(t, issueGateRuns, 20*time.Second, 1)
 	}
-	var which []seedNoise
-	for i := range n {
-		which = append(which, seedNoise{int64(7000 + i), 1}, seedNoise{int64(7000 + i), 2})
-	}
-	runs := synthRuns(t, which, 20*time.Second, 1)
 	var sim [][2]compare.Run
 	for i := 0; i < len(runs); i += 2 {
 		sim = append(sim, [2]compare.Run{runs[i], runs[i+1]})

@@ -85,3 +85,37 @@ func geoMean(x []float64) float64 {
 	}
 	return math.Exp(s / float64(len(x)))
 }
+
+// TestSameRunAsPrinted: two runs are the same when their JSON is, whatever
+// the shortcut that tells most different runs apart: NaN and ±Inf all print
+// as null, −0 prints as "-0", and the run ID does not count.
+func TestSameRunAsPrinted(t *testing.T) {
+	nan, inf := math.NaN(), math.Inf(1)
+	for _, c := range []struct {
+		name string
+		a, b compare.Series
+		same bool
+	}{
+		{"equal", compare.Series{1, 2.5}, compare.Series{1, 2.5}, true},
+		{"one value", compare.Series{1, 2.5}, compare.Series{1, 2.50000001}, false},
+		{"length", compare.Series{1, 2.5}, compare.Series{1, 2.5, 3}, false},
+		{"NaN and +Inf print alike", compare.Series{nan, 1}, compare.Series{inf, 1}, true},
+		{"-Inf and +Inf print alike", compare.Series{-inf}, compare.Series{inf}, true},
+		{"-0 and 0 do not", compare.Series{math.Copysign(0, -1)}, compare.Series{0}, false},
+		{"nil and empty are both left out", nil, compare.Series{}, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			for _, field := range []func(*compare.Run) *compare.Series{
+				func(r *compare.Run) *compare.Series { return &r.TTFT },
+				func(r *compare.Run) *compare.Series { return &r.ITL },
+				func(r *compare.Run) *compare.Series { return &r.Queue },
+			} {
+				x, y := compare.Run{RunID: "a", TPOT: compare.Series{3}}, compare.Run{RunID: "b", TPOT: compare.Series{3}}
+				*field(&x), *field(&y) = c.a, c.b
+				if got := compare.SameRun(x, y); got != c.same {
+					t.Errorf("SameRun = %v, want %v", got, c.same)
+				}
+			}
+		})
+	}
+}

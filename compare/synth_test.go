@@ -281,13 +281,19 @@ func compareSynth(tb testing.TB, b, c compare.Run, reps int, seed uint64, rules 
 	return res
 }
 
+// issueGateRuns are TestSynthIssueGates's 20 s runs: two workloads, each
+// replayed with two noise seeds. The plain forms of TestSynthTailRulesDecide,
+// TestBetweenRunBoundCalibration and TestPairedTailBoundCalibration share
+// them (sharedSynthRuns).
+var issueGateRuns = []seedNoise{{9000, 1}, {9000, 2}, {9001, 1}, {9001, 2}}
+
 // TestSynthIssueGates is the "done when" of issue 14 on the simulator:
 // unchanged runs (one workload replayed, other noise) do not fail the rules
 // a team would write, and the same workload on GEMM kernels 30% slower
 // still fails tpot.p50<+5% with gpu.gemm ranked first in the explanation.
 func TestSynthIssueGates(t *testing.T) {
 	const d = 20 * time.Second
-	runs := sharedSynthRuns(t, []seedNoise{{9000, 1}, {9000, 2}, {9001, 1}, {9001, 2}}, d, 1)
+	runs := sharedSynthRuns(t, issueGateRuns, d, 1)
 	for i := 0; i+1 < len(runs); i += 2 {
 		res := compareSynth(t, runs[i], runs[i+1], 300, 1, issueGates...)
 		if res.Gate.Failed {

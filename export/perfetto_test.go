@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -355,15 +356,26 @@ func checkExport(t *testing.T, tr *ingest.Trace, out []byte, st PerfettoStats, e
 		}
 	}
 	// Launch arrows: every end has its start, and both lie inside a slice of
-	// their thread.
-	inside := func(e event) bool {
-		at := ns(t, e.Ts, st.BaseNs)
-		for _, s := range slices_[track{*e.Pid, *e.Tid}] {
-			if s[0] <= at && at <= s[1] {
-				return true
+	// their thread. The slices are sorted by start (above): a time is
+	// inside one when the latest end among those starting at or before it
+	// (reach, a running maximum) is at or after it.
+	reach := map[track][]int64{}
+	for k, ss := range slices_ {
+		r := make([]int64, len(ss))
+		for i, s := range ss {
+			r[i] = s[1]
+			if i > 0 {
+				r[i] = max(r[i], r[i-1])
 			}
 		}
-		return false
+		reach[k] = r
+	}
+	inside := func(e event) bool {
+		at := ns(t, e.Ts, st.BaseNs)
+		k := track{*e.Pid, *e.Tid}
+		ss := slices_[k]
+		n := sort.Search(len(ss), func(i int) bool { return ss[i][0] > at }) // ss[:n] start ≤ at
+		return n > 0 && reach[k][n-1] >= at
 	}
 	for _, f := range flowEnds {
 		s, ok := flowStarts[*f.ID]

@@ -85,14 +85,23 @@ func unsafeFirst(s []GPUOp) *GPUOp {
 }
 
 // The in-place sort gives the order of a stable sort, on inputs with many
-// ties and long permutation cycles.
+// ties and long permutation cycles, whether the times' range fits beside
+// the index in one key (spreads up to 2⁵⁰ with 5000 records; negative
+// times) or not (2⁶² and the whole int64 range: the pairs).
 func TestSortByTimeInPlaceIsStable(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, n := range []int{0, 1, 2, 3, 10, 1000, 5000} {
-		for _, spread := range []int64{1, 3, 1 << 40} {
+		for _, spread := range []int64{1, 3, 1 << 40, 1 << 50, 1 << 62, -1} {
 			recs := make([]Sample, n)
 			for i := range recs {
-				recs[i] = Sample{Time: r.Int64N(spread), Pid: uint32(i)}
+				switch spread {
+				case -1:
+					recs[i] = Sample{Time: int64(r.Uint64()), Pid: uint32(i)}
+				case 1 << 50:
+					recs[i] = Sample{Time: r.Int64N(spread) - spread/2, Pid: uint32(i)}
+				default:
+					recs[i] = Sample{Time: r.Int64N(spread), Pid: uint32(i)}
+				}
 			}
 			want := slices.Clone(recs)
 			slices.SortStableFunc(want, func(a, b Sample) int { return cmp.Compare(a.Time, b.Time) })
@@ -102,4 +111,31 @@ func TestSortByTimeInPlaceIsStable(t *testing.T) {
 			}
 		}
 	}
+}
+
+// BenchmarkSortByTime sorts 2 M GPU ops of a 10-minute run in time order
+// except for the streams' interleaving (each op up to 1 ms early or late),
+// the shape of a merged nsys export; pairs is the (time, index) sort that
+// times too far apart fall back to.
+func BenchmarkSortByTime(b *testing.B) {
+	r := rand.New(rand.NewPCG(5, 6))
+	base := make([]GPUOp, 2_000_000)
+	const t0, step = int64(1_700_000_000_000_000_000), int64(300_000)
+	for i := range base {
+		base[i] = GPUOp{Start: t0 + int64(i)*step + r.Int64N(2_000_000) - 1_000_000}
+	}
+	ops := make([]GPUOp, len(base))
+	start := func(o *GPUOp) int64 { return o.Start }
+	b.Run("packed", func(b *testing.B) {
+		for b.Loop() {
+			copy(ops, base)
+			sortByTime(ops, start)
+		}
+	})
+	b.Run("pairs", func(b *testing.B) {
+		for b.Loop() {
+			copy(ops, base)
+			sortByTimePairs(ops, start)
+		}
+	})
 }

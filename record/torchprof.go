@@ -453,8 +453,9 @@ func (tp *torchProfiler) beforeShutdown() {
 func (tp *torchProfiler) waitComplete(ctx context.Context) {
 	var last string
 	stable := 0
+	checked := map[string]checkedTrace{}
 	for {
-		files := tp.scan()
+		files := tp.scanCached(checked)
 		var sig strings.Builder
 		all := len(files) > 0
 		for _, f := range files {
@@ -485,13 +486,37 @@ func isTrace(name string) bool {
 }
 
 // scan lists the traces in the folder, checking each one whole.
-func (tp *torchProfiler) scan() []TorchTraceFile {
+func (tp *torchProfiler) scan() []TorchTraceFile { return tp.scanCached(nil) }
+
+// checkedTrace is a trace's check (checkTrace) and the size and
+// modification time of the file it read.
+type checkedTrace struct {
+	size int64
+	mod  time.Time
+	file TorchTraceFile
+}
+
+// scanCached is scan that keeps each check in checked and reuses it while
+// the file's size and modification time stay the same: waitComplete's
+// polls read each unchanged trace once, not on every poll (finish's scan
+// reads them all again for the manifest). A nil checked reads every file.
+func (tp *torchProfiler) scanCached(checked map[string]checkedTrace) []TorchTraceFile {
 	var out []TorchTraceFile
 	_ = filepath.WalkDir(tp.dir, func(p string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !isTrace(d.Name()) {
 			return nil
 		}
-		out = append(out, checkTrace(p))
+		info, err := d.Info()
+		if checked == nil || err != nil {
+			out = append(out, checkTrace(p))
+			return nil
+		}
+		c, ok := checked[p]
+		if !ok || c.size != info.Size() || !c.mod.Equal(info.ModTime()) {
+			c = checkedTrace{size: info.Size(), mod: info.ModTime(), file: checkTrace(p)}
+			checked[p] = c
+		}
+		out = append(out, c.file)
 		return nil
 	})
 	slices.SortFunc(out, func(a, b TorchTraceFile) int { return strings.Compare(a.Path, b.Path) })

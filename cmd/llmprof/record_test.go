@@ -196,32 +196,56 @@ esac
 	}
 }
 
-// buildBinaries builds llmprof and the OpenTelemetry SDK test client once
-// for the end-to-end tests.
+// buildBinaries returns the llmprof to run — this test binary, which runs
+// llmprof's main when llmprofCommand sets asLLMProf in its environment
+// (TestMain), so that no second copy of llmprof is linked (4 s of CPU) —
+// and the OpenTelemetry SDK test client, built once for the end-to-end
+// tests.
 //
 // LLMPROF_TEST_BINDIR, when set, names a directory that already holds both
 // (built from this tree): repeating a test, e.g. 20 runs in a row under
-// load, then does not relink them every time.
+// load, then does not relink the client every time, and runs that llmprof.
 func buildBinaries(t *testing.T) (llmprof, client string) {
 	t.Helper()
 	if dir := os.Getenv("LLMPROF_TEST_BINDIR"); dir != "" {
 		return filepath.Join(dir, "llmprof"), filepath.Join(dir, "otlpclient")
 	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Skipf("no path to this test binary to run as llmprof: %v", err)
+	}
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		t.Skip("no go toolchain on PATH to build the test binaries")
+		t.Skip("no go toolchain on PATH to build the test client")
 	}
-	dir := t.TempDir()
-	for _, b := range []struct{ out, pkg string }{
-		{"llmprof", "github.com/llmprof/llmprof/cmd/llmprof"},
-		{"otlpclient", "github.com/llmprof/llmprof/internal/otlpclient"},
-	} {
-		cmd := exec.Command(goBin, "build", "-o", filepath.Join(dir, b.out), b.pkg)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", b.pkg, err, out)
-		}
+	client = filepath.Join(t.TempDir(), "otlpclient")
+	const pkg = "github.com/llmprof/llmprof/internal/otlpclient"
+	if out, err := exec.Command(goBin, "build", "-o", client, pkg).CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
 	}
-	return filepath.Join(dir, "llmprof"), filepath.Join(dir, "otlpclient")
+	return self, client
+}
+
+// asLLMProf in a test binary's environment makes it llmprof (TestMain).
+const asLLMProf = "LLMPROF_TEST_RUN_MAIN=1"
+
+// llmprofCommand runs llmprof (buildBinaries) with args.
+func llmprofCommand(llmprof string, args ...string) *exec.Cmd {
+	cmd := exec.Command(llmprof, args...)
+	cmd.Env = append(os.Environ(), asLLMProf)
+	return cmd
+}
+
+// TestMain runs llmprof's main instead of the tests when the environment
+// holds asLLMProf, which it removes first so that record's child does not
+// inherit it.
+func TestMain(m *testing.M) {
+	name, value, _ := strings.Cut(asLLMProf, "=")
+	if os.Getenv(name) == value {
+		os.Unsetenv(name)
+		main()
+	}
+	os.Exit(m.Run())
 }
 
 // sentSpan mirrors internal/otlpclient's SentSpan.
@@ -414,7 +438,7 @@ func TestRecordEndToEnd(t *testing.T) {
 	common := []string{"record", "--no-nvml", "--otlp-quiet", "50ms", "--flush-interval", "100ms", "--clock-interval", "200ms"}
 	start := func(t *testing.T, dir string, extra []string, child ...string) (*exec.Cmd, *bytes.Buffer) {
 		args := append(append(append([]string{}, common...), "-o", dir), extra...)
-		cmd := exec.Command(llmprof, append(append(args, "--", client), child...)...)
+		cmd := llmprofCommand(llmprof, append(append(args, "--", client), child...)...)
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		cmd.WaitDelay = 10 * time.Second
@@ -562,7 +586,7 @@ func TestRecordEndToEnd(t *testing.T) {
 			t.Skip("no /proc to watch the child")
 		}
 		dir := filepath.Join(t.TempDir(), "run.llmprof")
-		cmd := exec.Command(llmprof, "record", "--no-nvml", "-o", dir, "--", "sleep", "100")
+		cmd := llmprofCommand(llmprof, "record", "--no-nvml", "-o", dir, "--", "sleep", "100")
 		cmd.WaitDelay = 10 * time.Second
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)

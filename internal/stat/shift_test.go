@@ -150,3 +150,28 @@ func TestOrderStatMatchesSort(t *testing.T) {
 		}
 	}
 }
+
+// TestDiffSelectorLargerMatchesSort: samples large enough for several
+// rounds of sampled pivots, with and without ties, every 997th order
+// statistic and the extremes against the sorted differences.
+func TestDiffSelectorLargerMatchesSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for trial := range 6 {
+		n1, n2 := 200+rng.IntN(300), 200+rng.IntN(300)
+		xs := randomSample(rng, n1, 0, trial%2 == 0)
+		ys := randomSample(rng, n2, 0.1, trial%3 == 0)
+		want := allDiffs(xs, ys)
+		sel := newDiffSelector(xs, ys)
+		m := int64(len(want))
+		for _, k := range append([]int64{1, 2, m / 2, m/2 + 1, m - 1, m}, func() (ks []int64) {
+			for k := int64(3); k < m; k += 997 {
+				ks = append(ks, k)
+			}
+			return ks
+		}()...) {
+			if got := sel.kth(k); got != want[k-1] {
+				t.Fatalf("trial %d (%d×%d): D_(%d) = %v, want %v", trial, n1, n2, k, got, want[k-1])
+			}
+		}
+	}
+}
