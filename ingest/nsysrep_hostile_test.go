@@ -34,13 +34,22 @@ func TestNsysReportHungIsKilled(t *testing.T) {
 	t.Setenv("TMPDIR", t.TempDir())
 	rep := write(t, filepath.Join(t.TempDir(), "report1.nsys-rep"), nsysRep)
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(300*time.Millisecond, cancel)
-	start := time.Now()
+	// Cancel once nsys's child runs (its pid is written): a fixed delay
+	// could cancel before a loaded machine had started the script at all.
+	cancelled := make(chan time.Time, 1)
+	go func() {
+		defer func() { cancelled <- time.Now(); cancel() }()
+		for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+			if b, err := os.ReadFile(filepath.Join(bin, "child.pid")); err == nil && strings.HasSuffix(string(b), "\n") {
+				return
+			}
+		}
+	}()
 	_, err := ingest.Open(ctx, []string{rep}, withNsys, ingest.OpenOptions{})
 	if err == nil {
 		t.Fatal("no error from a cancelled conversion")
 	}
-	if d := time.Since(start); d > 6*time.Second {
+	if d := time.Since(<-cancelled); d > 6*time.Second {
 		t.Errorf("returned %s after the cancel", d)
 	}
 	b, err := os.ReadFile(filepath.Join(bin, "child.pid"))

@@ -149,10 +149,15 @@ func memTotal(fsys fs.FS) (int64, error) {
 	return 0, errors.New("no MemTotal in /proc/meminfo")
 }
 
-// cgroupLimit reads the memory limit of the process's own cgroup: v2's
-// memory.max under the unified hierarchy's path ("0::/path" in
-// /proc/self/cgroup), else v1's memory.limit_in_bytes under the memory
-// controller's path. No limit ("max", or v1's page-rounded 2⁶³) is 0.
+// cgroupLimit reads the memory limit that binds the process's own cgroup:
+// the smallest limit of that cgroup and of every ancestor (a container's
+// entrypoint may sit in a child cgroup with no limit of its own, a job in a
+// systemd scope under a limited slice) — v2's memory.max under the unified
+// hierarchy's path ("0::/path" in /proc/self/cgroup), else v1's
+// memory.limit_in_bytes under the memory controller's path. Inside a cgroup
+// namespace the process's path may not exist under the mount, whose root is
+// then its own cgroup: the levels that exist are read. No limit ("max", or
+// v1's page-rounded 2⁶³) is 0.
 func cgroupLimit(fsys fs.FS) (int64, error) {
 	b, err := fs.ReadFile(fsys, "proc/self/cgroup")
 	if err != nil {
@@ -172,40 +177,49 @@ func cgroupLimit(fsys fs.FS) (int64, error) {
 			v1, haveV1 = parts[2], true
 		}
 	}
-	read := func(path string) (int64, error) {
-		b, err := fs.ReadFile(fsys, path)
-		if err != nil {
-			return 0, err
-		}
-		s := strings.TrimSpace(string(b))
-		if s == "max" {
-			return 0, nil
-		}
-		v, err := strconv.ParseInt(s, 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("%s: %w", path, err)
-		}
-		if v >= math.MaxInt64/2 { // v1's "no limit"
-			return 0, nil
-		}
-		return v, nil
-	}
 	if haveV2 {
-		if v, err := read(cleanJoin("sys/fs/cgroup", v2, "memory.max")); err == nil {
-			return v, nil
-		}
-		// A container whose namespace shows its cgroup as the root.
-		if v, err := read("sys/fs/cgroup/memory.max"); err == nil {
-			return v, nil
+		if v, ok, err := hierarchyLimit(fsys, "sys/fs/cgroup", v2, "memory.max"); ok || err != nil {
+			return v, err
 		}
 	}
 	if haveV1 {
-		if v, err := read(cleanJoin("sys/fs/cgroup/memory", v1, "memory.limit_in_bytes")); err == nil {
-			return v, nil
+		if v, ok, err := hierarchyLimit(fsys, "sys/fs/cgroup/memory", v1, "memory.limit_in_bytes"); ok || err != nil {
+			return v, err
 		}
-		return read("sys/fs/cgroup/memory/memory.limit_in_bytes")
 	}
 	return 0, errors.New("no memory cgroup")
+}
+
+// hierarchyLimit is the smallest limit in file at each level of path under
+// mount, from the cgroup itself up to the mount's root (0: none); ok is
+// false when no level has the file.
+func hierarchyLimit(fsys fs.FS, mount, path, file string) (limit int64, ok bool, err error) {
+	levels := strings.Split(cleanJoin(path), "/")
+	if levels[0] == "" {
+		levels = nil
+	}
+	for n := len(levels); n >= 0; n-- {
+		b, rerr := fs.ReadFile(fsys, cleanJoin(mount, strings.Join(levels[:n], "/"), file))
+		if rerr != nil {
+			continue
+		}
+		ok = true
+		s := strings.TrimSpace(string(b))
+		if s == "max" {
+			continue
+		}
+		v, perr := strconv.ParseInt(s, 10, 64)
+		if perr != nil {
+			return 0, true, fmt.Errorf("%s: %w", cleanJoin(mount, strings.Join(levels[:n], "/"), file), perr)
+		}
+		if v >= math.MaxInt64/2 { // v1's "no limit"
+			continue
+		}
+		if limit == 0 || v < limit {
+			limit = v
+		}
+	}
+	return limit, ok, nil
 }
 
 // cleanJoin joins fs.FS path elements, dropping the cgroup path's leading
@@ -235,8 +249,13 @@ type Setting struct {
 // DefaultPercent of the usable memory; none when that cannot be read.
 func Resolve(flag Limit, set bool, getenv func(string) string, fsys fs.FS) (Setting, error) {
 	if !set {
-		if v := getenv("GOMEMLIMIT"); v != "" && v != "off" {
-			return Setting{Bytes: debug.SetMemoryLimit(-1), From: "GOMEMLIMIT"}, nil
+		if getenv("GOMEMLIMIT") != "" {
+			// The runtime read it at start ("off" is no limit).
+			lim := debug.SetMemoryLimit(-1)
+			if lim == math.MaxInt64 {
+				lim = 0
+			}
+			return Setting{Bytes: lim, From: "GOMEMLIMIT"}, nil
 		}
 		flag = Limit{Percent: DefaultPercent}
 	}

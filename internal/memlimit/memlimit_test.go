@@ -182,3 +182,50 @@ func TestApply(t *testing.T) {
 		t.Fatalf("limit %d after Apply of none, want no limit", got)
 	}
 }
+
+// TestCgroupV2AncestorLimit: under cgroup v2 the limit that binds a
+// process is the smallest memory.max of its cgroup and every ancestor. A
+// container whose entrypoint moved itself into a child cgroup (/init, as
+// systemd and docker-in-docker images do to delegate controllers) has
+// "max" in its own memory.max and the container's limit one level up.
+// (Found in review: only the own file was read, and the default budget was
+// 75% of the host's RAM instead of the container's 2 GiB.)
+func TestCgroupV2AncestorLimit(t *testing.T) {
+	fsys := fstest.MapFS{
+		"proc/meminfo":                  {Data: []byte(meminfo)},
+		"proc/self/cgroup":              {Data: []byte("0::/init\n")},
+		"sys/fs/cgroup/memory.max":      {Data: []byte("2147483648\n")},
+		"sys/fs/cgroup/init/memory.max": {Data: []byte("max\n")},
+	}
+	got, where, ok := Usable(fsys)
+	if !ok || got != 2<<30 || where != "cgroup limit" {
+		t.Fatalf("Usable = %d, %q, %v; want the parent cgroup's 2 GiB limit", got, where, ok)
+	}
+	// The same with the limit two levels up (a systemd slice above a scope).
+	fsys = fstest.MapFS{
+		"proc/meminfo":                                   {Data: []byte(meminfo)},
+		"proc/self/cgroup":                               {Data: []byte("0::/batch.slice/job.scope\n")},
+		"sys/fs/cgroup/batch.slice/memory.max":           {Data: []byte("1073741824\n")},
+		"sys/fs/cgroup/batch.slice/job.scope/memory.max": {Data: []byte("max\n")},
+	}
+	got, where, ok = Usable(fsys)
+	if !ok || got != 1<<30 || where != "cgroup limit" {
+		t.Fatalf("Usable = %d, %q, %v; want the slice's 1 GiB limit", got, where, ok)
+	}
+}
+
+// TestResolveGOMEMLIMITOff: GOMEMLIMIT=off is the user asking the runtime
+// for no limit (the --memory-limit help promises "default GOMEMLIMIT when
+// set"); found in review applying the 75% default instead.
+func TestResolveGOMEMLIMITOff(t *testing.T) {
+	fsys := fstest.MapFS{"proc/meminfo": {Data: []byte(meminfo)}}
+	got, err := Resolve(Limit{}, false, func(k string) string {
+		if k == "GOMEMLIMIT" {
+			return "off"
+		}
+		return ""
+	}, fsys)
+	if err != nil || got.Bytes != 0 {
+		t.Fatalf("Resolve with GOMEMLIMIT=off = %+v, %v; want no limit", got, err)
+	}
+}
