@@ -275,12 +275,13 @@ type busyKey struct {
 	device int16
 }
 
-// kernelRow is one target kernel in one regression.
+// kernelRow is one target kernel in one regression: 32 bytes, as a run's
+// rows are the kernel view's largest table. Its step's batch measures are
+// read from the step (batchUse.measure), not copied into each of its
+// kernels' rows.
 type kernelRow struct {
 	start, dur int64
-	group      int
-	size, tok  float64
-	ctx        float64
+	group      int32
 	// op is the row's GPU op (an index into the trace's GPUOps) and step
 	// its index in KernelInput.Steps (-1 when not linked).
 	op, step int32

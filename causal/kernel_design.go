@@ -13,8 +13,22 @@ import (
 // effects (kernel.go has the model).
 
 // batchUse says which of the step's batch measures the regression controls
-// for.
-type batchUse struct{ size, tok, ctx bool }
+// for, and holds the steps a row's measures are read from (kernelRow.step
+// indexes steps).
+type batchUse struct {
+	size, tok, ctx bool
+	steps          []KernelStep
+}
+
+// measure is row's step's i-th batch measure (0 size, 1 tokens, 2
+// context), 0 when the row has no step.
+func (u batchUse) measure(row *kernelRow, i int) float64 {
+	if row.step < 0 {
+		return 0
+	}
+	s := &u.steps[row.step]
+	return [3]float64{s.Size, s.Tokens, s.Context}[i]
+}
 
 // identity is a kernel's fixed-effect group: its name, launch shape, and
 // which launch of that name in its engine step it is (0 when not linked to
@@ -43,16 +57,15 @@ func kernelRows(t *ingest.Trace, idx []int32, stepOf []int32, steps []KernelStep
 		op := &t.GPUOps[i]
 		r := kernelRow{op: i, start: op.Start, dur: op.End - op.Start, cat: cats.Of(op), step: stepOf[i]}
 		if s := stepOf[i]; s >= 0 {
-			r.size, r.tok, r.ctx = steps[s].Size, steps[s].Tokens, steps[s].Context
-		}
-		if r.size > 0 {
-			haveSize++
-		}
-		if r.tok > 0 {
-			haveTok++
-		}
-		if r.ctx > 0 {
-			haveCtx++
+			if steps[s].Size > 0 {
+				haveSize++
+			}
+			if steps[s].Tokens > 0 {
+				haveTok++
+			}
+			if steps[s].Context > 0 {
+				haveCtx++
+			}
 		}
 		id := identity{name: op.Name, grid: op.Grid, block: op.Block}
 		if s := stepOf[i]; s >= 0 {
@@ -67,16 +80,16 @@ func kernelRows(t *ingest.Trace, idx []int32, stepOf []int32, steps []KernelStep
 			g = len(groupOf)
 			groupOf[id] = g
 		}
-		r.group = g
+		r.group = int32(g)
 		rows = append(rows, r)
 	}
 	enough := func(n int) bool { return len(rows) > 0 && float64(n) >= controlCoverage*float64(len(rows)) }
-	use := batchUse{size: enough(haveSize), tok: enough(haveTok), ctx: enough(haveCtx)}
+	use := batchUse{size: enough(haveSize), tok: enough(haveTok), ctx: enough(haveCtx), steps: steps}
 	if use.size || use.tok || use.ctx {
 		kept := rows[:0]
-		for _, r := range rows {
-			if (!use.size || r.size > 0) && (!use.tok || r.tok > 0) && (!use.ctx || r.ctx > 0) {
-				kept = append(kept, r)
+		for r := range rows {
+			if (!use.size || use.measure(&rows[r], 0) > 0) && (!use.tok || use.measure(&rows[r], 1) > 0) && (!use.ctx || use.measure(&rows[r], 2) > 0) {
+				kept = append(kept, rows[r])
 			}
 		}
 		rows = kept
@@ -218,7 +231,7 @@ func controlLog(row *kernelRow, use batchUse, c int) float64 {
 			continue
 		}
 		if c == 0 {
-			return math.Log([3]float64{row.size, row.tok, row.ctx}[i])
+			return math.Log(use.measure(row, i))
 		}
 		c--
 	}
