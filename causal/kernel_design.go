@@ -115,9 +115,12 @@ func kernelRows(t *ingest.Trace, idx []int32, stepOf []int32, steps []KernelStep
 type withinPlan struct {
 	use batchUse
 	// ctl is each control's log (batch size, tokens, context, those used)
-	// of the kept rows in order: what a group's basis is built from, read
-	// in order, where the rows themselves lie scattered.
-	ctl [][]float64
+	// per step of use.steps, and ctlStep the step of each of the kept rows
+	// in order: what a group's basis is built from (segLogs), read in
+	// order, where the rows themselves lie scattered. The logs in the
+	// rows' order were 8 bytes a row and measure, ctlStep is 4 a row.
+	ctl     [][]float64
+	ctlStep []int32
 	// size is each group's number of rows and rank the dimension of its
 	// basis, -1 for a group without rows or without freedom left.
 	size, rank []int32
@@ -213,11 +216,20 @@ func newWithinPlan(rows []kernelRow, groups int, use batchUse, full *withinPlan)
 	for i, r := range p.order {
 		p.dest[i] = pos[r]
 	}
-	p.ctl = make([][]float64, use.measures())
-	for c := range p.ctl {
-		p.ctl[c] = make([]float64, len(p.order))
+	if m := use.measures(); m > 0 {
+		p.ctl = make([][]float64, m)
+		for c := range p.ctl {
+			p.ctl[c] = make([]float64, len(use.steps))
+		}
+		for s := range use.steps {
+			r := kernelRow{step: int32(s)}
+			for c := range p.ctl {
+				p.ctl[c][s] = controlLog(&r, use, c)
+			}
+		}
+		p.ctlStep = make([]int32, len(p.order))
 		for i, r := range p.order {
-			p.ctl[c][i] = controlLog(&rows[r], use, c)
+			p.ctlStep[i] = rows[r].step
 		}
 	}
 	return p
@@ -295,11 +307,15 @@ func (p *withinPlan) groupBasis(logs [][]float64, m int, buf [][]float64) (basis
 	return basis, buf
 }
 
-// segLogs is seg s's columns of p.ctl.
+// segLogs is seg s's columns of the controls' logs (p.ctl by the rows'
+// steps), written in into's memory (grown as needed).
 func (p *withinPlan) segLogs(s withinSeg, into [][]float64) [][]float64 {
-	into = into[:0]
-	for _, c := range p.ctl {
-		into = append(into, c[s.from:s.to])
+	into = growColumns(into, len(p.ctl), s.to-s.from)
+	for c, logs := range p.ctl {
+		col := into[c]
+		for a, st := range p.ctlStep[s.from:s.to] {
+			col[a] = logs[st]
+		}
 	}
 	return into
 }
