@@ -275,12 +275,13 @@ type busyKey struct {
 	device int16
 }
 
-// kernelRow is one target kernel in one regression.
+// kernelRow is one target kernel in one regression: 32 bytes, as a run's
+// rows are the kernel view's largest table. Its step's batch measures are
+// read from the step (batchUse.measure), not copied into each of its
+// kernels' rows.
 type kernelRow struct {
 	start, dur int64
-	group      int
-	size, tok  float64
-	ctx        float64
+	group      int32
 	// op is the row's GPU op (an index into the trace's GPUOps) and step
 	// its index in KernelInput.Steps (-1 when not linked).
 	op, step int32
@@ -310,22 +311,17 @@ func KernelAnalyze(in KernelInput, opts KernelOptions) *KernelResult {
 		res.Notes = append(res.Notes, fmt.Sprintf("%d kernels of processes with no tenant were left out", g.unmapped))
 	}
 	instance := tenantInstances(tm)
-	stepOf := opSteps(len(t.GPUOps), in.Steps)
 	cats := attribution.NewCategoryCache(t)
 	controlsNoted := false
-	var rowOf []int32
-	if len(in.Steps) > 0 {
-		rowOf = make([]int32, len(t.GPUOps))
-		for i := range rowOf {
-			rowOf[i] = -1
-		}
-	}
+	// Each op's step (kernelRows) and each op's row (impact) are 4 bytes a
+	// GPU op of the trace: they are made for each target where they are
+	// read, not held across its fits, the kernel view's peak of memory.
 	for _, target := range g.keys {
 		sources, isolated, srcDev := g.sourcesOf(target, tm, instance)
 		if len(sources) == 0 {
 			continue
 		}
-		rows, groups, use := kernelRows(t, g.kernels[target], stepOf, in.Steps, cats)
+		rows, groups, use := kernelRows(t, g.kernels[target], opSteps(len(t.GPUOps), in.Steps), in.Steps, cats)
 		if !controlsNoted {
 			noteControls(res, use)
 			controlsNoted = true
@@ -343,8 +339,12 @@ func KernelAnalyze(in KernelInput, opts KernelOptions) *KernelResult {
 		}
 		pairs := kernelRegression(target, sources, isolated, srcDev, rows, groups, use, xs, ys, o, !o.NoCategories)
 		if len(in.Steps) > 0 {
-			// Each op's row, for every pair of this target (and back to -1
-			// after them: only the target's ops were set).
+			// Each op's row (-1: not the target's), for every pair of this
+			// target.
+			rowOf := make([]int32, len(t.GPUOps))
+			for i := range rowOf {
+				rowOf[i] = -1
+			}
 			for r := range rows {
 				rowOf[rows[r].op] = int32(r)
 			}
@@ -352,9 +352,6 @@ func KernelAnalyze(in KernelInput, opts KernelOptions) *KernelResult {
 				if pairs[j].Estimable {
 					pairs[j].Impact = impact(in, tm, target.tenant, rows, rowOf, xs[j], &pairs[j])
 				}
-			}
-			for r := range rows {
-				rowOf[rows[r].op] = -1
 			}
 		}
 		res.Pairs = append(res.Pairs, pairs...)

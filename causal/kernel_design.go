@@ -13,8 +13,22 @@ import (
 // effects (kernel.go has the model).
 
 // batchUse says which of the step's batch measures the regression controls
-// for.
-type batchUse struct{ size, tok, ctx bool }
+// for, and holds the steps a row's measures are read from (kernelRow.step
+// indexes steps).
+type batchUse struct {
+	size, tok, ctx bool
+	steps          []KernelStep
+}
+
+// measure is row's step's i-th batch measure (0 size, 1 tokens, 2
+// context), 0 when the row has no step.
+func (u batchUse) measure(row *kernelRow, i int) float64 {
+	if row.step < 0 {
+		return 0
+	}
+	s := &u.steps[row.step]
+	return [3]float64{s.Size, s.Tokens, s.Context}[i]
+}
 
 // identity is a kernel's fixed-effect group: its name, launch shape, and
 // which launch of that name in its engine step it is (0 when not linked to
@@ -43,16 +57,15 @@ func kernelRows(t *ingest.Trace, idx []int32, stepOf []int32, steps []KernelStep
 		op := &t.GPUOps[i]
 		r := kernelRow{op: i, start: op.Start, dur: op.End - op.Start, cat: cats.Of(op), step: stepOf[i]}
 		if s := stepOf[i]; s >= 0 {
-			r.size, r.tok, r.ctx = steps[s].Size, steps[s].Tokens, steps[s].Context
-		}
-		if r.size > 0 {
-			haveSize++
-		}
-		if r.tok > 0 {
-			haveTok++
-		}
-		if r.ctx > 0 {
-			haveCtx++
+			if steps[s].Size > 0 {
+				haveSize++
+			}
+			if steps[s].Tokens > 0 {
+				haveTok++
+			}
+			if steps[s].Context > 0 {
+				haveCtx++
+			}
 		}
 		id := identity{name: op.Name, grid: op.Grid, block: op.Block}
 		if s := stepOf[i]; s >= 0 {
@@ -67,16 +80,16 @@ func kernelRows(t *ingest.Trace, idx []int32, stepOf []int32, steps []KernelStep
 			g = len(groupOf)
 			groupOf[id] = g
 		}
-		r.group = g
+		r.group = int32(g)
 		rows = append(rows, r)
 	}
 	enough := func(n int) bool { return len(rows) > 0 && float64(n) >= controlCoverage*float64(len(rows)) }
-	use := batchUse{size: enough(haveSize), tok: enough(haveTok), ctx: enough(haveCtx)}
+	use := batchUse{size: enough(haveSize), tok: enough(haveTok), ctx: enough(haveCtx), steps: steps}
 	if use.size || use.tok || use.ctx {
 		kept := rows[:0]
-		for _, r := range rows {
-			if (!use.size || r.size > 0) && (!use.tok || r.tok > 0) && (!use.ctx || r.ctx > 0) {
-				kept = append(kept, r)
+		for r := range rows {
+			if (!use.size || use.measure(&rows[r], 0) > 0) && (!use.tok || use.measure(&rows[r], 1) > 0) && (!use.ctx || use.measure(&rows[r], 2) > 0) {
+				kept = append(kept, rows[r])
 			}
 		}
 		rows = kept
@@ -102,9 +115,12 @@ func kernelRows(t *ingest.Trace, idx []int32, stepOf []int32, steps []KernelStep
 type withinPlan struct {
 	use batchUse
 	// ctl is each control's log (batch size, tokens, context, those used)
-	// of the kept rows in order: what a group's basis is built from, read
-	// in order, where the rows themselves lie scattered.
-	ctl [][]float64
+	// per step of use.steps, and ctlStep the step of each of the kept rows
+	// in order: what a group's basis is built from (segLogs), read in
+	// order, where the rows themselves lie scattered. The logs in the
+	// rows' order were 8 bytes a row and measure, ctlStep is 4 a row.
+	ctl     [][]float64
+	ctlStep []int32
 	// size is each group's number of rows and rank the dimension of its
 	// basis, -1 for a group without rows or without freedom left.
 	size, rank []int32
@@ -200,11 +216,20 @@ func newWithinPlan(rows []kernelRow, groups int, use batchUse, full *withinPlan)
 	for i, r := range p.order {
 		p.dest[i] = pos[r]
 	}
-	p.ctl = make([][]float64, use.measures())
-	for c := range p.ctl {
-		p.ctl[c] = make([]float64, len(p.order))
+	if m := use.measures(); m > 0 {
+		p.ctl = make([][]float64, m)
+		for c := range p.ctl {
+			p.ctl[c] = make([]float64, len(use.steps))
+		}
+		for s := range use.steps {
+			r := kernelRow{step: int32(s)}
+			for c := range p.ctl {
+				p.ctl[c][s] = controlLog(&r, use, c)
+			}
+		}
+		p.ctlStep = make([]int32, len(p.order))
 		for i, r := range p.order {
-			p.ctl[c][i] = controlLog(&rows[r], use, c)
+			p.ctlStep[i] = rows[r].step
 		}
 	}
 	return p
@@ -218,7 +243,7 @@ func controlLog(row *kernelRow, use batchUse, c int) float64 {
 			continue
 		}
 		if c == 0 {
-			return math.Log([3]float64{row.size, row.tok, row.ctx}[i])
+			return math.Log(use.measure(row, i))
 		}
 		c--
 	}
@@ -282,11 +307,15 @@ func (p *withinPlan) groupBasis(logs [][]float64, m int, buf [][]float64) (basis
 	return basis, buf
 }
 
-// segLogs is seg s's columns of p.ctl.
+// segLogs is seg s's columns of the controls' logs (p.ctl by the rows'
+// steps), written in into's memory (grown as needed).
 func (p *withinPlan) segLogs(s withinSeg, into [][]float64) [][]float64 {
-	into = into[:0]
-	for _, c := range p.ctl {
-		into = append(into, c[s.from:s.to])
+	into = growColumns(into, len(p.ctl), s.to-s.from)
+	for c, logs := range p.ctl {
+		col := into[c]
+		for a, st := range p.ctlStep[s.from:s.to] {
+			col[a] = logs[st]
+		}
 	}
 	return into
 }

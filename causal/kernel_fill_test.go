@@ -14,20 +14,22 @@ func TestFillDesignMatchesApply(t *testing.T) {
 	rng := rand.New(rand.NewPCG(8, 2))
 	const groups = 30
 	var rows []kernelRow
+	var steps []KernelStep
 	for r := 0; r < 2500; r++ {
 		g := rng.IntN(groups)
 		if g%7 == 0 && rng.IntN(15) > 0 {
 			continue
 		}
-		rows = append(rows, kernelRow{group: g, size: float64(1 + rng.IntN(64)), tok: float64(1 + rng.IntN(4096)), ctx: float64(1 + rng.IntN(1<<16))})
+		rows = append(rows, batchRow(&steps, g, float64(1+rng.IntN(64)), float64(1+rng.IntN(4096)), float64(1+rng.IntN(1<<16))))
 	}
-	p := newWithinPlan(rows, groups, batchUse{size: true, tok: true, ctx: true}, nil)
+	use := batchUse{size: true, tok: true, ctx: true, steps: steps}
+	p := newWithinPlan(rows, groups, use, nil)
 	for ncol := 1; ncol <= 6; ncol++ {
 		byRow := make([][]float64, ncol)
 		for c := range byRow {
 			byRow[c] = make([]float64, len(rows))
 			for r := range byRow[c] {
-				byRow[c][r] = rng.NormFloat64() + float64(c)*math.Log(rows[r].tok)
+				byRow[c][r] = rng.NormFloat64() + float64(c)*math.Log(use.measure(&rows[r], 1))
 			}
 		}
 		in, outs := make([][]float64, ncol), make([][]float64, ncol)

@@ -46,11 +46,11 @@ func fitKernels(rows []kernelRow, groups int, use batchUse, xs [][]float64, sel 
 		f.reason = fmt.Sprintf("only %d kernels with freedom left after their identity effects (need %d, and 10 per source)", f.n, o.MinKernels)
 		return f
 	}
-	// idx are the kept rows, in order.
-	idx := make([]int, 0, f.n)
+	// idx are the kept rows, in order (int32, as the plan's indices).
+	idx := make([]int32, 0, f.n)
 	for r := range sub {
 		if plan.keep[r] {
-			idx = append(idx, r)
+			idx = append(idx, int32(r))
 		}
 	}
 	gn, reason := gaussNewton(plan, sub, subX, idx, groups, form)
@@ -130,7 +130,7 @@ type stretchFit struct {
 // same with 1 − Σ c x for 1 + Σ s x (the derivative's sign is absorbed by
 // the working response's: y + log(1 − Σ c x), columns x_j / (1 − Σ c x)).
 // A non-empty reason says why there is no fit.
-func gaussNewton(plan *withinPlan, sub []kernelRow, subX [][]float64, idx []int, groups int, form stretchForm) (stretchFit, string) {
+func gaussNewton(plan *withinPlan, sub []kernelRow, subX [][]float64, idx []int32, groups int, form stretchForm) (stretchFit, string) {
 	n, k := plan.kept, len(subX)
 	gn := stretchFit{stretch: make([]float64, k), colOf: make([]int, k)}
 	// Each step's columns: the working response and each varying source's,
@@ -257,7 +257,7 @@ func varies(x []float64) bool {
 // The blocks are the block length of the score series over the bins in
 // which the target ran kernels (its idle time holds no scores, and counting
 // it as zeros would hide the dependence of its busy stretches).
-func (f *kernelFit) clusterErrors(fit *olsFit, sub []kernelRow, idx []int, o KernelOptions) ([]float64, string) {
+func (f *kernelFit) clusterErrors(fit *olsFit, sub []kernelRow, idx []int32, o KernelOptions) ([]float64, string) {
 	binOf, nbins := scoreBins(sub, idx, o.ScoreBin)
 	// The block is as long as the longer of the scores' dependence and the
 	// regressors': a source's activity comes in stretches (its steps, its
@@ -329,7 +329,7 @@ func (f *kernelFit) clusterErrors(fit *olsFit, sub []kernelRow, idx []int, o Ker
 // kept row's bin number and how many there are. Rows come by start (the
 // kernel view's always do), so the bins are numbered as they come; rows out
 // of order take the general way, a sort of the bins.
-func scoreBins(sub []kernelRow, idx []int, bin int64) ([]int32, int) {
+func scoreBins(sub []kernelRow, idx []int32, bin int64) ([]int32, int) {
 	t0 := sub[idx[0]].start
 	for _, r := range idx {
 		t0 = min(t0, sub[r].start)
@@ -352,7 +352,7 @@ func scoreBins(sub []kernelRow, idx []int, bin int64) ([]int32, int) {
 }
 
 // scoreBinsSorted is scoreBins of rows in any order.
-func scoreBinsSorted(sub []kernelRow, idx []int, bin, t0 int64) ([]int32, int) {
+func scoreBinsSorted(sub []kernelRow, idx []int32, bin, t0 int64) ([]int32, int) {
 	bins := make([]int64, 0, len(idx))
 	for _, r := range idx {
 		bins = append(bins, (sub[r].start-t0)/bin)
@@ -422,7 +422,7 @@ func minEffectP(b, se, delta float64, df int) float64 {
 // identityWeights is 1/σ_g for each row of idx, σ_g the root mean squared
 // residual of its identity (the median σ where a group has too few rows or
 // no residual at all).
-func identityWeights(sub []kernelRow, idx []int, resid []float64, groups int) []float64 {
+func identityWeights(sub []kernelRow, idx []int32, resid []float64, groups int) []float64 {
 	ss := make([]float64, groups)
 	n := make([]int, groups)
 	for a, r := range idx {

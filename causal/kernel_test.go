@@ -244,6 +244,13 @@ func TestAutoClusterWidth(t *testing.T) {
 	}
 }
 
+// batchRow is a row of group g alone in a step of its own, appended to
+// steps, with the given batch size, tokens and context.
+func batchRow(steps *[]KernelStep, g int, size, tok, ctx float64) kernelRow {
+	*steps = append(*steps, KernelStep{Size: size, Tokens: tok, Context: ctx})
+	return kernelRow{group: int32(g), step: int32(len(*steps) - 1)}
+}
+
 // referenceWithin is the identity residualization written plainly (the
 // form withinPlan replaced): each group's basis found anew, each column
 // gathered, projected out twice with a product loop and a subtraction loop
@@ -266,8 +273,8 @@ func referenceWithin(rows []kernelRow, groups int, use batchUse, cols [][]float6
 		for _, u := range []struct {
 			on bool
 			of func(kernelRow) float64
-		}{{use.size, func(r kernelRow) float64 { return r.size }}, {use.tok, func(r kernelRow) float64 { return r.tok }},
-			{use.ctx, func(r kernelRow) float64 { return r.ctx }}} {
+		}{{use.size, func(r kernelRow) float64 { return use.measure(&r, 0) }}, {use.tok, func(r kernelRow) float64 { return use.measure(&r, 1) }},
+			{use.ctx, func(r kernelRow) float64 { return use.measure(&r, 2) }}} {
 			if !u.on {
 				continue
 			}
@@ -327,13 +334,15 @@ func TestWithinPlanMatchesReference(t *testing.T) {
 	for _, use := range []batchUse{{}, {size: true}, {size: true, tok: true, ctx: true}} {
 		const groups = 40
 		var rows []kernelRow
+		var steps []KernelStep
 		for r := 0; r < 3000; r++ {
 			g := rng.IntN(groups)
 			if g%9 == 0 && rng.IntN(20) > 0 {
 				continue // a few small groups, some without freedom left
 			}
-			rows = append(rows, kernelRow{group: g, size: float64(1 + rng.IntN(64)), tok: float64(1 + rng.IntN(4096)), ctx: float64(1 + rng.IntN(1<<16))})
+			rows = append(rows, batchRow(&steps, g, float64(1+rng.IntN(64)), float64(1+rng.IntN(4096)), float64(1+rng.IntN(1<<16))))
 		}
+		use.steps = steps
 		full := newWithinPlan(rows, groups, use, nil)
 		// A subset: whole groups (even ones) and a share of the odd ones'
 		// rows.
@@ -353,7 +362,7 @@ func TestWithinPlanMatchesReference(t *testing.T) {
 				for j := range cols {
 					cols[j] = make([]float64, len(tc.rows))
 					for r := range cols[j] {
-						cols[j][r] = rng.NormFloat64() + float64(j)*math.Log(tc.rows[r].size)
+						cols[j][r] = rng.NormFloat64() + float64(j)*math.Log(use.measure(&tc.rows[r], 0))
 					}
 				}
 				want, absorbed, kept := referenceWithin(tc.rows, groups, use, cols)

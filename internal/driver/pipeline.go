@@ -85,6 +85,7 @@ type Result struct {
 func Run(ctx context.Context, paths []string, opts Options) (*Result, error) {
 	meter := progress.New(opts.Progress, opts.Progress != nil)
 	defer meter.Close()
+	defer tightGC(runGCPercent)()
 	paths, cleanup, err := datasetInputs(paths, opts.Dataset, meter)
 	defer cleanup()
 	if err != nil {
