@@ -195,11 +195,11 @@ func blindSpots(t *ingest.Trace, reqs []Request) BlindSpots {
 		}
 		bs.Gaps = append(bs.Gaps, gs)
 	}
+	// A total order: the groups come from a map, and groups that differ
+	// only in their missing stages have the same total and edges.
 	slices.SortFunc(bs.Gaps, func(a, b GapSummary) int {
-		if c := cmp.Compare(b.TotalMs, a.TotalMs); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Before+a.After, b.Before+b.After)
+		return cmp.Or(cmp.Compare(b.TotalMs, a.TotalMs), cmp.Compare(a.Before, b.Before), cmp.Compare(a.After, b.After),
+			cmp.Compare(a.Span, b.Span), slices.Compare(a.Likely, b.Likely), cmp.Compare(b.Requests, a.Requests))
 	})
 	if outside.reqs > 0 {
 		bs.Outside = &GapSummary{Before: "caller", After: "request", Requests: outside.reqs,
