@@ -88,7 +88,10 @@ for size in $sizes; do
 				exit 1
 			fi
 		}
-		read -r wall usr sys kib < "$tmp/time"
+		# GNU time writes "Command exited with non-zero status N" before the
+		# figures when the command fails (diff's exit 1): the figures are the
+		# last line.
+		read -r wall usr sys kib < <(tail -n 1 "$tmp/time")
 		echo "$c $size $in $n $wall $(echo "$usr + $sys" | bc) $((kib * 1024))" >> "$results"
 		awk -v c="$c" -v s="$size" -v inb="$in" -v ops="$n" -v w="$wall" -v u="$usr" -v y="$sys" -v k="$kib" 'BEGIN {
 			printf "%-8s %-7s %8.1f MB %10d %7.1f s %7.1f s %7.1f MB %9.2f\n", c, s, inb/1e6, ops, w, u+y, k*1024/1e6, k*1024/inb }'
