@@ -3,6 +3,7 @@ package attribution
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -218,6 +219,7 @@ func Analyze(t *ingest.Trace, opts Options) *Result {
 		k.tenantKeys = k.list(opts.TenantKey)
 	}
 	ix := newSpanIndex(t)
+	res.warnCycles(t, ix)
 	// In span order: spans are sorted by start, so requests come out by
 	// arrival.
 	cands, nested := findRequests(t, ix, k)
@@ -270,6 +272,22 @@ func Analyze(t *ingest.Trace, opts Options) *Result {
 		res.Tokens = ts
 	}
 	return res
+}
+
+// warnCycles says, per input, how many spans' parent links closed a loop
+// and were taken as absent (spanIndex.cutCycles).
+func (res *Result) warnCycles(t *ingest.Trace, ix *spanIndex) {
+	if len(ix.cut) == 0 {
+		return
+	}
+	bySource := map[ingest.SourceID]int{}
+	for i := range ix.cut {
+		bySource[t.Spans[i].Source]++
+	}
+	for _, src := range slices.Sorted(maps.Keys(bySource)) {
+		res.warn(t, src, "", "parent-cycle", fmt.Sprintf(
+			"%d span(s) close a loop of parent links (a span that is its own ancestor); each such link is taken as absent", bySource[src]))
+	}
 }
 
 func (res *Result) warn(t *ingest.Trace, src ingest.SourceID, pos, code, msg string) {

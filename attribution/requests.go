@@ -172,6 +172,10 @@ type spanIndex struct {
 	// edges are the parent links between OTLP spans, by parent, each
 	// parent's children in span order.
 	edges []spanEdge
+	// cut holds the spans whose parent link closed a loop (A's parent B,
+	// B's parent A; a span its own parent): their parent is taken as
+	// absent, so every walk up or down the tree ends. Nil when none.
+	cut map[int32]bool
 }
 
 type spanKey struct {
@@ -208,12 +212,12 @@ func newSpanIndex(t *ingest.Trace) *spanIndex {
 			}
 		}
 	}
+	ix.cutCycles()
 	for i := range t.Spans {
-		s := &t.Spans[i]
-		if s.Origin != ingest.OriginOTLP || s.Parent.IsZero() {
+		if t.Spans[i].Origin != ingest.OriginOTLP {
 			continue
 		}
-		if p, ok := ix.find(s.TraceID, s.Parent); ok {
+		if p, ok := ix.parent(i); ok {
 			ix.edges = append(ix.edges, spanEdge{int32(p), int32(i)})
 		}
 	}
@@ -241,10 +245,52 @@ func (ix *spanIndex) find(trace ingest.TraceID, span ingest.SpanID) (int, bool) 
 
 func (ix *spanIndex) parent(i int) (int, bool) {
 	s := &ix.t.Spans[i]
-	if s.Parent.IsZero() {
+	if s.Parent.IsZero() || ix.cut[int32(i)] {
 		return 0, false
 	}
 	return ix.find(s.TraceID, s.Parent)
+}
+
+// cutCycles finds the loops among the parent links (each span has one
+// parent at most, so a walk up from any span either ends or comes back to a
+// span of the walk) and cuts each loop's closing link: the walk from the
+// first span (in trace order) that reaches the loop cuts the link back to
+// a span already on it. A shared or damaged capture can hold such loops;
+// uncut, the walks up to a request's root and down its subtree never end.
+// One byte a span while it runs.
+func (ix *spanIndex) cutCycles() {
+	const (
+		unseen = iota
+		onPath
+		done
+	)
+	state := make([]uint8, len(ix.t.Spans))
+	var path []int
+	for i := range ix.t.Spans {
+		if state[i] != unseen {
+			continue
+		}
+		path = path[:0]
+		for n := i; ; {
+			state[n] = onPath
+			path = append(path, n)
+			p, ok := ix.parent(n)
+			if !ok || state[p] == done {
+				break
+			}
+			if state[p] == onPath {
+				if ix.cut == nil {
+					ix.cut = map[int32]bool{}
+				}
+				ix.cut[int32(n)] = true
+				break
+			}
+			n = p
+		}
+		for _, n := range path {
+			state[n] = done
+		}
+	}
 }
 
 // children returns the edges from span i to its children.
