@@ -75,6 +75,9 @@ func Parse(s string) (Limit, error) {
 		return Limit{}, fmt.Errorf("memory size %q: unknown unit %q (B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)", s, t[i:])
 	}
 	b := v * mult
+	if b == 0 { // "0B", "0.0": none, as "0"
+		return Limit{Off: true}, nil
+	}
 	if b < 1 || b > math.MaxInt64/2 {
 		return Limit{}, fmt.Errorf("memory size %q is out of range", s)
 	}

@@ -25,6 +25,8 @@ func TestParse(t *testing.T) {
 		{"0", Limit{Off: true}, ""},
 		{"off", Limit{Off: true}, ""},
 		{"None", Limit{Off: true}, ""},
+		{"0B", Limit{Off: true}, ""},
+		{"0.0", Limit{Off: true}, ""},
 		{"", Limit{}, "empty"},
 		{"10Q", Limit{}, `unknown unit "Q"`},
 		{"GiB", Limit{}, "want a number"},
