@@ -184,6 +184,14 @@ func TestRecordTorchProfiler(t *testing.T) {
 	go func() { done <- rt.run(t) }()
 	waitFile(t, filepath.Join(fixture, "started"))
 	waitFile(t, filepath.Join(fixture, "posted"))
+	// The server marks "started" before it answers the start; the signal
+	// waits for record to have read the answer (under load it could come
+	// first, cancel the start's request, and record then saw no profile).
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(rt.log.String(), "--torch-profiler: profiling"); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("record never saw the profile start\n%s", rt.log)
+		}
+	}
 	rt.signals <- syscall.SIGINT
 	var res *Result
 	select {
