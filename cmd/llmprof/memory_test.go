@@ -25,7 +25,7 @@ func TestMemoryLimit(t *testing.T) {
 	if tight != free {
 		t.Errorf("the report under a 1 MiB limit differs from the unlimited one")
 	}
-	if !strings.Contains(stderr, "passed the memory limit 1.0MiB (--memory-limit)") {
+	if !strings.Contains(stderr, "passed the memory limit 1.0 MiB (--memory-limit)") {
 		t.Errorf("a run past its limit says nothing of it: %q", stderr)
 	}
 	if got := debug.SetMemoryLimit(-1); got != before {

@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	goio "io"
-	"io/fs"
 	"os"
 	"runtime/debug"
 	"strings"
 
+	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 
 	"github.com/llmprof/llmprof/internal/iostreams"
@@ -23,10 +23,6 @@ type IOStreams = iostreams.IOStreams
 // their own.
 type Factory struct {
 	IO *IOStreams
-	// Getenv and FS are where the memory budget is read from (nil: the
-	// process's environment and the root file system; tests substitute).
-	Getenv func(string) string
-	FS     fs.FS
 	// memory is the budget the command runs under, applied before it runs
 	// (restore: the runtime's limit before; applied: whether it was).
 	memory  memlimit.Setting
@@ -83,14 +79,7 @@ idle gaps and other tenants.`),
 				return usageErrorf("--memory-limit: %v", err)
 			}
 		}
-		getenv, fsys := f.Getenv, f.FS
-		if getenv == nil {
-			getenv = os.Getenv
-		}
-		if fsys == nil {
-			fsys = memlimit.System()
-		}
-		set, err := memlimit.Resolve(lim, flag != nil && flag.Changed, getenv, fsys)
+		set, err := memlimit.Resolve(lim, flag != nil && flag.Changed, os.Getenv, memlimit.System())
 		if err != nil {
 			return &UsageError{err}
 		}
@@ -165,7 +154,7 @@ func memoryNote(s memlimit.Setting, w goio.Writer) {
 		return
 	}
 	fmt.Fprintf(w, "llmprof: note: peak memory %s passed the memory limit %s (%s): the data held for the analysis was larger than the limit, which makes the collector work harder but cannot make it smaller (docs/design.md §3 says what is held)\n",
-		memlimit.Format(int64(peak)), memlimit.Format(s.Bytes), s.From)
+		humanize.IBytes(peak), humanize.IBytes(uint64(s.Bytes)), s.From)
 }
 
 // examples formats a command's Example text: cobra prints it as it is, so

