@@ -8,16 +8,11 @@ import (
 	"strconv"
 )
 
-// Resident is the process's resident memory now and at its peak, as the
-// progress line shows them (readMemory): the peak is 0 where the system
-// keeps none.
-func Resident() (cur, peak uint64) { return readMemory() }
-
-// readMemory is the process's resident memory now and at its peak, from
+// Resident is the process's resident memory now and at its peak, from
 // /proc/self/status (VmRSS, VmHWM) where there is one; elsewhere the
 // memory the Go runtime has mapped (runtime/metrics'
 // /memory/classes/total:bytes), whose peak the Meter keeps itself.
-func readMemory() (cur, peak uint64) {
+func Resident() (cur, peak uint64) {
 	if b, err := os.ReadFile("/proc/self/status"); err == nil {
 		if cur, peak = procStatus(b); cur > 0 {
 			return cur, peak

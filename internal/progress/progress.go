@@ -33,7 +33,7 @@ type Meter struct {
 	done       int64
 	stageBytes int64 // bytes of a stage other than reading (Bytes)
 	drawn      bool
-	// memory reads the resident memory now and at its peak (readMemory;
+	// memory reads the resident memory now and at its peak (Resident;
 	// tests substitute); peak is the most seen, where the system keeps no
 	// peak of its own.
 	memory func() (cur, peak uint64)
@@ -51,7 +51,7 @@ func New(w io.Writer, enabled bool) *Meter {
 	if !enabled {
 		return nil
 	}
-	m := &Meter{w: w, now: time.Now, every: 200 * time.Millisecond, stop: make(chan struct{}), memory: readMemory}
+	m := &Meter{w: w, now: time.Now, every: 200 * time.Millisecond, stop: make(chan struct{}), memory: Resident}
 	if l := debug.SetMemoryLimit(-1); l > 0 && l < math.MaxInt64 {
 		m.limit = uint64(l)
 	}

@@ -104,7 +104,7 @@ func TestProcStatus(t *testing.T) {
 	if rss != 1<<20 || hwm != 2<<20 {
 		t.Errorf("rss %d, hwm %d", rss, hwm)
 	}
-	if cur, _ := readMemory(); cur == 0 {
-		t.Error("readMemory: 0 bytes")
+	if cur, _ := Resident(); cur == 0 {
+		t.Error("Resident: 0 bytes")
 	}
 }
