@@ -430,12 +430,10 @@ func appendKnown(xs []float64, v float64) []float64 {
 // distribution converts ns values (no NaN) to a millisecond summary,
 // reordering ns.
 func distribution(ns []float64) Distribution {
-	d := Distribution{N: len(ns)}
 	if len(ns) == 0 {
-		nan := math.NaN()
-		d.P50, d.P90, d.P95, d.P99, d.Max, d.Mean = nan, nan, nan, nan, nan, nan
-		return d
+		return sortedDistribution(ns)
 	}
+	d := Distribution{N: len(ns)}
 	// The mean has always summed the sorted values. Whole nanoseconds whose
 	// magnitudes add up to at most 2^53 sum exactly in any order, so then
 	// the quantiles come by selection (stat.Quantiles) from the values as
