@@ -58,7 +58,7 @@ func runSignals(a *Result, _ Options) error {
 // runTenants is the tenant causal regression (package causal), or the note
 // saying why it did not run.
 func runTenants(a *Result, opts Options) error {
-	defer tightGC(tenantGCPercent)()
+	defer tightGC(tenantGCPercent).release()
 	var err error
 	a.Tenants, a.TenantsNote, err = tenantRegression(a.Trace, a.Attr, opts)
 	return err

@@ -2,17 +2,31 @@ package driver
 
 import (
 	"os"
+	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"slices"
 	"sync"
 )
 
-// The collector's target (GOGC) while the pipeline runs. Go lets the heap
-// grow to (1 + GOGC/100)× what was live after the last collection, and at
-// the default of 100 analyze's peak RSS was twice its live heap. Most of
-// what is live is pointer-free arrays — the GPU ops, the kernel rows, the
-// fits' columns — that a collection does not scan, so collecting more often
-// costs little CPU (docs/design.md, "Memory model", has the figures).
+// The collector's pacing while the pipeline runs.
+//
+// Go lets the heap grow to (1 + GOGC/100)× what was live after the last
+// collection, and at the default of 100 analyze's peak RSS was twice its
+// live heap. Most of what is live is pointer-free arrays — the GPU ops, the
+// kernel rows, the fits' columns — that a collection does not scan, so
+// collecting more often costs little CPU on a large run (docs/design.md,
+// "The collector's target", has the figures).
+//
+// On a small run the same target costs a great deal: the heap starts at a
+// few MB, so the collector runs a dozen times while the input is decoded,
+// each time stopping every thread (on a 2-core VM the preemption signals and
+// the page faults of re-scanned fresh arrays were a third of a 30 MB OTLP
+// analyze) to free almost nothing. So the target has a floor: the heap may
+// grow to gcFloorBase plus the size of the input before the first
+// collection, and never needs to be collected below it. A run whose live data
+// is larger than the floor — every run the memory goal is about — is paced by
+// the percentage alone, and its peak is what it was.
 var (
 	// runGCPercent holds from decoding to the report.
 	runGCPercent = 50
@@ -22,43 +36,144 @@ var (
 	tenantGCPercent = 10
 )
 
-// gcTargets are the targets asked for (tightGC) and not yet released, and
-// the one before the first.
-type gcTargets struct {
-	mu     sync.Mutex
-	active []int
-	saved  int
+// gcFloorBase is the heap below which the pipeline never collects, before
+// the input's own size is added (gcHold.floor).
+const gcFloorBase = 64 << 20
+
+// heapMinimum is the Go runtime's heap goal before its first collection at
+// GOGC=100 (runtime/mgcpacer.go, defaultHeapMinimum); with no collection
+// yet, the target is scaled from it.
+const heapMinimum = 4 << 20
+
+// A gcHold is one holder's ask: a target percentage, and a floor in bytes
+// the heap may reach before it is collected.
+type gcHold struct {
+	percent int
+	bytes   int64
+	once    sync.Once
 }
 
-var gcTarget gcTargets
+// gcPacer holds the asks not yet released, and the target before the first.
+type gcPacer struct {
+	mu    sync.Mutex
+	holds []*gcHold
+	saved int
+	// epoch counts the times the pacer started, so that a watcher left
+	// from an earlier hold stops rather than retargets.
+	epoch int
+}
 
-// tightGC sets the collector's target to percent, or lower where another
-// holder asked for less, until the returned function is called, unless the
-// GOGC environment variable is set (the user's choice stands). When the
-// last holder releases, the target is what it was before the first.
-func tightGC(percent int) (release func()) {
+var pacer gcPacer
+
+// tightGC paces the collector at percent (or lower where another holder
+// asked for less) with a floor of gcFloorBase (or higher where a holder
+// set one: floor), until release is called, unless the GOGC environment
+// variable is set (the user's choice stands). When the last holder releases,
+// the target is what it was before the first. The soft memory limit
+// (--memory-limit, GOMEMLIMIT) is another lever and is left alone: the
+// runtime collects at whichever of the two comes first.
+func tightGC(percent int) *gcHold {
+	h := &gcHold{percent: percent, bytes: gcFloorBase}
 	if os.Getenv("GOGC") != "" {
-		return func() {}
+		h.once.Do(func() {}) // nothing to release
+		return h
 	}
-	g := &gcTarget
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if len(g.active) == 0 {
-		g.saved = debug.SetGCPercent(percent)
+	p := &pacer
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.holds) == 0 {
+		p.saved = debug.SetGCPercent(percent)
+		p.epoch++
+		p.watch(p.epoch)
 	}
-	g.active = append(g.active, percent)
-	debug.SetGCPercent(slices.Min(g.active))
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			g.mu.Lock()
-			defer g.mu.Unlock()
-			g.active = slices.Delete(g.active, slices.Index(g.active, percent), slices.Index(g.active, percent)+1)
-			if len(g.active) == 0 {
-				debug.SetGCPercent(g.saved)
-				return
-			}
-			debug.SetGCPercent(slices.Min(g.active))
-		})
+	p.holds = append(p.holds, h)
+	p.retarget()
+	return h
+}
+
+// floor lets the heap grow to gcFloorBase + input bytes before it is
+// collected.
+func (h *gcHold) floor(input int64) {
+	p := &pacer
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	h.bytes = gcFloorBase + max(input, 0)
+	if slices.Contains(p.holds, h) {
+		p.retarget()
 	}
+}
+
+// release ends the hold; a second call does nothing.
+func (h *gcHold) release() {
+	h.once.Do(func() {
+		p := &pacer
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.holds = slices.DeleteFunc(p.holds, func(o *gcHold) bool { return o == h })
+		if len(p.holds) == 0 {
+			debug.SetGCPercent(p.saved)
+			return
+		}
+		p.retarget()
+	})
+}
+
+// retarget sets the collector's percentage so that the next collection
+// comes at the larger of the lowest percentage asked for and the highest
+// floor. Called with p.mu held.
+func (p *gcPacer) retarget() {
+	percent, floor := p.holds[0].percent, p.holds[0].bytes
+	for _, h := range p.holds[1:] {
+		percent, floor = min(percent, h.percent), max(floor, h.bytes)
+	}
+	debug.SetGCPercent(pacedPercent(percent, floor, liveHeap()))
+}
+
+// pacedPercent is the percentage at which a heap of live bytes (0 before
+// the first collection) is next collected at the larger of live × (1 +
+// percent/100) and floor.
+func pacedPercent(percent int, floor, live int64) int {
+	if live <= 0 {
+		live = heapMinimum
+	}
+	need := float64(floor)/float64(live)*100 - 100
+	if need <= float64(percent) {
+		return percent
+	}
+	return int(min(need, 1<<30))
+}
+
+// liveHeap is the heap the last collection marked live; 0 before the
+// first.
+func liveHeap() int64 {
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return int64(s[0].Value.Uint64())
+}
+
+// sentinel is garbage from birth: its cleanup runs after the collection
+// that finds it, which is how the pacer hears of each collection. It holds
+// a pointer so that it is never a tiny allocation sharing a block with
+// live data.
+type sentinel struct {
+	_ *byte
+	_ [8]byte
+}
+
+// watch retargets after every collection while epoch's holds last: the
+// floor is a number of bytes, and the percentage that reaches it shrinks
+// as the live heap grows.
+func (p *gcPacer) watch(epoch int) {
+	runtime.AddCleanup(new(sentinel), func(epoch int) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.epoch != epoch || len(p.holds) == 0 {
+			return
+		}
+		p.retarget()
+		p.watch(epoch)
+	}, epoch)
 }

@@ -85,13 +85,14 @@ type Result struct {
 func Run(ctx context.Context, paths []string, opts Options) (*Result, error) {
 	meter := progress.New(opts.Progress, opts.Progress != nil)
 	defer meter.Close()
-	defer tightGC(runGCPercent)()
+	gc := tightGC(runGCPercent)
+	defer gc.release()
 	paths, cleanup, err := datasetInputs(paths, opts.Dataset, meter)
 	defer cleanup()
 	if err != nil {
 		return nil, err
 	}
-	t, err := openInputs(ctx, paths, opts, meter)
+	t, err := openInputs(ctx, paths, opts, meter, gc)
 	if err != nil {
 		return nil, err
 	}
@@ -163,20 +164,23 @@ func tenantRegression(t *ingest.Trace, att *attribution.Result, opts Options) (*
 
 // openInputs decodes and merges the inputs (with the given decoders, or
 // Decoders()), counting files and bytes on the progress meter.
-func openInputs(ctx context.Context, paths []string, opts Options, m *progress.Meter) (*ingest.Trace, error) {
+func openInputs(ctx context.Context, paths []string, opts Options, m *progress.Meter, gc *gcHold) (*ingest.Trace, error) {
 	decoders := opts.decoders()
 	var oo ingest.OpenOptions
-	if m != nil {
-		// Open's own walk of the inputs says what there is to read (the
-		// files it will decode, symlinks followed, with their sizes).
-		oo.Expanded = func(ins []*ingest.Input) {
-			var total int64
-			for _, in := range ins {
-				total += in.Size
-			}
+	// Open's own walk of the inputs says what there is to read (the files
+	// it will decode, symlinks followed, with their sizes).
+	oo.Expanded = func(ins []*ingest.Input) {
+		var total int64
+		for _, in := range ins {
+			total += in.Size
+		}
+		gc.floor(total)
+		if m != nil {
 			m.Inputs(len(ins), total)
 			m.Stage(progress.StageReading)
 		}
+	}
+	if m != nil {
 		oo.Progress = func(_, _ int, in *ingest.Input) { m.FileDone(in.Size) }
 	}
 	oo.Stdin = opts.Stdin
