@@ -67,7 +67,8 @@ func kernelRows(t *ingest.Trace, idx []int32, stepOf []int32, steps []KernelStep
 				haveCtx++
 			}
 		}
-		id := identity{name: op.Name, grid: op.Grid, block: op.Block}
+		sh := t.ShapeOf(op)
+		id := identity{name: op.Name, grid: sh.Grid, block: sh.Block}
 		if s := stepOf[i]; s >= 0 {
 			// The n-th launch of a name in a step is the same layer's op from
 			// step to step (one name serves several projections of a layer).

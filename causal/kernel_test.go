@@ -22,7 +22,7 @@ func kernelTrace(seed uint64, stretch float64) (*ingest.Trace, *TenantMap) {
 	busy := func(pid uint32, dev int16, out *[]interval) {
 		for at := int64(0); at < 20e9; {
 			on := int64(rng.ExpFloat64() * 50e6)
-			k := ingest.GPUOp{Start: at, End: at + on, Pid: pid, Device: dev, Kind: ingest.OpKernel, Name: names[0], Grid: [3]uint32{64, 1, 1}}
+			k := ingest.GPUOp{Start: at, End: at + on, Pid: pid, Device: dev, Kind: ingest.OpKernel, Name: names[0], Shape: t.InternShape(ingest.OpShape{Grid: [3]uint32{64, 1, 1}})}
 			t.GPUOps = append(t.GPUOps, k)
 			*out = append(*out, interval{k.Start, k.End})
 			at += on + int64(rng.ExpFloat64()*80e6)
@@ -39,7 +39,7 @@ func kernelTrace(seed uint64, stretch float64) (*ingest.Trace, *TenantMap) {
 		for it := 0; it < 6; it++ {
 			d = base * (1 + stretch*float64(coveredBy(aBusy, at, at+int64(d)))/d)
 		}
-		t.GPUOps = append(t.GPUOps, ingest.GPUOp{Start: at, End: at + int64(d), Pid: 2, Device: 0, Kind: ingest.OpKernel, Name: names[id], Grid: [3]uint32{uint32(32 * (id + 1)), 1, 1}})
+		t.GPUOps = append(t.GPUOps, ingest.GPUOp{Start: at, End: at + int64(d), Pid: 2, Device: 0, Kind: ingest.OpKernel, Name: names[id], Shape: t.InternShape(ingest.OpShape{Grid: [3]uint32{uint32(32 * (id + 1)), 1, 1}})})
 		at += int64(d) + 20e3
 	}
 	slices.SortFunc(t.GPUOps, func(a, b ingest.GPUOp) int { return int(a.Start - b.Start) })

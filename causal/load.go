@@ -394,7 +394,7 @@ func kernelsSorted(ops []ingest.GPUOp) bool {
 
 // kernelsByStart returns the indexes of the kernels among ops in start order
 // (ties in input order). It sorts compact (start, index) keys rather than
-// indexes into 72-byte ops, which keeps the sort in cache.
+// indexes into 48-byte ops, which keeps the sort in cache.
 func kernelsByStart(ops []ingest.GPUOp) []int {
 	type key struct {
 		start int64

@@ -190,13 +190,14 @@ func KernelsFromTrace(t *ingest.Trace, res *attribution.Result) *KernelRun {
 		if op.Kind != ingest.OpKernel || op.End < op.Start {
 			continue
 		}
-		ok := opKey{name: op.Name, short: op.ShortName, grid: op.Grid, block: op.Block, shared: shared[i]}
+		sh := t.ShapeOf(op)
+		ok := opKey{name: op.Name, short: op.ShortName, grid: sh.Grid, block: sh.Block, shared: shared[i]}
 		if stratum != nil {
 			ok.stratum = stratum[i]
 		}
 		j, seen := byOp[ok]
 		if !seen {
-			u := KernelUnit{Name: t.Strings.Get(op.Name), Grid: op.Grid, Block: op.Block, Category: cats.Of(op).Info().Key}
+			u := KernelUnit{Name: t.Strings.Get(op.Name), Grid: sh.Grid, Block: sh.Block, Category: cats.Of(op).Info().Key}
 			if op.ShortName != 0 {
 				u.Short = t.Strings.Get(op.ShortName)
 			}

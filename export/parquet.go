@@ -394,6 +394,7 @@ func gpuOpRows(w *pqTable, t *ingest.Trace) error {
 	cats := attribution.NewCategoryCache(t)
 	for i := range t.GPUOps {
 		op := &t.GPUOps[i]
+		sh := t.ShapeOf(op)
 		w.begin()
 		w.i64(0, op.Start)
 		w.i64(1, op.End)
@@ -406,8 +407,8 @@ func gpuOpRows(w *pqTable, t *ingest.Trace) error {
 		w.str(8, cats.Of(op).String())
 		w.nstr(9, t.Str(op.Name))
 		w.nstr(10, t.Str(op.ShortName))
-		w.i64(11, int64(min(op.Bytes, math.MaxInt64)))
-		w.i64(12, int64(op.GraphID))
+		w.i64(11, int64(min(sh.Bytes, math.MaxInt64)))
+		w.i64(12, int64(sh.GraphID))
 		if err := w.end(); err != nil {
 			return err
 		}

@@ -1071,6 +1071,7 @@ func (x *exporter) writeGPU() {
 		pid := x.procs[st.proc].pid
 		for j, i := range st.idx {
 			o := &t.GPUOps[i]
+			sh := t.ShapeOf(o)
 			tid := st.tids[st.lane[j]]
 			ew.begin("X")
 			cat := "gpu"
@@ -1095,13 +1096,13 @@ func (x *exporter) writeGPU() {
 			}
 			switch o.Kind {
 			case ingest.OpKernel:
-				x.args.str("grid", fmt.Sprintf("[%d,%d,%d]", o.Grid[0], o.Grid[1], o.Grid[2]))
-				x.args.str("block", fmt.Sprintf("[%d,%d,%d]", o.Block[0], o.Block[1], o.Block[2]))
-				if o.GraphID != 0 {
-					x.args.int("graph_id", int64(o.GraphID))
+				x.args.str("grid", fmt.Sprintf("[%d,%d,%d]", sh.Grid[0], sh.Grid[1], sh.Grid[2]))
+				x.args.str("block", fmt.Sprintf("[%d,%d,%d]", sh.Block[0], sh.Block[1], sh.Block[2]))
+				if sh.GraphID != 0 {
+					x.args.int("graph_id", int64(sh.GraphID))
 				}
 			case ingest.OpMemcpy, ingest.OpMemset:
-				x.args.int("bytes", int64(o.Bytes))
+				x.args.int("bytes", int64(sh.Bytes))
 				if o.Kind == ingest.OpMemcpy {
 					x.args.str("copy", o.Copy.String())
 				}

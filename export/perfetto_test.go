@@ -82,10 +82,11 @@ func smallTrace() *ingest.Trace {
 	)
 	op := func(name string, kind ingest.GPUOpKind, stream uint32, start, end int64, corr uint32) ingest.GPUOp {
 		return ingest.GPUOp{Name: s(name), Kind: kind, Stream: stream, Start: base + start, End: base + end, Correlation: corr, Pid: 4242, Device: 0, Source: 1,
-			Grid: [3]uint32{132, 1, 1}, Block: [3]uint16{256, 1, 1}}
+			Shape: t.InternShape(ingest.OpShape{Grid: [3]uint32{132, 1, 1}, Block: [3]uint16{256, 1, 1}})}
 	}
 	memcpy := op("[CUDA memcpy Host-to-Device]", ingest.OpMemcpy, 7, 126_000, 140_000, 12)
-	memcpy.Bytes, memcpy.Copy = 1<<20, ingest.CopyHtoD
+	memcpy.Copy = ingest.CopyHtoD
+	t.SetShape(&memcpy, ingest.OpShape{Bytes: 1 << 20, Grid: [3]uint32{132, 1, 1}, Block: [3]uint16{256, 1, 1}})
 	t.GPUOps = append(t.GPUOps,
 		op("ampere_bf16_gemm_128x128", ingest.OpKernel, 7, 118_000, 260_000, 11),
 		memcpy,

@@ -71,6 +71,7 @@ func (t *Trace) Dump(w io.Writer, opts DumpOptions) error {
 	}
 	for i := range t.GPUOps {
 		o := &t.GPUOps[i]
+		sh := t.ShapeOf(o)
 		fmt.Fprintf(b, "gpu %s device=%d stream=%d pid=%d start=%d end=%d name=%q correlation=%d",
 			o.Kind, o.Device, o.Stream, o.Pid, o.Start, o.End, t.Str(o.Name), o.Correlation)
 		switch o.Kind {
@@ -78,14 +79,14 @@ func (t *Trace) Dump(w io.Writer, opts DumpOptions) error {
 			if o.ShortName != 0 {
 				fmt.Fprintf(b, " short=%q", t.Str(o.ShortName))
 			}
-			fmt.Fprintf(b, " grid=%d,%d,%d block=%d,%d,%d", o.Grid[0], o.Grid[1], o.Grid[2], o.Block[0], o.Block[1], o.Block[2])
-			if o.GraphID != 0 {
-				fmt.Fprintf(b, " graph=%d", o.GraphID)
+			fmt.Fprintf(b, " grid=%d,%d,%d block=%d,%d,%d", sh.Grid[0], sh.Grid[1], sh.Grid[2], sh.Block[0], sh.Block[1], sh.Block[2])
+			if sh.GraphID != 0 {
+				fmt.Fprintf(b, " graph=%d", sh.GraphID)
 			}
 		case OpGraph:
-			fmt.Fprintf(b, " graph=%d", o.GraphID)
+			fmt.Fprintf(b, " graph=%d", sh.GraphID)
 		case OpMemcpy, OpMemset:
-			fmt.Fprintf(b, " bytes=%d copy=%s", o.Bytes, o.Copy)
+			fmt.Fprintf(b, " bytes=%d copy=%s", sh.Bytes, o.Copy)
 		}
 		b.WriteByte('\n')
 	}

@@ -186,11 +186,21 @@ func (t *Trace) absorb(p *Trace) {
 			links[j].Attrs = r.attrs(links[j].Attrs)
 		}
 	}
+	var shapes []ShapeID // p's shape k+1 is t's shapes[k]
+	if len(p.Shapes) > 0 {
+		shapes = make([]ShapeID, len(p.Shapes))
+		for k, s := range p.Shapes {
+			shapes[k] = t.InternShape(s)
+		}
+	}
 	for i := range p.GPUOps {
 		o := &p.GPUOps[i]
 		o.Name = r.str(o.Name)
 		o.ShortName = r.str(o.ShortName)
 		o.Source += r.src
+		if o.Shape != 0 {
+			o.Shape = shapes[o.Shape-1]
+		}
 	}
 	seriesOff := SeriesID(len(t.Series))
 	for _, se := range p.Series {

@@ -139,3 +139,32 @@ func BenchmarkSortByTime(b *testing.B) {
 		}
 	})
 }
+
+// Merge keeps each op's shape: a part's shape IDs are its own table's, and the
+// merged trace has one table, with a shape two parts share kept once.
+func TestMergeRemapsShapes(t *testing.T) {
+	a, b := New(), New()
+	a.Sources, b.Sources = []Source{{Path: "a"}}, []Source{{Path: "b"}}
+	gemm := OpShape{Grid: [3]uint32{132, 1, 1}, Block: [3]uint16{256, 1, 1}}
+	copy4k := OpShape{Bytes: 4096}
+	graph := OpShape{Grid: [3]uint32{8, 1, 1}, Block: [3]uint16{128, 1, 1}, GraphID: 3}
+	a.GPUOps = []GPUOp{{Start: 1, Shape: a.InternShape(gemm)}, {Start: 2, Shape: a.InternShape(copy4k)}, {Start: 3}}
+	// b interns them in another order, so its IDs differ from a's.
+	b.GPUOps = []GPUOp{{Start: 4, Shape: b.InternShape(graph)}, {Start: 5, Shape: b.InternShape(copy4k)}, {Start: 6, Shape: b.InternShape(gemm)}}
+	want := []OpShape{gemm, copy4k, {}, graph, copy4k, gemm}
+	m := Merge(a, b)
+	if len(m.GPUOps) != len(want) {
+		t.Fatalf("%d ops, want %d", len(m.GPUOps), len(want))
+	}
+	for i := range m.GPUOps {
+		if got := m.ShapeOf(&m.GPUOps[i]); got != want[i] {
+			t.Errorf("op %d: shape %+v, want %+v", i, got, want[i])
+		}
+	}
+	if len(m.Shapes) != 3 {
+		t.Errorf("%d shapes in the merged table, want 3 (each distinct one once)", len(m.Shapes))
+	}
+	if id := m.InternShape(copy4k); id != m.GPUOps[1].Shape || m.InternShape(OpShape{}) != 0 {
+		t.Errorf("interning a known shape again gives %d, want %d; the zero shape must be 0", id, m.GPUOps[1].Shape)
+	}
+}

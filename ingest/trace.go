@@ -37,6 +37,12 @@ type Trace struct {
 	Processes []Process
 	Threads   []Thread
 
+	// Shapes are the distinct GPU op shapes; GPUOp.Shape k is Shapes[k-1]
+	// (ShapeOf, InternShape).
+	Shapes []OpShape
+	// shapeIDs finds a shape in Shapes; built on first use.
+	shapeIDs map[OpShape]ShapeID
+
 	Warnings Warnings
 }
 
@@ -346,13 +352,15 @@ func (k CopyKind) String() string {
 }
 
 // GPUOp is one kernel, memcpy, memset or synchronization on a GPU. There can
-// be tens of millions, so it has no attribute map and every string is a StrID.
-// The fields are ordered so that the struct has no padding (72 bytes).
+// be tens of millions, so it has no attribute map, every string is a StrID,
+// and what only some ops have or what many ops share — a copy's size, a
+// kernel's launch dimensions, its CUDA graph — is an OpShape the op points
+// at (Trace.ShapeOf). The fields are ordered so that the struct has no
+// padding (48 bytes; with the shape inline it was 72, and GPU ops were a
+// third of analyze's live heap: docs/design.md §3).
 type GPUOp struct {
 	Start int64
 	End   int64
-	// Bytes is the size of a memcpy or memset.
-	Bytes uint64
 	// Name is the op's full name: for a kernel the demangled name with
 	// template arguments, as nsys and CUPTI report it.
 	Name StrID
@@ -361,22 +369,70 @@ type GPUOp struct {
 	Stream      uint32
 	Correlation uint32
 	Pid         uint32
-	// Grid and Block are launch dimensions of a kernel.
-	Grid [3]uint32
 	// ShortName is a kernel's base name without namespace, template
 	// arguments or parameters (nsys shortName, e.g. "flash_fwd_kernel" for
 	// "void flash_fwd_kernel<Flash_fwd_kernel_traits<...>>(Flash_fwd_params)");
 	// 0 when the input does not give one.
 	ShortName StrID
-	Block     [3]uint16
+	// Shape is the op's size, launch dimensions and graph (Trace.ShapeOf);
+	// 0 when it has none of them.
+	Shape ShapeID
 	// Device is the CUDA device ordinal; -1 when unknown.
 	Device int16
-	// GraphID is the CUDA graph the kernel was launched from (0 if none).
-	GraphID uint32
-	Source  SourceID
-	Kind    GPUOpKind
-	Copy    CopyKind
+	Source SourceID
+	Kind   GPUOpKind
+	Copy   CopyKind
 }
+
+// ShapeID identifies an OpShape in a Trace's shape table. The zero ShapeID
+// is always the zero shape.
+type ShapeID uint32
+
+// OpShape is what a GPU op has besides its times and names. Few ops differ
+// in it — a kernel is launched with the same dimensions from the same graph
+// again and again — so the trace keeps each distinct shape once.
+type OpShape struct {
+	// Bytes is the size of a memcpy or memset.
+	Bytes uint64
+	// Grid and Block are launch dimensions of a kernel.
+	Grid  [3]uint32
+	Block [3]uint16
+	// GraphID is the CUDA graph the kernel was launched from, or the graph
+	// a whole-graph execution ran (0 if none).
+	GraphID uint32
+}
+
+// InternShape returns the ID of s in t's shape table, adding it if new.
+func (t *Trace) InternShape(s OpShape) ShapeID {
+	if s == (OpShape{}) {
+		return 0
+	}
+	if t.shapeIDs == nil {
+		t.shapeIDs = make(map[OpShape]ShapeID, len(t.Shapes))
+		for i, v := range t.Shapes {
+			t.shapeIDs[v] = ShapeID(i + 1)
+		}
+	}
+	if id, ok := t.shapeIDs[s]; ok {
+		return id
+	}
+	t.Shapes = append(t.Shapes, s)
+	id := ShapeID(len(t.Shapes))
+	t.shapeIDs[s] = id
+	return id
+}
+
+// ShapeOf is o's shape: the zero shape when o has none (or its ID is not in
+// t's table).
+func (t *Trace) ShapeOf(o *GPUOp) OpShape {
+	if o.Shape == 0 || int(o.Shape) > len(t.Shapes) {
+		return OpShape{}
+	}
+	return t.Shapes[o.Shape-1]
+}
+
+// SetShape gives o the shape s, interned in t.
+func (t *Trace) SetShape(o *GPUOp, s OpShape) { o.Shape = t.InternShape(s) }
 
 // Busy reports whether the op occupies its device: kernels, copies, memsets
 // and whole-graph executions. A synchronization record is the host waiting

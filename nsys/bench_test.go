@@ -35,7 +35,8 @@ func benchFile(b testing.TB, n int) string {
 		t.Spans = append(t.Spans, ingest.Span{Name: launch, Start: now, End: now + 1000, Pid: 1, Tid: 1, Correlation: corr,
 			Origin: ingest.OriginCUDARuntime, Resource: -1, Scope: -1})
 		t.GPUOps = append(t.GPUOps, ingest.GPUOp{Kind: ingest.OpKernel, Name: names[i%len(names)], ShortName: names[i%len(names)],
-			Start: now + 1500, End: now + 1500 + int64(1000+i%777), Correlation: corr, Pid: 1, Stream: 7, Grid: [3]uint32{132, 1, 1}, Block: [3]uint16{256, 1, 1}})
+			Start: now + 1500, End: now + 1500 + int64(1000+i%777), Correlation: corr, Pid: 1, Stream: 7,
+			Shape: t.InternShape(ingest.OpShape{Grid: [3]uint32{132, 1, 1}, Block: [3]uint16{256, 1, 1}})})
 		now += 3000
 	}
 	t.Validate()

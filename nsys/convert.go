@@ -230,20 +230,22 @@ func (d *decoder) kernel(q *query, r *row) (ingest.GPUOp, bool) {
 	default:
 		op.Name = demangled
 	}
+	var sh ingest.OpShape
 	for i := range 3 {
 		g, b := c[kGridX+i].v, c[kBlockX+i].v
 		if g < 0 || g > math.MaxUint32 || b < 0 || b > math.MaxUint16 {
 			d.warnf(rowPos(q.table, r.rowid), "bad-value", "launch dimensions grid %d block %d out of range; taken as 0", g, b)
 			g, b = 0, 0
 		}
-		op.Grid[i], op.Block[i] = uint32(g), uint16(b)
+		sh.Grid[i], sh.Block[i] = uint32(g), uint16(b)
 	}
 	switch {
 	case !c[kGraphID].null:
-		op.GraphID, _ = uint32Of(c[kGraphID].v)
+		sh.GraphID, _ = uint32Of(c[kGraphID].v)
 	case !c[kGraphNode].null && !q.present[kGraphID]:
 		d.graphNodeOnly++
 	}
+	d.t.SetShape(&op, sh)
 	return op, true
 }
 
@@ -293,7 +295,7 @@ func (d *decoder) memcpy(q *query, r *row) (ingest.GPUOp, bool) {
 		return op, false
 	}
 	c := r.cells
-	op.Bytes = d.bytes(q.table, r, c[mBytes])
+	d.t.SetShape(&op, ingest.OpShape{Bytes: d.bytes(q.table, r, c[mBytes])})
 	kind := c[mCopyKind].v
 	if kind >= 0 && kind < int64(len(memcpyKinds)) {
 		op.Copy = memcpyKinds[kind]
@@ -317,7 +319,7 @@ func (d *decoder) memset(q *query, r *row) (ingest.GPUOp, bool) {
 	if !ok {
 		return op, false
 	}
-	op.Bytes = d.bytes(q.table, r, r.cells[mBytes])
+	d.t.SetShape(&op, ingest.OpShape{Bytes: d.bytes(q.table, r, r.cells[mBytes])})
 	op.Name = d.t.Strings.Intern(MemsetName)
 	return op, true
 }
@@ -357,7 +359,7 @@ func (d *decoder) graph(q *query, r *row) (ingest.GPUOp, bool) {
 	if !ok {
 		d.warnf(rowPos(q.table, r.rowid), "bad-value", "graphId %d out of range; taken as 0", r.cells[grGraphID].v)
 	}
-	op.GraphID = id
+	d.t.SetShape(&op, ingest.OpShape{GraphID: id})
 	op.Name = d.t.Strings.Intern(GraphName(id))
 	return op, true
 }

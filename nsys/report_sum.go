@@ -92,7 +92,7 @@ func MemTimeSummary(t *ingest.Trace) []NameSum {
 // memset grouped by operation; the Stats are in bytes and TimePct is the
 // share of bytes.
 func MemSizeSummary(t *ingest.Trace) []NameSum {
-	return opSums(t, memOpName, func(o *ingest.GPUOp) int64 { return int64(o.Bytes) })
+	return opSums(t, memOpName, func(o *ingest.GPUOp) int64 { return int64(t.ShapeOf(o).Bytes) })
 }
 
 func memOpName(o *ingest.GPUOp) (ingest.StrID, bool) { return o.Name, isMemOp(o) }

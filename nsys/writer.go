@@ -604,6 +604,7 @@ func (w *writer) writeGPUOps() error {
 	gridID := int64(0)
 	for i := range w.t.GPUOps {
 		o := &w.t.GPUOps[i]
+		sh := w.t.ShapeOf(o)
 		if int(o.Kind) >= len(tables) {
 			continue
 		}
@@ -623,17 +624,17 @@ func (w *writer) writeGPUOps() error {
 				}
 			}
 			gridID++
-			ins.int(demangled).int(short).int(int64(o.Grid[0])).int(int64(o.Grid[1])).int(int64(o.Grid[2])).
-				int(int64(o.Block[0])).int(int64(o.Block[1])).int(int64(o.Block[2])).int(gridID).
-				intOrNull(int64(o.GraphID), o.GraphID != 0)
+			ins.int(demangled).int(short).int(int64(sh.Grid[0])).int(int64(sh.Grid[1])).int(int64(sh.Grid[2])).
+				int(int64(sh.Block[0])).int(int64(sh.Block[1])).int(int64(sh.Block[2])).int(gridID).
+				intOrNull(int64(sh.GraphID), sh.GraphID != 0)
 		case ingest.OpMemcpy:
-			ins.int(int64(o.Bytes)).int(copyKindOf(w.t.Str(o.Name), o.Copy))
+			ins.int(int64(sh.Bytes)).int(copyKindOf(w.t.Str(o.Name), o.Copy))
 		case ingest.OpMemset:
-			ins.int(int64(o.Bytes))
+			ins.int(int64(sh.Bytes))
 		case ingest.OpSync:
 			ins.int(syncTypeOf(w.t.Str(o.Name)))
 		case ingest.OpGraph:
-			ins.int(int64(o.GraphID)).int(int64(o.GraphID))
+			ins.int(int64(sh.GraphID)).int(int64(sh.GraphID))
 		}
 		if err := ins.exec(); err != nil {
 			return fmt.Errorf("%s row: %w", o.Kind, err)

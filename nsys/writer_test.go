@@ -51,13 +51,13 @@ func handTrace(session int64) *ingest.Trace {
 		t.GPUOps = append(t.GPUOps, o)
 	}
 	op(ingest.GPUOp{Kind: ingest.OpKernel, Start: 1000, End: 2000, Name: s("void flash_fwd_kernel<Traits>(Params)"),
-		ShortName: s("flash_fwd_kernel"), Stream: 7, Correlation: 11, Grid: [3]uint32{132, 2, 1}, Block: [3]uint16{128, 1, 1}, Device: 0})
+		ShortName: s("flash_fwd_kernel"), Stream: 7, Correlation: 11, Device: 0, Shape: t.InternShape(ingest.OpShape{Grid: [3]uint32{132, 2, 1}, Block: [3]uint16{128, 1, 1}})})
 	op(ingest.GPUOp{Kind: ingest.OpKernel, Start: 2100, End: 2600, Name: s("nvjet_tst_192x192"), ShortName: s("nvjet_tst_192x192"),
-		Stream: 7, Correlation: 12, Grid: [3]uint32{1, 1, 1}, Block: [3]uint16{384, 1, 1}, Device: 1, GraphID: 5})
-	op(ingest.GPUOp{Kind: ingest.OpMemcpy, Start: 2700, End: 2900, Name: s(MemcpyName(1)), Copy: ingest.CopyHtoD, Bytes: 1 << 20, Stream: 7, Correlation: 13, Device: 0})
-	op(ingest.GPUOp{Kind: ingest.OpMemcpy, Start: 2950, End: 2990, Name: s(MemcpyName(12)), Copy: ingest.CopyDtoH, Bytes: 4096, Stream: 7, Device: 0})
-	op(ingest.GPUOp{Kind: ingest.OpMemset, Start: 3000, End: 3100, Name: s(MemsetName), Bytes: 64, Stream: 8, Correlation: 14, Device: 0})
-	op(ingest.GPUOp{Kind: ingest.OpGraph, Start: 3200, End: 8000, Name: s(GraphName(9)), GraphID: 9, Stream: 7, Correlation: 15, Device: 0})
+		Stream: 7, Correlation: 12, Device: 1, Shape: t.InternShape(ingest.OpShape{Grid: [3]uint32{1, 1, 1}, Block: [3]uint16{384, 1, 1}, GraphID: 5})})
+	op(ingest.GPUOp{Kind: ingest.OpMemcpy, Start: 2700, End: 2900, Name: s(MemcpyName(1)), Copy: ingest.CopyHtoD, Stream: 7, Correlation: 13, Device: 0, Shape: t.InternShape(ingest.OpShape{Bytes: 1 << 20})})
+	op(ingest.GPUOp{Kind: ingest.OpMemcpy, Start: 2950, End: 2990, Name: s(MemcpyName(12)), Copy: ingest.CopyDtoH, Stream: 7, Device: 0, Shape: t.InternShape(ingest.OpShape{Bytes: 4096})})
+	op(ingest.GPUOp{Kind: ingest.OpMemset, Start: 3000, End: 3100, Name: s(MemsetName), Stream: 8, Correlation: 14, Device: 0, Shape: t.InternShape(ingest.OpShape{Bytes: 64})})
+	op(ingest.GPUOp{Kind: ingest.OpGraph, Start: 3200, End: 8000, Name: s(GraphName(9)), Stream: 7, Correlation: 15, Device: 0, Shape: t.InternShape(ingest.OpShape{GraphID: 9})})
 	op(ingest.GPUOp{Kind: ingest.OpSync, Start: 8100, End: 8400, Name: s(SyncName(3)), Stream: 7, Correlation: 16, Device: 0})
 
 	metric := s("SMs Active [Throughput %]")

@@ -114,12 +114,14 @@ func (r *Run) GPUTraceWindow(from, to int64) *ingest.Trace {
 			g := ingest.GPUOp{
 				Start: ts(op.Start), End: ts(op.End), Name: t.Strings.Intern(op.Name),
 				Stream: 7, Correlation: corr, Pid: eng.Pid, Device: int16(eng.Device),
-				Kind: kind, Copy: cp, Bytes: op.Bytes, GraphID: graphID,
+				Kind: kind, Copy: cp,
 			}
+			sh := ingest.OpShape{Bytes: op.Bytes, GraphID: graphID}
 			if kind == ingest.OpKernel {
-				g.Grid = [3]uint32{max(op.GridX, 1), 1, 1}
-				g.Block = [3]uint16{uint16(max(op.BlockX, 1)), 1, 1}
+				sh.Grid = [3]uint32{max(op.GridX, 1), 1, 1}
+				sh.Block = [3]uint16{uint16(max(op.BlockX, 1)), 1, 1}
 			}
+			t.SetShape(&g, sh)
 			t.GPUOps = append(t.GPUOps, g)
 			lastLaunchEnd, gpuEnd = op.LaunchEnd, op.End
 		}

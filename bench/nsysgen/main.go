@@ -128,10 +128,10 @@ func generate(n, layers int, seed uint64) *ingest.Trace {
 		nvtx := len(t.Spans)
 		t.Spans = append(t.Spans, ingest.Span{Name: t.Strings.Intern(fmt.Sprintf("step %d span_id=%s", step, hex.EncodeToString(spanID[:]))),
 			Start: stepStart, Pid: pid, Tid: engineTid, Origin: ingest.OriginNVTX, Resource: -1, Scope: -1})
-		op(ingest.GPUOp{Kind: ingest.OpMemcpy, Name: htod, Copy: ingest.CopyHtoD, Bytes: 8192, Stream: 7}, memcpyAPI, jitter(4_000))
+		op(ingest.GPUOp{Kind: ingest.OpMemcpy, Name: htod, Copy: ingest.CopyHtoD, Shape: t.InternShape(ingest.OpShape{Bytes: 8192}), Stream: 7}, memcpyAPI, jitter(4_000))
 		kernelOp := func(k kernel, nm names) {
 			op(ingest.GPUOp{Kind: ingest.OpKernel, Name: nm.name, ShortName: nm.short, Stream: k.stream,
-				Grid: [3]uint32{132, 1, 1}, Block: [3]uint16{256, 1, 1}}, launch, jitter(k.ns))
+				Shape: t.InternShape(ingest.OpShape{Grid: [3]uint32{132, 1, 1}, Block: [3]uint16{256, 1, 1}})}, launch, jitter(k.ns))
 			count++
 		}
 		for l := 0; l < layers && count < n; l++ {
@@ -146,7 +146,7 @@ func generate(n, layers int, seed uint64) *ingest.Trace {
 				kernelOp(k, headNames[i])
 			}
 		}
-		op(ingest.GPUOp{Kind: ingest.OpMemcpy, Name: dtoh, Copy: ingest.CopyDtoH, Bytes: 1024, Stream: 7}, memcpyAPI, jitter(3_000))
+		op(ingest.GPUOp{Kind: ingest.OpMemcpy, Name: dtoh, Copy: ingest.CopyDtoH, Shape: t.InternShape(ingest.OpShape{Bytes: 1024}), Stream: 7}, memcpyAPI, jitter(3_000))
 		now = max(now, gpuFree) + 20_000 + rng.Int64N(200_000) // scheduling between steps
 		t.Spans[nvtx].End = now
 	}

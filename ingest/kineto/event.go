@@ -193,15 +193,16 @@ func (d *decoder) gpuOp() {
 	case stream.v <= math.MaxUint32:
 		op.Stream = uint32(stream.v)
 	}
+	var sh ingest.OpShape
 	switch e.cat {
 	case catKernel:
 		op.Kind = ingest.OpKernel
 		for i := range 3 {
 			if g := a.grid[i]; g.ok && g.v >= 0 && g.v <= math.MaxUint32 {
-				op.Grid[i] = uint32(g.v)
+				sh.Grid[i] = uint32(g.v)
 			}
 			if b := a.block[i]; b.ok && b.v >= 0 && b.v <= math.MaxUint16 {
-				op.Block[i] = uint16(b.v)
+				sh.Block[i] = uint16(b.v)
 			}
 		}
 	case catMemcpy:
@@ -213,13 +214,14 @@ func (d *decoder) gpuOp() {
 		op.Kind = ingest.OpSync
 	}
 	if a.graphID.ok && a.graphID.v > 0 && a.graphID.v <= math.MaxUint32 {
-		op.GraphID = uint32(a.graphID.v)
+		sh.GraphID = uint32(a.graphID.v)
 	}
 	if op.Kind == ingest.OpMemcpy || op.Kind == ingest.OpMemset {
 		if a.bytes.ok && a.bytes.v > 0 {
-			op.Bytes = uint64(a.bytes.v)
+			sh.Bytes = uint64(a.bytes.v)
 		}
 	}
+	d.t.SetShape(&op, sh)
 	d.t.GPUOps = append(d.t.GPUOps, op)
 }
 

@@ -236,10 +236,10 @@ func TestRealFilesCounts(t *testing.T) {
 					}
 				case ingest.OpMemcpy:
 					memcpy++
-					memcpyBytes += int64(o.Bytes)
+					memcpyBytes += int64(tr.ShapeOf(o).Bytes)
 				case ingest.OpMemset:
 					memset++
-					memsetBytes += int64(o.Bytes)
+					memsetBytes += int64(tr.ShapeOf(o).Bytes)
 				case ingest.OpSync:
 					syncs++
 				}
@@ -383,7 +383,7 @@ func ExampleDecoder() {
 		panic(err)
 	}
 	k := tr.GPUOps[0]
-	fmt.Println(tr.Str(k.Name), k.Start, k.Duration(), k.Pid, k.Grid[0], k.Block[0], tr.LaunchCalls()[0])
+	fmt.Println(tr.Str(k.Name), k.Start, k.Duration(), k.Pid, tr.ShapeOf(&k).Grid[0], tr.ShapeOf(&k).Block[0], tr.LaunchCalls()[0])
 	// Output: gemm 1700000000000012001 20000 7 4 128 0
 }
 

@@ -298,6 +298,7 @@ func (x *writer) gpuSide() {
 	var head, args strings.Builder
 	for i := range t.GPUOps {
 		o := &t.GPUOps[i]
+		sh := t.ShapeOf(o)
 		if !x.mine(o.Pid) {
 			continue
 		}
@@ -310,21 +311,21 @@ func (x *writer) gpuSide() {
 		args.WriteString(`"device": ` + dev + `, "context": 1, "stream": ` + stream + `, "correlation": ` + corr)
 		switch o.Kind {
 		case ingest.OpKernel, ingest.OpGraph:
-			args.WriteString(`, "grid": [` + u32(o.Grid[0]) + ", " + u32(o.Grid[1]) + ", " + u32(o.Grid[2]) + `]`)
-			args.WriteString(`, "block": [` + u32(uint32(o.Block[0])) + ", " + u32(uint32(o.Block[1])) + ", " + u32(uint32(o.Block[2])) + `]`)
+			args.WriteString(`, "grid": [` + u32(sh.Grid[0]) + ", " + u32(sh.Grid[1]) + ", " + u32(sh.Grid[2]) + `]`)
+			args.WriteString(`, "block": [` + u32(uint32(sh.Block[0])) + ", " + u32(uint32(sh.Block[1])) + ", " + u32(uint32(sh.Block[2])) + `]`)
 		case ingest.OpMemcpy:
 			cat = "gpu_memcpy"
 			name = memcpyName(o.Copy)
-			args.WriteString(`, "bytes": ` + strconv.FormatUint(o.Bytes, 10))
+			args.WriteString(`, "bytes": ` + strconv.FormatUint(sh.Bytes, 10))
 		case ingest.OpMemset:
 			cat = "gpu_memset"
 			name = "Memset (Device)"
-			args.WriteString(`, "bytes": ` + strconv.FormatUint(o.Bytes, 10))
+			args.WriteString(`, "bytes": ` + strconv.FormatUint(sh.Bytes, 10))
 		case ingest.OpSync:
 			cat = "cuda_sync"
 		}
-		if o.GraphID != 0 {
-			args.WriteString(`, "graph id": ` + u32(o.GraphID))
+		if sh.GraphID != 0 {
+			args.WriteString(`, "graph id": ` + u32(sh.GraphID))
 		}
 		head.Reset()
 		head.WriteString(`"ph": "X", "cat": "` + cat + `", "name": `)

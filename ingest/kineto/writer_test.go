@@ -94,9 +94,10 @@ func compareOps(t *testing.T, want, got *ingest.Trace, pid uint32) {
 			}
 			name = gname
 		}
-		a.Name, b.Name, a.Source, b.Source = 0, 0, 0, 0
-		if a != b || name != gname {
-			t.Fatalf("op %d:\n got  %+v %q\n want %+v %q", i, b, gname, a, name)
+		as, bs := want.ShapeOf(&a), got.ShapeOf(&b)
+		a.Name, b.Name, a.Source, b.Source, a.Shape, b.Shape = 0, 0, 0, 0, 0, 0
+		if a != b || as != bs || name != gname {
+			t.Fatalf("op %d:\n got  %+v %+v %q\n want %+v %+v %q", i, b, bs, gname, a, as, name)
 		}
 	}
 	calls := got.LaunchCalls()

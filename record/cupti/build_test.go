@@ -219,10 +219,10 @@ func checkFakeRecords(t *testing.T, tr *ingest.Trace, res Result, mode string) {
 	pid := res.Pid
 	wantOps := []ingest.GPUOp{
 		{Start: 5000001000, End: 5000021000, Name: s("fake_gemm_kernel(float const*, float*)"), Stream: 14, Correlation: 41, Pid: pid,
-			Grid: [3]uint32{264, 1, 1}, Block: [3]uint16{256, 1, 1}, Device: 2, GraphID: 6, Kind: ingest.OpKernel},
-		{Start: 5000030000, End: 5000031000, Bytes: 8192, Name: s("[CUDA memcpy Device-to-Host]"), Stream: 14, Correlation: 42, Pid: pid,
+			Shape: tr.InternShape(ingest.OpShape{Grid: [3]uint32{264, 1, 1}, Block: [3]uint16{256, 1, 1}, GraphID: 6}), Device: 2, Kind: ingest.OpKernel},
+		{Start: 5000030000, End: 5000031000, Shape: tr.InternShape(ingest.OpShape{Bytes: 8192}), Name: s("[CUDA memcpy Device-to-Host]"), Stream: 14, Correlation: 42, Pid: pid,
 			Device: 2, Kind: ingest.OpMemcpy, Copy: ingest.CopyDtoH},
-		{Start: 5000040000, End: 5000040500, Bytes: 1024, Name: s("[CUDA memset]"), Stream: 15, Correlation: 43, Pid: pid, Device: 2, Kind: ingest.OpMemset},
+		{Start: 5000040000, End: 5000040500, Shape: tr.InternShape(ingest.OpShape{Bytes: 1024}), Name: s("[CUDA memset]"), Stream: 15, Correlation: 43, Pid: pid, Device: 2, Kind: ingest.OpMemset},
 		{Start: 5000050000, End: 5000060000, Name: s("[CUDA Context sync]"), Stream: 0xFFFFFFFF, Correlation: 44, Pid: pid, Device: -1, Kind: ingest.OpSync},
 	}
 	if d := diff(wantOps, tr.GPUOps); d != "" {

@@ -282,9 +282,12 @@ func (d *decoder) record(kind uint16, p []byte, at int64) error {
 		t.GPUOps = append(t.GPUOps, ingest.GPUOp{
 			Start: start, End: end, Name: name, Kind: ingest.OpKernel,
 			Correlation: le.Uint32(p[24:]), Device: device(le.Uint32(p[28:])), Stream: le.Uint32(p[36:]),
-			GraphID: le.Uint32(p[44:]), Pid: d.pid,
-			Grid:  [3]uint32{le.Uint32(p[48:]), le.Uint32(p[52:]), le.Uint32(p[56:])},
-			Block: [3]uint16{dim16(le.Uint32(p[60:])), dim16(le.Uint32(p[64:])), dim16(le.Uint32(p[68:]))},
+			Pid: d.pid,
+			Shape: t.InternShape(ingest.OpShape{
+				GraphID: le.Uint32(p[44:]),
+				Grid:    [3]uint32{le.Uint32(p[48:]), le.Uint32(p[52:]), le.Uint32(p[56:])},
+				Block:   [3]uint16{dim16(le.Uint32(p[60:])), dim16(le.Uint32(p[64:])), dim16(le.Uint32(p[68:]))},
+			}),
 		})
 	case KindMemcpy:
 		start, end, ok := d.interval(le.Uint64(p[0:]), le.Uint64(p[8:]))
@@ -292,9 +295,10 @@ func (d *decoder) record(kind uint16, p []byte, at int64) error {
 			return nil
 		}
 		ck := p[56]
-		op := ingest.GPUOp{Start: start, End: end, Bytes: le.Uint64(p[16:]), Kind: ingest.OpMemcpy,
+		op := ingest.GPUOp{Start: start, End: end, Kind: ingest.OpMemcpy,
 			Correlation: le.Uint32(p[32:]), Device: device(le.Uint32(p[40:])), Stream: le.Uint32(p[48:]),
-			GraphID: le.Uint32(p[52:]), Pid: d.pid, Name: t.Strings.Intern(MemcpyName(ck))}
+			Shape: t.InternShape(ingest.OpShape{Bytes: le.Uint64(p[16:]), GraphID: le.Uint32(p[52:])}),
+			Pid:   d.pid, Name: t.Strings.Intern(MemcpyName(ck))}
 		if int(ck) < len(memcpyKinds) {
 			op.Copy = memcpyKinds[ck]
 		}
@@ -304,9 +308,10 @@ func (d *decoder) record(kind uint16, p []byte, at int64) error {
 		if !ok {
 			return nil
 		}
-		t.GPUOps = append(t.GPUOps, ingest.GPUOp{Start: start, End: end, Bytes: le.Uint64(p[16:]), Kind: ingest.OpMemset,
+		t.GPUOps = append(t.GPUOps, ingest.GPUOp{Start: start, End: end, Kind: ingest.OpMemset,
 			Correlation: le.Uint32(p[32:]), Device: device(le.Uint32(p[36:])), Stream: le.Uint32(p[44:]),
-			GraphID: le.Uint32(p[48:]), Pid: d.pid, Name: t.Strings.Intern(MemsetName)})
+			Shape: t.InternShape(ingest.OpShape{Bytes: le.Uint64(p[16:]), GraphID: le.Uint32(p[48:])}),
+			Pid:   d.pid, Name: t.Strings.Intern(MemsetName)})
 	case KindSync:
 		start, end, ok := d.interval(le.Uint64(p[0:]), le.Uint64(p[8:]))
 		if !ok {

@@ -74,16 +74,14 @@ func TestDecodeEveryKind(t *testing.T) {
 	}
 	s := tr.Strings.Intern
 	wantOps := []ingest.GPUOp{
-		{Start: 1_002_000, End: 1_052_000, Name: s(kname), Stream: 7, Correlation: 77, Pid: 4242, Grid: [3]uint32{132, 8, 1},
-			Block: [3]uint16{128, 1, 1}, Device: 1, GraphID: 3, Kind: ingest.OpKernel},
-		{Start: 1_060_000, End: 1_061_000, Name: s(kname), Stream: 13, Correlation: 78, Pid: 4242, Grid: [3]uint32{1, 1, 1},
-			Block: [3]uint16{65535, 1, 1}, Device: 0, Kind: ingest.OpKernel},
-		{Start: 1_070_000, End: 1_071_500, Bytes: 1 << 20, Name: s("[CUDA memcpy Host-to-Device]"), Stream: 7, Correlation: 80,
-			Pid: 4242, Device: 0, Kind: ingest.OpMemcpy, Copy: ingest.CopyHtoD},
-		{Start: 1_072_000, End: 1_072_100, Bytes: 64, Name: s("[CUDA memcpy Peer-to-Peer]"), Stream: 7, Correlation: 81,
-			Pid: 4242, Device: 1, Kind: ingest.OpMemcpy, Copy: ingest.CopyPtoP},
-		{Start: 1_080_000, End: 1_080_250, Bytes: 4096, Name: s("[CUDA memset]"), Stream: 13, Correlation: 82, Pid: 4242,
-			Device: 1, GraphID: 5, Kind: ingest.OpMemset},
+		{Start: 1_002_000, End: 1_052_000, Name: s(kname), Stream: 7, Correlation: 77, Pid: 4242, Device: 1, Kind: ingest.OpKernel, Shape: tr.InternShape(ingest.OpShape{Grid: [3]uint32{132, 8, 1}, Block: [3]uint16{128, 1, 1}, GraphID: 3})},
+		{Start: 1_060_000, End: 1_061_000, Name: s(kname), Stream: 13, Correlation: 78, Pid: 4242, Device: 0, Kind: ingest.OpKernel, Shape: tr.InternShape(ingest.OpShape{Grid: [3]uint32{1, 1, 1}, Block: [3]uint16{65535, 1, 1}})},
+		{Start: 1_070_000, End: 1_071_500, Name: s("[CUDA memcpy Host-to-Device]"), Stream: 7, Correlation: 80,
+			Pid: 4242, Device: 0, Kind: ingest.OpMemcpy, Copy: ingest.CopyHtoD, Shape: tr.InternShape(ingest.OpShape{Bytes: 1 << 20})},
+		{Start: 1_072_000, End: 1_072_100, Name: s("[CUDA memcpy Peer-to-Peer]"), Stream: 7, Correlation: 81,
+			Pid: 4242, Device: 1, Kind: ingest.OpMemcpy, Copy: ingest.CopyPtoP, Shape: tr.InternShape(ingest.OpShape{Bytes: 64})},
+		{Start: 1_080_000, End: 1_080_250, Name: s("[CUDA memset]"), Stream: 13, Correlation: 82, Pid: 4242,
+			Device: 1, Kind: ingest.OpMemset, Shape: tr.InternShape(ingest.OpShape{Bytes: 4096, GraphID: 5})},
 		{Start: 1_090_000, End: 1_095_000, Name: s("[CUDA Stream sync]"), Stream: 7, Correlation: 83, Pid: 4242, Device: -1, Kind: ingest.OpSync},
 	}
 	if diff := diff(wantOps, tr.GPUOps); diff != "" {
