@@ -80,7 +80,7 @@ func (r *Run) GPUTraceWindow(from, to int64) *ingest.Trace {
 		graph := r.Config.CUDAGraphs && st.Phase == "decode" && st.EndOp > st.FirstOp
 		var graphID, graphCorr uint32
 		if graph {
-			graphID, graphCorr = uint32(st.Index+1), r.Ops[st.FirstOp].Correlation
+			graphID, graphCorr = cudaGraphID(len(st.Requests)), r.Ops[st.FirstOp].Correlation
 			first, last := &r.Ops[st.FirstOp], &r.Ops[st.EndOp-1]
 			t.Spans = append(t.Spans, ingest.Span{
 				Name: graphLaunch, Start: ts(first.LaunchStart), End: ts(last.LaunchEnd),
@@ -137,3 +137,33 @@ func (r *Run) GPUTraceWindow(from, to int64) *ingest.Trace {
 	t.Sort()
 	return t
 }
+
+// cudaGraphID is the CUDA graph a decode step of batch requests replays.
+// vLLM captures one graph per size of its cudagraph_capture_sizes — 1, 2, 4,
+// then multiples of 8 below 256 and of 16 up to 512 (max_num_seqs × 2 by
+// default) — and pads a batch to the smallest size that holds it; the driver
+// numbers the graphs as they are captured, the largest size first. So an
+// engine's decode steps share a few dozen graph IDs, as in a real capture,
+// not one each.
+func cudaGraphID(batch int) uint32 {
+	sizes := 0 // capture sizes up to and including the one the batch pads to
+	for _, s := range captureSizes {
+		sizes++
+		if s >= batch {
+			break
+		}
+	}
+	return uint32(len(captureSizes) - sizes + 1)
+}
+
+// captureSizes are vLLM's default CUDA graph batch sizes, ascending.
+var captureSizes = func() []int {
+	sizes := []int{1, 2, 4}
+	for s := 8; s < 256; s += 8 {
+		sizes = append(sizes, s)
+	}
+	for s := 256; s <= 512; s += 16 {
+		sizes = append(sizes, s)
+	}
+	return sizes
+}()

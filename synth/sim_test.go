@@ -3,6 +3,7 @@ package synth
 import (
 	"bytes"
 	"math"
+	"slices"
 	"testing"
 	"time"
 )
@@ -270,5 +271,42 @@ func TestInterferenceMechanisms(t *testing.T) {
 				t.Fatal("no step of B's engine was stretched")
 			}
 		})
+	}
+}
+
+// Decode steps replay the graph captured for their padded batch size, as
+// vLLM does: a kernel's graph is the one of the smallest capture size that
+// holds its step's batch, numbered in capture order (largest first), so an
+// engine has at most one graph ID per capture size, not one per step.
+func TestCUDAGraphPerCaptureSize(t *testing.T) {
+	for _, c := range []struct{ batch, size int }{{1, 1}, {3, 4}, {8, 8}, {9, 16}, {255, 256}, {257, 272}, {512, 512}, {900, 512}} {
+		want := uint32(len(captureSizes) - slices.Index(captureSizes, c.size))
+		if got := cudaGraphID(c.batch); got != want {
+			t.Errorf("batch %d: graph %d, want %d (the graph of size %d)", c.batch, got, want, c.size)
+		}
+	}
+	cfg := DefaultConfig(3, 8*time.Second)
+	cfg.CUDAGraphs = true
+	r, err := Generate(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := r.GPUTrace()
+	graphs := map[uint32]bool{}
+	graphed := 0
+	for i := range g.GPUOps {
+		if id := g.ShapeOf(&g.GPUOps[i]).GraphID; id != 0 {
+			graphs[id] = true
+			graphed++
+		}
+	}
+	steps := 0
+	for _, st := range r.Steps {
+		if st.Phase == "decode" {
+			steps++
+		}
+	}
+	if graphed == 0 || len(graphs) < 2 || len(graphs) > len(captureSizes) || len(graphs) >= steps {
+		t.Fatalf("%d graph IDs over %d graphed kernels of %d decode steps, want 2 to %d", len(graphs), graphed, steps, len(captureSizes))
 	}
 }
