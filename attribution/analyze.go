@@ -229,7 +229,7 @@ func Analyze(t *ingest.Trace, opts Options) *Result {
 	for _, c := range cands {
 		res.Requests = append(res.Requests, Request{})
 		r := &res.Requests[len(res.Requests)-1]
-		problems := buildRequest(r, t, ix, k, c.span, c.style, &opts)
+		problems := buildRequest(r, t, ix, k, int(c.span), c.style(), &opts)
 		for _, p := range problems {
 			res.warn(t, r.Source, "request "+r.ID, "stage-clipped", p)
 		}
@@ -244,9 +244,10 @@ func Analyze(t *ingest.Trace, opts Options) *Result {
 	}
 	res.plausibility(t, ix, k, cands)
 	tpot := sortedTPOT(res.Requests)
-	res.Overall = summarize("all", res.Requests, nil, tpot.values(), opts.SLO)
-	res.ByTenant = groupBy(res.Requests, func(r *Request) string { return r.Tenant }, tpot, opts.SLO)
-	res.ByModel = groupBy(res.Requests, func(r *Request) string { return r.Model }, tpot, opts.SLO)
+	sm := newSummarizer(res.Requests, tpot, opts.SLO)
+	res.Overall = sm.all("all")
+	res.ByTenant = sm.groupBy(func(r *Request) string { return r.Tenant })
+	res.ByModel = sm.groupBy(func(r *Request) string { return r.Model })
 	res.Stages = stageTotals(res.Requests)
 	res.E2E = e2eNote(res.Requests)
 	// The launch join (op → API call) is a sort of every op; steps and the
@@ -314,7 +315,13 @@ type tpotOrder []tpotSample
 // (distribution), and a group's values in sorted order are the whole run's
 // sorted values that belong to it.
 func sortedTPOT(reqs []Request) tpotOrder {
-	var o tpotOrder
+	known := 0
+	for i := range reqs {
+		if !math.IsNaN(reqs[i].TPOT) {
+			known++
+		}
+	}
+	o := make(tpotOrder, 0, known)
 	for i := range reqs {
 		if v := reqs[i].TPOT; !math.IsNaN(v) {
 			o = append(o, tpotSample{v, int32(i)})
@@ -332,39 +339,72 @@ func sortedTPOT(reqs []Request) tpotOrder {
 	return o
 }
 
-func (o tpotOrder) values() []float64 {
-	vs := make([]float64, len(o))
-	for i, s := range o {
+// summarizer builds the distributions of groups of requests, one group
+// after another, in scratch arrays it keeps: a distribution reads and
+// reorders its values and keeps none of them.
+type summarizer struct {
+	reqs []Request
+	tpot tpotOrder
+	slo  SLO
+	// ttft, e2e, queue and itl are the current group's known values.
+	ttft, e2e, queue, itl []float64
+}
+
+func newSummarizer(reqs []Request, tpot tpotOrder, slo SLO) *summarizer {
+	return &summarizer{reqs: reqs, tpot: tpot, slo: slo}
+}
+
+// all summarizes every request, the largest group: the scratch arrays are
+// made its size.
+func (sm *summarizer) all(name string) Summary {
+	gaps := 0
+	for i := range sm.reqs {
+		gaps += max(0, len(sm.reqs[i].Tokens)-1)
+	}
+	n := len(sm.reqs)
+	sm.ttft, sm.e2e, sm.queue, sm.itl = make([]float64, 0, n), make([]float64, 0, n), make([]float64, 0, n), make([]float64, 0, gaps)
+	vs := make([]float64, len(sm.tpot))
+	for i, s := range sm.tpot {
 		vs[i] = s.v
 	}
-	return vs
+	return sm.summarize(name, nil, vs)
 }
 
 // groupBy summarizes the requests of each key, by index (a Request is too
-// large to copy per group).
-func groupBy(reqs []Request, key func(*Request) string, tpot tpotOrder, slo SLO) []Summary {
+// large to copy per group). The groups' request and TPOT lists are carved
+// from one array each, in request (and TPOT) order.
+func (sm *summarizer) groupBy(key func(*Request) string) []Summary {
+	reqs := sm.reqs
 	groups := map[string]int32{} // the group number of each key
-	var idx [][]int32            // by group number, its requests
+	var counts []int32           // by group number, its requests
 	member := make([]int32, len(reqs))
 	for i := range reqs {
 		k := key(&reqs[i])
 		g, ok := groups[k]
 		if !ok {
-			g = int32(len(idx))
+			g = int32(len(counts))
 			groups[k] = g
-			idx = append(idx, nil)
+			counts = append(counts, 0)
 		}
-		idx[g] = append(idx[g], int32(i))
+		counts[g]++
 		member[i] = g
 	}
-	tpots := make([][]float64, len(idx))
-	for _, s := range tpot {
+	idx := carveByGroup(make([]int32, len(reqs)), counts)
+	for i, g := range member {
+		idx[g] = append(idx[g], int32(i))
+	}
+	clear(counts)
+	for _, s := range sm.tpot {
+		counts[member[s.req]]++
+	}
+	tpots := carveByGroup(make([]float64, len(sm.tpot)), counts)
+	for _, s := range sm.tpot {
 		g := member[s.req]
 		tpots[g] = append(tpots[g], s.v)
 	}
 	out := make([]Summary, 0, len(groups))
 	for name, g := range groups {
-		out = append(out, summarize(name, reqs, idx[g], tpots[g], slo))
+		out = append(out, sm.summarize(name, idx[g], tpots[g]))
 	}
 	slices.SortFunc(out, func(a, b Summary) int {
 		if c := cmp.Compare(b.Requests, a.Requests); c != 0 {
@@ -375,26 +415,30 @@ func groupBy(reqs []Request, key func(*Request) string, tpot tpotOrder, slo SLO)
 	return out
 }
 
-// summarize builds the distributions of reqs[idx] (all of reqs when idx is
-// nil); tpot holds their known TPOTs, sorted.
-func summarize(name string, reqs []Request, idx []int32, tpot []float64, slo SLO) Summary {
+// carveByGroup cuts all into one empty slice per group, group g's with room
+// for counts[g] elements, capped so that an append cannot reach the next.
+func carveByGroup[T any](all []T, counts []int32) [][]T {
+	out := make([][]T, len(counts))
+	at := 0
+	for g, n := range counts {
+		out[g] = all[at : at : at+int(n)]
+		at += int(n)
+	}
+	return out
+}
+
+// summarize builds the distributions of reqs[idx] (all of the requests when
+// idx is nil); tpot holds their known TPOTs, sorted.
+func (sm *summarizer) summarize(name string, idx []int32, tpot []float64) Summary {
+	reqs := sm.reqs
+	n := len(idx)
 	if idx == nil {
-		idx = make([]int32, len(reqs))
-		for i := range idx {
-			idx[i] = int32(i)
-		}
+		n = len(reqs)
 	}
-	s := Summary{Name: name, Requests: len(idx)}
-	gaps := 0
-	for _, i := range idx {
-		gaps += max(0, len(reqs[i].Tokens)-1)
-	}
-	ttft := make([]float64, 0, len(idx))
-	e2e, queue := make([]float64, 0, len(idx)), make([]float64, 0, len(idx))
-	itl := make([]float64, 0, gaps)
+	s := Summary{Name: name, Requests: n}
+	ttft, e2e, queue, itl := sm.ttft[:0], sm.e2e[:0], sm.queue[:0], sm.itl[:0]
 	first, last := int64(math.MaxInt64), int64(math.MinInt64)
-	for _, i := range idx {
-		r := &reqs[i]
+	add := func(r *Request) {
 		ttft = appendKnown(ttft, r.TTFT)
 		e2e = appendKnown(e2e, r.E2E)
 		queue = appendKnown(queue, r.Queue)
@@ -409,13 +453,23 @@ func summarize(name string, reqs []Request, idx []int32, tpot []float64, slo SLO
 			s.OutputTokens += int64(r.OutputTokens)
 		}
 	}
+	if idx == nil {
+		for i := range reqs {
+			add(&reqs[i])
+		}
+	} else {
+		for _, i := range idx {
+			add(&reqs[i])
+		}
+	}
+	sm.ttft, sm.e2e, sm.queue, sm.itl = ttft, e2e, queue, itl
 	s.Metrics = Metrics{TTFT: distribution(ttft), TPOT: sortedDistribution(tpot), ITL: distribution(itl), E2E: distribution(e2e), Queue: distribution(queue)}
-	if len(idx) > 0 && last > first {
+	if n > 0 && last > first {
 		s.Duration = float64(last-first) / 1e9
 		s.Throughput = float64(s.OutputTokens) / s.Duration
 	}
-	if !slo.IsZero() {
-		s.Goodput = goodput(reqs, idx, slo, s.Duration)
+	if !sm.slo.IsZero() {
+		s.Goodput = goodput(reqs, idx, sm.slo, s.Duration)
 	}
 	return s
 }
@@ -484,10 +538,18 @@ func Percentile(sorted []float64, p float64) float64 { return stat.Quantile(sort
 // (stat.QuantileUnsorted): it reorders xs.
 func percentileOf(xs []float64, p float64) float64 { return stat.QuantileUnsorted(xs, p/100) }
 
+// goodput checks reqs[idx] (all of reqs when idx is nil) against slo.
 func goodput(reqs []Request, idx []int32, slo SLO, duration float64) *Goodput {
 	g := &Goodput{}
-	for _, i := range idx {
-		r := &reqs[i]
+	n := len(idx)
+	if idx == nil {
+		n = len(reqs)
+	}
+	for j := range n {
+		r := &reqs[j]
+		if idx != nil {
+			r = &reqs[idx[j]]
+		}
 		ok, unknown := true, false
 		check := func(limit time.Duration, v float64, undefinedOK bool) {
 			if limit == 0 {
@@ -514,8 +576,8 @@ func goodput(reqs []Request, idx []int32, slo SLO, duration float64) *Goodput {
 			g.Good++
 		}
 	}
-	if len(idx) > 0 {
-		g.Share = float64(g.Good) / float64(len(idx))
+	if n > 0 {
+		g.Share = float64(g.Good) / float64(n)
 	}
 	if duration > 0 {
 		g.PerSecond = float64(g.Good) / duration

@@ -67,9 +67,17 @@ const (
 	StyleGenAI   Style = "genai"   // client-side GenAI / OpenLIT / OpenLLMetry / Langfuse
 )
 
-// stylePriority ranks conventions when two request spans describe the same
+// styleRank ranks conventions when two request spans describe the same
 // request (one nested in the other): the richer, server-side view wins.
-var stylePriority = map[Style]int{StyleLLMProf: 6, StyleVLLM: 5, StyleSGLang: 4, StyleTGI: 3, StyleTriton: 2, StyleGenAI: 1}
+// byRank is the convention of each rank.
+type styleRank uint8
+
+var byRank = [...]Style{1: StyleGenAI, 2: StyleTriton, 3: StyleTGI, 4: StyleSGLang, 5: StyleVLLM, 6: StyleLLMProf}
+
+// rankOf is the rank of a convention byRank names (0 for none).
+func rankOf(st Style) styleRank {
+	return styleRank(max(0, slices.Index(byRank[:], st)))
+}
 
 // Request is one request's latency facts. Times are ns on the reference
 // clock; metric fields are NaN when the input cannot tell.
@@ -159,16 +167,15 @@ func (r *Request) estimated(metric string) { r.Estimated = append(r.Estimated, m
 // span or attribute, possibly of zero length).
 func (r *Request) Has(st Stage) bool { return r.present&(1<<st) != 0 }
 
-// spanIndex finds OTLP spans by ID (the first span of each trace and span
-// ID) and lists their children, for walking request trees.
+// spanIndex resolves the OTLP spans' parent links once, for walking request
+// trees.
 type spanIndex struct {
 	t *ingest.Trace
-	// byID holds the first span of each span ID; other the first of each
-	// trace and span ID whose span ID byID holds for another trace. Span
-	// IDs are random 64-bit numbers, so other is almost always empty and
-	// a lookup hashes 8 bytes, not 24.
-	byID  map[ingest.SpanID]int32
-	other map[spanKey]int32
+	// parents holds each span's parent (the first OTLP span of its trace
+	// and parent span ID), −1 for none: a root, a parent not in the input,
+	// or a link cut by cutCycles. One array lookup a step up the tree, and
+	// nothing in it for the collector to scan.
+	parents []int32
 	// edges are the parent links between OTLP spans, by parent, each
 	// parent's children in span order.
 	edges []spanEdge
@@ -192,33 +199,53 @@ func newSpanIndex(t *ingest.Trace) *spanIndex {
 			withID++
 		}
 	}
-	ix := &spanIndex{t: t, byID: make(map[ingest.SpanID]int32, withID)}
+	// byID holds the first span of each span ID; other the first of each
+	// trace and span ID whose span ID byID holds for another trace. Span
+	// IDs are random 64-bit numbers, so other is almost always empty and
+	// a lookup hashes 8 bytes, not 24.
+	byID := make(map[ingest.SpanID]int32, withID)
+	var other map[spanKey]int32
 	for i := range t.Spans {
 		s := &t.Spans[i]
 		if s.Origin != ingest.OriginOTLP || s.ID.IsZero() {
 			continue
 		}
-		j, seen := ix.byID[s.ID]
+		j, seen := byID[s.ID]
 		switch {
 		case !seen:
-			ix.byID[s.ID] = int32(i)
+			byID[s.ID] = int32(i)
 		case t.Spans[j].TraceID != s.TraceID:
 			k := spanKey{s.TraceID, s.ID}
-			if ix.other == nil {
-				ix.other = map[spanKey]int32{}
+			if other == nil {
+				other = map[spanKey]int32{}
 			}
-			if _, dup := ix.other[k]; !dup {
-				ix.other[k] = int32(i)
+			if _, dup := other[k]; !dup {
+				other[k] = int32(i)
 			}
 		}
 	}
-	ix.cutCycles()
+	ix := &spanIndex{t: t, parents: make([]int32, len(t.Spans))}
+	linked := 0
 	for i := range t.Spans {
-		if t.Spans[i].Origin != ingest.OriginOTLP {
+		ix.parents[i] = -1
+		s := &t.Spans[i]
+		if s.Parent.IsZero() {
 			continue
 		}
-		if p, ok := ix.parent(i); ok {
-			ix.edges = append(ix.edges, spanEdge{int32(p), int32(i)})
+		j, ok := byID[s.Parent]
+		if ok && t.Spans[j].TraceID != s.TraceID {
+			j, ok = other[spanKey{s.TraceID, s.Parent}]
+		}
+		if ok {
+			ix.parents[i] = j
+			linked++
+		}
+	}
+	ix.cutCycles()
+	ix.edges = make([]spanEdge, 0, linked-len(ix.cut))
+	for i, p := range ix.parents {
+		if p >= 0 && t.Spans[i].Origin == ingest.OriginOTLP {
+			ix.edges = append(ix.edges, spanEdge{p, int32(i)})
 		}
 	}
 	slices.SortFunc(ix.edges, func(a, b spanEdge) int {
@@ -230,25 +257,9 @@ func newSpanIndex(t *ingest.Trace) *spanIndex {
 	return ix
 }
 
-// find returns the first OTLP span with the trace and span ID.
-func (ix *spanIndex) find(trace ingest.TraceID, span ingest.SpanID) (int, bool) {
-	j, ok := ix.byID[span]
-	if !ok {
-		return 0, false
-	}
-	if ix.t.Spans[j].TraceID == trace {
-		return int(j), true
-	}
-	j, ok = ix.other[spanKey{trace, span}]
-	return int(j), ok
-}
-
 func (ix *spanIndex) parent(i int) (int, bool) {
-	s := &ix.t.Spans[i]
-	if s.Parent.IsZero() || ix.cut[int32(i)] {
-		return 0, false
-	}
-	return ix.find(s.TraceID, s.Parent)
+	p := ix.parents[i]
+	return int(p), p >= 0
 }
 
 // cutCycles finds the loops among the parent links (each span has one
@@ -283,6 +294,7 @@ func (ix *spanIndex) cutCycles() {
 					ix.cut = map[int32]bool{}
 				}
 				ix.cut[int32(n)] = true
+				ix.parents[n] = -1
 				break
 			}
 			n = p
@@ -402,22 +414,25 @@ func sglangRoot(name string) bool {
 	return false
 }
 
-// requestSpan is a request span: its index in the trace and its convention.
+// requestSpan is a request span: its index in the trace and the rank of its
+// convention (8 bytes, no pointer: one for every request).
 type requestSpan struct {
-	span  int
-	style Style
+	span int32
+	rank styleRank
 }
+
+func (r requestSpan) style() Style { return byRank[r.rank] }
 
 // requestSpans are request spans in trace order (by span index).
 type requestSpans []requestSpan
 
 // find returns the convention of span i, when it is one of rs.
 func (rs requestSpans) find(i int) (Style, bool) {
-	j, ok := slices.BinarySearchFunc(rs, i, func(r requestSpan, i int) int { return cmp.Compare(r.span, i) })
+	j, ok := slices.BinarySearchFunc(rs, int32(i), func(r requestSpan, i int32) int { return cmp.Compare(r.span, i) })
 	if !ok {
 		return "", false
 	}
-	return rs[j].style, true
+	return rs[j].style(), true
 }
 
 // findRequests returns the request spans, dropping a request span nested in
@@ -427,7 +442,7 @@ func findRequests(t *ingest.Trace, ix *spanIndex, k *keyCache) (requestSpans, in
 	var cands requestSpans
 	for i := range t.Spans {
 		if st, ok := classify(t, k, &t.Spans[i]); ok {
-			cands = append(cands, requestSpan{i, st})
+			cands = append(cands, requestSpan{int32(i), rankOf(st)})
 		}
 	}
 	var dropped []bool // by position in cands; nil while none is
@@ -438,12 +453,12 @@ func findRequests(t *ingest.Trace, ix *spanIndex, k *keyCache) (requestSpans, in
 		dropped[j] = true
 	}
 	for j, c := range cands {
-		for p, ok := ix.parent(c.span); ok; p, ok = ix.parent(p) {
-			pj, isReq := slices.BinarySearchFunc(cands, p, func(r requestSpan, i int) int { return cmp.Compare(r.span, i) })
+		for p, ok := ix.parent(int(c.span)); ok; p, ok = ix.parent(p) {
+			pj, isReq := slices.BinarySearchFunc(cands, int32(p), func(r requestSpan, i int32) int { return cmp.Compare(r.span, i) })
 			if !isReq {
 				continue
 			}
-			if stylePriority[cands[pj].style] >= stylePriority[c.style] {
+			if cands[pj].rank >= c.rank {
 				drop(j)
 			} else {
 				drop(pj)
