@@ -105,7 +105,12 @@ type Result struct {
 	warnings  ingest.Warnings  // behind Warnings
 	trace     *ingest.Trace    // for EachToken
 	tokenSums []RequestBuckets // per request, from summarizeTokens
+	// tenants and models number the requests' tenants and models.
+	tenants, models groups
 }
+
+func tenantKey(r *Request) string { return r.Tenant }
+func modelKey(r *Request) string  { return r.Model }
 
 // Summary is the latency distribution of a group of requests.
 type Summary struct {
@@ -224,11 +229,11 @@ func Analyze(t *ingest.Trace, opts Options) *Result {
 	// arrival.
 	cands, nested := findRequests(t, ix, k)
 	if len(cands) > 0 {
-		res.Requests = make([]Request, 0, len(cands))
+		res.Requests = make([]Request, len(cands)) // each filled in place by buildRequest
 	}
-	for _, c := range cands {
-		res.Requests = append(res.Requests, Request{})
-		r := &res.Requests[len(res.Requests)-1]
+	var perRank [len(byRank)]int
+	for j, c := range cands {
+		r := &res.Requests[j]
 		problems := buildRequest(r, t, ix, k, int(c.span), c.style(), &opts)
 		for _, p := range problems {
 			res.warn(t, r.Source, "request "+r.ID, "stage-clipped", p)
@@ -236,7 +241,12 @@ func Analyze(t *ingest.Trace, opts Options) *Result {
 		for _, p := range r.disagreements {
 			res.warn(t, r.Source, "request "+r.ID, "latency-attributes-disagree", p)
 		}
-		res.Styles[r.Style]++
+		perRank[c.rank]++
+	}
+	for rank, n := range perRank {
+		if n > 0 {
+			res.Styles[byRank[rank]] = n
+		}
 	}
 	if nested > 0 {
 		res.warn(t, 0, "", "nested-request-spans",
@@ -246,8 +256,9 @@ func Analyze(t *ingest.Trace, opts Options) *Result {
 	tpot := sortedTPOT(res.Requests)
 	sm := newSummarizer(res.Requests, tpot, opts.SLO)
 	res.Overall = sm.all("all")
-	res.ByTenant = sm.groupBy(func(r *Request) string { return r.Tenant })
-	res.ByModel = sm.groupBy(func(r *Request) string { return r.Model })
+	res.tenants, res.models = groupRequests(res.Requests, tenantKey), groupRequests(res.Requests, modelKey)
+	res.ByTenant = sm.groupBy(res.tenants)
+	res.ByModel = sm.groupBy(res.models)
 	res.Stages = stageTotals(res.Requests)
 	res.E2E = e2eNote(res.Requests)
 	// The launch join (op → API call) is a sort of every op; steps and the
@@ -370,40 +381,54 @@ func (sm *summarizer) all(name string) Summary {
 	return sm.summarize(name, nil, vs)
 }
 
-// groupBy summarizes the requests of each key, by index (a Request is too
-// large to copy per group). The groups' request and TPOT lists are carved
-// from one array each, in request (and TPOT) order.
-func (sm *summarizer) groupBy(key func(*Request) string) []Summary {
-	reqs := sm.reqs
-	groups := map[string]int32{} // the group number of each key
-	var counts []int32           // by group number, its requests
-	member := make([]int32, len(reqs))
+// groups numbers the distinct keys of the requests (a tenant, a model) in
+// order of first appearance: of says each request's group, names each
+// group's key. Per-request work then indexes arrays by group instead of
+// looking its key up in a map.
+type groups struct {
+	of    []int32
+	names []string
+}
+
+func groupRequests(reqs []Request, key func(*Request) string) groups {
+	number := map[string]int32{}
+	gs := groups{of: make([]int32, len(reqs))}
 	for i := range reqs {
 		k := key(&reqs[i])
-		g, ok := groups[k]
+		g, ok := number[k]
 		if !ok {
-			g = int32(len(counts))
-			groups[k] = g
-			counts = append(counts, 0)
+			g = int32(len(gs.names))
+			number[k] = g
+			gs.names = append(gs.names, k)
 		}
-		counts[g]++
-		member[i] = g
+		gs.of[i] = g
 	}
-	idx := carveByGroup(make([]int32, len(reqs)), counts)
-	for i, g := range member {
+	return gs
+}
+
+// groupBy summarizes the requests of each group, by index (a Request is too
+// large to copy per group). The groups' request and TPOT lists are carved
+// from one array each, in request (and TPOT) order.
+func (sm *summarizer) groupBy(gs groups) []Summary {
+	counts := make([]int32, len(gs.names))
+	for _, g := range gs.of {
+		counts[g]++
+	}
+	idx := carveByGroup(make([]int32, len(gs.of)), counts)
+	for i, g := range gs.of {
 		idx[g] = append(idx[g], int32(i))
 	}
 	clear(counts)
 	for _, s := range sm.tpot {
-		counts[member[s.req]]++
+		counts[gs.of[s.req]]++
 	}
 	tpots := carveByGroup(make([]float64, len(sm.tpot)), counts)
 	for _, s := range sm.tpot {
-		g := member[s.req]
+		g := gs.of[s.req]
 		tpots[g] = append(tpots[g], s.v)
 	}
-	out := make([]Summary, 0, len(groups))
-	for name, g := range groups {
+	out := make([]Summary, 0, len(gs.names))
+	for g, name := range gs.names {
 		out = append(out, sm.summarize(name, idx[g], tpots[g]))
 	}
 	slices.SortFunc(out, func(a, b Summary) int {
