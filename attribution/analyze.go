@@ -232,9 +232,10 @@ func Analyze(t *ingest.Trace, opts Options) *Result {
 		res.Requests = make([]Request, len(cands)) // each filled in place by buildRequest
 	}
 	var perRank [len(byRank)]int
+	var arena requestArena
 	for j, c := range cands {
 		r := &res.Requests[j]
-		problems := buildRequest(r, t, ix, k, int(c.span), c.style(), &opts)
+		problems := buildRequest(r, t, ix, k, int(c.span), c.style(), &opts, &arena)
 		for _, p := range problems {
 			res.warn(t, r.Source, "request "+r.ID, "stage-clipped", p)
 		}

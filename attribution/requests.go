@@ -318,19 +318,27 @@ func (ix *spanIndex) children(i int) []spanEdge {
 // descendants returns the subtree below span i (not i itself), depth
 // first, the last child first.
 func (ix *spanIndex) descendants(i int) []int {
-	var out, stack []int
+	var stack []int
+	return ix.appendDescendants(nil, i, &stack)
+}
+
+// appendDescendants is descendants(i) in out's array (out empty), the walk
+// in stack's.
+func (ix *spanIndex) appendDescendants(out []int, i int, stack *[]int) []int {
+	st := (*stack)[:0]
 	push := func(n int) {
 		for _, e := range ix.children(n) {
-			stack = append(stack, int(e.child))
+			st = append(st, int(e.child))
 		}
 	}
 	push(i)
-	for len(stack) > 0 && len(out) < 1_000_000 {
-		n := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
+	for len(st) > 0 && len(out) < 1_000_000 {
+		n := st[len(st)-1]
+		st = st[:len(st)-1]
 		out = append(out, n)
 		push(n)
 	}
+	*stack = st
 	return out
 }
 
@@ -477,6 +485,52 @@ func findRequests(t *ingest.Trace, ix *spanIndex, k *keyCache) (requestSpans, in
 	return kept, len(cands) - len(kept)
 }
 
+// requestArena holds what buildRequest keeps of each request in few large
+// arrays instead of small ones of its own (token times, gaps, stage
+// segments: none holds a pointer), and its scratch for the walk of a
+// request's subtree.
+type requestArena struct {
+	tokens chunks[int64]
+	gap    chunks[Gap]
+	seg    chunks[StageSegment]
+	// desc and stack are the current request's descendants and their walk.
+	desc, stack []int
+}
+
+func (a *requestArena) gaps() *chunks[Gap] {
+	if a == nil {
+		return nil
+	}
+	return &a.gap
+}
+
+func (a *requestArena) segments() *chunks[StageSegment] {
+	if a == nil {
+		return nil
+	}
+	return &a.seg
+}
+
+// chunks carves short slices out of arrays of chunkLen elements (or one of
+// the slice's own length when longer).
+type chunks[T any] struct{ buf []T }
+
+const chunkLen = 4096
+
+// take returns an empty slice with room for n elements, capped so that an
+// append beyond them cannot reach the next slice. A nil c makes it apart.
+func (c *chunks[T]) take(n int) []T {
+	if c == nil {
+		return make([]T, 0, n)
+	}
+	if cap(c.buf)-len(c.buf) < n {
+		c.buf = make([]T, 0, max(n, chunkLen))
+	}
+	start := len(c.buf)
+	c.buf = c.buf[:start+n]
+	return c.buf[start : start : start+n]
+}
+
 // interval is a stage's claim on part of a request's life.
 type interval struct {
 	stage    Stage
@@ -486,7 +540,7 @@ type interval struct {
 // buildRequest derives one request's facts from its span, descendants and
 // attributes, into r (in place: a Request is large to copy), and returns
 // the problems it found.
-func buildRequest(r *Request, t *ingest.Trace, ix *spanIndex, k *keyCache, i int, style Style, opts *Options) []string {
+func buildRequest(r *Request, t *ingest.Trace, ix *spanIndex, k *keyCache, i int, style Style, opts *Options, a *requestArena) []string {
 	s := &t.Spans[i]
 	var problems []string
 	*r = Request{
@@ -496,7 +550,8 @@ func buildRequest(r *Request, t *ingest.Trace, ix *spanIndex, k *keyCache, i int
 		TTFT: math.NaN(), TPOT: math.NaN(), Queue: math.NaN(), CacheHitRatio: math.NaN(), E2EAttr: math.NaN(),
 	}
 	r.E2E = float64(r.End - r.Arrival)
-	desc := ix.descendants(i)
+	a.desc = ix.appendDescendants(a.desc[:0], i, &a.stack)
+	desc := a.desc
 	attrs := s.Attrs
 
 	r.ID, _ = k.str(attrs, keyRequestID)
@@ -528,21 +583,36 @@ func buildRequest(r *Request, t *ingest.Trace, ix *spanIndex, k *keyCache, i int
 	if p := k.present(keyTokenEvent); len(p) > 0 {
 		tokenName, hasTokenName = p[0].id, true
 	}
-	collect := func(sp *ingest.Span) {
-		if !hasTokenName {
-			return
-		}
-		for _, e := range sp.Events() {
-			if e.Name == tokenName {
-				r.Tokens = append(r.Tokens, e.Time)
+	if hasTokenName {
+		// Counted first, then carved from the run's token array.
+		n := 0
+		count := func(sp *ingest.Span) {
+			for _, e := range sp.Events() {
+				if e.Name == tokenName {
+					n++
+				}
 			}
 		}
+		collect := func(sp *ingest.Span) {
+			for _, e := range sp.Events() {
+				if e.Name == tokenName {
+					r.Tokens = append(r.Tokens, e.Time)
+				}
+			}
+		}
+		count(s)
+		for _, d := range desc {
+			count(&t.Spans[d])
+		}
+		if n > 0 {
+			r.Tokens = a.tokens.take(n)
+			collect(s)
+			for _, d := range desc {
+				collect(&t.Spans[d])
+			}
+			slices.Sort(r.Tokens)
+		}
 	}
-	collect(s)
-	for _, d := range desc {
-		collect(&t.Spans[d])
-	}
-	slices.Sort(r.Tokens)
 	if n, ok := k.count(attrs, keyOutputTokens); ok {
 		r.OutputTokens = n
 	} else if len(r.Tokens) > 0 {
@@ -653,7 +723,7 @@ func buildRequest(r *Request, t *ingest.Trace, ix *spanIndex, k *keyCache, i int
 	r.TokenizeEnd, _ = stageEnd(ivs, StageTokenize)
 	r.QueueEnd, _ = stageEnd(ivs, StageQueue)
 	r.QueueStart = stageStart(ivs, StageQueue)
-	r.Stages, r.Gaps, r.segments, problems = partition(r.Arrival, r.End, ivs, problems)
+	r.Stages, r.Gaps, r.segments, problems = partitionInto(r.Arrival, r.End, ivs, problems, a)
 	for _, iv := range ivs {
 		r.present |= 1 << iv.stage
 	}
@@ -729,6 +799,12 @@ type Gap struct {
 // that sticks out by more than a millisecond is reported. It also returns
 // the stages' segments in time order (other left out).
 func partition(from, to int64, ivs []interval, problems []string) ([NumStages]int64, []Gap, []StageSegment, []string) {
+	return partitionInto(from, to, ivs, problems, nil)
+}
+
+// partitionInto is partition, its gaps and segments carved from a's arrays
+// (made apart when a is nil).
+func partitionInto(from, to int64, ivs []interval, problems []string, a *requestArena) ([NumStages]int64, []Gap, []StageSegment, []string) {
 	var out [NumStages]int64
 	if to <= from {
 		return out, nil, nil, problems
@@ -800,10 +876,10 @@ func partition(from, to int64, ivs []interval, problems []string) ([NumStages]in
 	var gaps []Gap
 	var owned []StageSegment
 	if nOwned > 0 {
-		owned = make([]StageSegment, 0, nOwned)
+		owned = a.segments().take(nOwned)
 	}
 	if len(segs) > nOwned {
-		gaps = make([]Gap, 0, len(segs)-nOwned)
+		gaps = a.gaps().take(len(segs) - nOwned)
 	}
 	for i, sg := range segs {
 		out[sg.stage] += sg.to - sg.from
