@@ -269,7 +269,7 @@ func Analyze(t *ingest.Trace, opts Options) *Result {
 	if len(t.GPUOps) > 0 && !opts.RequestsOnly {
 		res.GPU = analyzeGPU(t, opts.GPU, launchCalls(), gpuHosts(t, opts.Alignment))
 	}
-	res.KVCache = kvCache(res.Requests, res.Steps, res.Engines)
+	res.KVCache = kvCache(res.Requests, res.Steps, res.Engines, res.tenants, res.models)
 	res.alignmentCaveats(t, opts.Alignment)
 	res.BlindSpots = blindSpots(t, res.Requests)
 	res.ModelEvents = modelEvents(t, k, res.Requests)

@@ -160,9 +160,11 @@ func (res *Result) TokenBuckets(i int) (RequestBuckets, bool) {
 // The tokens arrive request by request and, within one, by index, so a
 // request's decode tokens reach each position group as one run: a run is
 // summed apart and added to its position group and to the request's decode
-// sum when it ends, and the request's decode sum to the decode, tenant and
-// model groups when the next request starts (per token: one bucket
-// addition instead of five, no map lookups). A request's summed buckets are
+// sum when it ends, and the request's decode sum to its tenant's and
+// model's groups (by group number, Result.tenants and Result.models) when
+// the next request starts (per token: one bucket addition instead of five,
+// no map lookups); the decode group is the position groups past the first,
+// added up at the end. A request's summed buckets are
 // its first tokens' plus its decode sum. The sums are integers, so they are
 // exactly the per-token ones. A request that ran in no engine step the
 // input shows (OTLP alone) is not split token by token at all: its decode
@@ -225,7 +227,6 @@ func summarizeTokens(res *Result, stall time.Duration) *TokenSummary {
 			sums.All[b] = first[b] + decode.sums[b]
 		}
 		if decode.Tokens > 0 {
-			ts.Decode.merge(&decode)
 			tenants[res.tenants.of[cur]].merge(&decode)
 			models[res.models.of[cur]].merge(&decode)
 		}
@@ -291,6 +292,10 @@ func summarizeTokens(res *Result, stall time.Duration) *TokenSummary {
 		}
 	}
 	flush()
+	// Every decode token is in one position group past the first.
+	for i := range ts.ByPosition[1:] {
+		ts.Decode.merge(&ts.ByPosition[1+i])
+	}
 	byTenant, byModel := namedGroups(tenants, res.tenants.names), namedGroups(models, res.models.names)
 	findStalls(res, ts, byModel, stall, decodeTokens, &stalls)
 	ts.Stalls.Worst = worst(ts.Stalls.Worst)
