@@ -74,13 +74,8 @@ func edgeName(st Stage, start bool) string {
 	return st.String()
 }
 
-// likelyMissing returns the canonical stages between before and after that
-// the request does not have.
-func likelyMissing(r *Request, before, after Stage) []Stage {
-	return appendLikelyMissing(nil, r, before, after)
-}
-
-// appendLikelyMissing appends likelyMissing(r, before, after) to out.
+// appendLikelyMissing appends to out the canonical stages between before
+// and after that the request does not have.
 func appendLikelyMissing(out []Stage, r *Request, before, after Stage) []Stage {
 	pos := func(st Stage, dflt int) int {
 		if st == StageInference {
