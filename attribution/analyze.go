@@ -105,7 +105,12 @@ type Result struct {
 	warnings  ingest.Warnings  // behind Warnings
 	trace     *ingest.Trace    // for EachToken
 	tokenSums []RequestBuckets // per request, from summarizeTokens
+	// tenants and models number the requests' tenants and models.
+	tenants, models groups
 }
+
+func tenantKey(r *Request) string { return r.Tenant }
+func modelKey(r *Request) string  { return r.Model }
 
 // Summary is the latency distribution of a group of requests.
 type Summary struct {
@@ -224,19 +229,25 @@ func Analyze(t *ingest.Trace, opts Options) *Result {
 	// arrival.
 	cands, nested := findRequests(t, ix, k)
 	if len(cands) > 0 {
-		res.Requests = make([]Request, 0, len(cands))
+		res.Requests = make([]Request, len(cands)) // each filled in place by buildRequest
 	}
-	for _, c := range cands {
-		res.Requests = append(res.Requests, Request{})
-		r := &res.Requests[len(res.Requests)-1]
-		problems := buildRequest(r, t, ix, k, c.span, c.style, &opts)
+	var perRank [len(byRank)]int
+	var arena requestArena
+	for j, c := range cands {
+		r := &res.Requests[j]
+		problems := buildRequest(r, t, ix, k, int(c.span), c.style(), &opts, &arena)
 		for _, p := range problems {
 			res.warn(t, r.Source, "request "+r.ID, "stage-clipped", p)
 		}
 		for _, p := range r.disagreements {
 			res.warn(t, r.Source, "request "+r.ID, "latency-attributes-disagree", p)
 		}
-		res.Styles[r.Style]++
+		perRank[c.rank]++
+	}
+	for rank, n := range perRank {
+		if n > 0 {
+			res.Styles[byRank[rank]] = n
+		}
 	}
 	if nested > 0 {
 		res.warn(t, 0, "", "nested-request-spans",
@@ -244,9 +255,11 @@ func Analyze(t *ingest.Trace, opts Options) *Result {
 	}
 	res.plausibility(t, ix, k, cands)
 	tpot := sortedTPOT(res.Requests)
-	res.Overall = summarize("all", res.Requests, nil, tpot.values(), opts.SLO)
-	res.ByTenant = groupBy(res.Requests, func(r *Request) string { return r.Tenant }, tpot, opts.SLO)
-	res.ByModel = groupBy(res.Requests, func(r *Request) string { return r.Model }, tpot, opts.SLO)
+	sm := newSummarizer(res.Requests, tpot, opts.SLO)
+	res.Overall = sm.all("all")
+	res.tenants, res.models = groupRequests(res.Requests, tenantKey), groupRequests(res.Requests, modelKey)
+	res.ByTenant = sm.groupBy(res.tenants)
+	res.ByModel = sm.groupBy(res.models)
 	res.Stages = stageTotals(res.Requests)
 	res.E2E = e2eNote(res.Requests)
 	// The launch join (op → API call) is a sort of every op; steps and the
@@ -256,7 +269,7 @@ func Analyze(t *ingest.Trace, opts Options) *Result {
 	if len(t.GPUOps) > 0 && !opts.RequestsOnly {
 		res.GPU = analyzeGPU(t, opts.GPU, launchCalls(), gpuHosts(t, opts.Alignment))
 	}
-	res.KVCache = kvCache(res.Requests, res.Steps, res.Engines)
+	res.KVCache = kvCache(res.Requests, res.Steps, res.Engines, res.tenants, res.models)
 	res.alignmentCaveats(t, opts.Alignment)
 	res.BlindSpots = blindSpots(t, res.Requests)
 	res.ModelEvents = modelEvents(t, k, res.Requests)
@@ -314,7 +327,13 @@ type tpotOrder []tpotSample
 // (distribution), and a group's values in sorted order are the whole run's
 // sorted values that belong to it.
 func sortedTPOT(reqs []Request) tpotOrder {
-	var o tpotOrder
+	known := 0
+	for i := range reqs {
+		if !math.IsNaN(reqs[i].TPOT) {
+			known++
+		}
+	}
+	o := make(tpotOrder, 0, known)
 	for i := range reqs {
 		if v := reqs[i].TPOT; !math.IsNaN(v) {
 			o = append(o, tpotSample{v, int32(i)})
@@ -332,39 +351,114 @@ func sortedTPOT(reqs []Request) tpotOrder {
 	return o
 }
 
-func (o tpotOrder) values() []float64 {
-	vs := make([]float64, len(o))
-	for i, s := range o {
-		vs[i] = s.v
-	}
-	return vs
+// summarizer builds the distributions of groups of requests, one group
+// after another, in scratch arrays it keeps: a distribution reads and
+// reorders its values and keeps none of them. It reads each request once,
+// into a row of what the summaries need (rows, itls): the groups then walk
+// those, not the requests (about 420 bytes each).
+type summarizer struct {
+	reqs []Request
+	rows []summaryRow
+	// itls are the requests' inter-token latencies, request by request.
+	itls []float64
+	tpot tpotOrder
+	slo  SLO
+	// ttft, e2e, queue and itl are the current group's known values.
+	ttft, e2e, queue, itl []float64
 }
 
-// groupBy summarizes the requests of each key, by index (a Request is too
-// large to copy per group).
-func groupBy(reqs []Request, key func(*Request) string, tpot tpotOrder, slo SLO) []Summary {
-	groups := map[string]int32{} // the group number of each key
-	var idx [][]int32            // by group number, its requests
-	member := make([]int32, len(reqs))
+// summaryRow is what a request adds to its groups' summaries.
+type summaryRow struct {
+	ttft, e2e, queue float64 // NaN when unknown
+	arrival, end     int64
+	// in and out are the request's input and output tokens, 0 when unknown.
+	in, out int64
+	// itlEnd is where the request's inter-token latencies end in itls
+	// (they start where the previous request's end).
+	itlEnd int
+}
+
+func newSummarizer(reqs []Request, tpot tpotOrder, slo SLO) *summarizer {
+	sm := &summarizer{reqs: reqs, tpot: tpot, slo: slo, rows: make([]summaryRow, len(reqs))}
+	gaps := 0
+	for i := range reqs {
+		gaps += max(0, len(reqs[i].Tokens)-1)
+	}
+	sm.itls = make([]float64, 0, gaps)
+	for i := range reqs {
+		r := &reqs[i]
+		for k := 1; k < len(r.Tokens); k++ {
+			sm.itls = append(sm.itls, float64(r.Tokens[k]-r.Tokens[k-1]))
+		}
+		sm.rows[i] = summaryRow{
+			ttft: r.TTFT, e2e: r.E2E, queue: r.Queue, arrival: r.Arrival, end: r.End,
+			in: int64(max(r.InputTokens, 0)), out: int64(max(r.OutputTokens, 0)), itlEnd: len(sm.itls),
+		}
+	}
+	return sm
+}
+
+// all summarizes every request, the largest group: the scratch arrays are
+// made its size.
+func (sm *summarizer) all(name string) Summary {
+	n := len(sm.reqs)
+	sm.ttft, sm.e2e, sm.queue, sm.itl = make([]float64, 0, n), make([]float64, 0, n), make([]float64, 0, n), make([]float64, 0, len(sm.itls))
+	vs := make([]float64, len(sm.tpot))
+	for i, s := range sm.tpot {
+		vs[i] = s.v
+	}
+	return sm.summarize(name, nil, vs)
+}
+
+// groups numbers the distinct keys of the requests (a tenant, a model) in
+// order of first appearance: of says each request's group, names each
+// group's key. Per-request work then indexes arrays by group instead of
+// looking its key up in a map.
+type groups struct {
+	of    []int32
+	names []string
+}
+
+func groupRequests(reqs []Request, key func(*Request) string) groups {
+	number := map[string]int32{}
+	gs := groups{of: make([]int32, len(reqs))}
 	for i := range reqs {
 		k := key(&reqs[i])
-		g, ok := groups[k]
+		g, ok := number[k]
 		if !ok {
-			g = int32(len(idx))
-			groups[k] = g
-			idx = append(idx, nil)
+			g = int32(len(gs.names))
+			number[k] = g
+			gs.names = append(gs.names, k)
 		}
-		idx[g] = append(idx[g], int32(i))
-		member[i] = g
+		gs.of[i] = g
 	}
-	tpots := make([][]float64, len(idx))
-	for _, s := range tpot {
-		g := member[s.req]
+	return gs
+}
+
+// groupBy summarizes the requests of each group, by index (a Request is too
+// large to copy per group). The groups' request and TPOT lists are carved
+// from one array each, in request (and TPOT) order.
+func (sm *summarizer) groupBy(gs groups) []Summary {
+	counts := make([]int32, len(gs.names))
+	for _, g := range gs.of {
+		counts[g]++
+	}
+	idx := carveByGroup(make([]int32, len(gs.of)), counts)
+	for i, g := range gs.of {
+		idx[g] = append(idx[g], int32(i))
+	}
+	clear(counts)
+	for _, s := range sm.tpot {
+		counts[gs.of[s.req]]++
+	}
+	tpots := carveByGroup(make([]float64, len(sm.tpot)), counts)
+	for _, s := range sm.tpot {
+		g := gs.of[s.req]
 		tpots[g] = append(tpots[g], s.v)
 	}
-	out := make([]Summary, 0, len(groups))
-	for name, g := range groups {
-		out = append(out, summarize(name, reqs, idx[g], tpots[g], slo))
+	out := make([]Summary, 0, len(gs.names))
+	for g, name := range gs.names {
+		out = append(out, sm.summarize(name, idx[g], tpots[g]))
 	}
 	slices.SortFunc(out, func(a, b Summary) int {
 		if c := cmp.Compare(b.Requests, a.Requests); c != 0 {
@@ -375,47 +469,60 @@ func groupBy(reqs []Request, key func(*Request) string, tpot tpotOrder, slo SLO)
 	return out
 }
 
-// summarize builds the distributions of reqs[idx] (all of reqs when idx is
-// nil); tpot holds their known TPOTs, sorted.
-func summarize(name string, reqs []Request, idx []int32, tpot []float64, slo SLO) Summary {
+// carveByGroup cuts all into one empty slice per group, group g's with room
+// for counts[g] elements, capped so that an append cannot reach the next.
+func carveByGroup[T any](all []T, counts []int32) [][]T {
+	out := make([][]T, len(counts))
+	at := 0
+	for g, n := range counts {
+		out[g] = all[at : at : at+int(n)]
+		at += int(n)
+	}
+	return out
+}
+
+// summarize builds the distributions of reqs[idx] (all of the requests when
+// idx is nil); tpot holds their known TPOTs, sorted.
+func (sm *summarizer) summarize(name string, idx []int32, tpot []float64) Summary {
+	reqs := sm.reqs
+	n := len(idx)
 	if idx == nil {
-		idx = make([]int32, len(reqs))
-		for i := range idx {
-			idx[i] = int32(i)
-		}
+		n = len(reqs)
 	}
-	s := Summary{Name: name, Requests: len(idx)}
-	gaps := 0
-	for _, i := range idx {
-		gaps += max(0, len(reqs[i].Tokens)-1)
-	}
-	ttft := make([]float64, 0, len(idx))
-	e2e, queue := make([]float64, 0, len(idx)), make([]float64, 0, len(idx))
-	itl := make([]float64, 0, gaps)
+	s := Summary{Name: name, Requests: n}
+	ttft, e2e, queue, itl := sm.ttft[:0], sm.e2e[:0], sm.queue[:0], sm.itl[:0]
 	first, last := int64(math.MaxInt64), int64(math.MinInt64)
-	for _, i := range idx {
-		r := &reqs[i]
-		ttft = appendKnown(ttft, r.TTFT)
-		e2e = appendKnown(e2e, r.E2E)
-		queue = appendKnown(queue, r.Queue)
-		for k := 1; k < len(r.Tokens); k++ {
-			itl = append(itl, float64(r.Tokens[k]-r.Tokens[k-1]))
+	add := func(i int) {
+		r := &sm.rows[i]
+		ttft = appendKnown(ttft, r.ttft)
+		e2e = appendKnown(e2e, r.e2e)
+		queue = appendKnown(queue, r.queue)
+		from := 0
+		if i > 0 {
+			from = sm.rows[i-1].itlEnd
 		}
-		first, last = min(first, r.Arrival), max(last, r.End)
-		if r.InputTokens > 0 {
-			s.InputTokens += int64(r.InputTokens)
+		itl = append(itl, sm.itls[from:r.itlEnd]...)
+		first, last = min(first, r.arrival), max(last, r.end)
+		s.InputTokens += r.in
+		s.OutputTokens += r.out
+	}
+	if idx == nil {
+		for i := range sm.rows {
+			add(i)
 		}
-		if r.OutputTokens > 0 {
-			s.OutputTokens += int64(r.OutputTokens)
+	} else {
+		for _, i := range idx {
+			add(int(i))
 		}
 	}
+	sm.ttft, sm.e2e, sm.queue, sm.itl = ttft, e2e, queue, itl
 	s.Metrics = Metrics{TTFT: distribution(ttft), TPOT: sortedDistribution(tpot), ITL: distribution(itl), E2E: distribution(e2e), Queue: distribution(queue)}
-	if len(idx) > 0 && last > first {
+	if n > 0 && last > first {
 		s.Duration = float64(last-first) / 1e9
 		s.Throughput = float64(s.OutputTokens) / s.Duration
 	}
-	if !slo.IsZero() {
-		s.Goodput = goodput(reqs, idx, slo, s.Duration)
+	if !sm.slo.IsZero() {
+		s.Goodput = goodput(reqs, idx, sm.slo, s.Duration)
 	}
 	return s
 }
@@ -484,10 +591,18 @@ func Percentile(sorted []float64, p float64) float64 { return stat.Quantile(sort
 // (stat.QuantileUnsorted): it reorders xs.
 func percentileOf(xs []float64, p float64) float64 { return stat.QuantileUnsorted(xs, p/100) }
 
+// goodput checks reqs[idx] (all of reqs when idx is nil) against slo.
 func goodput(reqs []Request, idx []int32, slo SLO, duration float64) *Goodput {
 	g := &Goodput{}
-	for _, i := range idx {
-		r := &reqs[i]
+	n := len(idx)
+	if idx == nil {
+		n = len(reqs)
+	}
+	for j := range n {
+		r := &reqs[j]
+		if idx != nil {
+			r = &reqs[idx[j]]
+		}
 		ok, unknown := true, false
 		check := func(limit time.Duration, v float64, undefinedOK bool) {
 			if limit == 0 {
@@ -514,8 +629,8 @@ func goodput(reqs []Request, idx []int32, slo SLO, duration float64) *Goodput {
 			g.Good++
 		}
 	}
-	if len(idx) > 0 {
-		g.Share = float64(g.Good) / float64(len(idx))
+	if n > 0 {
+		g.Share = float64(g.Good) / float64(n)
 	}
 	if duration > 0 {
 		g.PerSecond = float64(g.Good) / duration

@@ -74,9 +74,9 @@ func edgeName(st Stage, start bool) string {
 	return st.String()
 }
 
-// likelyMissing returns the canonical stages between before and after that
-// the request does not have.
-func likelyMissing(r *Request, before, after Stage) []Stage {
+// appendLikelyMissing appends to out the canonical stages between before
+// and after that the request does not have.
+func appendLikelyMissing(out []Stage, r *Request, before, after Stage) []Stage {
 	pos := func(st Stage, dflt int) int {
 		if st == StageInference {
 			st = StagePrefill
@@ -91,7 +91,6 @@ func likelyMissing(r *Request, before, after Stage) []Stage {
 	if after == StageInference {
 		hi = pos(StagePrefill, hi)
 	}
-	var out []Stage
 	for i := lo + 1; i < hi; i++ {
 		st := canonicalOrder[i]
 		if !r.Has(st) && !(r.Has(StageInference) && (st == StagePrefill || st == StageDecode)) {
@@ -116,37 +115,41 @@ func blindSpots(t *ingest.Trace, reqs []Request) BlindSpots {
 		likely []Stage
 		where  map[loc]int
 	}
-	groups := map[string]*acc{}
+	// A group's key: the set of missing stages (likely lists them in
+	// canonical order, so the set is the list), or where the gap lies when
+	// none is missing.
+	type groupKey struct {
+		missing uint32 // bit st: stage st
+		at      loc    // when missing is 0
+	}
+	groups := map[groupKey]*acc{}
 	var outside acc
-	var seen []string // the groups the request's gaps have joined
-	var stageKey []byte
+	var seen []*acc // the groups the request's gaps have joined
+	var likely []Stage
 	for i := range reqs {
 		r := &reqs[i]
 		total += r.End - r.Arrival
 		other += r.Stages[StageOther]
 		seen = seen[:0]
 		for _, g := range r.Gaps {
-			likely := likelyMissing(r, g.Before, g.After)
-			// The stages themselves, one byte each, name the group (no edge
-			// name is that short and without an arrow).
-			stageKey = stageKey[:0]
+			likely = appendLikelyMissing(likely[:0], r, g.Before, g.After)
+			var key groupKey
 			for _, st := range likely {
-				stageKey = append(stageKey, byte(st))
+				key.missing |= 1 << st
 			}
-			key := string(stageKey)
 			if len(likely) == 0 {
-				key = edgeName(g.Before, true) + "→" + edgeName(g.After, false)
+				key.at = loc{g.Before, g.After}
 			}
 			a := groups[key]
 			if a == nil {
-				a = &acc{likely: likely, where: map[loc]int{}}
+				a = &acc{likely: slices.Clip(slices.Clone(likely)), where: map[loc]int{}}
 				groups[key] = a
 			}
 			a.ns += g.To - g.From
 			a.where[loc{g.Before, g.After}]++
-			if !slices.Contains(seen, key) {
+			if !slices.Contains(seen, a) {
 				a.reqs++
-				seen = append(seen, key)
+				seen = append(seen, a)
 			}
 		}
 		if r.CallerExtra > 0 {

@@ -113,12 +113,13 @@ func cacheInfo(t *ingest.Trace, ix *spanIndex, k *keyCache, i int, desc []int, r
 // its prefill is closer to the fit's prediction for a miss than for a hit of
 // its cached length. A hit is judged only when the saving the fit predicts
 // exceeds twice the misses' median absolute residual.
-func kvCache(reqs []Request, steps []Step, engines []Engine) *KVCache {
+// tenants and models number the requests' tenants and models.
+func kvCache(reqs []Request, steps []Step, engines []Engine, tenants, models groups) *KVCache {
 	kv := &KVCache{}
 	verdict := stepAccounting(reqs, steps, engines)
 	var hitPrefill, missPrefill, hitTTFT, missTTFT []float64
 	var cachedTok, inputTok int64
-	byModel := map[string][]int{}
+	byModel := make([][]int, len(models.names)) // by model number, its requests that report the cache
 	for i := range reqs {
 		r := &reqs[i]
 		if !r.CacheKnown {
@@ -140,7 +141,7 @@ func kvCache(reqs []Request, steps []Step, engines []Engine) *KVCache {
 		if r.InputTokens > 0 {
 			inputTok += int64(r.InputTokens)
 		}
-		byModel[r.Model] = append(byModel[r.Model], i)
+		byModel[models.of[i]] = append(byModel[models.of[i]], i)
 	}
 	if kv.Requests == 0 {
 		return nil
@@ -169,13 +170,16 @@ func kvCache(reqs []Request, steps []Step, engines []Engine) *KVCache {
 			flag(i, "step-accounting", math.NaN(), math.NaN())
 		}
 	}
-	models := make([]string, 0, len(byModel))
-	for m := range byModel {
-		models = append(models, m)
+	// The models by name.
+	var order []int32
+	for g, idx := range byModel {
+		if len(idx) > 0 {
+			order = append(order, int32(g))
+		}
 	}
-	slices.Sort(models)
-	for _, m := range models {
-		idx := byModel[m]
+	slices.SortFunc(order, func(a, b int32) int { return cmp.Compare(models.names[a], models.names[b]) })
+	for _, g := range order {
+		m, idx := models.names[g], byModel[g]
 		var xs, ys []float64
 		for _, i := range idx {
 			r := &reqs[i]
@@ -219,23 +223,21 @@ func kvCache(reqs []Request, steps []Step, engines []Engine) *KVCache {
 	}
 	slices.SortFunc(kv.Inflated, func(a, b InflatedHit) int { return cmp.Compare(a.ID, b.ID) })
 	kv.EffectiveHitShare = float64(kv.Hits-len(kv.Inflated)) / float64(kv.Requests)
-	kv.ByModel = kvGroups(reqs, inflated, func(r *Request) string { return r.Model })
-	kv.ByTenant = kvGroups(reqs, inflated, func(r *Request) string { return r.Tenant })
+	kv.ByModel = kvGroups(reqs, inflated, models)
+	kv.ByTenant = kvGroups(reqs, inflated, tenants)
 	return kv
 }
 
-func kvGroups(reqs []Request, inflated map[int]bool, key func(*Request) string) []KVGroup {
-	groups := map[string]*KVGroup{}
+// kvGroups counts the hits of each group's requests that report the cache;
+// groups with none are left out.
+func kvGroups(reqs []Request, inflated map[int]bool, gs groups) []KVGroup {
+	groups := make([]KVGroup, len(gs.names))
 	for i := range reqs {
 		r := &reqs[i]
 		if !r.CacheKnown {
 			continue
 		}
-		g := groups[key(r)]
-		if g == nil {
-			g = &KVGroup{Name: key(r)}
-			groups[key(r)] = g
-		}
+		g := &groups[gs.of[i]]
 		g.Requests++
 		if r.CacheHit {
 			g.Hits++
@@ -245,9 +247,13 @@ func kvGroups(reqs []Request, inflated map[int]bool, key func(*Request) string) 
 		}
 	}
 	out := make([]KVGroup, 0, len(groups))
-	for _, g := range groups {
+	for n, g := range groups {
+		if g.Requests == 0 {
+			continue
+		}
+		g.Name = gs.names[n]
 		g.HitShare = float64(g.Hits) / float64(g.Requests)
-		out = append(out, *g)
+		out = append(out, g)
 	}
 	slices.SortFunc(out, func(a, b KVGroup) int { return cmp.Compare(a.Name, b.Name) })
 	return out

@@ -67,9 +67,17 @@ const (
 	StyleGenAI   Style = "genai"   // client-side GenAI / OpenLIT / OpenLLMetry / Langfuse
 )
 
-// stylePriority ranks conventions when two request spans describe the same
+// styleRank ranks conventions when two request spans describe the same
 // request (one nested in the other): the richer, server-side view wins.
-var stylePriority = map[Style]int{StyleLLMProf: 6, StyleVLLM: 5, StyleSGLang: 4, StyleTGI: 3, StyleTriton: 2, StyleGenAI: 1}
+// byRank is the convention of each rank.
+type styleRank uint8
+
+var byRank = [...]Style{1: StyleGenAI, 2: StyleTriton, 3: StyleTGI, 4: StyleSGLang, 5: StyleVLLM, 6: StyleLLMProf}
+
+// rankOf is the rank of a convention byRank names (0 for none).
+func rankOf(st Style) styleRank {
+	return styleRank(max(0, slices.Index(byRank[:], st)))
+}
 
 // Request is one request's latency facts. Times are ns on the reference
 // clock; metric fields are NaN when the input cannot tell.
@@ -159,16 +167,15 @@ func (r *Request) estimated(metric string) { r.Estimated = append(r.Estimated, m
 // span or attribute, possibly of zero length).
 func (r *Request) Has(st Stage) bool { return r.present&(1<<st) != 0 }
 
-// spanIndex finds OTLP spans by ID (the first span of each trace and span
-// ID) and lists their children, for walking request trees.
+// spanIndex resolves the OTLP spans' parent links once, for walking request
+// trees.
 type spanIndex struct {
 	t *ingest.Trace
-	// byID holds the first span of each span ID; other the first of each
-	// trace and span ID whose span ID byID holds for another trace. Span
-	// IDs are random 64-bit numbers, so other is almost always empty and
-	// a lookup hashes 8 bytes, not 24.
-	byID  map[ingest.SpanID]int32
-	other map[spanKey]int32
+	// parents holds each span's parent (the first OTLP span of its trace
+	// and parent span ID), −1 for none: a root, a parent not in the input,
+	// or a link cut by cutCycles. One array lookup a step up the tree, and
+	// nothing in it for the collector to scan.
+	parents []int32
 	// edges are the parent links between OTLP spans, by parent, each
 	// parent's children in span order.
 	edges []spanEdge
@@ -192,33 +199,53 @@ func newSpanIndex(t *ingest.Trace) *spanIndex {
 			withID++
 		}
 	}
-	ix := &spanIndex{t: t, byID: make(map[ingest.SpanID]int32, withID)}
+	// byID holds the first span of each span ID; other the first of each
+	// trace and span ID whose span ID byID holds for another trace. Span
+	// IDs are random 64-bit numbers, so other is almost always empty and
+	// a lookup hashes 8 bytes, not 24.
+	byID := make(map[ingest.SpanID]int32, withID)
+	var other map[spanKey]int32
 	for i := range t.Spans {
 		s := &t.Spans[i]
 		if s.Origin != ingest.OriginOTLP || s.ID.IsZero() {
 			continue
 		}
-		j, seen := ix.byID[s.ID]
+		j, seen := byID[s.ID]
 		switch {
 		case !seen:
-			ix.byID[s.ID] = int32(i)
+			byID[s.ID] = int32(i)
 		case t.Spans[j].TraceID != s.TraceID:
 			k := spanKey{s.TraceID, s.ID}
-			if ix.other == nil {
-				ix.other = map[spanKey]int32{}
+			if other == nil {
+				other = map[spanKey]int32{}
 			}
-			if _, dup := ix.other[k]; !dup {
-				ix.other[k] = int32(i)
+			if _, dup := other[k]; !dup {
+				other[k] = int32(i)
 			}
 		}
 	}
-	ix.cutCycles()
+	ix := &spanIndex{t: t, parents: make([]int32, len(t.Spans))}
+	linked := 0
 	for i := range t.Spans {
-		if t.Spans[i].Origin != ingest.OriginOTLP {
+		ix.parents[i] = -1
+		s := &t.Spans[i]
+		if s.Parent.IsZero() {
 			continue
 		}
-		if p, ok := ix.parent(i); ok {
-			ix.edges = append(ix.edges, spanEdge{int32(p), int32(i)})
+		j, ok := byID[s.Parent]
+		if ok && t.Spans[j].TraceID != s.TraceID {
+			j, ok = other[spanKey{s.TraceID, s.Parent}]
+		}
+		if ok {
+			ix.parents[i] = j
+			linked++
+		}
+	}
+	ix.cutCycles()
+	ix.edges = make([]spanEdge, 0, linked-len(ix.cut))
+	for i, p := range ix.parents {
+		if p >= 0 && t.Spans[i].Origin == ingest.OriginOTLP {
+			ix.edges = append(ix.edges, spanEdge{p, int32(i)})
 		}
 	}
 	slices.SortFunc(ix.edges, func(a, b spanEdge) int {
@@ -230,25 +257,9 @@ func newSpanIndex(t *ingest.Trace) *spanIndex {
 	return ix
 }
 
-// find returns the first OTLP span with the trace and span ID.
-func (ix *spanIndex) find(trace ingest.TraceID, span ingest.SpanID) (int, bool) {
-	j, ok := ix.byID[span]
-	if !ok {
-		return 0, false
-	}
-	if ix.t.Spans[j].TraceID == trace {
-		return int(j), true
-	}
-	j, ok = ix.other[spanKey{trace, span}]
-	return int(j), ok
-}
-
 func (ix *spanIndex) parent(i int) (int, bool) {
-	s := &ix.t.Spans[i]
-	if s.Parent.IsZero() || ix.cut[int32(i)] {
-		return 0, false
-	}
-	return ix.find(s.TraceID, s.Parent)
+	p := ix.parents[i]
+	return int(p), p >= 0
 }
 
 // cutCycles finds the loops among the parent links (each span has one
@@ -283,6 +294,7 @@ func (ix *spanIndex) cutCycles() {
 					ix.cut = map[int32]bool{}
 				}
 				ix.cut[int32(n)] = true
+				ix.parents[n] = -1
 				break
 			}
 			n = p
@@ -306,19 +318,27 @@ func (ix *spanIndex) children(i int) []spanEdge {
 // descendants returns the subtree below span i (not i itself), depth
 // first, the last child first.
 func (ix *spanIndex) descendants(i int) []int {
-	var out, stack []int
+	var stack []int
+	return ix.appendDescendants(nil, i, &stack)
+}
+
+// appendDescendants is descendants(i) in out's array (out empty), the walk
+// in stack's.
+func (ix *spanIndex) appendDescendants(out []int, i int, stack *[]int) []int {
+	st := (*stack)[:0]
 	push := func(n int) {
 		for _, e := range ix.children(n) {
-			stack = append(stack, int(e.child))
+			st = append(st, int(e.child))
 		}
 	}
 	push(i)
-	for len(stack) > 0 && len(out) < 1_000_000 {
-		n := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
+	for len(st) > 0 && len(out) < 1_000_000 {
+		n := st[len(st)-1]
+		st = st[:len(st)-1]
 		out = append(out, n)
 		push(n)
 	}
+	*stack = st
 	return out
 }
 
@@ -402,22 +422,25 @@ func sglangRoot(name string) bool {
 	return false
 }
 
-// requestSpan is a request span: its index in the trace and its convention.
+// requestSpan is a request span: its index in the trace and the rank of its
+// convention (8 bytes, no pointer: one for every request).
 type requestSpan struct {
-	span  int
-	style Style
+	span int32
+	rank styleRank
 }
+
+func (r requestSpan) style() Style { return byRank[r.rank] }
 
 // requestSpans are request spans in trace order (by span index).
 type requestSpans []requestSpan
 
 // find returns the convention of span i, when it is one of rs.
 func (rs requestSpans) find(i int) (Style, bool) {
-	j, ok := slices.BinarySearchFunc(rs, i, func(r requestSpan, i int) int { return cmp.Compare(r.span, i) })
+	j, ok := slices.BinarySearchFunc(rs, int32(i), func(r requestSpan, i int32) int { return cmp.Compare(r.span, i) })
 	if !ok {
 		return "", false
 	}
-	return rs[j].style, true
+	return rs[j].style(), true
 }
 
 // findRequests returns the request spans, dropping a request span nested in
@@ -427,7 +450,7 @@ func findRequests(t *ingest.Trace, ix *spanIndex, k *keyCache) (requestSpans, in
 	var cands requestSpans
 	for i := range t.Spans {
 		if st, ok := classify(t, k, &t.Spans[i]); ok {
-			cands = append(cands, requestSpan{i, st})
+			cands = append(cands, requestSpan{int32(i), rankOf(st)})
 		}
 	}
 	var dropped []bool // by position in cands; nil while none is
@@ -438,12 +461,12 @@ func findRequests(t *ingest.Trace, ix *spanIndex, k *keyCache) (requestSpans, in
 		dropped[j] = true
 	}
 	for j, c := range cands {
-		for p, ok := ix.parent(c.span); ok; p, ok = ix.parent(p) {
-			pj, isReq := slices.BinarySearchFunc(cands, p, func(r requestSpan, i int) int { return cmp.Compare(r.span, i) })
+		for p, ok := ix.parent(int(c.span)); ok; p, ok = ix.parent(p) {
+			pj, isReq := slices.BinarySearchFunc(cands, int32(p), func(r requestSpan, i int32) int { return cmp.Compare(r.span, i) })
 			if !isReq {
 				continue
 			}
-			if stylePriority[cands[pj].style] >= stylePriority[c.style] {
+			if cands[pj].rank >= c.rank {
 				drop(j)
 			} else {
 				drop(pj)
@@ -462,6 +485,52 @@ func findRequests(t *ingest.Trace, ix *spanIndex, k *keyCache) (requestSpans, in
 	return kept, len(cands) - len(kept)
 }
 
+// requestArena holds what buildRequest keeps of each request in few large
+// arrays instead of small ones of its own (token times, gaps, stage
+// segments: none holds a pointer), and its scratch for the walk of a
+// request's subtree.
+type requestArena struct {
+	tokens chunks[int64]
+	gap    chunks[Gap]
+	seg    chunks[StageSegment]
+	// desc and stack are the current request's descendants and their walk.
+	desc, stack []int
+}
+
+func (a *requestArena) gaps() *chunks[Gap] {
+	if a == nil {
+		return nil
+	}
+	return &a.gap
+}
+
+func (a *requestArena) segments() *chunks[StageSegment] {
+	if a == nil {
+		return nil
+	}
+	return &a.seg
+}
+
+// chunks carves short slices out of arrays of chunkLen elements (or one of
+// the slice's own length when longer).
+type chunks[T any] struct{ buf []T }
+
+const chunkLen = 4096
+
+// take returns an empty slice with room for n elements, capped so that an
+// append beyond them cannot reach the next slice. A nil c makes it apart.
+func (c *chunks[T]) take(n int) []T {
+	if c == nil {
+		return make([]T, 0, n)
+	}
+	if cap(c.buf)-len(c.buf) < n {
+		c.buf = make([]T, 0, max(n, chunkLen))
+	}
+	start := len(c.buf)
+	c.buf = c.buf[:start+n]
+	return c.buf[start : start : start+n]
+}
+
 // interval is a stage's claim on part of a request's life.
 type interval struct {
 	stage    Stage
@@ -471,7 +540,7 @@ type interval struct {
 // buildRequest derives one request's facts from its span, descendants and
 // attributes, into r (in place: a Request is large to copy), and returns
 // the problems it found.
-func buildRequest(r *Request, t *ingest.Trace, ix *spanIndex, k *keyCache, i int, style Style, opts *Options) []string {
+func buildRequest(r *Request, t *ingest.Trace, ix *spanIndex, k *keyCache, i int, style Style, opts *Options, a *requestArena) []string {
 	s := &t.Spans[i]
 	var problems []string
 	*r = Request{
@@ -481,7 +550,8 @@ func buildRequest(r *Request, t *ingest.Trace, ix *spanIndex, k *keyCache, i int
 		TTFT: math.NaN(), TPOT: math.NaN(), Queue: math.NaN(), CacheHitRatio: math.NaN(), E2EAttr: math.NaN(),
 	}
 	r.E2E = float64(r.End - r.Arrival)
-	desc := ix.descendants(i)
+	a.desc = ix.appendDescendants(a.desc[:0], i, &a.stack)
+	desc := a.desc
 	attrs := s.Attrs
 
 	r.ID, _ = k.str(attrs, keyRequestID)
@@ -513,21 +583,36 @@ func buildRequest(r *Request, t *ingest.Trace, ix *spanIndex, k *keyCache, i int
 	if p := k.present(keyTokenEvent); len(p) > 0 {
 		tokenName, hasTokenName = p[0].id, true
 	}
-	collect := func(sp *ingest.Span) {
-		if !hasTokenName {
-			return
-		}
-		for _, e := range sp.Events() {
-			if e.Name == tokenName {
-				r.Tokens = append(r.Tokens, e.Time)
+	if hasTokenName {
+		// Counted first, then carved from the run's token array.
+		n := 0
+		count := func(sp *ingest.Span) {
+			for _, e := range sp.Events() {
+				if e.Name == tokenName {
+					n++
+				}
 			}
 		}
+		collect := func(sp *ingest.Span) {
+			for _, e := range sp.Events() {
+				if e.Name == tokenName {
+					r.Tokens = append(r.Tokens, e.Time)
+				}
+			}
+		}
+		count(s)
+		for _, d := range desc {
+			count(&t.Spans[d])
+		}
+		if n > 0 {
+			r.Tokens = a.tokens.take(n)
+			collect(s)
+			for _, d := range desc {
+				collect(&t.Spans[d])
+			}
+			slices.Sort(r.Tokens)
+		}
 	}
-	collect(s)
-	for _, d := range desc {
-		collect(&t.Spans[d])
-	}
-	slices.Sort(r.Tokens)
 	if n, ok := k.count(attrs, keyOutputTokens); ok {
 		r.OutputTokens = n
 	} else if len(r.Tokens) > 0 {
@@ -638,7 +723,7 @@ func buildRequest(r *Request, t *ingest.Trace, ix *spanIndex, k *keyCache, i int
 	r.TokenizeEnd, _ = stageEnd(ivs, StageTokenize)
 	r.QueueEnd, _ = stageEnd(ivs, StageQueue)
 	r.QueueStart = stageStart(ivs, StageQueue)
-	r.Stages, r.Gaps, r.segments, problems = partition(r.Arrival, r.End, ivs, problems)
+	r.Stages, r.Gaps, r.segments, problems = partitionInto(r.Arrival, r.End, ivs, problems, a)
 	for _, iv := range ivs {
 		r.present |= 1 << iv.stage
 	}
@@ -714,6 +799,12 @@ type Gap struct {
 // that sticks out by more than a millisecond is reported. It also returns
 // the stages' segments in time order (other left out).
 func partition(from, to int64, ivs []interval, problems []string) ([NumStages]int64, []Gap, []StageSegment, []string) {
+	return partitionInto(from, to, ivs, problems, nil)
+}
+
+// partitionInto is partition, its gaps and segments carved from a's arrays
+// (made apart when a is nil).
+func partitionInto(from, to int64, ivs []interval, problems []string, a *requestArena) ([NumStages]int64, []Gap, []StageSegment, []string) {
 	var out [NumStages]int64
 	if to <= from {
 		return out, nil, nil, problems
@@ -785,10 +876,10 @@ func partition(from, to int64, ivs []interval, problems []string) ([NumStages]in
 	var gaps []Gap
 	var owned []StageSegment
 	if nOwned > 0 {
-		owned = make([]StageSegment, 0, nOwned)
+		owned = a.segments().take(nOwned)
 	}
 	if len(segs) > nOwned {
-		gaps = make([]Gap, 0, len(segs)-nOwned)
+		gaps = a.gaps().take(len(segs) - nOwned)
 	}
 	for i, sg := range segs {
 		out[sg.stage] += sg.to - sg.from

@@ -160,9 +160,11 @@ func (res *Result) TokenBuckets(i int) (RequestBuckets, bool) {
 // The tokens arrive request by request and, within one, by index, so a
 // request's decode tokens reach each position group as one run: a run is
 // summed apart and added to its position group and to the request's decode
-// sum when it ends, and the request's decode sum to the decode, tenant and
-// model groups when the next request starts (per token: one bucket
-// addition instead of five, no map lookups). A request's summed buckets are
+// sum when it ends, and the request's decode sum to its tenant's and
+// model's groups (by group number, Result.tenants and Result.models) when
+// the next request starts (per token: one bucket addition instead of five,
+// no map lookups); the decode group is the position groups past the first,
+// added up at the end. A request's summed buckets are
 // its first tokens' plus its decode sum. The sums are integers, so they are
 // exactly the per-token ones. A request that ran in no engine step the
 // input shows (OTLP alone) is not split token by token at all: its decode
@@ -179,16 +181,24 @@ func summarizeTokens(res *Result, stall time.Duration) *TokenSummary {
 	for i, p := range positions {
 		ts.ByPosition[i].Name = p.name
 	}
-	tenants, models := map[string]*BucketShares{}, map[string]*BucketShares{}
-	group := func(m map[string]*BucketShares, name string) *BucketShares {
-		g := m[name]
-		if g == nil {
-			g = &BucketShares{Name: name}
-			m[name] = g
-		}
-		return g
+	// The decode tokens of each tenant and model, by group number.
+	if len(res.tenants.of) != len(res.Requests) {
+		res.tenants = groupRequests(res.Requests, tenantKey)
 	}
+	if len(res.models.of) != len(res.Requests) {
+		res.models = groupRequests(res.Requests, modelKey)
+	}
+	tenants, models := make([]BucketShares, len(res.tenants.names)), make([]BucketShares, len(res.models.names))
+	// Each model's stall threshold, by group number.
 	limits := stallLimits(res, stall)
+	type stallLimit struct {
+		ns int64
+		ok bool
+	}
+	modelLimits := make([]stallLimit, len(res.models.names))
+	for g, name := range res.models.names {
+		modelLimits[g].ns, modelLimits[g].ok = limits[name]
+	}
 	var (
 		decodeTokens int
 		stalls       stallCandidates
@@ -217,10 +227,8 @@ func summarizeTokens(res *Result, stall time.Duration) *TokenSummary {
 			sums.All[b] = first[b] + decode.sums[b]
 		}
 		if decode.Tokens > 0 {
-			r := &res.Requests[cur]
-			ts.Decode.merge(&decode)
-			group(tenants, r.Tenant).merge(&decode)
-			group(models, r.Model).merge(&decode)
+			tenants[res.tenants.of[cur]].merge(&decode)
+			models[res.models.of[cur]].merge(&decode)
 		}
 	}
 	res.tokenSums = make([]RequestBuckets, len(res.Requests))
@@ -228,7 +236,8 @@ func summarizeTokens(res *Result, stall time.Duration) *TokenSummary {
 		if tb.Request != cur {
 			flush()
 			cur, decode, first = tb.Request, BucketShares{}, [NumBuckets]int64{}
-			limit, hasLimit = limits[res.Requests[cur].Model]
+			l := modelLimits[res.models.of[cur]]
+			limit, hasLimit = l.ns, l.ok
 		}
 		ts.Tokens++
 		if tb.Estimated {
@@ -276,22 +285,27 @@ func summarizeTokens(res *Result, stall time.Duration) *TokenSummary {
 	if res.trace != nil {
 		w := newTokenWalker(res.trace, res)
 		for ri := range res.Requests {
-			l, ok := limits[res.Requests[ri].Model]
-			if !w.stageRuns(ri, runs, ok, l, token, run1, keep) {
+			l := modelLimits[res.models.of[ri]]
+			if !w.stageRuns(ri, runs, l.ok, l.ns, token, run1, keep) {
 				w.request(ri, token)
 			}
 		}
 	}
 	flush()
-	findStalls(res, ts, models, stall, decodeTokens, &stalls)
+	// Every decode token is in one position group past the first.
+	for i := range ts.ByPosition[1:] {
+		ts.Decode.merge(&ts.ByPosition[1+i])
+	}
+	byTenant, byModel := namedGroups(tenants, res.tenants.names), namedGroups(models, res.models.names)
+	findStalls(res, ts, byModel, stall, decodeTokens, &stalls)
 	ts.Stalls.Worst = worst(ts.Stalls.Worst)
 	ts.First.finish()
 	ts.Decode.finish()
 	for i := range ts.ByPosition {
 		ts.ByPosition[i].finish()
 	}
-	ts.ByTenant = sortedGroups(tenants)
-	ts.ByModel = sortedGroups(models)
+	ts.ByTenant = sortedGroups(byTenant)
+	ts.ByModel = sortedGroups(byModel)
 	ts.Unfilled, ts.StepsGPUVia = unfilled(res, ts)
 	return ts
 }
@@ -495,6 +509,18 @@ func worst(ss []Stall) []Stall {
 		ss = ss[:worstStalls]
 	}
 	return ss
+}
+
+// namedGroups names the groups that have decode tokens, by their key.
+func namedGroups(gs []BucketShares, names []string) map[string]*BucketShares {
+	m := map[string]*BucketShares{}
+	for g := range gs {
+		if gs[g].Tokens > 0 {
+			gs[g].Name = names[g]
+			m[names[g]] = &gs[g]
+		}
+	}
+	return m
 }
 
 func sortedGroups(m map[string]*BucketShares) []BucketShares {

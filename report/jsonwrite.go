@@ -37,7 +37,11 @@ import (
 // jsonWriter appends indented JSON to b. The first error (a NaN or infinity
 // in a plain float64, which encoding/json refuses too) sticks.
 type jsonWriter struct {
-	b     []byte
+	b []byte
+	// out receives b whenever it holds jsonChunk bytes or more (flush), so
+	// that a large report is never whole in memory: its samples are most of
+	// it, megabytes for a run of many requests.
+	out   io.Writer
 	depth int
 	// open has one entry per open object or array: whether it has no
 	// member yet.
@@ -73,8 +77,25 @@ func (w *jsonWriter) newline() {
 	}
 }
 
+// jsonChunk is how many bytes the writer gathers before handing them on.
+const jsonChunk = 64 << 10
+
+// flush hands b on once it holds jsonChunk bytes. Nothing reads b back
+// beyond what the caller appended since its last call of next, so b may be
+// emptied there and between a series' elements.
+func (w *jsonWriter) flush() {
+	if len(w.b) < jsonChunk || w.err != nil {
+		return
+	}
+	if _, err := w.out.Write(w.b); err != nil {
+		w.fail(err)
+	}
+	w.b = w.b[:0]
+}
+
 // next starts the next member of the innermost object or array.
 func (w *jsonWriter) next() {
+	w.flush()
 	top := len(w.open) - 1
 	if !w.open[top] {
 		w.b = append(w.b, ',')
@@ -229,10 +250,14 @@ func (w *jsonWriter) indented(compact []byte) {
 }
 
 // WriteJSON writes the report as indented JSON with "schema":
-// "llmprof.report/v1". Unknown metrics are null, never 0.
+// "llmprof.report/v1". Unknown metrics are null, never 0. It writes w in
+// chunks as it goes (jsonChunk), so on an error (a NaN where the schema has
+// no null) what came before it has been written: `-o FILE` is replaced only
+// on success (internal/iostreams.WriteFile).
 func (r *Report) WriteJSON(w io.Writer) error {
 	jw := newJSONWriter()
-	jw.b = make([]byte, 0, 1<<16+samplesSize(r.Samples))
+	jw.out = w
+	jw.b = make([]byte, 0, jsonChunk+4<<10)
 	jw.report(r)
 	if jw.err != nil {
 		return jw.err
@@ -240,22 +265,6 @@ func (r *Report) WriteJSON(w io.Writer) error {
 	jw.b = append(jw.b, '\n')
 	_, err := w.Write(jw.b)
 	return err
-}
-
-// samplesSize estimates the bytes of the samples' JSON, which is most of a
-// large report, so that the buffer is allocated once: about 13–16 bytes a
-// number (indentation, digits, comma).
-func samplesSize(r *compare.Run) int {
-	if r == nil {
-		return 0
-	}
-	n := len(r.TTFT) + len(r.TPOT) + len(r.E2E) + len(r.Queue) + len(r.OutputTokens) + len(r.InputTokens) + len(r.ArrivalMS) + len(r.ITL) + len(r.ITLCounts)
-	for _, m := range []map[string]compare.Series{r.Stages, r.Tokens, r.FirstToken, r.Tenants} {
-		for _, s := range m {
-			n += len(s)
-		}
-	}
-	return 16 * n
 }
 
 func (w *jsonWriter) report(r *Report) {
@@ -563,6 +572,7 @@ func (w *jsonWriter) series(s compare.Series) {
 			continue
 		}
 		w.b = appendShortestG(w.b, v)
+		w.flush()
 	}
 	w.endArray()
 }

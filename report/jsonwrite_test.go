@@ -60,6 +60,49 @@ func TestWriteJSONMatchesEncoder(t *testing.T) {
 	}
 }
 
+// writeSizes records the size of each Write.
+type writeSizes struct {
+	bytes.Buffer
+	sizes []int
+}
+
+func (w *writeSizes) Write(p []byte) (int, error) {
+	w.sizes = append(w.sizes, len(p))
+	return w.Buffer.Write(p)
+}
+
+// TestWriteJSONInChunks: a report of megabytes (its samples) reaches the
+// writer in chunks of about 64 KiB, not whole, and reads as encoding/json
+// writes it.
+func TestWriteJSONInChunks(t *testing.T) {
+	r := demoReport(t, synth.StyleLLM)
+	series := make(compare.Series, 200_000)
+	for i := range series {
+		series[i] = float64(i%9973) / 7
+	}
+	series[17] = math.NaN()
+	r.Samples = &compare.Run{TTFT: series}
+	want, err := encoderJSON(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got writeSizes
+	if err := r.WriteJSON(&got); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Bytes(), want) {
+		t.Fatalf("WriteJSON differs from encoding/json:\n%s", firstDifference(got.Bytes(), want))
+	}
+	if len(got.sizes) < len(want)/(128<<10) {
+		t.Errorf("%d bytes in %d writes, want chunks of at most 128 KiB", len(want), len(got.sizes))
+	}
+	for _, n := range got.sizes {
+		if n > 128<<10 {
+			t.Fatalf("a write of %d bytes (of %d), want chunks of at most 128 KiB", n, len(want))
+		}
+	}
+}
+
 // FuzzWriteJSON: on randomized reports (every exported field of every type
 // under Report, filled or left zero at random, with strings that need
 // escaping, NaN where a type writes it as null, floats in exponent range),

@@ -3,7 +3,7 @@
 // profiled run of what `llmprof analyze --format json` does with it.
 //
 //	otlpanalyze pdata FILE                              decode FILE with pdata (framed protobuf or JSON Lines); print the span count
-//	otlpanalyze analyze [-cpuprofile F] [-memprofile F] [-n N] FILE     run analyze's pipeline and JSON writer N times, profiling into F
+//	otlpanalyze analyze [-cpuprofile F] [-memprofile F] [-n N] FILE     run analyze's pipeline and JSON writer N times, profiling into F; print the bytes allocated a run
 //
 // The script times the llmprof binary itself; the analyze subcommand is for
 // finding where that time goes (go tool pprof F).
@@ -20,6 +20,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"runtime/metrics"
 	"runtime/pprof"
 	"strings"
 
@@ -79,11 +80,13 @@ func run(args []string, w io.Writer) error {
 		if *memprofile != "" {
 			runtime.MemProfileRate = 64 << 10
 		}
+		before := allocated()
 		for i := 0; i < *n; i++ {
 			if err := analyze(fs.Arg(0), io.Discard); err != nil {
 				return err
 			}
 		}
+		fmt.Fprintf(w, "%s: %.1f MB allocated a run (runtime/metrics %s, %d runs)\n", fs.Arg(0), float64(allocated()-before)/1e6/float64(max(*n, 1)), allocsMetric, *n)
 		if *memprofile != "" {
 			f, err := os.Create(*memprofile)
 			if err != nil {
@@ -95,6 +98,15 @@ func run(args []string, w io.Writer) error {
 		return nil
 	}
 	return fmt.Errorf("unknown command %q; %s", args[0], usage)
+}
+
+const allocsMetric = "/gc/heap/allocs:bytes"
+
+// allocated is the bytes allocated on the heap so far.
+func allocated() uint64 {
+	s := []metrics.Sample{{Name: allocsMetric}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
 }
 
 // pdataDecode reads path whole and decodes it the way the Collector's file
