@@ -100,3 +100,54 @@ func TestWithinPlanHeldBases(t *testing.T) {
 		t.Errorf("group 12, in steps of its own, shares group 0's basis")
 	}
 }
+
+// SpecRate's fit, started from the model's fit's first step (the
+// log-linear model, the same in both forms), gives the digits of the fit
+// that takes that step itself; a start that is not that step gives others.
+func TestRateFitFromFirstStep(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 4))
+	const groups, perStep = 8, 8
+	var steps []KernelStep
+	var rows []kernelRow
+	xs := make([][]float64, 2)
+	for s := 0; s < 1500; s++ {
+		at := int64(s) * 10e6
+		steps = append(steps, KernelStep{Start: at, End: at + 9e6, Size: float64(1 + rng.IntN(64)), Tokens: float64(1 + rng.IntN(4096)), Context: float64(1 + rng.IntN(1<<16))})
+		for g := 0; g < perStep; g++ {
+			x0, x1 := rng.Float64(), rng.Float64()*rng.Float64()
+			d := math.Exp(10+0.1*float64(g)+0.05*math.Log(steps[s].Tokens)+0.1*rng.NormFloat64()) * (1 + 0.3*x0 + 0.05*x1)
+			rows = append(rows, kernelRow{start: at + int64(g)*1e6, dur: int64(d), group: int32(g % groups), step: int32(s)})
+			xs[0], xs[1] = append(xs[0], x0), append(xs[1], x1)
+		}
+	}
+	use := batchUse{size: true, tok: true, ctx: true, steps: steps}
+	o := KernelOptions{}.withDefaults()
+	plan := newWithinPlan(rows, groups, use, nil)
+	model := fitKernels(rows, groups, use, xs, nil, o, plan, formOverlap, nil)
+	if model.reason != "" || model.first == nil {
+		t.Fatalf("the model's fit: %q, first step %v", model.reason, model.first)
+	}
+	want := fitKernels(rows, groups, use, xs, nil, o, plan, formRate, nil)
+	got := fitKernels(rows, groups, use, xs, nil, o, plan, formRate, model.first)
+	if want.reason != "" || got.reason != "" {
+		t.Fatalf("rate fits: %q, %q", want.reason, got.reason)
+	}
+	same := func(a, b kernelFit) bool {
+		for j := range a.beta {
+			if math.Float64bits(a.beta[j]) != math.Float64bits(b.beta[j]) || math.Float64bits(a.se[j]) != math.Float64bits(b.se[j]) {
+				return false
+			}
+		}
+		return a.n == b.n && a.blocks == b.blocks && a.blockNs == b.blockNs
+	}
+	if !same(want, got) {
+		t.Errorf("from the first step: β %v, se %v; taking it: β %v, se %v", got.beta, got.se, want.beta, want.se)
+	}
+	flat := &firstStep{stretch: model.first.stretch, weight: make([]float64, len(model.first.weight))}
+	for a := range flat.weight {
+		flat.weight[a] = 1
+	}
+	if other := fitKernels(rows, groups, use, xs, nil, o, plan, formRate, flat); same(want, other) {
+		t.Errorf("a start with other weights gives the same digits: the start is not used")
+	}
+}
