@@ -130,12 +130,13 @@ type stretchFit struct {
 }
 
 // firstStep is the state of a Gauss–Newton fit after its first step: the
-// stretches and the identity weights. The first step, from s = 0, is the
+// stretches and each identity's σ, which the weights are of (a float an
+// identity, where the weights are one a row). The first step, from s = 0, is the
 // log-linear model in every form (1 ± Σ 0·x is 1, its log 0), so a fit of
 // another form on the same rows and overlaps starts from it, with the same
 // digits, instead of taking it again.
 type firstStep struct {
-	stretch, weight []float64
+	stretch, sigma []float64
 }
 
 // gaussNewton fits log d = effects + log(1 + Σ s_j x_j) on the kept rows
@@ -185,7 +186,7 @@ func gaussNewton(plan *withinPlan, sub []kernelRow, subX [][]float64, idx []int3
 	iter := 0
 	if start != nil {
 		copy(gn.stretch, start.stretch)
-		weight = start.weight
+		weight = identityWeights(sub, idx, start.sigma)
 		iter = 1
 	}
 	for ; iter < 30; iter++ {
@@ -234,13 +235,15 @@ func gaussNewton(plan *withinPlan, sub []kernelRow, subX [][]float64, idx []int3
 			// whose time depends on what the trace cannot see (attention on
 			// the context length) count for less than ones the identity and
 			// batch pin down. The clustered errors stay valid for any weights.
-			weight = identityWeights(sub, idx, gn.fit.resid, groups)
+			sigma := identitySigmas(sub, idx, gn.fit.resid, groups)
+			weight = identityWeights(sub, idx, sigma)
+			gn.first = &firstStep{sigma: sigma}
 		}
 		if gn.step() < 1e-7 && iter > 0 {
 			break
 		}
 		if iter == 0 {
-			gn.first = &firstStep{stretch: slices.Clone(gn.stretch), weight: weight}
+			gn.first.stretch = slices.Clone(gn.stretch)
 		}
 	}
 	return gn, ""
@@ -444,10 +447,10 @@ func minEffectP(b, se, delta float64, df int) float64 {
 	return tTwoSided(z, df) / 2
 }
 
-// identityWeights is 1/σ_g for each row of idx, σ_g the root mean squared
-// residual of its identity (the median σ where a group has too few rows or
-// no residual at all).
-func identityWeights(sub []kernelRow, idx []int32, resid []float64, groups int) []float64 {
+// identitySigmas is σ_g of each identity, the root mean squared residual
+// of its rows of idx (the median σ where a group has too few rows or no
+// residual at all).
+func identitySigmas(sub []kernelRow, idx []int32, resid []float64, groups int) []float64 {
 	ss := make([]float64, groups)
 	n := make([]int, groups)
 	for a, r := range idx {
@@ -468,13 +471,19 @@ func identityWeights(sub []kernelRow, idx []int32, resid []float64, groups int) 
 		slices.Sort(all)
 		med = all[len(all)/2]
 	}
+	for g, s := range sigma {
+		if s == 0 {
+			sigma[g] = med
+		}
+	}
+	return sigma
+}
+
+// identityWeights is 1/σ_g for each row of idx (identitySigmas).
+func identityWeights(sub []kernelRow, idx []int32, sigma []float64) []float64 {
 	w := make([]float64, len(idx))
 	for a, r := range idx {
-		s := sigma[sub[r].group]
-		if s == 0 {
-			s = med
-		}
-		w[a] = 1 / s
+		w[a] = 1 / sigma[sub[r].group]
 	}
 	return w
 }

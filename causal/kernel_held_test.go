@@ -143,9 +143,9 @@ func TestRateFitFromFirstStep(t *testing.T) {
 	if !same(want, got) {
 		t.Errorf("from the first step: β %v, se %v; taking it: β %v, se %v", got.beta, got.se, want.beta, want.se)
 	}
-	flat := &firstStep{stretch: model.first.stretch, weight: make([]float64, len(model.first.weight))}
-	for a := range flat.weight {
-		flat.weight[a] = 1
+	flat := &firstStep{stretch: model.first.stretch, sigma: make([]float64, groups)}
+	for g := range flat.sigma {
+		flat.sigma[g] = 1
 	}
 	if other := fitKernels(rows, groups, use, xs, nil, o, plan, formRate, flat); same(want, other) {
 		t.Errorf("a start with other weights gives the same digits: the start is not used")
