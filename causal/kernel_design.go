@@ -1,7 +1,9 @@
 package causal
 
 import (
+	"encoding/binary"
 	"math"
+	"slices"
 
 	"github.com/llmprof/llmprof/attribution"
 	"github.com/llmprof/llmprof/ingest"
@@ -107,24 +109,31 @@ func kernelRows(t *ingest.Trace, idx []int32, stepOf []int32, steps []KernelStep
 // (order), so that each group's rows are adjacent in memory, and written
 // back in row order.
 //
-// Each group's orthonormal basis of its controls is built again where it is
-// applied, one group at a time (groupBasis), not held: the bases of all
-// groups are up to seven floats a row, as large as the rows themselves,
-// and the fit's columns, which they would sit beside, are the kernel view's
-// peak of memory. Building one costs about what applying it to the fit's
-// columns does.
+// A group's orthonormal basis of its controls depends on nothing but the
+// steps its rows ran in, in order, and most groups share theirs with many
+// others: every kernel launched once in each decode step has the same steps
+// (on the simulated 90 s run of docs/tenants.md, a target's 629 kept groups
+// have 38 sequences of steps among them, 6% of its rows). The plan builds
+// each sequence's basis once and holds it (withinSeg.basis) for every step
+// of every fit that uses the plan, up to heldBasisLimit floats; a basis not
+// held is built again where it is applied, one group at a time, as all of
+// them once were: the bases of all groups are up to seven floats a row, as
+// large as the rows themselves, beside the fit's columns, the kernel view's
+// peak of memory. A basis held is the one built there, digit for digit
+// (the same operations on the same logs).
 type withinPlan struct {
 	use batchUse
 	// ctl is each control's log (batch size, tokens, context, those used)
 	// per step of use.steps, and ctlStep the step of each of the kept rows
-	// in order: what a group's basis is built from (segLogs), read in
-	// order, where the rows themselves lie scattered. The logs in the
-	// rows' order were 8 bytes a row and measure, ctlStep is 4 a row.
+	// in order: what a basis not held is built from (segLogs), read in
+	// order, where the rows themselves lie scattered. ctlStep is nil when
+	// every basis is held.
 	ctl     [][]float64
 	ctlStep []int32
 	// size is each group's number of rows and rank the dimension of its
-	// basis, -1 for a group without rows or without freedom left.
-	size, rank []int32
+	// basis, -1 for a group without rows or without freedom left; segOf is
+	// each group's seg, -1 for none.
+	size, rank, segOf []int32
 	// absorbed is the number of parameters the bases take.
 	absorbed int
 	// keep says which rows are in a group with freedom left; kept counts
@@ -142,16 +151,44 @@ type withinPlan struct {
 	longest int
 }
 
-// withinSeg is one group's rows in a withinPlan's order.
-type withinSeg struct{ from, to int }
+// withinSeg is one group's rows in a withinPlan's order, and its basis when
+// the plan holds it (nil: built where it is applied). Groups with the same
+// steps share one basis's memory.
+type withinSeg struct {
+	from, to int
+	basis    [][]float64
+}
 
-// newWithinPlan finds the members and bases' dimensions of rows' groups. A
-// group whose rows in rows are all the rows it has in full (same rows, same
-// order) takes its dimension from full instead of building its basis; full
-// may be nil.
+// heldBasisFloor is the floats of bases a plan holds even where its rows
+// are fewer (2 MiB): a small target's fits are cheap in memory.
+const heldBasisFloor = 1 << 18
+
+// heldBasisLimit is the floats of bases a plan of n rows holds: one a row,
+// the size of one of its fit's columns, or heldBasisFloor.
+func heldBasisLimit(n int) int { return max(n, heldBasisFloor) }
+
+// newWithinPlan finds the members and bases of rows' groups. A group whose
+// rows in rows are all the rows it has in full (same rows, same order) takes
+// its dimension and basis from full instead of building it; full may be
+// nil.
 func newWithinPlan(rows []kernelRow, groups int, use batchUse, full *withinPlan) *withinPlan {
-	p := &withinPlan{use: use, size: make([]int32, groups), rank: make([]int32, groups), keep: make([]bool, len(rows)),
-		order: make([]int32, 0, len(rows))}
+	return newWithinPlanHolding(rows, groups, use, full, heldBasisLimit(len(rows)))
+}
+
+// stepSeq is one sequence of steps of newWithinPlan's groups: its first
+// group, how many groups have it, and its basis's rank and, when held, the
+// basis.
+type stepSeq struct {
+	group, groups int
+	rank          int
+	basis         [][]float64
+}
+
+// newWithinPlanHolding is newWithinPlan holding at most limit floats of
+// bases (those of sequences of steps that several groups share first).
+func newWithinPlanHolding(rows []kernelRow, groups int, use batchUse, full *withinPlan, limit int) *withinPlan {
+	p := &withinPlan{use: use, size: make([]int32, groups), rank: make([]int32, groups), segOf: make([]int32, groups),
+		keep: make([]bool, len(rows)), order: make([]int32, 0, len(rows))}
 	// Each group's rows in order, as slices of one array (a counting sort).
 	count := make([]int, groups+1)
 	for r := range rows {
@@ -166,38 +203,108 @@ func newWithinPlan(rows []kernelRow, groups int, use batchUse, full *withinPlan)
 		all[count[g]] = int32(r)
 		count[g]++
 	}
-	var buf, logs [][]float64
-	from := 0
-	for g := range p.rank {
-		m := all[from:count[g]]
-		from = count[g]
-		p.size[g], p.rank[g] = int32(len(m)), -1
-		if len(m) == 0 {
+	members := func(g int) []int32 {
+		if g == 0 {
+			return all[:count[0]]
+		}
+		return all[count[g-1]:count[g]]
+	}
+	if m := use.measures(); m > 0 {
+		p.ctl = make([][]float64, m)
+		for c := range p.ctl {
+			p.ctl[c] = make([]float64, len(use.steps))
+		}
+		for s := range use.steps {
+			r := kernelRow{step: int32(s)}
+			for c := range p.ctl {
+				p.ctl[c][s] = controlLog(&r, use, c)
+			}
+		}
+	}
+	// Each group's sequence of steps (-1: no rows, -2: taken from full).
+	// Without controls a basis is the constant alone, the same for every
+	// group of one size.
+	seqOf := make([]int32, groups)
+	var seqs []stepSeq
+	index := map[string]int32{}
+	var key []byte
+	for g := range seqOf {
+		m := members(g)
+		p.size[g], p.rank[g], p.segOf[g] = int32(len(m)), -1, -1
+		switch {
+		case len(m) == 0:
+			seqOf[g] = -1
+			continue
+		case full != nil && int(full.size[g]) == len(m):
+			seqOf[g] = -2
 			continue
 		}
-		var rank int
-		if full != nil && int(full.size[g]) == len(m) {
-			if full.rank[g] < 0 {
-				continue // no freedom in full: none here either
-			}
-			rank = int(full.rank[g])
+		key = key[:0]
+		if p.ctl == nil {
+			key = binary.LittleEndian.AppendUint32(key, uint32(len(m)))
 		} else {
-			logs = growColumns(logs, use.measures(), len(m))
-			for c := range logs {
+			for _, r := range m {
+				key = binary.LittleEndian.AppendUint32(key, uint32(rows[r].step))
+			}
+		}
+		s, ok := index[string(key)]
+		if !ok {
+			s = int32(len(seqs))
+			index[string(key)] = s
+			seqs = append(seqs, stepSeq{group: g})
+		}
+		seqs[s].groups++
+		seqOf[g] = s
+	}
+	index = nil
+	// Each sequence's basis, built once: those several groups share are held
+	// first, then those of one group, while the limit allows.
+	var buf, logs [][]float64
+	held := 0
+	for _, shared := range []bool{true, false} {
+		for s := range seqs {
+			q := &seqs[s]
+			if (q.groups > 1) != shared {
+				continue
+			}
+			m := members(q.group)
+			logs = growColumns(logs, len(p.ctl), len(m))
+			for c, lc := range p.ctl {
 				for a, r := range m {
-					logs[c][a] = controlLog(&rows[r], use, c)
+					logs[c][a] = lc[rows[r].step]
 				}
 			}
 			var basis [][]float64
 			basis, buf = p.groupBasis(logs, len(m), buf)
-			rank = len(basis)
+			q.rank = len(basis)
+			if len(m) > q.rank && held+q.rank*len(m) <= limit {
+				q.basis = holdBasis(basis, len(m))
+				held += q.rank * len(m)
+			}
+		}
+	}
+	for g := range p.rank {
+		m := members(g)
+		var rank int
+		var basis [][]float64
+		switch s := seqOf[g]; s {
+		case -1:
+			continue
+		case -2:
+			if full.rank[g] < 0 {
+				continue // no freedom in full: none here either
+			}
+			rank, basis = int(full.rank[g]), full.segs[full.segOf[g]].basis
+		default:
+			rank, basis = seqs[s].rank, seqs[s].basis
 			if len(m) <= rank {
 				continue // no freedom left: the group says nothing about β
 			}
 		}
 		p.rank[g] = int32(rank)
 		p.absorbed += rank
-		p.segs = append(p.segs, withinSeg{from: len(p.order), to: len(p.order) + len(m)})
+		p.segOf[g] = int32(len(p.segs))
+		p.segs = append(p.segs, withinSeg{from: len(p.order), to: len(p.order) + len(m), basis: basis})
 		p.longest = max(p.longest, len(m))
 		p.order = append(p.order, m...)
 		for _, r := range m {
@@ -217,23 +324,25 @@ func newWithinPlan(rows []kernelRow, groups int, use batchUse, full *withinPlan)
 	for i, r := range p.order {
 		p.dest[i] = pos[r]
 	}
-	if m := use.measures(); m > 0 {
-		p.ctl = make([][]float64, m)
-		for c := range p.ctl {
-			p.ctl[c] = make([]float64, len(use.steps))
-		}
-		for s := range use.steps {
-			r := kernelRow{step: int32(s)}
-			for c := range p.ctl {
-				p.ctl[c][s] = controlLog(&r, use, c)
-			}
-		}
+	if p.ctl != nil && slices.ContainsFunc(p.segs, func(s withinSeg) bool { return s.basis == nil }) {
 		p.ctlStep = make([]int32, len(p.order))
 		for i, r := range p.order {
 			p.ctlStep[i] = rows[r].step
 		}
 	}
 	return p
+}
+
+// holdBasis is a copy of basis (vectors of m floats) in one array of its
+// own, to hold past the memory it was built in.
+func holdBasis(basis [][]float64, m int) [][]float64 {
+	flat := make([]float64, len(basis)*m)
+	out := make([][]float64, len(basis))
+	for i, q := range basis {
+		out[i] = flat[i*m : (i+1)*m : (i+1)*m]
+		copy(out[i], q[:m])
+	}
+	return out
 }
 
 // controlLog is the log of row's c-th batch measure among those use holds
@@ -331,9 +440,11 @@ func (p *withinPlan) apply(cols, outs [][]float64) {
 		for c := range cols {
 			vs[c] = cols[c][s.from:s.to]
 		}
-		var basis [][]float64
-		logs = p.segLogs(s, logs)
-		basis, buf = p.groupBasis(logs, s.to-s.from, buf)
+		basis := s.basis
+		if basis == nil {
+			logs = p.segLogs(s, logs)
+			basis, buf = p.groupBasis(logs, s.to-s.from, buf)
+		}
 		residualizeGroup(vs, basis)
 	}
 	for c, out := range outs {
@@ -350,7 +461,8 @@ func (p *withinPlan) apply(cols, outs [][]float64) {
 // returns false). Each group's columns are residualized as apply
 // residualizes them, the first written to y and the others to the
 // row-major design of ncol − 1 columns, in row order. Only one group's
-// columns and basis are held at a time, not those of every row.
+// columns are held at a time, not those of every row (and one group's
+// basis, where the plan does not hold it).
 func (p *withinPlan) fillDesign(ncol int, fill func(i, a int, vals [][]float64) bool, y, design []float64) bool {
 	buf := make([][]float64, ncol)
 	for c := range buf {
@@ -369,9 +481,11 @@ func (p *withinPlan) fillDesign(ncol int, fill func(i, a int, vals [][]float64) 
 				return false
 			}
 		}
-		var basis [][]float64
-		logs = p.segLogs(s, logs)
-		basis, bases = p.groupBasis(logs, m, bases)
+		basis := s.basis
+		if basis == nil {
+			logs = p.segLogs(s, logs)
+			basis, bases = p.groupBasis(logs, m, bases)
+		}
 		residualizeGroup(vs, basis)
 		for a, d := range p.dest[s.from:s.to] {
 			y[d] = vs[0][a]

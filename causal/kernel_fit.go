@@ -27,13 +27,17 @@ type kernelFit struct {
 	n           int
 	estimable   []bool
 	reason      string
+	// first is the Gauss–Newton state after its first step, for a fit of
+	// another form on the same rows and overlaps (gaussNewton).
+	first *firstStep
 }
 
 // fitKernels fits the within-transformed log durations on the overlaps of
 // rows sel (nil: all) with block-clustered errors. full is the identity
 // effects of all rows (newWithinPlan; nil: found here), whose bases the
-// groups sel keeps whole reuse.
-func fitKernels(rows []kernelRow, groups int, use batchUse, xs [][]float64, sel []bool, o KernelOptions, full *withinPlan, form stretchForm) kernelFit {
+// groups sel keeps whole reuse. start, when not nil, is the first step of a
+// fit of the same rows sel and overlaps xs in another form.
+func fitKernels(rows []kernelRow, groups int, use batchUse, xs [][]float64, sel []bool, o KernelOptions, full *withinPlan, form stretchForm, start *firstStep) kernelFit {
 	f := kernelFit{estimable: make([]bool, len(xs))}
 	sub, subX := selectRows(rows, xs, sel)
 	plan := full
@@ -53,7 +57,8 @@ func fitKernels(rows []kernelRow, groups int, use batchUse, xs [][]float64, sel 
 			idx = append(idx, int32(r))
 		}
 	}
-	gn, reason := gaussNewton(plan, sub, subX, idx, groups, form)
+	gn, reason := gaussNewton(plan, sub, subX, idx, groups, form, start)
+	f.first = gn.first
 	if reason != "" {
 		f.reason = reason
 		return f
@@ -121,16 +126,28 @@ type stretchFit struct {
 	fit     *olsFit
 	kept    []bool
 	colOf   []int
+	first   *firstStep
+}
+
+// firstStep is the state of a Gauss–Newton fit after its first step: the
+// stretches and each identity's σ, which the weights are of (a float an
+// identity, where the weights are one a row). The first step, from s = 0, is the
+// log-linear model in every form (1 ± Σ 0·x is 1, its log 0), so a fit of
+// another form on the same rows and overlaps starts from it, with the same
+// digits, instead of taking it again.
+type firstStep struct {
+	stretch, sigma []float64
 }
 
 // gaussNewton fits log d = effects + log(1 + Σ s_j x_j) on the kept rows
 // idx of sub: each step is the within regression of the working response
 // y − log(1 + Σ s x) on x_j / (1 + Σ s x); the first, from s = 0, is the
-// log-linear model. formRate is log d = effects − log(1 − Σ c_j x_j), the
+// log-linear model (start, when not nil, is its outcome from a fit of the
+// same rows and overlaps in another form). formRate is log d = effects − log(1 − Σ c_j x_j), the
 // same with 1 − Σ c x for 1 + Σ s x (the derivative's sign is absorbed by
 // the working response's: y + log(1 − Σ c x), columns x_j / (1 − Σ c x)).
 // A non-empty reason says why there is no fit.
-func gaussNewton(plan *withinPlan, sub []kernelRow, subX [][]float64, idx []int32, groups int, form stretchForm) (stretchFit, string) {
+func gaussNewton(plan *withinPlan, sub []kernelRow, subX [][]float64, idx []int32, groups int, form stretchForm, start *firstStep) (stretchFit, string) {
 	n, k := plan.kept, len(subX)
 	gn := stretchFit{stretch: make([]float64, k), colOf: make([]int, k)}
 	// Each step's columns: the working response and each varying source's,
@@ -166,7 +183,13 @@ func gaussNewton(plan *withinPlan, sub []kernelRow, subX [][]float64, idx []int3
 	const diverged = "the stretch model diverged (a source's overlap shortens kernels to nothing)"
 	var weight []float64
 	var sc olsScratch // the steps' designs: only the last step's fit is kept
-	for iter := 0; iter < 30; iter++ {
+	iter := 0
+	if start != nil {
+		copy(gn.stretch, start.stretch)
+		weight = identityWeights(sub, idx, start.sigma)
+		iter = 1
+	}
+	for ; iter < 30; iter++ {
 		// The rows left out still have to keep their duration positive.
 		for _, r := range plan.dropped {
 			if form.denominator(gn.stretch, subX, int(r)) <= 0 {
@@ -212,10 +235,15 @@ func gaussNewton(plan *withinPlan, sub []kernelRow, subX [][]float64, idx []int3
 			// whose time depends on what the trace cannot see (attention on
 			// the context length) count for less than ones the identity and
 			// batch pin down. The clustered errors stay valid for any weights.
-			weight = identityWeights(sub, idx, gn.fit.resid, groups)
+			sigma := identitySigmas(sub, idx, gn.fit.resid, groups)
+			weight = identityWeights(sub, idx, sigma)
+			gn.first = &firstStep{sigma: sigma}
 		}
 		if gn.step() < 1e-7 && iter > 0 {
 			break
+		}
+		if iter == 0 {
+			gn.first.stretch = slices.Clone(gn.stretch)
 		}
 	}
 	return gn, ""
@@ -419,10 +447,10 @@ func minEffectP(b, se, delta float64, df int) float64 {
 	return tTwoSided(z, df) / 2
 }
 
-// identityWeights is 1/σ_g for each row of idx, σ_g the root mean squared
-// residual of its identity (the median σ where a group has too few rows or
-// no residual at all).
-func identityWeights(sub []kernelRow, idx []int32, resid []float64, groups int) []float64 {
+// identitySigmas is σ_g of each identity, the root mean squared residual
+// of its rows of idx (the median σ where a group has too few rows or no
+// residual at all).
+func identitySigmas(sub []kernelRow, idx []int32, resid []float64, groups int) []float64 {
 	ss := make([]float64, groups)
 	n := make([]int, groups)
 	for a, r := range idx {
@@ -443,13 +471,19 @@ func identityWeights(sub []kernelRow, idx []int32, resid []float64, groups int) 
 		slices.Sort(all)
 		med = all[len(all)/2]
 	}
+	for g, s := range sigma {
+		if s == 0 {
+			sigma[g] = med
+		}
+	}
+	return sigma
+}
+
+// identityWeights is 1/σ_g for each row of idx (identitySigmas).
+func identityWeights(sub []kernelRow, idx []int32, sigma []float64) []float64 {
 	w := make([]float64, len(idx))
 	for a, r := range idx {
-		s := sigma[sub[r].group]
-		if s == 0 {
-			s = med
-		}
-		w[a] = 1 / s
+		w[a] = 1 / sigma[sub[r].group]
 	}
 	return w
 }
@@ -476,7 +510,7 @@ func kernelRegression(target busyKey, sources []busyKey, isolated []bool, srcDev
 		}
 	}
 	plan := newWithinPlan(rows, groups, use, nil)
-	f := fitKernels(rows, groups, use, xs, nil, o, plan, formOverlap)
+	f := fitKernels(rows, groups, use, xs, nil, o, plan, formOverlap, nil)
 	for j := range pairs {
 		p := &pairs[j]
 		p.Kernels, p.Blocks, p.BlockNs = f.n, f.blocks, f.blockNs
@@ -500,7 +534,8 @@ func kernelRegression(target busyKey, sources []busyKey, isolated []bool, srcDev
 	if f.reason != "" {
 		return pairs
 	}
-	specBand(pairs, rows, groups, use, xs, ys, o, plan)
+	specBand(pairs, rows, groups, use, xs, ys, o, plan, f.first)
+	f.first = nil // a float a row: not held through the per-category fits
 	if !byCat {
 		return pairs
 	}
@@ -520,7 +555,7 @@ func kernelRegression(target busyKey, sources []busyKey, isolated []bool, srcDev
 		for r := range rows {
 			sel[r] = rows[r].cat == c
 		}
-		fc := fitKernels(rows, groups, use, xs, sel, o, plan, formOverlap)
+		fc := fitKernels(rows, groups, use, xs, sel, o, plan, formOverlap, nil)
 		if fc.reason != "" {
 			continue
 		}
@@ -546,19 +581,21 @@ func kernelRegression(target busyKey, sources []busyKey, isolated []bool, srcDev
 // interval is valid only if the interference works the way the model says;
 // in the simulator, where it can work otherwise, the model's point estimate
 // stays within a few points of the truth but its interval, which narrows as
-// the run grows, misses it (docs/tenants.md).
-func specBand(pairs []KernelPair, rows []kernelRow, groups int, use batchUse, xs, ys [][]float64, o KernelOptions, plan *withinPlan) {
+// the run grows, misses it (docs/tenants.md). first is the model's fit's
+// first step (kernelFit.first), which SpecRate's fit starts from.
+func specBand(pairs []KernelPair, rows []kernelRow, groups int, use batchUse, xs, ys [][]float64, o KernelOptions, plan *withinPlan, first *firstStep) {
 	type spec struct {
-		name string
-		xs   [][]float64
-		form stretchForm
+		name  string
+		xs    [][]float64
+		form  stretchForm
+		start *firstStep
 	}
-	specs := []spec{{SpecRate, xs, formRate}}
+	specs := []spec{{SpecRate, xs, formRate, first}}
 	if ys != nil {
-		specs = append(specs, spec{SpecStep, ys, formOverlap})
+		specs = append(specs, spec{SpecStep, ys, formOverlap, nil})
 	}
 	for _, sp := range specs {
-		f := fitKernels(rows, groups, use, sp.xs, nil, o, plan, sp.form)
+		f := fitKernels(rows, groups, use, sp.xs, nil, o, plan, sp.form, sp.start)
 		if f.reason != "" {
 			continue
 		}
