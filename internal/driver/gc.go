@@ -126,32 +126,43 @@ func (p *gcPacer) retarget() {
 	for _, h := range p.holds[1:] {
 		percent, floor = min(percent, h.percent), max(floor, h.bytes)
 	}
-	debug.SetGCPercent(pacedPercent(percent, floor, liveHeap()))
+	live, roots := heapState()
+	debug.SetGCPercent(pacedPercent(percent, floor, live, roots))
 }
 
-// pacedPercent is the percentage at which a heap of live bytes (0 before
-// the first collection) is next collected at the larger of live × (1 +
-// percent/100) and floor.
-func pacedPercent(percent int, floor, live int64) int {
-	if live <= 0 {
-		live = heapMinimum
+// pacedPercent is the percentage at which the collector next collects at
+// the larger of live × (1 + percent/100) and floor, live being the heap the
+// last collection marked (0 before the first) and roots the stacks and
+// globals it scanned. The runtime's goal at percentage p is the larger of
+// live + (live + roots) × p/100 and its minimum heap, heapMinimum × p/100
+// (runtime/mgcpacer.go): both must reach the floor and neither pass it.
+// Solving for the first alone let a run whose first collection came at
+// start-up, with a live heap well under heapMinimum, set a percentage whose
+// minimum heap was many times the floor (a 224 MB run peaked at 1.35 GB,
+// against 0.50 GB).
+func pacedPercent(percent int, floor, live, roots int64) int {
+	need := float64(floor) * 100 / heapMinimum
+	if base := live + roots; base > 0 {
+		need = min(need, float64(floor-live)*100/float64(base))
 	}
-	need := float64(floor)/float64(live)*100 - 100
 	if need <= float64(percent) {
 		return percent
 	}
 	return int(min(need, 1<<30))
 }
 
-// liveHeap is the heap the last collection marked live; 0 before the
-// first.
-func liveHeap() int64 {
-	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+// heapState is the heap the last collection marked live (0 before the
+// first) and the stacks and globals it scanned, the pacer's inputs.
+func heapState() (live, roots int64) {
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/scan/stack:bytes"}, {Name: "/gc/scan/globals:bytes"}}
 	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 {
-		return 0
+	var v [3]int64
+	for i := range s {
+		if s[i].Value.Kind() == metrics.KindUint64 {
+			v[i] = int64(s[i].Value.Uint64())
+		}
 	}
-	return int64(s[0].Value.Uint64())
+	return v[0], v[1] + v[2]
 }
 
 // gcCycles is the number of collections the runtime has completed.

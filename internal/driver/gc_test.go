@@ -3,6 +3,7 @@ package driver
 import (
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"testing"
 	"time"
 )
@@ -15,24 +16,62 @@ func gcPercent() int {
 }
 
 // pacedPercent reaches the floor while the live heap is below it, and is
-// the percentage asked for above it.
+// the percentage asked for above it; the runtime's minimum heap, scaled by
+// the percentage like its goal, never passes the floor.
 func TestPacedPercent(t *testing.T) {
+	const mib = 1 << 20
 	for _, c := range []struct {
-		percent     int
-		floor, live int64
-		want        int
+		percent            int
+		floor, live, roots int64
+		want               int
 	}{
-		{50, 64 << 20, 32 << 20, 100},          // 32 MB × 2 = 64 MB
-		{50, 64 << 20, 64 << 20, 50},           // at the floor: the percentage
-		{10, 64 << 20, 1 << 30, 10},            // far above it
-		{50, 100 << 20, 0, 100*25 - 100},       // no collection yet: from the runtime's 4 MB minimum
-		{50, 1 << 62, 1, 1 << 30},              // capped
-		{50, gcFloorBase, gcFloorBase - 1, 50}, // rounding down never goes below the percentage
+		{50, 64 * mib, 32 * mib, 0, 100},          // 32 MB × 2 = 64 MB
+		{50, 64 * mib, 24 * mib, 8 * mib, 125},    // 24 + (24 + 8) × 1.25 = 64
+		{50, 64 * mib, 64 * mib, 0, 50},           // at the floor: the percentage
+		{10, 64 * mib, 1 << 30, mib, 10},          // far above it
+		{50, 100 * mib, 0, 0, 2500},               // no collection yet: the minimum heap, 4 MB × 25
+		{50, 100 * mib, mib / 2, mib / 4, 2500},   // a collection at start-up: the minimum heap binds, not 0.5 + 0.75 × 132
+		{50, 1 << 62, 1, 0, 1 << 30},              // capped
+		{50, gcFloorBase, gcFloorBase - 1, 0, 50}, // rounding down never goes below the percentage
 	} {
-		if got := pacedPercent(c.percent, c.floor, c.live); got != c.want {
-			t.Errorf("pacedPercent(%d, %d, %d) = %d, want %d", c.percent, c.floor, c.live, got, c.want)
+		if got := pacedPercent(c.percent, c.floor, c.live, c.roots); got != c.want {
+			t.Errorf("pacedPercent(%d, %d, %d, %d) = %d, want %d", c.percent, c.floor, c.live, c.roots, got, c.want)
 		}
 	}
+}
+
+// heapGoal is the runtime's heap goal now.
+func heapGoal() int64 {
+	s := []metrics.Sample{{Name: "/gc/heap/goal:bytes"}}
+	metrics.Read(s)
+	return int64(s[0].Value.Uint64())
+}
+
+// The goal the runtime computes from the paced percentage is the floor,
+// whatever the live heap: with one just after a collection at start-up
+// (small, under the runtime's minimum heap) and with one of a few hundred
+// MB.
+func TestTightGCGoalIsTheFloor(t *testing.T) {
+	t.Setenv("GOGC", "")
+	before := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(before)
+	const input = 512 << 20
+	for _, ballast := range []int{0, 256 << 20} {
+		live := make([]*int, ballast/8) // scanned, so it counts as live
+		runtime.GC()
+		h := tightGC(runGCPercent)
+		h.floor(input)
+		if goal, floor := heapGoal(), int64(gcFloorBase+input); goal > floor+floor/50 || goal < floor-floor/10 {
+			t.Errorf("live heap %d MB: goal %d MB, want the floor, %d MB", liveHeapMB(), goal>>20, floor>>20)
+		}
+		h.release()
+		runtime.KeepAlive(live)
+	}
+}
+
+func liveHeapMB() int64 {
+	live, _ := heapState()
+	return live >> 20
 }
 
 // tightGC holds the lowest target asked for, raised to reach the highest
@@ -60,9 +99,9 @@ func TestTightGC(t *testing.T) {
 		t.Fatalf("target %d once tightGC(50) released, want 10", got)
 	}
 	// A floor above the live heap raises the target to reach it ...
-	live := liveHeap()
+	live, roots := heapState()
 	inner.floor(8 * live)
-	if got, want := gcPercent(), pacedPercent(10, gcFloorBase+8*live, liveHeap()); got != want || got < 500 {
+	if got, want := gcPercent(), pacedPercent(10, gcFloorBase+8*live, live, roots); got != want || got < 500 {
 		t.Fatalf("target %d under a floor of 8× the live heap, want %d", got, want)
 	}
 	// ... and the watcher lowers it again once a collection finds the
