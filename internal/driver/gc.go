@@ -180,14 +180,11 @@ const watchEvery = 2 * time.Millisecond
 
 // watch retargets after every collection while epoch's holds last: the
 // floor is a number of bytes, and the percentage that reaches it shrinks
-// as the live heap grows. It polls the runtime's count of collections. It
-// did wait for the cleanup of a garbage sentinel instead, but a cleanup runs
-// only once the sentinel's span is swept, and the background sweeper yields
-// to every busy goroutine: a late retarget leaves the percentage of a small
-// heap in force for a whole cycle, and the heap then grows to the memory
-// limit (a 5.3 GB run peaked at 18.3 GB once and at 10.3 GB another time).
-// A poll is late by at most watchEvery, in which the heap grows by what is
-// allocated in that time.
+// as the live heap grows. It polls the runtime's count of collections, and
+// is late by at most watchEvery, in which the heap grows by what is
+// allocated in that time. (A garbage sentinel's cleanup would also say when
+// a collection ended, but only once the sentinel's span is swept, which the
+// background sweeper leaves until it is idle: a bound no one can state.)
 func (p *gcPacer) watch(epoch int) {
 	go func() {
 		tick := time.NewTicker(watchEvery)
