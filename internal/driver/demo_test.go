@@ -134,16 +134,16 @@ func TestDemoKinetoAnalyzes(t *testing.T) {
 		t.Fatal(err)
 	}
 	var doc struct {
-		TraceEvents []map[string]any `json:"traceEvents"`
+		TraceEvents []struct {
+			Cat string `json:"cat"`
+		} `json:"traceEvents"`
 	}
 	if err := json.Unmarshal(b.Bytes(), &doc); err != nil {
 		t.Fatal(err)
 	}
 	cats := map[string]int{}
 	for _, e := range doc.TraceEvents {
-		if c, ok := e["cat"].(string); ok {
-			cats[c]++
-		}
+		cats[e.Cat]++
 	}
 	if cats["nvtx"] == 0 || cats["cuda_runtime"] == 0 {
 		t.Errorf("export categories %v: want the annotations and launches", cats)

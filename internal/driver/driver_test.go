@@ -5,7 +5,9 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/llmprof/llmprof/report"
@@ -15,12 +17,30 @@ import (
 // keeps it what `llmprof demo` writes).
 var demoDir = filepath.Join("..", "..", "testdata", "demo")
 
+// demoDefault is the analysis of the demo run with analyze's defaults,
+// shared by the tests that read it (run).
+var demoDefault struct {
+	sync.Once
+	a   *Result
+	err error
+}
+
 // testVersion stamps the reports of these tests; no golden shows it.
 const testVersion = "(test)"
 
 // run takes the inputs through the pipeline and fails the test on error.
+// The demo run with analyze's defaults, which eight tests read, is analysed
+// once (demoDefault); the tests only render it, and TestAnalyzeIsDeterministic
+// checks with fresh runs that a second analysis would be the same.
 func run(t *testing.T, opts Options, paths ...string) *Result {
 	t.Helper()
+	if len(paths) == 1 && paths[0] == demoDir && reflect.ValueOf(opts).IsZero() {
+		demoDefault.Do(func() { demoDefault.a, demoDefault.err = Run(context.Background(), paths, opts) })
+		if demoDefault.err != nil {
+			t.Fatal(demoDefault.err)
+		}
+		return demoDefault.a
+	}
 	a, err := Run(context.Background(), paths, opts)
 	if err != nil {
 		t.Fatal(err)
