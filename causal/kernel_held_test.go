@@ -68,26 +68,7 @@ func TestWithinPlanHeldBases(t *testing.T) {
 				cols[j][r] = rng.NormFloat64() + float64(j)*math.Log(use.measure(&tc.rows[r], 1))
 			}
 		}
-		want, absorbed, kept := referenceWithin(tc.rows, groups, use, cols)
-		if p.absorbed != absorbed || p.kept != kept {
-			t.Fatalf("%s: plan absorbs %d and keeps %d rows, reference %d and %d", tc.name, p.absorbed, p.kept, absorbed, kept)
-		}
-		in, outs := make([][]float64, ncol), make([][]float64, ncol)
-		for j := range in {
-			in[j] = make([]float64, p.kept)
-			for i, r := range p.order {
-				in[j][i] = cols[j][r]
-			}
-			outs[j] = make([]float64, p.kept)
-		}
-		p.apply(in, outs)
-		for j := range outs {
-			for a := range outs[j] {
-				if math.Float64bits(outs[j][a]) != math.Float64bits(want[j][a]) {
-					t.Fatalf("%s: column %d row %d is %v, reference %v", tc.name, j, a, outs[j][a], want[j][a])
-				}
-			}
-		}
+		checkPlanAgainstReference(t, tc.name, p, tc.rows, groups, use, cols)
 	}
 	// The twelve groups of every step hold one basis between them.
 	first := held.segs[held.segOf[0]].basis

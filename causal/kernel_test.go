@@ -1,6 +1,7 @@
 package causal
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -365,27 +366,7 @@ func TestWithinPlanMatchesReference(t *testing.T) {
 						cols[j][r] = rng.NormFloat64() + float64(j)*math.Log(use.measure(&tc.rows[r], 0))
 					}
 				}
-				want, absorbed, kept := referenceWithin(tc.rows, groups, use, cols)
-				p := tc.plan
-				if p.absorbed != absorbed || p.kept != kept {
-					t.Fatalf("%v %s: plan absorbs %d and keeps %d rows, reference %d and %d", use, tc.name, p.absorbed, p.kept, absorbed, kept)
-				}
-				in, outs := make([][]float64, ncol), make([][]float64, ncol)
-				for j := range in {
-					in[j] = make([]float64, p.kept)
-					for i, r := range p.order {
-						in[j][i] = cols[j][r]
-					}
-					outs[j] = make([]float64, p.kept)
-				}
-				p.apply(in, outs)
-				for j := range outs {
-					for a := range outs[j] {
-						if math.Float64bits(outs[j][a]) != math.Float64bits(want[j][a]) {
-							t.Fatalf("%v %s, %d columns: column %d row %d is %v, reference %v", use, tc.name, ncol, j, a, outs[j][a], want[j][a])
-						}
-					}
-				}
+				checkPlanAgainstReference(t, fmt.Sprintf("%v %s, %d columns", use, tc.name, ncol), tc.plan, tc.rows, groups, use, cols)
 			}
 		}
 	}
@@ -420,5 +401,32 @@ func TestFirstTokenTieRule(t *testing.T) {
 				t.Errorf("step [%d, %d], slack %d: up to the first token %v, want %v", c.s.Start-token, c.s.End-token, c.slack, got, c.up)
 			}
 		})
+	}
+}
+
+// checkPlanAgainstReference applies plan p to cols (one value per row of
+// rows, in input order) and checks that it absorbs and keeps the rows the
+// plain residualization does and gives its residuals digit for digit.
+func checkPlanAgainstReference(t *testing.T, label string, p *withinPlan, rows []kernelRow, groups int, use batchUse, cols [][]float64) {
+	t.Helper()
+	want, absorbed, kept := referenceWithin(rows, groups, use, cols)
+	if p.absorbed != absorbed || p.kept != kept {
+		t.Fatalf("%s: plan absorbs %d and keeps %d rows, reference %d and %d", label, p.absorbed, p.kept, absorbed, kept)
+	}
+	in, outs := make([][]float64, len(cols)), make([][]float64, len(cols))
+	for j := range in {
+		in[j] = make([]float64, p.kept)
+		for i, r := range p.order {
+			in[j][i] = cols[j][r]
+		}
+		outs[j] = make([]float64, p.kept)
+	}
+	p.apply(in, outs)
+	for j := range outs {
+		for a := range outs[j] {
+			if math.Float64bits(outs[j][a]) != math.Float64bits(want[j][a]) {
+				t.Fatalf("%s: column %d row %d is %v, reference %v", label, j, a, outs[j][a], want[j][a])
+			}
+		}
 	}
 }
