@@ -40,9 +40,9 @@ var (
 // the input's own size is added (gcHold.floor).
 const gcFloorBase = 64 << 20
 
-// heapMinimum is the Go runtime's heap goal before its first collection at
-// GOGC=100 (runtime/mgcpacer.go, defaultHeapMinimum); with no collection
-// yet, the target is scaled from it.
+// heapMinimum is the Go runtime's minimum heap goal at GOGC=100
+// (runtime/mgcpacer.go, defaultHeapMinimum): its goal is never below it,
+// scaled by GOGC/100, before the first collection or after one.
 const heapMinimum = 4 << 20
 
 // A gcHold is one holder's ask: a target percentage, and a floor in bytes
