@@ -86,7 +86,7 @@ func smallTrace() *ingest.Trace {
 	}
 	memcpy := op("[CUDA memcpy Host-to-Device]", ingest.OpMemcpy, 7, 126_000, 140_000, 12)
 	memcpy.Copy = ingest.CopyHtoD
-	t.SetShape(&memcpy, ingest.OpShape{Bytes: 1 << 20, Grid: [3]uint32{132, 1, 1}, Block: [3]uint16{256, 1, 1}})
+	memcpy.Shape = t.InternShape(ingest.OpShape{Bytes: 1 << 20, Grid: [3]uint32{132, 1, 1}, Block: [3]uint16{256, 1, 1}})
 	t.GPUOps = append(t.GPUOps,
 		op("ampere_bf16_gemm_128x128", ingest.OpKernel, 7, 118_000, 260_000, 11),
 		memcpy,

@@ -431,9 +431,6 @@ func (t *Trace) ShapeOf(o *GPUOp) OpShape {
 	return t.Shapes[o.Shape-1]
 }
 
-// SetShape gives o the shape s, interned in t.
-func (t *Trace) SetShape(o *GPUOp, s OpShape) { o.Shape = t.InternShape(s) }
-
 // Busy reports whether the op occupies its device: kernels, copies, memsets
 // and whole-graph executions. A synchronization record is the host waiting
 // on the device (a synchronizing API call), not work. A device's busy time

@@ -245,7 +245,7 @@ func (d *decoder) kernel(q *query, r *row) (ingest.GPUOp, bool) {
 	case !c[kGraphNode].null && !q.present[kGraphID]:
 		d.graphNodeOnly++
 	}
-	d.t.SetShape(&op, sh)
+	op.Shape = d.t.InternShape(sh)
 	return op, true
 }
 
@@ -295,7 +295,7 @@ func (d *decoder) memcpy(q *query, r *row) (ingest.GPUOp, bool) {
 		return op, false
 	}
 	c := r.cells
-	d.t.SetShape(&op, ingest.OpShape{Bytes: d.bytes(q.table, r, c[mBytes])})
+	op.Shape = d.t.InternShape(ingest.OpShape{Bytes: d.bytes(q.table, r, c[mBytes])})
 	kind := c[mCopyKind].v
 	if kind >= 0 && kind < int64(len(memcpyKinds)) {
 		op.Copy = memcpyKinds[kind]
@@ -319,7 +319,7 @@ func (d *decoder) memset(q *query, r *row) (ingest.GPUOp, bool) {
 	if !ok {
 		return op, false
 	}
-	d.t.SetShape(&op, ingest.OpShape{Bytes: d.bytes(q.table, r, r.cells[mBytes])})
+	op.Shape = d.t.InternShape(ingest.OpShape{Bytes: d.bytes(q.table, r, r.cells[mBytes])})
 	op.Name = d.t.Strings.Intern(MemsetName)
 	return op, true
 }
@@ -359,7 +359,7 @@ func (d *decoder) graph(q *query, r *row) (ingest.GPUOp, bool) {
 	if !ok {
 		d.warnf(rowPos(q.table, r.rowid), "bad-value", "graphId %d out of range; taken as 0", r.cells[grGraphID].v)
 	}
-	d.t.SetShape(&op, ingest.OpShape{GraphID: id})
+	op.Shape = d.t.InternShape(ingest.OpShape{GraphID: id})
 	op.Name = d.t.Strings.Intern(GraphName(id))
 	return op, true
 }

@@ -121,7 +121,7 @@ func (r *Run) GPUTraceWindow(from, to int64) *ingest.Trace {
 				sh.Grid = [3]uint32{max(op.GridX, 1), 1, 1}
 				sh.Block = [3]uint16{uint16(max(op.BlockX, 1)), 1, 1}
 			}
-			t.SetShape(&g, sh)
+			g.Shape = t.InternShape(sh)
 			t.GPUOps = append(t.GPUOps, g)
 			lastLaunchEnd, gpuEnd = op.LaunchEnd, op.End
 		}

@@ -221,7 +221,7 @@ func (d *decoder) gpuOp() {
 			sh.Bytes = uint64(a.bytes.v)
 		}
 	}
-	d.t.SetShape(&op, sh)
+	op.Shape = d.t.InternShape(sh)
 	d.t.GPUOps = append(d.t.GPUOps, op)
 }
 

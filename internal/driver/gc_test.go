@@ -62,16 +62,12 @@ func TestTightGCGoalIsTheFloor(t *testing.T) {
 		h := tightGC(runGCPercent)
 		h.floor(input)
 		if goal, floor := heapGoal(), int64(gcFloorBase+input); goal > floor+floor/50 || goal < floor-floor/10 {
-			t.Errorf("live heap %d MB: goal %d MB, want the floor, %d MB", liveHeapMB(), goal>>20, floor>>20)
+			live, _ := heapState()
+			t.Errorf("live heap %d MB: goal %d MB, want the floor, %d MB", live>>20, goal>>20, floor>>20)
 		}
 		h.release()
 		runtime.KeepAlive(live)
 	}
-}
-
-func liveHeapMB() int64 {
-	live, _ := heapState()
-	return live >> 20
 }
 
 // tightGC holds the lowest target asked for, raised to reach the highest
