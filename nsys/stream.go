@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/internal/spill"
 	"github.com/llmprof/llmprof/nsys/internal/sqlite"
 )
 
@@ -605,7 +606,9 @@ func (d *decoder) readGPUOps() error {
 	if len(cursors) == 0 {
 		return nil
 	}
-	d.t.GPUOps = make([]ingest.GPUOp, 0, d.capacity(tables...))
+	// The GPU ops are most of what an analysis holds: past the memory
+	// budget they live in a spill file (internal/spill).
+	d.t.GPUOps = spill.Slice[ingest.GPUOp](d.capacity(tables...))
 	checkLaunch := d.tables&API != 0 && d.schema.has(tableRuntime)
 	return merge(cursors, func(i int, it *item[ingest.GPUOp]) {
 		op := &it.v

@@ -1,13 +1,15 @@
 package main
 
 import (
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"testing"
 )
 
-// TestMemoryLimit: --memory-limit changes how hard the collector works,
-// never the report; a run whose peak passes it says so on stderr; the
+// TestMemoryLimit: --memory-limit changes how hard the collector works and
+// puts the GPU ops in a spill file, never the report; a run whose peak
+// passes it says so on stderr, and that the tables were spilled; the
 // runtime's limit is restored after Main; a bad size is a usage error.
 func TestMemoryLimit(t *testing.T) {
 	before := debug.SetMemoryLimit(-1)
@@ -27,6 +29,9 @@ func TestMemoryLimit(t *testing.T) {
 	}
 	if !strings.Contains(stderr, "passed the memory limit 1.0 MiB (--memory-limit)") {
 		t.Errorf("a run past its limit says nothing of it: %q", stderr)
+	}
+	if runtime.GOOS == "linux" && !strings.Contains(stderr, "of its largest tables were kept in a spill file") {
+		t.Errorf("under a 1 MiB limit the GPU ops were not spilled: %q", stderr)
 	}
 	if got := debug.SetMemoryLimit(-1); got != before {
 		t.Errorf("the runtime's limit is %d after Main, was %d", got, before)

@@ -14,6 +14,7 @@ import (
 	"github.com/llmprof/llmprof/internal/iostreams"
 	"github.com/llmprof/llmprof/internal/memlimit"
 	"github.com/llmprof/llmprof/internal/progress"
+	"github.com/llmprof/llmprof/internal/spill"
 )
 
 // IOStreams are the commands' streams (internal/iostreams).
@@ -28,6 +29,10 @@ type Factory struct {
 	memory  memlimit.Setting
 	restore int64
 	applied bool
+	// unspill ends spilling (internal/spill) once the command is done;
+	// spillOff says why there is none, when there is none.
+	unspill  func()
+	spillOff error
 }
 
 // NewCmdRoot builds the command tree.
@@ -84,6 +89,9 @@ idle gaps and other tenants.`),
 			return &UsageError{err}
 		}
 		f.memory, f.restore, f.applied = set, set.Apply(), true
+		// The largest tables may live in a spill file (internal/spill)
+		// while the command runs, under the budget the pipeline sets.
+		f.unspill, f.spillOff = spill.Enable("")
 		return nil
 	}
 	for _, add := range commands {
@@ -131,20 +139,26 @@ func Main(ctx context.Context, args []string, io *IOStreams) int {
 	root := NewCmdRoot(f)
 	root.SetArgs(args)
 	_, err := root.ExecuteContextC(ctx)
+	spilled := spill.Read()
+	if f.unspill != nil {
+		f.unspill()
+	}
 	if f.applied {
 		// The budget holds for the command alone, so that Main run
 		// in-process, as tests do, leaves the runtime as it found it.
 		debug.SetMemoryLimit(f.restore)
-		memoryNote(f.memory, io.ErrOut)
+		memoryNote(f.memory, spilled, f.spillOff, io.ErrOut)
 	}
 	return exitCode(err, io.ErrOut)
 }
 
 // memoryNote says on stderr when the process's peak resident memory passed
-// its budget by more than the memory no limit covers: the collector then ran as often as the runtime lets it (at
-// most half the CPU) and could not hold the limit, because the live data
-// was larger. What llmprof holds per record is in docs/design.md §3.
-func memoryNote(s memlimit.Setting, w goio.Writer) {
+// its budget by more than the memory no limit covers: the collector then
+// ran as often as the runtime lets it (at most half the CPU) and the
+// largest tables were kept in a spill file (spilled), and still the rest of
+// the live data was larger than the limit — or spilling was off (off says
+// why). What llmprof holds per record is in docs/design.md §3.
+func memoryNote(s memlimit.Setting, spilled spill.Stats, off error, w goio.Writer) {
 	_, peak := progress.Resident()
 	// The limit is the Go runtime's memory; resident memory also holds the
 	// binary's pages and the threads' stacks, a few tens of MB that pass no
@@ -153,8 +167,15 @@ func memoryNote(s memlimit.Setting, w goio.Writer) {
 	if s.Bytes <= 0 || peak <= uint64(s.Bytes)+margin {
 		return
 	}
-	fmt.Fprintf(w, "llmprof: note: peak memory %s passed the memory limit %s (%s): the data held for the analysis was larger than the limit, which makes the collector work harder but cannot make it smaller (docs/design.md §3 says what is held)\n",
-		humanize.IBytes(peak), humanize.IBytes(uint64(s.Bytes)), s.From)
+	why := "the data held for the analysis was larger than the limit, which makes the collector work harder but cannot make it smaller"
+	switch {
+	case spilled.Mapped > 0:
+		why = fmt.Sprintf("%s of its largest tables were kept in a spill file, and the rest of the data held for the analysis was still larger than the limit", humanize.IBytes(uint64(spilled.Mapped)))
+	case off != nil:
+		why += "; spilling was off: " + off.Error()
+	}
+	fmt.Fprintf(w, "llmprof: note: peak memory %s passed the memory limit %s (%s): %s (docs/design.md §3 says what is held)\n",
+		humanize.IBytes(peak), humanize.IBytes(uint64(s.Bytes)), s.From, why)
 }
 
 // examples formats a command's Example text: cobra prints it as it is, so

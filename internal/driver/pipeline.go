@@ -11,6 +11,7 @@ import (
 	"github.com/llmprof/llmprof/causal"
 	"github.com/llmprof/llmprof/ingest"
 	"github.com/llmprof/llmprof/internal/progress"
+	"github.com/llmprof/llmprof/internal/spill"
 	"github.com/llmprof/llmprof/report"
 	"github.com/llmprof/llmprof/signals"
 )
@@ -175,6 +176,7 @@ func openInputs(ctx context.Context, paths []string, opts Options, m *progress.M
 			total += in.Size
 		}
 		gc.floor(total)
+		spill.Budget(spillBudget(total))
 		if m != nil {
 			m.Inputs(len(ins), total)
 			m.Stage(progress.StageReading)

@@ -1,0 +1,262 @@
+// Package spill keeps llmprof's largest tables within a memory budget by
+// putting them in a temporary file that is mapped into memory.
+//
+// Most of what an analysis holds is a few big arrays of fixed-size records
+// without pointers (the GPU ops: 48 bytes each, hundreds of MB on a long
+// capture; docs/design.md §3). Slice gives such an array from a file in the
+// spill directory, deleted as soon as it is created, mapped shared: reading
+// and writing it are reading and writing memory, and the kernel keeps its
+// pages in the page cache and writes them to the file when memory is short.
+// A governor watches the process's resident memory; when it passes the
+// budget it takes the mapped pages out of the process (madvise
+// MADV_DONTNEED, which for a shared file mapping keeps every byte written: the
+// pages stay in the page cache or in the file), and the next access maps
+// them in again. So the process's resident memory stays within the budget
+// whatever the size of these tables, and what it does not hold is memory the
+// kernel may reclaim, not memory it must keep — the difference between an
+// analysis that finishes on a 16 GB laptop and one that is killed.
+//
+// Nothing else changes: the tables are ordinary Go slices, sorted, rewritten
+// and read in place, so the output is the same byte for byte with or without
+// a budget. What cannot be spilled is the data with pointers (spans with
+// their attributes, the OTLP model, maps); the budget cannot make that
+// smaller, and a budget below it is passed (cmd/llmprof says so).
+//
+// Spilling is off until Enable is called (cmd/llmprof does, for each
+// command) and the budget set (Budget); without them Slice is make. On a
+// system without shared file mappings, or where the spill directory is in
+// memory itself (tmpfs: its pages could not leave memory), Slice is make
+// and Enable says why.
+package spill
+
+import (
+	"fmt"
+	"reflect"
+	"sync"
+	"time"
+	"unsafe"
+)
+
+// MinBytes is the size from which Slice puts a table in a file whatever
+// the budget; a table of an eighth of the budget or more goes there too
+// (threshold). Below both the mapping's own cost (a file, system calls,
+// faults) is not worth the memory.
+const MinBytes = 4 << 20
+
+// threshold is the smallest table Slice puts in a file under budget.
+func threshold(budget int64) int64 { return min(MinBytes, max(budget/8, 1)) }
+
+// tick is how often the governor reads the resident memory.
+const tick = 2 * time.Millisecond
+
+// The process-wide state: one budget, one directory, the mappings made.
+var state struct {
+	mu sync.Mutex
+	// enabled counts the Enables not yet released: commands run
+	// in-process side by side share one state, and the tables are
+	// unmapped when the last releases.
+	enabled int
+	dir     string
+	budget  int64
+	maps    []mapping
+	stop    chan struct{}
+	done    chan struct{}
+	stats   Stats
+}
+
+// Stats say what spilling did in this process since Enable.
+type Stats struct {
+	// Mapped is the bytes of tables placed in spill files.
+	Mapped int64
+	// Drops counts the times the governor took mapped pages out of the
+	// process, DroppedBytes the bytes of mappings it advised away.
+	Drops        int
+	DroppedBytes int64
+}
+
+// Enable turns spilling on, with dir as the spill directory (the system's
+// temporary directory when empty), until the returned release is called.
+// The last release stops the governor and unmaps every table Slice gave:
+// call it only when nothing uses them any more (cmd/llmprof calls it after
+// the command's output is written). While spilling is on, a second Enable
+// shares it (its dir is not used) and its release only counts. When
+// spilling cannot work here (see the package comment) Enable returns an
+// error saying why and a release that does nothing; Slice then makes
+// ordinary slices.
+func Enable(dir string) (release func(), err error) {
+	if dir == "" {
+		dir = tempDir()
+	}
+	if err := usable(dir); err != nil {
+		return func() {}, err
+	}
+	state.mu.Lock()
+	defer state.mu.Unlock()
+	state.enabled++
+	if state.enabled == 1 {
+		state.dir, state.budget, state.stats = dir, 0, Stats{}
+		state.stop, state.done = make(chan struct{}), make(chan struct{})
+		go govern(state.stop, state.done)
+	}
+	var once sync.Once
+	return func() { once.Do(disable) }, nil
+}
+
+func disable() {
+	state.mu.Lock()
+	if state.enabled--; state.enabled > 0 {
+		state.mu.Unlock()
+		return
+	}
+	stop, done, maps := state.stop, state.done, state.maps
+	state.maps, state.budget, state.stats = nil, 0, Stats{}
+	state.mu.Unlock()
+	// The governor may be waiting for the lock; it has stopped touching
+	// the mappings once done is closed.
+	close(stop)
+	<-done
+	for _, m := range maps {
+		m.unmap()
+	}
+}
+
+// Budget sets the resident memory, in bytes, that the governor keeps the
+// process within; 0 or less turns it off (Slice then makes ordinary
+// slices). It applies to the tables Slice makes after it.
+func Budget(bytes int64) {
+	state.mu.Lock()
+	defer state.mu.Unlock()
+	state.budget = max(bytes, 0)
+}
+
+// Current returns the budget in effect, 0 when spilling is off.
+func Current() int64 {
+	state.mu.Lock()
+	defer state.mu.Unlock()
+	if state.enabled == 0 {
+		return 0
+	}
+	return state.budget
+}
+
+// Read returns what spilling did since Enable (nothing after release).
+func Read() Stats {
+	state.mu.Lock()
+	defer state.mu.Unlock()
+	return state.stats
+}
+
+// Slice returns a slice of length 0 and capacity n. When spilling is on
+// and the table is large (threshold) it lives in a spill file; otherwise it
+// is make([]T, 0, n). T must hold no pointers (checked: a mapped table is
+// not seen by the garbage collector). Appending past n moves the table to
+// the heap, as append always does.
+func Slice[T any](n int) []T {
+	var zero T
+	size := int64(unsafe.Sizeof(zero))
+	if n <= 0 || size == 0 {
+		return make([]T, 0, max(n, 0))
+	}
+	if hasPointers(reflect.TypeFor[T]()) {
+		panic(fmt.Sprintf("spill.Slice: %v holds pointers", reflect.TypeFor[T]()))
+	}
+	bytes := size * int64(n)
+	state.mu.Lock()
+	defer state.mu.Unlock()
+	if state.enabled == 0 || state.budget <= 0 || bytes < threshold(state.budget) {
+		return make([]T, 0, n)
+	}
+	m, err := mapFile(state.dir, bytes)
+	if err != nil {
+		// A full or unwritable spill directory costs memory, not the
+		// analysis: the table is made on the heap as without a budget.
+		return make([]T, 0, n)
+	}
+	state.maps = append(state.maps, m)
+	state.stats.Mapped += bytes
+	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(m.mem))), n)[:0]
+}
+
+// hasPointers reports whether values of t hold pointers the collector
+// would have to see.
+func hasPointers(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128:
+		return false
+	case reflect.Array:
+		return t.Len() > 0 && hasPointers(t.Elem())
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if hasPointers(t.Field(i).Type) {
+				return true
+			}
+		}
+		return false
+	}
+	return true
+}
+
+// govern keeps the resident memory within the budget until stop closes:
+// every tick it reads the resident set and, above the budget, takes the
+// mappings' pages out of the process one chunk at a time, in turn, until it
+// is back below the low mark (an eighth under the budget), so that the
+// pages most recently used are the last to go.
+func govern(stop <-chan struct{}, done chan<- struct{}) {
+	defer close(done)
+	rss := newResident()
+	defer rss.close()
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	var cursor int64 // position over all mappings, in bytes, of the next chunk
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		cur := rss.read()
+		state.mu.Lock()
+		budget, maps := state.budget, state.maps
+		state.mu.Unlock()
+		if budget <= 0 || cur <= budget || len(maps) == 0 {
+			continue
+		}
+		low := budget - budget/8
+		var total int64
+		for _, m := range maps {
+			total += int64(len(m.mem))
+		}
+		for advised := int64(0); cur > low && advised < total; {
+			at := cursor % total
+			m, off := locate(maps, at)
+			n := min(int64(chunk), int64(len(m.mem))-off)
+			m.drop(off, n)
+			advised += n
+			cursor = at + n
+			state.mu.Lock()
+			state.stats.DroppedBytes += n
+			state.mu.Unlock()
+			cur = rss.read()
+		}
+		state.mu.Lock()
+		state.stats.Drops++
+		state.mu.Unlock()
+	}
+}
+
+// chunk is how much of a mapping the governor drops at a time.
+const chunk = 32 << 20
+
+// locate finds the mapping that holds byte at of all mappings laid end to
+// end, and the offset in it.
+func locate(maps []mapping, at int64) (mapping, int64) {
+	for _, m := range maps {
+		if at < int64(len(m.mem)) {
+			return m, at
+		}
+		at -= int64(len(m.mem))
+	}
+	return maps[len(maps)-1], 0
+}

@@ -1,0 +1,27 @@
+//go:build !linux
+
+package spill
+
+import (
+	"errors"
+	"os"
+)
+
+type mapping struct{ mem []byte }
+
+func tempDir() string { return os.TempDir() }
+
+func usable(string) error {
+	return errors.New("spilling to a mapped file is built for Linux only; tables stay on the heap")
+}
+
+func mapFile(string, int64) (mapping, error) { return mapping{}, errors.ErrUnsupported }
+
+func (m mapping) drop(off, n int64) {}
+func (m mapping) unmap()            {}
+
+type resident struct{}
+
+func newResident() *resident  { return &resident{} }
+func (*resident) read() int64 { return 0 }
+func (*resident) close()      {}

@@ -1,0 +1,160 @@
+package spill
+
+import (
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+	"unsafe"
+)
+
+type rec struct {
+	At  int64
+	Val uint32
+	K   [2]uint16
+}
+
+// recSize is unsafe.Sizeof(rec{}).
+const recSize = 16
+
+// TestSliceKeepsEveryByteUnderABudget: a table in a spill file reads back
+// what was written after the governor has taken its pages out of the
+// process, and the process's resident memory came back under the budget.
+func TestSliceKeepsEveryByteUnderABudget(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("spill files are built for Linux only")
+	}
+	release, err := Enable(t.TempDir())
+	if err != nil {
+		t.Skipf("spilling is not possible here: %v", err)
+	}
+	defer release()
+	r := newResident()
+	defer r.close()
+	base := r.read()
+	if base == 0 {
+		t.Skip("no /proc/self/statm")
+	}
+	// A budget 16 MiB above what the process holds now, and a 96 MiB
+	// table: the governor must take most of the table's pages out.
+	budget := base + 16<<20
+	Budget(budget)
+	const n = 96 << 20 / recSize
+	recs := Slice[rec](n)
+	if cap(recs) != n || len(recs) != 0 {
+		t.Fatalf("Slice: len %d cap %d, want 0 and %d", len(recs), cap(recs), n)
+	}
+	for i := range n {
+		recs = append(recs, rec{At: int64(i) * 7, Val: uint32(i), K: [2]uint16{uint16(i), 1}})
+	}
+	if st := Read(); st.Mapped != n*recSize {
+		t.Fatalf("mapped %d bytes, want %d: the table is not in a spill file", st.Mapped, n*recSize)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for r.read() > budget && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if cur := r.read(); cur > budget {
+		t.Errorf("resident %d MiB stayed above the budget %d MiB", cur>>20, budget>>20)
+	}
+	if st := Read(); st.Drops == 0 || st.DroppedBytes == 0 {
+		t.Errorf("stats %+v: the governor never dropped a page", st)
+	}
+	for i := range recs {
+		if want := (rec{At: int64(i) * 7, Val: uint32(i), K: [2]uint16{uint16(i), 1}}); recs[i] != want {
+			t.Fatalf("record %d is %+v after the drop, want %+v", i, recs[i], want)
+		}
+	}
+}
+
+// TestSliceOnTheHeap: without a budget, below MinBytes, or before Enable,
+// Slice is make.
+func TestSliceOnTheHeap(t *testing.T) {
+	if s := Slice[rec](1 << 20); cap(s) != 1<<20 || Read().Mapped != 0 {
+		t.Errorf("not enabled: cap %d, mapped %d", cap(s), Read().Mapped)
+	}
+	release, err := Enable(t.TempDir())
+	if err != nil {
+		t.Skipf("spilling is not possible here: %v", err)
+	}
+	defer release()
+	_ = Slice[rec](1 << 20) // no budget yet
+	Budget(1 << 30)
+	_ = Slice[rec](MinBytes/recSize - 1) // too small
+	if st := Read(); st.Mapped != 0 {
+		t.Errorf("mapped %d bytes, want none", st.Mapped)
+	}
+	if s := Slice[rec](MinBytes / recSize); cap(s) != MinBytes/recSize || Read().Mapped != MinBytes {
+		t.Errorf("at MinBytes with a budget: cap %d, mapped %d, want %d in a file", cap(s), Read().Mapped, MinBytes)
+	}
+	// Under a small budget, a table of an eighth of it is large.
+	Budget(1 << 20)
+	before := Read().Mapped
+	_ = Slice[rec](1<<17/recSize - 1)
+	if got := Read().Mapped; got != before {
+		t.Errorf("under a 1 MiB budget a table under 128 KiB was mapped")
+	}
+	_ = Slice[rec](1 << 17 / recSize)
+	if got := Read().Mapped - before; got != 1<<17 {
+		t.Errorf("under a 1 MiB budget a 128 KiB table: mapped %d bytes, want 131072", got)
+	}
+}
+
+func TestRecSize(t *testing.T) {
+	if s := unsafe.Sizeof(rec{}); s != recSize {
+		t.Fatalf("rec is %d bytes, recSize says %d", s, recSize)
+	}
+}
+
+func TestSliceRefusesPointers(t *testing.T) {
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(r.(string), "holds pointers") {
+			t.Errorf("recovered %v, want a panic naming pointers", r)
+		}
+	}()
+	_ = Slice[struct {
+		A int
+		S []byte
+	}](10)
+}
+
+func TestEnableRefusesMemoryDirectories(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("Linux only")
+	}
+	if _, err := os.Stat("/dev/shm"); err != nil {
+		t.Skip("no /dev/shm")
+	}
+	release, err := Enable("/dev/shm")
+	defer release()
+	if err == nil || !strings.Contains(err.Error(), "tmpfs") {
+		t.Errorf("Enable(/dev/shm): %v, want a refusal naming tmpfs", err)
+	}
+}
+
+// TestEnableIsShared: a second Enable shares the first's state, and the
+// tables stay mapped until the last release.
+func TestEnableIsShared(t *testing.T) {
+	first, err := Enable(t.TempDir())
+	if err != nil {
+		t.Skipf("spilling is not possible here: %v", err)
+	}
+	second, err := Enable(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	Budget(1 << 30)
+	recs := Slice[rec](MinBytes / recSize)
+	first()
+	first() // a second call does nothing
+	if Current() != 1<<30 {
+		t.Errorf("budget %d after the first release, want it kept", Current())
+	}
+	recs = append(recs, rec{At: 1}) // still mapped: a fault here would crash
+	second()
+	if Current() != 0 || Read().Mapped != 0 {
+		t.Errorf("after the last release: budget %d, mapped %d", Current(), Read().Mapped)
+	}
+	_ = recs
+}
