@@ -10,6 +10,11 @@
 #                                      another --noise-seed), both analyzed
 #   export --parquet OUT DIR           the tables (no tenant fit)
 #   stats cuda_gpu_kern_sum NSYS       the nsys kernel summary alone
+#   limited DIR                        analyze --format json under
+#                                      --memory-limit BENCH_LIMIT × the input,
+#                                      its report compared byte for byte with
+#                                      an unlimited run's (not timed); the
+#                                      last column is then RSS/limit
 # and prints, per command and size, input bytes, GPU ops, wall, CPU
 # (user+sys) and peak RSS (GNU time), then per command the least-squares fit
 # over the sizes: peak RSS = a + b × input (b: bytes of RSS per input byte,
@@ -25,6 +30,8 @@
 #   BENCH_COMMANDS  which of analyze tenants diff export stats (default all)
 #   BENCH_DIR       where runs go (default /tmp/llmprof-bench-scale)
 #   BENCH_FLAGS     extra flags for analyze, tenants, diff and export
+#   BENCH_LIMIT     the memory limit of "limited" as a share of the input
+#                   (default 0.8)
 # Needs go, GNU time (/usr/bin/time), awk.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -32,6 +39,7 @@ sizes=${BENCH_SIZES:-30s 60s 120s 240s}
 commands=${BENCH_COMMANDS:-analyze tenants diff export stats}
 dir=${BENCH_DIR:-/tmp/llmprof-bench-scale}
 flags=${BENCH_FLAGS:-}
+limit=${BENCH_LIMIT:-0.8}
 [ -x /usr/bin/time ] || { echo "bench/scale.sh: GNU time (/usr/bin/time) is required" >&2; exit 2; }
 mkdir -p "$dir"
 tmp=$(mktemp -d)
@@ -76,6 +84,11 @@ for size in $sizes; do
 			rm -rf "$tmp/pq"
 			in=$(bytes "${inputs[@]}"); cmd=("$bin" export $flags --parquet "$tmp/pq" "$run") ;;
 		stats) in=$(bytes "$run/gpu.nsys.sqlite"); cmd=("$bin" stats cuda_gpu_kern_sum "$run/gpu.nsys.sqlite") ;;
+		limited)
+			in=$(bytes "${inputs[@]}")
+			lim=$(awk -v i="$in" -v f="$limit" 'BEGIN { printf "%d", i * f }')
+			"$bin" analyze $flags --format json -o "$tmp/free.json" "$run" 2> /dev/null
+			cmd=("$bin" analyze $flags --format json -o "$tmp/limited.json" --memory-limit "${lim}B" "$run") ;;
 		*) echo "bench/scale.sh: unknown command $c" >&2; exit 2 ;;
 		esac
 		cat "${inputs[@]}" > /dev/null
@@ -92,9 +105,17 @@ for size in $sizes; do
 		# figures when the command fails (diff's exit 1): the figures are the
 		# last line.
 		read -r wall usr sys kib < <(tail -n 1 "$tmp/time")
+		per=$in
+		if [ "$c" = limited ]; then
+			per=$lim
+			if ! cmp -s "$tmp/free.json" "$tmp/limited.json"; then
+				echo "bench/scale.sh: analyze under --memory-limit ${lim}B on $run wrote another report than without" >&2
+				exit 1
+			fi
+		fi
 		echo "$c $size $in $n $wall $(echo "$usr + $sys" | bc) $((kib * 1024))" >> "$results"
-		awk -v c="$c" -v s="$size" -v inb="$in" -v ops="$n" -v w="$wall" -v u="$usr" -v y="$sys" -v k="$kib" 'BEGIN {
-			printf "%-8s %-7s %8.1f MB %10d %7.1f s %7.1f s %7.1f MB %9.2f\n", c, s, inb/1e6, ops, w, u+y, k*1024/1e6, k*1024/inb }'
+		awk -v c="$c" -v s="$size" -v inb="$in" -v per="$per" -v ops="$n" -v w="$wall" -v u="$usr" -v y="$sys" -v k="$kib" 'BEGIN {
+			printf "%-8s %-7s %8.1f MB %10d %7.1f s %7.1f s %7.1f MB %9.2f%s\n", c, s, inb/1e6, ops, w, u+y, k*1024/1e6, k*1024/per, (per != inb ? " of the limit" : "") }'
 	done
 done
 
@@ -102,13 +123,14 @@ echo
 echo "fits over the sizes (least squares; growth exponent: slope of log y on log input, 1.0 = linear)"
 printf '%-8s %14s %14s %13s %12s %12s %s\n' command "RSS/input byte" "RSS intercept" "CPU ns/op" "CPU growth" "RSS growth" "last RSS/input (goal ≤ 1.0)"
 for c in $commands; do
-	awk -v c="$c" '$1 == c {
+	# limited: the last column is RSS over the limit, BENCH_LIMIT × input.
+	awk -v c="$c" -v f="$limit" '$1 == c {
 		n++; x = $3; o = $4; cpu = $6; r = $7
 		sx += x; sr += r; sxx += x*x; sxr += x*r
 		so += o; sc += cpu; soo += o*o; soc += o*cpu
 		lx = log(x); lc = log(cpu > 0 ? cpu : 1e-3); lr = log(r)
 		slx += lx; slc += lc; slr += lr; slxx += lx*lx; slxc += lx*lc; slxr += lx*lr
-		last = r / x
+		last = r / (c == "limited" ? x * f : x)
 	}
 	END {
 		if (n < 2) { printf "%-8s (one size: no fit)  last RSS/input %.2f\n", c, last; exit }
