@@ -29,7 +29,10 @@ func usable(dir string) error {
 	return nil
 }
 
-// mapFile makes a deleted file of size bytes in dir and maps it.
+// mapFile makes a deleted file of size bytes in dir and maps it. The file's
+// blocks are allocated first (fallocate): a page of a sparse file written
+// through a mapping when the disk is full is a SIGBUS, not an error, so a
+// file system that cannot reserve them gets no table.
 func mapFile(dir string, size int64) (mapping, error) {
 	f, err := os.CreateTemp(dir, "llmprof-spill-*")
 	if err != nil {
@@ -39,8 +42,8 @@ func mapFile(dir string, size int64) (mapping, error) {
 	if err := os.Remove(f.Name()); err != nil {
 		return mapping{}, err
 	}
-	if err := f.Truncate(size); err != nil {
-		return mapping{}, err
+	if err := unix.Fallocate(int(f.Fd()), 0, 0, size); err != nil {
+		return mapping{}, fmt.Errorf("reserving %d bytes in %s: %w", size, dir, err)
 	}
 	mem, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
