@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/llmprof/llmprof/internal/spill"
 )
 
 // The collector's pacing while the pipeline runs.
@@ -121,12 +123,15 @@ func (h *gcHold) release() {
 
 // retarget sets the collector's percentage so that the next collection
 // comes at the larger of the lowest percentage asked for and the highest
-// floor. Called with p.mu held.
+// floor, less the tables in spill files (spill.Stats.Mapped): the floor is
+// the room the run's data may take, and the spilled tables take theirs
+// outside the heap (docs/design.md, "Spilling"). Called with p.mu held.
 func (p *gcPacer) retarget() {
 	percent, floor := p.holds[0].percent, p.holds[0].bytes
 	for _, h := range p.holds[1:] {
 		percent, floor = min(percent, h.percent), max(floor, h.bytes)
 	}
+	floor = max(floor-spill.Read().Mapped, 0)
 	live, roots := heapState()
 	debug.SetGCPercent(pacedPercent(percent, floor, live, roots))
 }
@@ -179,7 +184,8 @@ func gcCycles() uint64 {
 // watchEvery is how often the watcher looks for a finished collection.
 const watchEvery = 2 * time.Millisecond
 
-// watch retargets after every collection while epoch's holds last: the
+// watch retargets after every collection, and when a table is spilled,
+// while epoch's holds last: the
 // floor is a number of bytes, and the percentage that reaches it shrinks
 // as the live heap grows. It polls the runtime's count of collections, and
 // is late by at most watchEvery, in which the heap grows by what is
@@ -190,15 +196,16 @@ func (p *gcPacer) watch(epoch int) {
 	go func() {
 		tick := time.NewTicker(watchEvery)
 		defer tick.Stop()
-		seen := gcCycles()
+		seen, mapped := gcCycles(), spill.Read().Mapped
 		for range tick.C {
 			p.mu.Lock()
 			if p.epoch != epoch || len(p.holds) == 0 {
 				p.mu.Unlock()
 				return
 			}
-			if n := gcCycles(); n != seen {
-				seen = n
+			n, m := gcCycles(), spill.Read().Mapped
+			if n != seen || m != mapped {
+				seen, mapped = n, m
 				p.retarget()
 			}
 			p.mu.Unlock()
