@@ -445,15 +445,20 @@ func spanRows(w *pqTable, t *ingest.Trace) error {
 		}
 		return s
 	}
+	// A CUDA API call is a row like a span with no IDs, no resource, no
+	// kind or status, and its correlation ID.
+	var call ingest.Span
 	for r := range t.CPURecords() {
+		s, corr := &call, uint32(0)
 		if c, ok := r.Call(); ok {
-			if err := callRow(w, t, &t.APICalls[c]); err != nil {
-				return err
-			}
-			continue
+			a := &t.APICalls[c]
+			call = ingest.Span{Name: a.Name, Start: a.Start, End: a.End, Pid: a.Pid, Tid: a.Tid, Source: a.Source,
+				Origin: a.Origin, Resource: -1, Scope: -1}
+			corr = a.Correlation
+		} else {
+			i, _ := r.Span()
+			s = &t.Spans[i]
 		}
-		i, _ := r.Span()
-		s := &t.Spans[i]
 		w.begin()
 		w.nstr(0, hex(s.TraceID.IsZero(), s.TraceID.String()))
 		w.nstr(1, hex(s.ID.IsZero(), s.ID.String()))
@@ -468,33 +473,12 @@ func spanRows(w *pqTable, t *ingest.Trace) error {
 		w.i64(10, s.End-s.Start)
 		w.i64(11, int64(s.Pid))
 		w.i64(12, int64(s.Tid))
-		w.i64(13, 0)
+		w.i64(13, int64(corr))
 		if err := w.end(); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// callRow writes a CUDA API call as a row of the spans table: no IDs, no
-// service, its correlation ID.
-func callRow(w *pqTable, t *ingest.Trace, c *ingest.APICall) error {
-	w.begin()
-	w.nstr(0, "")
-	w.nstr(1, "")
-	w.nstr(2, "")
-	w.str(3, t.Str(c.Name))
-	w.nstr(4, "")
-	w.str(5, c.Origin.String())
-	w.str(6, ingest.SpanKindUnspecified.String())
-	w.str(7, ingest.StatusUnset.String())
-	w.i64(8, c.Start)
-	w.i64(9, c.End)
-	w.i64(10, c.End-c.Start)
-	w.i64(11, int64(c.Pid))
-	w.i64(12, int64(c.Tid))
-	w.i64(13, int64(c.Correlation))
-	return w.end()
 }
 
 var alignmentFields = []parquetw.Column{

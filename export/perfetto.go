@@ -1061,13 +1061,7 @@ func (x *exporter) writeThreads() {
 			}
 			i, _ := x.cpu[p].Span()
 			s := &t.Spans[i]
-			ew.begin("X")
-			ew.str("cat", originCategory[s.Origin])
-			ew.str("name", nameOr(t.Str(s.Name)))
-			ew.int("pid", pid)
-			ew.int("tid", tid)
-			ew.ts("ts", s.Start)
-			ew.dur("dur", s.End-s.Start)
+			x.threadSlice(s.Origin, s.Name, pid, tid, s.Start, s.End)
 			if id, ok := x.outSpan[i]; ok {
 				ew.str("bind_id", flowHex(id))
 				ew.boolean("flow_out", true)
@@ -1085,18 +1079,25 @@ func (x *exporter) writeThreads() {
 	}
 }
 
+// threadSlice begins the complete slice of a span or call on a thread
+// track: its category, name, track and times; the caller adds the rest.
+func (x *exporter) threadSlice(origin ingest.SpanOrigin, name ingest.StrID, pid, tid, start, end int64) {
+	ew := x.ew
+	ew.begin("X")
+	ew.str("cat", originCategory[origin])
+	ew.str("name", nameOr(x.t.Str(name)))
+	ew.int("pid", pid)
+	ew.int("tid", tid)
+	ew.ts("ts", start)
+	ew.dur("dur", end-start)
+}
+
 // writeCall draws API call c, at position p of cpu, and the start of its
 // launch arrow when it launched a GPU op.
 func (x *exporter) writeCall(c int, p int32, pid, tid int64) {
 	t, ew := x.t, x.ew
 	s := &t.APICalls[c]
-	ew.begin("X")
-	ew.str("cat", originCategory[s.Origin])
-	ew.str("name", nameOr(t.Str(s.Name)))
-	ew.int("pid", pid)
-	ew.int("tid", tid)
-	ew.ts("ts", s.Start)
-	ew.dur("dur", s.End-s.Start)
+	x.threadSlice(s.Origin, s.Name, pid, tid, s.Start, s.End)
 	x.args.reset()
 	if s.Correlation != 0 {
 		x.args.int("correlation", int64(s.Correlation))
