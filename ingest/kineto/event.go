@@ -109,6 +109,10 @@ func truncate(b []byte) string {
 // call (apiCall).
 func (d *decoder) span(end int64) {
 	e := &d.ev
+	if e.cat == catRuntime || e.cat == catDriver {
+		d.apiCall(end)
+		return
+	}
 	sp := ingest.Span{Name: d.t.Strings.InternBytes(e.name), Start: e.ts, End: end, Resource: -1, Scope: -1,
 		Pid: idU32(e.pid), Tid: idU32(e.tid)}
 	switch e.cat {
@@ -133,9 +137,6 @@ func (d *decoder) span(end int64) {
 		sp.Attrs = d.attrs(1)
 		sp.Attrs[0] = ingest.NewAttr(d.keys.device, ingest.IntValue(e.pid.num))
 		d.gpuAnnotationSpan = append(d.gpuAnnotationSpan, int32(len(d.t.Spans)))
-	case catRuntime, catDriver:
-		d.apiCall(end)
-		return
 	}
 	d.t.Spans = append(d.t.Spans, sp)
 }
