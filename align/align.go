@@ -436,6 +436,9 @@ func (al *aligner) groupDomains() {
 			}
 		}
 	}
+	for i := range t.APICalls {
+		see(t.APICalls[i].Source, t.APICalls[i].Start, t.APICalls[i].End)
+	}
 	for i := range t.GPUOps {
 		see(t.GPUOps[i].Source, t.GPUOps[i].Start, t.GPUOps[i].End)
 	}
@@ -731,6 +734,17 @@ func (al *aligner) rewrite(d *domain, segs []segmentFit) {
 		evs := s.Events()
 		for j := range evs {
 			evs[j].Time = m(evs[j].Time)
+		}
+	}
+	for i := range t.APICalls {
+		c := &t.APICalls[i]
+		if !in[c.Source] {
+			continue
+		}
+		c.Start, c.End = m(c.Start), m(c.End)
+		if c.End < c.Start {
+			c.End = c.Start
+			clamped++
 		}
 	}
 	for i := range t.GPUOps {

@@ -26,8 +26,8 @@ type sequence struct {
 }
 
 // pairRel is a hard causal relation: for rpc, a is a client span and b the
-// server span it called; for launches, a is a CUDA API call and b the GPU op it
-// launched.
+// server span it called; for launches, a is a CUDA API call (an index in
+// t.APICalls) and b the GPU op it launched.
 type pairRel struct{ a, b int32 }
 
 // relations holds everything cross-domain the trace offers.
@@ -291,13 +291,7 @@ func (al *aligner) findRPC() []pairRel {
 // reported in Causality.
 func (al *aligner) findLaunches() []pairRel {
 	t := al.t
-	hasAPI := make([]bool, len(t.Sources))
-	for i := range t.Spans {
-		s := &t.Spans[i]
-		if isAPI(s) && int(s.Source) < len(hasAPI) {
-			hasAPI[s.Source] = true
-		}
-	}
+	hasAPI := callSources(t)
 	need := false
 	for i := range t.GPUOps {
 		o := &t.GPUOps[i]
@@ -311,9 +305,9 @@ func (al *aligner) findLaunches() []pairRel {
 	}
 	type key struct{ pid, corr uint32 }
 	calls := map[key]int32{}
-	for i := range t.Spans {
-		s := &t.Spans[i]
-		if !isAPI(s) {
+	for i := range t.APICalls {
+		s := &t.APICalls[i]
+		if s.Correlation == 0 {
 			continue
 		}
 		k := key{s.Pid, s.Correlation}
@@ -329,15 +323,23 @@ func (al *aligner) findLaunches() []pairRel {
 		if o.Correlation == 0 || hasAPI[o.Source] {
 			continue
 		}
-		if c, ok := calls[key{o.Pid, o.Correlation}]; ok && c >= 0 && al.dom(t.Spans[c].Source) != al.dom(o.Source) {
+		if c, ok := calls[key{o.Pid, o.Correlation}]; ok && c >= 0 && al.dom(t.APICalls[c].Source) != al.dom(o.Source) {
 			out = append(out, pairRel{c, int32(i)})
 		}
 	}
 	return out
 }
 
-func isAPI(s *ingest.Span) bool {
-	return (s.Origin == ingest.OriginCUDARuntime || s.Origin == ingest.OriginCUDADriver) && s.Correlation != 0
+// callSources says which sources have CUDA API calls with a correlation ID,
+// by SourceID.
+func callSources(t *ingest.Trace) []bool {
+	has := make([]bool, len(t.Sources))
+	for i := range t.APICalls {
+		if s := &t.APICalls[i]; s.Correlation != 0 && int(s.Source) < len(has) {
+			has[s.Source] = true
+		}
+	}
+	return has
 }
 
 // collect gathers the anchors that tie domain d to the domains aligned so
@@ -456,7 +458,7 @@ func (al *aligner) collect(d int) anchorSet {
 	}
 
 	for _, p := range al.rel.launches {
-		call, op := &t.Spans[p.a], &t.GPUOps[p.b]
+		call, op := &t.APICalls[p.a], &t.GPUOps[p.b]
 		dc, do := al.dom(call.Source), al.dom(op.Source)
 		switch {
 		case do == d && usable(dc):

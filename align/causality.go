@@ -31,7 +31,6 @@ type Causality struct {
 // sort-merge, no map of every call.
 func CheckCausality(t *ingest.Trace) Causality {
 	var c Causality
-	hasAPI := make([]bool, len(t.Sources))
 	for i := range t.Spans {
 		s := &t.Spans[i]
 		for _, e := range s.Events() {
@@ -40,22 +39,20 @@ func CheckCausality(t *ingest.Trace) Causality {
 				c.EventsOutside++
 			}
 		}
-		if isAPI(s) && int(s.Source) < len(hasAPI) {
-			hasAPI[s.Source] = true
-		}
 	}
+	hasAPI := callSources(t)
 	t.EachLaunch(func(op int32, group []int32) {
 		o := &t.GPUOps[op]
 		var start int64
 		ok := false
 		if int(o.Source) < len(hasAPI) && hasAPI[o.Source] {
 			for _, k := range group {
-				if s := &t.Spans[k]; s.Source == o.Source {
+				if s := &t.APICalls[k]; s.Source == o.Source {
 					start, ok = s.Start, true
 				}
 			}
 		} else if len(group) == 1 {
-			start, ok = t.Spans[group[0]].Start, true
+			start, ok = t.APICalls[group[0]].Start, true
 		}
 		if !ok {
 			return

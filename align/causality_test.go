@@ -28,7 +28,10 @@ func causalityByMaps(t *ingest.Trace) Causality {
 				c.EventsOutside++
 			}
 		}
-		if !isAPI(s) {
+	}
+	for i := range t.APICalls {
+		s := &t.APICalls[i]
+		if s.Correlation == 0 {
 			continue
 		}
 		if int(s.Source) < len(hasAPI) {
@@ -78,9 +81,9 @@ func launchCallsBrute(t *ingest.Trace) []int32 {
 		if o.Correlation == 0 {
 			continue
 		}
-		for j := range t.Spans {
-			s := &t.Spans[j]
-			if !s.IsCUDAAPI() || s.Pid != o.Pid || s.Correlation != o.Correlation {
+		for j := range t.APICalls {
+			s := &t.APICalls[j]
+			if s.Pid != o.Pid || s.Correlation != o.Correlation {
 				continue
 			}
 			if calls[i] < 0 {
@@ -123,13 +126,21 @@ func TestCausalityJoinMatchesReference(t *testing.T) {
 			}
 			return pool[rng.IntN(keys)]
 		}
-		origins := []ingest.SpanOrigin{ingest.OriginCUDARuntime, ingest.OriginCUDADriver, ingest.OriginNVTX, ingest.OriginOTLP}
+		origins := []ingest.SpanOrigin{ingest.OriginCUDARuntime, ingest.OriginCUDADriver}
 		for range rng.IntN(40) {
 			start := rng.Int64N(1000)
-			s := ingest.Span{Start: start, End: start + rng.Int64N(100), Pid: uint32(rng.IntN(3)),
-				Correlation: corr(false), Source: ingest.SourceID(rng.IntN(nsrc + 1)),
-				Origin: origins[rng.IntN(len(origins))], Resource: -1, Scope: -1}
+			tr.APICalls = append(tr.APICalls, ingest.APICall{Start: start, End: start + rng.Int64N(100), Pid: uint32(rng.IntN(3)),
+				Correlation: corr(false), Source: ingest.SourceID(rng.IntN(nsrc + 1)), Origin: origins[rng.IntN(len(origins))]})
 			if rng.IntN(4) == 0 {
+				// A call without correlation is never a launch.
+				tr.APICalls[len(tr.APICalls)-1].Correlation = 0
+			}
+		}
+		for range rng.IntN(20) {
+			start := rng.Int64N(1000)
+			s := ingest.Span{Start: start, End: start + rng.Int64N(100), Pid: uint32(rng.IntN(3)),
+				Source: ingest.SourceID(rng.IntN(nsrc + 1)), Origin: ingest.OriginNVTX, Resource: -1, Scope: -1}
+			if rng.IntN(2) == 0 {
 				s.Extra = &ingest.SpanExtra{Events: []ingest.Event{{Time: start - 5 + rng.Int64N(120)}}}
 			}
 			tr.Spans = append(tr.Spans, s)
@@ -145,7 +156,7 @@ func TestCausalityJoinMatchesReference(t *testing.T) {
 		got, want := tr.LaunchCalls(), launchCallsBrute(tr)
 		for i := range want {
 			if got[i] != want[i] {
-				t.Fatalf("trial %d: op %d launched by span %d, reference %d", trial, i, got[i], want[i])
+				t.Fatalf("trial %d: op %d launched by call %d, reference %d", trial, i, got[i], want[i])
 			}
 		}
 	}

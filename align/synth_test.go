@@ -139,8 +139,8 @@ func buildSynth(spec synthSpec) (*ingest.Trace, *synthTruth) {
 		// lognormal queueing delay, both on the nsys clock.
 		corr := uint32(1000 + i)
 		ls := xs + 10_000 + rng.Int64N(50_000)
-		t.Spans = append(t.Spans, ingest.Span{
-			Name: cudaLaunch, Start: ls, End: ls + 5_000, Resource: -1, Scope: -1,
+		t.APICalls = append(t.APICalls, ingest.APICall{
+			Name: cudaLaunch, Start: ls, End: ls + 5_000,
 			Pid: 4242, Tid: 4242, Correlation: corr, Source: 1, Origin: ingest.OriginCUDARuntime,
 		})
 		ks := ls + 3_000 + int64(math.Exp(8+rng.NormFloat64()))

@@ -65,8 +65,8 @@ func scaleTrace(nReq, nTok, opsPerStep int) *ingest.Trace {
 			for o := 0; o < opsPerStep; o++ {
 				corr++
 				ls := s0 + 300_000 + int64(o)*5_000
-				t.Spans = append(t.Spans, ingest.Span{Name: launch, Start: ls, End: ls + 4_000, Pid: 100, Tid: 101, Correlation: corr,
-					Origin: ingest.OriginCUDARuntime, Resource: -1, Scope: -1})
+				t.APICalls = append(t.APICalls, ingest.APICall{Name: launch, Start: ls, End: ls + 4_000, Pid: 100, Tid: 101, Correlation: corr,
+					Origin: ingest.OriginCUDARuntime})
 				os := s0 + 310_000 + int64(o)*(stepNs-500_000)/int64(opsPerStep)
 				t.GPUOps = append(t.GPUOps, ingest.GPUOp{Start: os, End: os + (stepNs-600_000)/int64(opsPerStep), Name: kernels[o%len(kernels)],
 					Pid: 100, Correlation: corr, Stream: 7})

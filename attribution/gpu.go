@@ -393,7 +393,7 @@ func analyzeGPU(t *ingest.Trace, opts GPUOptions, calls []int32, hosts hostMap) 
 			WaitingCPUMs: nsMs(gp.covered), Pid: gp.thread.pid, Tid: gp.thread.tid, NextOp: opName(t, &t.GPUOps[gp.next])}
 		if gp.cause != IdleUnknown {
 			if c := threads.longest(gp.thread, gp.start, gp.end); c >= 0 {
-				ig.API = t.Str(t.Spans[c].Name)
+				ig.API = t.Str(t.APICalls[c].Name)
 			}
 		}
 		g.IdleGaps = append(g.IdleGaps, ig)
@@ -468,7 +468,7 @@ func idleGapOf(t *ingest.Trace, calls []int32, threads *threadCalls, prev, next 
 	if c < 0 {
 		return g
 	}
-	s := &t.Spans[c]
+	s := &t.APICalls[c]
 	g.thread = threadKey{s.Pid, s.Tid}
 	g.covered = threads.covered(g.thread, start, end)
 	g.cause = IdleNoWork
@@ -489,11 +489,8 @@ type threadCalls struct {
 
 func newThreadCalls(t *ingest.Trace) *threadCalls {
 	tc := &threadCalls{t: t, calls: map[threadKey][]int32{}, union: map[threadKey][][2]int64{}}
-	for i := range t.Spans {
-		s := &t.Spans[i]
-		if !s.IsCUDAAPI() {
-			continue
-		}
+	for i := range t.APICalls {
+		s := &t.APICalls[i]
 		k := threadKey{s.Pid, s.Tid}
 		tc.calls[k] = append(tc.calls[k], int32(i))
 		u := tc.union[k]
@@ -523,7 +520,7 @@ func (tc *threadCalls) covered(k threadKey, start, end int64) int64 {
 func (tc *threadCalls) longest(k threadKey, start, end int64) int32 {
 	best, bestLen := int32(-1), int64(0)
 	for _, c := range tc.calls[k] {
-		s := &tc.t.Spans[c]
+		s := &tc.t.APICalls[c]
 		if s.Start >= end {
 			break
 		}

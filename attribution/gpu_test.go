@@ -35,8 +35,8 @@ func gpuTrace() *ingest.Trace {
 	t.Sources = []ingest.Source{{Path: "hand"}}
 	s := t.Strings.Intern
 	api := func(name string, start, end int64, corr uint32) {
-		t.Spans = append(t.Spans, ingest.Span{Name: s(name), Start: start, End: end, Pid: 1, Tid: 10, Correlation: corr,
-			Origin: ingest.OriginCUDARuntime, Resource: -1, Scope: -1})
+		t.APICalls = append(t.APICalls, ingest.APICall{Name: s(name), Start: start, End: end, Pid: 1, Tid: 10, Correlation: corr,
+			Origin: ingest.OriginCUDARuntime})
 	}
 	api("cudaLaunchKernel", 0, 10, 1)
 	api("cudaLaunchKernel", 20, 30, 2)

@@ -170,9 +170,8 @@ func stepOps(t *ingest.Trace, steps []Step, engines []Engine, launchCalls func()
 	// CUDA API calls per thread, by start; ops by (pid, correlation).
 	type thread struct{ pid, tid uint32 }
 	apis := map[thread][]int{}
-	for i := range t.Spans {
-		s := &t.Spans[i]
-		if s.IsCUDAAPI() && s.Correlation != 0 {
+	for i := range t.APICalls {
+		if s := &t.APICalls[i]; s.Correlation != 0 {
 			k := thread{s.Pid, s.Tid}
 			apis[k] = append(apis[k], i)
 		}
@@ -182,7 +181,7 @@ func stepOps(t *ingest.Trace, steps []Step, engines []Engine, launchCalls func()
 	var first, launched []int32
 	if len(bySpanID)+len(byStepNo) > 0 {
 		calls := launchCalls()
-		first = make([]int32, len(t.Spans)+1)
+		first = make([]int32, len(t.APICalls)+1)
 		for _, c := range calls {
 			if c >= 0 {
 				first[c+1]++
@@ -191,8 +190,8 @@ func stepOps(t *ingest.Trace, steps []Step, engines []Engine, launchCalls func()
 		for i := 1; i < len(first); i++ {
 			first[i] += first[i-1]
 		}
-		launched = make([]int32, first[len(t.Spans)])
-		fill := slices.Clone(first[:len(t.Spans)])
+		launched = make([]int32, first[len(t.APICalls)])
+		fill := slices.Clone(first[:len(t.APICalls)])
 		for oi, c := range calls {
 			if c >= 0 {
 				launched[fill[c]] = int32(oi)
@@ -216,13 +215,13 @@ func stepOps(t *ingest.Trace, steps []Step, engines []Engine, launchCalls func()
 			r := &t.Spans[nv]
 			list := apis[thread{r.Pid, r.Tid}]
 			lo, _ := slices.BinarySearchFunc(list, r.Start, func(i int, at int64) int {
-				if t.Spans[i].Start < at {
+				if t.APICalls[i].Start < at {
 					return -1
 				}
 				return 1
 			})
 			for _, ai := range list[lo:] {
-				a := &t.Spans[ai]
+				a := &t.APICalls[ai]
 				if a.Start > r.End {
 					break
 				}

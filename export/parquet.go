@@ -445,8 +445,20 @@ func spanRows(w *pqTable, t *ingest.Trace) error {
 		}
 		return s
 	}
-	for i := range t.Spans {
-		s := &t.Spans[i]
+	// A CUDA API call is a row like a span with no IDs, no resource, no
+	// kind or status, and its correlation ID.
+	var call ingest.Span
+	for r := range t.CPURecords() {
+		s, corr := &call, uint32(0)
+		if c, ok := r.Call(); ok {
+			a := &t.APICalls[c]
+			call = ingest.Span{Name: a.Name, Start: a.Start, End: a.End, Pid: a.Pid, Tid: a.Tid, Source: a.Source,
+				Origin: a.Origin, Resource: -1, Scope: -1}
+			corr = a.Correlation
+		} else {
+			i, _ := r.Span()
+			s = &t.Spans[i]
+		}
 		w.begin()
 		w.nstr(0, hex(s.TraceID.IsZero(), s.TraceID.String()))
 		w.nstr(1, hex(s.ID.IsZero(), s.ID.String()))
@@ -461,7 +473,7 @@ func spanRows(w *pqTable, t *ingest.Trace) error {
 		w.i64(10, s.End-s.Start)
 		w.i64(11, int64(s.Pid))
 		w.i64(12, int64(s.Tid))
-		w.i64(13, int64(s.Correlation))
+		w.i64(13, int64(corr))
 		if err := w.end(); err != nil {
 			return err
 		}

@@ -165,6 +165,9 @@ func baseTime(t *ingest.Trace) int64 {
 	for i := range t.Spans {
 		see(t.Spans[i].Start)
 	}
+	for i := range t.APICalls {
+		see(t.APICalls[i].Start)
+	}
 	for i := range t.GPUOps {
 		see(t.GPUOps[i].Start)
 	}
@@ -191,12 +194,18 @@ type exporter struct {
 	procKeys         []procKey
 	procIdx          map[procKey]int
 
-	// Thread tracks of CPU-side spans, GPU streams, OTLP tracks.
+	// cpu is every span and API call in the trace's order
+	// (ingest.CPURecords): a thread track's idx are positions in it, and
+	// a launch arrow's ID is its call's position + 1.
+	cpu []ingest.CPURef
+	// callPos is each API call's position in cpu.
+	callPos []int32
+	// Thread tracks of CPU-side spans and API calls, GPU streams, OTLP tracks.
 	threads []*threadTrack
 	streams []*threadTrack
 	tracks  []*otlpTrack
 
-	// Launch flows: the API call (index into Spans) of each GPU op's
+	// Launch flows: the API call (index into APICalls) of each GPU op's
 	// (source, pid, correlation), and which calls launched something.
 	calls       map[callKey]int32
 	anyCalls    map[anyCallKey]int32
@@ -244,7 +253,7 @@ type anyCallKey struct{ pid, corr uint32 }
 type threadTrack struct {
 	proc int
 	name string
-	idx  []int32 // spans or ops, sorted by start then longer first
+	idx  []int32 // positions in cpu, or ops, sorted by start then longer first
 	lane []int32
 	tids []int64
 }
@@ -466,24 +475,40 @@ func (x *exporter) layoutThreads() {
 		src      ingest.SourceID
 		pid, tid uint32
 	}
-	many := x.multiSource(func(i int) (ingest.SourceID, bool) {
-		return t.Spans[i].Source, t.Spans[i].Origin != ingest.OriginOTLP
-	}, len(t.Spans))
+	x.cpu = slices.Collect(t.CPURecords())
+	x.callPos = make([]int32, len(t.APICalls))
+	for p, r := range x.cpu {
+		if c, ok := r.Call(); ok {
+			x.callPos[c] = int32(p)
+		}
+	}
+	keyOf := func(p int) (threadKey, bool) {
+		if c, ok := x.cpu[p].Call(); ok {
+			a := &t.APICalls[c]
+			return threadKey{a.Source, a.Pid, a.Tid}, true
+		}
+		i, _ := x.cpu[p].Span()
+		s := &t.Spans[i]
+		return threadKey{s.Source, s.Pid, s.Tid}, s.Origin != ingest.OriginOTLP
+	}
+	many := x.multiSource(func(p int) (ingest.SourceID, bool) {
+		k, ok := keyOf(p)
+		return k.src, ok
+	}, len(x.cpu))
 	byKey := map[threadKey]*threadTrack{}
 	var keys []threadKey
-	for i := range t.Spans {
-		s := &t.Spans[i]
-		if s.Origin == ingest.OriginOTLP {
+	for p := range x.cpu {
+		k, ok := keyOf(p)
+		if !ok {
 			continue
 		}
-		k := threadKey{s.Source, s.Pid, s.Tid}
 		th := byKey[k]
 		if th == nil {
 			th = &threadTrack{}
 			byKey[k] = th
 			keys = append(keys, k)
 		}
-		th.idx = append(th.idx, int32(i))
+		th.idx = append(th.idx, int32(p))
 	}
 	slices.SortFunc(keys, func(a, b threadKey) int {
 		return cmp.Or(cmp.Compare(a.src, b.src), cmp.Compare(a.pid, b.pid), cmp.Compare(a.tid, b.tid))
@@ -496,16 +521,30 @@ func (x *exporter) layoutThreads() {
 		}
 		th.proc = x.process(procKey{kind: sortCPU, src: k.src, id: int64(k.pid)}, name, int64(k.pid))
 		th.name = x.threadName(k.src, k.pid, k.tid)
-		sortByStart(t, th.idx)
+		slices.SortFunc(th.idx, func(a, b int32) int {
+			sa, ea := x.cpuTimes(a)
+			sb, eb := x.cpuTimes(b)
+			return cmp.Or(cmp.Compare(sa, sb), cmp.Compare(eb, ea), cmp.Compare(a, b))
+		})
 		items := make([]interval, len(th.idx))
-		for j, i := range th.idx {
-			items[j] = interval{start: t.Spans[i].Start, end: t.Spans[i].End, parent: -1}
+		for j, p := range th.idx {
+			start, end := x.cpuTimes(p)
+			items[j] = interval{start: start, end: end, parent: -1}
 		}
 		var n int
 		th.lane, n = packLanes(items, nestContained)
 		th.tids = x.laneTids(int64(k.tid), n)
 		x.threads = append(x.threads, th)
 	}
+}
+
+// cpuTimes are the start and end of the span or call at position p of cpu.
+func (x *exporter) cpuTimes(p int32) (start, end int64) {
+	if c, ok := x.cpu[p].Call(); ok {
+		return x.t.APICalls[c].Start, x.t.APICalls[c].End
+	}
+	i, _ := x.cpu[p].Span()
+	return x.t.Spans[i].Start, x.t.Spans[i].End
 }
 
 // laneTids gives lane 0 the real tid when it is free and every overflow lane
@@ -655,9 +694,9 @@ func (x *exporter) layoutLaunches() {
 	x.calls = map[callKey]int32{}
 	x.anyCalls = map[anyCallKey]int32{}
 	hasCalls := make([]bool, len(t.Sources))
-	for i := range t.Spans {
-		s := &t.Spans[i]
-		if !isLaunch(s) {
+	for i := range t.APICalls {
+		s := &t.APICalls[i]
+		if s.Correlation == 0 {
 			continue
 		}
 		x.calls[callKey{s.Source, s.Pid, s.Correlation}] = int32(i)
@@ -672,7 +711,7 @@ func (x *exporter) layoutLaunches() {
 		}
 	}
 	x.callSources = hasCalls
-	x.launched = make([]bool, len(t.Spans))
+	x.launched = make([]bool, len(t.APICalls))
 	for i := range t.GPUOps {
 		if c, _, ok := x.launchArrow(&t.GPUOps[i]); ok {
 			x.launched[c] = true
@@ -690,15 +729,11 @@ func (x *exporter) launchArrow(o *ingest.GPUOp) (call int32, at int64, ok bool) 
 	}
 	// Bind inside the op, not before its launch started, or the arrow would
 	// end before it began and Perfetto would drop it.
-	from := max(o.Start, x.t.Spans[c].Start)
+	from := max(o.Start, x.t.APICalls[c].Start)
 	if from > o.End {
 		return -1, 0, false
 	}
 	return c, from + (o.End-from)/2, true
-}
-
-func isLaunch(s *ingest.Span) bool {
-	return (s.Origin == ingest.OriginCUDARuntime || s.Origin == ingest.OriginCUDADriver) && s.Correlation != 0
 }
 
 // callOf returns the API call that launched op, or -1: the call with the
@@ -738,15 +773,16 @@ func (x *exporter) layoutLinks() {
 			toStart = t.Spans[l.To].Start
 		}
 		// An event carries one bind ID: a span that already starts a link
-		// reuses its ID (one arrow to many targets); one that is a target,
-		// or a launch call, cannot take another.
+		// reuses its ID (one arrow to many targets); one that is a target
+		// cannot take another. (Launch calls, the other arrows' ends, are
+		// API calls, never spans.)
 		id, isOut := x.outSpan[l.From]
-		busyFrom := !isOut && (x.inSpan[l.From] != 0 || x.launchedSpan(l.From))
+		busyFrom := !isOut && x.inSpan[l.From] != 0
 		busyTo := false
 		if l.ToOp {
 			busyTo = x.inOp[l.To] != 0
 		} else {
-			busyTo = x.inSpan[l.To] != 0 || x.outSpan[l.To] != 0 || x.launchedSpan(l.To)
+			busyTo = x.inSpan[l.To] != 0 || x.outSpan[l.To] != 0
 		}
 		if busyFrom || busyTo {
 			x.stats.LinksSkipped++
@@ -781,8 +817,6 @@ func (x *exporter) layoutLinks() {
 		x.stats.LinkFlows++
 	}
 }
-
-func (x *exporter) launchedSpan(i int) bool { return i < len(x.launched) && x.launched[i] }
 
 func (x *exporter) writeMetadata() {
 	ew := x.ew
@@ -1012,52 +1046,80 @@ var originCategory = map[ingest.SpanOrigin]string{
 	ingest.OriginGPUAnnotation: "gpu_user_annotation",
 }
 
-// writeThreads draws CPU-side spans as complete ('X') slices, each lane on
-// its own thread track, and starts a launch arrow ('s', v1 flow) from every
-// API call that launched a GPU op.
+// writeThreads draws CPU-side spans and API calls as complete ('X')
+// slices, each lane on its own thread track, and starts a launch arrow ('s',
+// v1 flow) from every API call that launched a GPU op.
 func (x *exporter) writeThreads() {
 	t, ew := x.t, x.ew
 	for _, th := range x.threads {
 		pid := x.procs[th.proc].pid
-		for j, i := range th.idx {
-			s := &t.Spans[i]
+		for j, p := range th.idx {
 			tid := th.tids[th.lane[j]]
-			ew.begin("X")
-			ew.str("cat", originCategory[s.Origin])
-			ew.str("name", nameOr(t.Str(s.Name)))
-			ew.int("pid", pid)
-			ew.int("tid", tid)
-			ew.ts("ts", s.Start)
-			ew.dur("dur", s.End-s.Start)
-			if id, ok := x.outSpan[int(i)]; ok {
+			if c, ok := x.cpu[p].Call(); ok {
+				x.writeCall(c, p, pid, tid)
+				continue
+			}
+			i, _ := x.cpu[p].Span()
+			s := &t.Spans[i]
+			x.threadSlice(s.Origin, s.Name, pid, tid, s.Start, s.End)
+			if id, ok := x.outSpan[i]; ok {
 				ew.str("bind_id", flowHex(id))
 				ew.boolean("flow_out", true)
-			} else if id, ok := x.inSpan[int(i)]; ok {
+			} else if id, ok := x.inSpan[i]; ok {
 				ew.str("bind_id", flowHex(id))
 				ew.boolean("flow_in", true)
 			}
 			x.args.reset()
-			if s.Correlation != 0 {
-				x.args.int("correlation", int64(s.Correlation))
-			}
 			x.attrs(s.Attrs)
 			if x.args.n > 0 {
 				ew.raw("args", x.args.done())
 			}
 			ew.end()
-			if x.launched[i] {
-				// The arrow leaves from the middle of the call, where it is
-				// the innermost slice of its thread.
-				ew.begin("s")
-				ew.str("cat", "launch")
-				ew.str("name", "launch")
-				ew.int("id", int64(i)+1)
-				ew.int("pid", pid)
-				ew.int("tid", tid)
-				ew.ts("ts", s.Start+(s.End-s.Start)/2)
-				ew.end()
-			}
 		}
+	}
+}
+
+// threadSlice begins the complete slice of a span or call on a thread
+// track: its category, name, track and times; the caller adds the rest.
+func (x *exporter) threadSlice(origin ingest.SpanOrigin, name ingest.StrID, pid, tid, start, end int64) {
+	ew := x.ew
+	ew.begin("X")
+	ew.str("cat", originCategory[origin])
+	ew.str("name", nameOr(x.t.Str(name)))
+	ew.int("pid", pid)
+	ew.int("tid", tid)
+	ew.ts("ts", start)
+	ew.dur("dur", end-start)
+}
+
+// writeCall draws API call c, at position p of cpu, and the start of its
+// launch arrow when it launched a GPU op.
+func (x *exporter) writeCall(c int, p int32, pid, tid int64) {
+	t, ew := x.t, x.ew
+	s := &t.APICalls[c]
+	x.threadSlice(s.Origin, s.Name, pid, tid, s.Start, s.End)
+	x.args.reset()
+	if s.Correlation != 0 {
+		x.args.int("correlation", int64(s.Correlation))
+	}
+	if s.Return != 0 {
+		x.args.int(ingest.APIReturnKey, int64(s.Return))
+	}
+	if x.args.n > 0 {
+		ew.raw("args", x.args.done())
+	}
+	ew.end()
+	if x.launched[c] {
+		// The arrow leaves from the middle of the call, where it is the
+		// innermost slice of its thread.
+		ew.begin("s")
+		ew.str("cat", "launch")
+		ew.str("name", "launch")
+		ew.int("id", int64(p)+1)
+		ew.int("pid", pid)
+		ew.int("tid", tid)
+		ew.ts("ts", s.Start+(s.End-s.Start)/2)
+		ew.end()
 	}
 }
 
@@ -1116,7 +1178,7 @@ func (x *exporter) writeGPU() {
 			ew.begin("f")
 			ew.str("cat", "launch")
 			ew.str("name", "launch")
-			ew.int("id", int64(c)+1)
+			ew.int("id", int64(x.callPos[c])+1)
 			ew.str("bp", "e")
 			ew.int("pid", pid)
 			ew.int("tid", tid)

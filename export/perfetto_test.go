@@ -68,14 +68,16 @@ func smallTrace() *ingest.Trace {
 	nv := func(name string, start, end int64, tid uint32) ingest.Span {
 		return ingest.Span{Name: s(name), Start: base + start, End: base + end, Pid: 4242, Tid: tid, Source: 1, Origin: ingest.OriginNVTX, Resource: -1, Scope: -1}
 	}
-	call := func(name string, start, end int64, corr uint32) ingest.Span {
-		return ingest.Span{Name: s(name), Start: base + start, End: base + end, Pid: 4242, Tid: 4243, Correlation: corr, Source: 1, Origin: ingest.OriginCUDARuntime, Resource: -1, Scope: -1}
+	call := func(name string, start, end int64, corr uint32) ingest.APICall {
+		return ingest.APICall{Name: s(name), Start: base + start, End: base + end, Pid: 4242, Tid: 4243, Correlation: corr, Source: 1, Origin: ingest.OriginCUDARuntime}
 	}
-	t.Spans = append(t.Spans,
-		nv("prefill span_id="+step.String(), 101_000, 399_000, 4243),
+	t.APICalls = append(t.APICalls,
 		call("cudaLaunchKernel", 110_000, 115_000, 11),
 		call("cudaMemcpyAsync", 120_000, 124_000, 12),
 		call("cudaLaunchKernel", 300_000, 305_000, 13),
+	)
+	t.Spans = append(t.Spans,
+		nv("prefill span_id="+step.String(), 101_000, 399_000, 4243),
 		// Start/end ranges on another thread that overlap without nesting.
 		nv("load weights", 10_000, 50_000, 4250),
 		nv("warmup", 30_000, 70_000, 4250),
@@ -220,6 +222,9 @@ func checkExport(t *testing.T, tr *ingest.Trace, out []byte, st PerfettoStats, e
 	for i := range tr.Spans {
 		starts[tr.Spans[i].Start]++
 	}
+	for i := range tr.APICalls {
+		starts[tr.APICalls[i].Start]++
+	}
 	for i := range tr.GPUOps {
 		starts[tr.GPUOps[i].Start]++
 	}
@@ -304,7 +309,7 @@ func checkExport(t *testing.T, tr *ingest.Trace, out []byte, st PerfettoStats, e
 		}
 	}
 	// Every record drawn once.
-	var otlp, other int
+	otlp, other := 0, len(tr.APICalls)
 	for i := range tr.Spans {
 		if tr.Spans[i].Origin == ingest.OriginOTLP {
 			otlp++
@@ -447,17 +452,13 @@ func TestPerfettoGrouping(t *testing.T) {
 func TestPerfettoLinksSkipped(t *testing.T) {
 	tr := smallTrace()
 	idx := map[string]int{}
-	var launch []int
 	for i := range tr.Spans {
 		idx[tr.Str(tr.Spans[i].Name)] = i
-		if tr.Spans[i].Origin == ingest.OriginCUDARuntime {
-			launch = append(launch, i)
-		}
 	}
 	links := []Link{
 		{From: -1, To: 0},                                  // out of range
 		{From: 0, To: len(tr.GPUOps), ToOp: true},          // out of range
-		{From: launch[0], To: idx["warmup"]},               // a launch call already carries its arrow
+		{From: len(tr.Spans), To: idx["warmup"]},           // out of range: API calls are no spans
 		{From: idx["llm.queue"], To: 1, ToOp: true},        // drawn: queue → memcpy
 		{From: idx["llm.prefill"], To: 1, ToOp: true},      // the memcpy already has an arrow in
 		{From: idx["llm.stream"], To: idx["warmup"]},       // drawn, reversed: warmup starts first

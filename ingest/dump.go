@@ -41,7 +41,12 @@ func (t *Trace) Dump(w io.Writer, opts DumpOptions) error {
 	for i, s := range t.Scopes {
 		fmt.Fprintf(b, "scope %d name=%q version=%q%s\n", i, t.Str(s.Name), t.Str(s.Version), t.dumpAttrs(s.Attrs))
 	}
-	for i := range t.Spans {
+	for r := range t.CPURecords() {
+		if c, ok := r.Call(); ok {
+			t.dumpCall(b, &t.APICalls[c])
+			continue
+		}
+		i, _ := r.Span()
 		s := &t.Spans[i]
 		fmt.Fprintf(b, "span %s/%s parent=%s name=%q kind=%s origin=%s start=%d end=%d status=%s",
 			s.TraceID, s.ID, s.Parent, t.Str(s.Name), s.Kind, s.Origin, s.Start, s.End, s.Status)
@@ -56,9 +61,6 @@ func (t *Trace) Dump(w io.Writer, opts DumpOptions) error {
 		}
 		if s.Pid != 0 || s.Tid != 0 {
 			fmt.Fprintf(b, " pid=%d tid=%d", s.Pid, s.Tid)
-		}
-		if s.Correlation != 0 {
-			fmt.Fprintf(b, " correlation=%d", s.Correlation)
 		}
 		b.WriteString(t.dumpAttrs(s.Attrs))
 		b.WriteByte('\n')
@@ -115,6 +117,23 @@ func (t *Trace) Dump(w io.Writer, opts DumpOptions) error {
 		}
 	}
 	return b.Flush()
+}
+
+// dumpCall writes an API call as the span it was before calls had a table
+// of their own, so that dumps stay comparable.
+func (t *Trace) dumpCall(b *bufio.Writer, c *APICall) {
+	fmt.Fprintf(b, "span %s/%s parent=%s name=%q kind=%s origin=%s start=%d end=%d status=%s",
+		TraceID{}, SpanID{}, SpanID{}, t.Str(c.Name), SpanKindUnspecified, c.Origin, c.Start, c.End, StatusUnset)
+	if c.Pid != 0 || c.Tid != 0 {
+		fmt.Fprintf(b, " pid=%d tid=%d", c.Pid, c.Tid)
+	}
+	if c.Correlation != 0 {
+		fmt.Fprintf(b, " correlation=%d", c.Correlation)
+	}
+	if c.Return != 0 {
+		fmt.Fprintf(b, " %q=%d", APIReturnKey, c.Return)
+	}
+	b.WriteByte('\n')
 }
 
 func (t *Trace) dumpAttrs(as []Attr) string {

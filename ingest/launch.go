@@ -5,15 +5,10 @@ import (
 	"slices"
 )
 
-// IsCUDAAPI reports whether a span is a CUDA runtime or driver API call.
-func (s *Span) IsCUDAAPI() bool {
-	return s.Origin == OriginCUDARuntime || s.Origin == OriginCUDADriver
-}
-
 // LaunchCalls joins every GPU op to the CUDA API call that launched it: the
-// API span of the same process with the same correlation ID (CUPTI's
+// API call of the same process with the same correlation ID (CUPTI's
 // correlation; nsys joins on correlationId and the process bits of
-// globalTid). calls[i] is the index in t.Spans of GPUOps[i]'s launching
+// globalTid). calls[i] is the index in t.APICalls of GPUOps[i]'s launching
 // call, or -1 when the op has no correlation ID or no call matches (e.g.
 // unified-memory migrations, or a call outside the capture); when inputs
 // share a (pid, correlation), the call of the op's own source is taken.
@@ -30,7 +25,7 @@ func (t *Trace) LaunchCalls() (calls []int32) {
 		calls[op] = group[0]
 		src := t.GPUOps[op].Source
 		for _, c := range group {
-			if t.Spans[c].Source == src {
+			if t.APICalls[c].Source == src {
 				calls[op] = c
 				break
 			}
@@ -42,7 +37,7 @@ func (t *Trace) LaunchCalls() (calls []int32) {
 // EachLaunch is the launch ↔ GPU op join, shared by LaunchCalls and
 // align.CheckCausality: for every GPU op with a correlation ID that some
 // CUDA API call (with a correlation ID) of the same pid shares, fn gets the
-// op's index in t.GPUOps and the indices in t.Spans of all those calls,
+// op's index in t.GPUOps and the indices in t.APICalls of all those calls,
 // ascending, ops in index order (group is reused: fn must neither keep nor
 // change it). Only the calls are sorted (a radix sort, sortKeyed); each op
 // then finds its calls through launchIndex, a direct table over each
@@ -50,8 +45,8 @@ func (t *Trace) LaunchCalls() (calls []int32) {
 // about 8 in the table, nothing per op, and never a map of every call.
 func (t *Trace) EachLaunch(fn func(op int32, group []int32)) {
 	nAPI := 0
-	for i := range t.Spans {
-		if s := &t.Spans[i]; s.IsCUDAAPI() && s.Correlation != 0 {
+	for i := range t.APICalls {
+		if t.APICalls[i].Correlation != 0 {
 			nAPI++
 		}
 	}
@@ -59,9 +54,9 @@ func (t *Trace) EachLaunch(fn func(op int32, group []int32)) {
 		return
 	}
 	api := make([]keyed, 0, nAPI)
-	for i := range t.Spans {
-		if s := &t.Spans[i]; s.IsCUDAAPI() && s.Correlation != 0 {
-			api = append(api, keyed{launchKey(s.Pid, s.Correlation), int32(i)})
+	for i := range t.APICalls {
+		if c := &t.APICalls[i]; c.Correlation != 0 {
+			api = append(api, keyed{launchKey(c.Pid, c.Correlation), int32(i)})
 		}
 	}
 	sortKeyed(api)

@@ -6,7 +6,7 @@ package ingest
 // afterwards: their records are rewritten in place and their slices moved
 // into the result.
 //
-// The record slices (spans, GPU ops, samples, memory events) are not copied
+// The record slices (spans, API calls, GPU ops, samples, memory events) are not copied
 // where that can be avoided, because they are most of the model: a table
 // only one part has records in (GPU ops and CUDA API calls come from one
 // nsys export or PyTorch profiler trace in the common case) is moved as it
@@ -22,6 +22,7 @@ func Merge(parts ...*Trace) *Trace {
 		out.absorb(p)
 	}
 	out.Spans = concat(parts, func(p *Trace) *[]Span { return &p.Spans })
+	out.APICalls = concat(parts, func(p *Trace) *[]APICall { return &p.APICalls })
 	out.GPUOps = concat(parts, func(p *Trace) *[]GPUOp { return &p.GPUOps })
 	out.Samples = concat(parts, func(p *Trace) *[]Sample { return &p.Samples })
 	out.MemoryEvents = concat(parts, func(p *Trace) *[]MemoryEvent { return &p.MemoryEvents })
@@ -185,6 +186,11 @@ func (t *Trace) absorb(p *Trace) {
 		for j := range links {
 			links[j].Attrs = r.attrs(links[j].Attrs)
 		}
+	}
+	for i := range p.APICalls {
+		c := &p.APICalls[i]
+		c.Name = r.str(c.Name)
+		c.Source += r.src
 	}
 	var shapes []ShapeID // p's shape k+1 is t's shapes[k]
 	if len(p.Shapes) > 0 {

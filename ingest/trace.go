@@ -15,8 +15,11 @@ type Trace struct {
 
 	Sources []Source
 	Spans   []Span
-	GPUOps  []GPUOp
-	Samples []Sample
+	// APICalls are the CUDA runtime and driver API calls, apart from Spans:
+	// a run holds millions, and a call has none of what an OTLP span has.
+	APICalls []APICall
+	GPUOps   []GPUOp
+	Samples  []Sample
 	// Series are the labelled metric series (Prometheus, OTLP metrics) that
 	// samples may belong to; see Sample.Series and ingest/metrics.go.
 	Series []Series
@@ -67,7 +70,8 @@ type Source struct {
 	// say: equal values mean the same machine. GPU devices are identified by
 	// (host or capture session, device), never by index alone.
 	Host string
-	// Counts of records this source contributed.
+	// Counts of records this source contributed; Spans counts its CUDA
+	// API calls too.
 	Spans, GPUOps, Samples int
 	// Meta holds format-specific facts worth showing (export options, schema
 	// version). Never secrets or environment variables.
@@ -223,13 +227,14 @@ func (c StatusCode) String() string {
 	return "status(" + strconv.Itoa(int(c)) + ")"
 }
 
-// Span is a CPU-side interval: an OTLP span, an NVTX range, or a CUDA API call.
+// Span is a CPU-side interval: an OTLP span, an NVTX range, an operator.
+// CUDA API calls are APICalls, not spans.
 //
-// A run holds millions of spans, nearly all CUDA API calls and NVTX ranges,
-// so what only OTLP spans have and few of those use — span events and links
-// — is held apart (Extra, nil for most spans) rather than in two slices per
-// span, and the fields are ordered so that the struct has no padding to
-// speak of: 120 bytes (docs/design.md §3).
+// A run can hold millions of NVTX ranges and operators, so what only OTLP
+// spans have and few of those use — span events and links — is held apart
+// (Extra, nil for most spans) rather than in two slices per span, and the
+// fields are ordered so that the struct has no padding to speak of: 112
+// bytes (docs/design.md §3).
 type Span struct {
 	TraceID   TraceID
 	ID        SpanID
@@ -248,8 +253,6 @@ type Span struct {
 	Scope    int32
 	// Pid and Tid are the process and thread (0 when unknown, e.g. OTLP).
 	Pid, Tid uint32
-	// Correlation ties a CUDA API call to the GPU ops it launched.
-	Correlation uint32
 
 	Source SourceID
 	Kind   SpanKind
@@ -292,6 +295,36 @@ func (s *Span) AddEvent(e Event) {
 
 // Duration is End − Start.
 func (s *Span) Duration() int64 { return s.End - s.Start }
+
+// APICall is one CUDA runtime or driver API call (cudaLaunchKernel,
+// cudaGraphLaunch, cuMemcpyAsync, …). A run holds millions — most of its
+// CPU-side records — and a call has only a name, its times, its thread, its
+// correlation and its return code, so it is a table of its own rather than
+// a Span: 40 bytes against the 120 a call took as a span (docs/design.md
+// §3). Its Origin is OriginCUDARuntime or OriginCUDADriver.
+type APICall struct {
+	Start int64
+	End   int64
+	Name  StrID
+	// Pid and Tid are the calling process and thread.
+	Pid, Tid uint32
+	// Correlation ties the call to the GPU ops it launched (GPUOp.Correlation
+	// of the same Pid); 0 when the input has none.
+	Correlation uint32
+	// Return is the call's return code (cudaError_t or CUresult): 0 for
+	// success. Perfetto, the nsys export and Dump show a nonzero one as
+	// the attribute APIReturnKey.
+	Return int32
+	Source SourceID
+	Origin SpanOrigin
+}
+
+// APIReturnKey names a call's nonzero return code where calls are written
+// as slices or spans with attributes (Perfetto, Dump).
+const APIReturnKey = "cuda.return_value"
+
+// Duration is End − Start.
+func (c *APICall) Duration() int64 { return c.End - c.Start }
 
 // Event is a timestamped annotation on a span (an OTLP span event).
 type Event struct {
@@ -365,7 +398,7 @@ type GPUOp struct {
 	// template arguments, as nsys and CUPTI report it.
 	Name StrID
 	// Stream and Correlation as CUPTI reports them; Correlation matches the
-	// launching API call (Span.Correlation) of the same Pid.
+	// launching API call (APICall.Correlation) of the same Pid.
 	Stream      uint32
 	Correlation uint32
 	Pid         uint32

@@ -13,9 +13,14 @@ func TestGPUOpSize(t *testing.T) {
 	if got := unsafe.Sizeof(GPUOp{}); got > 48 {
 		t.Fatalf("GPUOp is %d bytes, want at most 48 (what few ops have or many share is an OpShape)", got)
 	}
-	// A run holds millions of CUDA API calls and NVTX ranges as spans.
-	if got := unsafe.Sizeof(Span{}); got > 120 {
-		t.Fatalf("Span is %d bytes, want at most 120 (events and links live in SpanExtra)", got)
+	// A run holds millions of CUDA API calls: the most numerous CPU-side
+	// records, in a table of their own.
+	if got := unsafe.Sizeof(APICall{}); got > 40 {
+		t.Fatalf("APICall is %d bytes, want at most 40 (a call is no span)", got)
+	}
+	// NVTX ranges and operators can be millions too.
+	if got := unsafe.Sizeof(Span{}); got > 112 {
+		t.Fatalf("Span is %d bytes, want at most 112 (events and links live in SpanExtra)", got)
 	}
 	if got := unsafe.Sizeof(Attr{}); got != 16 {
 		t.Fatalf("Attr is %d bytes", got)
@@ -103,12 +108,13 @@ func TestValidateClampsAndSorts(t *testing.T) {
 func TestLaunchCalls(t *testing.T) {
 	tr := New()
 	api := func(pid, corr uint32, origin SpanOrigin) {
-		tr.Spans = append(tr.Spans, Span{Pid: pid, Correlation: corr, Origin: origin})
+		tr.APICalls = append(tr.APICalls, APICall{Pid: pid, Correlation: corr, Origin: origin})
 	}
 	api(1, 10, OriginCUDARuntime)
-	api(1, 11, OriginNVTX) // not an API call: never a launch
+	api(1, 0, OriginCUDARuntime) // no correlation: never a launch
 	api(2, 10, OriginCUDADriver)
 	api(1, 12, OriginCUDARuntime)
+	tr.Spans = []Span{{Pid: 1, Origin: OriginNVTX}} // a span: never a launch
 	tr.GPUOps = []GPUOp{
 		{Pid: 1, Correlation: 10},
 		{Pid: 2, Correlation: 10}, // same correlation, other process

@@ -21,6 +21,15 @@ func (t *Trace) Validate() {
 			s.End = s.Start
 		}
 	}
+	for i := range t.APICalls {
+		c := &t.APICalls[i]
+		if c.End < c.Start {
+			t.Warnf(c.Source, "", "span-end-before-start",
+				"span %q (%s) ends %d ns before it starts; clamped to zero length",
+				t.Str(c.Name), SpanID{}, c.Start-c.End)
+			c.End = c.Start
+		}
+	}
 	for i := range t.GPUOps {
 		o := &t.GPUOps[i]
 		if o.End < o.Start {
@@ -96,11 +105,12 @@ func (t *Trace) checkSpanIDs() {
 	}
 }
 
-// Sort orders spans, GPU ops, samples and memory events by time (stable, so
-// equal times keep input order), in place. Already sorted slices are
-// detected in O(n).
+// Sort orders spans, API calls, GPU ops, samples and memory events by time
+// (stable, so equal times keep input order), in place. Already sorted slices
+// are detected in O(n).
 func (t *Trace) Sort() {
 	sortByTime(t.Spans, func(s *Span) int64 { return s.Start })
+	sortByTime(t.APICalls, func(c *APICall) int64 { return c.Start })
 	sortByTime(t.GPUOps, func(o *GPUOp) int64 { return o.Start })
 	sortByTime(t.Samples, func(s *Sample) int64 { return s.Time })
 	sortByTime(t.MemoryEvents, func(m *MemoryEvent) int64 { return m.Time })

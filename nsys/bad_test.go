@@ -144,12 +144,7 @@ func TestBadInput(t *testing.T) {
 					t.Errorf("no warning %q naming the file; warnings:\n%s", w, joined)
 				}
 			}
-			api := 0
-			for i := range tr.Spans {
-				if isAPI(&tr.Spans[i]) {
-					api++
-				}
-			}
+			api := len(tr.APICalls)
 			if kernelCount(tr) != c.kernels || api != c.api {
 				t.Errorf("kept %d kernels and %d API calls, want %d and %d", kernelCount(tr), api, c.kernels, c.api)
 			}

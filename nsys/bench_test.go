@@ -32,8 +32,8 @@ func benchFile(b testing.TB, n int) string {
 				Pid: 1, Tid: 1, Origin: ingest.OriginNVTX, Resource: -1, Scope: -1})
 		}
 		corr := uint32(i + 1)
-		t.Spans = append(t.Spans, ingest.Span{Name: launch, Start: now, End: now + 1000, Pid: 1, Tid: 1, Correlation: corr,
-			Origin: ingest.OriginCUDARuntime, Resource: -1, Scope: -1})
+		t.APICalls = append(t.APICalls, ingest.APICall{Name: launch, Start: now, End: now + 1000, Pid: 1, Tid: 1, Correlation: corr,
+			Origin: ingest.OriginCUDARuntime})
 		t.GPUOps = append(t.GPUOps, ingest.GPUOp{Kind: ingest.OpKernel, Name: names[i%len(names)], ShortName: names[i%len(names)],
 			Start: now + 1500, End: now + 1500 + int64(1000+i%777), Correlation: corr, Pid: 1, Stream: 7,
 			Shape: t.InternShape(ingest.OpShape{Grid: [3]uint32{132, 1, 1}, Block: [3]uint16{256, 1, 1}})})

@@ -399,12 +399,12 @@ func (d *decoder) apiName(table string, r *row, c cell) ingest.StrID {
 	return s
 }
 
-func (d *decoder) runtime(q *query, r *row) (ingest.Span, bool) {
+func (d *decoder) runtime(q *query, r *row) (ingest.APICall, bool) {
 	if !d.checkNulls(q, r) {
-		return ingest.Span{}, false
+		return ingest.APICall{}, false
 	}
 	c := r.cells
-	s := ingest.Span{Resource: -1, Scope: -1, Origin: ingest.OriginCUDARuntime}
+	s := ingest.APICall{Origin: ingest.OriginCUDARuntime}
 	var ok bool
 	if s.Start, s.End, ok = d.interval(q, r, rStart, rEnd); !ok {
 		return s, false
@@ -418,9 +418,12 @@ func (d *decoder) runtime(q *query, r *row) (ingest.Span, bool) {
 		d.warnf(rowPos(q.table, r.rowid), "bad-value", "correlationId %d out of range; taken as 0", c[rCorr].v)
 	}
 	s.Name = d.apiName(q.table, r, c[rName])
-	if rv := c[rReturn].v; rv != 0 {
-		s.Attrs = d.attrs(1)
-		s.Attrs[0] = ingest.NewAttr(d.keys.returnValue, ingest.IntValue(rv))
+	// cudaError_t and CUresult are C enums: a value beyond 32 bits is not
+	// one.
+	if rv := c[rReturn].v; rv < math.MinInt32 || rv > math.MaxInt32 {
+		d.warnf(rowPos(q.table, r.rowid), "bad-value", "returnValue %d out of range; taken as 0", rv)
+	} else {
+		s.Return = int32(rv)
 	}
 	return s, true
 }

@@ -168,7 +168,6 @@ type decoder struct {
 // attrKeys are the interned attribute keys the decoder sets.
 type attrKeys struct {
 	nvtxType, nvtxDomain, nvtxCategory, nvtxPayload, nvtxEndTid, nvtxUnclosed ingest.StrID
-	returnValue                                                               ingest.StrID
 	typePushPop, typeStartEnd, typeMark                                       ingest.StrID
 }
 
@@ -237,7 +236,7 @@ func (dec Decoder) decodeFile(ctx context.Context, path string, t *ingest.Trace)
 			"%d kernels ran from CUDA graphs, but this export has no graphId column (nsys before 2025.5); their graph is unknown", d.graphNodeOnly)
 	}
 	src := &t.Sources[0]
-	src.Spans, src.GPUOps, src.Samples = len(t.Spans), len(t.GPUOps), len(t.Samples)
+	src.Spans, src.GPUOps, src.Samples = t.CPURecordCount(), len(t.GPUOps), len(t.Samples)
 	return nil
 }
 
@@ -274,7 +273,6 @@ func (d *decoder) internKeys() {
 		nvtxPayload:  s.Intern("nvtx.payload"),
 		nvtxEndTid:   s.Intern("nvtx.end_tid"),
 		nvtxUnclosed: s.Intern("nvtx.unclosed"),
-		returnValue:  s.Intern("cuda.return_value"),
 		typePushPop:  s.Intern(NVTXPushPop),
 		typeStartEnd: s.Intern(NVTXStartEnd),
 		typeMark:     s.Intern(NVTXMark),

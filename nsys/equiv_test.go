@@ -79,7 +79,7 @@ var realHashes = map[string]string{
 	"sdroruganti-cuda-kernel-library-report2-nsys2026.1.3.sqlite/0": "cb7b384c9207e11aa70e037cc993b1108b291d492f8ec01a4f00e06be369e692",
 	"sdroruganti-cuda-kernel-library-report2-nsys2026.1.3.sqlite/1": "f141890f00e6d24abd5f9b0d2d755199d06244bb1aa3bf4e19ea646e4dd02c2c",
 	"sdroruganti-cuda-kernel-library-report2-nsys2026.1.3.sqlite/2": "0ff9304a4ec0bc04fab4ce68a0b3b4a9a87c0d2379c48b1d244bc84413f353ec",
-	"written": "48e6dc416076c28f2fe1640894673809336251adb319ac47cf6b34aee66eea9c",
+	"written": "4bdbf220bc52c8cf7698ec8d3c2cd37b3e2053a55ef5b3f5f419cbbeac54a474",
 	"ynan1-aws_gpu-report2-nsys2025.1.3.sqlite/0": "0fb30e8493cb66eff70f5340211fd0c67240a74c69ddaacc17f9f693febdc05e",
 	"ynan1-aws_gpu-report2-nsys2025.1.3.sqlite/1": "3887130017ce710eb70d120edad3037c1bd64937a5060f76d25cde424c5bf7ca",
 	"ynan1-aws_gpu-report2-nsys2025.1.3.sqlite/2": "3a9957d20db99d6e74ec4dde2688f696dadcead4bb3e31fa82b1f93f885e3f0e",

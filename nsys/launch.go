@@ -7,11 +7,8 @@ import (
 	"github.com/llmprof/llmprof/ingest"
 )
 
-// isAPI reports whether a span is a CUDA runtime or driver call.
-func isAPI(s *ingest.Span) bool { return s.IsCUDAAPI() }
-
 // launchJoin maps each GPU op that want accepts to the CUDA API call that
-// launched it (ingest.LaunchCalls); opCall[i] is an index in t.Spans or -1.
+// launched it (ingest.LaunchCalls); opCall[i] is an index in t.APICalls or -1.
 func launchJoin(t *ingest.Trace, want func(*ingest.GPUOp) bool) (opCall []int32) {
 	opCall = t.LaunchCalls()
 	for i := range opCall {
@@ -25,19 +22,19 @@ func launchJoin(t *ingest.Trace, want func(*ingest.GPUOp) bool) (opCall []int32)
 // threadKey identifies a CPU thread.
 type threadKey struct{ pid, tid uint32 }
 
-// callsByThread lists, per thread, the spans that launched at least one op
+// callsByThread lists, per thread, the API calls that launched at least one op
 // (per opCall), in start order.
 func callsByThread(t *ingest.Trace, opCall []int32) map[threadKey][]int32 {
-	launched := make([]bool, len(t.Spans))
+	launched := make([]bool, len(t.APICalls))
 	for _, c := range opCall {
 		if c >= 0 {
 			launched[c] = true
 		}
 	}
 	out := map[threadKey][]int32{}
-	for i := range t.Spans {
+	for i := range t.APICalls {
 		if launched[i] {
-			s := &t.Spans[i]
+			s := &t.APICalls[i]
 			k := threadKey{s.Pid, s.Tid}
 			out[k] = append(out[k], int32(i))
 		}
@@ -45,12 +42,12 @@ func callsByThread(t *ingest.Trace, opCall []int32) map[threadKey][]int32 {
 	return out
 }
 
-// enclosed calls fn for each call (a span index from calls, which are in
+// enclosed calls fn for each call (an index in t.APICalls from calls, which are in
 // start order on one thread) that lies entirely inside [start, end].
 func enclosed(t *ingest.Trace, calls []int32, start, end int64, fn func(call int32)) {
-	i, _ := slices.BinarySearchFunc(calls, start, func(c int32, s int64) int { return cmp.Compare(t.Spans[c].Start, s) })
+	i, _ := slices.BinarySearchFunc(calls, start, func(c int32, s int64) int { return cmp.Compare(t.APICalls[c].Start, s) })
 	for ; i < len(calls); i++ {
-		c := &t.Spans[calls[i]]
+		c := &t.APICalls[calls[i]]
 		if c.Start > end {
 			return
 		}

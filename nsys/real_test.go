@@ -65,6 +65,9 @@ func TestRealFilesDecode(t *testing.T) {
 			for _, s := range tr.Spans {
 				origins[s.Origin]++
 			}
+			for _, c := range tr.APICalls {
+				origins[c.Origin]++
+			}
 			nvtx := 0
 			if tableCount("NVTX_EVENTS") > 0 {
 				nvtx = count("SELECT count(*) FROM NVTX_EVENTS WHERE eventType IN (34, 59, 60, 70, 71)")
@@ -457,7 +460,7 @@ func TestFuserValidationFigures(t *testing.T) {
 		kernels++
 		if c := opCall[i]; c >= 0 {
 			matched++
-			minGap = min(minGap, o.Start-tr.Spans[c].End)
+			minGap = min(minGap, o.Start-tr.APICalls[c].End)
 		}
 	}
 	if kernels != 18 || matched != 18 || minGap != -3150 {

@@ -49,7 +49,7 @@ func KernelExecSummary(t *ingest.Trace, kn KernelName) []KernExecSum {
 		if c < 0 {
 			continue
 		}
-		o, a := &t.GPUOps[i], &t.Spans[c]
+		o, a := &t.GPUOps[i], &t.APICalls[c]
 		k := key{a.Pid, a.Tid, o.Device, t.Str(a.Name), kernelName(t, o, kn)}
 		j, ok := index[k]
 		if !ok {
@@ -87,7 +87,7 @@ func KernelExecSummary(t *ingest.Trace, kn KernelName) []KernExecSum {
 		if j < 0 {
 			continue
 		}
-		o, a := &t.GPUOps[i], &t.Spans[c]
+		o, a := &t.GPUOps[i], &t.APICalls[c]
 		v := &vs[j]
 		v.total = append(v.total, max(a.End, o.End)-a.Start)
 		v.api = append(v.api, a.End-a.Start)

@@ -75,8 +75,8 @@ func KernelSummary(t *ingest.Trace, kn KernelName) []NameSum {
 // APISummary is cuda_api_sum: the duration of every CUDA runtime and driver
 // call grouped by function name (without nsys's _vNNNN version suffix).
 func APISummary(t *ingest.Trace) []NameSum {
-	ids, vals := byID(len(t.Spans), func(i int) (ingest.StrID, bool) { return t.Spans[i].Name, isAPI(&t.Spans[i]) },
-		func(i int) int64 { return t.Spans[i].End - t.Spans[i].Start })
+	ids, vals := byID(len(t.APICalls), func(i int) (ingest.StrID, bool) { return t.APICalls[i].Name, true },
+		func(i int) int64 { return t.APICalls[i].End - t.APICalls[i].Start })
 	return nameSums(t, ids, vals)
 }
 

@@ -478,16 +478,23 @@ func (d *decoder) capacity(tables ...string) int {
 }
 
 func spanStart(s *ingest.Span) int64      { return s.Start }
+func callStart(c *ingest.APICall) int64   { return c.Start }
 func opStart(o *ingest.GPUOp) int64       { return o.Start }
 func sampleTime(s *ingest.Sample) int64   { return s.Time }
 func memTime(e *ingest.MemoryEvent) int64 { return e.Time }
 
-// readSpans reads CUDA API calls and NVTX ranges, merged in start order.
+// readSpans reads CUDA API calls and NVTX ranges, each into its table,
+// the two read side by side in start order (mergeTwo), so that what they
+// warn about comes in time order.
 func (d *decoder) readSpans() error {
-	var cursors []*cursor[ingest.Span]
+	var api *cursor[ingest.APICall]
+	var nvtx *cursor[ingest.Span]
 	defer func() {
-		for _, c := range cursors {
-			c.close()
+		if api != nil {
+			api.close()
+		}
+		if nvtx != nil {
+			nvtx.close()
 		}
 	}()
 	wantAPI := d.tables&API != 0 && d.schema.has(tableRuntime)
@@ -496,40 +503,61 @@ func (d *decoder) readSpans() error {
 		d.warnf("", "missing-table", "no %s table: no CUDA API calls (was CUDA traced?)", tableRuntime)
 	}
 	if wantAPI {
-		c, err := openCursor(d, tableRuntime, runtimeCols, "", "start", d.runtime, spanStart)
-		if err != nil {
+		var err error
+		if api, err = openCursor(d, tableRuntime, runtimeCols, "", "start", d.runtime, callStart); err != nil {
 			return err
 		}
-		cursors = append(cursors, c)
+		if d.t.APICalls == nil {
+			d.t.APICalls = make([]ingest.APICall, 0, d.capacity(tableRuntime))
+		}
+		d.launches = make([]uint64, 0, d.capacity(tableRuntime))
 	}
 	if wantNVTX {
 		domains := d.nvtxPrescan()
-		c, err := openCursor(d, tableNVTX, nvtxCols, fmt.Sprintf("eventType IN (%d, %d, %d, %d, %d)",
+		var err error
+		nvtx, err = openCursor(d, tableNVTX, nvtxCols, fmt.Sprintf("eventType IN (%d, %d, %d, %d, %d)",
 			nvtxMark, nvtxPushPop, nvtxStartEnd, nvtxtPushPop, nvtxtStartEnd), "start",
 			func(q *query, r *row) (ingest.Span, bool) { return d.nvtx(q, r, domains) }, spanStart)
 		if err != nil {
 			return err
 		}
-		cursors = append(cursors, c)
-	}
-	if len(cursors) == 0 {
-		return nil
-	}
-	if d.t.Spans == nil {
-		d.t.Spans = make([]ingest.Span, 0, d.capacity(tableRuntime, tableNVTX))
-	}
-	if wantAPI {
-		d.launches = make([]uint64, 0, d.capacity(tableRuntime))
-	}
-	err := merge(cursors, func(_ int, it *item[ingest.Span]) {
-		s := &it.v
-		d.t.Spans = append(d.t.Spans, *s)
-		if s.Origin != ingest.OriginNVTX && s.Correlation != 0 {
-			d.launches = append(d.launches, launchKey(s.Pid, s.Correlation))
+		if d.t.Spans == nil {
+			d.t.Spans = make([]ingest.Span, 0, d.capacity(tableNVTX))
 		}
+	}
+	err := mergeTwo(api, nvtx, func(it *item[ingest.APICall]) {
+		c := &it.v
+		d.t.APICalls = append(d.t.APICalls, *c)
+		if c.Correlation != 0 {
+			d.launches = append(d.launches, launchKey(c.Pid, c.Correlation))
+		}
+	}, func(it *item[ingest.Span]) {
+		d.t.Spans = append(d.t.Spans, it.v)
 	})
 	slices.Sort(d.launches)
 	return err
+}
+
+// mergeTwo is merge for two cursors of different record types (either may
+// be nil): records in time order, a's first at equal times.
+func mergeTwo[A, B any](a *cursor[A], b *cursor[B], emitA func(*item[A]), emitB func(*item[B])) error {
+	for {
+		okA, okB := a != nil && a.valid, b != nil && b.valid
+		switch {
+		case okA && (!okB || a.time(&a.cur.v) <= b.time(&b.cur.v)):
+			emitA(&a.cur)
+			if err := a.next(); err != nil {
+				return err
+			}
+		case okB:
+			emitB(&b.cur)
+			if err := b.next(); err != nil {
+				return err
+			}
+		default:
+			return nil
+		}
+	}
 }
 
 func launchKey(pid, corr uint32) uint64 { return uint64(pid)<<32 | uint64(corr) }

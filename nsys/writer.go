@@ -46,7 +46,7 @@ func globalTid(pid, tid uint32) int64 { return globalPid(pid) | int64(tid&0xFFFF
 // their domains, categories, payloads), GPU metric samples, memory events,
 // devices, processes and threads, the session start and META_DATA_EXPORT.
 // What nsys cannot hold is left out: OTLP spans, span attributes other than
-// the nvtx.* and cuda.return_value ones the decoder sets. Memcpy and sync
+// the nvtx.* ones the decoder sets (a call's return code is APICall.Return). Memcpy and sync
 // names are derived from their kinds, as nsys does. Decoding the file gives
 // back the trace's records as the decoder would have produced them.
 //
@@ -225,6 +225,9 @@ func (w *writer) extent() (lo, hi int64) {
 			see(s.Start, s.End)
 		}
 	}
+	for i := range w.t.APICalls {
+		see(w.t.APICalls[i].Start, w.t.APICalls[i].End)
+	}
 	for i := range w.t.GPUOps {
 		see(w.t.GPUOps[i].Start, w.t.GPUOps[i].End)
 	}
@@ -378,13 +381,7 @@ func (w *writer) writeThreads() error {
 }
 
 func (w *writer) writeAPI() error {
-	n := 0
-	for i := range w.t.Spans {
-		if isAPI(&w.t.Spans[i]) {
-			n++
-		}
-	}
-	if n == 0 {
+	if len(w.t.APICalls) == 0 {
 		return nil
 	}
 	if err := w.conn.Exec(ddlRuntime); err != nil {
@@ -396,13 +393,9 @@ func (w *writer) writeAPI() error {
 		return err
 	}
 	defer ins.close()
-	retKey, hasRet := w.t.Key("cuda.return_value")
 	names := map[ingest.StrID]int64{}
-	for i := range w.t.Spans {
-		s := &w.t.Spans[i]
-		if !isAPI(s) {
-			continue
-		}
+	for i := range w.t.APICalls {
+		s := &w.t.APICalls[i]
 		nameID, ok := names[s.Name]
 		if !ok {
 			if nameID, err = w.id(w.t.Str(s.Name)); err != nil {
@@ -414,14 +407,8 @@ func (w *writer) writeAPI() error {
 		if s.Origin == ingest.OriginCUDADriver {
 			class = 1
 		}
-		ret := int64(0)
-		if hasRet {
-			if v, ok := ingest.Get(s.Attrs, retKey); ok {
-				ret = v.Int()
-			}
-		}
 		if err := ins.int(w.rel(s.Start)).int(w.rel(s.End)).int(class).int(globalTid(s.Pid, s.Tid)).
-			intOrNull(int64(s.Correlation), s.Correlation != 0).int(nameID).int(ret).exec(); err != nil {
+			intOrNull(int64(s.Correlation), s.Correlation != 0).int(nameID).int(int64(s.Return)).exec(); err != nil {
 			return err
 		}
 	}

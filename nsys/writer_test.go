@@ -18,9 +18,9 @@ func handTrace(session int64) *ingest.Trace {
 	s := t.Strings.Intern
 	key := func(k string) ingest.StrID { return s(k) }
 	at := func(ns int64) int64 { return session + ns }
-	api := func(name string, origin ingest.SpanOrigin, start, end int64, tid, corr uint32, attrs ...ingest.Attr) {
-		t.Spans = append(t.Spans, ingest.Span{Name: s(name), Start: at(start), End: at(end), Pid: 4242, Tid: tid,
-			Correlation: corr, Origin: origin, Resource: -1, Scope: -1, Attrs: attrs})
+	api := func(name string, origin ingest.SpanOrigin, start, end int64, tid, corr uint32, ret int32) {
+		t.APICalls = append(t.APICalls, ingest.APICall{Name: s(name), Start: at(start), End: at(end), Pid: 4242, Tid: tid,
+			Correlation: corr, Origin: origin, Return: ret})
 	}
 	nvtx := func(name string, start, end int64, tid uint32, attrs ...ingest.Attr) {
 		t.Spans = append(t.Spans, ingest.Span{Name: s(name), Start: at(start), End: at(end), Pid: 4242, Tid: tid,
@@ -31,17 +31,16 @@ func handTrace(session int64) *ingest.Trace {
 		ingest.NewAttr(key("nvtx.domain"), ingest.StringValue(s("vllm"))),
 		ingest.NewAttr(key("nvtx.category"), ingest.IntValue(3)),
 		ingest.NewAttr(key("nvtx.payload"), ingest.IntValue(17)))
-	api("cudaLaunchKernel", ingest.OriginCUDARuntime, 200, 260, 4243, 11)
+	api("cudaLaunchKernel", ingest.OriginCUDARuntime, 200, 260, 4243, 11, 0)
 	nvtx("mark", 300, 300, 4243, typ(NVTXMark))
-	api("cuLaunchKernel", ingest.OriginCUDADriver, 400, 450, 4243, 12,
-		ingest.NewAttr(key("cuda.return_value"), ingest.IntValue(700)))
+	api("cuLaunchKernel", ingest.OriginCUDADriver, 400, 450, 4243, 12, 700)
 	nvtx("async request", 500, 7000, 4243, typ(NVTXStartEnd),
 		ingest.NewAttr(key("nvtx.payload"), ingest.DoubleValue(0.25)),
 		ingest.NewAttr(key("nvtx.end_tid"), ingest.IntValue(4250)))
-	api("cudaMemcpyAsync", ingest.OriginCUDARuntime, 600, 650, 4243, 13)
-	api("cudaMemsetAsync", ingest.OriginCUDARuntime, 700, 710, 4243, 14)
-	api("cudaGraphLaunch", ingest.OriginCUDARuntime, 800, 830, 4243, 15)
-	api("cudaStreamSynchronize", ingest.OriginCUDARuntime, 900, 8500, 4243, 16)
+	api("cudaMemcpyAsync", ingest.OriginCUDARuntime, 600, 650, 4243, 13, 0)
+	api("cudaMemsetAsync", ingest.OriginCUDARuntime, 700, 710, 4243, 14, 0)
+	api("cudaGraphLaunch", ingest.OriginCUDARuntime, 800, 830, 4243, 15, 0)
+	api("cudaStreamSynchronize", ingest.OriginCUDARuntime, 900, 8500, 4243, 16, 0)
 	// Never closed: ends at the last NVTX timestamp (9000).
 	nvtx("unclosed", 950, 9000, 4244, typ(NVTXPushPop), ingest.NewAttr(key("nvtx.unclosed"), ingest.BoolValue(true)))
 

@@ -116,7 +116,7 @@ func TestRecordCUPTI(t *testing.T) {
 		if o.Source != src {
 			continue
 		}
-		if calls[i] < 0 || tr.Spans[calls[i]].Correlation != o.Correlation || tr.Spans[calls[i]].Source != src {
+		if calls[i] < 0 || tr.APICalls[calls[i]].Correlation != o.Correlation || tr.APICalls[calls[i]].Source != src {
 			t.Fatalf("op %d (correlation %d) joined to call %d", i, o.Correlation, calls[i])
 		}
 		joined++

@@ -50,7 +50,8 @@ func (r *Run) GPUTraceWindow(from, to int64) *ingest.Trace {
 	}
 	ts := r.GPUClockTime
 	// One launch call per op, one NVTX range and one sync per step.
-	t.Spans = make([]ingest.Span, 0, len(r.Ops)+2*len(r.Steps))
+	t.Spans = make([]ingest.Span, 0, len(r.Steps))
+	t.APICalls = make([]ingest.APICall, 0, len(r.Ops)+len(r.Steps))
 	t.GPUOps = make([]ingest.GPUOp, 0, len(r.Ops))
 	launchK := t.Strings.Intern("cudaLaunchKernel")
 	graphLaunch := t.Strings.Intern("cudaGraphLaunch")
@@ -82,10 +83,9 @@ func (r *Run) GPUTraceWindow(from, to int64) *ingest.Trace {
 		if graph {
 			graphID, graphCorr = cudaGraphID(len(st.Requests)), r.Ops[st.FirstOp].Correlation
 			first, last := &r.Ops[st.FirstOp], &r.Ops[st.EndOp-1]
-			t.Spans = append(t.Spans, ingest.Span{
+			t.APICalls = append(t.APICalls, ingest.APICall{
 				Name: graphLaunch, Start: ts(first.LaunchStart), End: ts(last.LaunchEnd),
-				Pid: eng.Pid, Tid: eng.Tid, Correlation: graphCorr,
-				Origin: ingest.OriginCUDARuntime, Resource: -1, Scope: -1,
+				Pid: eng.Pid, Tid: eng.Tid, Correlation: graphCorr, Origin: ingest.OriginCUDARuntime,
 			})
 		}
 		for oi := st.FirstOp; oi < st.EndOp; oi++ {
@@ -105,10 +105,9 @@ func (r *Run) GPUTraceWindow(from, to int64) *ingest.Trace {
 			if graph {
 				corr = graphCorr
 			} else {
-				t.Spans = append(t.Spans, ingest.Span{
+				t.APICalls = append(t.APICalls, ingest.APICall{
 					Name: api, Start: ts(op.LaunchStart), End: ts(op.LaunchEnd),
-					Pid: eng.Pid, Tid: eng.Tid, Correlation: corr,
-					Origin: ingest.OriginCUDARuntime, Resource: -1, Scope: -1,
+					Pid: eng.Pid, Tid: eng.Tid, Correlation: corr, Origin: ingest.OriginCUDARuntime,
 				})
 			}
 			g := ingest.GPUOp{
@@ -126,13 +125,13 @@ func (r *Run) GPUTraceWindow(from, to int64) *ingest.Trace {
 			lastLaunchEnd, gpuEnd = op.LaunchEnd, op.End
 		}
 		if st.EndOp > st.FirstOp {
-			t.Spans = append(t.Spans, ingest.Span{
+			t.APICalls = append(t.APICalls, ingest.APICall{
 				Name: syncName, Start: ts(lastLaunchEnd), End: ts(max(lastLaunchEnd, gpuEnd) + 2_000),
-				Pid: eng.Pid, Tid: eng.Tid, Origin: ingest.OriginCUDARuntime, Resource: -1, Scope: -1,
+				Pid: eng.Pid, Tid: eng.Tid, Origin: ingest.OriginCUDARuntime,
 			})
 		}
 	}
-	t.Sources[0].Spans = len(t.Spans)
+	t.Sources[0].Spans = t.CPURecordCount()
 	t.Sources[0].GPUOps = len(t.GPUOps)
 	t.Sort()
 	return t

@@ -67,9 +67,8 @@ func gen(path string, mb int, w io.Writer) error {
 	t := run.GPUTrace()
 	pid := run.Engines[0].Pid
 	ops := t.Strings.Intern("aten::mm")
-	n := len(t.Spans)
-	for i := range n {
-		s := t.Spans[i]
+	for i := range t.APICalls {
+		s := &t.APICalls[i]
 		if s.Origin == ingest.OriginCUDARuntime && s.Pid == pid {
 			t.Spans = append(t.Spans, ingest.Span{Name: ops, Start: s.Start - 2_000, End: s.End + 1_000, Pid: s.Pid, Tid: s.Tid,
 				Origin: ingest.OriginCPUOp, Resource: -1, Scope: -1})
@@ -115,7 +114,7 @@ func decode(path string, w io.Writer) error {
 	rss := ru.Maxrss * 1024 // KiB on Linux
 	size := float64(st.Size())
 	fmt.Fprintf(w, "llmprof: %d spans, %d GPU ops in %.3f s: %.1f MB/s; peak RSS %d MiB = %.2f× the file (%d MiB)\n",
-		len(t.Spans), len(t.GPUOps), el.Seconds(), size/1e6/el.Seconds(), rss>>20, float64(rss)/size, st.Size()>>20)
+		t.CPURecordCount(), len(t.GPUOps), el.Seconds(), size/1e6/el.Seconds(), rss>>20, float64(rss)/size, st.Size()>>20)
 	runtime.KeepAlive(t)
 	return nil
 }

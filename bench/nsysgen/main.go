@@ -67,7 +67,7 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Fprintf(os.Stderr, "nsysgen: %s: %d kernels, %d spans, %d bytes (built in %s, written in %s)\n",
-		*out, *kernels, len(t.Spans), fi.Size(), built.Round(time.Millisecond), (time.Since(start) - built).Round(time.Millisecond))
+		*out, *kernels, t.CPURecordCount(), fi.Size(), built.Round(time.Millisecond), (time.Since(start) - built).Round(time.Millisecond))
 }
 
 // session is the synthetic capture's start (2025-03-12T15:36:59Z).
@@ -86,7 +86,8 @@ func generate(n, layers int, seed uint64) *ingest.Trace {
 	t.Threads = []ingest.Thread{{Pid: pid, Tid: engineTid, Name: "EngineCore_0"}}
 	t.Devices = []ingest.Device{{ID: 0, Name: "NVIDIA H200", SMs: 132, MemoryBytes: 150121545728}}
 	t.GPUOps = make([]ingest.GPUOp, 0, n+n/100)
-	t.Spans = make([]ingest.Span, 0, n+n/100)
+	t.Spans = make([]ingest.Span, 0, n/100)
+	t.APICalls = make([]ingest.APICall, 0, n)
 	type names struct{ name, short ingest.StrID }
 	intern := func(ks []kernel) []names {
 		out := make([]names, len(ks))
@@ -108,8 +109,8 @@ func generate(n, layers int, seed uint64) *ingest.Trace {
 	op := func(o ingest.GPUOp, api ingest.StrID, dur int64) {
 		corr++
 		launchDur := 2_000 + rng.Int64N(3_000)
-		t.Spans = append(t.Spans, ingest.Span{Name: api, Start: now, End: now + launchDur, Pid: pid, Tid: engineTid,
-			Correlation: corr, Origin: ingest.OriginCUDARuntime, Resource: -1, Scope: -1})
+		t.APICalls = append(t.APICalls, ingest.APICall{Name: api, Start: now, End: now + launchDur, Pid: pid, Tid: engineTid,
+			Correlation: corr, Origin: ingest.OriginCUDARuntime})
 		o.Start = max(gpuFree, now+launchDur+1_000)
 		o.End = o.Start + dur
 		o.Correlation, o.Pid, o.Device = corr, pid, 0

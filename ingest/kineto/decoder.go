@@ -92,8 +92,9 @@ func (dec Decoder) Decode(ctx context.Context, in *ingest.Input, t *ingest.Trace
 	if in.Compression != ingest.CompressionNone {
 		size = min(size*8, 1<<36)
 	}
-	if t.Spans == nil && t.GPUOps == nil {
-		t.Spans = make([]ingest.Span, 0, size/512)
+	if t.Spans == nil && t.APICalls == nil && t.GPUOps == nil {
+		t.Spans = make([]ingest.Span, 0, size/1024)
+		t.APICalls = make([]ingest.APICall, 0, size/1024)
 		t.GPUOps = make([]ingest.GPUOp, 0, size/2048)
 	}
 	return dec.decode(ctx, rc, t)

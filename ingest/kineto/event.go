@@ -105,9 +105,14 @@ func truncate(b []byte) string {
 }
 
 // span adds a CPU-side span: an operator, a Python function, an annotation,
-// a CUDA/HIP runtime or driver call, or a GPU-side annotation.
+// or a GPU-side annotation; a CUDA/HIP runtime or driver call is an API
+// call (apiCall).
 func (d *decoder) span(end int64) {
 	e := &d.ev
+	if e.cat == catRuntime || e.cat == catDriver {
+		d.apiCall(end)
+		return
+	}
 	sp := ingest.Span{Name: d.t.Strings.InternBytes(e.name), Start: e.ts, End: end, Resource: -1, Scope: -1,
 		Pid: idU32(e.pid), Tid: idU32(e.tid)}
 	switch e.cat {
@@ -132,21 +137,27 @@ func (d *decoder) span(end int64) {
 		sp.Attrs = d.attrs(1)
 		sp.Attrs[0] = ingest.NewAttr(d.keys.device, ingest.IntValue(e.pid.num))
 		d.gpuAnnotationSpan = append(d.gpuAnnotationSpan, int32(len(d.t.Spans)))
-	case catRuntime, catDriver:
-		sp.Origin = ingest.OriginCUDARuntime
-		if e.cat == catDriver {
-			sp.Origin = ingest.OriginCUDADriver
-		}
-		d.readArgs()
-		sp.Correlation = corrOf(d.a.correlation)
-		switch {
-		case bytes.HasPrefix(e.name, []byte("hip")):
-			d.counts.rocm++
-		case bytes.HasPrefix(e.name, []byte("cu")):
-			d.counts.cuda++
-		}
 	}
 	d.t.Spans = append(d.t.Spans, sp)
+}
+
+// apiCall adds a CUDA/HIP runtime or driver call.
+func (d *decoder) apiCall(end int64) {
+	e := &d.ev
+	c := ingest.APICall{Name: d.t.Strings.InternBytes(e.name), Start: e.ts, End: end,
+		Pid: idU32(e.pid), Tid: idU32(e.tid), Origin: ingest.OriginCUDARuntime}
+	if e.cat == catDriver {
+		c.Origin = ingest.OriginCUDADriver
+	}
+	d.readArgs()
+	c.Correlation = corrOf(d.a.correlation)
+	switch {
+	case bytes.HasPrefix(e.name, []byte("hip")):
+		d.counts.rocm++
+	case bytes.HasPrefix(e.name, []byte("cu")):
+		d.counts.cuda++
+	}
+	d.t.APICalls = append(d.t.APICalls, c)
 }
 
 func idU32(id ident) uint32 {

@@ -32,7 +32,7 @@ func (d *decoder) finish() {
 		d.meta(MetaGPU, "cuda")
 	}
 	d.summaryWarnings()
-	src.Spans, src.GPUOps = len(t.Spans), len(t.GPUOps)
+	src.Spans, src.GPUOps = t.CPURecordCount(), len(t.GPUOps)
 }
 
 // place adds baseTimeNanoseconds to every time, or decides that the times
@@ -100,6 +100,15 @@ func (d *decoder) dropZeroTimes() {
 		t.Spans = t.Spans[:k]
 	}
 	k := 0
+	for i := range t.APICalls {
+		if t.APICalls[i].Start != 0 {
+			t.APICalls[k] = t.APICalls[i]
+			k++
+		}
+	}
+	n += len(t.APICalls) - k
+	t.APICalls = t.APICalls[:k]
+	k = 0
 	for i := range t.GPUOps {
 		if t.GPUOps[i].Start != 0 {
 			t.GPUOps[k] = t.GPUOps[i]
@@ -135,6 +144,11 @@ func (d *decoder) shift(base int64) bool {
 			return false
 		}
 	}
+	for i := range t.APICalls {
+		if !ok(t.APICalls[i].End) || !ok(t.APICalls[i].Start) {
+			return false
+		}
+	}
 	for i := range t.GPUOps {
 		if !ok(t.GPUOps[i].End) || !ok(t.GPUOps[i].Start) {
 			return false
@@ -148,6 +162,10 @@ func (d *decoder) shift(base int64) bool {
 	for i := range t.Spans {
 		t.Spans[i].Start += base
 		t.Spans[i].End += base
+	}
+	for i := range t.APICalls {
+		t.APICalls[i].Start += base
+		t.APICalls[i].End += base
 	}
 	for i := range t.GPUOps {
 		t.GPUOps[i].Start += base
@@ -172,9 +190,9 @@ func (d *decoder) joinProcesses() {
 		pid  uint32
 	}
 	var calls []call
-	for i := range t.Spans {
-		if s := &t.Spans[i]; s.IsCUDAAPI() && s.Correlation != 0 {
-			calls = append(calls, call{s.Correlation, s.Pid})
+	for i := range t.APICalls {
+		if c := &t.APICalls[i]; c.Correlation != 0 {
+			calls = append(calls, call{c.Correlation, c.Pid})
 		}
 	}
 	slices.SortFunc(calls, func(a, b call) int { return cmp.Compare(a.corr, b.corr) })
@@ -217,10 +235,8 @@ func (d *decoder) joinProcesses() {
 func (d *decoder) mainPid() uint32 {
 	t := d.t
 	count := map[uint32]int{}
-	for i := range t.Spans {
-		if t.Spans[i].IsCUDAAPI() {
-			count[t.Spans[i].Pid]++
-		}
+	for i := range t.APICalls {
+		count[t.APICalls[i].Pid]++
 	}
 	if len(count) == 0 {
 		for i := range t.Spans {
@@ -282,6 +298,11 @@ func (d *decoder) names() {
 		}
 		pids[s.Pid] = true
 		threads[threadRef{s.Pid, s.Tid}] = true
+	}
+	for i := range t.APICalls {
+		c := &t.APICalls[i]
+		pids[c.Pid] = true
+		threads[threadRef{c.Pid, c.Tid}] = true
 	}
 	for _, pid := range sortedKeys(pids) {
 		if name, ok := d.procNames[pid]; ok {

@@ -66,7 +66,7 @@ func TestBadInput(t *testing.T) {
 		name, in string
 		errLike  string // "" = decodes
 		warn     string // a warning code expected
-		spans    int
+		spans    int    // spans and API calls
 	}{
 		{"not json", "hello", "expected an object at byte 0", "", 0},
 		{"empty object", "{}", "", "no-events", 0},
@@ -96,8 +96,8 @@ func TestBadInput(t *testing.T) {
 			if !found {
 				t.Errorf("warnings %v, want %s", tr.Warnings.List, tc.warn)
 			}
-			if len(tr.Spans) != tc.spans {
-				t.Errorf("%d spans kept, want %d", len(tr.Spans), tc.spans)
+			if n := tr.CPURecordCount(); n != tc.spans {
+				t.Errorf("%d spans and API calls kept, want %d", n, tc.spans)
 			}
 		})
 	}

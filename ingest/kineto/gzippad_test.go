@@ -24,8 +24,9 @@ func TestZeroPaddedGzip(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := decodeReal(t, padded)
-			if len(got.GPUOps) != len(want.GPUOps) || len(got.Spans) != len(want.Spans) {
-				t.Errorf("padded: %d GPU ops, %d spans; the file itself: %d, %d", len(got.GPUOps), len(got.Spans), len(want.GPUOps), len(want.Spans))
+			if len(got.GPUOps) != len(want.GPUOps) || len(got.Spans) != len(want.Spans) || len(got.APICalls) != len(want.APICalls) {
+				t.Errorf("padded: %d GPU ops, %d spans, %d API calls; the file itself: %d, %d, %d", len(got.GPUOps), len(got.Spans), len(got.APICalls),
+					len(want.GPUOps), len(want.Spans), len(want.APICalls))
 			}
 			if codes(got) != codes(want) {
 				t.Errorf("padded: warnings %q; the file itself: %q", codes(got), codes(want))

@@ -267,13 +267,22 @@ func TestRealFilesCounts(t *testing.T) {
 
 			runtime, driver := map[string]int{}, map[string]int{}
 			var cpuOps, annotations, gpuAnnot, python int
+			for i := range tr.APICalls {
+				c := &tr.APICalls[i]
+				switch c.Origin {
+				case ingest.OriginCUDARuntime:
+					runtime[tr.Str(c.Name)]++
+				case ingest.OriginCUDADriver:
+					driver[tr.Str(c.Name)]++
+				default:
+					t.Errorf("call %q of origin %s", tr.Str(c.Name), c.Origin)
+				}
+			}
 			for i := range tr.Spans {
 				s := &tr.Spans[i]
 				switch s.Origin {
-				case ingest.OriginCUDARuntime:
-					runtime[tr.Str(s.Name)]++
-				case ingest.OriginCUDADriver:
-					driver[tr.Str(s.Name)]++
+				case ingest.OriginCUDARuntime, ingest.OriginCUDADriver:
+					t.Errorf("span %q is an API call", tr.Str(s.Name))
 				case ingest.OriginCPUOp:
 					if _, ok := tr.AttrString(s.Attrs, AttrCategory); ok {
 						python++

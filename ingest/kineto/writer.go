@@ -85,6 +85,11 @@ func (x *writer) write() {
 			see(t.Spans[i].Start, t.Spans[i].End)
 		}
 	}
+	for i := range t.APICalls {
+		if x.mine(t.APICalls[i].Pid) {
+			see(t.APICalls[i].Start, t.APICalls[i].End)
+		}
+	}
 	used := map[int16]bool{}
 	for i := range t.GPUOps {
 		if x.mine(t.GPUOps[i].Pid) {
@@ -225,7 +230,8 @@ func (x *writer) metadata() {
 	}
 }
 
-// cpuSide writes the spans by start time, a launch's s flow after it.
+// cpuSide writes the spans and API calls by start time (in the trace's
+// order of the two, ingest.CPURecords), a launch's s flow after it.
 func (x *writer) cpuSide() {
 	t := x.t
 	launched := map[uint64]bool{}
@@ -234,16 +240,33 @@ func (x *writer) cpuSide() {
 			launched[uint64(o.Pid)<<32|uint64(o.Correlation)] = true
 		}
 	}
-	idx := make([]int32, 0, len(t.Spans))
-	for i := range t.Spans {
-		if t.Spans[i].Origin != ingest.OriginOTLP && x.mine(t.Spans[i].Pid) {
-			idx = append(idx, int32(i))
+	start := func(r ingest.CPURef) int64 {
+		if c, ok := r.Call(); ok {
+			return t.APICalls[c].Start
+		}
+		i, _ := r.Span()
+		return t.Spans[i].Start
+	}
+	refs := make([]ingest.CPURef, 0, t.CPURecordCount())
+	for r := range t.CPURecords() {
+		if c, ok := r.Call(); ok {
+			if x.mine(t.APICalls[c].Pid) {
+				refs = append(refs, r)
+			}
+		} else if i, _ := r.Span(); t.Spans[i].Origin != ingest.OriginOTLP && x.mine(t.Spans[i].Pid) {
+			refs = append(refs, r)
 		}
 	}
-	slices.SortStableFunc(idx, func(a, b int32) int { return cmp.Compare(t.Spans[a].Start, t.Spans[b].Start) })
+	slices.SortStableFunc(refs, func(a, b ingest.CPURef) int { return cmp.Compare(start(a), start(b)) })
 	var head strings.Builder
 	n := 1
-	for _, i := range idx {
+	for _, r := range refs {
+		if c, ok := r.Call(); ok {
+			x.call(&t.APICalls[c], &head, strconv.Itoa(n), launched)
+			n++
+			continue
+		}
+		i, _ := r.Span()
 		s := &t.Spans[i]
 		cat := ""
 		switch s.Origin {
@@ -254,40 +277,46 @@ func (x *writer) cpuSide() {
 			if v, _ := t.AttrString(s.Attrs, AttrCategory); v == "python_function" {
 				cat = "python_function"
 			}
-		case ingest.OriginCUDARuntime:
-			cat = "cuda_runtime"
-		case ingest.OriginCUDADriver:
-			cat = "cuda_driver"
-		case ingest.OriginGPUAnnotation:
-			continue
 		default:
 			continue
 		}
-		name := t.Str(s.Name)
-		if x.opts.ROCm && s.IsCUDAAPI() {
-			name = hipName(name)
-		}
-		pid, tid := strconv.FormatUint(uint64(s.Pid), 10), strconv.FormatUint(uint64(s.Tid), 10)
-		head.Reset()
-		head.WriteString(`"ph": "X", "cat": "` + cat + `", "name": `)
-		head.Write(appendJSONString(nil, name))
-		head.WriteString(`, "pid": ` + pid + `, "tid": ` + tid)
+		x.head(&head, cat, t.Str(s.Name), s.Pid, s.Tid)
 		ext := strconv.Itoa(n)
-		args := `"External id": ` + ext + `, "Ev Idx": ` + ext
 		n++
-		if s.IsCUDAAPI() {
-			corr := strconv.FormatUint(uint64(s.Correlation), 10)
-			if x.opts.ROCm {
-				args = `"External id": ` + ext + `, "cid": 1, "correlation": ` + corr
-			} else {
-				args = `"External id": ` + ext + `, "cbid": 211, "correlation": ` + corr
-			}
-		}
-		x.event(head.String(), s.Start, s.Duration(), true, args)
-		if s.IsCUDAAPI() && s.Correlation != 0 && launched[uint64(s.Pid)<<32|uint64(s.Correlation)] {
-			x.event(`"ph": "s", "id": `+strconv.FormatUint(uint64(s.Correlation), 10)+`, "pid": `+pid+`, "tid": `+tid+
-				`, "cat": "ac2g", "name": "ac2g"`, s.Start, 0, false, "")
-		}
+		x.event(head.String(), s.Start, s.Duration(), true, `"External id": `+ext+`, "Ev Idx": `+ext)
+	}
+}
+
+// head writes the start of a CPU-side event: its phase, category, name,
+// pid and tid.
+func (x *writer) head(head *strings.Builder, cat, name string, pid, tid uint32) {
+	head.Reset()
+	head.WriteString(`"ph": "X", "cat": "` + cat + `", "name": `)
+	head.Write(appendJSONString(nil, name))
+	head.WriteString(`, "pid": ` + strconv.FormatUint(uint64(pid), 10) + `, "tid": ` + strconv.FormatUint(uint64(tid), 10))
+}
+
+// call writes a runtime or driver call (ext its External id), and the s
+// end of its launch's flow when it launched an op.
+func (x *writer) call(c *ingest.APICall, head *strings.Builder, ext string, launched map[uint64]bool) {
+	cat := "cuda_runtime"
+	if c.Origin == ingest.OriginCUDADriver {
+		cat = "cuda_driver"
+	}
+	name := x.t.Str(c.Name)
+	if x.opts.ROCm {
+		name = hipName(name)
+	}
+	x.head(head, cat, name, c.Pid, c.Tid)
+	corr := strconv.FormatUint(uint64(c.Correlation), 10)
+	args := `"External id": ` + ext + `, "cbid": 211, "correlation": ` + corr
+	if x.opts.ROCm {
+		args = `"External id": ` + ext + `, "cid": 1, "correlation": ` + corr
+	}
+	x.event(head.String(), c.Start, c.Duration(), true, args)
+	if c.Correlation != 0 && launched[uint64(c.Pid)<<32|uint64(c.Correlation)] {
+		x.event(`"ph": "s", "id": `+corr+`, "pid": `+strconv.FormatUint(uint64(c.Pid), 10)+`, "tid": `+strconv.FormatUint(uint64(c.Tid), 10)+
+			`, "cat": "ac2g", "name": "ac2g"`, c.Start, 0, false, "")
 	}
 }
 

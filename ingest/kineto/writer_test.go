@@ -121,13 +121,29 @@ func compareSpans(t *testing.T, want, got *ingest.Trace, pid uint32, rocm bool) 
 	}
 	for i := range w {
 		a, b := &w[i], &got.Spans[i]
+		if got.Str(b.Name) != want.Str(a.Name) || a.Start != b.Start || a.End != b.End || a.Origin != b.Origin ||
+			a.Pid != b.Pid || a.Tid != b.Tid {
+			t.Fatalf("span %d:\n got  %q %+v\n want %q %+v", i, got.Str(b.Name), *b, want.Str(a.Name), *a)
+		}
+	}
+	var wc []ingest.APICall
+	for _, c := range want.APICalls {
+		if c.Pid == pid {
+			wc = append(wc, c)
+		}
+	}
+	if len(got.APICalls) != len(wc) || len(wc) == 0 {
+		t.Fatalf("pid %d: %d API calls, wrote %d", pid, len(got.APICalls), len(wc))
+	}
+	for i := range wc {
+		a, b := &wc[i], &got.APICalls[i]
 		name := want.Str(a.Name)
-		if rocm && a.IsCUDAAPI() {
+		if rocm {
 			name = "hip" + strings.TrimPrefix(name, "cuda")
 		}
 		if got.Str(b.Name) != name || a.Start != b.Start || a.End != b.End || a.Origin != b.Origin ||
 			a.Pid != b.Pid || a.Tid != b.Tid || a.Correlation != b.Correlation {
-			t.Fatalf("span %d:\n got  %q %+v\n want %q %+v", i, got.Str(b.Name), *b, name, *a)
+			t.Fatalf("call %d:\n got  %q %+v\n want %q %+v", i, got.Str(b.Name), *b, name, *a)
 		}
 	}
 }
@@ -154,7 +170,7 @@ func TestRanksWithEqualPids(t *testing.T) {
 	calls := m.LaunchCalls()
 	for i, c := range calls {
 		o := &m.GPUOps[i]
-		if c < 0 || m.Spans[c].Source != o.Source {
+		if c < 0 || m.APICalls[c].Source != o.Source {
 			t.Errorf("%s joined to call %d of another rank", m.Str(o.Name), c)
 		}
 	}

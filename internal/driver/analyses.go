@@ -37,7 +37,7 @@ var analyses = []Analysis{
 
 // attributionStage is the meter's line while attribution runs.
 func attributionStage(a *Result) string {
-	return fmt.Sprintf("attributing %d spans, %d GPU ops", len(a.Trace.Spans), len(a.Trace.GPUOps))
+	return fmt.Sprintf("attributing %d spans, %d GPU ops", a.Trace.CPURecordCount(), len(a.Trace.GPUOps))
 }
 
 // runAttribution attributes each request's latency (package attribution):

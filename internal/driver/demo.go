@@ -168,7 +168,7 @@ func writeDemoGPU(o DemoOptions, cfg synth.Config, run *synth.Run) error {
 		}
 	}
 	fmt.Fprintf(o.Log, "wrote %s: %s of GPU activity, %d GPU ops, %d CUDA calls and NVTX ranges\n",
-		path, o.NsysWindow, len(gpu.GPUOps), len(gpu.Spans))
+		path, o.NsysWindow, len(gpu.GPUOps), gpu.CPURecordCount())
 	return nil
 }
 

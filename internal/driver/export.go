@@ -226,7 +226,7 @@ func (e TableExport) Write(w io.Writer, inputs []string, a *Result) error {
 	return nil
 }
 
-// runStart is the UTC time of the run's first span or GPU op when the
+// runStart is the UTC time of the run's first span, API call or GPU op when the
 // reference clock is a wall clock; zero otherwise.
 func runStart(a *Result) time.Time {
 	realtime := false
@@ -236,6 +236,11 @@ func runStart(a *Result) time.Time {
 	first, ok := int64(0), false
 	for i := range a.Trace.Spans {
 		if s := a.Trace.Spans[i].Start; !ok || s < first {
+			first, ok = s, true
+		}
+	}
+	for i := range a.Trace.APICalls {
+		if s := a.Trace.APICalls[i].Start; !ok || s < first {
 			first, ok = s, true
 		}
 	}

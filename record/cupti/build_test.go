@@ -228,10 +228,10 @@ func checkFakeRecords(t *testing.T, tr *ingest.Trace, res Result, mode string) {
 	if d := diff(wantOps, tr.GPUOps); d != "" {
 		t.Errorf("GPU ops (want, got):\n%s", d)
 	}
-	wantSpans := []ingest.Span{{Name: s("cudaLaunchKernel_v7000"), Start: 5000000100, End: 5000000900, Resource: -1, Scope: -1,
+	wantCalls := []ingest.APICall{{Name: s("cudaLaunchKernel_v7000"), Start: 5000000100, End: 5000000900,
 		Pid: pid, Tid: 1235, Correlation: 41, Origin: ingest.OriginCUDARuntime}}
-	if d := diff(wantSpans, tr.Spans); d != "" {
-		t.Errorf("spans (want, got):\n%s", d)
+	if d := diff(wantCalls, tr.APICalls); d != "" {
+		t.Errorf("API calls (want, got):\n%s", d)
 	}
 	if res.DriverFolded != 1 || res.Dropped != 3 || res.Truncated {
 		t.Errorf("result %+v: want the driver call folded, 3 dropped, not truncated", res)

@@ -52,7 +52,7 @@ func CheckTrace(t *ingest.Trace) *Check {
 			c.Syncs++
 		}
 	}
-	for _, s := range t.Spans {
+	for _, s := range t.APICalls {
 		if !mine[s.Source] {
 			continue
 		}

@@ -342,13 +342,11 @@ func (d *decoder) record(kind uint16, p []byte, at int64) error {
 		if name == 0 {
 			name = t.Strings.Intern("cbid " + strconv.FormatUint(uint64(le.Uint32(p[20:])), 10))
 		}
-		sp := ingest.Span{Name: name, Start: start, End: end, Resource: -1, Scope: -1,
-			Pid: le.Uint32(p[24:]), Tid: le.Uint32(p[28:]), Correlation: le.Uint32(p[16:]), Origin: origin}
-		if le.Uint32(p[32:]) != 0 {
-			sp.Status = ingest.StatusError
-			sp.StatusMsg = t.Strings.Intern("CUDA error " + strconv.FormatUint(uint64(le.Uint32(p[32:])), 10))
-		}
-		t.Spans = append(t.Spans, sp)
+		// The return code is a cudaError_t or CUresult, a C enum: its 32
+		// bits are a signed int.
+		t.APICalls = append(t.APICalls, ingest.APICall{Name: name, Start: start, End: end,
+			Pid: le.Uint32(p[24:]), Tid: le.Uint32(p[28:]), Correlation: le.Uint32(p[16:]), Origin: origin,
+			Return: int32(le.Uint32(p[32:]))})
 	case KindDropped:
 		d.res.Dropped += le.Uint64(p[0:])
 	}
@@ -360,13 +358,13 @@ func (d *decoder) record(kind uint16, p []byte, at int64) error {
 func (d *decoder) finish() {
 	t := d.t
 	var runtime []uint32
-	for i := range t.Spans {
-		if s := &t.Spans[i]; s.Origin == ingest.OriginCUDARuntime && s.Correlation != 0 {
+	for i := range t.APICalls {
+		if s := &t.APICalls[i]; s.Origin == ingest.OriginCUDARuntime && s.Correlation != 0 {
 			runtime = append(runtime, s.Correlation)
 		}
 	}
 	slices.Sort(runtime)
-	t.Spans = slices.DeleteFunc(t.Spans, func(s ingest.Span) bool {
+	t.APICalls = slices.DeleteFunc(t.APICalls, func(s ingest.APICall) bool {
 		if s.Origin != ingest.OriginCUDADriver || s.Correlation == 0 {
 			return false
 		}
@@ -378,7 +376,7 @@ func (d *decoder) finish() {
 	})
 	src := &t.Sources[0]
 	src.Anchors = d.anchors
-	src.Spans, src.GPUOps = len(t.Spans), len(t.GPUOps)
+	src.Spans, src.GPUOps = t.CPURecordCount(), len(t.GPUOps)
 	src.Meta = map[string]string{
 		"pid":           strconv.FormatUint(uint64(d.pid), 10),
 		"driver_folded": strconv.Itoa(d.res.DriverFolded),

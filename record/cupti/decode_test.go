@@ -87,14 +87,18 @@ func TestDecodeEveryKind(t *testing.T) {
 	if diff := diff(wantOps, tr.GPUOps); diff != "" {
 		t.Errorf("GPU ops (want, got):\n%s", diff)
 	}
-	wantSpans := []ingest.Span{
-		{Name: s("cudaLaunchKernel_v7000"), Start: 1_000_100, End: 1_000_900, Resource: -1, Scope: -1, Pid: 4242, Tid: 4243,
+	// A failed call keeps its return code.
+	wantCalls := []ingest.APICall{
+		{Name: s("cudaLaunchKernel_v7000"), Start: 1_000_100, End: 1_000_900, Pid: 4242, Tid: 4243,
 			Correlation: 77, Origin: ingest.OriginCUDARuntime},
-		{Name: s("cuLaunchKernelEx"), Start: 1_001_000, End: 1_001_300, Resource: -1, Scope: -1, Pid: 4242, Tid: 4244,
-			Correlation: 78, Origin: ingest.OriginCUDADriver, Status: ingest.StatusError, StatusMsg: s("CUDA error 1")},
+		{Name: s("cuLaunchKernelEx"), Start: 1_001_000, End: 1_001_300, Pid: 4242, Tid: 4244,
+			Correlation: 78, Origin: ingest.OriginCUDADriver, Return: 1},
 	}
-	if diff := diff(wantSpans, tr.Spans); diff != "" {
-		t.Errorf("spans (want, got):\n%s", diff)
+	if diff := diff(wantCalls, tr.APICalls); diff != "" {
+		t.Errorf("API calls (want, got):\n%s", diff)
+	}
+	if len(tr.Spans) != 0 {
+		t.Errorf("spans %v, want none", tr.Spans)
 	}
 	src := tr.Sources[0]
 	wantAnchors := []ingest.ClockAnchor{
@@ -343,8 +347,8 @@ func TestDecoderStandalone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(tr.GPUOps) != 6 || len(tr.Spans) != 2 || tr.Sources[0].Format != SourceFormat || tr.Sources[0].Clock.Name != "cupti@"+tr.Sources[0].Host+"/" || tr.Sources[0].Host == "" {
-		t.Fatalf("%d ops, %d spans, source %+v", len(tr.GPUOps), len(tr.Spans), tr.Sources[0])
+	if len(tr.GPUOps) != 6 || len(tr.APICalls) != 2 || tr.Sources[0].Format != SourceFormat || tr.Sources[0].Clock.Name != "cupti@"+tr.Sources[0].Host+"/" || tr.Sources[0].Host == "" {
+		t.Fatalf("%d ops, %d API calls, source %+v", len(tr.GPUOps), len(tr.APICalls), tr.Sources[0])
 	}
 	if (Decoder{}).Sniff(&ingest.Input{Head: []byte("SQLite format 3\x00")}) {
 		t.Error("sniffed SQLite as a CUPTI file")
