@@ -508,7 +508,9 @@ func (d *decoder) readSpans() error {
 			return err
 		}
 		if d.t.APICalls == nil {
-			d.t.APICalls = make([]ingest.APICall, 0, d.capacity(tableRuntime))
+			// Past the memory budget the calls live in a spill file, as
+			// the GPU ops do (internal/spill).
+			d.t.APICalls = spill.Slice[ingest.APICall](d.capacity(tableRuntime))
 		}
 		d.launches = make([]uint64, 0, d.capacity(tableRuntime))
 	}
