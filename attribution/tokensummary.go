@@ -145,14 +145,16 @@ type RequestBuckets struct {
 	All, First [NumBuckets]int64
 }
 
-// TokenBuckets returns request i's summed token buckets; ok is false when
-// the run has no token breakdown. They are kept from the summary's pass, so
-// that consumers (diff's samples) need not walk every token again.
-func (res *Result) TokenBuckets(i int) (RequestBuckets, bool) {
+// TokenBuckets returns request i's summed token buckets, not to be changed
+// (a pointer: the samples read two 38-bucket arrays per request); ok is
+// false, and the pointer nil, when the run has no token breakdown. They are
+// kept from the summary's pass, so that consumers (diff's samples) need not
+// walk every token again.
+func (res *Result) TokenBuckets(i int) (*RequestBuckets, bool) {
 	if i < 0 || i >= len(res.tokenSums) {
-		return RequestBuckets{}, false
+		return nil, false
 	}
-	return res.tokenSums[i], true
+	return &res.tokenSums[i], true
 }
 
 // summarizeTokens walks every token once and aggregates.
