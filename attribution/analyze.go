@@ -468,15 +468,20 @@ type groups struct {
 func groupRequests(reqs []Request, key func(*Request) string) groups {
 	number := map[string]int32{}
 	gs := groups{of: make([]int32, len(reqs))}
+	last, lastG := "", int32(-1) // the previous request's key and group, often the next one's
 	for i := range reqs {
 		k := key(&reqs[i])
+		if lastG >= 0 && k == last {
+			gs.of[i] = lastG
+			continue
+		}
 		g, ok := number[k]
 		if !ok {
 			g = int32(len(gs.names))
 			number[k] = g
 			gs.names = append(gs.names, k)
 		}
-		gs.of[i] = g
+		gs.of[i], last, lastG = g, k, g
 	}
 	return gs
 }
