@@ -146,7 +146,7 @@ type RequestBuckets struct {
 }
 
 // TokenBuckets returns request i's summed token buckets, not to be changed
-// (a pointer: the samples read two 38-bucket arrays per request); ok is
+// (a pointer: the samples read two 20-bucket arrays per request); ok is
 // false, and the pointer nil, when the run has no token breakdown. They are
 // kept from the summary's pass, so that consumers (diff's samples) need not
 // walk every token again.
