@@ -284,7 +284,10 @@ func summarizeTokens(res *Result, stall time.Duration) *TokenSummary {
 			ts.Estimated += n
 		}
 		endRun()
-		run, runPos = *g, pos+1
+		// stageRuns hands each run whole: added up at once, as endRun
+		// would, without a copy.
+		ts.ByPosition[pos+1].mergeOnly(g, bs)
+		decode.mergeOnly(g, bs)
 		decodeTokens += n
 	}
 	keep := func(tb *TokenBreakdown) { stalls.keep(tb) }
