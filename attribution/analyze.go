@@ -339,16 +339,62 @@ func sortedTPOT(reqs []Request) tpotOrder {
 			o = append(o, tpotSample{v, int32(i)})
 		}
 	}
-	slices.SortFunc(o, func(a, b tpotSample) int { // no NaN: no cmp.Compare
-		switch {
-		case a.v < b.v:
-			return -1
-		case a.v > b.v:
-			return 1
-		}
-		return 0
-	})
+	sortTPOT(o)
 	return o
+}
+
+// sortTPOT sorts o by value (no NaN), in the order of the values' keys
+// (floatKey): a radix sort, eleven bits a pass, passes where every key has
+// the same digits skipped (the high bits of a run's TPOTs mostly agree).
+// Equal values may come in any order, as from any sort by value: a group's
+// values in sorted order are the same either way. A short o is sorted by
+// comparison.
+func sortTPOT(o tpotOrder) {
+	if len(o) < 512 {
+		slices.SortFunc(o, func(a, b tpotSample) int { return cmp.Compare(floatKey(a.v), floatKey(b.v)) })
+		return
+	}
+	const bits = 11
+	var counts [(64 + bits - 1) / bits][1 << bits]int32
+	for _, s := range o {
+		k := floatKey(s.v)
+		for d := range counts {
+			counts[d][k>>(bits*d)&(1<<bits-1)]++
+		}
+	}
+	buf := make(tpotOrder, len(o))
+	src, dst := o, buf
+	for d := range counts {
+		c := &counts[d]
+		if c[floatKey(src[0].v)>>(bits*d)&(1<<bits-1)] == int32(len(o)) {
+			continue // one digit for all: the order stands
+		}
+		var sum int32
+		for i, n := range c {
+			c[i] = sum
+			sum += n
+		}
+		for _, s := range src {
+			b := floatKey(s.v) >> (bits * d) & (1<<bits - 1)
+			dst[c[b]] = s
+			c[b]++
+		}
+		src, dst = dst, src
+	}
+	if &src[0] != &o[0] {
+		copy(o, src)
+	}
+}
+
+// floatKey maps a float64 (not NaN) to a uint64 in the same order: the
+// sign bit set for a positive value, every bit flipped for a negative one
+// (so −0 comes just before +0, which compare equal).
+func floatKey(v float64) uint64 {
+	b := math.Float64bits(v)
+	if b>>63 != 0 {
+		return ^b
+	}
+	return b | 1<<63
 }
 
 // summarizer builds the distributions of groups of requests, one group
@@ -422,15 +468,20 @@ type groups struct {
 func groupRequests(reqs []Request, key func(*Request) string) groups {
 	number := map[string]int32{}
 	gs := groups{of: make([]int32, len(reqs))}
+	last, lastG := "", int32(-1) // the previous request's key and group, often the next one's
 	for i := range reqs {
 		k := key(&reqs[i])
+		if lastG >= 0 && k == last {
+			gs.of[i] = lastG
+			continue
+		}
 		g, ok := number[k]
 		if !ok {
 			g = int32(len(gs.names))
 			number[k] = g
 			gs.names = append(gs.names, k)
 		}
-		gs.of[i] = g
+		gs.of[i], last, lastG = g, k, g
 	}
 	return gs
 }

@@ -295,14 +295,25 @@ func breakpoints(t *ingest.Trace, reqs []Request) []Breakpoint {
 			}
 		}
 	}
-	// Stages carried as attributes (vLLM's latencies) count as coverage too.
+	// Stages carried as attributes (vLLM's latencies) count as coverage too:
+	// the requests are read once for all such breakpoints (they are large).
+	var staged []int
 	for i, bp := range lifecycle {
-		if out[i].Spans > 0 || !bp.staged {
-			continue
+		if out[i].Spans == 0 && bp.staged {
+			staged = append(staged, i)
 		}
+	}
+	if len(staged) > 0 {
 		for r := range reqs {
-			if reqs[r].Stages[bp.stage] > 0 {
-				out[i].Spans++
+			st := &reqs[r].Stages
+			for _, i := range staged {
+				if st[lifecycle[i].stage] > 0 {
+					out[i].Spans++
+				}
+			}
+		}
+		for _, i := range staged {
+			if out[i].Spans > 0 {
 				out[i].Via = "request attributes"
 			}
 		}

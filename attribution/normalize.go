@@ -100,13 +100,19 @@ type keyList struct {
 	slot  int
 }
 
-// numKeyLists counts the package's lists; keys numbers them.
-var numKeyLists int
+// numKeyLists counts the package's lists; keys numbers them, and keeps
+// them in packageKeyLists.
+var (
+	numKeyLists     int
+	packageKeyLists []*keyList
+)
 
 // keys makes the package-level list of names.
 func keys(names ...string) *keyList {
 	numKeyLists++
-	return &keyList{names: names, slot: numKeyLists - 1}
+	l := &keyList{names: names, slot: numKeyLists - 1}
+	packageKeyLists = append(packageKeyLists, l)
+	return l
 }
 
 // keyCache is the attribute view of one trace used while normalizing: each
@@ -120,12 +126,91 @@ type keyCache struct {
 	resolved []bool
 	// tenantKeys is --tenant-key's list (nil: keyTenant).
 	tenantKeys *keyList
+
+	// The index of one span's attributes (index), which a request's many
+	// lookups read instead of scanning them once per name: table maps the
+	// ID of every present name of the package's lists to its place in rec
+	// (open addressing, ID 0 for an empty entry); rec holds, for the
+	// indexed attributes, each such name's first attribute plus one (0:
+	// absent). tableState is 0 before the table is built, 1 when built, -1
+	// when too many names to index.
+	table      [keyTableSize]keyTableEntry
+	tableState int8
+	rec        []int32
+	indexed    []ingest.Attr
 }
 
-// presentKey is a name of a keyList that the trace holds.
+// presentKey is a name of a keyList that the trace holds; at is its place in
+// keyCache.rec (-1: not indexed).
 type presentKey struct {
 	name string
 	id   ingest.StrID
+	at   int32
+}
+
+// keyTableSize is keyCache.table's size, at least twice the names it holds.
+const keyTableSize = 256
+
+type keyTableEntry struct {
+	id ingest.StrID
+	at int32
+}
+
+// slot returns the table entry for id: its own, or the empty one where it
+// would go.
+func (k *keyCache) slot(id ingest.StrID) *keyTableEntry {
+	h := uint32(id) * 0x9E3779B1 >> 24 // keyTableSize = 1 << 8
+	for {
+		if e := &k.table[h]; e.id == id || e.id == 0 {
+			return e
+		}
+		h = (h + 1) % keyTableSize
+	}
+}
+
+// buildTable resolves every list of the package and numbers the IDs of
+// their present names in the table.
+func (k *keyCache) buildTable() {
+	k.tableState = 1
+	n := int32(0)
+	for _, l := range packageKeyLists {
+		k.resolved[l.slot] = false
+		for i := range k.present(l) {
+			pk := &k.lists[l.slot][i]
+			e := k.slot(pk.id)
+			if e.id == 0 {
+				if int(n) >= keyTableSize/2 {
+					k.tableState = -1
+					return
+				}
+				*e = keyTableEntry{pk.id, n}
+				n++
+			}
+			pk.at = e.at
+		}
+	}
+	k.rec = make([]int32, n)
+}
+
+// index makes attrs the attributes that lookups read through the index.
+func (k *keyCache) index(attrs []ingest.Attr) {
+	if k.tableState == 0 {
+		k.buildTable()
+	}
+	k.indexed = nil
+	if k.tableState < 0 || len(attrs) == 0 {
+		return
+	}
+	clear(k.rec)
+	for i, a := range attrs {
+		if a.Key == 0 {
+			continue
+		}
+		if e := k.slot(a.Key); e.id != 0 && k.rec[e.at] == 0 {
+			k.rec[e.at] = int32(i) + 1
+		}
+	}
+	k.indexed = attrs
 }
 
 func newKeyCache(t *ingest.Trace) *keyCache {
@@ -146,7 +231,7 @@ func (k *keyCache) present(l *keyList) []presentKey {
 		var ks []presentKey
 		for _, name := range l.names {
 			if id, ok := k.t.Key(name); ok {
-				ks = append(ks, presentKey{name, id})
+				ks = append(ks, presentKey{name, id, -1})
 			}
 		}
 		k.lists[l.slot], k.resolved[l.slot] = ks, true
@@ -156,7 +241,21 @@ func (k *keyCache) present(l *keyList) []presentKey {
 
 // first returns the first of keys present in attrs.
 func (k *keyCache) first(attrs []ingest.Attr, keys *keyList) (string, ingest.Value, bool) {
-	for _, pk := range k.present(keys) {
+	pks := k.present(keys)
+	if len(attrs) > 0 && len(attrs) == len(k.indexed) && &attrs[0] == &k.indexed[0] {
+		for _, pk := range pks {
+			if pk.at < 0 {
+				if v, ok := ingest.Get(attrs, pk.id); ok {
+					return pk.name, v, true
+				}
+			} else if p := k.rec[pk.at]; p > 0 {
+				v, _ := ingest.Get(attrs[p-1:p], pk.id)
+				return pk.name, v, true
+			}
+		}
+		return "", ingest.Value{}, false
+	}
+	for _, pk := range pks {
 		if v, ok := ingest.Get(attrs, pk.id); ok {
 			return pk.name, v, true
 		}

@@ -553,6 +553,7 @@ func buildRequest(r *Request, t *ingest.Trace, ix *spanIndex, k *keyCache, i int
 	a.desc = ix.appendDescendants(a.desc[:0], i, &a.stack)
 	desc := a.desc
 	attrs := s.Attrs
+	k.index(attrs) // most lookups below read the request span's attributes
 
 	r.ID, _ = k.str(attrs, keyRequestID)
 	if r.ID == "" {

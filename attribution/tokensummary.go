@@ -145,14 +145,16 @@ type RequestBuckets struct {
 	All, First [NumBuckets]int64
 }
 
-// TokenBuckets returns request i's summed token buckets; ok is false when
-// the run has no token breakdown. They are kept from the summary's pass, so
-// that consumers (diff's samples) need not walk every token again.
-func (res *Result) TokenBuckets(i int) (RequestBuckets, bool) {
+// TokenBuckets returns request i's summed token buckets, not to be changed
+// (a pointer: the samples read two 20-bucket arrays per request); ok is
+// false, and the pointer nil, when the run has no token breakdown. They are
+// kept from the summary's pass, so that consumers (diff's samples) need not
+// walk every token again.
+func (res *Result) TokenBuckets(i int) (*RequestBuckets, bool) {
 	if i < 0 || i >= len(res.tokenSums) {
-		return RequestBuckets{}, false
+		return nil, false
 	}
-	return res.tokenSums[i], true
+	return &res.tokenSums[i], true
 }
 
 // summarizeTokens walks every token once and aggregates.
@@ -209,11 +211,15 @@ func summarizeTokens(res *Result, stall time.Duration) *TokenSummary {
 		hasLimit     bool
 		run          BucketShares // its decode tokens of one position group
 		runPos       = -1         // that group
+		// bs are the buckets its tokens can have time in: stageOnlyBuckets
+		// for a request stageRuns sums, all of them for the others; next
+		// is the next request's, set before its tokens arrive.
+		bs, next []Bucket
 	)
 	endRun := func() {
 		if runPos >= 0 {
-			ts.ByPosition[runPos].merge(&run)
-			decode.merge(&run)
+			ts.ByPosition[runPos].mergeOnly(&run, bs)
+			decode.mergeOnly(&run, bs)
 		}
 		run, runPos = BucketShares{}, -1
 	}
@@ -223,19 +229,19 @@ func summarizeTokens(res *Result, stall time.Duration) *TokenSummary {
 		}
 		endRun()
 		sums := &res.tokenSums[cur]
-		for b := range sums.All {
+		for _, b := range bs {
 			sums.All[b] = first[b] + decode.sums[b]
 		}
 		if decode.Tokens > 0 {
-			tenants[res.tenants.of[cur]].merge(&decode)
-			models[res.models.of[cur]].merge(&decode)
+			tenants[res.tenants.of[cur]].mergeOnly(&decode, bs)
+			models[res.models.of[cur]].mergeOnly(&decode, bs)
 		}
 	}
 	res.tokenSums = make([]RequestBuckets, len(res.Requests))
 	token := func(tb *TokenBreakdown) {
 		if tb.Request != cur {
 			flush()
-			cur, decode, first = tb.Request, BucketShares{}, [NumBuckets]int64{}
+			cur, decode, first, bs = tb.Request, BucketShares{}, [NumBuckets]int64{}, next
 			l := modelLimits[res.models.of[cur]]
 			limit, hasLimit = l.ns, l.ok
 		}
@@ -244,12 +250,12 @@ func summarizeTokens(res *Result, stall time.Duration) *TokenSummary {
 			ts.Estimated++
 		}
 		if tb.Index == 0 {
-			ts.ByPosition[0].add(tb)
+			ts.ByPosition[0].addOnly(tb, bs)
 			res.tokenSums[cur].First = tb.Buckets
-			for b, v := range tb.Buckets {
-				first[b] += v
+			for _, b := range bs {
+				first[b] += tb.Buckets[b]
 			}
-			ts.First.add(tb)
+			ts.First.addOnly(tb, bs)
 			return
 		}
 		pos := 1
@@ -261,7 +267,7 @@ func summarizeTokens(res *Result, stall time.Duration) *TokenSummary {
 			runPos = pos
 		}
 		decodeTokens++
-		run.add(tb)
+		run.addOnly(tb, bs)
 		if hasLimit && tb.Interval > limit {
 			stalls.keep(tb)
 		}
@@ -278,7 +284,10 @@ func summarizeTokens(res *Result, stall time.Duration) *TokenSummary {
 			ts.Estimated += n
 		}
 		endRun()
-		run, runPos = *g, pos+1
+		// stageRuns hands each run whole: added up at once, as endRun
+		// would, without a copy.
+		ts.ByPosition[pos+1].mergeOnly(g, bs)
+		decode.mergeOnly(g, bs)
 		decodeTokens += n
 	}
 	keep := func(tb *TokenBreakdown) { stalls.keep(tb) }
@@ -286,7 +295,8 @@ func summarizeTokens(res *Result, stall time.Duration) *TokenSummary {
 		w := newTokenWalker(res.trace, res)
 		for ri := range res.Requests {
 			l := modelLimits[res.models.of[ri]]
-			if !w.stageRuns(ri, runs, l.ok, l.ns, token, run1, keep) {
+			if next = stageOnlyBuckets[:]; !w.stageRuns(ri, runs, l.ok, l.ns, token, run1, keep) {
+				next = allBuckets[:]
 				w.request(ri, token)
 			}
 		}
@@ -308,6 +318,38 @@ func summarizeTokens(res *Result, stall time.Duration) *TokenSummary {
 	ts.ByModel = sortedGroups(byModel)
 	ts.Unfilled, ts.StepsGPUVia = unfilled(res, ts)
 	return ts
+}
+
+// allBuckets lists every bucket; stageOnlyBuckets those that stageSplit
+// adds time to (stageBucket's and uncoveredBuckets'), all that the tokens of
+// a request stageRuns sums can have time in, so that its sums are added up
+// over these six alone (TestStageOnlyBuckets).
+var (
+	allBuckets = func() (all [NumBuckets]Bucket) {
+		for b := range all {
+			all[b] = Bucket(b)
+		}
+		return all
+	}()
+	stageOnlyBuckets = [...]Bucket{BucketQueue, BucketOther, BucketStagePrefill, BucketStageDecode, BucketStageInference, BucketUnattributed}
+)
+
+// addOnly is add for a token with time in the buckets bs alone.
+func (g *BucketShares) addOnly(tb *TokenBreakdown, bs []Bucket) {
+	g.Tokens++
+	g.intervalNs += tb.Interval
+	for _, b := range bs {
+		g.sums[b] += tb.Buckets[b]
+	}
+}
+
+// mergeOnly is merge of tokens with time in the buckets bs alone.
+func (g *BucketShares) mergeOnly(h *BucketShares, bs []Bucket) {
+	g.Tokens += h.Tokens
+	g.intervalNs += h.intervalNs
+	for _, b := range bs {
+		g.sums[b] += h.sums[b]
+	}
 }
 
 // merge adds the tokens of h to g.

@@ -60,7 +60,19 @@ func (t *Trace) checkSpanIDs() {
 			withID++
 		}
 	}
-	seen := make(map[key]int, withID)
+	// The first span of each ID, keyed by the 8-byte span ID alone (a fast
+	// map), and the first of each (trace, span ID) pair whose span ID an
+	// earlier span of another trace holds.
+	seen := make(map[SpanID]int, withID)
+	other := map[key]int{}
+	lookup := func(tr TraceID, id SpanID) (int, bool) {
+		j, ok := seen[id]
+		if !ok || t.Spans[j].TraceID == tr {
+			return j, ok
+		}
+		j, ok = other[key{tr, id}]
+		return j, ok
+	}
 	// Exact copies (same IDs, name and times: a file given twice, or
 	// concatenated dumps) are one warning per source with a count, not one
 	// per span.
@@ -70,8 +82,7 @@ func (t *Trace) checkSpanIDs() {
 		if s.Origin != OriginOTLP || s.ID.IsZero() {
 			continue
 		}
-		k := key{s.TraceID, s.ID}
-		if j, dup := seen[k]; dup {
+		if j, dup := lookup(s.TraceID, s.ID); dup {
 			if o := &t.Spans[j]; o.Name == s.Name && o.Start == s.Start && o.End == s.End && o.Parent == s.Parent {
 				exact[s.Source]++
 				continue
@@ -81,7 +92,11 @@ func (t *Trace) checkSpanIDs() {
 				s.ID, s.TraceID, t.Str(t.Spans[j].Name), t.Str(s.Name))
 			continue
 		}
-		seen[k] = i
+		if _, taken := seen[s.ID]; taken {
+			other[key{s.TraceID, s.ID}] = i
+		} else {
+			seen[s.ID] = i
+		}
 	}
 	for _, src := range slices.Sorted(maps.Keys(exact)) {
 		t.Warnf(src, "", "duplicate-spans",
@@ -93,7 +108,7 @@ func (t *Trace) checkSpanIDs() {
 		if s.Origin != OriginOTLP || s.Parent.IsZero() {
 			continue
 		}
-		if _, ok := seen[key{s.TraceID, s.Parent}]; !ok {
+		if _, ok := lookup(s.TraceID, s.Parent); !ok {
 			dangling[s.Source]++
 		}
 	}

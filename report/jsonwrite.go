@@ -193,7 +193,13 @@ func (w *jsonWriter) floatField(k string, v float64) {
 	w.float(v)
 }
 
-func (w *jsonWriter) int(v int64) { w.b = strconv.AppendInt(w.b, v, 10) }
+func (w *jsonWriter) int(v int64) {
+	if v >= 0 {
+		w.b = appendUint(w.b, uint64(v)) // the samples' counts
+		return
+	}
+	w.b = strconv.AppendInt(w.b, v, 10)
+}
 
 func (w *jsonWriter) bool(v bool) { w.b = strconv.AppendBool(w.b, v) }
 
@@ -593,27 +599,65 @@ func appendShortestG(b []byte, v float64) []byte {
 	if !(a >= 1e-4 && a < 1e6) {
 		return strconv.AppendFloat(b, v, 'g', -1, 64)
 	}
-	n := int64(math.Round(v * 1e6))
-	if float64(n)/1e6 != v {
+	// n is |v|·10⁶ rounded half up (a conversion, not math.Round's bit
+	// work); the check decides, whatever the rounding of a tie.
+	n := uint64(a*1e6 + 0.5)
+	if float64(n)/1e6 != a {
 		return strconv.AppendFloat(b, v, 'g', -1, 64)
 	}
-	if n < 0 {
-		b = append(b, '-')
-		n = -n
+	// At most 14 bytes: a sign, six integer digits (|v| < 10⁶, and n/10⁶
+	// too once the check above has passed), a point and six decimals;
+	// written in place.
+	if cap(b)-len(b) < 16 {
+		b = slices.Grow(b, 16)
 	}
-	b = appendUint(b, uint64(n/1e6))
-	frac := n % 1e6
-	if frac == 0 {
-		return b
+	at := len(b)
+	out := b[at : at+16]
+	k := 0
+	if v < 0 {
+		out[0] = '-'
+		k = 1
 	}
-	// The six decimals, two at a time, trailing zeros dropped.
-	hi, mid, lo := frac/1e4, frac/100%100, frac%100
-	digits := [7]byte{'.', digitPairs[2*hi], digitPairs[2*hi+1], digitPairs[2*mid], digitPairs[2*mid+1], digitPairs[2*lo], digitPairs[2*lo+1]}
-	end := 7
-	for digits[end-1] == '0' {
-		end--
+	u, frac := uint32(n/1e6), uint32(n%1e6)
+	switch {
+	case u < 10:
+		k++
+	case u < 100:
+		k += 2
+	case u < 1e3:
+		k += 3
+	case u < 1e4:
+		k += 4
+	case u < 1e5:
+		k += 5
+	default:
+		k += 6
 	}
-	return append(b, digits[:end]...)
+	for i := k; ; {
+		if u < 10 {
+			out[i-1] = byte('0' + u)
+			break
+		}
+		r := u % 100
+		u /= 100
+		out[i-2], out[i-1] = digitPairs[2*r], digitPairs[2*r+1]
+		if i -= 2; u == 0 {
+			break
+		}
+	}
+	if frac != 0 {
+		// The six decimals, two at a time, trailing zeros dropped.
+		hi, mid, lo := frac/1e4, frac/100%100, frac%100
+		out[k] = '.'
+		out[k+1], out[k+2] = digitPairs[2*hi], digitPairs[2*hi+1]
+		out[k+3], out[k+4] = digitPairs[2*mid], digitPairs[2*mid+1]
+		out[k+5], out[k+6] = digitPairs[2*lo], digitPairs[2*lo+1]
+		k += 7
+		for out[k-1] == '0' {
+			k--
+		}
+	}
+	return b[:at+k]
 }
 
 // digitPairs holds "00" to "99", for writing two decimal digits at once.
@@ -621,8 +665,8 @@ const digitPairs = "000102030405060708091011121314151617181920212223242526272829
 	"40414243444546474849505152535455565758596061626364656667686970717273747576777879" +
 	"8081828384858687888990919293949596979899"
 
-// appendUint is strconv.AppendUint(b, u, 10) for appendShortestG's small
-// integer parts, without strconv's general path.
+// appendUint is strconv.AppendUint(b, u, 10) for the samples' counts,
+// without strconv's general path.
 func appendUint(b []byte, u uint64) []byte {
 	var buf [20]byte
 	i := len(buf)

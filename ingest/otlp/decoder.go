@@ -525,6 +525,7 @@ func (d *state) readFramed(ctx context.Context, r *bufio.Reader, limit int64) er
 			return err
 		}
 		kind, err := d.payload(payload, encAuto, limit)
+		d.consumed = off
 		if size <= int64(r.Size()) {
 			r.Discard(int(size))
 		}

@@ -60,6 +60,9 @@ type state struct {
 	spans int
 	// sizeHint is the input's size when known (see readAllLimit).
 	sizeHint int64
+	// consumed is how much of the input the records decoded so far took
+	// (readFramed keeps it), for spanCapacity's estimate; 0 when unknown.
+	consumed int64
 	// ctx, when set, is checked between the resource spans of a raw
 	// protobuf stream, which has no records to check it between.
 	ctx context.Context
@@ -235,14 +238,30 @@ func (d *state) appendSpan(sp *ingest.Span) {
 	sp.Origin = ingest.OriginOTLP
 	d.spanAttrs, d.events, d.links = nil, d.events[:0], d.links[:0]
 	if len(d.t.Spans) == cap(d.t.Spans) {
-		// append grows a large slice by a quarter at a time, copying the
-		// spans about five times over; doubling copies them about twice.
-		grown := make([]ingest.Span, len(d.t.Spans), max(2*cap(d.t.Spans), 1024))
+		grown := make([]ingest.Span, len(d.t.Spans), d.spanCapacity())
 		copy(grown, d.t.Spans)
 		d.t.Spans = grown
 	}
 	d.t.Spans = append(d.t.Spans, *sp)
 	d.spans++
+}
+
+// spanCapacity is the capacity to grow the full span slice to. append grows a
+// large slice by a quarter at a time, copying the spans about five times
+// over; doubling copies them about twice. Where the input's size and the
+// bytes that its spans so far took are known, it grows to the spans the
+// whole input holds at that rate, plus a sixteenth, so that a file of
+// uniform records is copied once, early, and its slice is not left up to
+// half empty; never less than doubling, nor more than eight times the
+// capacity, should the records ahead be smaller than those behind.
+func (d *state) spanCapacity() int {
+	c := max(2*cap(d.t.Spans), 1024)
+	if d.sizeHint > d.consumed && d.consumed > 0 && d.spans > 0 {
+		est := float64(d.spans) * float64(d.sizeHint) / float64(d.consumed)
+		est += est/16 + float64(len(d.t.Spans)-d.spans) // and those of other inputs
+		c = max(c, int(min(est, float64(8*cap(d.t.Spans)))))
+	}
+	return c
 }
 
 // resetSpan clears the scratch slices after a span that was not kept.

@@ -66,7 +66,17 @@ func Quantiles(xs []float64, qs ...float64) []float64 {
 	ks = slices.Compact(ks)
 	start := 0
 	for _, k := range ks {
-		selectKth(xs[start:], k-start)
+		switch rest := xs[start:]; k - start {
+		case 0:
+			// The next one up from the previous order statistic (most qs
+			// interpolate between two neighbours), or the smallest: the
+			// minimum of what is left, found without partitioning.
+			minFirst(rest)
+		case len(rest) - 1:
+			maxLast(rest) // the maximum (q = 1)
+		default:
+			selectKth(rest, k-start)
+		}
 		start = k + 1
 	}
 	for i, q := range qs {
@@ -144,6 +154,30 @@ func Median(xs []float64) float64 {
 // expected: every element before k is then ≤ it and every one after ≥ it.
 // xs must not hold NaN.
 func Select[T cmp.Ordered](xs []T, k int) T { return selectKth(xs, k) }
+
+// minFirst swaps the first smallest element of xs to xs[0]: selectKth(xs, 0)
+// in one pass without partitioning. xs is not empty.
+func minFirst[T cmp.Ordered](xs []T) {
+	m := 0
+	for i := 1; i < len(xs); i++ {
+		if xs[i] < xs[m] {
+			m = i
+		}
+	}
+	xs[0], xs[m] = xs[m], xs[0]
+}
+
+// maxLast swaps the first largest element of xs to its end:
+// selectKth(xs, len(xs)-1) in one pass. xs is not empty.
+func maxLast[T cmp.Ordered](xs []T) {
+	m, last := 0, len(xs)-1
+	for i := 1; i < len(xs); i++ {
+		if xs[i] > xs[m] {
+			m = i
+		}
+	}
+	xs[last], xs[m] = xs[m], xs[last]
+}
 
 // selectKth partially orders xs so that xs[k] is the k-th smallest, with
 // smaller elements before it and larger after, and returns it (Hoare's

@@ -1,0 +1,50 @@
+package attribution
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// sortTPOT's radix sort orders the values as a sort by value does, bit for
+// bit, on both of its paths (comparison below 512 values), with ties,
+// negative values and values whose high digits all agree.
+func TestSortTPOTMatchesSortByValue(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, n := range []int{0, 1, 5, 511, 512, 513, 5000, 44544} {
+		for kind := range 4 {
+			o := make(tpotOrder, n)
+			for i := range o {
+				var v float64
+				switch kind {
+				case 0: // TPOTs in ns, fractional
+					v = float64(int64(rng.ExpFloat64()*2.3e7)) / float64(1+rng.IntN(300))
+				case 1: // a few distinct values
+					v = float64(rng.IntN(7)) * 1e6
+				case 2: // both signs
+					v = rng.NormFloat64() * 1e3
+				case 3: // one exponent: only the low digits differ
+					v = 1 << 20 * (1 + float64(rng.IntN(1000))/1024)
+				}
+				o[i] = tpotSample{v, int32(i)}
+			}
+			want := slices.Clone(o)
+			slices.SortStableFunc(want, func(a, b tpotSample) int {
+				switch {
+				case a.v < b.v:
+					return -1
+				case a.v > b.v:
+					return 1
+				}
+				return 0
+			})
+			sortTPOT(o)
+			for i := range o {
+				if math.Float64bits(o[i].v) != math.Float64bits(want[i].v) {
+					t.Fatalf("n=%d kind=%d: element %d is %v, want %v", n, kind, i, o[i].v, want[i].v)
+				}
+			}
+		}
+	}
+}
