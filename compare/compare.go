@@ -1389,9 +1389,9 @@ type planSeries struct {
 	view   stat.SortedView
 	stats  []spec
 	// unit[j] is the resampled unit (request) that value j belongs to,
-	// for token series; nil when values are per unit.
-	unit   []int32
-	counts []int32 // per-value multiplicities of the current replicate
+	// for token series, whose view reads the units' multiplicities
+	// (SortedView.ByUnit); nil when values are per unit.
+	unit []int32
 	// Prefix sums for block resamples (nil until needed).
 	sum   []float64
 	known []int32
@@ -1424,7 +1424,7 @@ func (b *bootPlan) addTokens(s spec, values []float64, unit []int32) {
 			return
 		}
 	}
-	b.series = append(b.series, planSeries{values: values, view: stat.NewSortedView(values), stats: []spec{s}, unit: unit, counts: make([]int32, len(values))})
+	b.series = append(b.series, planSeries{values: values, view: stat.NewSortedView(values).ByUnit(unit), stats: []spec{s}, unit: unit})
 }
 
 func (b *bootPlan) addRatio(name string, r ratioSeries) {
@@ -1459,15 +1459,19 @@ func (b *bootPlan) run(n, block, reps int, seed uint64, stream string) map[strin
 		counts := rs.Next()
 		for _, ps := range b.series {
 			var total int
-			var blockAvg float64
-			cs := counts
+			var blockAvg, tokenSum float64
 			spans := blocks && ps.unit == nil
 			switch {
 			case ps.unit != nil:
-				cs = ps.counts
+				// Each value drawn as often as its unit: the size and
+				// the sum in one pass, added in value order as
+				// stat.ResampledMean adds them.
 				for j, u := range ps.unit {
-					cs[j] = counts[u]
-					total += int(cs[j])
+					c := counts[u]
+					total += int(c)
+					if v := ps.values[j]; c != 0 && !math.IsNaN(v) {
+						tokenSum += float64(c) * v
+					}
 				}
 			case spans:
 				blockAvg, total = stat.BlockMean(rs.Spans(), ps.sum, ps.known)
@@ -1478,10 +1482,15 @@ func (b *bootPlan) run(n, block, reps int, seed uint64, stream string) map[strin
 				switch {
 				case s.stat == StatMean && spans:
 					out[s.name][rep] = blockAvg
+				case s.stat == StatMean && ps.unit != nil:
+					out[s.name][rep] = math.NaN()
+					if total != 0 {
+						out[s.name][rep] = tokenSum / float64(total)
+					}
 				case s.stat == StatMean:
-					out[s.name][rep] = stat.ResampledMean(ps.values, cs, total)
+					out[s.name][rep] = stat.ResampledMean(ps.values, counts, total)
 				default:
-					out[s.name][rep] = ps.view.Quantile(cs, total, s.q)
+					out[s.name][rep] = ps.view.Quantile(counts, total, s.q)
 				}
 			}
 		}
