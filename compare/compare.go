@@ -1392,9 +1392,28 @@ type planSeries struct {
 	// for token series, whose view reads the units' multiplicities
 	// (SortedView.ByUnit); nil when values are per unit.
 	unit []int32
+	// groups are the runs of consecutive values of one unit, in value
+	// order (a request's tokens are usually one run).
+	groups []unitGroup
 	// Prefix sums for block resamples (nil until needed).
 	sum   []float64
 	known []int32
+}
+
+// unitGroup is values [start, end) of a token series, all of one unit.
+type unitGroup struct{ unit, start, end int32 }
+
+// unitGroups splits a token series' values into runs of one unit each.
+func unitGroups(unit []int32) []unitGroup {
+	var out []unitGroup
+	for j, u := range unit {
+		if n := len(out); n > 0 && out[n-1].unit == u {
+			out[n-1].end++
+			continue
+		}
+		out = append(out, unitGroup{u, int32(j), int32(j + 1)})
+	}
+	return out
 }
 
 type planRatio struct {
@@ -1424,7 +1443,7 @@ func (b *bootPlan) addTokens(s spec, values []float64, unit []int32) {
 			return
 		}
 	}
-	b.series = append(b.series, planSeries{values: values, view: stat.NewSortedView(values).ByUnit(unit), stats: []spec{s}, unit: unit})
+	b.series = append(b.series, planSeries{values: values, view: stat.NewSortedView(values).ByUnit(unit), stats: []spec{s}, unit: unit, groups: unitGroups(unit)})
 }
 
 func (b *bootPlan) addRatio(name string, r ratioSeries) {
@@ -1464,13 +1483,18 @@ func (b *bootPlan) run(n, block, reps int, seed uint64, stream string) map[strin
 			switch {
 			case ps.unit != nil:
 				// Each value drawn as often as its unit: the size and
-				// the sum in one pass, added in value order as
-				// stat.ResampledMean adds them.
-				for j, u := range ps.unit {
-					c := counts[u]
-					total += int(c)
-					if v := ps.values[j]; c != 0 && !math.IsNaN(v) {
-						tokenSum += float64(c) * v
+				// the sum in one pass over the drawn units' values,
+				// added in value order as stat.ResampledMean adds them.
+				for _, g := range ps.groups {
+					c := counts[g.unit]
+					if c == 0 {
+						continue
+					}
+					total += int(c) * int(g.end-g.start)
+					for _, v := range ps.values[g.start:g.end] {
+						if !math.IsNaN(v) {
+							tokenSum += float64(c) * v
+						}
 					}
 				}
 			case spans:
