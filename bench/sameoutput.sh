@@ -13,7 +13,8 @@
 #   stats REPORT for each of nsys stats' reports (cuda_gpu_kern_sum, …)
 # and on three of the runs and one real nsys export:
 #   export --parquet (each table file), export --perfetto
-# comparing stdout, the exit code and every file written. Prints each
+# and diff --format json on five pairs of different runs (three generated,
+# two real vllm bench results), comparing stdout, the exit code and every file written. Prints each
 # difference and the count; exits 1 if any output differs.
 #
 # Environment: LLMPROF_SHARED (the shared data, default ../shared).
@@ -94,6 +95,17 @@ for in in "${exports[@]}"; do
 	echo 0 >"$tmp/a.rc"
 	echo 0 >"$tmp/b.rc"
 	same "export --perfetto $in"
+done
+# diff --format json: compare's statistics (bootstraps, Hodges-Lehmann,
+# kernels) on pairs of different runs, simulated and real.
+pairs=("$runs/plain $runs/metrics" "testdata/demo $runs/plain" "$runs/graphs $runs/kineto")
+if [ -d "$shared/testdata" ]; then
+	bench=("$shared"/testdata/vllm-bench/*-serving_*.json)
+	pairs+=("${bench[1]} ${bench[2]}" "${bench[2]} ${bench[3]}")
+fi
+for p in "${pairs[@]}"; do
+	# shellcheck disable=SC2086 # two paths, split on purpose
+	check "diff $p" diff --format json $p
 done
 echo "$n outputs compared against $rev, $differ differ"
 [ "$differ" -eq 0 ]

@@ -1389,12 +1389,31 @@ type planSeries struct {
 	view   stat.SortedView
 	stats  []spec
 	// unit[j] is the resampled unit (request) that value j belongs to,
-	// for token series; nil when values are per unit.
-	unit   []int32
-	counts []int32 // per-value multiplicities of the current replicate
+	// for token series, whose view reads the units' multiplicities
+	// (SortedView.ByUnit); nil when values are per unit.
+	unit []int32
+	// groups are the runs of consecutive values of one unit, in value
+	// order (a request's tokens are usually one run).
+	groups []unitGroup
 	// Prefix sums for block resamples (nil until needed).
 	sum   []float64
 	known []int32
+}
+
+// unitGroup is values [start, end) of a token series, all of one unit.
+type unitGroup struct{ unit, start, end int32 }
+
+// unitGroups splits a token series' values into runs of one unit each.
+func unitGroups(unit []int32) []unitGroup {
+	var out []unitGroup
+	for j, u := range unit {
+		if n := len(out); n > 0 && out[n-1].unit == u {
+			out[n-1].end++
+			continue
+		}
+		out = append(out, unitGroup{u, int32(j), int32(j + 1)})
+	}
+	return out
 }
 
 type planRatio struct {
@@ -1424,7 +1443,7 @@ func (b *bootPlan) addTokens(s spec, values []float64, unit []int32) {
 			return
 		}
 	}
-	b.series = append(b.series, planSeries{values: values, view: stat.NewSortedView(values), stats: []spec{s}, unit: unit, counts: make([]int32, len(values))})
+	b.series = append(b.series, planSeries{values: values, view: stat.NewSortedView(values).ByUnit(unit), stats: []spec{s}, unit: unit, groups: unitGroups(unit)})
 }
 
 func (b *bootPlan) addRatio(name string, r ratioSeries) {
@@ -1459,15 +1478,24 @@ func (b *bootPlan) run(n, block, reps int, seed uint64, stream string) map[strin
 		counts := rs.Next()
 		for _, ps := range b.series {
 			var total int
-			var blockAvg float64
-			cs := counts
+			var blockAvg, tokenSum float64
 			spans := blocks && ps.unit == nil
 			switch {
 			case ps.unit != nil:
-				cs = ps.counts
-				for j, u := range ps.unit {
-					cs[j] = counts[u]
-					total += int(cs[j])
+				// Each value drawn as often as its unit: the size and
+				// the sum in one pass over the drawn units' values,
+				// added in value order as stat.ResampledMean adds them.
+				for _, g := range ps.groups {
+					c := counts[g.unit]
+					if c == 0 {
+						continue
+					}
+					total += int(c) * int(g.end-g.start)
+					for _, v := range ps.values[g.start:g.end] {
+						if !math.IsNaN(v) {
+							tokenSum += float64(c) * v
+						}
+					}
 				}
 			case spans:
 				blockAvg, total = stat.BlockMean(rs.Spans(), ps.sum, ps.known)
@@ -1478,10 +1506,15 @@ func (b *bootPlan) run(n, block, reps int, seed uint64, stream string) map[strin
 				switch {
 				case s.stat == StatMean && spans:
 					out[s.name][rep] = blockAvg
+				case s.stat == StatMean && ps.unit != nil:
+					out[s.name][rep] = math.NaN()
+					if total != 0 {
+						out[s.name][rep] = tokenSum / float64(total)
+					}
 				case s.stat == StatMean:
-					out[s.name][rep] = stat.ResampledMean(ps.values, cs, total)
+					out[s.name][rep] = stat.ResampledMean(ps.values, counts, total)
 				default:
-					out[s.name][rep] = ps.view.Quantile(cs, total, s.q)
+					out[s.name][rep] = ps.view.Quantile(counts, total, s.q)
 				}
 			}
 		}

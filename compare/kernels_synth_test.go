@@ -90,8 +90,16 @@ type kernelTally struct {
 
 var kernelRules = []string{"kernel.attention<+5%", "kernel.gemm<+5%", "kernel.norm_activation<+5%", "kernel.sampling<+5%", "tpot.p50<+5%"}
 
-func kernelValidation(t *testing.T, pairs int, d time.Duration, flat bool) map[string]*kernelTally {
+// shared takes the runs from sharedStepRun: the step validation's, whose
+// cases include these with the same slowed categories.
+func kernelValidation(t *testing.T, pairs int, d time.Duration, flat, shared bool) map[string]*kernelTally {
 	t.Helper()
+	simulate := func(seed int64, slow map[ingest.KernelCategory]float64) compare.Run {
+		if shared {
+			return sharedStepRun(t, seed, 0, d, stepCase{slow: slow, load: 1})
+		}
+		return kernelSynthRun(t, seed, d, slow)
+	}
 	type job struct {
 		i int
 		c int // -1: the baseline
@@ -117,10 +125,10 @@ func kernelValidation(t *testing.T, pairs int, d time.Duration, flat bool) map[s
 			defer wg.Done()
 			defer func() { <-sem }()
 			if j.c < 0 {
-				base[j.i] = kernelSynthRun(t, int64(7000+j.i), d, nil)
+				base[j.i] = simulate(int64(7000+j.i), nil)
 				return
 			}
-			cand[j.c][j.i] = kernelSynthRun(t, int64(9000+j.i), d, kernelCases[j.c].slow)
+			cand[j.c][j.i] = simulate(int64(9000+j.i), kernelCases[j.c].slow)
 		}()
 	}
 	wg.Wait()
@@ -216,10 +224,12 @@ func checkKernelTally(t *testing.T, tallies map[string]*kernelTally) {
 }
 
 // TestKernelRulesDifferentWorkloads is the reduced validation (3 pairs of
-// 2 s runs); TestKernelRulesDifferentWorkloadsLong the full one behind
-// LLMPROF_LONG (the docs/diff.md tables).
+// 3 s runs, the length of the long form's, simulated once for this test and
+// TestStepCostDifferentWorkloads: sharedStepRun);
+// TestKernelRulesDifferentWorkloadsLong the full one behind LLMPROF_LONG
+// (the docs/diff.md tables).
 func TestKernelRulesDifferentWorkloads(t *testing.T) {
-	tallies := kernelValidation(t, 3, 2*time.Second, false)
+	tallies := kernelValidation(t, 3, 3*time.Second, false, true)
 	logKernelTally(t, tallies)
 	checkKernelTally(t, tallies)
 }
@@ -236,7 +246,7 @@ func TestKernelRulesDifferentWorkloadsLong(t *testing.T) {
 		}
 		pairs = n
 	}
-	tallies := kernelValidation(t, pairs, 3*time.Second, false)
+	tallies := kernelValidation(t, pairs, 3*time.Second, false, false)
 	logKernelTally(t, tallies)
 	checkKernelTally(t, tallies)
 }
@@ -259,7 +269,7 @@ func TestKernelRulesWithoutStepsLong(t *testing.T) {
 		}
 		pairs = n
 	}
-	tallies := kernelValidation(t, pairs, 3*time.Second, true)
+	tallies := kernelValidation(t, pairs, 3*time.Second, true, false)
 	logKernelTally(t, tallies)
 	for _, kc := range kernelCases[1:] {
 		tl := tallies[kc.name]

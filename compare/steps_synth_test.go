@@ -63,6 +63,24 @@ func stepSynthRun(tb testing.TB, seed, noise int64, d time.Duration, sc stepCase
 	return r
 }
 
+// sharedStepRun is stepSynthRun for the plain suite's runs, which
+// TestStepCostDifferentWorkloads and TestKernelRulesDifferentWorkloads both
+// take (workload seeds 7000+ and 9000+, 3 s, no noise seed): each is
+// simulated once per test binary and kept. The long forms simulate their
+// own, which would not fit in memory together.
+func sharedStepRun(tb testing.TB, seed, noise int64, d time.Duration, sc stepCase) compare.Run {
+	tb.Helper()
+	key := fmt.Sprintf("%d %d %v %v load %g", seed, noise, d, sc.slow, sc.load)
+	f, _ := stepRunCache.LoadOrStore(key, sync.OnceValue(func() compare.Run {
+		return stepSynthRun(tb, seed, noise, d, sc)
+	}))
+	return f.(func() compare.Run)()
+}
+
+// stepRunCache holds sharedStepRun's runs by key, each a func that
+// simulates it once.
+var stepRunCache sync.Map
+
 type stepTally struct {
 	pairs int
 	fails map[string]int // gate failures per metric
@@ -80,9 +98,14 @@ type stepTally struct {
 // stepValidation simulates pairs of DIFFERENT workloads (baseline seed
 // 7000+i, candidate seed 9000+i) or, replayed, one workload seed 7000+i
 // with another noise seed per side, for every case, and gates each with
-// stepRules and, separately, with the kernel rules (kernelRules).
-func stepValidation(t *testing.T, pairs int, d time.Duration, replayed bool) map[string]*stepTally {
+// stepRules and, separately, with the kernel rules (kernelRules). shared
+// takes the runs from sharedStepRun.
+func stepValidation(t *testing.T, pairs int, d time.Duration, replayed, shared bool) map[string]*stepTally {
 	t.Helper()
+	simulate := stepSynthRun
+	if shared {
+		simulate = sharedStepRun
+	}
 	base := make([]compare.Run, pairs)
 	cand := make([][]compare.Run, len(stepCases))
 	for c := range cand {
@@ -98,14 +121,14 @@ func stepValidation(t *testing.T, pairs int, d time.Duration, replayed bool) map
 				defer wg.Done()
 				defer func() { <-sem }()
 				if c < 0 {
-					base[i] = stepSynthRun(t, int64(7000+i), noiseOf(replayed, 1), d, stepCases[0])
+					base[i] = simulate(t, int64(7000+i), noiseOf(replayed, 1), d, stepCases[0])
 					return
 				}
 				seed := int64(9000 + i)
 				if replayed {
 					seed = int64(7000 + i)
 				}
-				cand[c][i] = stepSynthRun(t, seed, noiseOf(replayed, 2), d, stepCases[c])
+				cand[c][i] = simulate(t, seed, noiseOf(replayed, 2), d, stepCases[c])
 			}()
 		}
 	}
@@ -252,7 +275,7 @@ func checkStepTally(t *testing.T, tallies map[string]*stepTally) {
 // runs); TestStepCostDifferentWorkloadsLong the full one behind
 // LLMPROF_LONG (the docs/diff.md tables).
 func TestStepCostDifferentWorkloads(t *testing.T) {
-	tallies := stepValidation(t, 3, 3*time.Second, false)
+	tallies := stepValidation(t, 3, 3*time.Second, false, true)
 	logStepTally(t, tallies)
 	checkStepTally(t, tallies)
 }
@@ -269,7 +292,7 @@ func TestStepCostDifferentWorkloadsLong(t *testing.T) {
 		}
 		pairs = n
 	}
-	tallies := stepValidation(t, pairs, 3*time.Second, false)
+	tallies := stepValidation(t, pairs, 3*time.Second, false, false)
 	logStepTally(t, tallies)
 	checkStepTally(t, tallies)
 }
@@ -289,7 +312,7 @@ func TestStepCostReplayedLong(t *testing.T) {
 		}
 		pairs = n
 	}
-	tallies := stepValidation(t, pairs, 3*time.Second, true)
+	tallies := stepValidation(t, pairs, 3*time.Second, true, false)
 	logStepTally(t, tallies)
 	checkStepTally(t, tallies)
 }

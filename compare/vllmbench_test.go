@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -33,18 +34,18 @@ func benchResult(n int, seed uint64, slow float64, detailed bool, failed int) []
 		for j := range gaps {
 			g := slow * (0.008 + 0.002*rng.Float64())
 			total += g
-			gaps[j] = fmt.Sprintf("%.6f", g)
+			gaps[j] = strconv.FormatFloat(g, 'f', 6, 64) // fmt's %.6f, without fmt's cost
 		}
 		e := `""`
 		if i < failed {
 			e, first, total, gaps = `"HTTP 500"`, 0, 0, nil
 		}
 		t += rng.ExpFloat64() / 20
-		in = append(in, fmt.Sprint(p))
-		out = append(out, fmt.Sprint(o))
-		start = append(start, fmt.Sprintf("%.6f", 1000+t))
-		ttft = append(ttft, fmt.Sprintf("%.6f", first))
-		lat = append(lat, fmt.Sprintf("%.6f", total))
+		in = append(in, strconv.Itoa(p))
+		out = append(out, strconv.Itoa(o))
+		start = append(start, strconv.FormatFloat(1000+t, 'f', 6, 64))
+		ttft = append(ttft, strconv.FormatFloat(first, 'f', 6, 64))
+		lat = append(lat, strconv.FormatFloat(total, 'f', 6, 64))
 		queue = append(queue, "0.0")
 		errs = append(errs, e)
 		itls = append(itls, "["+strings.Join(gaps, ", ")+"]")

@@ -354,3 +354,29 @@ func TestTorchProfilerSGLangStart(t *testing.T) {
 		t.Fatalf("info %+v", info)
 	}
 }
+
+// checkValue accepts and refuses what decoding into a json.RawMessage does,
+// with the same error, and reads as far: complete values (with trailing
+// bytes left unread), truncated ones, bad syntax, nothing at all.
+func TestCheckValueAsRawMessage(t *testing.T) {
+	for _, in := range []string{
+		`{"traceEvents": [{"ph": "X", "ts": 1.5, "args": {"a": [1, 2, null]}}]}`,
+		`  [1, 2, 3]  trailing garbage`,
+		`"a string"`,
+		`{"traceEvents": [{"ph": "X"`,
+		`{"a": 1,}`,
+		`{"a": tru}`,
+		``,
+		`   `,
+		`}`,
+	} {
+		want := json.NewDecoder(strings.NewReader(in))
+		var raw json.RawMessage
+		wantErr := want.Decode(&raw)
+		got := json.NewDecoder(strings.NewReader(in))
+		gotErr := checkValue(got)
+		if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) || got.InputOffset() != want.InputOffset() {
+			t.Errorf("%q: error %v at %d, want %v at %d", in, gotErr, got.InputOffset(), wantErr, want.InputOffset())
+		}
+	}
+}

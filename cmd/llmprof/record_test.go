@@ -22,6 +22,7 @@ import (
 
 	"github.com/llmprof/llmprof/ingest"
 	"github.com/llmprof/llmprof/internal/driver"
+	"github.com/llmprof/llmprof/internal/otlpclient"
 	"github.com/llmprof/llmprof/internal/shareddata"
 	"github.com/llmprof/llmprof/record"
 )
@@ -196,15 +197,15 @@ esac
 	}
 }
 
-// buildBinaries returns the llmprof to run — this test binary, which runs
-// llmprof's main when llmprofCommand sets asLLMProf in its environment
-// (TestMain), so that no second copy of llmprof is linked (4 s of CPU) —
-// and the OpenTelemetry SDK test client, built once for the end-to-end
-// tests.
+// buildBinaries returns the llmprof to run and the OpenTelemetry SDK test
+// client (internal/otlpclient): both this test binary, which runs llmprof's
+// main when llmprofCommand sets asLLMProf in its environment and the client
+// when asOTLPClient is set (TestMain), so that neither is linked again (4 s
+// of CPU for llmprof, 1.2 s for the client's go build).
 //
 // LLMPROF_TEST_BINDIR, when set, names a directory that already holds both
-// (built from this tree): repeating a test, e.g. 20 runs in a row under
-// load, then does not relink the client every time, and runs that llmprof.
+// as programs (built from this tree: ./cmd/llmprof and
+// ./internal/otlpclient/cmd/otlpclient), and those are run.
 func buildBinaries(t *testing.T) (llmprof, client string) {
 	t.Helper()
 	if dir := os.Getenv("LLMPROF_TEST_BINDIR"); dir != "" {
@@ -214,20 +215,15 @@ func buildBinaries(t *testing.T) (llmprof, client string) {
 	if err != nil {
 		t.Skipf("no path to this test binary to run as llmprof: %v", err)
 	}
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go toolchain on PATH to build the test client")
-	}
-	client = filepath.Join(t.TempDir(), "otlpclient")
-	const pkg = "github.com/llmprof/llmprof/internal/otlpclient"
-	if out, err := exec.Command(goBin, "build", "-o", client, pkg).CombinedOutput(); err != nil {
-		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
-	}
-	return self, client
+	return self, self
 }
 
-// asLLMProf in a test binary's environment makes it llmprof (TestMain).
-const asLLMProf = "LLMPROF_TEST_RUN_MAIN=1"
+// asLLMProf in a test binary's environment makes it llmprof, asOTLPClient
+// the test client (TestMain).
+const (
+	asLLMProf    = "LLMPROF_TEST_RUN_MAIN=1"
+	asOTLPClient = "LLMPROF_TEST_RUN_OTLPCLIENT=1"
+)
 
 // llmprofCommand runs llmprof (buildBinaries) with args.
 func llmprofCommand(llmprof string, args ...string) *exec.Cmd {
@@ -238,12 +234,18 @@ func llmprofCommand(llmprof string, args ...string) *exec.Cmd {
 
 // TestMain runs llmprof's main instead of the tests when the environment
 // holds asLLMProf, which it removes first so that record's child does not
-// inherit it.
+// inherit it, and the test client when it holds asOTLPClient (record's
+// child, which inherits it from record).
 func TestMain(m *testing.M) {
 	name, value, _ := strings.Cut(asLLMProf, "=")
 	if os.Getenv(name) == value {
 		os.Unsetenv(name)
 		main()
+	}
+	name, value, _ = strings.Cut(asOTLPClient, "=")
+	if os.Getenv(name) == value {
+		os.Unsetenv(name)
+		otlpclient.Main(os.Args[1:])
 	}
 	os.Exit(m.Run())
 }
@@ -439,6 +441,7 @@ func TestRecordEndToEnd(t *testing.T) {
 	start := func(t *testing.T, dir string, extra []string, child ...string) (*exec.Cmd, *bytes.Buffer) {
 		args := append(append(append([]string{}, common...), "-o", dir), extra...)
 		cmd := llmprofCommand(llmprof, append(append(args, "--", client), child...)...)
+		cmd.Env = append(cmd.Env, asOTLPClient)
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		cmd.WaitDelay = 10 * time.Second
@@ -609,8 +612,11 @@ func TestRecordEndToEnd(t *testing.T) {
 
 	t.Run("a full disk", func(t *testing.T) {
 		small := t.TempDir()
-		if err := syscall.Mount("tmpfs", small, "tmpfs", 0, "size=4m"); err != nil {
-			t.Skipf("cannot mount a 4 MiB tmpfs to fill (%v); TestRecordWriteFailure in record covers this with an injected error", err)
+		// 2 MiB: the 1 MiB record keeps for the final manifest
+		// (record/recorder.go, manifestReserveBytes) and about as much
+		// again for ~25k spans before the disk is full.
+		if err := syscall.Mount("tmpfs", small, "tmpfs", 0, "size=2m"); err != nil {
+			t.Skipf("cannot mount a 2 MiB tmpfs to fill (%v); TestRecordWriteFailure in record covers this with an injected error", err)
 		}
 		t.Cleanup(func() { syscall.Unmount(small, syscall.MNT_DETACH) })
 		dir := filepath.Join(small, "run.llmprof")

@@ -74,17 +74,26 @@ var layoutAttrRE = func(name string) *regexp.Regexp {
 // CheckLayout loads page (the bytes of an HTML file) with the layout check
 // appended, and returns its findings. It fails when the check did not run.
 func CheckLayout(ctx context.Context, bin string, page []byte, dir string) (*Layout, error) {
+	_, lay, err := LoadWithLayout(ctx, bin, page, dir)
+	return lay, err
+}
+
+// LoadWithLayout is Load and CheckLayout in one start of the browser: page
+// (the bytes of an HTML file) with the layout check appended, written into
+// dir and loaded; the Page's DOM carries the check's attributes besides the
+// page's own.
+func LoadWithLayout(ctx context.Context, bin string, page []byte, dir string) (*Page, *Layout, error) {
 	path := filepath.Join(dir, "layout-check.html")
 	withCheck := strings.Replace(string(page), "</body>", layoutScript+"</body>", 1)
 	if err := os.WriteFile(path, []byte(withCheck), 0o644); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	p, err := Load(ctx, bin, path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if m := layoutAttrRE("data-layout-checked").FindStringSubmatch(p.DOM); m == nil {
-		return nil, &checkError{p.Log}
+		return nil, nil, &checkError{p.Log}
 	}
 	split := func(name string) []string {
 		m := layoutAttrRE(name).FindStringSubmatch(p.DOM)
@@ -93,7 +102,7 @@ func CheckLayout(ctx context.Context, bin string, page []byte, dir string) (*Lay
 		}
 		return strings.Split(html.UnescapeString(m[1]), "\n")
 	}
-	return &Layout{Overlaps: split("data-overlaps"), SameColours: split("data-same-colours")}, nil
+	return p, &Layout{Overlaps: split("data-overlaps"), SameColours: split("data-same-colours")}, nil
 }
 
 type checkError struct{ log string }

@@ -119,6 +119,18 @@ func NewSortedView(values []float64) SortedView {
 	return SortedView{order: order, vals: vals}
 }
 
+// ByUnit returns the view of a series whose i-th value belongs to unit[i]
+// (the tokens of requests): read with the units' multiplicities, its
+// order statistics are those of the series with each value drawn as often
+// as its unit, without expanding the counts to one per value.
+func (s SortedView) ByUnit(unit []int32) SortedView {
+	order := make([]int32, len(s.order))
+	for i, j := range s.order {
+		order[i] = unit[j]
+	}
+	return SortedView{order: order, vals: s.vals}
+}
+
 // Total is the resample's size restricted to this series' known units.
 // values is the series the view was built from; walking it in unit order
 // keeps the memory access sequential.

@@ -130,6 +130,46 @@ func TestResampledStatisticsMatchMaterialized(t *testing.T) {
 	}
 }
 
+// TestByUnitMatchesExpandedCounts: a view of tokens read with their
+// requests' multiplicities (SortedView.ByUnit) gives the order statistics
+// of the view read with one multiplicity per token, bit for bit.
+func TestByUnitMatchesExpandedCounts(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 9))
+	units := 60
+	var values []float64
+	var unit []int32
+	for u := range units {
+		for range 1 + rng.IntN(20) {
+			values = append(values, math.Round(10*math.Exp(rng.NormFloat64())))
+			unit = append(unit, int32(u))
+		}
+	}
+	view := NewSortedView(values)
+	byUnit := view.ByUnit(unit)
+	expanded := make([]int32, len(values))
+	rs := NewResampler(units, 1, 2, "tokens")
+	for range 50 {
+		counts := rs.Next()
+		total := 0
+		for j, u := range unit {
+			expanded[j] = counts[u]
+			total += int(counts[u])
+		}
+		if total != len(materialize(values, expanded)) {
+			t.Fatalf("total %d, want %d", total, len(materialize(values, expanded)))
+		}
+		for _, q := range []float64{0, 0.01, 0.3, 0.5, 0.9, 0.99, 1} {
+			got, want := byUnit.Quantile(counts, total, q), view.Quantile(expanded, total, q)
+			if math.Float64bits(got) != math.Float64bits(want) {
+				t.Fatalf("q=%v: %v, want %v", q, got, want)
+			}
+			if ref := Quantile(materialize(values, expanded), q); math.Abs(got-ref) > 1e-12*math.Abs(ref) {
+				t.Fatalf("q=%v: %v, the materialized resample's %v", q, got, ref)
+			}
+		}
+	}
+}
+
 // TestBlockResamplerKeepsRunsTogether: with blocks every drawn unit arrives
 // with its neighbours, so multiplicities change only at block edges.
 func TestBlockResamplerKeepsRunsTogether(t *testing.T) {

@@ -1,13 +1,15 @@
-// Command otlpclient is a test workload for `llmprof record`: it sits where an
+// Package otlpclient is a test workload for `llmprof record`: it sits where an
 // inference server would, before the pipeline, and exports deterministic
 // LLM-shaped spans with the OpenTelemetry Go SDK, configured only through the
 // OTEL_EXPORTER_OTLP_* environment that record sets (gRPC or HTTP/protobuf,
 // as OTEL_EXPORTER_OTLP_TRACES_PROTOCOL says). It writes what it sent as JSON
 // Lines so a test can check that every span reached the capture intact.
+// cmd/llmprof's tests run it inside their own binary (Main); the command
+// cmd/otlpclient is the same program on its own:
 //
 //	otlpclient -spans 1000 -sent sent.jsonl        export 1000 spans and exit
 //	otlpclient -until-signal -sent sent.jsonl      export until SIGINT/SIGTERM, flush, exit
-package main
+package otlpclient
 
 import (
 	"bufio"
@@ -43,20 +45,26 @@ type SentSpan struct {
 	Attrs   map[string]string `json:"attrs"`
 }
 
-func main() {
-	if err := run(); err != nil {
+// Main runs the client with args (the command line after the program's
+// name) and exits: 1 on an error, else the status -exit asks for.
+func Main(args []string) {
+	if err := run(args); err != nil {
 		fmt.Fprintln(os.Stderr, "otlpclient:", err)
 		os.Exit(1)
 	}
+	os.Exit(0)
 }
 
-func run() error {
-	spans := flag.Int("spans", 100, "spans to export (ignored with -until-signal)")
-	untilSignal := flag.Bool("until-signal", false, "export continuously until SIGINT or SIGTERM")
-	burst := flag.Int("burst", 200, "spans per 10 ms with -until-signal")
-	sentPath := flag.String("sent", "", "write the spans sent to this JSON Lines file")
-	exitCode := flag.Int("exit", 0, "exit with this status after a clean shutdown")
-	flag.Parse()
+func run(args []string) error {
+	fs := flag.NewFlagSet("otlpclient", flag.ExitOnError)
+	spans := fs.Int("spans", 100, "spans to export (ignored with -until-signal)")
+	untilSignal := fs.Bool("until-signal", false, "export continuously until SIGINT or SIGTERM")
+	burst := fs.Int("burst", 200, "spans per 10 ms with -until-signal")
+	sentPath := fs.String("sent", "", "write the spans sent to this JSON Lines file")
+	exitCode := fs.Int("exit", 0, "exit with this status after a clean shutdown")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
 
 	// Subscribe before exporting so that a stop request is never missed.
 	stop := make(chan os.Signal, 1)
