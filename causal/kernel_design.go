@@ -151,11 +151,12 @@ type withinPlan struct {
 	longest int
 }
 
-// withinSeg is one group's rows in a withinPlan's order, and its basis when
-// the plan holds it (nil: built where it is applied). Groups with the same
-// steps share one basis's memory.
+// withinSeg is one group's rows in a withinPlan's order, the group, and its
+// basis when the plan holds it (nil: built where it is applied). Groups
+// with the same steps share one basis's memory.
 type withinSeg struct {
 	from, to int
+	group    int32
 	basis    [][]float64
 }
 
@@ -304,7 +305,7 @@ func newWithinPlanHolding(rows []kernelRow, groups int, use batchUse, full *with
 		p.rank[g] = int32(rank)
 		p.absorbed += rank
 		p.segOf[g] = int32(len(p.segs))
-		p.segs = append(p.segs, withinSeg{from: len(p.order), to: len(p.order) + len(m), basis: basis})
+		p.segs = append(p.segs, withinSeg{from: len(p.order), to: len(p.order) + len(m), group: int32(g), basis: basis})
 		p.longest = max(p.longest, len(m))
 		p.order = append(p.order, m...)
 		for _, r := range m {
@@ -464,6 +465,14 @@ func (p *withinPlan) apply(cols, outs [][]float64) {
 // columns are held at a time, not those of every row (and one group's
 // basis, where the plan does not hold it).
 func (p *withinPlan) fillDesign(ncol int, fill func(i, a int, vals [][]float64) bool, y, design []float64) bool {
+	return p.fillWeighted(ncol, fill, nil, y, design)
+}
+
+// fillWeighted is fillDesign with each group's residuals multiplied by its
+// weight (weight[g], by group; nil: none) as they are written: the same
+// product, of the same residual and weight, as weighting the columns after
+// they are filled, without a weight held for every row.
+func (p *withinPlan) fillWeighted(ncol int, fill func(i, a int, vals [][]float64) bool, weight, y, design []float64) bool {
 	buf := make([][]float64, ncol)
 	for c := range buf {
 		buf[c] = make([]float64, p.longest)
@@ -487,11 +496,22 @@ func (p *withinPlan) fillDesign(ncol int, fill func(i, a int, vals [][]float64) 
 			basis, bases = p.groupBasis(logs, m, bases)
 		}
 		residualizeGroup(vs, basis)
+		if weight == nil {
+			for a, d := range p.dest[s.from:s.to] {
+				y[d] = vs[0][a]
+				row := design[int(d)*k : int(d)*k+k]
+				for c := range row {
+					row[c] = vs[c+1][a]
+				}
+			}
+			continue
+		}
+		w := weight[s.group]
 		for a, d := range p.dest[s.from:s.to] {
-			y[d] = vs[0][a]
+			y[d] = vs[0][a] * w
 			row := design[int(d)*k : int(d)*k+k]
 			for c := range row {
-				row[c] = vs[c+1][a]
+				row[c] = vs[c+1][a] * w
 			}
 		}
 	}

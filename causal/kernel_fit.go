@@ -38,13 +38,62 @@ type kernelFit struct {
 // groups sel keeps whole reuse. start, when not nil, is the first step of a
 // fit of the same rows sel and overlaps xs in another form.
 func fitKernels(rows []kernelRow, groups int, use batchUse, xs [][]float64, sel []bool, o KernelOptions, full *withinPlan, form stretchForm, start *firstStep) kernelFit {
-	f := kernelFit{estimable: make([]bool, len(xs))}
-	sub, subX := selectRows(rows, xs, sel)
+	return fitOverlaps(rows, groups, use, overlapSet{x: xs}, sel, o, full, form, start)
+}
+
+// overlapSet is the overlaps a fit reads, by source and row: the kernels'
+// own (x, in row order), or, where step is set (SpecStep), each source's
+// share of each step's window (stepShares, indexed by step), a row without
+// a step keeping its own. The steps' shares are a float a step where their
+// rows' copies (stepOverlaps) were a float a row and source, held beside x
+// through every fit of a target.
+type overlapSet struct {
+	x, step [][]float64
+}
+
+// at is source j's overlap of row r of rows (the rows x is of).
+func (s overlapSet) at(rows []kernelRow, j, r int) float64 {
+	if s.step != nil && rows[r].step >= 0 {
+		return s.step[j][rows[r].step]
+	}
+	return s.x[j][r]
+}
+
+// varies is varies of source j's overlaps of rows.
+func (s overlapSet) varies(rows []kernelRow, j int) bool {
+	if s.step == nil {
+		return varies(s.x[j])
+	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for r := range rows {
+		v := s.at(rows, j, r)
+		lo, hi = math.Min(lo, v), math.Max(hi, v)
+	}
+	return hi-lo > 1e-9
+}
+
+// denominator is form's denominator (stretchForm.denominator) of row r of
+// rows.
+func (s overlapSet) denominator(form stretchForm, stretch []float64, rows []kernelRow, r int) float64 {
+	if s.step == nil {
+		return form.denominator(stretch, s.x, r)
+	}
+	den := 1.0
+	for j := range s.x {
+		den += form.sign() * stretch[j] * s.at(rows, j, r)
+	}
+	return den
+}
+
+// fitOverlaps is fitKernels of the overlaps of set.
+func fitOverlaps(rows []kernelRow, groups int, use batchUse, set overlapSet, sel []bool, o KernelOptions, full *withinPlan, form stretchForm, start *firstStep) kernelFit {
+	f := kernelFit{estimable: make([]bool, len(set.x))}
+	sub, subX := selectRows(rows, set, sel)
 	plan := full
 	if sel != nil || plan == nil {
 		plan = newWithinPlan(sub, groups, use, full)
 	}
-	k := len(xs)
+	k := len(set.x)
 	f.n = plan.kept
 	if f.n < o.MinKernels || f.n-plan.absorbed < 10*k {
 		f.reason = fmt.Sprintf("only %d kernels with freedom left after their identity effects (need %d, and 10 per source)", f.n, o.MinKernels)
@@ -92,9 +141,9 @@ func fitKernels(rows []kernelRow, groups int, use batchUse, xs [][]float64, sel 
 }
 
 // selectRows is the rows sel keeps (nil: all) and their overlaps.
-func selectRows(rows []kernelRow, xs [][]float64, sel []bool) ([]kernelRow, [][]float64) {
+func selectRows(rows []kernelRow, set overlapSet, sel []bool) ([]kernelRow, overlapSet) {
 	if sel == nil {
-		return rows, xs
+		return rows, set
 	}
 	n := 0
 	for _, in := range sel {
@@ -103,19 +152,19 @@ func selectRows(rows []kernelRow, xs [][]float64, sel []bool) ([]kernelRow, [][]
 		}
 	}
 	sub := make([]kernelRow, 0, n)
-	subX := make([][]float64, len(xs))
+	subX := make([][]float64, len(set.x))
 	for j := range subX {
 		subX[j] = make([]float64, 0, n)
 	}
 	for r := range rows {
 		if sel[r] {
 			sub = append(sub, rows[r])
-			for j := range xs {
-				subX[j] = append(subX[j], xs[j][r])
+			for j := range subX {
+				subX[j] = append(subX[j], set.at(rows, j, r))
 			}
 		}
 	}
-	return sub, subX
+	return sub, overlapSet{x: subX}
 }
 
 // stretchFit is the converged stretch model: each source's stretch, the
@@ -147,8 +196,8 @@ type firstStep struct {
 // same with 1 − Σ c x for 1 + Σ s x (the derivative's sign is absorbed by
 // the working response's: y + log(1 − Σ c x), columns x_j / (1 − Σ c x)).
 // A non-empty reason says why there is no fit.
-func gaussNewton(plan *withinPlan, sub []kernelRow, subX [][]float64, idx []int32, groups int, form stretchForm, start *firstStep) (stretchFit, string) {
-	n, k := plan.kept, len(subX)
+func gaussNewton(plan *withinPlan, sub []kernelRow, subX overlapSet, idx []int32, groups int, form stretchForm, start *firstStep) (stretchFit, string) {
+	n, k := plan.kept, len(subX.x)
 	gn := stretchFit{stretch: make([]float64, k), colOf: make([]int, k)}
 	// Each step's columns: the working response and each varying source's,
 	// in that order, residualized one identity at a time into row order —
@@ -156,9 +205,9 @@ func gaussNewton(plan *withinPlan, sub []kernelRow, subX [][]float64, idx []int3
 	// reads (row-major, one column per varying source): the fit's columns
 	// are the kernel view's peak of memory.
 	nx := 0
-	for j := range subX {
+	for j := range subX.x {
 		gn.colOf[j] = -1
-		if varies(subX[j]) {
+		if subX.varies(sub, j) {
 			gn.colOf[j] = nx
 			nx++
 		}
@@ -176,7 +225,7 @@ func gaussNewton(plan *withinPlan, sub []kernelRow, subX [][]float64, idx []int3
 	for j := range xp {
 		xp[j] = make([]float64, n)
 		for i, r := range plan.order {
-			xp[j][i] = subX[j][r]
+			xp[j][i] = subX.at(sub, j, int(r))
 		}
 	}
 	yy := make([]float64, n)
@@ -186,18 +235,18 @@ func gaussNewton(plan *withinPlan, sub []kernelRow, subX [][]float64, idx []int3
 	iter := 0
 	if start != nil {
 		copy(gn.stretch, start.stretch)
-		weight = identityWeights(sub, idx, start.sigma)
+		weight = groupWeights(start.sigma)
 		iter = 1
 	}
 	for ; iter < 30; iter++ {
 		// The rows left out still have to keep their duration positive.
 		for _, r := range plan.dropped {
-			if form.denominator(gn.stretch, subX, int(r)) <= 0 {
+			if subX.denominator(form, gn.stretch, sub, int(r)) <= 0 {
 				return gn, diverged
 			}
 		}
 		sc.design = stat.Grow(sc.design, n*nx)
-		ok := plan.fillDesign(1+nx, func(i, a int, vals [][]float64) bool {
+		ok := plan.fillWeighted(1+nx, func(i, a int, vals [][]float64) bool {
 			den := form.denominator(gn.stretch, xp, i)
 			if den <= 0 {
 				return false
@@ -209,20 +258,9 @@ func gaussNewton(plan *withinPlan, sub []kernelRow, subX [][]float64, idx []int3
 				}
 			}
 			return true
-		}, yy, sc.design)
+		}, weight, yy, sc.design)
 		if !ok {
 			return gn, diverged
-		}
-		if weight != nil {
-			for a := range yy {
-				yy[a] *= weight[a]
-			}
-			for a, w := range weight {
-				row := sc.design[a*nx : (a+1)*nx]
-				for c := range row {
-					row[c] *= w
-				}
-			}
 		}
 		var err error
 		gn.fit, gn.kept, err = fitRowMajor(sc.design, nx, yy, &sc)
@@ -236,7 +274,7 @@ func gaussNewton(plan *withinPlan, sub []kernelRow, subX [][]float64, idx []int3
 			// the context length) count for less than ones the identity and
 			// batch pin down. The clustered errors stay valid for any weights.
 			sigma := identitySigmas(sub, idx, gn.fit.resid, groups)
-			weight = identityWeights(sub, idx, sigma)
+			weight = groupWeights(sigma)
 			gn.first = &firstStep{sigma: sigma}
 		}
 		if gn.step() < 1e-7 && iter > 0 {
@@ -479,20 +517,21 @@ func identitySigmas(sub []kernelRow, idx []int32, resid []float64, groups int) [
 	return sigma
 }
 
-// identityWeights is 1/σ_g for each row of idx (identitySigmas).
-func identityWeights(sub []kernelRow, idx []int32, sigma []float64) []float64 {
-	w := make([]float64, len(idx))
-	for a, r := range idx {
-		w[a] = 1 / sigma[sub[r].group]
+// groupWeights is 1/σ_g for each identity (identitySigmas), the weight of
+// each of its rows (withinPlan.fillWeighted).
+func groupWeights(sigma []float64) []float64 {
+	w := make([]float64, len(sigma))
+	for g, s := range sigma {
+		w[g] = 1 / s
 	}
 	return w
 }
 
 // kernelRegression fits one target's kernels on one GPU against every
 // source's overlap at once.
-// ys, when the kernels are linked to steps, are the step-level overlaps of
-// SpecStep.
-func kernelRegression(target busyKey, sources []busyKey, isolated []bool, srcDev []int16, rows []kernelRow, groups int, use batchUse, xs, ys [][]float64, o KernelOptions, byCat bool) []KernelPair {
+// shares, when the kernels are linked to steps, are each source's share of
+// each step's window (stepShares), SpecStep's overlaps.
+func kernelRegression(target busyKey, sources []busyKey, isolated []bool, srcDev []int16, rows []kernelRow, groups int, use batchUse, xs, shares [][]float64, o KernelOptions, byCat bool) []KernelPair {
 	pairs := make([]KernelPair, len(sources))
 	for j, s := range sources {
 		pairs[j] = KernelPair{
@@ -534,7 +573,7 @@ func kernelRegression(target busyKey, sources []busyKey, isolated []bool, srcDev
 	if f.reason != "" {
 		return pairs
 	}
-	specBand(pairs, rows, groups, use, xs, ys, o, plan, f.first)
+	specBand(pairs, rows, groups, use, xs, shares, o, plan, f.first)
 	f.first = nil // a float a row: not held through the per-category fits
 	if !byCat {
 		return pairs
@@ -576,26 +615,26 @@ func kernelRegression(target busyKey, sources []busyKey, isolated []bool, srcDev
 }
 
 // specBand fits the alternative specifications (SpecRate on the kernels'
-// overlaps xs, SpecStep on their steps' ys when there are steps) and widens
+// overlaps xs, SpecStep on their steps' shares when there are steps) and widens
 // each estimable pair's interval to the band of all of them. The model's
 // interval is valid only if the interference works the way the model says;
 // in the simulator, where it can work otherwise, the model's point estimate
 // stays within a few points of the truth but its interval, which narrows as
 // the run grows, misses it (docs/tenants.md). first is the model's fit's
 // first step (kernelFit.first), which SpecRate's fit starts from.
-func specBand(pairs []KernelPair, rows []kernelRow, groups int, use batchUse, xs, ys [][]float64, o KernelOptions, plan *withinPlan, first *firstStep) {
+func specBand(pairs []KernelPair, rows []kernelRow, groups int, use batchUse, xs, shares [][]float64, o KernelOptions, plan *withinPlan, first *firstStep) {
 	type spec struct {
 		name  string
-		xs    [][]float64
+		set   overlapSet
 		form  stretchForm
 		start *firstStep
 	}
-	specs := []spec{{SpecRate, xs, formRate, first}}
-	if ys != nil {
-		specs = append(specs, spec{SpecStep, ys, formOverlap, nil})
+	specs := []spec{{SpecRate, overlapSet{x: xs}, formRate, first}}
+	if shares != nil {
+		specs = append(specs, spec{SpecStep, overlapSet{x: xs, step: shares}, formOverlap, nil})
 	}
 	for _, sp := range specs {
-		f := fitKernels(rows, groups, use, sp.xs, nil, o, plan, sp.form, sp.start)
+		f := fitOverlaps(rows, groups, use, sp.set, nil, o, plan, sp.form, sp.start)
 		if f.reason != "" {
 			continue
 		}

@@ -1,0 +1,158 @@
+package causal
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/llmprof/llmprof/ingest"
+)
+
+// The kernel fit's memory (docs/design.md, "What the analysis holds on
+// top"): what it no longer holds a copy of for every row gives the digits
+// of the copies it replaced.
+
+// leanRun is a target's rows over 1200 steps, some of them not linked to a
+// step, with two sources' overlaps of each row and each source's share of
+// each step's window.
+func leanRun(seed uint64) (rows []kernelRow, groups int, use batchUse, xs, shares [][]float64) {
+	rng := rand.New(rand.NewPCG(seed, 7))
+	const perStep = 8
+	groups = 8
+	var steps []KernelStep
+	xs = make([][]float64, 2)
+	shares = make([][]float64, 2)
+	for s := 0; s < 1200; s++ {
+		at := int64(s) * 10e6
+		steps = append(steps, KernelStep{Start: at, End: at + 9e6, Size: float64(1 + rng.IntN(64)), Tokens: float64(1 + rng.IntN(4096)), Context: float64(1 + rng.IntN(1<<16))})
+		s0, s1 := rng.Float64(), rng.Float64()
+		shares[0], shares[1] = append(shares[0], s0), append(shares[1], s1)
+		for g := 0; g < perStep; g++ {
+			x0, x1 := rng.Float64(), rng.Float64()*rng.Float64()
+			d := math.Exp(10+0.1*float64(g)+0.05*math.Log(steps[s].Tokens)+0.1*rng.NormFloat64()) * (1 + 0.3*s0 + 0.2*x0 + 0.05*x1)
+			step := int32(s)
+			if rng.IntN(40) == 0 {
+				step = -1 // a kernel no step launched: keeps its own overlap
+			}
+			rows = append(rows, kernelRow{start: at + int64(g)*1e6, dur: int64(d), group: int32(g % groups), step: step, cat: kernelCat(g)})
+			xs[0], xs[1] = append(xs[0], x0), append(xs[1], x1)
+		}
+	}
+	return rows, groups, batchUse{steps: steps}, xs, shares
+}
+
+// kernelCat is two categories, by identity.
+func kernelCat(g int) ingest.KernelCategory {
+	if g%2 == 0 {
+		return ingest.CategoryGEMM
+	}
+	return ingest.CategoryAttention
+}
+
+// sameFit reports whether two fits have the same coefficients, errors and
+// blocks, bit for bit.
+func sameFit(a, b kernelFit) bool {
+	if a.reason != b.reason || len(a.beta) != len(b.beta) {
+		return false
+	}
+	for j := range a.beta {
+		if math.Float64bits(a.beta[j]) != math.Float64bits(b.beta[j]) || math.Float64bits(a.se[j]) != math.Float64bits(b.se[j]) {
+			return false
+		}
+	}
+	return a.n == b.n && a.blocks == b.blocks && a.blockNs == b.blockNs
+}
+
+// SpecStep's fit read through the steps' shares (overlapSet) gives the
+// digits of the fit of each row's copy of its step's share (stepOverlaps'
+// rows), on all rows and on a category's.
+func TestStepSharesFitMatchesRowOverlaps(t *testing.T) {
+	rows, groups, use, xs, shares := leanRun(3)
+	ys := make([][]float64, len(xs))
+	for j := range ys {
+		ys[j] = make([]float64, len(rows))
+		for r := range rows {
+			ys[j][r] = xs[j][r]
+			if rows[r].step >= 0 {
+				ys[j][r] = shares[j][rows[r].step]
+			}
+		}
+	}
+	o := KernelOptions{}.withDefaults()
+	plan := newWithinPlan(rows, groups, use, nil)
+	sel := make([]bool, len(rows))
+	for r := range rows {
+		sel[r] = rows[r].cat == ingest.CategoryGEMM
+	}
+	for _, tc := range []struct {
+		name string
+		sel  []bool
+	}{{"all rows", nil}, {"a category", sel}} {
+		want := fitKernels(rows, groups, use, ys, tc.sel, o, plan, formOverlap, nil)
+		got := fitOverlaps(rows, groups, use, overlapSet{x: xs, step: shares}, tc.sel, o, plan, formOverlap, nil)
+		if want.reason != "" {
+			t.Fatalf("%s: %s", tc.name, want.reason)
+		}
+		if !sameFit(want, got) {
+			t.Errorf("%s: through the shares β %v, se %v; the rows' copies β %v, se %v", tc.name, got.beta, got.se, want.beta, want.se)
+		}
+	}
+	// The shares are read: other shares give other digits.
+	other := [][]float64{shares[1], shares[0]}
+	if got := fitOverlaps(rows, groups, use, overlapSet{x: xs, step: other}, nil, o, plan, formOverlap, nil); sameFit(got, fitKernels(rows, groups, use, ys, nil, o, plan, formOverlap, nil)) {
+		t.Errorf("swapped shares give the same fit")
+	}
+}
+
+// Weighting each identity's residuals as they are written (fillWeighted)
+// gives the digits of weighting every row's after they are filled.
+func TestFillWeightedMatchesWeightingAfter(t *testing.T) {
+	rows, groups, use, _, _ := leanRun(5)
+	rng := rand.New(rand.NewPCG(5, 9))
+	p := newWithinPlan(rows, groups, use, nil)
+	const ncol = 3
+	vals := make([][]float64, ncol)
+	for c := range vals {
+		vals[c] = make([]float64, p.kept)
+		for i := range vals[c] {
+			vals[c][i] = rng.NormFloat64() * float64(c+1)
+		}
+	}
+	fill := func(i, a int, v [][]float64) bool {
+		for c := range v {
+			v[c][a] = vals[c][i]
+		}
+		return true
+	}
+	weight := make([]float64, groups)
+	for g := range weight {
+		weight[g] = 1 / (0.05 + rng.Float64())
+	}
+	y, design := make([]float64, p.kept), make([]float64, p.kept*(ncol-1))
+	p.fillDesign(ncol, fill, y, design)
+	// Each kept row's group, in row order.
+	groupOf := make([]int32, 0, p.kept)
+	for r := range rows {
+		if p.keep[r] {
+			groupOf = append(groupOf, rows[r].group)
+		}
+	}
+	for a, g := range groupOf {
+		y[a] *= weight[g]
+		for c := range ncol - 1 {
+			design[a*(ncol-1)+c] *= weight[g]
+		}
+	}
+	gy, gd := make([]float64, p.kept), make([]float64, p.kept*(ncol-1))
+	p.fillWeighted(ncol, fill, weight, gy, gd)
+	for a := range y {
+		if math.Float64bits(y[a]) != math.Float64bits(gy[a]) {
+			t.Fatalf("row %d: response %v, weighted after %v", a, gy[a], y[a])
+		}
+	}
+	for i := range design {
+		if math.Float64bits(design[i]) != math.Float64bits(gd[i]) {
+			t.Fatalf("design entry %d: %v, weighted after %v", i, gd[i], design[i])
+		}
+	}
+}
