@@ -334,6 +334,48 @@ func newWithinPlanHolding(rows []kernelRow, groups int, use batchUse, full *with
 	return p
 }
 
+// layout is set's overlaps of rows in the plan's layout (laidOverlaps):
+// the kept rows' in the plan's order, then the dropped rows', each a copy
+// of its row's overlap (its step's share where set reads one).
+func (p *withinPlan) layout(rows []kernelRow, set overlapSet) laidOverlaps {
+	lay := laidOverlaps{x: make([][]float64, len(set.x))}
+	for j := range lay.x {
+		x := make([]float64, 0, len(rows))
+		for _, r := range p.order {
+			x = append(x, set.at(rows, j, int(r)))
+		}
+		for _, r := range p.dropped {
+			x = append(x, set.at(rows, j, int(r)))
+		}
+		lay.x[j] = x
+	}
+	return lay
+}
+
+// layoutSteps is each row's step in the plan's layout (laidOverlaps.stepOf).
+func (p *withinPlan) layoutSteps(rows []kernelRow) []int32 {
+	steps := make([]int32, 0, len(rows))
+	for _, r := range p.order {
+		steps = append(steps, rows[r].step)
+	}
+	for _, r := range p.dropped {
+		steps = append(steps, rows[r].step)
+	}
+	return steps
+}
+
+// rowOrder is x, in the plan's layout, back in the order of its rows.
+func (p *withinPlan) rowOrder(x []float64) []float64 {
+	out := make([]float64, len(x))
+	for i, r := range p.order {
+		out[r] = x[i]
+	}
+	for q, r := range p.dropped {
+		out[r] = x[len(p.order)+q]
+	}
+	return out
+}
+
 // holdBasis is a copy of basis (vectors of m floats) in one array of its
 // own, to hold past the memory it was built in.
 func holdBasis(basis [][]float64, m int) [][]float64 {

@@ -59,41 +59,68 @@ func (s overlapSet) at(rows []kernelRow, j, r int) float64 {
 	return s.x[j][r]
 }
 
-// varies is varies of source j's overlaps of rows.
-func (s overlapSet) varies(rows []kernelRow, j int) bool {
-	if s.step == nil {
-		return varies(s.x[j])
+// laidOverlaps are a fit's overlaps in its plan's layout
+// (withinPlan.layout): source j's overlap of the i-th of the plan's kept
+// rows, in the plan's order, is x[j][i], and of its q-th dropped row
+// x[j][kept+q]. The fit reads them in that order as it fills its columns,
+// without a copy of its own. With step set (SpecStep), an entry whose row
+// has a step (stepOf, in the same layout) reads its step's share instead.
+type laidOverlaps struct {
+	x, step [][]float64
+	stepOf  []int32
+}
+
+// at is source j's overlap of layout entry i.
+func (l laidOverlaps) at(j, i int) float64 {
+	if l.step != nil {
+		if s := l.stepOf[i]; s >= 0 {
+			return l.step[j][s]
+		}
+	}
+	return l.x[j][i]
+}
+
+// varies is varies of source j's overlaps (of the kept and the dropped
+// rows: the extremes do not depend on the order they are read in).
+func (l laidOverlaps) varies(j int) bool {
+	if l.step == nil {
+		return varies(l.x[j])
 	}
 	lo, hi := math.Inf(1), math.Inf(-1)
-	for r := range rows {
-		v := s.at(rows, j, r)
+	for i := range l.x[j] {
+		v := l.at(j, i)
 		lo, hi = math.Min(lo, v), math.Max(hi, v)
 	}
 	return hi-lo > 1e-9
 }
 
-// denominator is form's denominator (stretchForm.denominator) of row r of
-// rows.
-func (s overlapSet) denominator(form stretchForm, stretch []float64, rows []kernelRow, r int) float64 {
-	if s.step == nil {
-		return form.denominator(stretch, s.x, r)
+// denominator is form's denominator (stretchForm.denominator) of layout
+// entry i.
+func (l laidOverlaps) denominator(form stretchForm, stretch []float64, i int) float64 {
+	if l.step == nil {
+		return form.denominator(stretch, l.x, i)
 	}
 	den := 1.0
-	for j := range s.x {
-		den += form.sign() * stretch[j] * s.at(rows, j, r)
+	for j := range l.x {
+		den += form.sign() * stretch[j] * l.at(j, i)
 	}
 	return den
 }
 
 // fitOverlaps is fitKernels of the overlaps of set.
 func fitOverlaps(rows []kernelRow, groups int, use batchUse, set overlapSet, sel []bool, o KernelOptions, full *withinPlan, form stretchForm, start *firstStep) kernelFit {
-	f := kernelFit{estimable: make([]bool, len(set.x))}
 	sub, subX := selectRows(rows, set, sel)
 	plan := full
 	if sel != nil || plan == nil {
 		plan = newWithinPlan(sub, groups, use, full)
 	}
-	k := len(set.x)
+	return fitLaid(sub, groups, plan.layout(sub, subX), o, plan, form, start)
+}
+
+// fitLaid is fitKernels of rows' overlaps lay, in plan's layout.
+func fitLaid(sub []kernelRow, groups int, lay laidOverlaps, o KernelOptions, plan *withinPlan, form stretchForm, start *firstStep) kernelFit {
+	f := kernelFit{estimable: make([]bool, len(lay.x))}
+	k := len(lay.x)
 	f.n = plan.kept
 	if f.n < o.MinKernels || f.n-plan.absorbed < 10*k {
 		f.reason = fmt.Sprintf("only %d kernels with freedom left after their identity effects (need %d, and 10 per source)", f.n, o.MinKernels)
@@ -106,7 +133,7 @@ func fitOverlaps(rows []kernelRow, groups int, use batchUse, set overlapSet, sel
 			idx = append(idx, int32(r))
 		}
 	}
-	gn, reason := gaussNewton(plan, sub, subX, idx, groups, form, start)
+	gn, reason := gaussNewton(plan, sub, lay, idx, groups, form, start)
 	f.first = gn.first
 	if reason != "" {
 		f.reason = reason
@@ -196,8 +223,8 @@ type firstStep struct {
 // same with 1 − Σ c x for 1 + Σ s x (the derivative's sign is absorbed by
 // the working response's: y + log(1 − Σ c x), columns x_j / (1 − Σ c x)).
 // A non-empty reason says why there is no fit.
-func gaussNewton(plan *withinPlan, sub []kernelRow, subX overlapSet, idx []int32, groups int, form stretchForm, start *firstStep) (stretchFit, string) {
-	n, k := plan.kept, len(subX.x)
+func gaussNewton(plan *withinPlan, sub []kernelRow, lay laidOverlaps, idx []int32, groups int, form stretchForm, start *firstStep) (stretchFit, string) {
+	n, k := plan.kept, len(lay.x)
 	gn := stretchFit{stretch: make([]float64, k), colOf: make([]int, k)}
 	// Each step's columns: the working response and each varying source's,
 	// in that order, residualized one identity at a time into row order —
@@ -205,9 +232,9 @@ func gaussNewton(plan *withinPlan, sub []kernelRow, subX overlapSet, idx []int32
 	// reads (row-major, one column per varying source): the fit's columns
 	// are the kernel view's peak of memory.
 	nx := 0
-	for j := range subX.x {
+	for j := range lay.x {
 		gn.colOf[j] = -1
-		if subX.varies(sub, j) {
+		if lay.varies(j) {
 			gn.colOf[j] = nx
 			nx++
 		}
@@ -215,17 +242,41 @@ func gaussNewton(plan *withinPlan, sub []kernelRow, subX overlapSet, idx []int32
 	if nx == 0 {
 		return gn, "no source's overlap varies across the target's kernels"
 	}
-	// The log durations and overlaps of the kept rows in the plan's order,
-	// read in order each step (the rows lie scattered in it).
+	// The log durations of the kept rows in the plan's order, read in order
+	// each step (the rows lie scattered in it), as their overlaps are laid.
 	yp := make([]float64, n)
-	xp := make([][]float64, k)
 	for i, r := range plan.order {
 		yp[i] = sub[r].logDur()
 	}
-	for j := range xp {
-		xp[j] = make([]float64, n)
-		for i, r := range plan.order {
-			xp[j][i] = subX.at(sub, j, int(r))
+	// Each step's columns of the i-th of the plan's rows, the a-th of its
+	// group: its overlaps read straight from the layout, or (SpecStep)
+	// through the steps' shares.
+	fill := func(i, a int, vals [][]float64) bool {
+		den := form.denominator(gn.stretch, lay.x, i)
+		if den <= 0 {
+			return false
+		}
+		vals[0][a] = yp[i] - form.sign()*math.Log(den)
+		for j, c := range gn.colOf {
+			if c >= 0 {
+				vals[c+1][a] = lay.x[j][i] / den
+			}
+		}
+		return true
+	}
+	if lay.step != nil {
+		fill = func(i, a int, vals [][]float64) bool {
+			den := lay.denominator(form, gn.stretch, i)
+			if den <= 0 {
+				return false
+			}
+			vals[0][a] = yp[i] - form.sign()*math.Log(den)
+			for j, c := range gn.colOf {
+				if c >= 0 {
+					vals[c+1][a] = lay.at(j, i) / den
+				}
+			}
+			return true
 		}
 	}
 	yy := make([]float64, n)
@@ -240,25 +291,13 @@ func gaussNewton(plan *withinPlan, sub []kernelRow, subX overlapSet, idx []int32
 	}
 	for ; iter < 30; iter++ {
 		// The rows left out still have to keep their duration positive.
-		for _, r := range plan.dropped {
-			if subX.denominator(form, gn.stretch, sub, int(r)) <= 0 {
+		for q := range plan.dropped {
+			if lay.denominator(form, gn.stretch, n+q) <= 0 {
 				return gn, diverged
 			}
 		}
 		sc.design = stat.Grow(sc.design, n*nx)
-		ok := plan.fillWeighted(1+nx, func(i, a int, vals [][]float64) bool {
-			den := form.denominator(gn.stretch, xp, i)
-			if den <= 0 {
-				return false
-			}
-			vals[0][a] = yp[i] - form.sign()*math.Log(den)
-			for j, c := range gn.colOf {
-				if c >= 0 {
-					vals[c+1][a] = xp[j][i] / den
-				}
-			}
-			return true
-		}, weight, yy, sc.design)
+		ok := plan.fillWeighted(1+nx, fill, weight, yy, sc.design)
 		if !ok {
 			return gn, diverged
 		}
@@ -531,6 +570,12 @@ func groupWeights(sigma []float64) []float64 {
 // source's overlap at once.
 // shares, when the kernels are linked to steps, are each source's share of
 // each step's window (stepShares), SpecStep's overlaps.
+//
+// The fits of all rows (the model's and the band's) read xs in their
+// plan's layout, which takes xs's place while they run (xs[j] is nil
+// then, the caller's too); xs comes back in the rows' order after them,
+// the same values, for the per-category fits and the caller. The kernel
+// view's peak of memory is these fits: the layout is not held beside xs.
 func kernelRegression(target busyKey, sources []busyKey, isolated []bool, srcDev []int16, rows []kernelRow, groups int, use batchUse, xs, shares [][]float64, o KernelOptions, byCat bool) []KernelPair {
 	pairs := make([]KernelPair, len(sources))
 	for j, s := range sources {
@@ -549,7 +594,11 @@ func kernelRegression(target busyKey, sources []busyKey, isolated []bool, srcDev
 		}
 	}
 	plan := newWithinPlan(rows, groups, use, nil)
-	f := fitKernels(rows, groups, use, xs, nil, o, plan, formOverlap, nil)
+	lay := plan.layout(rows, overlapSet{x: xs})
+	for j := range xs {
+		xs[j] = nil
+	}
+	f := fitLaid(rows, groups, lay, o, plan, formOverlap, nil)
 	for j := range pairs {
 		p := &pairs[j]
 		p.Kernels, p.Blocks, p.BlockNs = f.n, f.blocks, f.blockNs
@@ -570,10 +619,15 @@ func kernelRegression(target busyKey, sources []busyKey, isolated []bool, srcDev
 		p.StretchPct, p.CILowPct, p.CIHighPct = Float(100*b), Float(100*(b-crit*s)), Float(100*(b+crit*s))
 		p.ModelCILowPct, p.ModelCIHighPct = p.CILowPct, p.CIHighPct
 	}
+	if f.reason == "" {
+		specBand(pairs, rows, groups, lay, shares, o, plan, f.first)
+	}
+	for j := range xs {
+		xs[j], lay.x[j] = plan.rowOrder(lay.x[j]), nil
+	}
 	if f.reason != "" {
 		return pairs
 	}
-	specBand(pairs, rows, groups, use, xs, shares, o, plan, f.first)
 	f.first = nil // a float a row: not held through the per-category fits
 	if !byCat {
 		return pairs
@@ -615,26 +669,31 @@ func kernelRegression(target busyKey, sources []busyKey, isolated []bool, srcDev
 }
 
 // specBand fits the alternative specifications (SpecRate on the kernels'
-// overlaps xs, SpecStep on their steps' shares when there are steps) and widens
+// overlaps lay, in plan's layout, SpecStep on their steps' shares when
+// there are steps) and widens
 // each estimable pair's interval to the band of all of them. The model's
 // interval is valid only if the interference works the way the model says;
 // in the simulator, where it can work otherwise, the model's point estimate
 // stays within a few points of the truth but its interval, which narrows as
 // the run grows, misses it (docs/tenants.md). first is the model's fit's
 // first step (kernelFit.first), which SpecRate's fit starts from.
-func specBand(pairs []KernelPair, rows []kernelRow, groups int, use batchUse, xs, shares [][]float64, o KernelOptions, plan *withinPlan, first *firstStep) {
+func specBand(pairs []KernelPair, rows []kernelRow, groups int, lay laidOverlaps, shares [][]float64, o KernelOptions, plan *withinPlan, first *firstStep) {
 	type spec struct {
 		name  string
-		set   overlapSet
 		form  stretchForm
 		start *firstStep
 	}
-	specs := []spec{{SpecRate, overlapSet{x: xs}, formRate, first}}
+	specs := []spec{{SpecRate, formRate, first}}
 	if shares != nil {
-		specs = append(specs, spec{SpecStep, overlapSet{x: xs, step: shares}, formOverlap, nil})
+		specs = append(specs, spec{SpecStep, formOverlap, nil})
 	}
 	for _, sp := range specs {
-		f := fitOverlaps(rows, groups, use, sp.set, nil, o, plan, sp.form, sp.start)
+		l := lay
+		if sp.name == SpecStep {
+			// Each row's step in the layout, 4 bytes a row, for this fit only.
+			l = laidOverlaps{x: lay.x, step: shares, stepOf: plan.layoutSteps(rows)}
+		}
+		f := fitLaid(rows, groups, l, o, plan, sp.form, sp.start)
 		if f.reason != "" {
 			continue
 		}

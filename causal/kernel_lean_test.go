@@ -13,12 +13,12 @@ import (
 // of the copies it replaced.
 
 // leanRun is a target's rows over 1200 steps, some of them not linked to a
-// step, with two sources' overlaps of each row and each source's share of
+// step, one alone in its identity, with two sources' overlaps of each row and each source's share of
 // each step's window.
 func leanRun(seed uint64) (rows []kernelRow, groups int, use batchUse, xs, shares [][]float64) {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	const perStep = 8
-	groups = 8
+	groups = perStep + 1
 	var steps []KernelStep
 	xs = make([][]float64, 2)
 	shares = make([][]float64, 2)
@@ -34,8 +34,14 @@ func leanRun(seed uint64) (rows []kernelRow, groups int, use batchUse, xs, share
 			if rng.IntN(40) == 0 {
 				step = -1 // a kernel no step launched: keeps its own overlap
 			}
-			rows = append(rows, kernelRow{start: at + int64(g)*1e6, dur: int64(d), group: int32(g % groups), step: step, cat: kernelCat(g)})
+			rows = append(rows, kernelRow{start: at + int64(g)*1e6, dur: int64(d), group: int32(g), step: step, cat: kernelCat(g)})
 			xs[0], xs[1] = append(xs[0], x0), append(xs[1], x1)
+			if s == 600 && g == 0 {
+				// The one kernel of its identity: no freedom left, a
+				// dropped row of the plan.
+				rows = append(rows, kernelRow{start: at + 5e5, dur: int64(d), group: perStep, step: step, cat: kernelCat(0)})
+				xs[0], xs[1] = append(xs[0], x1), append(xs[1], x0)
+			}
 		}
 	}
 	return rows, groups, batchUse{steps: steps}, xs, shares
@@ -153,6 +159,71 @@ func TestFillWeightedMatchesWeightingAfter(t *testing.T) {
 	for i := range design {
 		if math.Float64bits(design[i]) != math.Float64bits(gd[i]) {
 			t.Fatalf("design entry %d: %v, weighted after %v", i, gd[i], design[i])
+		}
+	}
+}
+
+// The fits of all of a target's rows read its overlaps in the plan's
+// layout: SpecStep's fit through the layout's steps gives the digits of the
+// fit of each row's copy of its step's share, and the layout read back in
+// the rows' order is the overlaps it was made of.
+func TestLaidOverlapsMatchRowOrder(t *testing.T) {
+	rows, groups, use, xs, shares := leanRun(8)
+	o := KernelOptions{}.withDefaults()
+	plan := newWithinPlan(rows, groups, use, nil)
+	if len(plan.dropped) == 0 {
+		t.Fatal("no dropped rows: the layout's second part is not tested")
+	}
+	lay := plan.layout(rows, overlapSet{x: xs})
+	for j := range xs {
+		back := plan.rowOrder(lay.x[j])
+		for r := range xs[j] {
+			if math.Float64bits(back[r]) != math.Float64bits(xs[j][r]) {
+				t.Fatalf("source %d, row %d: %v back, was %v", j, r, back[r], xs[j][r])
+			}
+		}
+	}
+	ys := make([][]float64, len(xs))
+	for j := range ys {
+		ys[j] = make([]float64, len(rows))
+		for r := range rows {
+			ys[j][r] = xs[j][r]
+			if rows[r].step >= 0 {
+				ys[j][r] = shares[j][rows[r].step]
+			}
+		}
+	}
+	want := fitKernels(rows, groups, use, ys, nil, o, plan, formOverlap, nil)
+	got := fitLaid(rows, groups, laidOverlaps{x: lay.x, step: shares, stepOf: plan.layoutSteps(rows)}, o, plan, formOverlap, nil)
+	if want.reason != "" || !sameFit(want, got) {
+		t.Errorf("through the layout's steps β %v, se %v (%q); the rows' copies β %v, se %v (%q)", got.beta, got.se, got.reason, want.beta, want.se, want.reason)
+	}
+	if model, laid := fitKernels(rows, groups, use, xs, nil, o, plan, formRate, nil), fitLaid(rows, groups, lay, o, plan, formRate, nil); !sameFit(model, laid) {
+		t.Errorf("SpecRate from the layout β %v, from the rows β %v", laid.beta, model.beta)
+	}
+}
+
+// kernelRegression gives the caller its overlaps back in the rows' order,
+// the same values, after the fits that read them in the plan's layout.
+func TestKernelRegressionGivesOverlapsBack(t *testing.T) {
+	rows, groups, use, xs, shares := leanRun(9)
+	before := make([][]float64, len(xs))
+	for j := range xs {
+		before[j] = append([]float64(nil), xs[j]...)
+	}
+	sources := []busyKey{{"a", 0}, {"b", 0}}
+	pairs := kernelRegression(busyKey{"t", 0}, sources, []bool{false, false}, []int16{-1, -1}, rows, groups, use, xs, shares, KernelOptions{}.withDefaults(), true)
+	if !pairs[0].Estimable || len(pairs[0].Sensitivity) != 2 || len(pairs[0].ByCategory) == 0 {
+		t.Fatalf("pair a: estimable %v, %d specifications, %d categories (%s)", pairs[0].Estimable, len(pairs[0].Sensitivity), len(pairs[0].ByCategory), pairs[0].Reason)
+	}
+	for j := range xs {
+		if len(xs[j]) != len(before[j]) {
+			t.Fatalf("source %d: %d overlaps back, had %d", j, len(xs[j]), len(before[j]))
+		}
+		for r := range xs[j] {
+			if math.Float64bits(xs[j][r]) != math.Float64bits(before[j][r]) {
+				t.Fatalf("source %d, row %d: %v back, was %v", j, r, xs[j][r], before[j][r])
+			}
 		}
 	}
 }
