@@ -334,6 +334,15 @@ func newWithinPlanHolding(rows []kernelRow, groups int, use batchUse, full *with
 	return p
 }
 
+// bases is the plan as the full plan of others (newWithinPlan's full):
+// each group's size, rank and basis, without the order, destinations and
+// flags of its rows (9 to 13 bytes a row), which a plan built from it does
+// not read. The per-category fits, the kernel view's peak of memory once
+// the fits of all rows are done, hold this in place of the plan.
+func (p *withinPlan) bases() *withinPlan {
+	return &withinPlan{use: p.use, size: p.size, rank: p.rank, segOf: p.segOf, segs: p.segs, absorbed: p.absorbed, longest: p.longest}
+}
+
 // layout is set's overlaps of rows in the plan's layout (laidOverlaps):
 // the kept rows' in the plan's order, then the dropped rows', each a copy
 // of its row's overlap (its step's share where set reads one).

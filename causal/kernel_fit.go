@@ -2,6 +2,7 @@ package causal
 
 import (
 	"fmt"
+	"iter"
 	"math"
 	"slices"
 
@@ -126,20 +127,13 @@ func fitLaid(sub []kernelRow, groups int, lay laidOverlaps, o KernelOptions, pla
 		f.reason = fmt.Sprintf("only %d kernels with freedom left after their identity effects (need %d, and 10 per source)", f.n, o.MinKernels)
 		return f
 	}
-	// idx are the kept rows, in order (int32, as the plan's indices).
-	idx := make([]int32, 0, f.n)
-	for r := range sub {
-		if plan.keep[r] {
-			idx = append(idx, int32(r))
-		}
-	}
-	gn, reason := gaussNewton(plan, sub, lay, idx, groups, form, start)
+	gn, reason := gaussNewton(plan, sub, lay, groups, form, start)
 	f.first = gn.first
 	if reason != "" {
 		f.reason = reason
 		return f
 	}
-	ses, reason := f.clusterErrors(gn.fit, sub, idx, o)
+	ses, reason := f.clusterErrors(gn.fit, sub, plan.keep, o)
 	if reason != "" {
 		f.reason = reason
 		return f
@@ -215,15 +209,15 @@ type firstStep struct {
 	stretch, sigma []float64
 }
 
-// gaussNewton fits log d = effects + log(1 + Σ s_j x_j) on the kept rows
-// idx of sub: each step is the within regression of the working response
+// gaussNewton fits log d = effects + log(1 + Σ s_j x_j) on the rows of
+// sub the plan keeps, their overlaps lay: each step is the within regression of the working response
 // y − log(1 + Σ s x) on x_j / (1 + Σ s x); the first, from s = 0, is the
 // log-linear model (start, when not nil, is its outcome from a fit of the
 // same rows and overlaps in another form). formRate is log d = effects − log(1 − Σ c_j x_j), the
 // same with 1 − Σ c x for 1 + Σ s x (the derivative's sign is absorbed by
 // the working response's: y + log(1 − Σ c x), columns x_j / (1 − Σ c x)).
 // A non-empty reason says why there is no fit.
-func gaussNewton(plan *withinPlan, sub []kernelRow, lay laidOverlaps, idx []int32, groups int, form stretchForm, start *firstStep) (stretchFit, string) {
+func gaussNewton(plan *withinPlan, sub []kernelRow, lay laidOverlaps, groups int, form stretchForm, start *firstStep) (stretchFit, string) {
 	n, k := plan.kept, len(lay.x)
 	gn := stretchFit{stretch: make([]float64, k), colOf: make([]int, k)}
 	// Each step's columns: the working response and each varying source's,
@@ -312,7 +306,7 @@ func gaussNewton(plan *withinPlan, sub []kernelRow, lay laidOverlaps, idx []int3
 			// whose time depends on what the trace cannot see (attention on
 			// the context length) count for less than ones the identity and
 			// batch pin down. The clustered errors stay valid for any weights.
-			sigma := identitySigmas(sub, idx, gn.fit.resid, groups)
+			sigma := identitySigmas(sub, plan.keep, gn.fit.resid, groups)
 			weight = groupWeights(sigma)
 			gn.first = &firstStep{sigma: sigma}
 		}
@@ -356,14 +350,14 @@ func varies(x []float64) bool {
 }
 
 // clusterErrors sets f's time blocks and degrees of freedom for fit (of
-// the kept rows idx of sub) and returns the standard error of each of its
+// the rows of sub keep keeps) and returns the standard error of each of its
 // coefficients, or a reason there are too few blocks.
 //
 // The blocks are the block length of the score series over the bins in
 // which the target ran kernels (its idle time holds no scores, and counting
 // it as zeros would hide the dependence of its busy stretches).
-func (f *kernelFit) clusterErrors(fit *olsFit, sub []kernelRow, idx []int32, o KernelOptions) ([]float64, string) {
-	binOf, nbins := scoreBins(sub, idx, o.ScoreBin)
+func (f *kernelFit) clusterErrors(fit *olsFit, sub []kernelRow, keep []bool, o KernelOptions) ([]float64, string) {
+	binOf, nbins := scoreBins(sub, keep, f.n, o.ScoreBin)
 	// The block is as long as the longer of the scores' dependence and the
 	// regressors': a source's activity comes in stretches (its steps, its
 	// bursts), and a slow drift of what the controls miss makes every kernel
@@ -375,7 +369,7 @@ func (f *kernelFit) clusterErrors(fit *olsFit, sub []kernelRow, idx []int32, o K
 		score := make([]float64, nbins)
 		reg := make([]float64, nbins)
 		count := make([]float64, nbins)
-		for a := range idx {
+		for a := range binOf {
 			score[binOf[a]] += fit.x.At(a, j) * fit.resid[a]
 			reg[binOf[a]] += fit.x.At(a, j)
 			count[binOf[a]]++
@@ -388,7 +382,7 @@ func (f *kernelFit) clusterErrors(fit *olsFit, sub []kernelRow, idx []int32, o K
 	b := int(math.Ceil(blockBins))
 	f.blockNs = int64(b) * o.ScoreBin
 	labels := make([]int, f.n)
-	for a := range idx {
+	for a := range binOf {
 		labels[a] = int(binOf[a]) / b
 	}
 	cov, g, ok := fit.clusterJackknife(labels)
@@ -414,7 +408,7 @@ func (f *kernelFit) clusterErrors(fit *olsFit, sub []kernelRow, idx []int32, o K
 	}
 	// The labels of blocks of 2b bins, in the same memory.
 	labels2 := labels
-	for a := range idx {
+	for a := range binOf {
 		labels2[a] = int(binOf[a]) / (2 * b)
 	}
 	cov2, g2, ok2 := fit.clusterJackknife(labels2)
@@ -430,36 +424,37 @@ func (f *kernelFit) clusterErrors(fit *olsFit, sub []kernelRow, idx []int32, o K
 }
 
 // scoreBins numbers the score bins (of width bin from the first kept
-// kernel's start) that hold a kept row, in time order, and returns each
-// kept row's bin number and how many there are. Rows come by start (the
-// kernel view's always do), so the bins are numbered as they come; rows out
-// of order take the general way, a sort of the bins.
-func scoreBins(sub []kernelRow, idx []int32, bin int64) ([]int32, int) {
-	t0 := sub[idx[0]].start
-	for _, r := range idx {
+// kernel's start) that hold one of the n rows of sub keep keeps, in time
+// order, and returns each kept row's bin number and how many there are.
+// Rows come by start (the kernel view's always do), so the bins are
+// numbered as they come; rows out of order take the general way, a sort of
+// the bins.
+func scoreBins(sub []kernelRow, keep []bool, n int, bin int64) ([]int32, int) {
+	t0 := int64(math.MaxInt64)
+	for _, r := range keptRows(keep) {
 		t0 = min(t0, sub[r].start)
 	}
-	binOf := make([]int32, len(idx))
-	n := 0
+	binOf := make([]int32, n)
+	bins := 0
 	last := int64(-1)
-	for a, r := range idx {
+	for a, r := range keptRows(keep) {
 		b := (sub[r].start - t0) / bin
 		if b < last {
-			return scoreBinsSorted(sub, idx, bin, t0)
+			return scoreBinsSorted(sub, keep, n, bin, t0)
 		}
 		if b != last {
-			n++
+			bins++
 			last = b
 		}
-		binOf[a] = int32(n - 1)
+		binOf[a] = int32(bins - 1)
 	}
-	return binOf, n
+	return binOf, bins
 }
 
 // scoreBinsSorted is scoreBins of rows in any order.
-func scoreBinsSorted(sub []kernelRow, idx []int32, bin, t0 int64) ([]int32, int) {
-	bins := make([]int64, 0, len(idx))
-	for _, r := range idx {
+func scoreBinsSorted(sub []kernelRow, keep []bool, n int, bin, t0 int64) ([]int32, int) {
+	bins := make([]int64, 0, n)
+	for _, r := range keptRows(keep) {
 		bins = append(bins, (sub[r].start-t0)/bin)
 	}
 	sorted := slices.Clone(bins)
@@ -469,11 +464,28 @@ func scoreBinsSorted(sub []kernelRow, idx []int32, bin, t0 int64) ([]int32, int)
 	for i, v := range sorted {
 		rank[v] = i
 	}
-	binOf := make([]int32, len(idx))
-	for a := range idx {
+	binOf := make([]int32, n)
+	for a := range binOf {
 		binOf[a] = int32(rank[bins[a]])
 	}
 	return binOf, len(sorted)
+}
+
+// keptRows yields, in order, each row keep keeps: its index among them and
+// in keep (the fit's rows, read without an index of them held).
+func keptRows(keep []bool) iter.Seq2[int, int] {
+	return func(yield func(int, int) bool) {
+		a := 0
+		for r, in := range keep {
+			if !in {
+				continue
+			}
+			if !yield(a, r) {
+				return
+			}
+			a++
+		}
+	}
 }
 
 // stretchForm is how a kernel's overlap enters its log duration.
@@ -525,12 +537,12 @@ func minEffectP(b, se, delta float64, df int) float64 {
 }
 
 // identitySigmas is σ_g of each identity, the root mean squared residual
-// of its rows of idx (the median σ where a group has too few rows or no
-// residual at all).
-func identitySigmas(sub []kernelRow, idx []int32, resid []float64, groups int) []float64 {
+// of its rows of sub that keep keeps (the median σ where a group has too
+// few rows or no residual at all).
+func identitySigmas(sub []kernelRow, keep []bool, resid []float64, groups int) []float64 {
 	ss := make([]float64, groups)
 	n := make([]int, groups)
-	for a, r := range idx {
+	for a, r := range keptRows(keep) {
 		g := sub[r].group
 		ss[g] += resid[a] * resid[a]
 		n[g]++
@@ -632,6 +644,7 @@ func kernelRegression(target busyKey, sources []busyKey, isolated []bool, srcDev
 	if !byCat {
 		return pairs
 	}
+	plan = plan.bases() // what the per-category fits' plans read of it
 	present := map[attribution.KernelCategory]int{}
 	for _, r := range rows {
 		present[r.cat]++

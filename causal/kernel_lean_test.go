@@ -3,6 +3,7 @@ package causal
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/llmprof/llmprof/ingest"
@@ -226,4 +227,58 @@ func TestKernelRegressionGivesOverlapsBack(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A plan built from the full plan's bases alone (what the per-category
+// fits hold) is the plan built from the full plan, and so is the fit.
+func TestPlanFromBasesAlone(t *testing.T) {
+	all, groups, _, allX, _ := leanRun(10)
+	// With batch controls, so that the bases are more than the constant:
+	// the rows of a step only, as kernelRows keeps them.
+	var rows []kernelRow
+	xs := make([][]float64, len(allX))
+	for r := range all {
+		if all[r].step >= 0 {
+			rows = append(rows, all[r])
+			for j := range xs {
+				xs[j] = append(xs[j], allX[j][r])
+			}
+		}
+	}
+	use := batchUse{size: true, tok: true, ctx: true, steps: leanSteps(rows)}
+	full := newWithinPlan(rows, groups, use, nil)
+	sel := make([]bool, len(rows))
+	var sub []kernelRow
+	for r := range rows {
+		if sel[r] = rows[r].cat == ingest.CategoryGEMM; sel[r] {
+			sub = append(sub, rows[r])
+		}
+	}
+	want, got := newWithinPlan(sub, groups, use, full), newWithinPlan(sub, groups, use, full.bases())
+	if !slices.Equal(want.order, got.order) || !slices.Equal(want.dest, got.dest) || !slices.Equal(want.rank, got.rank) || want.absorbed != got.absorbed || len(want.segs) != len(got.segs) {
+		t.Fatalf("from the bases: %d kept in %d segs, absorbed %d; from the plan: %d in %d, %d", got.kept, len(got.segs), got.absorbed, want.kept, len(want.segs), want.absorbed)
+	}
+	for i := range want.segs {
+		w, g := want.segs[i].basis, got.segs[i].basis
+		if (w == nil) != (g == nil) || w != nil && &w[0][0] != &g[0][0] {
+			t.Fatalf("seg %d: not the full plan's basis", i)
+		}
+	}
+	o := KernelOptions{}.withDefaults()
+	if a, b := fitKernels(rows, groups, use, xs, sel, o, full, formOverlap, nil), fitKernels(rows, groups, use, xs, sel, o, full.bases(), formOverlap, nil); a.reason != "" || !sameFit(a, b) {
+		t.Errorf("category fit from the bases β %v (%q), from the plan β %v (%q)", b.beta, b.reason, a.beta, a.reason)
+	}
+}
+
+// leanSteps is steps for rows' step indices with batch measures that vary.
+func leanSteps(rows []kernelRow) []KernelStep {
+	last := int32(0)
+	for _, r := range rows {
+		last = max(last, r.step)
+	}
+	steps := make([]KernelStep, last+1)
+	for s := range steps {
+		steps[s] = KernelStep{Size: float64(1 + s%61), Tokens: float64(1 + (s*37)%4093), Context: float64(1 + (s*101)%65521)}
+	}
+	return steps
 }
