@@ -88,8 +88,12 @@ func (l laidOverlaps) varies(j int) bool {
 		return varies(l.x[j])
 	}
 	lo, hi := math.Inf(1), math.Inf(-1)
-	for i := range l.x[j] {
-		v := l.at(j, i)
+	x, share := l.x[j], l.step[j]
+	for i, st := range l.stepOf {
+		v := x[i]
+		if st >= 0 {
+			v = share[st]
+		}
 		lo, hi = math.Min(lo, v), math.Max(hi, v)
 	}
 	return hi-lo > 1e-9
@@ -259,15 +263,29 @@ func gaussNewton(plan *withinPlan, sub []kernelRow, lay laidOverlaps, groups int
 		return true
 	}
 	if lay.step != nil {
+		// laidOverlaps.at and denominator written out: this runs for every
+		// row at every step of the fit.
 		fill = func(i, a int, vals [][]float64) bool {
-			den := lay.denominator(form, gn.stretch, i)
+			st := lay.stepOf[i]
+			den := 1.0
+			for j := range lay.x {
+				x := lay.x[j][i]
+				if st >= 0 {
+					x = lay.step[j][st]
+				}
+				den += form.sign() * gn.stretch[j] * x
+			}
 			if den <= 0 {
 				return false
 			}
 			vals[0][a] = yp[i] - form.sign()*math.Log(den)
 			for j, c := range gn.colOf {
 				if c >= 0 {
-					vals[c+1][a] = lay.at(j, i) / den
+					x := lay.x[j][i]
+					if st >= 0 {
+						x = lay.step[j][st]
+					}
+					vals[c+1][a] = x / den
 				}
 			}
 			return true
