@@ -326,18 +326,20 @@ func KernelAnalyze(in KernelInput, opts KernelOptions) *KernelResult {
 			noteControls(res, use)
 			controlsNoted = true
 		}
+		// Each source's overlap of each row, and of each step (SpecStep's,
+		// read through overlapSet: a float a step, not a row).
 		xs := make([][]float64, len(sources))
-		var ys [][]float64
+		var shares [][]float64
 		if len(in.Steps) > 0 {
-			ys = make([][]float64, len(sources))
+			shares = make([][]float64, len(sources))
 		}
 		for j, s := range sources {
 			xs[j] = overlapsOf(rows, g.busyOf(t.GPUOps, s))
-			if ys != nil {
-				ys[j] = stepOverlaps(rows, g.busyOf(t.GPUOps, s), xs[j])
+			if shares != nil {
+				shares[j] = stepShares(rows, g.busyOf(t.GPUOps, s))
 			}
 		}
-		pairs := kernelRegression(target, sources, isolated, srcDev, rows, groups, use, xs, ys, o, !o.NoCategories)
+		pairs := kernelRegression(target, sources, isolated, srcDev, rows, groups, use, xs, shares, o, !o.NoCategories)
 		if len(in.Steps) > 0 {
 			// Each op's row (-1: not the target's), for every pair of this
 			// target.

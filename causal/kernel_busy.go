@@ -2,6 +2,7 @@ package causal
 
 import (
 	"cmp"
+	"math"
 	"slices"
 
 	"github.com/llmprof/llmprof/ingest"
@@ -173,21 +174,7 @@ func overlapsOf(rows []kernelRow, busy busyStream) []float64 {
 // that the streamed disjoint busy intervals cover; a row with no step keeps
 // its own overlap x.
 func stepOverlaps(rows []kernelRow, busy busyStream, x []float64) []float64 {
-	win := stepWindows(rows)
-	// The windows by start, for one sweep of the stream.
-	steps := make([]int32, 0, len(win))
-	for s := range win {
-		steps = append(steps, s)
-	}
-	slices.SortFunc(steps, func(a, b int32) int {
-		return cmp.Or(cmp.Compare(win[a].start, win[b].start), cmp.Compare(a, b))
-	})
-	share := make(map[int32]float64, len(win))
-	bw := busyWindow{src: busy}
-	for _, s := range steps {
-		w := win[s]
-		share[s] = float64(bw.covered(w.start, w.end)) / float64(w.end-w.start)
-	}
+	share := stepShares(rows, busy)
 	y := make([]float64, len(rows))
 	for i, r := range rows {
 		y[i] = x[i]
@@ -196,6 +183,34 @@ func stepOverlaps(rows []kernelRow, busy busyStream, x []float64) []float64 {
 		}
 	}
 	return y
+}
+
+// stepShares is stepOverlaps by step: the share of each step's window the
+// busy intervals cover, indexed by step (NaN for a step with none of the
+// rows). It is what the SpecStep fit reads (overlapSet), a float a step
+// where stepOverlaps is a float a row.
+func stepShares(rows []kernelRow, busy busyStream) []float64 {
+	win := stepWindows(rows)
+	// The windows by start, for one sweep of the stream.
+	steps := make([]int32, 0, len(win))
+	last := int32(-1)
+	for s := range win {
+		steps = append(steps, s)
+		last = max(last, s)
+	}
+	slices.SortFunc(steps, func(a, b int32) int {
+		return cmp.Or(cmp.Compare(win[a].start, win[b].start), cmp.Compare(a, b))
+	})
+	share := make([]float64, last+1)
+	for s := range share {
+		share[s] = math.NaN()
+	}
+	bw := busyWindow{src: busy}
+	for _, s := range steps {
+		w := win[s]
+		share[s] = float64(bw.covered(w.start, w.end)) / float64(w.end-w.start)
+	}
+	return share
 }
 
 // stepWindows is each step's window: from the first of the rows in it to

@@ -151,11 +151,12 @@ type withinPlan struct {
 	longest int
 }
 
-// withinSeg is one group's rows in a withinPlan's order, and its basis when
-// the plan holds it (nil: built where it is applied). Groups with the same
-// steps share one basis's memory.
+// withinSeg is one group's rows in a withinPlan's order, the group, and its
+// basis when the plan holds it (nil: built where it is applied). Groups
+// with the same steps share one basis's memory.
 type withinSeg struct {
 	from, to int
+	group    int32
 	basis    [][]float64
 }
 
@@ -304,7 +305,7 @@ func newWithinPlanHolding(rows []kernelRow, groups int, use batchUse, full *with
 		p.rank[g] = int32(rank)
 		p.absorbed += rank
 		p.segOf[g] = int32(len(p.segs))
-		p.segs = append(p.segs, withinSeg{from: len(p.order), to: len(p.order) + len(m), basis: basis})
+		p.segs = append(p.segs, withinSeg{from: len(p.order), to: len(p.order) + len(m), group: int32(g), basis: basis})
 		p.longest = max(p.longest, len(m))
 		p.order = append(p.order, m...)
 		for _, r := range m {
@@ -331,6 +332,57 @@ func newWithinPlanHolding(rows []kernelRow, groups int, use batchUse, full *with
 		}
 	}
 	return p
+}
+
+// bases is the plan as the full plan of others (newWithinPlan's full):
+// each group's size, rank and basis, without the order, destinations and
+// flags of its rows (9 to 13 bytes a row), which a plan built from it does
+// not read. The per-category fits, the kernel view's peak of memory once
+// the fits of all rows are done, hold this in place of the plan.
+func (p *withinPlan) bases() *withinPlan {
+	return &withinPlan{use: p.use, size: p.size, rank: p.rank, segOf: p.segOf, segs: p.segs, absorbed: p.absorbed, longest: p.longest}
+}
+
+// layout is set's overlaps of rows in the plan's layout (laidOverlaps):
+// the kept rows' in the plan's order, then the dropped rows', each a copy
+// of its row's overlap (its step's share where set reads one).
+func (p *withinPlan) layout(rows []kernelRow, set overlapSet) laidOverlaps {
+	lay := laidOverlaps{x: make([][]float64, len(set.x))}
+	for j := range lay.x {
+		x := make([]float64, 0, len(rows))
+		for _, r := range p.order {
+			x = append(x, set.at(rows, j, int(r)))
+		}
+		for _, r := range p.dropped {
+			x = append(x, set.at(rows, j, int(r)))
+		}
+		lay.x[j] = x
+	}
+	return lay
+}
+
+// layoutSteps is each row's step in the plan's layout (laidOverlaps.stepOf).
+func (p *withinPlan) layoutSteps(rows []kernelRow) []int32 {
+	steps := make([]int32, 0, len(rows))
+	for _, r := range p.order {
+		steps = append(steps, rows[r].step)
+	}
+	for _, r := range p.dropped {
+		steps = append(steps, rows[r].step)
+	}
+	return steps
+}
+
+// rowOrder is x, in the plan's layout, back in the order of its rows.
+func (p *withinPlan) rowOrder(x []float64) []float64 {
+	out := make([]float64, len(x))
+	for i, r := range p.order {
+		out[r] = x[i]
+	}
+	for q, r := range p.dropped {
+		out[r] = x[len(p.order)+q]
+	}
+	return out
 }
 
 // holdBasis is a copy of basis (vectors of m floats) in one array of its
@@ -464,6 +516,14 @@ func (p *withinPlan) apply(cols, outs [][]float64) {
 // columns are held at a time, not those of every row (and one group's
 // basis, where the plan does not hold it).
 func (p *withinPlan) fillDesign(ncol int, fill func(i, a int, vals [][]float64) bool, y, design []float64) bool {
+	return p.fillWeighted(ncol, fill, nil, y, design)
+}
+
+// fillWeighted is fillDesign with each group's residuals multiplied by its
+// weight (weight[g], by group; nil: none) as they are written: the same
+// product, of the same residual and weight, as weighting the columns after
+// they are filled, without a weight held for every row.
+func (p *withinPlan) fillWeighted(ncol int, fill func(i, a int, vals [][]float64) bool, weight, y, design []float64) bool {
 	buf := make([][]float64, ncol)
 	for c := range buf {
 		buf[c] = make([]float64, p.longest)
@@ -487,11 +547,22 @@ func (p *withinPlan) fillDesign(ncol int, fill func(i, a int, vals [][]float64) 
 			basis, bases = p.groupBasis(logs, m, bases)
 		}
 		residualizeGroup(vs, basis)
+		if weight == nil {
+			for a, d := range p.dest[s.from:s.to] {
+				y[d] = vs[0][a]
+				row := design[int(d)*k : int(d)*k+k]
+				for c := range row {
+					row[c] = vs[c+1][a]
+				}
+			}
+			continue
+		}
+		w := weight[s.group]
 		for a, d := range p.dest[s.from:s.to] {
-			y[d] = vs[0][a]
+			y[d] = vs[0][a] * w
 			row := design[int(d)*k : int(d)*k+k]
 			for c := range row {
-				row[c] = vs[c+1][a]
+				row[c] = vs[c+1][a] * w
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package causal
 
 import (
 	"fmt"
+	"iter"
 	"math"
 	"slices"
 
@@ -38,32 +39,105 @@ type kernelFit struct {
 // groups sel keeps whole reuse. start, when not nil, is the first step of a
 // fit of the same rows sel and overlaps xs in another form.
 func fitKernels(rows []kernelRow, groups int, use batchUse, xs [][]float64, sel []bool, o KernelOptions, full *withinPlan, form stretchForm, start *firstStep) kernelFit {
-	f := kernelFit{estimable: make([]bool, len(xs))}
-	sub, subX := selectRows(rows, xs, sel)
+	return fitOverlaps(rows, groups, use, overlapSet{x: xs}, sel, o, full, form, start)
+}
+
+// overlapSet is the overlaps a fit reads, by source and row: the kernels'
+// own (x, in row order), or, where step is set (SpecStep), each source's
+// share of each step's window (stepShares, indexed by step), a row without
+// a step keeping its own. The steps' shares are a float a step where their
+// rows' copies (stepOverlaps) were a float a row and source, held beside x
+// through every fit of a target.
+type overlapSet struct {
+	x, step [][]float64
+}
+
+// at is source j's overlap of row r of rows (the rows x is of).
+func (s overlapSet) at(rows []kernelRow, j, r int) float64 {
+	if s.step != nil && rows[r].step >= 0 {
+		return s.step[j][rows[r].step]
+	}
+	return s.x[j][r]
+}
+
+// laidOverlaps are a fit's overlaps in its plan's layout
+// (withinPlan.layout): source j's overlap of the i-th of the plan's kept
+// rows, in the plan's order, is x[j][i], and of its q-th dropped row
+// x[j][kept+q]. The fit reads them in that order as it fills its columns,
+// without a copy of its own. With step set (SpecStep), an entry whose row
+// has a step (stepOf, in the same layout) reads its step's share instead.
+type laidOverlaps struct {
+	x, step [][]float64
+	stepOf  []int32
+}
+
+// at is source j's overlap of layout entry i.
+func (l laidOverlaps) at(j, i int) float64 {
+	if l.step != nil {
+		if s := l.stepOf[i]; s >= 0 {
+			return l.step[j][s]
+		}
+	}
+	return l.x[j][i]
+}
+
+// varies is varies of source j's overlaps (of the kept and the dropped
+// rows: the extremes do not depend on the order they are read in).
+func (l laidOverlaps) varies(j int) bool {
+	if l.step == nil {
+		return varies(l.x[j])
+	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	x, share := l.x[j], l.step[j]
+	for i, st := range l.stepOf {
+		v := x[i]
+		if st >= 0 {
+			v = share[st]
+		}
+		lo, hi = math.Min(lo, v), math.Max(hi, v)
+	}
+	return hi-lo > 1e-9
+}
+
+// denominator is form's denominator (stretchForm.denominator) of layout
+// entry i.
+func (l laidOverlaps) denominator(form stretchForm, stretch []float64, i int) float64 {
+	if l.step == nil {
+		return form.denominator(stretch, l.x, i)
+	}
+	den := 1.0
+	for j := range l.x {
+		den += form.sign() * stretch[j] * l.at(j, i)
+	}
+	return den
+}
+
+// fitOverlaps is fitKernels of the overlaps of set.
+func fitOverlaps(rows []kernelRow, groups int, use batchUse, set overlapSet, sel []bool, o KernelOptions, full *withinPlan, form stretchForm, start *firstStep) kernelFit {
+	sub, subX := selectRows(rows, set, sel)
 	plan := full
 	if sel != nil || plan == nil {
 		plan = newWithinPlan(sub, groups, use, full)
 	}
-	k := len(xs)
+	return fitLaid(sub, groups, plan.layout(sub, subX), o, plan, form, start)
+}
+
+// fitLaid is fitKernels of rows' overlaps lay, in plan's layout.
+func fitLaid(sub []kernelRow, groups int, lay laidOverlaps, o KernelOptions, plan *withinPlan, form stretchForm, start *firstStep) kernelFit {
+	f := kernelFit{estimable: make([]bool, len(lay.x))}
+	k := len(lay.x)
 	f.n = plan.kept
 	if f.n < o.MinKernels || f.n-plan.absorbed < 10*k {
 		f.reason = fmt.Sprintf("only %d kernels with freedom left after their identity effects (need %d, and 10 per source)", f.n, o.MinKernels)
 		return f
 	}
-	// idx are the kept rows, in order (int32, as the plan's indices).
-	idx := make([]int32, 0, f.n)
-	for r := range sub {
-		if plan.keep[r] {
-			idx = append(idx, int32(r))
-		}
-	}
-	gn, reason := gaussNewton(plan, sub, subX, idx, groups, form, start)
+	gn, reason := gaussNewton(plan, sub, lay, groups, form, start)
 	f.first = gn.first
 	if reason != "" {
 		f.reason = reason
 		return f
 	}
-	ses, reason := f.clusterErrors(gn.fit, sub, idx, o)
+	ses, reason := f.clusterErrors(gn.fit, sub, plan.keep, o)
 	if reason != "" {
 		f.reason = reason
 		return f
@@ -92,9 +166,9 @@ func fitKernels(rows []kernelRow, groups int, use batchUse, xs [][]float64, sel 
 }
 
 // selectRows is the rows sel keeps (nil: all) and their overlaps.
-func selectRows(rows []kernelRow, xs [][]float64, sel []bool) ([]kernelRow, [][]float64) {
+func selectRows(rows []kernelRow, set overlapSet, sel []bool) ([]kernelRow, overlapSet) {
 	if sel == nil {
-		return rows, xs
+		return rows, set
 	}
 	n := 0
 	for _, in := range sel {
@@ -103,19 +177,19 @@ func selectRows(rows []kernelRow, xs [][]float64, sel []bool) ([]kernelRow, [][]
 		}
 	}
 	sub := make([]kernelRow, 0, n)
-	subX := make([][]float64, len(xs))
+	subX := make([][]float64, len(set.x))
 	for j := range subX {
 		subX[j] = make([]float64, 0, n)
 	}
 	for r := range rows {
 		if sel[r] {
 			sub = append(sub, rows[r])
-			for j := range xs {
-				subX[j] = append(subX[j], xs[j][r])
+			for j := range subX {
+				subX[j] = append(subX[j], set.at(rows, j, r))
 			}
 		}
 	}
-	return sub, subX
+	return sub, overlapSet{x: subX}
 }
 
 // stretchFit is the converged stretch model: each source's stretch, the
@@ -139,16 +213,16 @@ type firstStep struct {
 	stretch, sigma []float64
 }
 
-// gaussNewton fits log d = effects + log(1 + Σ s_j x_j) on the kept rows
-// idx of sub: each step is the within regression of the working response
+// gaussNewton fits log d = effects + log(1 + Σ s_j x_j) on the rows of
+// sub the plan keeps, their overlaps lay: each step is the within regression of the working response
 // y − log(1 + Σ s x) on x_j / (1 + Σ s x); the first, from s = 0, is the
 // log-linear model (start, when not nil, is its outcome from a fit of the
 // same rows and overlaps in another form). formRate is log d = effects − log(1 − Σ c_j x_j), the
 // same with 1 − Σ c x for 1 + Σ s x (the derivative's sign is absorbed by
 // the working response's: y + log(1 − Σ c x), columns x_j / (1 − Σ c x)).
 // A non-empty reason says why there is no fit.
-func gaussNewton(plan *withinPlan, sub []kernelRow, subX [][]float64, idx []int32, groups int, form stretchForm, start *firstStep) (stretchFit, string) {
-	n, k := plan.kept, len(subX)
+func gaussNewton(plan *withinPlan, sub []kernelRow, lay laidOverlaps, groups int, form stretchForm, start *firstStep) (stretchFit, string) {
+	n, k := plan.kept, len(lay.x)
 	gn := stretchFit{stretch: make([]float64, k), colOf: make([]int, k)}
 	// Each step's columns: the working response and each varying source's,
 	// in that order, residualized one identity at a time into row order —
@@ -156,9 +230,9 @@ func gaussNewton(plan *withinPlan, sub []kernelRow, subX [][]float64, idx []int3
 	// reads (row-major, one column per varying source): the fit's columns
 	// are the kernel view's peak of memory.
 	nx := 0
-	for j := range subX {
+	for j := range lay.x {
 		gn.colOf[j] = -1
-		if varies(subX[j]) {
+		if lay.varies(j) {
 			gn.colOf[j] = nx
 			nx++
 		}
@@ -166,17 +240,55 @@ func gaussNewton(plan *withinPlan, sub []kernelRow, subX [][]float64, idx []int3
 	if nx == 0 {
 		return gn, "no source's overlap varies across the target's kernels"
 	}
-	// The log durations and overlaps of the kept rows in the plan's order,
-	// read in order each step (the rows lie scattered in it).
+	// The log durations of the kept rows in the plan's order, read in order
+	// each step (the rows lie scattered in it), as their overlaps are laid.
 	yp := make([]float64, n)
-	xp := make([][]float64, k)
 	for i, r := range plan.order {
 		yp[i] = sub[r].logDur()
 	}
-	for j := range xp {
-		xp[j] = make([]float64, n)
-		for i, r := range plan.order {
-			xp[j][i] = subX[j][r]
+	// Each step's columns of the i-th of the plan's rows, the a-th of its
+	// group: its overlaps read straight from the layout, or (SpecStep)
+	// through the steps' shares.
+	fill := func(i, a int, vals [][]float64) bool {
+		den := form.denominator(gn.stretch, lay.x, i)
+		if den <= 0 {
+			return false
+		}
+		vals[0][a] = yp[i] - form.sign()*math.Log(den)
+		for j, c := range gn.colOf {
+			if c >= 0 {
+				vals[c+1][a] = lay.x[j][i] / den
+			}
+		}
+		return true
+	}
+	if lay.step != nil {
+		// laidOverlaps.at and denominator written out: this runs for every
+		// row at every step of the fit.
+		fill = func(i, a int, vals [][]float64) bool {
+			st := lay.stepOf[i]
+			den := 1.0
+			for j := range lay.x {
+				x := lay.x[j][i]
+				if st >= 0 {
+					x = lay.step[j][st]
+				}
+				den += form.sign() * gn.stretch[j] * x
+			}
+			if den <= 0 {
+				return false
+			}
+			vals[0][a] = yp[i] - form.sign()*math.Log(den)
+			for j, c := range gn.colOf {
+				if c >= 0 {
+					x := lay.x[j][i]
+					if st >= 0 {
+						x = lay.step[j][st]
+					}
+					vals[c+1][a] = x / den
+				}
+			}
+			return true
 		}
 	}
 	yy := make([]float64, n)
@@ -186,43 +298,20 @@ func gaussNewton(plan *withinPlan, sub []kernelRow, subX [][]float64, idx []int3
 	iter := 0
 	if start != nil {
 		copy(gn.stretch, start.stretch)
-		weight = identityWeights(sub, idx, start.sigma)
+		weight = groupWeights(start.sigma)
 		iter = 1
 	}
 	for ; iter < 30; iter++ {
 		// The rows left out still have to keep their duration positive.
-		for _, r := range plan.dropped {
-			if form.denominator(gn.stretch, subX, int(r)) <= 0 {
+		for q := range plan.dropped {
+			if lay.denominator(form, gn.stretch, n+q) <= 0 {
 				return gn, diverged
 			}
 		}
 		sc.design = stat.Grow(sc.design, n*nx)
-		ok := plan.fillDesign(1+nx, func(i, a int, vals [][]float64) bool {
-			den := form.denominator(gn.stretch, xp, i)
-			if den <= 0 {
-				return false
-			}
-			vals[0][a] = yp[i] - form.sign()*math.Log(den)
-			for j, c := range gn.colOf {
-				if c >= 0 {
-					vals[c+1][a] = xp[j][i] / den
-				}
-			}
-			return true
-		}, yy, sc.design)
+		ok := plan.fillWeighted(1+nx, fill, weight, yy, sc.design)
 		if !ok {
 			return gn, diverged
-		}
-		if weight != nil {
-			for a := range yy {
-				yy[a] *= weight[a]
-			}
-			for a, w := range weight {
-				row := sc.design[a*nx : (a+1)*nx]
-				for c := range row {
-					row[c] *= w
-				}
-			}
 		}
 		var err error
 		gn.fit, gn.kept, err = fitRowMajor(sc.design, nx, yy, &sc)
@@ -235,8 +324,8 @@ func gaussNewton(plan *withinPlan, sub []kernelRow, subX [][]float64, idx []int3
 			// whose time depends on what the trace cannot see (attention on
 			// the context length) count for less than ones the identity and
 			// batch pin down. The clustered errors stay valid for any weights.
-			sigma := identitySigmas(sub, idx, gn.fit.resid, groups)
-			weight = identityWeights(sub, idx, sigma)
+			sigma := identitySigmas(sub, plan.keep, gn.fit.resid, groups)
+			weight = groupWeights(sigma)
 			gn.first = &firstStep{sigma: sigma}
 		}
 		if gn.step() < 1e-7 && iter > 0 {
@@ -279,14 +368,14 @@ func varies(x []float64) bool {
 }
 
 // clusterErrors sets f's time blocks and degrees of freedom for fit (of
-// the kept rows idx of sub) and returns the standard error of each of its
+// the rows of sub keep keeps) and returns the standard error of each of its
 // coefficients, or a reason there are too few blocks.
 //
 // The blocks are the block length of the score series over the bins in
 // which the target ran kernels (its idle time holds no scores, and counting
 // it as zeros would hide the dependence of its busy stretches).
-func (f *kernelFit) clusterErrors(fit *olsFit, sub []kernelRow, idx []int32, o KernelOptions) ([]float64, string) {
-	binOf, nbins := scoreBins(sub, idx, o.ScoreBin)
+func (f *kernelFit) clusterErrors(fit *olsFit, sub []kernelRow, keep []bool, o KernelOptions) ([]float64, string) {
+	binOf, nbins := scoreBins(sub, keep, f.n, o.ScoreBin)
 	// The block is as long as the longer of the scores' dependence and the
 	// regressors': a source's activity comes in stretches (its steps, its
 	// bursts), and a slow drift of what the controls miss makes every kernel
@@ -298,7 +387,7 @@ func (f *kernelFit) clusterErrors(fit *olsFit, sub []kernelRow, idx []int32, o K
 		score := make([]float64, nbins)
 		reg := make([]float64, nbins)
 		count := make([]float64, nbins)
-		for a := range idx {
+		for a := range binOf {
 			score[binOf[a]] += fit.x.At(a, j) * fit.resid[a]
 			reg[binOf[a]] += fit.x.At(a, j)
 			count[binOf[a]]++
@@ -311,7 +400,7 @@ func (f *kernelFit) clusterErrors(fit *olsFit, sub []kernelRow, idx []int32, o K
 	b := int(math.Ceil(blockBins))
 	f.blockNs = int64(b) * o.ScoreBin
 	labels := make([]int, f.n)
-	for a := range idx {
+	for a := range binOf {
 		labels[a] = int(binOf[a]) / b
 	}
 	cov, g, ok := fit.clusterJackknife(labels)
@@ -337,7 +426,7 @@ func (f *kernelFit) clusterErrors(fit *olsFit, sub []kernelRow, idx []int32, o K
 	}
 	// The labels of blocks of 2b bins, in the same memory.
 	labels2 := labels
-	for a := range idx {
+	for a := range binOf {
 		labels2[a] = int(binOf[a]) / (2 * b)
 	}
 	cov2, g2, ok2 := fit.clusterJackknife(labels2)
@@ -353,36 +442,37 @@ func (f *kernelFit) clusterErrors(fit *olsFit, sub []kernelRow, idx []int32, o K
 }
 
 // scoreBins numbers the score bins (of width bin from the first kept
-// kernel's start) that hold a kept row, in time order, and returns each
-// kept row's bin number and how many there are. Rows come by start (the
-// kernel view's always do), so the bins are numbered as they come; rows out
-// of order take the general way, a sort of the bins.
-func scoreBins(sub []kernelRow, idx []int32, bin int64) ([]int32, int) {
-	t0 := sub[idx[0]].start
-	for _, r := range idx {
+// kernel's start) that hold one of the n rows of sub keep keeps, in time
+// order, and returns each kept row's bin number and how many there are.
+// Rows come by start (the kernel view's always do), so the bins are
+// numbered as they come; rows out of order take the general way, a sort of
+// the bins.
+func scoreBins(sub []kernelRow, keep []bool, n int, bin int64) ([]int32, int) {
+	t0 := int64(math.MaxInt64)
+	for _, r := range keptRows(keep) {
 		t0 = min(t0, sub[r].start)
 	}
-	binOf := make([]int32, len(idx))
-	n := 0
+	binOf := make([]int32, n)
+	bins := 0
 	last := int64(-1)
-	for a, r := range idx {
+	for a, r := range keptRows(keep) {
 		b := (sub[r].start - t0) / bin
 		if b < last {
-			return scoreBinsSorted(sub, idx, bin, t0)
+			return scoreBinsSorted(sub, keep, n, bin, t0)
 		}
 		if b != last {
-			n++
+			bins++
 			last = b
 		}
-		binOf[a] = int32(n - 1)
+		binOf[a] = int32(bins - 1)
 	}
-	return binOf, n
+	return binOf, bins
 }
 
 // scoreBinsSorted is scoreBins of rows in any order.
-func scoreBinsSorted(sub []kernelRow, idx []int32, bin, t0 int64) ([]int32, int) {
-	bins := make([]int64, 0, len(idx))
-	for _, r := range idx {
+func scoreBinsSorted(sub []kernelRow, keep []bool, n int, bin, t0 int64) ([]int32, int) {
+	bins := make([]int64, 0, n)
+	for _, r := range keptRows(keep) {
 		bins = append(bins, (sub[r].start-t0)/bin)
 	}
 	sorted := slices.Clone(bins)
@@ -392,11 +482,28 @@ func scoreBinsSorted(sub []kernelRow, idx []int32, bin, t0 int64) ([]int32, int)
 	for i, v := range sorted {
 		rank[v] = i
 	}
-	binOf := make([]int32, len(idx))
-	for a := range idx {
+	binOf := make([]int32, n)
+	for a := range binOf {
 		binOf[a] = int32(rank[bins[a]])
 	}
 	return binOf, len(sorted)
+}
+
+// keptRows yields, in order, each row keep keeps: its index among them and
+// in keep (the fit's rows, read without an index of them held).
+func keptRows(keep []bool) iter.Seq2[int, int] {
+	return func(yield func(int, int) bool) {
+		a := 0
+		for r, in := range keep {
+			if !in {
+				continue
+			}
+			if !yield(a, r) {
+				return
+			}
+			a++
+		}
+	}
 }
 
 // stretchForm is how a kernel's overlap enters its log duration.
@@ -448,12 +555,12 @@ func minEffectP(b, se, delta float64, df int) float64 {
 }
 
 // identitySigmas is σ_g of each identity, the root mean squared residual
-// of its rows of idx (the median σ where a group has too few rows or no
-// residual at all).
-func identitySigmas(sub []kernelRow, idx []int32, resid []float64, groups int) []float64 {
+// of its rows of sub that keep keeps (the median σ where a group has too
+// few rows or no residual at all).
+func identitySigmas(sub []kernelRow, keep []bool, resid []float64, groups int) []float64 {
 	ss := make([]float64, groups)
 	n := make([]int, groups)
-	for a, r := range idx {
+	for a, r := range keptRows(keep) {
 		g := sub[r].group
 		ss[g] += resid[a] * resid[a]
 		n[g]++
@@ -479,20 +586,27 @@ func identitySigmas(sub []kernelRow, idx []int32, resid []float64, groups int) [
 	return sigma
 }
 
-// identityWeights is 1/σ_g for each row of idx (identitySigmas).
-func identityWeights(sub []kernelRow, idx []int32, sigma []float64) []float64 {
-	w := make([]float64, len(idx))
-	for a, r := range idx {
-		w[a] = 1 / sigma[sub[r].group]
+// groupWeights is 1/σ_g for each identity (identitySigmas), the weight of
+// each of its rows (withinPlan.fillWeighted).
+func groupWeights(sigma []float64) []float64 {
+	w := make([]float64, len(sigma))
+	for g, s := range sigma {
+		w[g] = 1 / s
 	}
 	return w
 }
 
 // kernelRegression fits one target's kernels on one GPU against every
 // source's overlap at once.
-// ys, when the kernels are linked to steps, are the step-level overlaps of
-// SpecStep.
-func kernelRegression(target busyKey, sources []busyKey, isolated []bool, srcDev []int16, rows []kernelRow, groups int, use batchUse, xs, ys [][]float64, o KernelOptions, byCat bool) []KernelPair {
+// shares, when the kernels are linked to steps, are each source's share of
+// each step's window (stepShares), SpecStep's overlaps.
+//
+// The fits of all rows (the model's and the band's) read xs in their
+// plan's layout, which takes xs's place while they run (xs[j] is nil
+// then, the caller's too); xs comes back in the rows' order after them,
+// the same values, for the per-category fits and the caller. The kernel
+// view's peak of memory is these fits: the layout is not held beside xs.
+func kernelRegression(target busyKey, sources []busyKey, isolated []bool, srcDev []int16, rows []kernelRow, groups int, use batchUse, xs, shares [][]float64, o KernelOptions, byCat bool) []KernelPair {
 	pairs := make([]KernelPair, len(sources))
 	for j, s := range sources {
 		pairs[j] = KernelPair{
@@ -510,7 +624,11 @@ func kernelRegression(target busyKey, sources []busyKey, isolated []bool, srcDev
 		}
 	}
 	plan := newWithinPlan(rows, groups, use, nil)
-	f := fitKernels(rows, groups, use, xs, nil, o, plan, formOverlap, nil)
+	lay := plan.layout(rows, overlapSet{x: xs})
+	for j := range xs {
+		xs[j] = nil
+	}
+	f := fitLaid(rows, groups, lay, o, plan, formOverlap, nil)
 	for j := range pairs {
 		p := &pairs[j]
 		p.Kernels, p.Blocks, p.BlockNs = f.n, f.blocks, f.blockNs
@@ -531,14 +649,20 @@ func kernelRegression(target busyKey, sources []busyKey, isolated []bool, srcDev
 		p.StretchPct, p.CILowPct, p.CIHighPct = Float(100*b), Float(100*(b-crit*s)), Float(100*(b+crit*s))
 		p.ModelCILowPct, p.ModelCIHighPct = p.CILowPct, p.CIHighPct
 	}
+	if f.reason == "" {
+		specBand(pairs, rows, groups, lay, shares, o, plan, f.first)
+	}
+	for j := range xs {
+		xs[j], lay.x[j] = plan.rowOrder(lay.x[j]), nil
+	}
 	if f.reason != "" {
 		return pairs
 	}
-	specBand(pairs, rows, groups, use, xs, ys, o, plan, f.first)
 	f.first = nil // a float a row: not held through the per-category fits
 	if !byCat {
 		return pairs
 	}
+	plan = plan.bases() // what the per-category fits' plans read of it
 	present := map[attribution.KernelCategory]int{}
 	for _, r := range rows {
 		present[r.cat]++
@@ -576,26 +700,31 @@ func kernelRegression(target busyKey, sources []busyKey, isolated []bool, srcDev
 }
 
 // specBand fits the alternative specifications (SpecRate on the kernels'
-// overlaps xs, SpecStep on their steps' ys when there are steps) and widens
+// overlaps lay, in plan's layout, SpecStep on their steps' shares when
+// there are steps) and widens
 // each estimable pair's interval to the band of all of them. The model's
 // interval is valid only if the interference works the way the model says;
 // in the simulator, where it can work otherwise, the model's point estimate
 // stays within a few points of the truth but its interval, which narrows as
 // the run grows, misses it (docs/tenants.md). first is the model's fit's
 // first step (kernelFit.first), which SpecRate's fit starts from.
-func specBand(pairs []KernelPair, rows []kernelRow, groups int, use batchUse, xs, ys [][]float64, o KernelOptions, plan *withinPlan, first *firstStep) {
+func specBand(pairs []KernelPair, rows []kernelRow, groups int, lay laidOverlaps, shares [][]float64, o KernelOptions, plan *withinPlan, first *firstStep) {
 	type spec struct {
 		name  string
-		xs    [][]float64
 		form  stretchForm
 		start *firstStep
 	}
-	specs := []spec{{SpecRate, xs, formRate, first}}
-	if ys != nil {
-		specs = append(specs, spec{SpecStep, ys, formOverlap, nil})
+	specs := []spec{{SpecRate, formRate, first}}
+	if shares != nil {
+		specs = append(specs, spec{SpecStep, formOverlap, nil})
 	}
 	for _, sp := range specs {
-		f := fitKernels(rows, groups, use, sp.xs, nil, o, plan, sp.form, sp.start)
+		l := lay
+		if sp.name == SpecStep {
+			// Each row's step in the layout, 4 bytes a row, for this fit only.
+			l = laidOverlaps{x: lay.x, step: shares, stepOf: plan.layoutSteps(rows)}
+		}
+		f := fitLaid(rows, groups, l, o, plan, sp.form, sp.start)
 		if f.reason != "" {
 			continue
 		}

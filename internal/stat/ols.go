@@ -46,7 +46,9 @@ type OLS struct {
 
 // Scratch is memory one fit after another reuses: the column-scaled copy of
 // the design, which the QR factorization overwrites in place, and the
-// right-hand side the solve overwrites.
+// right-hand side the solve overwrites, which then holds the fit's
+// residuals (OLS.Resid is that memory: valid until the next fit with the
+// same Scratch).
 type Scratch struct{ scaled, rhs []float64 }
 
 // Grow is buf[:n] where buf holds n, else a new slice.
@@ -60,8 +62,9 @@ func Grow(buf []float64, n int) []float64 {
 // FitOLS fits y on the columns of x by Householder QR. Columns are scaled to
 // unit norm first, so the condition check and the accuracy do not depend on
 // the units of the regressors (NIST's Longley data, whose raw columns span
-// ten orders of magnitude, is the test). It keeps the scaled copy of x in
-// sc (nil: new memory), which keeps the buffers for the next fit.
+// ten orders of magnitude, is the test). It keeps the scaled copy of x and
+// the right-hand side, then the residuals, in sc (nil: new memory), which
+// keeps the buffers for the next fit.
 //
 // The factorization, condition estimate and solve are LAPACK's (gonum's
 // lapack64: Geqrf, Trcon, Ormqr, Trtrs), called as mat.QR's Factorize,
@@ -145,7 +148,9 @@ func FitOLS(x *mat.Dense, y []float64, sc *Scratch) (*OLS, error) {
 			f.XtXInv.SetSym(i, j, s/(norms[i]*norms[j]))
 		}
 	}
-	f.Resid = make([]float64, n)
+	// The residuals take the right-hand side's memory, of which only the
+	// first k entries (read into Beta above) were still needed.
+	f.Resid = sc.rhs[:n]
 	for i := 0; i < n; i++ {
 		row := x.RawRowView(i)
 		fit := 0.0
