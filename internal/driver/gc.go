@@ -214,16 +214,14 @@ func (p *gcPacer) watch(epoch int) {
 }
 
 // spillBudget is the resident memory a run of input bytes keeps within
-// (internal/spill): what the collector's floor lets the heap reach,
-// gcFloorBase plus the input's size, or the memory limit in effect
-// (--memory-limit, GOMEMLIMIT or the default share of the RAM) when that is
-// lower; none when the limit is off. Past it the largest tables live in a
-// spill file, and a run whose other data fits holds no more than its input
-// (docs/design.md, "Spilling").
+// (internal/spill): the input's size (at least gcFloorBase), or the memory
+// limit in effect (--memory-limit, GOMEMLIMIT or the default share of the
+// RAM) when that is lower; none when the limit is off. Past it the largest
+// tables live in a spill file (docs/design.md, "Spilling").
 func spillBudget(input int64) int64 {
 	lim := debug.SetMemoryLimit(-1)
 	if lim == math.MaxInt64 {
 		return 0
 	}
-	return min(lim, gcFloorBase+max(input, 0))
+	return min(lim, max(input, gcFloorBase))
 }
