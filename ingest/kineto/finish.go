@@ -99,36 +99,29 @@ func (d *decoder) dropZeroTimes() {
 		n += len(t.Spans) - k
 		t.Spans = t.Spans[:k]
 	}
-	k := 0
-	for i := range t.APICalls {
-		if t.APICalls[i].Start != 0 {
-			t.APICalls[k] = t.APICalls[i]
-			k++
-		}
-	}
-	n += len(t.APICalls) - k
-	t.APICalls = t.APICalls[:k]
-	k = 0
-	for i := range t.GPUOps {
-		if t.GPUOps[i].Start != 0 {
-			t.GPUOps[k] = t.GPUOps[i]
-			k++
-		}
-	}
-	n += len(t.GPUOps) - k
-	t.GPUOps = t.GPUOps[:k]
-	k = 0
-	for i := range t.MemoryEvents {
-		if t.MemoryEvents[i].Time != 0 {
-			t.MemoryEvents[k] = t.MemoryEvents[i]
-			k++
-		}
-	}
-	n += len(t.MemoryEvents) - k
-	t.MemoryEvents = t.MemoryEvents[:k]
+	var dropped int
+	t.APICalls, dropped = dropZeroTime(t.APICalls, func(c *ingest.APICall) int64 { return c.Start })
+	n += dropped
+	t.GPUOps, dropped = dropZeroTime(t.GPUOps, func(o *ingest.GPUOp) int64 { return o.Start })
+	n += dropped
+	t.MemoryEvents, dropped = dropZeroTime(t.MemoryEvents, func(e *ingest.MemoryEvent) int64 { return e.Time })
+	n += dropped
 	if n > 0 {
 		d.warnf("", "zero-time", "%d events have ts 0 (Kineto writes a time before the trace's base as 0): dropped", n)
 	}
+}
+
+// dropZeroTime keeps, in order and in place, the records whose time is not
+// 0, and says how many it dropped.
+func dropZeroTime[T any](recs []T, at func(*T) int64) ([]T, int) {
+	k := 0
+	for i := range recs {
+		if at(&recs[i]) != 0 {
+			recs[k] = recs[i]
+			k++
+		}
+	}
+	return recs[:k], len(recs) - k
 }
 
 // shift adds base to every time; false (and nothing changed) if any time
