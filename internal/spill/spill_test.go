@@ -158,3 +158,63 @@ func TestEnableIsShared(t *testing.T) {
 	}
 	_ = recs
 }
+
+// scanCPU fills a 256 MiB table made by make (budget 0) or by Slice under
+// budget, reads (or rewrites) all of it b.N times, and reports the
+// process's CPU time (user+sys, the governor's thread included) a pass and
+// what the governor dropped.
+func scanCPU(b *testing.B, budget int64, write bool) {
+	spilled := budget > 0
+	if runtime.GOOS != "linux" {
+		b.Skip("Linux only")
+	}
+	const n = 256 << 20 / recSize
+	var recs []rec
+	if spilled {
+		release, err := Enable(b.TempDir())
+		if err != nil {
+			b.Skipf("spilling is not possible here: %v", err)
+		}
+		defer release()
+		Budget(budget)
+		recs = Slice[rec](n)
+		if Read().Mapped == 0 {
+			b.Fatal("not spilled")
+		}
+	} else {
+		recs = make([]rec, 0, n)
+	}
+	for i := range n {
+		recs = append(recs, rec{At: int64(i), Val: uint32(i)})
+	}
+	var sum int64
+	start := cpuTime()
+	b.ResetTimer()
+	for b.Loop() {
+		for i := range recs {
+			sum += recs[i].At
+			if write {
+				recs[i].Val++
+			}
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(cpuTime()-start)/float64(b.N)/1e6, "cpu-ms/pass")
+	if sum == 0 {
+		b.Fatal("nothing read")
+	}
+	st := Read()
+	b.ReportMetric(float64(st.Drops), "drops")
+	b.ReportMetric(float64(st.DroppedBytes>>20), "dropped-MiB")
+}
+
+// overBudget is below what the Go heap alone holds: the governor can never
+// get under it. roomy is a budget the process never reaches.
+const overBudget, roomy = 1, 1 << 40
+
+func BenchmarkScanHeap(b *testing.B)                 { scanCPU(b, 0, false) }
+func BenchmarkScanSpilled(b *testing.B)              { scanCPU(b, roomy, false) }
+func BenchmarkScanSpilledOverBudget(b *testing.B)    { scanCPU(b, overBudget, false) }
+func BenchmarkRewriteHeap(b *testing.B)              { scanCPU(b, 0, true) }
+func BenchmarkRewriteSpilled(b *testing.B)           { scanCPU(b, roomy, true) }
+func BenchmarkRewriteSpilledOverBudget(b *testing.B) { scanCPU(b, overBudget, true) }
