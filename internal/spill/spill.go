@@ -31,6 +31,7 @@ package spill
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 	"sync"
 	"time"
@@ -160,6 +161,12 @@ func Slice[T any](n int) []T {
 	}
 	if hasPointers(reflect.TypeFor[T]()) {
 		panic(fmt.Sprintf("spill.Slice: %v holds pointers", reflect.TypeFor[T]()))
+	}
+	if int64(n) > int64(math.MaxInt)/size {
+		// More than the address space: make panics as it would without
+		// a budget (a mapping's length is an int, and its size would
+		// wrap: a 32-bit system mapped 4 GiB + 1 MiB as 1 MiB).
+		return make([]T, 0, n)
 	}
 	bytes := size * int64(n)
 	state.mu.Lock()

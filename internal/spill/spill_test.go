@@ -3,6 +3,7 @@ package spill
 import (
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -99,6 +100,32 @@ func TestSliceOnTheHeap(t *testing.T) {
 	if got := Read().Mapped - before; got != 1<<17 {
 		t.Errorf("under a 1 MiB budget a 128 KiB table: mapped %d bytes, want 131072", got)
 	}
+}
+
+// TestSliceLargerThanAddressSpace: a table of more bytes than an int holds
+// panics as make does, without a budget or with one; it is never mapped
+// (a 32-bit system mapped int(size) bytes, 4 GiB + 1 MiB as 1 MiB, under a
+// slice of 4097 MiB).
+func TestSliceLargerThanAddressSpace(t *testing.T) {
+	if strconv.IntSize == 64 {
+		t.Skip("an int holds every table's size on a 64-bit system")
+	}
+	release, err := Enable(t.TempDir())
+	if err != nil {
+		t.Skipf("spilling is not possible here: %v", err)
+	}
+	defer release()
+	Budget(1 << 30)
+	defer func() {
+		if r := recover(); r == nil {
+			t.Errorf("no panic; mapped %d bytes", Read().Mapped)
+		}
+		if m := Read().Mapped; m != 0 {
+			t.Errorf("mapped %d bytes", m)
+		}
+	}()
+	s := Slice[[1 << 20]byte](4097)
+	t.Errorf("Slice of 4097 MiB gave cap %d", cap(s))
 }
 
 func TestRecSize(t *testing.T) {
