@@ -5,16 +5,18 @@
 // without pointers (the GPU ops: 48 bytes each, hundreds of MB on a long
 // capture; docs/design.md §3). Slice gives such an array from a file in the
 // spill directory, deleted as soon as it is created, mapped shared: reading
-// and writing it are reading and writing memory, and the kernel keeps its
-// pages in the page cache and writes them to the file when memory is short.
-// A governor watches the process's resident memory; when it passes the
-// budget it takes the mapped pages out of the process (madvise
-// MADV_DONTNEED, which for a shared file mapping keeps every byte written: the
-// pages stay in the page cache or in the file), and the next access maps
-// them in again. So the process's resident memory stays within the budget
-// whatever the size of these tables, and what it does not hold is memory the
-// kernel may reclaim, not memory it must keep — the difference between an
-// analysis that finishes on a 16 GB laptop and one that is killed.
+// and writing it are reading and writing memory, and the table's pages are
+// a file's: the kernel may write them out and reclaim them, mapped or not,
+// where the heap's pages (without swap) must stay. A governor watches the
+// process's resident memory; when it passes the budget it takes the mapped
+// pages out of the process (madvise MADV_DONTNEED, which for a shared file
+// mapping keeps every byte written: the pages stay in the page cache or go
+// to the file; mapping.drop), and the next access maps them in again. That
+// frees nothing by itself: it keeps the resident set within the budget as
+// far as the tables can, and leaves their pages unmapped in the page cache,
+// where reclaim need not unmap them first. So the tables' size need not be
+// memory the process must keep — on a 16 GB laptop or under a container's
+// limit, if the rest of the data fits and the disk keeps up.
 //
 // Nothing else changes: the tables are ordinary Go slices, sorted, rewritten
 // and read in place, so the output is the same byte for byte with or without
@@ -24,9 +26,9 @@
 //
 // Spilling is off until Enable is called (cmd/llmprof does, for each
 // command) and the budget set (Budget); without them Slice is make. On a
-// system without shared file mappings, or where the spill directory is in
-// memory itself (tmpfs: its pages could not leave memory), Slice is make
-// and Enable says why.
+// system without shared file mappings, or where the spill directory cannot
+// hold them (in memory, copy-on-write, across a network: refusal in
+// spill_linux.go), Slice is make and Enable says why.
 package spill
 
 import (
