@@ -37,3 +37,15 @@ func TestRefusal(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkResidentRead is the governor's cost a tick (one read of
+// /proc/self/statm), beside what the tables save.
+func BenchmarkResidentRead(b *testing.B) {
+	r := newResident()
+	defer r.close()
+	for b.Loop() {
+		if r.read() == 0 {
+			b.Fatal("no resident set")
+		}
+	}
+}
