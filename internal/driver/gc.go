@@ -215,15 +215,20 @@ func (p *gcPacer) watch(epoch int) {
 
 // spillBudget is the resident memory a run of input bytes keeps within
 // (internal/spill): what the collector's floor lets the heap reach,
-// gcFloorBase plus the input's size, or the memory limit in effect
-// (--memory-limit, GOMEMLIMIT or the default share of the RAM) when that is
-// lower; none when the limit is off. Past it the largest tables live in a
-// spill file, and a run whose other data fits holds no more than its input
-// (docs/design.md, "Spilling").
+// gcFloorBase plus the input's size, above the heap already live when the
+// run opens its inputs, or the memory limit in effect (--memory-limit,
+// GOMEMLIMIT or the default share of the RAM) when that is lower; none when
+// the limit is off. Past it the largest tables live in a spill file, and a
+// run whose other data fits holds no more than its input
+// (docs/design.md, "Spilling"). The live heap is an earlier run's that the
+// command still holds: diff's candidate while its baseline is read. Without
+// it the baseline's budget was below what the process held before it read a
+// byte, and the governor took the tables' pages out again and again.
 func spillBudget(input int64) int64 {
 	lim := debug.SetMemoryLimit(-1)
 	if lim == math.MaxInt64 {
 		return 0
 	}
-	return min(lim, gcFloorBase+max(input, 0))
+	live, _ := heapState()
+	return min(lim, gcFloorBase+max(input, 0)+live)
 }
