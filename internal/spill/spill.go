@@ -220,14 +220,15 @@ func hasPointers(t reflect.Type) bool {
 // is back below the low mark (an eighth under the budget), so that the
 // pages most recently used are the last to go.
 //
-// When a pass over every mapping leaves the process above the low mark,
-// what it holds besides the tables is over the budget on its own: a pass on
-// the next tick could only take out again the pages the analysis is using
-// (rewriting a 256 MiB table so cost 1.8 times the CPU of rewriting it
-// without drops, BenchmarkRewriteSpilledOverBudget against
-// BenchmarkRewriteSpilled). The governor then waits twice as many ticks
-// before the next pass, up to maxWait, and one tick again once a pass gets
-// under the low mark (1.3 times, the same benchmarks).
+// When the rest of the process is over the budget on its own, no pass gets
+// under it, and every tick takes out again the pages the analysis is using:
+// rewriting a 256 MiB table so costs 1.7-1.8 times the CPU of rewriting it
+// without drops (BenchmarkRewriteSpilledOverBudget against
+// BenchmarkRewriteSpilled), reading it about the same. Waiting longer after
+// such a pass was tried and dropped: 2 … 64 ticks brought the rewrite to
+// 1.3 times but let an analyze of a 283 MB run under a 200 MiB limit peak at
+// 420 MB against 304-334 MB, with no CPU saving that two runs of each could
+// show, and up to 8 ticks saved nothing on the rewrite (1.73 times).
 func govern(stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
 	rss := newResident()
@@ -235,16 +236,11 @@ func govern(stop <-chan struct{}, done chan<- struct{}) {
 	t := time.NewTicker(tick)
 	defer t.Stop()
 	var cursor int64 // position over all mappings, in bytes, of the next chunk
-	wait, skip := 1, 0
 	for {
 		select {
 		case <-stop:
 			return
 		case <-t.C:
-		}
-		if skip > 0 {
-			skip--
-			continue
 		}
 		state.mu.Lock()
 		budget, maps := state.budget, state.maps
@@ -254,7 +250,6 @@ func govern(stop <-chan struct{}, done chan<- struct{}) {
 		}
 		cur := rss.read()
 		if cur <= budget {
-			wait = 1
 			continue
 		}
 		low := budget - budget/8
@@ -277,17 +272,8 @@ func govern(stop <-chan struct{}, done chan<- struct{}) {
 		state.mu.Lock()
 		state.stats.Drops++
 		state.mu.Unlock()
-		if cur > low {
-			skip, wait = wait-1, min(wait*2, maxWait)
-		} else {
-			wait = 1
-		}
 	}
 }
-
-// maxWait is the most ticks the governor waits after a pass that could not
-// get under the budget (128 ms).
-const maxWait = 64
 
 // chunk is how much of a mapping the governor drops at a time.
 const chunk = 32 << 20

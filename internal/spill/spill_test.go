@@ -215,47 +215,6 @@ func governing() bool {
 	return state.done != nil
 }
 
-// TestGovernorBacksOffOverBudget: under a budget the process passes
-// without its tables, the governor makes a pass, finds it could not get
-// under, and waits longer each time instead of dropping the table's pages
-// on every tick (it did: 232 passes in 500 ms).
-func TestGovernorBacksOffOverBudget(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("Linux only")
-	}
-	release, err := Enable(t.TempDir())
-	if err != nil {
-		t.Skipf("spilling is not possible here: %v", err)
-	}
-	defer release()
-	Budget(1)
-	const n = 8 << 20 / recSize
-	recs := Slice[rec](n)
-	for i := range n {
-		recs = append(recs, rec{At: int64(i)})
-	}
-	start := time.Now()
-	var sum int64
-	for time.Since(start) < 500*time.Millisecond {
-		for i := range recs {
-			sum += recs[i].At
-		}
-	}
-	elapsed := time.Since(start)
-	st := Read()
-	if st.Drops == 0 {
-		t.Fatal("the governor never dropped a page")
-	}
-	// 1+2+4+…+64 ticks: 8 passes in the first 256 ms, one every 128 ms
-	// after; 20 leaves room for a late ticker.
-	if most := 8 + int(elapsed/(maxWait*tick)) + 12; st.Drops > most {
-		t.Errorf("%d passes in %v over an unreachable budget, want at most %d", st.Drops, elapsed.Round(time.Millisecond), most)
-	}
-	if want := int64(n-1) * n / 2; sum%want != 0 {
-		t.Errorf("sum %d is not a multiple of %d: the table changed", sum, want)
-	}
-}
-
 // scanCPU fills a 256 MiB table made by make (budget 0) or by Slice under
 // budget, reads (or rewrites) all of it b.N times, and reports the
 // process's CPU time (user+sys, the governor's thread included) a pass and
