@@ -31,6 +31,14 @@ fi
 cg="$parent/llmprof-bench-$$"
 mkdir "$cg" || { echo "bench/cgroup.sh: cannot make a cgroup under $parent (root and a writable memory cgroup are needed)" >&2; exit 2; }
 trap 'rmdir "$cg" 2> /dev/null || true' EXIT
+# cgroup v2 gives a child memory.max only when the parent delegates the
+# memory controller (memory in its cgroup.subtree_control), which a cgroup
+# holding processes, such as this shell's, cannot do: without the file the
+# limit would not be set at all.
+[ -f "$cg/$max" ] || {
+	echo "bench/cgroup.sh: $parent does not delegate the memory controller, so $cg has no $max; run from a cgroup that does (or a systemd scope: systemd-run --scope -p MemoryMax=$limit COMMAND)" >&2
+	exit 2
+}
 echo "$bytes" > "$cg/$max"
 # v1: no swap for the group either, where the kernel accounts it.
 [ -f "$cg/memory.memsw.limit_in_bytes" ] && echo "$bytes" > "$cg/memory.memsw.limit_in_bytes" 2> /dev/null || true
@@ -40,6 +48,8 @@ sh -c 'echo $$ > "$1/cgroup.procs"; shift; exec /usr/bin/time -f "%M" -o "$0" "$
 rss=$(tail -n 1 "$tmp" 2> /dev/null || echo 0)
 rm -f "$tmp"
 [[ $rss =~ ^[0-9]+$ ]] || rss=0
-peak=$(cat "$cg/$peakf" 2> /dev/null || echo 0)
-echo "exit $rc, peak RSS $((rss / 1024)) MB, cgroup peak $((peak / 1048576)) MB (page cache included), limit $((bytes / 1048576)) MB" >&2
+# memory.peak is in cgroup v2 from Linux 5.19 on.
+peak=$(cat "$cg/$peakf" 2> /dev/null || true)
+[[ $peak =~ ^[0-9]+$ ]] && peak="$((peak / 1048576)) MB" || peak="unknown (no $peakf)"
+echo "exit $rc, peak RSS $((rss / 1024)) MB, cgroup peak $peak (page cache included), limit $((bytes / 1048576)) MB" >&2
 exit $rc

@@ -61,6 +61,9 @@ type gcPacer struct {
 	mu    sync.Mutex
 	holds []*gcHold
 	saved int
+	// mapped is what spill files held when the first hold began: an
+	// earlier run's tables (diff's candidate), outside this run's floor.
+	mapped int64
 	// epoch counts the times the pacer started, so that a watcher left
 	// from an earlier hold stops rather than retargets.
 	epoch int
@@ -86,6 +89,7 @@ func tightGC(percent int) *gcHold {
 	defer p.mu.Unlock()
 	if len(p.holds) == 0 {
 		p.saved = debug.SetGCPercent(percent)
+		p.mapped = spill.Read().Mapped
 		p.epoch++
 		p.watch(p.epoch)
 	}
@@ -122,18 +126,30 @@ func (h *gcHold) release() {
 }
 
 // retarget sets the collector's percentage so that the next collection
-// comes at the larger of the lowest percentage asked for and the highest
-// floor, less the tables in spill files (spill.Stats.Mapped): the floor is
-// the room the run's data may take, and the spilled tables take theirs
-// outside the heap (docs/design.md, "Spilling"). Called with p.mu held.
+// comes at the larger of the lowest percentage asked for and floor.
+// Called with p.mu held.
 func (p *gcPacer) retarget() {
-	percent, floor := p.holds[0].percent, p.holds[0].bytes
+	percent := p.holds[0].percent
 	for _, h := range p.holds[1:] {
-		percent, floor = min(percent, h.percent), max(floor, h.bytes)
+		percent = min(percent, h.percent)
 	}
-	floor = max(floor-spill.Read().Mapped, 0)
 	live, roots := heapState()
-	debug.SetGCPercent(pacedPercent(percent, floor, live, roots))
+	debug.SetGCPercent(pacedPercent(percent, p.floor(), live, roots))
+}
+
+// floor is the highest floor asked for less the tables put in spill files
+// since the first hold (spill.Stats.Mapped): the floor is the room the
+// run's data may take, and the spilled tables take theirs outside the heap
+// (docs/design.md, "Spilling"). An earlier run's spilled tables, which diff
+// holds while it reads its baseline, were never in this run's room, and
+// taking them off too left the baseline a floor smaller by all of them.
+// Called with p.mu held.
+func (p *gcPacer) floor() int64 {
+	floor := p.holds[0].bytes
+	for _, h := range p.holds[1:] {
+		floor = max(floor, h.bytes)
+	}
+	return max(floor-(spill.Read().Mapped-p.mapped), 0)
 }
 
 // pacedPercent is the percentage at which the collector next collects at
@@ -214,14 +230,20 @@ func (p *gcPacer) watch(epoch int) {
 }
 
 // spillBudget is the resident memory a run of input bytes keeps within
-// (internal/spill): the input's size (at least gcFloorBase), or the memory
-// limit in effect (--memory-limit, GOMEMLIMIT or the default share of the
-// RAM) when that is lower; none when the limit is off. Past it the largest
-// tables live in a spill file (docs/design.md, "Spilling").
+// (internal/spill): the input's size (at least gcFloorBase), above the
+// heap already live when the run opens its inputs, or the memory limit in
+// effect (--memory-limit, GOMEMLIMIT or the default share of the RAM) when
+// that is lower; none when the limit is off. Past it the largest tables
+// live in a spill file (docs/design.md, "Spilling"). The live heap is an
+// earlier run's that the command still holds: diff's candidate while its
+// baseline is read. Without it the baseline's budget was below what the
+// process held before it read a byte, and the governor took the tables'
+// pages out again and again.
 func spillBudget(input int64) int64 {
 	lim := debug.SetMemoryLimit(-1)
 	if lim == math.MaxInt64 {
 		return 0
 	}
-	return min(lim, max(input, gcFloorBase))
+	live, _ := heapState()
+	return min(lim, max(input, gcFloorBase)+live)
 }

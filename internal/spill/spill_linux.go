@@ -16,17 +16,44 @@ type mapping struct{ mem []byte }
 func tempDir() string { return os.TempDir() }
 
 // usable says why dir cannot hold spill files: it must be a directory on a
-// file system whose pages can leave memory.
+// file system whose pages can leave memory and where a file's reserved
+// blocks are enough to write it over and over (refusal).
 func usable(dir string) error {
 	var st unix.Statfs_t
 	if err := unix.Statfs(dir, &st); err != nil {
 		return fmt.Errorf("spill directory %s: %w", dir, err)
 	}
-	switch st.Type {
-	case unix.TMPFS_MAGIC, unix.RAMFS_MAGIC:
-		return fmt.Errorf("spill directory %s is in memory (tmpfs): its pages cannot leave memory; set TMPDIR to a directory on disk", dir)
+	// f_type is a 32-bit magic number; Statfs_t.Type is int32 on 32-bit
+	// systems, int64 or uint32 elsewhere.
+	if why := refusal(uint32(st.Type)); why != "" {
+		return fmt.Errorf("spill directory %s %s; set TMPDIR to a directory on a local disk", dir, why)
 	}
 	return nil
+}
+
+// zfsMagic is ZFS's f_type (not in x/sys/unix: ZFS is not in the kernel).
+const zfsMagic = 0x2fc12fc1
+
+// refusal says why a file system of type fs (statfs's f_type) cannot hold
+// spill files, "" when it can. A page written through the mapping after the
+// file system has no room is a SIGBUS, which kills the process, so spilling
+// needs every write to land in blocks reserved beforehand (mapFile's
+// fallocate). A copy-on-write file system writes a block that was written
+// before to a new block: what fallocate reserved covers the first write
+// only, and the governor's drops let a table be written back and then
+// rewritten (sorted in place). A network or FUSE file system may emulate
+// fallocate or fail a write back after the page has left the process.
+func refusal(fs uint32) string {
+	switch fs {
+	case unix.TMPFS_MAGIC, unix.RAMFS_MAGIC:
+		return "is in memory (tmpfs): its pages cannot leave memory"
+	case unix.BTRFS_SUPER_MAGIC, unix.BCACHEFS_SUPER_MAGIC, zfsMagic:
+		return "is on a copy-on-write file system, where reserving a file's blocks does not reserve room to write them again"
+	case unix.NFS_SUPER_MAGIC, unix.CIFS_SUPER_MAGIC, unix.SMB_SUPER_MAGIC, unix.SMB2_SUPER_MAGIC,
+		unix.CEPH_SUPER_MAGIC, unix.V9FS_MAGIC, unix.AFS_SUPER_MAGIC, unix.AFS_FS_MAGIC, unix.FUSE_SUPER_MAGIC:
+		return "is on a network or FUSE file system, where a write to a mapped page may fail after the page has left the process"
+	}
+	return ""
 }
 
 // mapFile makes a deleted file of size bytes in dir and maps it. The file's
@@ -53,8 +80,17 @@ func mapFile(dir string, size int64) (mapping, error) {
 }
 
 // drop takes n bytes of the mapping from off out of the process. For a
-// shared file mapping MADV_DONTNEED keeps the contents (madvise(2)): the
-// next access maps the page again from the page cache or the file.
+// shared file mapping MADV_DONTNEED only removes the page table entries: on
+// Linux madvise_dontneed_free (mm/madvise.c) zaps the range, and for a
+// page that is not anonymous zap_pte_range (mm/memory.c, through
+// zap_present_folio_ptes in 6.x) moves the cleared entry's dirty bit to its
+// page cache folio (folio_mark_dirty), so a byte
+// written through the mapping is in the page cache, to be written to the
+// file, not lost; the next access faults the page in again from the page
+// cache or the file. (An anonymous or MAP_PRIVATE mapping would read zeros
+// or the file's old bytes instead: mapFile maps MAP_SHARED.) A write racing
+// with the drop either lands before the entry is cleared, and its dirty bit
+// moves with it, or faults after, onto the same page cache page.
 func (m mapping) drop(off, n int64) {
 	_ = unix.Madvise(m.mem[off:off+n], unix.MADV_DONTNEED)
 }

@@ -3,6 +3,7 @@ package spill
 import (
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -101,6 +102,32 @@ func TestSliceOnTheHeap(t *testing.T) {
 	}
 }
 
+// TestSliceLargerThanAddressSpace: a table of more bytes than an int holds
+// panics as make does, without a budget or with one; it is never mapped
+// (a 32-bit system mapped int(size) bytes, 4 GiB + 1 MiB as 1 MiB, under a
+// slice of 4097 MiB).
+func TestSliceLargerThanAddressSpace(t *testing.T) {
+	if strconv.IntSize == 64 {
+		t.Skip("an int holds every table's size on a 64-bit system")
+	}
+	release, err := Enable(t.TempDir())
+	if err != nil {
+		t.Skipf("spilling is not possible here: %v", err)
+	}
+	defer release()
+	Budget(1 << 30)
+	defer func() {
+		if r := recover(); r == nil {
+			t.Errorf("no panic; mapped %d bytes", Read().Mapped)
+		}
+		if m := Read().Mapped; m != 0 {
+			t.Errorf("mapped %d bytes", m)
+		}
+	}()
+	s := Slice[[1 << 20]byte](4097)
+	t.Errorf("Slice of 4097 MiB gave cap %d", cap(s))
+}
+
 func TestRecSize(t *testing.T) {
 	if s := unsafe.Sizeof(rec{}); s != recSize {
 		t.Fatalf("rec is %d bytes, recSize says %d", s, recSize)
@@ -158,3 +185,92 @@ func TestEnableIsShared(t *testing.T) {
 	}
 	_ = recs
 }
+
+// TestGovernorStartsWithFirstTable: Enable and Budget start no governor
+// (it would read the resident set every tick of every command); the first
+// table mapped does, and the last release stops it.
+func TestGovernorStartsWithFirstTable(t *testing.T) {
+	release, err := Enable(t.TempDir())
+	if err != nil {
+		t.Skipf("spilling is not possible here: %v", err)
+	}
+	defer release()
+	Budget(1 << 30)
+	if governing() {
+		t.Fatal("a governor runs with no table mapped")
+	}
+	_ = Slice[rec](MinBytes / recSize)
+	if !governing() {
+		t.Fatal("no governor after a table was mapped")
+	}
+	release()
+	if governing() {
+		t.Fatal("the governor outlived the last release")
+	}
+}
+
+func governing() bool {
+	state.mu.Lock()
+	defer state.mu.Unlock()
+	return state.done != nil
+}
+
+// scanCPU fills a 256 MiB table made by make (budget 0) or by Slice under
+// budget, reads (or rewrites) all of it b.N times, and reports the
+// process's CPU time (user+sys, the governor's thread included) a pass and
+// what the governor dropped.
+func scanCPU(b *testing.B, budget int64, write bool) {
+	spilled := budget > 0
+	if runtime.GOOS != "linux" {
+		b.Skip("Linux only")
+	}
+	const n = 256 << 20 / recSize
+	var recs []rec
+	if spilled {
+		release, err := Enable(b.TempDir())
+		if err != nil {
+			b.Skipf("spilling is not possible here: %v", err)
+		}
+		defer release()
+		Budget(budget)
+		recs = Slice[rec](n)
+		if Read().Mapped == 0 {
+			b.Fatal("not spilled")
+		}
+	} else {
+		recs = make([]rec, 0, n)
+	}
+	for i := range n {
+		recs = append(recs, rec{At: int64(i), Val: uint32(i)})
+	}
+	var sum int64
+	start := cpuTime()
+	b.ResetTimer()
+	for b.Loop() {
+		for i := range recs {
+			sum += recs[i].At
+			if write {
+				recs[i].Val++
+			}
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(cpuTime()-start)/float64(b.N)/1e6, "cpu-ms/pass")
+	if sum == 0 {
+		b.Fatal("nothing read")
+	}
+	st := Read()
+	b.ReportMetric(float64(st.Drops), "drops")
+	b.ReportMetric(float64(st.DroppedBytes>>20), "dropped-MiB")
+}
+
+// overBudget is below what the Go heap alone holds: the governor can never
+// get under it. roomy is a budget the process never reaches.
+const overBudget, roomy = 1, 1 << 40
+
+func BenchmarkScanHeap(b *testing.B)                 { scanCPU(b, 0, false) }
+func BenchmarkScanSpilled(b *testing.B)              { scanCPU(b, roomy, false) }
+func BenchmarkScanSpilledOverBudget(b *testing.B)    { scanCPU(b, overBudget, false) }
+func BenchmarkRewriteHeap(b *testing.B)              { scanCPU(b, 0, true) }
+func BenchmarkRewriteSpilled(b *testing.B)           { scanCPU(b, roomy, true) }
+func BenchmarkRewriteSpilledOverBudget(b *testing.B) { scanCPU(b, overBudget, true) }

@@ -1,0 +1,69 @@
+package driver
+
+import (
+	"os"
+	"runtime"
+	"runtime/debug"
+	"testing"
+
+	"github.com/llmprof/llmprof/internal/spill"
+)
+
+// TestSpillBudgetCountsTheLiveHeap: a run opened while an earlier run's
+// data is live (diff's baseline after its candidate) gets a budget above
+// that data, not below it.
+func TestSpillBudgetCountsTheLiveHeap(t *testing.T) {
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(1 << 40))
+	held := make([]byte, 128<<20)
+	for i := range held {
+		held[i] = byte(i)
+	}
+	runtime.GC()
+	const input = 16 << 20
+	if got, want := spillBudget(input), int64(max(input, gcFloorBase)+len(held)); got < want {
+		t.Errorf("spillBudget(%d) with %d MiB live = %d MiB, want at least %d MiB", input, len(held)>>20, got>>20, want>>20)
+	}
+	runtime.KeepAlive(held)
+	debug.SetMemoryLimit(64 << 20)
+	if got := spillBudget(input); got != 64<<20 {
+		t.Errorf("under a 64 MiB limit spillBudget = %d MiB, want the limit", got>>20)
+	}
+}
+
+// TestFloorLessThisRunsSpilledTables: the collector's floor is the run's
+// own less the tables it put in spill files, not less an earlier run's
+// (diff's candidate's, still mapped while the baseline is read).
+func TestFloorLessThisRunsSpilledTables(t *testing.T) {
+	if os.Getenv("GOGC") != "" {
+		t.Skip("GOGC set: the pacer holds nothing")
+	}
+	release, err := spill.Enable(t.TempDir())
+	if err != nil {
+		t.Skipf("spilling is not possible here: %v", err)
+	}
+	defer release()
+	spill.Budget(1 << 30)
+	const table = 8 << 20
+	earlier := spill.Slice[int64](table / 8)
+	if spill.Read().Mapped != table {
+		t.Skip("the earlier table was not spilled")
+	}
+	h := tightGC(50)
+	defer h.release()
+	const input = 100 << 20
+	h.floor(input)
+	if got, want := floorNow(), int64(gcFloorBase+input); got != want {
+		t.Errorf("floor %d MiB with an earlier run's %d MiB spilled, want %d MiB", got>>20, table>>20, want>>20)
+	}
+	own := spill.Slice[int64](table / 8)
+	if got, want := floorNow(), int64(gcFloorBase+input-table); got != want {
+		t.Errorf("floor %d MiB with %d MiB of the run's own spilled, want %d MiB", got>>20, table>>20, want>>20)
+	}
+	_, _ = earlier, own
+}
+
+func floorNow() int64 {
+	pacer.mu.Lock()
+	defer pacer.mu.Unlock()
+	return pacer.floor()
+}

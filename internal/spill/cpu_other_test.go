@@ -1,0 +1,5 @@
+//go:build !linux
+
+package spill
+
+func cpuTime() int64 { return 0 }
