@@ -1,5 +1,7 @@
 package ingest
 
+import "github.com/llmprof/llmprof/internal/spill"
+
 // Merge combines traces decoded from separate inputs into one, in the order
 // given: sources are appended, and every StrID, resource, scope, array and map
 // index is remapped into the result's tables. The parts must not be used
@@ -21,21 +23,24 @@ func Merge(parts ...*Trace) *Trace {
 	for _, p := range parts {
 		out.absorb(p)
 	}
-	out.Spans = concat(parts, func(p *Trace) *[]Span { return &p.Spans })
-	out.APICalls = concat(parts, func(p *Trace) *[]APICall { return &p.APICalls })
-	out.GPUOps = concat(parts, func(p *Trace) *[]GPUOp { return &p.GPUOps })
-	out.Samples = concat(parts, func(p *Trace) *[]Sample { return &p.Samples })
-	out.MemoryEvents = concat(parts, func(p *Trace) *[]MemoryEvent { return &p.MemoryEvents })
+	out.Spans = concat(parts, func(p *Trace) *[]Span { return &p.Spans }, heapSlice)
+	// The tables a decoder may have put in a spill file go to one when
+	// they are merged into a new array (internal/spill).
+	out.APICalls = concat(parts, func(p *Trace) *[]APICall { return &p.APICalls }, spill.Slice[APICall])
+	out.GPUOps = concat(parts, func(p *Trace) *[]GPUOp { return &p.GPUOps }, spill.Slice[GPUOp])
+	out.Samples = concat(parts, func(p *Trace) *[]Sample { return &p.Samples }, heapSlice)
+	out.MemoryEvents = concat(parts, func(p *Trace) *[]MemoryEvent { return &p.MemoryEvents }, heapSlice)
 	return out
 }
 
 // concat returns the parts' records of one table in part order, taking the
 // records out of the parts (each part's slice is set to nil, so that a copy
-// made here does not keep its source alive). One non-empty part: its slice
+// made here does not keep its source alive), a new array made by alloc
+// (length 0, capacity n). One non-empty part: its slice
 // itself. Several: the largest part's array when it has room for all (its
 // records moved up in place, the others copied around them), else one new
 // array of the total size.
-func concat[T any](parts []*Trace, field func(*Trace) *[]T) []T {
+func concat[T any](parts []*Trace, field func(*Trace) *[]T, alloc func(n int) []T) []T {
 	total, largest, nonEmpty := 0, -1, 0
 	for i, p := range parts {
 		n := len(*field(p))
@@ -87,12 +92,15 @@ func concat[T any](parts []*Trace, field func(*Trace) *[]T) []T {
 		}
 		return out
 	}
-	out := make([]T, 0, total)
+	out := alloc(total)
 	for _, p := range parts {
 		out = append(out, take(p)...)
 	}
 	return out
 }
+
+// heapSlice is make([]T, 0, n), concat's alloc for tables never spilled.
+func heapSlice[T any](n int) []T { return make([]T, 0, n) }
 
 // remapper translates the IDs of one part into the merged trace.
 type remapper struct {

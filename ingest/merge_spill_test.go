@@ -1,0 +1,47 @@
+package ingest
+
+import (
+	"testing"
+	"unsafe"
+
+	"github.com/llmprof/llmprof/internal/spill"
+)
+
+// TestMergeSpillsTheMergedOps: GPU ops and API calls merged from several
+// parts into a new array go to a spill file when spilling is on, as a
+// decoder's own table would; the records are those of the parts, in order.
+func TestMergeSpillsTheMergedOps(t *testing.T) {
+	release, err := spill.Enable(t.TempDir())
+	if err != nil {
+		t.Skipf("spilling is not possible here: %v", err)
+	}
+	defer release()
+	spill.Budget(1 << 30)
+	const n = spill.MinBytes / 48 // each part's table a little under MinBytes; the merged one above
+	parts := make([]*Trace, 2)
+	for p := range parts {
+		tr := New()
+		tr.Sources = []Source{{Path: "part"}}
+		tr.GPUOps = make([]GPUOp, n)
+		tr.APICalls = make([]APICall, n)
+		for i := range n {
+			tr.GPUOps[i] = GPUOp{Start: int64(p*n + i), Device: -1}
+			tr.APICalls[i] = APICall{Start: int64(p*n + i)}
+		}
+		parts[p] = tr
+	}
+	before := spill.Read().Mapped
+	m := Merge(parts...)
+	want := int64(2*n) * int64(unsafe.Sizeof(GPUOp{})+unsafe.Sizeof(APICall{}))
+	if got := spill.Read().Mapped - before; got != want {
+		t.Errorf("merging spilled %d bytes, want %d (the merged GPU ops and API calls)", got, want)
+	}
+	if len(m.GPUOps) != 2*n || len(m.APICalls) != 2*n {
+		t.Fatalf("merged %d ops, %d calls; want %d of each", len(m.GPUOps), len(m.APICalls), 2*n)
+	}
+	for i := range m.GPUOps {
+		if m.GPUOps[i].Start != int64(i) || m.APICalls[i].Start != int64(i) {
+			t.Fatalf("record %d: op at %d, call at %d; want both at %d", i, m.GPUOps[i].Start, m.APICalls[i].Start, i)
+		}
+	}
+}
