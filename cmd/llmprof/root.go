@@ -138,11 +138,17 @@ func Main(ctx context.Context, args []string, io *IOStreams) int {
 	f := &Factory{IO: io}
 	root := NewCmdRoot(f)
 	root.SetArgs(args)
+	// Spilling ends with the command, also when it panics (a caller that
+	// recovers must not find it still on); release is once only.
+	unspill := func() {
+		if f.unspill != nil {
+			f.unspill()
+		}
+	}
+	defer unspill()
 	_, err := root.ExecuteContextC(ctx)
 	spilled := spill.Read()
-	if f.unspill != nil {
-		f.unspill()
-	}
+	unspill()
 	if f.applied {
 		// The budget holds for the command alone, so that Main run
 		// in-process, as tests do, leaves the runtime as it found it.
