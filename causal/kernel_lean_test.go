@@ -75,16 +75,7 @@ func sameFit(a, b kernelFit) bool {
 // rows), on all rows and on a category's.
 func TestStepSharesFitMatchesRowOverlaps(t *testing.T) {
 	rows, groups, use, xs, shares := leanRun(3)
-	ys := make([][]float64, len(xs))
-	for j := range ys {
-		ys[j] = make([]float64, len(rows))
-		for r := range rows {
-			ys[j][r] = xs[j][r]
-			if rows[r].step >= 0 {
-				ys[j][r] = shares[j][rows[r].step]
-			}
-		}
-	}
+	ys := rowShares(rows, xs, shares)
 	o := KernelOptions{}.withDefaults()
 	plan := newWithinPlan(rows, groups, use, nil)
 	sel := make([]bool, len(rows))
@@ -184,16 +175,7 @@ func TestLaidOverlapsMatchRowOrder(t *testing.T) {
 			}
 		}
 	}
-	ys := make([][]float64, len(xs))
-	for j := range ys {
-		ys[j] = make([]float64, len(rows))
-		for r := range rows {
-			ys[j][r] = xs[j][r]
-			if rows[r].step >= 0 {
-				ys[j][r] = shares[j][rows[r].step]
-			}
-		}
-	}
+	ys := rowShares(rows, xs, shares)
 	want := fitKernels(rows, groups, use, ys, nil, o, plan, formOverlap, nil)
 	got := fitLaid(rows, groups, laidOverlaps{x: lay.x, step: shares, stepOf: plan.layoutSteps(rows)}, o, plan, formOverlap, nil)
 	if want.reason != "" || !sameFit(want, got) {
@@ -281,4 +263,21 @@ func leanSteps(rows []kernelRow) []KernelStep {
 		steps[s] = KernelStep{Size: float64(1 + s%61), Tokens: float64(1 + (s*37)%4093), Context: float64(1 + (s*101)%65521)}
 	}
 	return steps
+}
+
+// rowShares is each source's overlap a row as SpecStep reads it: the row's
+// step's share where it has a step, its own overlap otherwise (the per-row
+// copy the kernel fit held before stepShares).
+func rowShares(rows []kernelRow, xs, shares [][]float64) [][]float64 {
+	ys := make([][]float64, len(xs))
+	for j := range ys {
+		ys[j] = make([]float64, len(rows))
+		for r := range rows {
+			ys[j][r] = xs[j][r]
+			if rows[r].step >= 0 {
+				ys[j][r] = shares[j][rows[r].step]
+			}
+		}
+	}
+	return ys
 }
