@@ -133,8 +133,8 @@ func Budget(bytes int64) {
 	state.budget = max(bytes, 0)
 }
 
-// Current returns the budget in effect, 0 when spilling is off.
-func Current() int64 {
+// current returns the budget in effect, 0 when spilling is off.
+func current() int64 {
 	state.mu.Lock()
 	defer state.mu.Unlock()
 	if state.enabled == 0 {

@@ -175,13 +175,13 @@ func TestEnableIsShared(t *testing.T) {
 	recs := Slice[rec](MinBytes / recSize)
 	first()
 	first() // a second call does nothing
-	if Current() != 1<<30 {
-		t.Errorf("budget %d after the first release, want it kept", Current())
+	if current() != 1<<30 {
+		t.Errorf("budget %d after the first release, want it kept", current())
 	}
 	recs = append(recs, rec{At: 1}) // still mapped: a fault here would crash
 	second()
-	if Current() != 0 || Read().Mapped != 0 {
-		t.Errorf("after the last release: budget %d, mapped %d", Current(), Read().Mapped)
+	if current() != 0 || Read().Mapped != 0 {
+		t.Errorf("after the last release: budget %d, mapped %d", current(), Read().Mapped)
 	}
 	_ = recs
 }
