@@ -201,9 +201,8 @@ func gcCycles() uint64 {
 const watchEvery = 2 * time.Millisecond
 
 // watch retargets after every collection, and when a table is spilled,
-// while epoch's holds last: the
-// floor is a number of bytes, and the percentage that reaches it shrinks
-// as the live heap grows. It polls the runtime's count of collections, and
+// while epoch's holds last: the floor is a number of bytes, and the
+// percentage that reaches it shrinks as the live heap grows. It polls the runtime's count of collections, and
 // is late by at most watchEvery, in which the heap grows by what is
 // allocated in that time. (A garbage sentinel's cleanup would also say when
 // a collection ended, but only once the sentinel's span is swept, which the

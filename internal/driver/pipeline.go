@@ -123,12 +123,10 @@ func Run(ctx context.Context, paths []string, opts Options) (*Result, error) {
 // least two tenants; otherwise it says why not.
 func tenantRegression(t *ingest.Trace, att *attribution.Result, opts Options) (*causal.Result, string, error) {
 	// Two tenants are enough to go on: the scan stops at the second.
-	found := 0
-	for i := range att.Requests {
-		if found == 0 || att.Requests[i].Tenant != att.Requests[0].Tenant {
-			if found++; found == 2 {
-				break
-			}
+	found := min(len(att.Requests), 1)
+	for i := 1; i < len(att.Requests) && found < 2; i++ {
+		if att.Requests[i].Tenant != att.Requests[0].Tenant {
+			found = 2
 		}
 	}
 	if found < 2 {
