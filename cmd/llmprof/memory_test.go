@@ -5,6 +5,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
+
+	"github.com/llmprof/llmprof/internal/shareddata"
 )
 
 // TestMemoryLimit: --memory-limit changes how hard the collector works and
@@ -39,5 +41,30 @@ func TestMemoryLimit(t *testing.T) {
 	code, _, stderr = runLLMProf(t, "analyze", "--memory-limit", "lots", "../../testdata/demo")
 	if code != ExitUsage || !strings.Contains(stderr, "--memory-limit") {
 		t.Errorf("--memory-limit lots: exit %d, %q; want a usage error naming the flag", code, stderr)
+	}
+}
+
+// TestMemoryLimitSpillsRealExport: a real Nsight Systems export whose GPU
+// ops and API calls pass the threshold under a 1 MiB limit is analyzed
+// with its tables in a spill file, and the report is the same bytes as
+// without a limit.
+func TestMemoryLimitSpillsRealExport(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("spill files are built for Linux only")
+	}
+	f := shareddata.Path(t, "testdata/nsys/leiwang1999-memfusion-report1-nsys2023.1.2.sqlite")
+	code, free, stderr := runLLMProf(t, "analyze", "--memory-limit", "0", "--format", "json", f)
+	if code != ExitOK {
+		t.Fatalf("no limit: exit %d: %s", code, stderr)
+	}
+	code, tight, stderr := runLLMProf(t, "analyze", "--memory-limit", "1MiB", "--format", "json", f)
+	if code != ExitOK {
+		t.Fatalf("--memory-limit 1MiB: exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stderr, "of its largest tables were kept in a spill file") {
+		t.Errorf("under a 1 MiB limit the export's tables were not spilled: %q", stderr)
+	}
+	if tight != free {
+		t.Errorf("the report with spilled tables differs from the unlimited one")
 	}
 }
