@@ -720,42 +720,34 @@ func (al *aligner) rewrite(d *domain, segs []segmentFit) {
 	}
 	m := func(x int64) int64 { return mapWith(segs, x) }
 	clamped := 0
+	// interval maps a record's start and end; one across a backward clock
+	// step is kept, at zero length.
+	interval := func(start, end *int64) {
+		*start, *end = m(*start), m(*end)
+		if *end < *start {
+			*end = *start
+			clamped++
+		}
+	}
 	for i := range t.Spans {
 		s := &t.Spans[i]
 		if !in[s.Source] {
 			continue
 		}
-		s.Start, s.End = m(s.Start), m(s.End)
-		if s.End < s.Start {
-			// A span across a backward clock step: keep it, zero length.
-			s.End = s.Start
-			clamped++
-		}
+		interval(&s.Start, &s.End)
 		evs := s.Events()
 		for j := range evs {
 			evs[j].Time = m(evs[j].Time)
 		}
 	}
 	for i := range t.APICalls {
-		c := &t.APICalls[i]
-		if !in[c.Source] {
-			continue
-		}
-		c.Start, c.End = m(c.Start), m(c.End)
-		if c.End < c.Start {
-			c.End = c.Start
-			clamped++
+		if c := &t.APICalls[i]; in[c.Source] {
+			interval(&c.Start, &c.End)
 		}
 	}
 	for i := range t.GPUOps {
-		o := &t.GPUOps[i]
-		if !in[o.Source] {
-			continue
-		}
-		o.Start, o.End = m(o.Start), m(o.End)
-		if o.End < o.Start {
-			o.End = o.Start
-			clamped++
+		if o := &t.GPUOps[i]; in[o.Source] {
+			interval(&o.Start, &o.End)
 		}
 	}
 	for i := range t.Samples {

@@ -303,30 +303,17 @@ func (al *aligner) findLaunches() []pairRel {
 	if !need {
 		return nil
 	}
-	type key struct{ pid, corr uint32 }
-	calls := map[key]int32{}
-	for i := range t.APICalls {
-		s := &t.APICalls[i]
-		if s.Correlation == 0 {
-			continue
-		}
-		k := key{s.Pid, s.Correlation}
-		if _, dup := calls[k]; dup {
-			calls[k] = -1
-		} else {
-			calls[k] = int32(i)
-		}
-	}
+	// A (pid, correlation) that several calls share is ambiguous: no pair.
 	var out []pairRel
-	for i := range t.GPUOps {
-		o := &t.GPUOps[i]
-		if o.Correlation == 0 || hasAPI[o.Source] {
-			continue
+	t.EachLaunch(func(op int32, group []int32) {
+		o := &t.GPUOps[op]
+		if len(group) != 1 || int(o.Source) < len(hasAPI) && hasAPI[o.Source] {
+			return
 		}
-		if c, ok := calls[key{o.Pid, o.Correlation}]; ok && c >= 0 && al.dom(t.APICalls[c].Source) != al.dom(o.Source) {
-			out = append(out, pairRel{c, int32(i)})
+		if c := group[0]; al.dom(t.APICalls[c].Source) != al.dom(o.Source) {
+			out = append(out, pairRel{c, op})
 		}
-	}
+	})
 	return out
 }
 

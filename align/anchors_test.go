@@ -340,3 +340,24 @@ func TestUncertainty(t *testing.T) {
 		})
 	}
 }
+
+// TestFindLaunchesSkipsSharedCorrelation: a GPU op whose (pid, correlation)
+// two API calls share has no launch pair (which call launched it is
+// ambiguous); the other ops keep theirs.
+func TestFindLaunchesSkipsSharedCorrelation(t *testing.T) {
+	tr, _ := buildSynth(synthSpec{seed: 41, pairs: 150, offsetNs: 1e9, driftPPM: 60, jitterNs: 50_000, durationNs: 90e9})
+	tr.Sources = append(tr.Sources, ingest.Source{Path: "cupti.bin", Clock: ingest.ClockDomain{Name: "cupti@a", Kind: ingest.ClockUnknown}})
+	for i := range tr.GPUOps {
+		tr.GPUOps[i].Source = 2
+	}
+	al := &aligner{t: tr}
+	al.groupDomains()
+	if n := len(al.findLaunches()); n != 150 {
+		t.Fatalf("%d launch pairs, want 150", n)
+	}
+	tr.APICalls = append(tr.APICalls, tr.APICalls[0])
+	tr.Sort()
+	if n := len(al.findLaunches()); n != 149 {
+		t.Errorf("%d launch pairs with one correlation shared by two calls, want 149", n)
+	}
+}
