@@ -46,8 +46,8 @@ func fitKernels(rows []kernelRow, groups int, use batchUse, xs [][]float64, sel 
 // own (x, in row order), or, where step is set (SpecStep), each source's
 // share of each step's window (stepShares, indexed by step), a row without
 // a step keeping its own. The steps' shares are a float a step where their
-// rows' copies (stepOverlaps) were a float a row and source, held beside x
-// through every fit of a target.
+// rows' copies were a float a row and source, held beside x through every
+// fit of a target.
 type overlapSet struct {
 	x, step [][]float64
 }

@@ -71,8 +71,8 @@ func sameFit(a, b kernelFit) bool {
 }
 
 // SpecStep's fit read through the steps' shares (overlapSet) gives the
-// digits of the fit of each row's copy of its step's share (stepOverlaps'
-// rows), on all rows and on a category's.
+// digits of the fit of each row's copy of its step's share (rowShares), on
+// all rows and on a category's.
 func TestStepSharesFitMatchesRowOverlaps(t *testing.T) {
 	rows, groups, use, xs, shares := leanRun(3)
 	ys := rowShares(rows, xs, shares)
