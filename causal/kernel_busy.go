@@ -9,7 +9,7 @@ import (
 )
 
 // A source's busy time, streamed: the union of its kernels' intervals is
-// merged as the sweeps over a target's rows (overlaps, stepOverlaps) read
+// merged as the sweeps over a target's rows (overlaps, stepShares) read
 // it, from the source's kernel lists, and never held whole. On a run of
 // millions of kernels one source's union is as large as the target's rows.
 
@@ -169,26 +169,11 @@ func overlapsOf(rows []kernelRow, busy busyStream) []float64 {
 	return x
 }
 
-// stepOverlaps is, for each row (sorted by start), the share of its step's
-// window — from the first of the rows in the step to the end of the last —
-// that the streamed disjoint busy intervals cover; a row with no step keeps
-// its own overlap x.
-func stepOverlaps(rows []kernelRow, busy busyStream, x []float64) []float64 {
-	share := stepShares(rows, busy)
-	y := make([]float64, len(rows))
-	for i, r := range rows {
-		y[i] = x[i]
-		if r.step >= 0 {
-			y[i] = share[r.step]
-		}
-	}
-	return y
-}
-
-// stepShares is stepOverlaps by step: the share of each step's window the
-// busy intervals cover, indexed by step (NaN for a step with none of the
-// rows). It is what the SpecStep fit reads (overlapSet), a float a step
-// where stepOverlaps is a float a row.
+// stepShares is the share of each step's window — from the first of the
+// rows (sorted by start) in the step to the end of the last — that the
+// streamed disjoint busy intervals cover, indexed by step (NaN for a step
+// with none of the rows). It is what the SpecStep fit reads (overlapSet), a
+// float a step, not a copy in each row.
 func stepShares(rows []kernelRow, busy busyStream) []float64 {
 	win := stepWindows(rows)
 	// The windows by start, for one sweep of the stream.

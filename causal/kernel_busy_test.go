@@ -90,7 +90,7 @@ func TestBusyMergeMatchesUnion(t *testing.T) {
 
 // The step-level overlap of each row, swept over the streamed union, is the
 // share of its step's window the whole union covers, window by window.
-func TestStepOverlapsStreamed(t *testing.T) {
+func TestStepSharesStreamed(t *testing.T) {
 	rng := rand.New(rand.NewPCG(6, 12))
 	ops, lists := busyOps(rng)
 	busy := referenceUnion(ops, lists...)
@@ -108,7 +108,7 @@ func TestStepOverlapsStreamed(t *testing.T) {
 		rows = append(rows, r)
 	}
 	x := overlaps(rows, busy)
-	got := stepOverlaps(rows, newBusyMerge(ops, lists...), x)
+	got := rowShares(rows, [][]float64{x}, [][]float64{stepShares(rows, newBusyMerge(ops, lists...))})[0]
 	win := stepWindows(rows)
 	for i, r := range rows {
 		want := x[i]

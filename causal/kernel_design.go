@@ -511,19 +511,14 @@ func (p *withinPlan) apply(cols, outs [][]float64) {
 // for the a-th row of a group, the i-th of the plan's order, fill sets
 // vals[c][a] for each column c, or returns false to stop (fillDesign then
 // returns false). Each group's columns are residualized as apply
-// residualizes them, the first written to y and the others to the
-// row-major design of ncol − 1 columns, in row order. Only one group's
-// columns are held at a time, not those of every row (and one group's
-// basis, where the plan does not hold it).
-func (p *withinPlan) fillDesign(ncol int, fill func(i, a int, vals [][]float64) bool, y, design []float64) bool {
-	return p.fillWeighted(ncol, fill, nil, y, design)
-}
-
-// fillWeighted is fillDesign with each group's residuals multiplied by its
-// weight (weight[g], by group; nil: none) as they are written: the same
-// product, of the same residual and weight, as weighting the columns after
-// they are filled, without a weight held for every row.
-func (p *withinPlan) fillWeighted(ncol int, fill func(i, a int, vals [][]float64) bool, weight, y, design []float64) bool {
+// residualizes them, multiplied by the group's weight (weight[g], by group;
+// nil: none), the first written to y and the others to the row-major design
+// of ncol − 1 columns, in row order: the same product, of the same residual
+// and weight, as weighting the columns after they are filled, without a
+// weight held for every row. Only one group's columns are held at a time,
+// not those of every row (and one group's basis, where the plan does not
+// hold it).
+func (p *withinPlan) fillDesign(ncol int, fill func(i, a int, vals [][]float64) bool, weight, y, design []float64) bool {
 	buf := make([][]float64, ncol)
 	for c := range buf {
 		buf[c] = make([]float64, p.longest)

@@ -46,8 +46,8 @@ func fitKernels(rows []kernelRow, groups int, use batchUse, xs [][]float64, sel 
 // own (x, in row order), or, where step is set (SpecStep), each source's
 // share of each step's window (stepShares, indexed by step), a row without
 // a step keeping its own. The steps' shares are a float a step where their
-// rows' copies (stepOverlaps) were a float a row and source, held beside x
-// through every fit of a target.
+// rows' copies were a float a row and source, held beside x through every
+// fit of a target.
 type overlapSet struct {
 	x, step [][]float64
 }
@@ -309,7 +309,7 @@ func gaussNewton(plan *withinPlan, sub []kernelRow, lay laidOverlaps, groups int
 			}
 		}
 		sc.design = stat.Grow(sc.design, n*nx)
-		ok := plan.fillWeighted(1+nx, fill, weight, yy, sc.design)
+		ok := plan.fillDesign(1+nx, fill, weight, yy, sc.design)
 		if !ok {
 			return gn, diverged
 		}
@@ -587,7 +587,7 @@ func identitySigmas(sub []kernelRow, keep []bool, resid []float64, groups int) [
 }
 
 // groupWeights is 1/σ_g for each identity (identitySigmas), the weight of
-// each of its rows (withinPlan.fillWeighted).
+// each of its rows (withinPlan.fillDesign).
 func groupWeights(sigma []float64) []float64 {
 	w := make([]float64, len(sigma))
 	for g, s := range sigma {

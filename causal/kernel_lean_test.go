@@ -71,8 +71,8 @@ func sameFit(a, b kernelFit) bool {
 }
 
 // SpecStep's fit read through the steps' shares (overlapSet) gives the
-// digits of the fit of each row's copy of its step's share (stepOverlaps'
-// rows), on all rows and on a category's.
+// digits of the fit of each row's copy of its step's share (rowShares), on
+// all rows and on a category's.
 func TestStepSharesFitMatchesRowOverlaps(t *testing.T) {
 	rows, groups, use, xs, shares := leanRun(3)
 	ys := rowShares(rows, xs, shares)
@@ -102,7 +102,7 @@ func TestStepSharesFitMatchesRowOverlaps(t *testing.T) {
 	}
 }
 
-// Weighting each identity's residuals as they are written (fillWeighted)
+// Weighting each identity's residuals as they are written (fillDesign)
 // gives the digits of weighting every row's after they are filled.
 func TestFillWeightedMatchesWeightingAfter(t *testing.T) {
 	rows, groups, use, _, _ := leanRun(5)
@@ -127,7 +127,7 @@ func TestFillWeightedMatchesWeightingAfter(t *testing.T) {
 		weight[g] = 1 / (0.05 + rng.Float64())
 	}
 	y, design := make([]float64, p.kept), make([]float64, p.kept*(ncol-1))
-	p.fillDesign(ncol, fill, y, design)
+	p.fillDesign(ncol, fill, nil, y, design)
 	// Each kept row's group, in row order.
 	groupOf := make([]int32, 0, p.kept)
 	for r := range rows {
@@ -142,7 +142,7 @@ func TestFillWeightedMatchesWeightingAfter(t *testing.T) {
 		}
 	}
 	gy, gd := make([]float64, p.kept), make([]float64, p.kept*(ncol-1))
-	p.fillWeighted(ncol, fill, weight, gy, gd)
+	p.fillDesign(ncol, fill, weight, gy, gd)
 	for a := range y {
 		if math.Float64bits(y[a]) != math.Float64bits(gy[a]) {
 			t.Fatalf("row %d: response %v, weighted after %v", a, gy[a], y[a])
