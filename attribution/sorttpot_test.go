@@ -1,6 +1,7 @@
 package attribution
 
 import (
+	"cmp"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -25,20 +26,12 @@ func TestSortTPOTMatchesSortByValue(t *testing.T) {
 				case 2: // both signs
 					v = rng.NormFloat64() * 1e3
 				case 3: // one exponent: only the low digits differ
-					v = 1 << 20 * (1 + float64(rng.IntN(1000))/1024)
+					v = math.Float64frombits(math.Float64bits(1<<20) | uint64(rng.Int64N(1<<33)))
 				}
 				o[i] = tpotSample{v, int32(i)}
 			}
 			want := slices.Clone(o)
-			slices.SortStableFunc(want, func(a, b tpotSample) int {
-				switch {
-				case a.v < b.v:
-					return -1
-				case a.v > b.v:
-					return 1
-				}
-				return 0
-			})
+			slices.SortStableFunc(want, func(a, b tpotSample) int { return cmp.Compare(a.v, b.v) })
 			sortTPOT(o)
 			for i := range o {
 				if math.Float64bits(o[i].v) != math.Float64bits(want[i].v) {
