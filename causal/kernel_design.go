@@ -111,9 +111,8 @@ func kernelRows(t *ingest.Trace, idx []int32, stepOf []int32, steps []KernelStep
 //
 // A group's orthonormal basis of its controls depends on nothing but the
 // steps its rows ran in, in order, and most groups share theirs with many
-// others: every kernel launched once in each decode step has the same steps
-// (on the simulated 90 s run of docs/tenants.md, a target's 629 kept groups
-// have 38 sequences of steps among them, 6% of its rows). The plan builds
+// others: every kernel launched once in each decode step has the same steps.
+// The plan builds
 // each sequence's basis once and holds it (withinSeg.basis) for every step
 // of every fit that uses the plan, up to heldBasisLimit floats; a basis not
 // held is built again where it is applied, one group at a time, as all of
