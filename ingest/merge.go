@@ -39,7 +39,8 @@ func Merge(parts ...*Trace) *Trace {
 // (length 0, capacity n). One non-empty part: its slice
 // itself. Several: the largest part's array when it has room for all (its
 // records moved up in place, the others copied around them), else one new
-// array of the total size.
+// array of the total size. A part's array the records were copied out of
+// goes back at once when it was in a spill file (spill.Free).
 func concat[T any](parts []*Trace, field func(*Trace) *[]T, alloc func(n int) []T) []T {
 	total, largest, nonEmpty := 0, -1, 0
 	for i, p := range parts {
@@ -88,13 +89,17 @@ func concat[T any](parts []*Trace, field func(*Trace) *[]T, alloc func(n int) []
 				at += len(base)
 				continue
 			}
-			at += copy(out[at:], take(p))
+			s := take(p)
+			at += copy(out[at:], s)
+			spill.Free(s)
 		}
 		return out
 	}
 	out := alloc(total)
 	for _, p := range parts {
-		out = append(out, take(p)...)
+		s := take(p)
+		out = append(out, s...)
+		spill.Free(s)
 	}
 	return out
 }

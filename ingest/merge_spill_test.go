@@ -45,3 +45,40 @@ func TestMergeSpillsTheMergedOps(t *testing.T) {
 		}
 	}
 }
+
+// TestMergeFreesTheSpilledParts: parts whose tables are in spill files,
+// merged into a new array, give their files back (spill.Free), so that a
+// run of several exports holds each op in one file, not two.
+func TestMergeFreesTheSpilledParts(t *testing.T) {
+	release, err := spill.Enable(t.TempDir())
+	if err != nil {
+		t.Skipf("spilling is not possible here: %v", err)
+	}
+	defer release()
+	spill.Budget(1 << 30)
+	const n = 2 * spill.MinBytes / 48 // each part's table above MinBytes
+	before := spill.Read().Mapped
+	parts := make([]*Trace, 2)
+	for p := range parts {
+		tr := New()
+		tr.Sources = []Source{{Path: "part"}}
+		tr.GPUOps = spill.Slice[GPUOp](n)
+		for i := range n {
+			tr.GPUOps = append(tr.GPUOps, GPUOp{Start: int64(p*n + i), Device: -1})
+		}
+		parts[p] = tr
+	}
+	opSize := int64(unsafe.Sizeof(GPUOp{}))
+	if got := spill.Read().Mapped - before; got != 2*n*opSize {
+		t.Fatalf("the parts spilled %d bytes, want %d", got, 2*n*opSize)
+	}
+	m := Merge(parts...)
+	if got := spill.Read().Mapped - before; got != 2*n*opSize {
+		t.Errorf("after merging %d bytes are in spill files, want %d (the merged table only)", got, 2*n*opSize)
+	}
+	for i := range m.GPUOps {
+		if m.GPUOps[i].Start != int64(i) {
+			t.Fatalf("op %d at %d", i, m.GPUOps[i].Start)
+		}
+	}
+}

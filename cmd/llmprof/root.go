@@ -175,8 +175,8 @@ func memoryNote(s memlimit.Setting, spilled spill.Stats, off error, w goio.Write
 	}
 	why := "the data held for the analysis was larger than the limit, which makes the collector work harder but cannot make it smaller"
 	switch {
-	case spilled.Mapped > 0:
-		why = fmt.Sprintf("%s of its largest tables were kept in a spill file, and the rest of the data held for the analysis was still larger than the limit", humanize.IBytes(uint64(spilled.Mapped)))
+	case spilled.Peak > 0:
+		why = fmt.Sprintf("%s of its largest tables were kept in a spill file, and the rest of the data held for the analysis was still larger than the limit", humanize.IBytes(uint64(spilled.Peak)))
 	case off != nil:
 		why += "; spilling was off: " + off.Error()
 	}

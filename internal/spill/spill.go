@@ -35,6 +35,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"sync"
 	"time"
 	"unsafe"
@@ -69,8 +70,9 @@ var state struct {
 
 // Stats say what spilling did in this process since Enable.
 type Stats struct {
-	// Mapped is the bytes of tables placed in spill files.
-	Mapped int64
+	// Mapped is the bytes of tables in spill files now, Peak the most
+	// at once (Free takes a table's bytes out of Mapped).
+	Mapped, Peak int64
 	// Drops counts the times the governor took mapped pages out of the
 	// process, DroppedBytes the bytes of mappings it advised away.
 	Drops        int
@@ -184,6 +186,7 @@ func Slice[T any](n int) []T {
 	}
 	state.maps = append(state.maps, m)
 	state.stats.Mapped += bytes
+	state.stats.Peak = max(state.stats.Peak, state.stats.Mapped)
 	if state.stop == nil {
 		// The governor runs from the first table mapped: a command
 		// that maps none reads no resident set 500 times a second.
@@ -191,6 +194,33 @@ func Slice[T any](n int) []T {
 		go govern(state.stop, state.done)
 	}
 	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(m.mem))), n)[:0]
+}
+
+// Free unmaps the spill file that holds s, when s is a table Slice put in
+// one (its first element is the mapping's first byte), and gives its disk
+// blocks back; otherwise it does nothing, and the collector frees s as any
+// slice. Nothing may use s, or a slice of its array, afterwards: the
+// memory is gone, and reading it is a fault. Free lets a table that is
+// replaced (merged into another, or a fit's working copy) leave the disk
+// and the governor's round before the command ends.
+func Free[T any](s []T) {
+	if cap(s) == 0 {
+		return
+	}
+	p := unsafe.Pointer(unsafe.SliceData(s[:1]))
+	state.mu.Lock()
+	defer state.mu.Unlock()
+	for i, m := range state.maps {
+		if len(m.mem) > 0 && unsafe.Pointer(unsafe.SliceData(m.mem)) == p {
+			// Under the lock: the governor drops pages under it too,
+			// so it never advises an address range this unmaps
+			// (which the runtime may then map for the heap).
+			m.unmap()
+			state.maps = slices.Delete(slices.Clone(state.maps), i, i+1)
+			state.stats.Mapped -= int64(len(m.mem))
+			return
+		}
+	}
 }
 
 // hasPointers reports whether values of t hold pointers the collector
@@ -243,9 +273,9 @@ func govern(stop <-chan struct{}, done chan<- struct{}) {
 		case <-t.C:
 		}
 		state.mu.Lock()
-		budget, maps := state.budget, state.maps
+		budget, some := state.budget, len(state.maps) > 0
 		state.mu.Unlock()
-		if budget <= 0 || len(maps) == 0 {
+		if budget <= 0 || !some {
 			continue
 		}
 		cur := rss.read()
@@ -253,20 +283,27 @@ func govern(stop <-chan struct{}, done chan<- struct{}) {
 			continue
 		}
 		low := budget - budget/8
-		var total int64
-		for _, m := range maps {
-			total += int64(len(m.mem))
-		}
-		for advised := int64(0); cur > low && advised < total; {
+		for advised, total := int64(0), int64(1); cur > low && advised < total; {
+			// Each chunk is found and dropped under the lock: Free
+			// may have unmapped a table since the last.
+			state.mu.Lock()
+			maps := state.maps
+			total = 0
+			for _, m := range maps {
+				total += int64(len(m.mem))
+			}
+			if total == 0 {
+				state.mu.Unlock()
+				break
+			}
 			at := cursor % total
 			m, off := locate(maps, at)
 			n := min(int64(chunk), int64(len(m.mem))-off)
 			m.drop(off, n)
-			advised += n
-			cursor = at + n
-			state.mu.Lock()
 			state.stats.DroppedBytes += n
 			state.mu.Unlock()
+			advised += n
+			cursor = at + n
 			cur = rss.read()
 		}
 		state.mu.Lock()

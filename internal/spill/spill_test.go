@@ -274,3 +274,39 @@ func BenchmarkScanSpilledOverBudget(b *testing.B)    { scanCPU(b, overBudget, fa
 func BenchmarkRewriteHeap(b *testing.B)              { scanCPU(b, 0, true) }
 func BenchmarkRewriteSpilled(b *testing.B)           { scanCPU(b, roomy, true) }
 func BenchmarkRewriteSpilledOverBudget(b *testing.B) { scanCPU(b, overBudget, true) }
+
+// TestFreeUnmapsOnlyItsTable: Free gives back the file of a table Slice
+// spilled, and leaves the others, heap slices and slices that do not start
+// at a table's first element alone.
+func TestFreeUnmapsOnlyItsTable(t *testing.T) {
+	release, err := Enable(t.TempDir())
+	if err != nil {
+		t.Skipf("spilling is not possible here: %v", err)
+	}
+	defer release()
+	Budget(1 << 30)
+	const n = MinBytes / recSize
+	a, b := Slice[rec](n), Slice[rec](n)
+	a, b = a[:n], b[:n]
+	b[n-1] = rec{At: 42}
+	if st := Read(); st.Mapped != 2*MinBytes {
+		t.Fatalf("mapped %d bytes, want %d", st.Mapped, 2*MinBytes)
+	}
+	Free(a[1:])
+	Free(make([]rec, n))
+	Free[rec](nil)
+	if st := Read(); st.Mapped != 2*MinBytes {
+		t.Fatalf("after freeing slices that are no table: mapped %d bytes, want %d", st.Mapped, 2*MinBytes)
+	}
+	Free(a)
+	if st := Read(); st.Mapped != MinBytes || st.Peak != 2*MinBytes {
+		t.Errorf("after Free: mapped %d, peak %d; want %d and %d", st.Mapped, st.Peak, MinBytes, 2*MinBytes)
+	}
+	if b[n-1].At != 42 {
+		t.Errorf("the other table lost its bytes: %+v", b[n-1])
+	}
+	Free(b)
+	if st := Read(); st.Mapped != 0 {
+		t.Errorf("after freeing both: mapped %d", st.Mapped)
+	}
+}
