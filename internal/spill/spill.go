@@ -245,10 +245,11 @@ func hasPointers(t reflect.Type) bool {
 }
 
 // govern keeps the resident memory within the budget until stop closes:
-// every tick it reads the resident set and, above the budget, takes the
-// mappings' pages out of the process one chunk at a time, in turn, until it
-// is back below the low mark (an eighth under the budget), so that the
-// pages most recently used are the last to go.
+// every tick it reads the resident set and, above the high mark (the budget
+// less the room pacing keeps for the next rise), takes the mappings' pages
+// out of the process one chunk at a time, in turn, until it is back below
+// the low mark (an eighth under the high mark), so that the pages most
+// recently used are the last to go.
 //
 // When the rest of the process is over the budget on its own, no pass gets
 // under it, and every tick takes out again the pages the analysis is using:
@@ -266,6 +267,7 @@ func govern(stop <-chan struct{}, done chan<- struct{}) {
 	t := time.NewTicker(tick)
 	defer t.Stop()
 	var cursor int64 // position over all mappings, in bytes, of the next chunk
+	var pace pacing
 	for {
 		select {
 		case <-stop:
@@ -279,10 +281,10 @@ func govern(stop <-chan struct{}, done chan<- struct{}) {
 			continue
 		}
 		cur := rss.read()
-		if cur <= budget {
+		high, low := pace.marks(cur, budget)
+		if cur <= high {
 			continue
 		}
-		low := budget - budget/8
 		for advised, total := int64(0), int64(1); cur > low && advised < total; {
 			// Each chunk is found and dropped under the lock: Free
 			// may have unmapped a table since the last.
@@ -306,11 +308,47 @@ func govern(stop <-chan struct{}, done chan<- struct{}) {
 			cursor = at + n
 			cur = rss.read()
 		}
+		pace.dropped(cur)
 		state.mu.Lock()
 		state.stats.Drops++
 		state.mu.Unlock()
 	}
 }
+
+// pacing keeps the governor's marks below the budget by as much as the
+// resident set has lately grown from one tick to the next. The governor is
+// a goroutine, which runs when the scheduler gives it a processor: while
+// the analysis and the collector hold both of a 2-core machine's, a tick
+// comes 10-20 ms late, and in that time a pass over a table faults its
+// pages back in at gigabytes a second (a 222 MB run's resident set passed
+// its budget by 65 MB between two ticks, bench/scale.sh). Dropping below
+// the budget by that rise leaves room for the next one.
+type pacing struct {
+	last int64 // the resident set after the last tick, 0 before the first
+	rise int64 // the largest rise between ticks lately, decaying
+}
+
+// riseDecay is the share of the rise forgotten each tick: a rise is kept at
+// half its size about 0.7 s (355 ticks) after it was seen.
+const riseDecay = 512
+
+// marks returns, for the resident set cur read at this tick, the mark past
+// which the governor drops pages (the budget less the rise, less at most a
+// quarter of it) and the mark it drops them down to (an eighth of the
+// budget lower).
+func (p *pacing) marks(cur, budget int64) (high, low int64) {
+	p.rise -= p.rise / riseDecay
+	if p.last > 0 && cur-p.last > p.rise {
+		p.rise = cur - p.last
+	}
+	p.last = cur
+	high = budget - min(p.rise, budget/4)
+	return high, high - budget/8
+}
+
+// dropped notes the resident set after the tick's drops, from which the
+// next tick's rise is measured.
+func (p *pacing) dropped(cur int64) { p.last = cur }
 
 // chunk is how much of a mapping the governor drops at a time.
 const chunk = 32 << 20

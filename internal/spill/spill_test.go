@@ -310,3 +310,33 @@ func TestFreeUnmapsOnlyItsTable(t *testing.T) {
 		t.Errorf("after freeing both: mapped %d", st.Mapped)
 	}
 }
+
+// TestPacingLeavesRoomForTheLastRise: after the resident set rose by r
+// between two ticks, the governor drops from r under the budget (at most a
+// quarter of it), to an eighth lower; the room shrinks again as ticks pass
+// without such a rise, and drops do not count as one.
+func TestPacingLeavesRoomForTheLastRise(t *testing.T) {
+	const budget = 800 << 20
+	var p pacing
+	if high, low := p.marks(500<<20, budget); high != budget || low != budget-budget/8 {
+		t.Fatalf("first tick: marks %d, %d MiB; want the budget and an eighth under it", high>>20, low>>20)
+	}
+	high, low := p.marks(560<<20, budget) // rose 60 MiB in one tick
+	if high != budget-60<<20 || low != high-budget/8 {
+		t.Errorf("after a 60 MiB rise: marks %d, %d MiB; want %d, %d", high>>20, low>>20, (budget-60<<20)>>20, (budget-60<<20-budget/8)>>20)
+	}
+	p.dropped(400 << 20)
+	if high, _ := p.marks(410<<20, budget); high != budget-(60<<20-60<<20/riseDecay) {
+		t.Errorf("a smaller rise after a drop: high %d, want the 60 MiB rise decayed one tick", high)
+	}
+	for range 4000 {
+		p.marks(410<<20, budget)
+	}
+	if high, _ := p.marks(410<<20, budget); high < budget-1<<20 {
+		t.Errorf("after 8 s without a rise: high %d MiB, want the budget again", high>>20)
+	}
+	p.marks(900<<20, budget) // a rise of 490 MiB: the room is capped
+	if high, _ := p.marks(900<<20, budget); high != budget-budget/4 {
+		t.Errorf("after a rise larger than the budget's quarter: high %d MiB, want %d", high>>20, (budget-budget/4)>>20)
+	}
+}
