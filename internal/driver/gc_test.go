@@ -1,11 +1,14 @@
 package driver
 
 import (
+	"os"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // gcPercent is the collector's target now.
@@ -129,4 +132,98 @@ func TestTightGC(t *testing.T) {
 		t.Errorf("target %d with GOGC=200 set, want 200 (the user's)", got)
 	}
 	h.release()
+}
+
+// ceiledPercent lowers the percentage where the heap's goal would pass the
+// ceiling, to no less than ceilingPercent, and leaves it alone without one.
+func TestCeiledPercent(t *testing.T) {
+	const mib = 1 << 20
+	for _, c := range []struct {
+		percent              int
+		ceiling, live, roots int64
+		want                 int
+	}{
+		{50, 0, 400 * mib, 0, 50},                     // no ceiling
+		{50, 700 * mib, 400 * mib, 0, 50},             // 400 × 1.5 = 600 fits
+		{50, 500 * mib, 400 * mib, 0, 25},             // 400 + 400 × 0.25 = 500
+		{50, 500 * mib, 380 * mib, 20 * mib, 30},      // 380 + 400 × 0.3 = 500
+		{50, 400 * mib, 390 * mib, 0, ceilingPercent}, // at the ceiling: the least percentage
+		{50, 300 * mib, 400 * mib, 0, ceilingPercent}, // above it
+		{2500, 500 * mib, 0, 0, 2500},                 // no collection yet
+	} {
+		if got := ceiledPercent(c.percent, c.ceiling, c.live, c.roots); got != c.want {
+			t.Errorf("ceiledPercent(%d, %d, %d, %d) = %d, want %d", c.percent, c.ceiling>>20, c.live>>20, c.roots>>20, got, c.want)
+		}
+	}
+}
+
+// A ceiling under the heap's goal at the paced percentage lowers the
+// target until the hold that set it is released; a floor above the
+// ceiling does not raise the goal past it.
+func TestTightGCCeiling(t *testing.T) {
+	t.Setenv("GOGC", "")
+	before := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(before)
+	ballast := make([]int64, (4*gcFloorBase)/8)
+	runtime.GC()
+	h := tightGC(50)
+	defer h.release()
+	live, roots := heapState()
+	h.floor(16 * live) // would let the heap grow 16-fold
+	h.ceiling(live + (live+roots)/5)
+	if got, want := gcPercent(), ceiledPercent(pacedPercent(50, live+(live+roots)/5, live, roots), live+(live+roots)/5, live, roots); got != want || got > 20 {
+		t.Errorf("target %d under a ceiling 20%% above the live heap, want %d", got, want)
+	}
+	h.ceiling(0)
+	if got := gcPercent(); got < 1000 {
+		t.Errorf("target %d once the ceiling is lifted, want the floor's (over 1000)", got)
+	}
+	runtime.KeepAlive(ballast)
+}
+
+// spillCeiling leaves an eighth of the budget and what the runtime does
+// not hold outside the heap.
+func TestSpillCeiling(t *testing.T) {
+	if spillCeiling(0) != 0 {
+		t.Errorf("a ceiling without a budget")
+	}
+	const budget = 1 << 30
+	o1 := outsideRuntime()
+	c := spillCeiling(budget)
+	o2 := outsideRuntime()
+	if lo, hi := budget-max(o1, o2)-budget/8, budget-min(o1, o2)-budget/8; c < lo || c > hi {
+		t.Errorf("spillCeiling(1 GiB) = %d MiB, want 896 MiB less the %d-%d MiB outside the runtime", c>>20, o1>>20, o2>>20)
+	}
+	if got := spillCeiling(1 << 10); got != 1 && got != 1<<10-1<<7 {
+		t.Errorf("spillCeiling(1 KiB) = %d, want the least ceiling, 1 (or 896 bytes with nothing outside)", got)
+	}
+}
+
+// outsideRuntime counts a file's pages mapped into the process once they
+// are resident: a 64 MiB file, mapped shared and written.
+func TestOutsideRuntimeCountsFilePages(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc/self/status")
+	}
+	const size = 64 << 20
+	f, err := os.CreateTemp(t.TempDir(), "pages")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Truncate(size); err != nil {
+		t.Fatal(err)
+	}
+	before := outsideRuntime()
+	mem, err := unix.Mmap(int(f.Fd()), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		t.Skip(err)
+	}
+	defer unix.Munmap(mem)
+	for i := 0; i < size; i += 4096 {
+		mem[i] = 1
+	}
+	if got := outsideRuntime() - before; got < size-size/8 || got > size+size/4 {
+		t.Errorf("outside the runtime grew %d MiB with a 64 MiB file mapped", got>>20)
+	}
 }

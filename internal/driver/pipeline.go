@@ -179,7 +179,11 @@ func openInputs(ctx context.Context, paths []string, opts Options, m *progress.M
 			total += in.Size
 		}
 		gc.floor(total)
-		spill.Budget(spillBudget(total))
+		budget := spillBudget(total)
+		spill.Budget(budget)
+		if spill.Active() {
+			gc.ceiling(spillCeiling(budget))
+		}
 		if m != nil {
 			m.Inputs(len(ins), total)
 			m.Stage(progress.StageReading)

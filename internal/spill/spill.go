@@ -135,6 +135,10 @@ func Budget(bytes int64) {
 	state.budget = max(bytes, 0)
 }
 
+// Active reports whether spilling is on with a budget: Slice may then put
+// a table in a file.
+func Active() bool { return current() > 0 }
+
 // current returns the budget in effect, 0 when spilling is off.
 func current() int64 {
 	state.mu.Lock()
