@@ -55,9 +55,7 @@ const heapMinimum = 4 << 20
 type gcHold struct {
 	percent int
 	bytes   int64
-	// ceil is the heap the holder would keep within (0: none; ceiling).
-	ceil int64
-	once sync.Once
+	once    sync.Once
 }
 
 // gcPacer holds the asks not yet released, and the target before the first.
@@ -71,6 +69,13 @@ type gcPacer struct {
 	// epoch counts the times the pacer started, so that a watcher left
 	// from an earlier hold stops rather than retargets.
 	epoch int
+	// ceil is the heap's ceiling the last run set (gcHold.ceiling; 0:
+	// none). It outlives the holds while spilling is on (lingering): the
+	// command writes its output from tables in spill files after the
+	// pipeline has released its holds, and the heap must leave their
+	// pages room then too.
+	ceil      int64
+	lingering bool
 }
 
 var pacer gcPacer
@@ -79,7 +84,8 @@ var pacer gcPacer
 // asked for less) with a floor of gcFloorBase (or higher where a holder
 // set one: floor), until release is called, unless the GOGC environment
 // variable is set (the user's choice stands). When the last holder releases,
-// the target is what it was before the first. The soft memory limit
+// the target is what it was before the first — held under the ceiling a
+// run set while spilling stays on (gcPacer.ceil). The soft memory limit
 // (--memory-limit, GOMEMLIMIT) is another lever and is left alone: the
 // runtime collects at whichever of the two comes first.
 func tightGC(percent int) *gcHold {
@@ -92,7 +98,10 @@ func tightGC(percent int) *gcHold {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(p.holds) == 0 {
-		p.saved = debug.SetGCPercent(percent)
+		if !p.lingering {
+			p.saved = debug.SetGCPercent(percent)
+		}
+		p.lingering = false
 		p.mapped = spill.Read().Mapped
 		p.epoch++
 		p.watch(p.epoch)
@@ -114,14 +123,15 @@ func (h *gcHold) floor(input int64) {
 	}
 }
 
-// ceiling keeps the heap within bytes while it can (ceiledPercent); 0 or
-// less: no ceiling.
+// ceiling keeps the heap within bytes while it can (ceiledPercent), until
+// another run sets its own or, after the last hold is released, until
+// spilling ends (gcPacer.ceil); 0 or less: no ceiling.
 func (h *gcHold) ceiling(bytes int64) {
 	p := &pacer
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	h.ceil = max(bytes, 0)
 	if slices.Contains(p.holds, h) {
+		p.ceil = max(bytes, 0)
 		p.retarget()
 	}
 }
@@ -133,40 +143,41 @@ func (h *gcHold) release() {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		p.holds = slices.DeleteFunc(p.holds, func(o *gcHold) bool { return o == h })
-		if len(p.holds) == 0 {
-			debug.SetGCPercent(p.saved)
+		if len(p.holds) == 0 && (p.ceil == 0 || !spill.Active()) {
+			p.stop()
 			return
 		}
+		p.lingering = len(p.holds) == 0
 		p.retarget()
 	})
 }
 
+// stop restores the target before the first hold and forgets the
+// ceiling. Called with p.mu held.
+func (p *gcPacer) stop() {
+	debug.SetGCPercent(p.saved)
+	p.ceil, p.lingering = 0, false
+}
+
 // retarget sets the collector's percentage so that the next collection
-// comes at the larger of the lowest percentage asked for and floor.
-// Called with p.mu held.
+// comes at the larger of the lowest percentage asked for and floor, but
+// not past the ceiling; lingering, at the target before the first hold,
+// not past the ceiling. Called with p.mu held.
 func (p *gcPacer) retarget() {
+	live, roots := heapState()
+	if len(p.holds) == 0 {
+		debug.SetGCPercent(ceiledPercent(p.saved, p.ceil, live, roots))
+		return
+	}
 	percent := p.holds[0].percent
 	for _, h := range p.holds[1:] {
 		percent = min(percent, h.percent)
 	}
-	live, roots := heapState()
-	floor, ceil := p.floor(), p.ceiling()
-	if ceil > 0 {
-		floor = min(floor, ceil)
+	floor := p.floor()
+	if p.ceil > 0 {
+		floor = min(floor, p.ceil)
 	}
-	debug.SetGCPercent(ceiledPercent(pacedPercent(percent, floor, live, roots), ceil, live, roots))
-}
-
-// ceiling is the lowest ceiling asked for, 0 when none.
-// Called with p.mu held.
-func (p *gcPacer) ceiling() int64 {
-	var c int64
-	for _, h := range p.holds {
-		if h.ceil > 0 && (c == 0 || h.ceil < c) {
-			c = h.ceil
-		}
-	}
-	return c
+	debug.SetGCPercent(ceiledPercent(pacedPercent(percent, floor, live, roots), p.ceil, live, roots))
 }
 
 // floor is the highest floor asked for less the tables put in spill files
@@ -254,7 +265,8 @@ func gcCycles() uint64 {
 const watchEvery = 2 * time.Millisecond
 
 // watch retargets after every collection, and when a table is spilled,
-// while epoch's holds last: the floor is a number of bytes, and the
+// while epoch's holds last or their ceiling lingers (until spilling ends,
+// when it restores the target before the first hold): the floor is a number of bytes, and the
 // percentage that reaches it shrinks as the live heap grows. It polls the runtime's count of collections, and
 // is late by at most watchEvery, in which the heap grows by what is
 // allocated in that time. (A garbage sentinel's cleanup would also say when
@@ -267,7 +279,12 @@ func (p *gcPacer) watch(epoch int) {
 		seen, mapped := gcCycles(), spill.Read().Mapped
 		for range tick.C {
 			p.mu.Lock()
-			if p.epoch != epoch || len(p.holds) == 0 {
+			if p.epoch != epoch || (len(p.holds) == 0 && !p.lingering) {
+				p.mu.Unlock()
+				return
+			}
+			if p.lingering && !spill.Active() {
+				p.stop()
 				p.mu.Unlock()
 				return
 			}

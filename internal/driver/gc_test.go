@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmprof/llmprof/internal/spill"
 	"golang.org/x/sys/unix"
 )
 
@@ -226,4 +227,45 @@ func TestOutsideRuntimeCountsFilePages(t *testing.T) {
 	if got := outsideRuntime() - before; got < size-size/8 || got > size+size/4 {
 		t.Errorf("outside the runtime grew %d MiB with a 64 MiB file mapped", got>>20)
 	}
+}
+
+// The ceiling a run set outlives its holds while spilling is on (the
+// command writes its output from spilled tables after the pipeline), and
+// the target before the first hold comes back once spilling ends.
+func TestCeilingLingersWhileSpilling(t *testing.T) {
+	t.Setenv("GOGC", "")
+	before := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(before)
+	release, err := spill.Enable(t.TempDir())
+	if err != nil {
+		t.Skipf("spilling is not possible here: %v", err)
+	}
+	defer release()
+	spill.Budget(1 << 30)
+	ballast := make([]int64, (4*gcFloorBase)/8)
+	runtime.GC()
+	h := tightGC(50)
+	live, roots := heapState()
+	ceil := live + (live+roots)/5
+	h.ceiling(ceil)
+	h.release()
+	if got := gcPercent(); got > 20 || got < ceilingPercent {
+		t.Errorf("target %d after the hold, with spilling on: want the ceiling's, at most 20", got)
+	}
+	release()
+	deadline := time.Now().Add(10 * time.Second)
+	for gcPercent() != 100 {
+		if time.Now().After(deadline) {
+			t.Fatalf("target %d after spilling ended, want the 100 before", gcPercent())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// Without spilling, releasing the hold restores the target at once.
+	h = tightGC(50)
+	h.ceiling(ceil)
+	h.release()
+	if got := gcPercent(); got != 100 {
+		t.Errorf("target %d after the hold without spilling, want 100", got)
+	}
+	runtime.KeepAlive(ballast)
 }
