@@ -6,11 +6,10 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/llmprof/llmprof/internal/progress"
 	"github.com/llmprof/llmprof/internal/spill"
 )
 
@@ -266,8 +265,9 @@ const watchEvery = 2 * time.Millisecond
 
 // watch retargets after every collection, and when a table is spilled,
 // while epoch's holds last or their ceiling lingers (until spilling ends,
-// when it restores the target before the first hold): the floor is a number of bytes, and the
-// percentage that reaches it shrinks as the live heap grows. It polls the runtime's count of collections, and
+// when it restores the target before the first hold): the floor is a
+// number of bytes, and the percentage that reaches it shrinks as the live
+// heap grows. It polls the runtime's count of collections, and
 // is late by at most watchEvery, in which the heap grows by what is
 // allocated in that time. (A garbage sentinel's cleanup would also say when
 // a collection ended, but only once the sentinel's span is swept, which the
@@ -315,27 +315,10 @@ func spillCeiling(budget int64) int64 {
 }
 
 // outsideRuntime is the resident memory the Go runtime does not hold: the
-// file-backed and shared pages of /proc/self/status (RssFile, RssShmem),
-// which are the binary's, the C library's and any spill file's. 0 where
-// they cannot be read. (The runtime's own count of its mapped memory is no
-// measure of the rest: it includes heap it has never touched.)
-func outsideRuntime() int64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	var kb int64
-	for _, line := range strings.Split(string(b), "\n") {
-		name, rest, ok := strings.Cut(line, ":")
-		if !ok || (name != "RssFile" && name != "RssShmem") {
-			continue
-		}
-		if n, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64); err == nil {
-			kb += n
-		}
-	}
-	return kb << 10
-}
+// file-backed and shared pages (progress.FileResident), the binary's, the
+// C library's and any spill file's. (The runtime's own count of its mapped
+// memory is no measure of the rest: it includes heap it has never touched.)
+func outsideRuntime() int64 { return int64(progress.FileResident()) }
 
 // spillBudget is the resident memory a run of input bytes keeps within
 // (internal/spill): the input's size (at least gcFloorBase), above the

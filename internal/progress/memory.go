@@ -14,8 +14,8 @@ import (
 // /memory/classes/total:bytes), whose peak the Meter keeps itself.
 func Resident() (cur, peak uint64) {
 	if b, err := os.ReadFile("/proc/self/status"); err == nil {
-		if cur, peak = procStatus(b); cur > 0 {
-			return cur, peak
+		if st := procStatus(b); st.rss > 0 {
+			return st.rss, st.hwm
 		}
 	}
 	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}}
@@ -26,9 +26,26 @@ func Resident() (cur, peak uint64) {
 	return 0, 0
 }
 
-// procStatus reads VmRSS and VmHWM ("VmHWM:   123456 kB") from the text of
+// FileResident is the process's resident memory that is not anonymous:
+// file-backed and shared pages (RssFile + RssShmem of /proc/self/status),
+// the binary's, the libraries' and any mapped file's. 0 where there is no
 // /proc/self/status.
-func procStatus(b []byte) (rss, hwm uint64) {
+func FileResident() uint64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	st := procStatus(b)
+	return st.file + st.shmem
+}
+
+// status is what procStatus reads, in bytes.
+type status struct{ rss, hwm, file, shmem uint64 }
+
+// procStatus reads the sizes ("VmHWM:   123456 kB") of the text of
+// /proc/self/status that Resident and FileResident report.
+func procStatus(b []byte) status {
+	var st status
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
 		f := bytes.Fields(sc.Bytes())
@@ -41,10 +58,14 @@ func procStatus(b []byte) (rss, hwm uint64) {
 		}
 		switch string(f[0]) {
 		case "VmRSS:":
-			rss = v << 10
+			st.rss = v << 10
 		case "VmHWM:":
-			hwm = v << 10
+			st.hwm = v << 10
+		case "RssFile:":
+			st.file = v << 10
+		case "RssShmem:":
+			st.shmem = v << 10
 		}
 	}
-	return rss, hwm
+	return st
 }

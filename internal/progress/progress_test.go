@@ -100,9 +100,9 @@ func TestNewReadsTheLimit(t *testing.T) {
 }
 
 func TestProcStatus(t *testing.T) {
-	rss, hwm := procStatus([]byte("Name:\tllmprof\nVmHWM:\t  2048 kB\nVmRSS:\t  1024 kB\nThreads: 9\n"))
-	if rss != 1<<20 || hwm != 2<<20 {
-		t.Errorf("rss %d, hwm %d", rss, hwm)
+	st := procStatus([]byte("Name:\tllmprof\nVmHWM:\t  2048 kB\nVmRSS:\t  1024 kB\nRssAnon:\t 512 kB\nRssFile:\t 384 kB\nRssShmem:\t 128 kB\nThreads: 9\n"))
+	if st != (status{rss: 1 << 20, hwm: 2 << 20, file: 384 << 10, shmem: 128 << 10}) {
+		t.Errorf("read %+v", st)
 	}
 	if cur, _ := Resident(); cur == 0 {
 		t.Error("Resident: 0 bytes")
