@@ -8,6 +8,7 @@ import (
 
 	"github.com/llmprof/llmprof/attribution"
 	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/internal/spill"
 )
 
 // The kernel-level view: the mechanism of interference, measured where it
@@ -357,6 +358,10 @@ func KernelAnalyze(in KernelInput, opts KernelOptions) *KernelResult {
 			}
 		}
 		res.Pairs = append(res.Pairs, pairs...)
+		// The target's rows and overlaps are spill tables (kernelRows,
+		// kernelRegression): given back before the next target's.
+		freeColumns(xs)
+		spill.Free(rows)
 	}
 	judgeKernels(res, o)
 	return res

@@ -158,9 +158,10 @@ func overlaps(rows []kernelRow, busy []interval) []float64 {
 	return overlapsOf(rows, &busySlice{iv: busy})
 }
 
-// overlapsOf is overlaps of streamed intervals: one forward sweep.
+// overlapsOf is overlaps of streamed intervals: one forward sweep. The
+// overlaps are a table (spill.Slice) the caller gives back.
 func overlapsOf(rows []kernelRow, busy busyStream) []float64 {
-	x := make([]float64, len(rows))
+	x := table[float64](len(rows))
 	w := busyWindow{src: busy}
 	for r := range rows {
 		c := w.covered(rows[r].start, rows[r].start+rows[r].dur)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/llmprof/llmprof/attribution"
 	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/internal/spill"
 	"github.com/llmprof/llmprof/internal/stat"
 )
 
@@ -47,11 +48,19 @@ type stepName struct {
 	name ingest.StrID
 }
 
+// table is a slice of n zero values that lives in a spill file while
+// spilling is on and it is large (spill.Slice; else make): the kernel
+// view's arrays of a value a row, which their holder gives back with
+// spill.Free when it drops them, so that a fit's do not stay on the disk
+// until the command ends.
+func table[T any](n int) []T { return spill.Slice[T](n)[:n] }
+
 // kernelRows gathers the target's kernels (sorted by start) with their
 // identity and step batch; the batch controls are used when at least 90% of
-// the kernels carry them (the others are then left out).
+// the kernels carry them (the others are then left out). The rows are a
+// table (spill.Slice) the caller gives back.
 func kernelRows(t *ingest.Trace, idx []int32, stepOf []int32, steps []KernelStep, cats *attribution.CategoryCache) ([]kernelRow, int, batchUse) {
-	rows := make([]kernelRow, 0, len(idx))
+	rows := spill.Slice[kernelRow](len(idx))
 	groupOf := map[identity]int{}
 	nth := map[stepName]int{}
 	haveSize, haveTok, haveCtx := 0, 0, 0
@@ -188,7 +197,7 @@ type stepSeq struct {
 // bases (those of sequences of steps that several groups share first).
 func newWithinPlanHolding(rows []kernelRow, groups int, use batchUse, full *withinPlan, limit int) *withinPlan {
 	p := &withinPlan{use: use, size: make([]int32, groups), rank: make([]int32, groups), segOf: make([]int32, groups),
-		keep: make([]bool, len(rows)), order: make([]int32, 0, len(rows))}
+		keep: table[bool](len(rows)), order: spill.Slice[int32](len(rows))}
 	// Each group's rows in order, as slices of one array (a counting sort).
 	count := make([]int, groups+1)
 	for r := range rows {
@@ -197,7 +206,8 @@ func newWithinPlanHolding(rows []kernelRow, groups int, use batchUse, full *with
 	for g := 1; g <= groups; g++ {
 		count[g] += count[g-1]
 	}
-	all := make([]int32, len(rows))
+	all := table[int32](len(rows))
+	defer spill.Free(all)
 	for r := range rows {
 		g := rows[r].group
 		all[count[g]] = int32(r)
@@ -311,7 +321,8 @@ func newWithinPlanHolding(rows []kernelRow, groups int, use batchUse, full *with
 			p.keep[r] = true
 		}
 	}
-	pos := make([]int32, len(rows))
+	pos := table[int32](len(rows))
+	defer spill.Free(pos)
 	for r := range rows {
 		if p.keep[r] {
 			pos[r] = int32(p.kept)
@@ -320,17 +331,27 @@ func newWithinPlanHolding(rows []kernelRow, groups int, use batchUse, full *with
 			p.dropped = append(p.dropped, int32(r))
 		}
 	}
-	p.dest = make([]int32, len(p.order))
+	p.dest = table[int32](len(p.order))
 	for i, r := range p.order {
 		p.dest[i] = pos[r]
 	}
 	if p.ctl != nil && slices.ContainsFunc(p.segs, func(s withinSeg) bool { return s.basis == nil }) {
-		p.ctlStep = make([]int32, len(p.order))
+		p.ctlStep = table[int32](len(p.order))
 		for i, r := range p.order {
 			p.ctlStep[i] = rows[r].step
 		}
 	}
 	return p
+}
+
+// free gives back the plan's arrays of a value a row (spill.Free): its
+// order, destinations, flags and steps. What is left serves as bases.
+func (p *withinPlan) free() {
+	spill.Free(p.order)
+	spill.Free(p.dest)
+	spill.Free(p.keep)
+	spill.Free(p.ctlStep)
+	p.order, p.dest, p.keep, p.ctlStep = nil, nil, nil, nil
 }
 
 // bases is the plan as the full plan of others (newWithinPlan's full):
@@ -344,11 +365,12 @@ func (p *withinPlan) bases() *withinPlan {
 
 // layout is set's overlaps of rows in the plan's layout (laidOverlaps):
 // the kept rows' in the plan's order, then the dropped rows', each a copy
-// of its row's overlap (its step's share where set reads one).
+// of its row's overlap (its step's share where set reads one), in tables
+// (spill.Slice) the caller gives back (freeColumns).
 func (p *withinPlan) layout(rows []kernelRow, set overlapSet) laidOverlaps {
 	lay := laidOverlaps{x: make([][]float64, len(set.x))}
 	for j := range lay.x {
-		x := make([]float64, 0, len(rows))
+		x := spill.Slice[float64](len(rows))
 		for _, r := range p.order {
 			x = append(x, set.at(rows, j, int(r)))
 		}
@@ -360,9 +382,10 @@ func (p *withinPlan) layout(rows []kernelRow, set overlapSet) laidOverlaps {
 	return lay
 }
 
-// layoutSteps is each row's step in the plan's layout (laidOverlaps.stepOf).
+// layoutSteps is each row's step in the plan's layout (laidOverlaps.stepOf),
+// a table (spill.Slice) the caller gives back.
 func (p *withinPlan) layoutSteps(rows []kernelRow) []int32 {
-	steps := make([]int32, 0, len(rows))
+	steps := spill.Slice[int32](len(rows))
 	for _, r := range p.order {
 		steps = append(steps, rows[r].step)
 	}
@@ -372,9 +395,10 @@ func (p *withinPlan) layoutSteps(rows []kernelRow) []int32 {
 	return steps
 }
 
-// rowOrder is x, in the plan's layout, back in the order of its rows.
+// rowOrder is x, in the plan's layout, back in the order of its rows, in
+// a new table (spill.Slice) the caller gives back.
 func (p *withinPlan) rowOrder(x []float64) []float64 {
-	out := make([]float64, len(x))
+	out := table[float64](len(x))
 	for i, r := range p.order {
 		out[r] = x[i]
 	}
@@ -382,6 +406,14 @@ func (p *withinPlan) rowOrder(x []float64) []float64 {
 		out[r] = x[len(p.order)+q]
 	}
 	return out
+}
+
+// freeColumns gives back each of cols (spill.Free) and forgets it.
+func freeColumns(cols [][]float64) {
+	for j := range cols {
+		spill.Free(cols[j])
+		cols[j] = nil
+	}
 }
 
 // holdBasis is a copy of basis (vectors of m floats) in one array of its

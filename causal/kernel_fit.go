@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/llmprof/llmprof/attribution"
+	"github.com/llmprof/llmprof/internal/spill"
 	"github.com/llmprof/llmprof/internal/stat"
 )
 
@@ -113,13 +114,24 @@ func (l laidOverlaps) denominator(form stretchForm, stretch []float64, i int) fl
 }
 
 // fitOverlaps is fitKernels of the overlaps of set.
+// The rows it selects, their plan and their layout are given back
+// (spill.Free) when the fit is done.
 func fitOverlaps(rows []kernelRow, groups int, use batchUse, set overlapSet, sel []bool, o KernelOptions, full *withinPlan, form stretchForm, start *firstStep) kernelFit {
 	sub, subX := selectRows(rows, set, sel)
+	if sel != nil {
+		defer func() {
+			spill.Free(sub)
+			freeColumns(subX.x)
+		}()
+	}
 	plan := full
 	if sel != nil || plan == nil {
 		plan = newWithinPlan(sub, groups, use, full)
+		defer plan.free()
 	}
-	return fitLaid(sub, groups, plan.layout(sub, subX), o, plan, form, start)
+	lay := plan.layout(sub, subX)
+	defer freeColumns(lay.x)
+	return fitLaid(sub, groups, lay, o, plan, form, start)
 }
 
 // fitLaid is fitKernels of rows' overlaps lay, in plan's layout.
@@ -132,6 +144,7 @@ func fitLaid(sub []kernelRow, groups int, lay laidOverlaps, o KernelOptions, pla
 		return f
 	}
 	gn, reason := gaussNewton(plan, sub, lay, groups, form, start)
+	defer gn.free()
 	f.first = gn.first
 	if reason != "" {
 		f.reason = reason
@@ -165,7 +178,8 @@ func fitLaid(sub []kernelRow, groups int, lay laidOverlaps, o KernelOptions, pla
 	return f
 }
 
-// selectRows is the rows sel keeps (nil: all) and their overlaps.
+// selectRows is the rows sel keeps (nil: all) and their overlaps, in
+// tables of their own (spill.Slice) where sel is not nil.
 func selectRows(rows []kernelRow, set overlapSet, sel []bool) ([]kernelRow, overlapSet) {
 	if sel == nil {
 		return rows, set
@@ -176,10 +190,10 @@ func selectRows(rows []kernelRow, set overlapSet, sel []bool) ([]kernelRow, over
 			n++
 		}
 	}
-	sub := make([]kernelRow, 0, n)
+	sub := spill.Slice[kernelRow](n)
 	subX := make([][]float64, len(set.x))
 	for j := range subX {
-		subX[j] = make([]float64, 0, n)
+		subX[j] = spill.Slice[float64](n)
 	}
 	for r := range rows {
 		if sel[r] {
@@ -201,6 +215,21 @@ type stretchFit struct {
 	kept    []bool
 	colOf   []int
 	first   *firstStep
+	// sc and yy are the last step's design, scaled copy, right-hand side
+	// and response, the memory fit reads (free).
+	sc *olsScratch
+	yy []float64
+}
+
+// free gives back the fit's buffers of a float or more a row (spill.Free):
+// nothing may read gn.fit afterwards.
+func (gn *stretchFit) free() {
+	if gn.sc != nil {
+		spill.Free(gn.sc.design)
+		gn.sc.fit.Free()
+	}
+	spill.Free(gn.yy)
+	gn.sc, gn.yy, gn.fit = nil, nil, nil
 }
 
 // firstStep is the state of a Gauss–Newton fit after its first step: the
@@ -242,7 +271,8 @@ func gaussNewton(plan *withinPlan, sub []kernelRow, lay laidOverlaps, groups int
 	}
 	// The log durations of the kept rows in the plan's order, read in order
 	// each step (the rows lie scattered in it), as their overlaps are laid.
-	yp := make([]float64, n)
+	yp := table[float64](n)
+	defer spill.Free(yp)
 	for i, r := range plan.order {
 		yp[i] = sub[r].logDur()
 	}
@@ -291,10 +321,13 @@ func gaussNewton(plan *withinPlan, sub []kernelRow, lay laidOverlaps, groups int
 			return true
 		}
 	}
-	yy := make([]float64, n)
+	// The response and the steps' designs, in spill tables that the
+	// caller gives back (stretchFit.free): only the last step's fit is kept.
+	yy := table[float64](n)
+	sc := &olsScratch{fit: stat.Scratch{Spilled: true}}
+	gn.sc, gn.yy = sc, yy
 	const diverged = "the stretch model diverged (a source's overlap shortens kernels to nothing)"
 	var weight []float64
-	var sc olsScratch // the steps' designs: only the last step's fit is kept
 	iter := 0
 	if start != nil {
 		copy(gn.stretch, start.stretch)
@@ -308,13 +341,13 @@ func gaussNewton(plan *withinPlan, sub []kernelRow, lay laidOverlaps, groups int
 				return gn, diverged
 			}
 		}
-		sc.design = stat.Grow(sc.design, n*nx)
+		sc.design = stat.GrowSpilled(sc.design, n*nx)
 		ok := plan.fillDesign(1+nx, fill, weight, yy, sc.design)
 		if !ok {
 			return gn, diverged
 		}
 		var err error
-		gn.fit, gn.kept, err = fitRowMajor(sc.design, nx, yy, &sc)
+		gn.fit, gn.kept, err = fitRowMajor(sc.design, nx, yy, sc)
 		if err != nil {
 			return gn, fmt.Sprintf("kernel regression failed: %v", err)
 		}
@@ -376,6 +409,7 @@ func varies(x []float64) bool {
 // it as zeros would hide the dependence of its busy stretches).
 func (f *kernelFit) clusterErrors(fit *olsFit, sub []kernelRow, keep []bool, o KernelOptions) ([]float64, string) {
 	binOf, nbins := scoreBins(sub, keep, f.n, o.ScoreBin)
+	defer spill.Free(binOf)
 	// The block is as long as the longer of the scores' dependence and the
 	// regressors': a source's activity comes in stretches (its steps, its
 	// bursts), and a slow drift of what the controls miss makes every kernel
@@ -399,7 +433,8 @@ func (f *kernelFit) clusterErrors(fit *olsFit, sub []kernelRow, keep []bool, o K
 	}
 	b := int(math.Ceil(blockBins))
 	f.blockNs = int64(b) * o.ScoreBin
-	labels := make([]int, f.n)
+	labels := table[int](f.n)
+	defer spill.Free(labels)
 	for a := range binOf {
 		labels[a] = int(binOf[a]) / b
 	}
@@ -446,18 +481,19 @@ func (f *kernelFit) clusterErrors(fit *olsFit, sub []kernelRow, keep []bool, o K
 // order, and returns each kept row's bin number and how many there are.
 // Rows come by start (the kernel view's always do), so the bins are
 // numbered as they come; rows out of order take the general way, a sort of
-// the bins.
+// the bins. The bin numbers are a table (spill.Slice) the caller gives back.
 func scoreBins(sub []kernelRow, keep []bool, n int, bin int64) ([]int32, int) {
 	t0 := int64(math.MaxInt64)
 	for _, r := range keptRows(keep) {
 		t0 = min(t0, sub[r].start)
 	}
-	binOf := make([]int32, n)
+	binOf := table[int32](n)
 	bins := 0
 	last := int64(-1)
 	for a, r := range keptRows(keep) {
 		b := (sub[r].start - t0) / bin
 		if b < last {
+			spill.Free(binOf)
 			return scoreBinsSorted(sub, keep, n, bin, t0)
 		}
 		if b != last {
@@ -482,7 +518,7 @@ func scoreBinsSorted(sub []kernelRow, keep []bool, n int, bin, t0 int64) ([]int3
 	for i, v := range sorted {
 		rank[v] = i
 	}
-	binOf := make([]int32, n)
+	binOf := table[int32](n)
 	for a := range binOf {
 		binOf[a] = int32(rank[bins[a]])
 	}
@@ -603,9 +639,11 @@ func groupWeights(sigma []float64) []float64 {
 //
 // The fits of all rows (the model's and the band's) read xs in their
 // plan's layout, which takes xs's place while they run (xs[j] is nil
-// then, the caller's too); xs comes back in the rows' order after them,
-// the same values, for the per-category fits and the caller. The kernel
-// view's peak of memory is these fits: the layout is not held beside xs.
+// then, the caller's too, given back with spill.Free); xs comes back in
+// the rows' order after them, the same values in new tables (rowOrder),
+// for the per-category fits and the caller, who gives them back. The
+// kernel view's peak of memory is these fits: the layout is not held
+// beside xs.
 func kernelRegression(target busyKey, sources []busyKey, isolated []bool, srcDev []int16, rows []kernelRow, groups int, use batchUse, xs, shares [][]float64, o KernelOptions, byCat bool) []KernelPair {
 	pairs := make([]KernelPair, len(sources))
 	for j, s := range sources {
@@ -624,8 +662,10 @@ func kernelRegression(target busyKey, sources []busyKey, isolated []bool, srcDev
 		}
 	}
 	plan := newWithinPlan(rows, groups, use, nil)
+	defer func() { plan.free() }()
 	lay := plan.layout(rows, overlapSet{x: xs})
 	for j := range xs {
+		spill.Free(xs[j])
 		xs[j] = nil
 	}
 	f := fitLaid(rows, groups, lay, o, plan, formOverlap, nil)
@@ -653,7 +693,9 @@ func kernelRegression(target busyKey, sources []busyKey, isolated []bool, srcDev
 		specBand(pairs, rows, groups, lay, shares, o, plan, f.first)
 	}
 	for j := range xs {
-		xs[j], lay.x[j] = plan.rowOrder(lay.x[j]), nil
+		xs[j] = plan.rowOrder(lay.x[j])
+		spill.Free(lay.x[j])
+		lay.x[j] = nil
 	}
 	if f.reason != "" {
 		return pairs
@@ -662,7 +704,9 @@ func kernelRegression(target busyKey, sources []busyKey, isolated []bool, srcDev
 	if !byCat {
 		return pairs
 	}
-	plan = plan.bases() // what the per-category fits' plans read of it
+	bases := plan.bases() // what the per-category fits' plans read of it
+	plan.free()
+	plan = bases
 	present := map[attribution.KernelCategory]int{}
 	for _, r := range rows {
 		present[r.cat]++
@@ -725,6 +769,7 @@ func specBand(pairs []KernelPair, rows []kernelRow, groups int, lay laidOverlaps
 			l = laidOverlaps{x: lay.x, step: shares, stepOf: plan.layoutSteps(rows)}
 		}
 		f := fitLaid(rows, groups, l, o, plan, sp.form, sp.start)
+		spill.Free(l.stepOf)
 		if f.reason != "" {
 			continue
 		}

@@ -10,6 +10,8 @@ import (
 	"gonum.org/v1/gonum/lapack/lapack64"
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/stat/distuv"
+
+	"github.com/llmprof/llmprof/internal/spill"
 )
 
 // maxCond is the largest condition number of the column-scaled design that
@@ -49,7 +51,32 @@ type OLS struct {
 // right-hand side the solve overwrites, which then holds the fit's
 // residuals (OLS.Resid is that memory: valid until the next fit with the
 // same Scratch).
-type Scratch struct{ scaled, rhs []float64 }
+type Scratch struct {
+	scaled, rhs []float64
+	// Spilled makes the buffers spill tables (GrowSpilled: off the heap
+	// while spilling is on), for a caller that gives them back with Free
+	// once it is done with its last fit.
+	Spilled bool
+}
+
+// Free gives back the buffers of a Spilled scratch (spill.Free; nothing
+// else is freed before the collector does): no fit made with sc may be
+// used afterwards, its Resid being that memory. sc may be used again.
+func (sc *Scratch) Free() {
+	if sc.Spilled {
+		spill.Free(sc.scaled)
+		spill.Free(sc.rhs)
+	}
+	sc.scaled, sc.rhs = nil, nil
+}
+
+// grow is Grow, or GrowSpilled for a Spilled scratch.
+func (sc *Scratch) grow(buf []float64, n int) []float64 {
+	if sc.Spilled {
+		return GrowSpilled(buf, n)
+	}
+	return Grow(buf, n)
+}
 
 // Grow is buf[:n] where buf holds n, else a new slice.
 func Grow(buf []float64, n int) []float64 {
@@ -59,12 +86,24 @@ func Grow(buf []float64, n int) []float64 {
 	return make([]float64, n)
 }
 
+// GrowSpilled is Grow for a buffer its caller gives back with spill.Free
+// when done: a new one is spill.Slice's (a spill file while spilling is on
+// and it is large, internal/spill; else make), and the one it replaces is
+// given back at once, so nothing may use buf afterwards.
+func GrowSpilled(buf []float64, n int) []float64 {
+	if cap(buf) >= n {
+		return buf[:n]
+	}
+	spill.Free(buf)
+	return spill.Slice[float64](n)[:n]
+}
+
 // FitOLS fits y on the columns of x by Householder QR. Columns are scaled to
 // unit norm first, so the condition check and the accuracy do not depend on
 // the units of the regressors (NIST's Longley data, whose raw columns span
 // ten orders of magnitude, is the test). It keeps the scaled copy of x and
 // the right-hand side, then the residuals, in sc (nil: new memory), which
-// keeps the buffers for the next fit.
+// keeps the buffers for the next fit (in spill tables where sc is Spilled).
 //
 // The factorization, condition estimate and solve are LAPACK's (gonum's
 // lapack64: Geqrf, Trcon, Ormqr, Trtrs), called as mat.QR's Factorize,
@@ -83,7 +122,7 @@ func FitOLS(x *mat.Dense, y []float64, sc *Scratch) (*OLS, error) {
 		return nil, fmt.Errorf("ols: %d observations for %d parameters", n, k)
 	}
 	norms := make([]float64, k)
-	sc.scaled = Grow(sc.scaled, n*k)
+	sc.scaled = sc.grow(sc.scaled, n*k)
 	scaled := sc.scaled
 	raw := x.RawMatrix()
 	for j := 0; j < k; j++ {
@@ -112,7 +151,7 @@ func FitOLS(x *mat.Dense, y []float64, sc *Scratch) (*OLS, error) {
 		return nil, fmt.Errorf("ols: condition number %.3g: %w", cond, ErrCollinear)
 	}
 	// β of the scaled design: Qᵀy, then R⁻¹ of its first k entries.
-	sc.rhs = Grow(sc.rhs, n)
+	sc.rhs = sc.grow(sc.rhs, n)
 	copy(sc.rhs, y)
 	rhs := blas64.General{Rows: n, Cols: 1, Stride: 1, Data: sc.rhs}
 	work = work[:1]
