@@ -140,18 +140,23 @@ func kernelValidation(t *testing.T, pairs int, d time.Duration, flat, shared boo
 			}
 		}
 	}
-	opts := compare.DefaultOptions()
-	opts.Reps = 50 // the request-level bootstrap is not what is measured here
-	opts.Policy.Gates = mustGates(t, kernelRules...)
+	opts := kernelRuleOptions(t)
 	out := map[string]*kernelTally{}
 	for c, kc := range kernelCases {
 		tl := &kernelTally{pairs: pairs, ruleFails: map[string]int{}, strict: map[string]int{}}
 		out[kc.name] = tl
 		for i := range pairs {
-			res, err := compare.Compare(compare.Side{Label: "base", Runs: []compare.Run{base[i]}},
-				compare.Side{Label: "cand", Runs: []compare.Run{cand[c][i]}}, opts)
-			if err != nil {
-				t.Fatal(err)
+			var res *compare.Result
+			if shared && !flat {
+				res = sharedKernelCompare(t, stepRunKey(int64(7000+i), 0, d, stepCase{load: 1}),
+					stepRunKey(int64(9000+i), 0, d, stepCase{slow: kc.slow, load: 1}), base[i], cand[c][i])
+			} else {
+				var err error
+				res, err = compare.Compare(compare.Side{Label: "base", Runs: []compare.Run{base[i]}},
+					compare.Side{Label: "cand", Runs: []compare.Run{cand[c][i]}}, opts)
+				if err != nil {
+					t.Fatal(err)
+				}
 			}
 			var best string
 			bestPct := 0.0

@@ -70,8 +70,7 @@ func stepSynthRun(tb testing.TB, seed, noise int64, d time.Duration, sc stepCase
 // own, which would not fit in memory together.
 func sharedStepRun(tb testing.TB, seed, noise int64, d time.Duration, sc stepCase) compare.Run {
 	tb.Helper()
-	key := fmt.Sprintf("%d %d %v %v load %g", seed, noise, d, sc.slow, sc.load)
-	f, _ := stepRunCache.LoadOrStore(key, sync.OnceValue(func() compare.Run {
+	f, _ := stepRunCache.LoadOrStore(stepRunKey(seed, noise, d, sc), sync.OnceValue(func() compare.Run {
 		return stepSynthRun(tb, seed, noise, d, sc)
 	}))
 	return f.(func() compare.Run)()
@@ -80,6 +79,42 @@ func sharedStepRun(tb testing.TB, seed, noise int64, d time.Duration, sc stepCas
 // stepRunCache holds sharedStepRun's runs by key, each a func that
 // simulates it once.
 var stepRunCache sync.Map
+
+// stepRunKey names a sharedStepRun run: what it simulates, not the case's
+// label.
+func stepRunKey(seed, noise int64, d time.Duration, sc stepCase) string {
+	return fmt.Sprintf("%d %d %v %v load %g", seed, noise, d, sc.slow, sc.load)
+}
+
+// sharedKernelCompare compares two sharedStepRun runs, named by their
+// stepRunKey, under the kernel rules (kernelRuleOptions), once per test
+// binary: TestStepCostDifferentWorkloads and
+// TestKernelRulesDifferentWorkloads gate the same pairs with the same
+// options, and each takes the one result.
+func sharedKernelCompare(tb testing.TB, baseKey, candKey string, base, cand compare.Run) *compare.Result {
+	tb.Helper()
+	f, _ := kernelCompareCache.LoadOrStore(baseKey+" | "+candKey, sync.OnceValues(func() (*compare.Result, error) {
+		return compare.Compare(compare.Side{Label: "base", Runs: []compare.Run{base}},
+			compare.Side{Label: "cand", Runs: []compare.Run{cand}}, kernelRuleOptions(tb))
+	}))
+	res, err := f.(func() (*compare.Result, error))()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return res
+}
+
+// kernelCompareCache holds sharedKernelCompare's results by pair.
+var kernelCompareCache sync.Map
+
+// kernelRuleOptions are the options both validations gate the kernel
+// rules with.
+func kernelRuleOptions(tb testing.TB) compare.Options {
+	opts := compare.DefaultOptions()
+	opts.Reps = 50 // the request-level bootstrap is not what is measured here
+	opts.Policy.Gates = mustGates(tb, kernelRules...)
+	return opts
+}
 
 type stepTally struct {
 	pairs int
@@ -124,11 +159,7 @@ func stepValidation(t *testing.T, pairs int, d time.Duration, replayed, shared b
 					base[i] = simulate(t, int64(7000+i), noiseOf(replayed, 1), d, stepCases[0])
 					return
 				}
-				seed := int64(9000 + i)
-				if replayed {
-					seed = int64(7000 + i)
-				}
-				cand[c][i] = simulate(t, seed, noiseOf(replayed, 2), d, stepCases[c])
+				cand[c][i] = simulate(t, candSeed(i, replayed), noiseOf(replayed, 2), d, stepCases[c])
 			}()
 		}
 	}
@@ -136,8 +167,6 @@ func stepValidation(t *testing.T, pairs int, d time.Duration, replayed, shared b
 	opts := compare.DefaultOptions()
 	opts.Reps = 50 // the bootstrap metrics are not what is measured here
 	opts.Policy.Gates = mustGates(t, stepRules...)
-	kopts := opts
-	kopts.Policy.Gates = mustGates(t, kernelRules...)
 	out := map[string]*stepTally{}
 	for c, sc := range stepCases {
 		tl := &stepTally{pairs: pairs, fails: map[string]int{}, excl: map[string]int{}}
@@ -159,10 +188,16 @@ func stepValidation(t *testing.T, pairs int, d time.Duration, replayed, shared b
 					tl.excl[m.Name]++
 				}
 			}
-			kres, err := compare.Compare(compare.Side{Label: "base", Runs: []compare.Run{base[i]}},
-				compare.Side{Label: "cand", Runs: []compare.Run{cand[c][i]}}, kopts)
-			if err != nil {
-				t.Fatal(err)
+			var kres *compare.Result
+			if shared {
+				kres = sharedKernelCompare(t, stepRunKey(int64(7000+i), noiseOf(replayed, 1), d, stepCases[0]),
+					stepRunKey(candSeed(i, replayed), noiseOf(replayed, 2), d, sc), base[i], cand[c][i])
+			} else {
+				kres, err = compare.Compare(compare.Side{Label: "base", Runs: []compare.Run{base[i]}},
+					compare.Side{Label: "cand", Runs: []compare.Run{cand[c][i]}}, kernelRuleOptions(t))
+				if err != nil {
+					t.Fatal(err)
+				}
 			}
 			for _, m := range kres.Metrics {
 				if m.Gate != nil && m.Gate.Verdict == compare.Fail && strings.HasPrefix(m.Name, "kernel.") {
@@ -183,6 +218,15 @@ func stepValidation(t *testing.T, pairs int, d time.Duration, replayed, shared b
 		}
 	}
 	return out
+}
+
+// candSeed is pair i's candidate workload seed: 9000+i, or the baseline's
+// 7000+i replayed.
+func candSeed(i int, replayed bool) int64 {
+	if replayed {
+		return int64(7000 + i)
+	}
+	return int64(9000 + i)
 }
 
 func noiseOf(replayed bool, n int64) int64 {

@@ -123,7 +123,7 @@ func fakeTorchServer(fixture, port string) int {
 // server.
 func torchFixture(t *testing.T) (string, *synth.Run) {
 	t.Helper()
-	cfg := synth.DefaultConfig(5, 3*time.Second)
+	cfg := synth.DefaultConfig(5, 1500*time.Millisecond)
 	cfg.GPUClock = synth.ClockError{OffsetNs: 1_734_000_000, DriftPPM: 35, JitterNs: 20_000}
 	run, err := synth.Generate(cfg)
 	if err != nil {
