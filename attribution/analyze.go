@@ -102,9 +102,9 @@ type Result struct {
 	// gpuEst is the per-request GPU estimate for inputs without engine
 	// steps (nil otherwise).
 	gpuEst    *requestGPU
-	warnings  ingest.Warnings  // behind Warnings
-	trace     *ingest.Trace    // for EachToken
-	tokenSums []RequestBuckets // per request, from summarizeTokens
+	warnings  ingest.Warnings // behind Warnings
+	trace     *ingest.Trace   // for EachToken
+	tokenSums bucketSums      // per request, from summarizeTokens
 	// tenants and models number the requests' tenants and models.
 	tenants, models groups
 }
