@@ -56,8 +56,9 @@ type state struct {
 	zstd *zstd.Decoder // for zstd-compressed records, made on first use
 	zbuf []byte
 
-	// spans counts the spans this state appended.
-	spans int
+	// spans counts the spans this state appended; strings0 is the string
+	// table's length before the first.
+	spans, strings0 int
 	// sizeHint is the input's size when known (see readAllLimit).
 	sizeHint int64
 	// consumed is how much of the input the records decoded so far took
@@ -77,6 +78,7 @@ func newState(t *ingest.Trace, src ingest.SourceID) *state {
 		scopeByRaw:   map[string]int32{},
 		resByValue:   map[string]int32{},
 		scopeByValue: map[string]int32{},
+		strings0:     t.Strings.Len(),
 	}
 	// A trace that already holds resources (DecodePayload called once per
 	// captured payload) shares them rather than adding a copy per call.
@@ -241,6 +243,12 @@ func (d *state) appendSpan(sp *ingest.Span) {
 		grown := make([]ingest.Span, len(d.t.Spans), d.spanCapacity())
 		copy(grown, d.t.Spans)
 		d.t.Spans = grown
+		// The string table grows with the spans, at the rate of new
+		// strings a span brought so far (a request ID each, typically).
+		if d.spans > 0 {
+			perSpan := float64(d.t.Strings.Len()-d.strings0) / float64(d.spans)
+			d.t.Strings.Grow(int(perSpan * float64(cap(grown)-len(grown))))
+		}
 	}
 	d.t.Spans = append(d.t.Spans, *sp)
 	d.spans++
