@@ -38,7 +38,7 @@ func main() {
 	}
 }
 
-const usage = "usage: otlpanalyze pdata FILE | otlpanalyze analyze [-cpuprofile F] [-memprofile F] [-n N] FILE | otlpanalyze cputime CMD ARG..."
+const usage = "usage: otlpanalyze pdata FILE | otlpanalyze analyze [-cpuprofile F] [-memprofile F] [-n N] FILE | otlpanalyze cputime CMD [ARG]"
 
 var errUsage = errors.New(usage)
 
