@@ -102,9 +102,9 @@ type Result struct {
 	// gpuEst is the per-request GPU estimate for inputs without engine
 	// steps (nil otherwise).
 	gpuEst    *requestGPU
-	warnings  ingest.Warnings  // behind Warnings
-	trace     *ingest.Trace    // for EachToken
-	tokenSums []RequestBuckets // per request, from summarizeTokens
+	warnings  ingest.Warnings // behind Warnings
+	trace     *ingest.Trace   // for EachToken
+	tokenSums bucketSums      // per request, from summarizeTokens
 	// tenants and models number the requests' tenants and models.
 	tenants, models groups
 }
@@ -411,6 +411,34 @@ type summarizer struct {
 	slo  SLO
 	// ttft, e2e, queue and itl are the current group's known values.
 	ttft, e2e, queue, itl []float64
+	// done are the groups summarized so far: a group of the same requests
+	// as an earlier one (a run's only model or tenant, which is every
+	// request; a tenant that one model alone serves) takes that summary,
+	// the same figures from the same values in the same order.
+	done []summarized
+}
+
+type summarized struct {
+	idx []int32 // nil: every request
+	s   Summary
+}
+
+// earlier returns the summary of an earlier group of exactly the requests
+// idx (nil: all of them), renamed, if there is one.
+func (sm *summarizer) earlier(name string, idx []int32) (Summary, bool) {
+	all := func(ix []int32) bool { return ix == nil || len(ix) == len(sm.reqs) } // indices are distinct
+	for _, d := range sm.done {
+		if all(d.idx) && all(idx) || d.idx != nil && idx != nil && slices.Equal(d.idx, idx) {
+			s := d.s
+			s.Name = name
+			if s.Goodput != nil {
+				g := *s.Goodput
+				s.Goodput = &g
+			}
+			return s, true
+		}
+	}
+	return Summary{}, false
 }
 
 // summaryRow is what a request adds to its groups' summaries.
@@ -535,6 +563,21 @@ func carveByGroup[T any](all []T, counts []int32) [][]T {
 // summarize builds the distributions of reqs[idx] (all of the requests when
 // idx is nil); tpot holds their known TPOTs, sorted.
 func (sm *summarizer) summarize(name string, idx []int32, tpot []float64) Summary {
+	if s, ok := sm.earlier(name, idx); ok {
+		return s
+	}
+	s := sm.summarizeNew(name, idx, tpot)
+	d := s
+	if d.Goodput != nil {
+		g := *d.Goodput
+		d.Goodput = &g
+	}
+	sm.done = append(sm.done, summarized{idx, d})
+	return s
+}
+
+// summarizeNew is summarize computing the figures.
+func (sm *summarizer) summarizeNew(name string, idx []int32, tpot []float64) Summary {
 	reqs := sm.reqs
 	n := len(idx)
 	if idx == nil {

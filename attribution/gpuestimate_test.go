@@ -47,8 +47,8 @@ func TestStockVLLMWithNsysEstimatesGPU(t *testing.T) {
 		}
 		var got [attribution.NumKernelCategories]float64
 		for i := range res.Requests {
-			rb, ok := res.TokenBuckets(i)
-			if !ok {
+			rb := new(attribution.RequestBuckets)
+			if !res.TokenBuckets(i, rb) {
 				t.Fatal("no token buckets")
 			}
 			for c := range attribution.NumKernelCategories {
@@ -78,7 +78,8 @@ func TestStockVLLMWithNsysEstimatesGPU(t *testing.T) {
 			}
 		}
 		for i := range res.Requests {
-			rb, _ := res.TokenBuckets(i)
+			rb := new(attribution.RequestBuckets)
+			res.TokenBuckets(i, rb)
 			for b := attribution.BucketGPUGEMM; b <= attribution.BucketGPUOther; b++ {
 				gotByModel[res.Requests[i].Model] += float64(rb.All[b])
 			}
@@ -103,7 +104,8 @@ func TestStockVLLMWithNsysEstimatesGPU(t *testing.T) {
 			all += d
 		}
 		for i := range res.Requests {
-			rb, _ := res.TokenBuckets(i)
+			rb := new(attribution.RequestBuckets)
+			res.TokenBuckets(i, rb)
 			for c := range attribution.NumKernelCategories {
 				gotPrefill += float64(rb.First[bucketOf["gpu."+strings.ReplaceAll(attribution.KernelCategory(c).String(), "/", "_")]])
 			}

@@ -145,16 +145,87 @@ type RequestBuckets struct {
 	All, First [NumBuckets]int64
 }
 
-// TokenBuckets returns request i's summed token buckets, not to be changed
-// (a pointer: the samples read two 20-bucket arrays per request); ok is
-// false, and the pointer nil, when the run has no token breakdown. They are
-// kept from the summary's pass, so that consumers (diff's samples) need not
-// walk every token again.
-func (res *Result) TokenBuckets(i int) (*RequestBuckets, bool) {
-	if i < 0 || i >= len(res.tokenSums) {
-		return nil, false
+// TokenBuckets sets dst to request i's summed token buckets; ok is false,
+// and dst all zeros, when the run has no token breakdown. They are kept from
+// the summary's pass, so that consumers (diff's samples) need not walk every
+// token again.
+func (res *Result) TokenBuckets(i int, dst *RequestBuckets) bool {
+	*dst = RequestBuckets{}
+	if i < 0 || i >= len(res.tokenSums.refs) {
+		return false
 	}
-	return &res.tokenSums[i], true
+	all, first, bs := res.tokenSums.of(i)
+	for j, b := range bs {
+		dst.All[b], dst.First[b] = all[j], first[j]
+	}
+	return true
+}
+
+// bucketSums holds every request's RequestBuckets in the buckets its tokens
+// can have time in (tokenWalker.stageRuns's six for a request summed by
+// stages, all 20 for the others): 96 bytes a request of an OTLP-only run
+// instead of 320, first written, page by page, at a cost the run's CPU
+// profile showed (2% of an OTLP analyze).
+type bucketSums struct {
+	// refs[i] places request i's sums: its buckets' All sums then their
+	// First sums, at vals[at>>bucketChunkBits][at&(1<<bucketChunkBits-1):],
+	// n of each; n 0 when it has none.
+	refs []bucketRef
+	// vals are chunks of 1<<bucketChunkBits sums, so that the whole is
+	// allocated once, not regrown; no request's sums straddle two.
+	vals [][]int64
+	used int // of the last chunk
+}
+
+type bucketRef struct {
+	at uint32
+	n  uint8
+}
+
+const bucketChunkBits = 15
+
+func newBucketSums(n int) bucketSums {
+	return bucketSums{refs: make([]bucketRef, n)}
+}
+
+// set stores request i's sums over the buckets bs (each bucket outside bs
+// zero in both).
+func (s *bucketSums) set(i int, bs []Bucket, all, first *[NumBuckets]int64) {
+	n := 2 * len(bs)
+	if len(s.vals) == 0 || s.used+n > len(s.vals[len(s.vals)-1]) {
+		s.vals, s.used = append(s.vals, make([]int64, 1<<bucketChunkBits)), 0
+	}
+	c := s.vals[len(s.vals)-1][s.used : s.used+n]
+	for j, b := range bs {
+		c[j], c[len(bs)+j] = all[b], first[b]
+	}
+	s.refs[i] = bucketRef{at: uint32((len(s.vals)-1)<<bucketChunkBits | s.used), n: uint8(len(bs))}
+	s.used += n
+}
+
+// of returns request i's All and First sums over the buckets bs.
+func (s *bucketSums) of(i int) (all, first []int64, bs []Bucket) {
+	r := s.refs[i]
+	if r.n == 0 {
+		return nil, nil, nil
+	}
+	c := s.vals[r.at>>bucketChunkBits][r.at&(1<<bucketChunkBits-1):]
+	bs = allBuckets[:]
+	if int(r.n) == len(stageOnlyBuckets) {
+		bs = stageOnlyBuckets[:]
+	}
+	return c[:r.n], c[r.n : 2*r.n], bs
+}
+
+// all returns request i's All sum of bucket b.
+func (s *bucketSums) all(i int, b Bucket) int64 {
+	all, _, bs := s.of(i)
+	for j, x := range bs {
+		if x == b {
+			return all[j]
+		}
+	}
+	return 0
 }
 
 // summarizeTokens walks every token once and aggregates.
@@ -207,6 +278,7 @@ func summarizeTokens(res *Result, stall time.Duration) *TokenSummary {
 		cur          = -1              // the request whose tokens are arriving
 		decode       BucketShares      // its decode tokens
 		first        [NumBuckets]int64 // its first tokens' buckets
+		firstBuckets [NumBuckets]int64 // its last first token's, all of them
 		limit        int64             // its model's stall threshold
 		hasLimit     bool
 		run          BucketShares // its decode tokens of one position group
@@ -228,20 +300,28 @@ func summarizeTokens(res *Result, stall time.Duration) *TokenSummary {
 			return
 		}
 		endRun()
-		sums := &res.tokenSums[cur]
+		var all [NumBuckets]int64
 		for _, b := range bs {
-			sums.All[b] = first[b] + decode.sums[b]
+			all[b] = first[b] + decode.sums[b]
 		}
+		// The first token's buckets outside bs are zero for a request
+		// stageRuns sums (TestStageOnlyBuckets); should one not be, the
+		// request's sums are kept over every bucket.
+		set := bs
+		if len(bs) < int(NumBuckets) && !onlyIn(&firstBuckets, bs) {
+			set = allBuckets[:]
+		}
+		res.tokenSums.set(cur, set, &all, &firstBuckets)
 		if decode.Tokens > 0 {
 			tenants[res.tenants.of[cur]].mergeOnly(&decode, bs)
 			models[res.models.of[cur]].mergeOnly(&decode, bs)
 		}
 	}
-	res.tokenSums = make([]RequestBuckets, len(res.Requests))
+	res.tokenSums = newBucketSums(len(res.Requests))
 	token := func(tb *TokenBreakdown) {
 		if tb.Request != cur {
 			flush()
-			cur, decode, first, bs = tb.Request, BucketShares{}, [NumBuckets]int64{}, next
+			cur, decode, first, firstBuckets, bs = tb.Request, BucketShares{}, [NumBuckets]int64{}, [NumBuckets]int64{}, next
 			l := modelLimits[res.models.of[cur]]
 			limit, hasLimit = l.ns, l.ok
 		}
@@ -251,7 +331,7 @@ func summarizeTokens(res *Result, stall time.Duration) *TokenSummary {
 		}
 		if tb.Index == 0 {
 			ts.ByPosition[0].addOnly(tb, bs)
-			res.tokenSums[cur].First = tb.Buckets
+			firstBuckets = tb.Buckets
 			for _, b := range bs {
 				first[b] += tb.Buckets[b]
 			}
@@ -318,6 +398,20 @@ func summarizeTokens(res *Result, stall time.Duration) *TokenSummary {
 	ts.ByModel = sortedGroups(byModel)
 	ts.Unfilled, ts.StepsGPUVia = unfilled(res, ts)
 	return ts
+}
+
+// onlyIn reports whether every bucket of v outside bs is zero.
+func onlyIn(v *[NumBuckets]int64, bs []Bucket) bool {
+	var in [NumBuckets]bool
+	for _, b := range bs {
+		in[b] = true
+	}
+	for b, x := range v {
+		if x != 0 && !in[b] {
+			return false
+		}
+	}
+	return true
 }
 
 // allBuckets lists every bucket; stageOnlyBuckets those that stageSplit
@@ -614,8 +708,8 @@ func unfilled(res *Result, ts *TokenSummary) ([]string, map[string]int) {
 // unscheduled counts the requests with token time in unattributed.
 func unscheduled(res *Result) int {
 	n := 0
-	for i := range res.tokenSums {
-		if res.tokenSums[i].All[BucketUnattributed] > 0 {
+	for i := range res.tokenSums.refs {
+		if res.tokenSums.all(i, BucketUnattributed) > 0 {
 			n++
 		}
 	}

@@ -99,8 +99,12 @@ func checkPerTokenSums(t *testing.T, res *Result, stall time.Duration) {
 	if want := sortedGroups(models); !reflect.DeepEqual(got.ByModel, want) {
 		t.Errorf("by model: %+v, per token %+v", got.ByModel, want)
 	}
-	if !reflect.DeepEqual(res.tokenSums, sums) {
-		t.Errorf("per-request token sums differ from the per-token ones")
+	for i := range sums {
+		var got RequestBuckets
+		if !res.TokenBuckets(i, &got) || got != sums[i] {
+			t.Errorf("request %d: token sums %+v, per token %+v", i, got, sums[i])
+			break
+		}
 	}
 
 	// The stalls found by walking the tokens again.

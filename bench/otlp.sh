@@ -16,6 +16,10 @@
 #    in a fresh process, best of BENCHCOUNT runs; prints CPU time (user +
 #    system) and wall time, and their ratios. The goal (docs/otlp.md): analyze
 #    within 1.0–1.2× pdata's decode alone.
+#    With BENCH_BASE=REV, instead: REV's llmprof (git archive), this tree's
+#    and pdata, one after the other in each of BENCHCOUNT rounds (the three
+#    meet the same load), CPU time to the microsecond (otlpanalyze
+#    cputime); prints each one's minimum and median and their ratios.
 #
 # Environment: LLMPROF_BENCH_MB (size of the protobuf dump, default 100),
 # BENCHTIME (go test -benchtime, default 5x), BENCHCOUNT (go test -count,
@@ -36,6 +40,37 @@ if [[ ${1:-} == analyze ]]; then
 	go build -o "$work/otlpanalyze" ./bench/otlpanalyze
 	"$work/otlpmem" gen -dir "$work" -mb "$mb"
 	rm -f "$work/dump-raw.pb" "$work/dump-doc.json"
+	if [[ -n ${BENCH_BASE:-} ]]; then
+		mkdir "$work/base"
+		git archive "$BENCH_BASE" | tar -x -C "$work/base"
+		(cd "$work/base" && go build -o "$work/llmprof-base" ./cmd/llmprof)
+		printf "\n%-12s %-10s %9s %9s %9s %9s\n" file binary "min cpu" "median" "min ×" "median ×"
+		for f in dump.pb dump.jsonl; do
+			: >"$work/rounds.txt"
+			for _ in $(seq "$count"); do
+				for b in base tree pdata; do
+					case $b in
+					base) c=("$work/llmprof-base" analyze --format json "$work/$f") ;;
+					tree) c=("$work/llmprof" analyze --format json "$work/$f") ;;
+					pdata) c=("$work/otlpanalyze" pdata "$work/$f") ;;
+					esac
+					echo "$b $("$work/otlpanalyze" cputime "${c[@]}")" >>"$work/rounds.txt"
+				done
+			done
+			sort -k1,1 -k2,2g "$work/rounds.txt" | awk -v f="$f" -v base="$BENCH_BASE" '
+			{ v[$1, ++n[$1]] = $2 }
+			END {
+				for (b in n) { lo[b] = v[b, 1]; m = n[b]; med[b] = (m % 2) ? v[b, (m + 1) / 2] : (v[b, m / 2] + v[b, m / 2 + 1]) / 2 }
+				split("base tree pdata", order, " ")
+				for (i = 1; i <= 3; i++) {
+					b = order[i]; name = (b == "base") ? base : b
+					printf "%-12s %-10s %8.3fs %8.3fs %8.2f× %8.2f×\n", f, substr(name, 1, 10), lo[b], med[b], lo[b] / lo["pdata"], med[b] / med["pdata"]
+				}
+			}'
+		done
+		echo "(cpu: user + system seconds of the whole process; $count rounds of $BENCH_BASE's llmprof, this tree's and pdata, one after the other; ×: against pdata's decode alone)"
+		exit 0
+	fi
 	# best name command...: "cpu_s wall_s maxrss_kib" of the run with the least CPU time.
 	best() {
 		local out=$1 line="" cpu

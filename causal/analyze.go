@@ -222,6 +222,7 @@ func Analyze(in Input, opts Options) (*Result, error) {
 	}
 	slices.Sort(targets)
 
+	var sc regressScratch
 	for _, m := range o.Metrics {
 		for _, target := range targets {
 			rows, notes := collectRows(byTenant[target], m, o.Controls)
@@ -245,7 +246,7 @@ func Analyze(in Input, opts Options) (*Result, error) {
 			for _, n := range notes {
 				res.Notes = append(res.Notes, fmt.Sprintf("%s %s: %s", target, m, n))
 			}
-			pairs := requestRegression(target, m, rows, load, o, res.Step)
+			pairs := requestRegression(target, m, rows, load, o, res.Step, &sc)
 			var lagIn *lagInput // the target's, shared by its sources
 			for _, p := range pairs {
 				if !o.NoLagModel {

@@ -59,7 +59,7 @@ func collectRows(reqs []*Request, m Metric, controls []Control) (targetRows, []s
 	for _, c := range controls {
 		known := 0
 		for _, r := range base {
-			if _, ok := c.value(r); ok {
+			if c.known(r) {
 				known++
 			}
 		}
@@ -113,7 +113,15 @@ func notEstimable(source, target string, m Metric, reason string) *Pair {
 // effects, with standard errors clustered by time (CV3, else CR1). Statistics reference
 // B.2; clustering by time because requests that overlap share the same GPU
 // state, so their errors are correlated.
-func requestRegression(target string, m Metric, rows targetRows, load *Load, o Options, step float64) []*Pair {
+//
+// sc, when not nil, lends the fit's working memory (the design, the
+// response, the cluster labels, the copies order statistics are selected
+// in), which the targets of one analysis take in turn. What a pair keeps —
+// its exposures and the rows its share is read from — is never sc's.
+func requestRegression(target string, m Metric, rows targetRows, load *Load, o Options, step float64, sc *regressScratch) []*Pair {
+	if sc == nil {
+		sc = &regressScratch{}
+	}
 	var sources []int
 	for k, name := range load.Tenants {
 		// Never the target itself, nor a shared source that serves it.
@@ -139,7 +147,11 @@ func requestRegression(target string, m Metric, rows targetRows, load *Load, o O
 	xs := make([][]float64, len(sources))
 	var cols [][]float64
 	colOf := make([]int, len(sources))
-	cols = append(cols, constant(n))
+	sc.one = stat.Grow(sc.one, n)
+	for r := range sc.one {
+		sc.one[r] = 1
+	}
+	cols = append(cols, sc.one)
 	for i, k := range sources {
 		colOf[i] = -1
 		x := make([]float64, n)
@@ -155,8 +167,9 @@ func requestRegression(target string, m Metric, rows targetRows, load *Load, o O
 		colOf[i] = len(cols)
 		cols = append(cols, x)
 	}
+	sc.ctrl = stat.Grow(sc.ctrl, n*len(rows.controls))
 	for j := range rows.controls {
-		col := make([]float64, n)
+		col := sc.ctrl[j*n : (j+1)*n]
 		for r := range rows.obs {
 			col[r] = rows.ctrl[rows.obs[r].ctrl+j]
 		}
@@ -168,9 +181,11 @@ func requestRegression(target string, m Metric, rows targetRows, load *Load, o O
 
 	width := o.ClusterWidth
 	if width <= 0 {
-		width = autoClusterWidth(rows.obs, o.MinClusters)
+		sc.lens = growTo(sc.lens, n)
+		width = autoClusterWidthInto(rows.obs, o.MinClusters, sc.lens)
 	}
-	groups := make([]int, n)
+	sc.groups = growTo(sc.groups, n)
+	groups := sc.groups
 	distinct := map[int]bool{}
 	for r := range rows.obs {
 		groups[r] = int(floorDiv(rows.obs[r].start, width))
@@ -187,11 +202,12 @@ func requestRegression(target string, m Metric, rows targetRows, load *Load, o O
 		return failOpen(pairs, sources, load, target, m, n, fmt.Sprintf("%s's requests fall in only %d time clusters of %s (need %d for cluster-robust errors)", target, g, fmtDuration(width), o.MinClusters))
 	}
 
-	y := make([]float64, n)
+	sc.y = stat.Grow(sc.y, n)
+	y := sc.y
 	for r := range rows.obs {
 		y[r] = rows.obs[r].y
 	}
-	fit, keep, err := fitColumns(cols, y)
+	fit, keep, err := fitColumnsReusing(cols, y, &sc.ols)
 	if err != nil {
 		return failOpen(pairs, sources, load, target, m, n, fmt.Sprintf("regression for %s %s failed: %v", target, m, err))
 	}
@@ -250,7 +266,8 @@ func requestRegression(target string, m Metric, rows targetRows, load *Load, o O
 			Requests: n, Clusters: g, ClusterNs: width, SEKind: seKind, naiveSE: seNaive[j],
 			Calibration: 1, df: df, step: step,
 		}
-		base := quietLevel(x)
+		sc.quiet = stat.Grow(sc.quiet, n)
+		base := quietLevelIn(x, sc.quiet)
 		obs := rows.obs
 		p.shareAt = func(beta float64) float64 { return share(obs, x, base, beta) }
 		sh, a, c := shares3(rows.obs, x, base, b, lo, hi)
@@ -258,6 +275,24 @@ func requestRegression(target string, m Metric, rows targetRows, load *Load, o O
 		pairs[i] = p
 	}
 	return pairs
+}
+
+// regressScratch is the working memory requestRegression lends from one
+// target to the next (see there).
+type regressScratch struct {
+	ols                 olsScratch
+	one, ctrl, y, quiet []float64
+	groups              []int
+	lens                []int64
+}
+
+// growTo returns buf resliced to n, or new memory when it is shorter: its
+// contents are whatever was there.
+func growTo[T any](buf []T, n int) []T {
+	if cap(buf) >= n {
+		return buf[:n]
+	}
+	return make([]T, n)
 }
 
 // maxClusterWidth is the cluster width of long runs (validated in the
@@ -275,11 +310,16 @@ const maxClusterWidth int64 = 20e9
 // 93.3% with 5 s and 94.3% with 6 s, which left 2% of runs with too few
 // clusters (docs/tenants.md).
 func autoClusterWidth(rows []obs, minClusters int) int64 {
+	return autoClusterWidthInto(rows, minClusters, make([]int64, len(rows)))
+}
+
+// autoClusterWidthInto is autoClusterWidth selecting in lens, len(rows)
+// long, which it overwrites.
+func autoClusterWidthInto(rows []obs, minClusters int, lens []int64) int64 {
 	if len(rows) == 0 {
 		return maxClusterWidth
 	}
 	lo, hi := rows[0].start, rows[0].start
-	lens := make([]int64, len(rows))
 	for i := range rows {
 		lo, hi = min(lo, rows[i].start), max(hi, rows[i].start)
 		lens[i] = rows[i].end - rows[i].start
@@ -306,9 +346,21 @@ func failOpen(pairs []*Pair, sources []int, load *Load, target string, m Metric,
 // variationProblem says why a source's exposure cannot carry a coefficient,
 // or "" when it can.
 func variationProblem(x []float64, source, target string, m Metric, kind LoadKind) string {
+	// Plain comparisons rather than math.Min and math.Max, whose NaN and
+	// signed-zero handling made this a tenth of the regression's time: a NaN
+	// (which made both bounds NaN, and neither case below true) returns "",
+	// and the sign of a zero bound changes neither case.
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, v := range x {
-		lo, hi = math.Min(lo, v), math.Max(hi, v)
+		if v != v {
+			return ""
+		}
+		if v < lo {
+			lo = v
+		}
+		if v > hi {
+			hi = v
+		}
 	}
 	switch {
 	case hi <= 0:
@@ -362,7 +414,14 @@ func shares3(rows []obs, x []float64, base, b1, b2, b3 float64) (s1, s2, s3 floa
 // negative zero (which a sort and a selection may place on either side of
 // a +0) is sorted and handed to gonum, as before.
 func quietLevel(x []float64) float64 {
-	sorted := slices.Clone(x)
+	return quietLevelIn(x, make([]float64, len(x)))
+}
+
+// quietLevelIn is quietLevel selecting in buf, at least len(x) long, which
+// it overwrites.
+func quietLevelIn(x, buf []float64) float64 {
+	sorted := buf[:len(x)]
+	copy(sorted, x)
 	if slices.ContainsFunc(x, func(v float64) bool { return v != v || v == 0 && math.Signbit(v) }) {
 		slices.Sort(sorted)
 		return gonumstat.Quantile(0.05, gonumstat.LinInterp, sorted, nil)

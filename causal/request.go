@@ -164,3 +164,17 @@ func (c Control) value(r *Request) (float64, bool) {
 	}
 	return 0, false
 }
+
+// known is value's ok, without computing the value (a logarithm for the
+// lengths).
+func (c Control) known(r *Request) bool {
+	switch c {
+	case ControlBatchSize:
+		return r.BatchSize > 0 && !math.IsInf(r.BatchSize, 0)
+	case ControlInputLength:
+		return r.InputTokens > 0
+	case ControlOutputLength:
+		return r.OutputTokens > 0
+	}
+	return false
+}

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	gonumstat "gonum.org/v1/gonum/stat"
@@ -59,6 +60,52 @@ func TestShares3MatchesShare(t *testing.T) {
 		for i, got := range []float64{s1, s2, s3} {
 			if want := share(rows, x, base, b[i]); math.Float64bits(got) != math.Float64bits(want) {
 				t.Fatalf("n=%d, beta %v: shares3 = %v, share %v", n, b[i], got, want)
+			}
+		}
+	}
+}
+
+// variationProblem's plain comparisons give the reason the math.Min and
+// math.Max bounds gave, on samples with NaN, signed zeros and infinities.
+func TestVariationProblemMatchesMinMax(t *testing.T) {
+	old := func(x []float64) string {
+		lo, hi := math.Inf(1), math.Inf(-1)
+		for _, v := range x {
+			lo, hi = math.Min(lo, v), math.Max(hi, v)
+		}
+		switch {
+		case hi <= 0:
+			return "none"
+		case hi-lo <= 1e-9*math.Max(1, math.Abs(hi)):
+			return "flat"
+		}
+		return ""
+	}
+	nan, inf, neg0 := math.NaN(), math.Inf(1), math.Copysign(0, -1)
+	for _, x := range [][]float64{
+		nil, {0}, {neg0}, {0, neg0}, {neg0, 0}, {-1, neg0}, {1, 1}, {1, 2}, {2, 1e-12 + 2},
+		{nan}, {1, nan}, {nan, 0}, {0, 0, nan}, {inf}, {1, inf}, {-inf, 3}, {inf, inf}, {-inf, neg0},
+	} {
+		got := variationProblem(x, "a", "b", MetricTTFT, LoadTokensInFlight)
+		switch want := old(x); {
+		case want == "" && got != "",
+			want == "none" && !strings.Contains(got, "had no"),
+			want == "flat" && !strings.Contains(got, "did not vary"):
+			t.Errorf("%v: %q, want the %q case", x, got, want)
+		}
+	}
+}
+
+// known is value's ok for every control, on known, unknown and infinite
+// values.
+func TestControlKnownMatchesValue(t *testing.T) {
+	for _, r := range []Request{
+		{}, {BatchSize: 3, InputTokens: 10, OutputTokens: 5}, {BatchSize: math.Inf(1), InputTokens: -1},
+		{BatchSize: -2, OutputTokens: 1}, {BatchSize: math.NaN()}, {BatchSize: math.Inf(-1)},
+	} {
+		for c := Control(0); int(c) < len(controlNames)+1; c++ {
+			if _, ok := c.value(&r); ok != c.known(&r) {
+				t.Errorf("%v of %+v: known %v, value's ok %v", c, r, c.known(&r), ok)
 			}
 		}
 	}

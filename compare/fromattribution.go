@@ -84,8 +84,9 @@ func FromAttribution(res *attribution.Result) Run {
 		// them first, then fill the others' series by bucket number (naming
 		// a bucket builds its name).
 		var used [attribution.NumBuckets]bool
+		var sums attribution.RequestBuckets
 		for i := range res.Requests {
-			sums, _ := res.TokenBuckets(i)
+			res.TokenBuckets(i, &sums)
 			for b, v := range sums.All {
 				used[b] = used[b] || v != 0
 			}
@@ -98,7 +99,7 @@ func FromAttribution(res *attribution.Result) Run {
 			}
 		}
 		for i := range res.Requests {
-			sums, _ := res.TokenBuckets(i)
+			res.TokenBuckets(i, &sums)
 			for b := range attribution.NumBuckets {
 				if used[b] {
 					all[b][i] = float64(sums.All[b]) / 1e6

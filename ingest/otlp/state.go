@@ -56,8 +56,9 @@ type state struct {
 	zstd *zstd.Decoder // for zstd-compressed records, made on first use
 	zbuf []byte
 
-	// spans counts the spans this state appended.
-	spans int
+	// spans counts the spans this state appended; strings0 is the string
+	// table's length before the first.
+	spans, strings0 int
 	// sizeHint is the input's size when known (see readAllLimit).
 	sizeHint int64
 	// consumed is how much of the input the records decoded so far took
@@ -77,6 +78,7 @@ func newState(t *ingest.Trace, src ingest.SourceID) *state {
 		scopeByRaw:   map[string]int32{},
 		resByValue:   map[string]int32{},
 		scopeByValue: map[string]int32{},
+		strings0:     t.Strings.Len(),
 	}
 	// A trace that already holds resources (DecodePayload called once per
 	// captured payload) shares them rather than adding a copy per call.
@@ -241,6 +243,18 @@ func (d *state) appendSpan(sp *ingest.Span) {
 		grown := make([]ingest.Span, len(d.t.Spans), d.spanCapacity())
 		copy(grown, d.t.Spans)
 		d.t.Spans = grown
+		// The string table grows with the spans, at the rate of new
+		// strings a span brought so far (a request ID each, typically),
+		// for the spans the whole input is estimated to hold: once, where
+		// the slice may take two steps (spanCapacity's bound).
+		if d.spans > 0 {
+			perSpan := float64(d.t.Strings.Len()-d.strings0) / float64(d.spans)
+			more := float64(cap(grown) - len(grown))
+			if est, ok := d.spansEstimate(); ok {
+				more = max(more, est-float64(d.spans))
+			}
+			d.t.Strings.Grow(int(perSpan * more))
+		}
 	}
 	d.t.Spans = append(d.t.Spans, *sp)
 	d.spans++
@@ -256,12 +270,22 @@ func (d *state) appendSpan(sp *ingest.Span) {
 // capacity, should the records ahead be smaller than those behind.
 func (d *state) spanCapacity() int {
 	c := max(2*cap(d.t.Spans), 1024)
-	if d.sizeHint > d.consumed && d.consumed > 0 && d.spans > 0 {
-		est := float64(d.spans) * float64(d.sizeHint) / float64(d.consumed)
-		est += est/16 + float64(len(d.t.Spans)-d.spans) // and those of other inputs
+	if est, ok := d.spansEstimate(); ok {
+		est += float64(len(d.t.Spans) - d.spans) // and those of other inputs
 		c = max(c, int(min(est, float64(8*cap(d.t.Spans)))))
 	}
 	return c
+}
+
+// spansEstimate is the spans this state's input holds, plus a sixteenth, at
+// the rate of the records read so far; ok is false when the input's size or
+// that rate is unknown.
+func (d *state) spansEstimate() (float64, bool) {
+	if d.sizeHint > d.consumed && d.consumed > 0 && d.spans > 0 {
+		est := float64(d.spans) * float64(d.sizeHint) / float64(d.consumed)
+		return est + est/16, true
+	}
+	return 0, false
 }
 
 // resetSpan clears the scratch slices after a span that was not kept.

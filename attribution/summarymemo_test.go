@@ -1,0 +1,71 @@
+package attribution
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/llmprof/llmprof/internal/synthtrace"
+)
+
+// A group of the same requests as an earlier one (every request, as a run's
+// only model or tenant holds; or an earlier group's) takes the earlier
+// summary: the figures a summary computed afresh has, under its own name,
+// with a Goodput of its own.
+func TestSummaryOfSameRequestsReused(t *testing.T) {
+	opts := DefaultOptions
+	opts.SLO = SLO{TTFT: 200 * time.Millisecond, E2E: 2 * time.Second}
+	res := Analyze(synthtrace.WithGPU(t, stallingRun(t), true), opts)
+	tpot := sortedTPOT(res.Requests)
+	every := make([]int32, len(res.Requests))
+	everyTPOT := make([]float64, len(tpot))
+	for i := range every {
+		every[i] = int32(i)
+	}
+	for i, s := range tpot {
+		everyTPOT[i] = s.v
+	}
+	var some []int32
+	var someTPOT []float64
+	for i := range res.Requests {
+		if res.tenants.of[i] == 0 {
+			some = append(some, int32(i))
+		}
+	}
+	for _, s := range tpot {
+		if res.tenants.of[s.req] == 0 {
+			someTPOT = append(someTPOT, s.v)
+		}
+	}
+	if len(some) == 0 || len(some) == len(every) {
+		t.Fatalf("tenant 0 holds %d of %d requests: the test needs a proper subset", len(some), len(every))
+	}
+
+	sm := newSummarizer(res.Requests, tpot, opts.SLO)
+	overall := sm.all("all")
+	first := sm.summarize("first", some, someTPOT)
+	for _, tc := range []struct {
+		name    string
+		idx     []int32
+		tpot    []float64
+		earlier Summary
+	}{
+		{"every request", every, everyTPOT, overall},
+		{"the same subset", some, someTPOT, first},
+	} {
+		got := sm.summarize("again", tc.idx, tc.tpot)
+		want := newSummarizer(res.Requests, tpot, opts.SLO).summarizeNew("again", tc.idx, tc.tpot)
+		if want.Goodput == nil {
+			t.Fatal("no goodput: the test does not cover its copy")
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: %+v, computed afresh %+v", tc.name, got, want)
+		}
+		if got.Goodput == tc.earlier.Goodput {
+			t.Errorf("%s: the summary shares the earlier group's Goodput", tc.name)
+		}
+	}
+	if len(sm.done) != 2 {
+		t.Errorf("%d summaries computed, want 2", len(sm.done))
+	}
+}
