@@ -337,16 +337,17 @@ type pacing struct {
 const riseDecay = 512
 
 // marks returns, for the resident set cur read at this tick, the mark past
-// which the governor drops pages (the budget less the rise, less at most a
-// quarter of it) and the mark it drops them down to (an eighth of the
-// budget lower).
+// which the governor drops pages (the budget less the rise: at least a
+// sixteenth of it, for the first rise, which no tick has seen, and at most
+// a quarter) and the mark it drops them down to (an eighth of the budget
+// lower).
 func (p *pacing) marks(cur, budget int64) (high, low int64) {
 	p.rise -= p.rise / riseDecay
 	if p.last > 0 && cur-p.last > p.rise {
 		p.rise = cur - p.last
 	}
 	p.last = cur
-	high = budget - min(p.rise, budget/4)
+	high = budget - min(max(p.rise, budget/16), budget/4)
 	return high, high - budget/8
 }
 
