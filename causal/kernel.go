@@ -404,6 +404,7 @@ func groupKernels(t *ingest.Trace, tm *TenantMap) tenantKernels {
 			g.kernels[k] = append(g.kernels[k], int32(i))
 		}
 	}
+	spill.Free(byStart)
 	g.keys = make([]busyKey, 0, len(g.kernels))
 	for k := range g.kernels {
 		g.keys = append(g.keys, k)

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/internal/spill"
 )
 
 // LoadKind says what a tenant's load series measures.
@@ -359,9 +360,11 @@ func BusyLoad(ops []ingest.GPUOp, tenants *TenantMap, grid Grid) *Load {
 			visit(&ops[i])
 		}
 	} else {
-		for _, i := range kernelsByStart(ops) {
+		order := kernelsByStart(ops)
+		for _, i := range order {
 			visit(&ops[i])
 		}
+		spill.Free(order)
 	}
 	for k := range cur {
 		if cur[k].ok {
@@ -394,13 +397,24 @@ func kernelsSorted(ops []ingest.GPUOp) bool {
 
 // kernelsByStart returns the indexes of the kernels among ops in start order
 // (ties in input order). It sorts compact (start, index) keys rather than
-// indexes into 48-byte ops, which keeps the sort in cache.
+// indexes into 48-byte ops, which keeps the sort in cache. The keys (16
+// bytes a kernel) and the indexes (8: an index into ops is an int, as the
+// trace does not bound their number) are tables (spill.Slice): on a long
+// run they are the largest arrays the tenant analysis holds, in spill files
+// while spilling is on. The keys are given back here, the indexes are the
+// caller's to give back (spill.Free) once read.
 func kernelsByStart(ops []ingest.GPUOp) []int {
 	type key struct {
 		start int64
 		i     int
 	}
-	keys := make([]key, 0, len(ops))
+	n := 0
+	for i := range ops {
+		if ops[i].Kind == ingest.OpKernel {
+			n++
+		}
+	}
+	keys := spill.Slice[key](n)
 	for i := range ops {
 		if ops[i].Kind == ingest.OpKernel {
 			keys = append(keys, key{ops[i].Start, i})
@@ -412,10 +426,11 @@ func kernelsByStart(ops []ingest.GPUOp) []int {
 		}
 		return cmp.Compare(a.i, b.i)
 	})
-	order := make([]int, len(keys))
+	order := spill.Slice[int](n)[:n]
 	for j, k := range keys {
 		order[j] = k.i
 	}
+	spill.Free(keys)
 	return order
 }
 

@@ -5,11 +5,16 @@
 // (runtime/metrics) and snapshots the heap profile whenever it is the
 // largest so far; the profile is as of that collection.
 //
-//	go run ./bench/heapprof -o peak.pprof [-cpu cpu.pprof] [-requests-only] [-no-tenants] INPUT...
+//	go run ./bench/heapprof -o peak.pprof [-cpu cpu.pprof] [-spill] [-requests-only] [-no-tenants] INPUT...
 //
 // -requests-only is the pipeline of `llmprof tenants`; -no-tenants that of
 // `export` (the tenant regression skipped); -cpu also writes a CPU profile
-// of the whole run.
+// of the whole run. -spill runs it as cmd/llmprof/root.go does: under the
+// default memory limit (internal/memlimit: GOMEMLIMIT, else DefaultPercent
+// of the usable memory) with spilling on (internal/spill) in the system's
+// temporary directory, so that the largest pointer-free tables live in
+// spill files, outside the live heap; the line printed at the end then also
+// says the most bytes that were in spill files at once.
 package main
 
 import (
@@ -25,6 +30,8 @@ import (
 	"time"
 
 	"github.com/llmprof/llmprof/internal/driver"
+	"github.com/llmprof/llmprof/internal/memlimit"
+	"github.com/llmprof/llmprof/internal/spill"
 )
 
 func main() {
@@ -33,10 +40,25 @@ func main() {
 	noTenants := flag.Bool("no-tenants", false, "skip the tenant regression")
 	every := flag.Duration("every", 20*time.Millisecond, "how often the live heap is read")
 	cpu := flag.String("cpu", "", "where a CPU profile of the run goes (none: no profile)")
+	spilling := flag.Bool("spill", false, "spill the largest tables to files under the default memory limit, as llmprof does")
 	flag.Parse()
 	if flag.NArg() == 0 {
-		fmt.Fprintln(os.Stderr, "usage: heapprof [-o FILE] [-requests-only] [-no-tenants] INPUT...")
+		fmt.Fprintln(os.Stderr, "usage: heapprof [-o FILE] [-cpu FILE] [-spill] [-requests-only] [-no-tenants] INPUT...")
 		os.Exit(2)
+	}
+	release := func() {}
+	if *spilling {
+		// As cmd/llmprof/root.go: the memory limit first (the pipeline
+		// sets the spill budget from it), then spilling on.
+		set, err := memlimit.Resolve(memlimit.Limit{}, false, os.Getenv, memlimit.System())
+		if err == nil {
+			set.Apply()
+			release, err = spill.Enable("")
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "heapprof: -spill:", err)
+			os.Exit(1)
+		}
 	}
 	s := newSampler()
 	stop := make(chan struct{})
@@ -69,6 +91,8 @@ func main() {
 	pprof.StopCPUProfile()
 	close(stop)
 	wg.Wait()
+	spilled := spill.Read()
+	release()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "heapprof:", err)
 		os.Exit(1)
@@ -78,6 +102,9 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Printf("peak live heap %.1f MB at %.1f s (of %.1f s); profile in %s\n", float64(s.peak)/1e6, s.at.Seconds(), time.Since(start).Seconds(), *out)
+	if *spilling {
+		fmt.Printf("spill files: at most %.1f MB at once, %d drops (%.1f MB advised away)\n", float64(spilled.Peak)/1e6, spilled.Drops, float64(spilled.DroppedBytes)/1e6)
+	}
 }
 
 // sampler keeps the heap profile of the largest live heap seen.
