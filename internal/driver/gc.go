@@ -97,6 +97,12 @@ func tightGC(percent int) *gcHold {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(p.holds) == 0 {
+		if p.lingering && !spill.Active() {
+			// Spilling ended before the watcher, which looks every
+			// watchEvery, saw it: the ceiling ends with it, not
+			// with this run (which sets its own, if it spills).
+			p.stop()
+		}
 		if !p.lingering {
 			p.saved = debug.SetGCPercent(percent)
 		}
