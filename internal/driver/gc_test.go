@@ -151,6 +151,8 @@ func TestCeiledPercent(t *testing.T) {
 		{50, 400 * mib, 390 * mib, 0, ceilingPercent}, // at the ceiling: the least percentage
 		{50, 300 * mib, 400 * mib, 0, ceilingPercent}, // above it
 		{2500, 500 * mib, 0, 0, 2500},                 // no collection yet
+		{5, 300 * mib, 400 * mib, 0, 5},               // below the least percentage: never raised
+		{-1, 300 * mib, 400 * mib, 0, -1},             // the collector off (a lingering target before): stays off
 	} {
 		if got := ceiledPercent(c.percent, c.ceiling, c.live, c.roots); got != c.want {
 			t.Errorf("ceiledPercent(%d, %d, %d, %d) = %d, want %d", c.percent, c.ceiling>>20, c.live>>20, c.roots>>20, got, c.want)
