@@ -97,6 +97,12 @@ func tightGC(percent int) *gcHold {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(p.holds) == 0 {
+		if p.lingering && !spill.Active() {
+			// Spilling ended before the watcher, which looks every
+			// watchEvery, saw it: the ceiling ends with it, not
+			// with this run (which sets its own, if it spills).
+			p.stop()
+		}
 		if !p.lingering {
 			p.saved = debug.SetGCPercent(percent)
 		}
@@ -219,8 +225,10 @@ func pacedPercent(percent int, floor, live, roots int64) int {
 // live + (live + roots) × percent/100, would pass ceiling (0: none), but not
 // below ceilingPercent: a live heap at or above the ceiling grows by that
 // share between collections rather than have the collector run without
-// end. The ceiling is the heap's share of a spill budget (spillCeiling),
-// which the governor can hold only by taking the tables' pages out.
+// end. A percent already below ceilingPercent (or negative, the collector
+// off) stands: a ceiling never raises the target. The ceiling is the heap's
+// share of a spill budget (spillCeiling), which the governor can hold only
+// by taking the tables' pages out.
 func ceiledPercent(percent int, ceiling, live, roots int64) int {
 	base := live + roots
 	if ceiling <= 0 || base <= 0 {
@@ -230,7 +238,7 @@ func ceiledPercent(percent int, ceiling, live, roots int64) int {
 	if room >= float64(percent) {
 		return percent
 	}
-	return max(int(room), ceilingPercent)
+	return max(int(room), min(ceilingPercent, percent))
 }
 
 // ceilingPercent is the least percentage a ceiling sets.

@@ -151,6 +151,8 @@ func TestCeiledPercent(t *testing.T) {
 		{50, 400 * mib, 390 * mib, 0, ceilingPercent}, // at the ceiling: the least percentage
 		{50, 300 * mib, 400 * mib, 0, ceilingPercent}, // above it
 		{2500, 500 * mib, 0, 0, 2500},                 // no collection yet
+		{5, 300 * mib, 400 * mib, 0, 5},               // below the least percentage: never raised
+		{-1, 300 * mib, 400 * mib, 0, -1},             // the collector off (a lingering target before): stays off
 	} {
 		if got := ceiledPercent(c.percent, c.ceiling, c.live, c.roots); got != c.want {
 			t.Errorf("ceiledPercent(%d, %d, %d, %d) = %d, want %d", c.percent, c.ceiling>>20, c.live>>20, c.roots>>20, got, c.want)
@@ -266,6 +268,43 @@ func TestCeilingLingersWhileSpilling(t *testing.T) {
 	h.release()
 	if got := gcPercent(); got != 100 {
 		t.Errorf("target %d after the hold without spilling, want 100", got)
+	}
+	runtime.KeepAlive(ballast)
+}
+
+// A run that starts after spilling has ended, before the watcher of the
+// earlier run's lingering ceiling has looked (every watchEvery: in-process
+// commands, as tests run them, follow one another sooner), is paced without
+// that ceiling, and its release restores the target before both.
+func TestCeilingEndsWithSpillingBeforeTheWatcherLooks(t *testing.T) {
+	t.Setenv("GOGC", "")
+	before := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(before)
+	release, err := spill.Enable(t.TempDir())
+	if err != nil {
+		t.Skipf("spilling is not possible here: %v", err)
+	}
+	defer release()
+	spill.Budget(1 << 30)
+	ballast := make([]int64, (4*gcFloorBase)/8)
+	runtime.GC()
+	h := tightGC(50)
+	live, roots := heapState()
+	h.ceiling(live + (live+roots)/5)
+	h.release()
+	// The lingering ceiling's watcher stops without looking again, as
+	// one that has not yet seen spilling end.
+	pacer.mu.Lock()
+	pacer.epoch++
+	pacer.mu.Unlock()
+	release()
+	h = tightGC(50)
+	if got := gcPercent(); got != 50 {
+		t.Errorf("target %d for a run after spilling ended, want its own 50 (the ceiling gone with spilling)", got)
+	}
+	h.release()
+	if got := gcPercent(); got != 100 {
+		t.Errorf("target %d after the run, want the 100 before both", got)
 	}
 	runtime.KeepAlive(ballast)
 }

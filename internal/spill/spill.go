@@ -282,6 +282,10 @@ func govern(stop <-chan struct{}, done chan<- struct{}) {
 		budget, some := state.budget, len(state.maps) > 0
 		state.mu.Unlock()
 		if budget <= 0 || !some {
+			// No reading this tick (Free may have given back every
+			// table): the next rise is measured from the next one's,
+			// not from one ticks ago, over which the heap grew.
+			pace.last = 0
 			continue
 		}
 		cur := rss.read()

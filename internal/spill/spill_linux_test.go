@@ -1,8 +1,10 @@
 package spill
 
 import (
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -48,4 +50,39 @@ func BenchmarkResidentRead(b *testing.B) {
 			b.Fatal("no resident set")
 		}
 	}
+}
+
+// TestNoRiseAcrossTicksWithoutTables: while Free has given back every
+// table the governor reads nothing; the resident set's growth in that time
+// is no rise between two ticks, and a table mapped after it finds the
+// marks at the budget, not lowered by that growth (the pages then dropped
+// would be faulted in again at once).
+func TestNoRiseAcrossTicksWithoutTables(t *testing.T) {
+	release, err := Enable(t.TempDir())
+	if err != nil {
+		t.Skipf("spilling is not possible here: %v", err)
+	}
+	defer release()
+	rss := newResident()
+	defer rss.close()
+	const grow = 256 << 20
+	Budget(1 << 40)
+	a := Slice[byte](MinBytes)
+	time.Sleep(20 * tick) // the governor reads the resident set with a in
+	Free(a)
+	heap := make([]byte, grow)
+	for i := 0; i < len(heap); i += 4096 {
+		heap[i] = 1
+	}
+	// The resident set now fits the budget with 32 MiB to spare; the
+	// growth, capped at a quarter of the budget, would not.
+	Budget(rss.read() + 32<<20)
+	time.Sleep(20 * tick)
+	b := Slice[byte](MinBytes)
+	time.Sleep(50 * tick)
+	if st := Read(); st.Drops != 0 {
+		t.Errorf("%d drops of a table under the budget after the heap grew %d MiB with no table mapped, want none", st.Drops, grow>>20)
+	}
+	Free(b)
+	runtime.KeepAlive(heap)
 }
