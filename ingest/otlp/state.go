@@ -248,16 +248,26 @@ func (d *state) appendSpan(sp *ingest.Span) {
 		// for the spans the whole input is estimated to hold: once, where
 		// the slice may take two steps (spanCapacity's bound).
 		if d.spans > 0 {
-			perSpan := float64(d.t.Strings.Len()-d.strings0) / float64(d.spans)
-			more := float64(cap(grown) - len(grown))
-			if est, ok := d.spansEstimate(); ok {
-				more = max(more, est-float64(d.spans))
-			}
-			d.t.Strings.Grow(int(perSpan * more))
+			d.t.Strings.Grow(d.stringsAhead(cap(grown) - len(grown)))
 		}
 	}
 	d.t.Spans = append(d.t.Spans, *sp)
 	d.spans++
+}
+
+// stringsAhead is the new strings to make room for when the span slice has
+// grown by room: at the rate of new strings a span brought so far, for the
+// spans the slice has room for or, more, the spans the input is estimated
+// to hold still — bounded, as spanCapacity bounds the slice, by eight times
+// the slice's capacity, since an estimate from small early records may be
+// far too high.
+func (d *state) stringsAhead(room int) int {
+	perSpan := float64(d.t.Strings.Len()-d.strings0) / float64(d.spans)
+	more := float64(room)
+	if est, ok := d.spansEstimate(); ok {
+		more = max(more, min(est-float64(d.spans), float64(8*cap(d.t.Spans))))
+	}
+	return int(perSpan * more)
 }
 
 // spanCapacity is the capacity to grow the full span slice to. append grows a

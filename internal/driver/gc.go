@@ -197,7 +197,9 @@ func (p *gcPacer) floor() int64 {
 	for _, h := range p.holds[1:] {
 		floor = max(floor, h.bytes)
 	}
-	return max(floor-(spill.Read().Mapped-p.mapped), 0)
+	// Tables freed since the first hold (spill.Free) that were mapped
+	// before it give back no room of this run's.
+	return max(floor-max(spill.Read().Mapped-p.mapped, 0), 0)
 }
 
 // pacedPercent is the percentage at which the collector next collects at

@@ -59,7 +59,14 @@ func TestFloorLessThisRunsSpilledTables(t *testing.T) {
 	if got, want := floorNow(), int64(gcFloorBase+input-table); got != want {
 		t.Errorf("floor %d MiB with %d MiB of the run's own spilled, want %d MiB", got>>20, table>>20, want>>20)
 	}
-	_, _ = earlier, own
+	// The tables freed (spill.Free), the floor is what was asked, never
+	// above it: the earlier run's table, mapped before the hold, gives
+	// this run no room it did not have.
+	spill.Free(own)
+	spill.Free(earlier)
+	if got, want := floorNow(), int64(gcFloorBase+input); got != want {
+		t.Errorf("floor %d MiB once both tables are freed, want %d MiB", got>>20, want>>20)
+	}
 }
 
 func floorNow() int64 {
