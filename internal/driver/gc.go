@@ -310,13 +310,13 @@ func (p *gcPacer) watch(epoch int) {
 
 // spillCeiling is the heap's share of a spill budget (spillBudget): the
 // budget less the resident memory the Go runtime does not hold (the
-// binary's and the C library's pages, about 36 MB on Linux 6.18, which maps
-// all of a binary's text in huge pages; an earlier run's spilled tables)
+// binary's and the C library's pages, an earlier run's spilled tables)
 // and less an eighth, which the governor leaves for the pages of the
 // spilled tables the analysis is reading. Without it the collector let the
-// heap grow to 1.5× its live bytes (runGCPercent), and on the 817 MB bench
-// run the heap alone passed the budget, where no drop of the tables' pages
-// could help. 0 when there is no budget.
+// heap grow to 1.5× its live bytes (runGCPercent), which could pass the
+// budget on its own, where no drop of the tables' pages could help
+// (docs/design.md, "The heap's share of the budget", has the figures).
+// 0 when there is no budget.
 func spillCeiling(budget int64) int64 {
 	if budget <= 0 {
 		return 0
