@@ -235,22 +235,7 @@ func TestOutsideRuntimeCountsFilePages(t *testing.T) {
 // command writes its output from spilled tables after the pipeline), and
 // the target before the first hold comes back once spilling ends.
 func TestCeilingLingersWhileSpilling(t *testing.T) {
-	t.Setenv("GOGC", "")
-	before := debug.SetGCPercent(100)
-	defer debug.SetGCPercent(before)
-	release, err := spill.Enable(t.TempDir())
-	if err != nil {
-		t.Skipf("spilling is not possible here: %v", err)
-	}
-	defer release()
-	spill.Budget(1 << 30)
-	ballast := make([]int64, (4*gcFloorBase)/8)
-	runtime.GC()
-	h := tightGC(50)
-	live, roots := heapState()
-	ceil := live + (live+roots)/5
-	h.ceiling(ceil)
-	h.release()
+	release, ceil, ballast := lingeringCeiling(t)
 	if got := gcPercent(); got > 20 || got < ceilingPercent {
 		t.Errorf("target %d after the hold, with spilling on: want the ceiling's, at most 20", got)
 	}
@@ -263,7 +248,7 @@ func TestCeilingLingersWhileSpilling(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	// Without spilling, releasing the hold restores the target at once.
-	h = tightGC(50)
+	h := tightGC(50)
 	h.ceiling(ceil)
 	h.release()
 	if got := gcPercent(); got != 100 {
@@ -277,28 +262,14 @@ func TestCeilingLingersWhileSpilling(t *testing.T) {
 // commands, as tests run them, follow one another sooner), is paced without
 // that ceiling, and its release restores the target before both.
 func TestCeilingEndsWithSpillingBeforeTheWatcherLooks(t *testing.T) {
-	t.Setenv("GOGC", "")
-	before := debug.SetGCPercent(100)
-	defer debug.SetGCPercent(before)
-	release, err := spill.Enable(t.TempDir())
-	if err != nil {
-		t.Skipf("spilling is not possible here: %v", err)
-	}
-	defer release()
-	spill.Budget(1 << 30)
-	ballast := make([]int64, (4*gcFloorBase)/8)
-	runtime.GC()
-	h := tightGC(50)
-	live, roots := heapState()
-	h.ceiling(live + (live+roots)/5)
-	h.release()
+	release, _, ballast := lingeringCeiling(t)
 	// The lingering ceiling's watcher stops without looking again, as
 	// one that has not yet seen spilling end.
 	pacer.mu.Lock()
 	pacer.epoch++
 	pacer.mu.Unlock()
 	release()
-	h = tightGC(50)
+	h := tightGC(50)
 	if got := gcPercent(); got != 50 {
 		t.Errorf("target %d for a run after spilling ended, want its own 50 (the ceiling gone with spilling)", got)
 	}
@@ -307,4 +278,29 @@ func TestCeilingEndsWithSpillingBeforeTheWatcherLooks(t *testing.T) {
 		t.Errorf("target %d after the run, want the 100 before both", got)
 	}
 	runtime.KeepAlive(ballast)
+}
+
+// lingeringCeiling starts what both tests above start from: spilling on
+// (released with release, and at the test's end), the target 100 before
+// (restored at the end), a live heap of the ballast, and a run's hold with
+// a ceiling 20% above that heap, released, so that the ceiling lingers.
+func lingeringCeiling(t *testing.T) (release func(), ceil int64, ballast []int64) {
+	t.Helper()
+	t.Setenv("GOGC", "")
+	before := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(before) })
+	release, err := spill.Enable(t.TempDir())
+	if err != nil {
+		t.Skipf("spilling is not possible here: %v", err)
+	}
+	t.Cleanup(release)
+	spill.Budget(1 << 30)
+	ballast = make([]int64, (4*gcFloorBase)/8)
+	runtime.GC()
+	h := tightGC(50)
+	live, roots := heapState()
+	ceil = live + (live+roots)/5
+	h.ceiling(ceil)
+	h.release()
+	return release, ceil, ballast
 }
