@@ -10,7 +10,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,6 +17,8 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 	"golang.org/x/term"
+
+	"github.com/llmprof/llmprof/internal/spill"
 )
 
 // HeadSize is how much of an input's (decompressed) content sniffers see.
@@ -305,7 +306,7 @@ func Open(ctx context.Context, paths []string, decoders []Decoder, opts OpenOpti
 	errs := make([]error, len(inputs))
 	par := opts.Parallelism
 	if par <= 0 {
-		par = runtime.GOMAXPROCS(0)
+		par = spill.Processors()
 	}
 	var (
 		wg   sync.WaitGroup
