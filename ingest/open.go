@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,8 +18,6 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 	"golang.org/x/term"
-
-	"github.com/llmprof/llmprof/internal/spill"
 )
 
 // HeadSize is how much of an input's (decompressed) content sniffers see.
@@ -306,7 +305,7 @@ func Open(ctx context.Context, paths []string, decoders []Decoder, opts OpenOpti
 	errs := make([]error, len(inputs))
 	par := opts.Parallelism
 	if par <= 0 {
-		par = spill.Processors()
+		par = runtime.GOMAXPROCS(0)
 	}
 	var (
 		wg   sync.WaitGroup

@@ -1,9 +1,9 @@
 package nsys
 
 import (
+	"runtime"
 	"sync"
 
-	"github.com/llmprof/llmprof/internal/spill"
 	"github.com/llmprof/llmprof/nsys/internal/sqlite"
 )
 
@@ -34,10 +34,9 @@ var (
 const parMaxRanges = 1 << 12
 
 // parWorkers is how many connections read at once: one per core the Go
-// runtime may use (spill.Processors: not the spill governor's), at most 4;
-// 0 (no parallel read) on a single core.
+// runtime may use, at most 4; 0 (no parallel read) on a single core.
 func parWorkers() int {
-	n := min(spill.Processors(), 4)
+	n := min(runtime.GOMAXPROCS(0), 4)
 	if n < 2 {
 		return 0
 	}

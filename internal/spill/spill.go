@@ -34,9 +34,7 @@ package spill
 import (
 	"fmt"
 	"math"
-	"os"
 	"reflect"
-	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -68,9 +66,6 @@ var state struct {
 	stop    chan struct{}
 	done    chan struct{}
 	stats   Stats
-	// procs is GOMAXPROCS before the governor added its own (extraProc),
-	// 0 when it did not.
-	procs int
 }
 
 // Stats say what spilling did in this process since Enable.
@@ -116,18 +111,15 @@ func disable() {
 		state.mu.Unlock()
 		return
 	}
-	stop, done, maps, procs := state.stop, state.done, state.maps, state.procs
+	stop, done, maps := state.stop, state.done, state.maps
 	state.maps, state.budget, state.stats = nil, 0, Stats{}
-	state.stop, state.done, state.procs = nil, nil, 0
+	state.stop, state.done = nil, nil
 	state.mu.Unlock()
 	// The governor may be waiting for the lock; it has stopped touching
 	// the mappings once done is closed.
 	if stop != nil {
 		close(stop)
 		<-done
-	}
-	if procs > 0 {
-		restoreProcs(procs)
 	}
 	for _, m := range maps {
 		m.unmap()
@@ -203,7 +195,6 @@ func Slice[T any](n int) []T {
 		// The governor runs from the first table mapped: a command
 		// that maps none reads no resident set 500 times a second.
 		state.stop, state.done = make(chan struct{}), make(chan struct{})
-		state.procs = extraProc()
 		go govern(state.stop, state.done)
 	}
 	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(m.mem))), n)[:0]
@@ -330,47 +321,6 @@ func govern(stop <-chan struct{}, done chan<- struct{}) {
 		state.stats.Drops++
 		state.mu.Unlock()
 	}
-}
-
-// extraProc gives the governor a processor of its own while it runs: it
-// raises GOMAXPROCS by one, unless the user set GOMAXPROCS, and returns the
-// value to restore (0: unchanged). With as many processors as cores the
-// analysis and the collector hold them all, and a tick of the governor's
-// waits for the Go scheduler to preempt one, 10 ms or more, and far more
-// when other processes share the cores; with one more, its thread wakes as
-// any thread that slept does, at the operating system's word. On the 817
-// MB bench run, five runs of analyze peaked at 0.96-1.18x the input with
-// two processors and three at 0.97-1.00x with three, in the same CPU time
-// (docs/development.md "Scale").
-func extraProc() int {
-	if os.Getenv("GOMAXPROCS") != "" {
-		return 0
-	}
-	return runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + 1)
-}
-
-// restoreProcs gives back the governor's processor: the runtime's default,
-// which follows the CPU limit as it changes, when that is what it was
-// before, else the n it was set to.
-func restoreProcs(n int) {
-	runtime.SetDefaultGOMAXPROCS()
-	if runtime.GOMAXPROCS(0) != n {
-		runtime.GOMAXPROCS(n)
-	}
-}
-
-// Processors is the processors the analysis may use: GOMAXPROCS, less the
-// one the governor was given (extraProc). Code that sizes its parallelism
-// by the cores asks it rather than GOMAXPROCS.
-func Processors() int {
-	state.mu.Lock()
-	extra := state.procs > 0
-	state.mu.Unlock()
-	n := runtime.GOMAXPROCS(0)
-	if extra {
-		n--
-	}
-	return max(n, 1)
 }
 
 // pacing keeps the governor's marks below the budget by as much as the

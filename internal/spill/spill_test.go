@@ -340,33 +340,3 @@ func TestPacingLeavesRoomForTheLastRise(t *testing.T) {
 		t.Errorf("after a rise larger than the budget's quarter: high %d MiB, want %d", high>>20, (budget-budget/4)>>20)
 	}
 }
-
-// While the governor runs it has a processor of its own (GOMAXPROCS one
-// higher, which Processors does not count), given back when spilling ends;
-// a GOMAXPROCS the user set stands.
-func TestGovernorHasItsOwnProcessor(t *testing.T) {
-	for _, env := range []string{"", "2"} {
-		t.Setenv("GOMAXPROCS", env)
-		before := runtime.GOMAXPROCS(0)
-		release, err := Enable(t.TempDir())
-		if err != nil {
-			t.Skipf("spilling is not possible here: %v", err)
-		}
-		Budget(1 << 30)
-		_ = Slice[rec](MinBytes / recSize) // mapped: the governor starts
-		want := before + 1
-		if env != "" {
-			want = before
-		}
-		if got := runtime.GOMAXPROCS(0); got != want {
-			t.Errorf("GOMAXPROCS=%q: %d processors while the governor runs, want %d", env, got, want)
-		}
-		if got := Processors(); got != max(before, 1) {
-			t.Errorf("GOMAXPROCS=%q: Processors %d while the governor runs, want the analysis's %d", env, got, before)
-		}
-		release()
-		if got := runtime.GOMAXPROCS(0); got != before {
-			t.Errorf("GOMAXPROCS=%q: %d processors after spilling ended, want the %d before", env, got, before)
-		}
-	}
-}
