@@ -56,9 +56,7 @@ func heapGoal() int64 {
 // (small, under the runtime's minimum heap) and with one of a few hundred
 // MB.
 func TestTightGCGoalIsTheFloor(t *testing.T) {
-	t.Setenv("GOGC", "")
-	before := debug.SetGCPercent(100)
-	defer debug.SetGCPercent(before)
+	gcAt100(t)
 	const input = 512 << 20
 	for _, ballast := range []int{0, 256 << 20} {
 		live := make([]int64, ballast/8) // marked live, never scanned
@@ -78,9 +76,7 @@ func TestTightGCGoalIsTheFloor(t *testing.T) {
 // floor, until its holders release, then restores the one before; a GOGC in
 // the environment is left alone.
 func TestTightGC(t *testing.T) {
-	t.Setenv("GOGC", "")
-	before := debug.SetGCPercent(100)
-	defer debug.SetGCPercent(before)
+	gcAt100(t)
 	// A live heap far above every floor here, so that the percentages
 	// show as asked for. Pointer-free, so that collections mark it live
 	// without scanning it: 2.6 GB of pointers below took 4 s of CPU to
@@ -164,9 +160,7 @@ func TestCeiledPercent(t *testing.T) {
 // target until the hold that set it is released; a floor above the
 // ceiling does not raise the goal past it.
 func TestTightGCCeiling(t *testing.T) {
-	t.Setenv("GOGC", "")
-	before := debug.SetGCPercent(100)
-	defer debug.SetGCPercent(before)
+	gcAt100(t)
 	ballast := make([]int64, (4*gcFloorBase)/8)
 	runtime.GC()
 	h := tightGC(50)
@@ -286,9 +280,7 @@ func TestCeilingEndsWithSpillingBeforeTheWatcherLooks(t *testing.T) {
 // a ceiling 20% above that heap, released, so that the ceiling lingers.
 func lingeringCeiling(t *testing.T) (release func(), ceil int64, ballast []int64) {
 	t.Helper()
-	t.Setenv("GOGC", "")
-	before := debug.SetGCPercent(100)
-	t.Cleanup(func() { debug.SetGCPercent(before) })
+	gcAt100(t)
 	release, err := spill.Enable(t.TempDir())
 	if err != nil {
 		t.Skipf("spilling is not possible here: %v", err)
@@ -303,4 +295,13 @@ func lingeringCeiling(t *testing.T) (release func(), ceil int64, ballast []int64
 	h.ceiling(ceil)
 	h.release()
 	return release, ceil, ballast
+}
+
+// gcAt100 clears GOGC and sets the collector's target to 100 for the test,
+// restoring the one before at its end: the pacer's tests start from it.
+func gcAt100(t *testing.T) {
+	t.Helper()
+	t.Setenv("GOGC", "")
+	before := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(before) })
 }
