@@ -235,11 +235,11 @@ func Analyze(t *ingest.Trace, opts Options) *Result {
 	var arena requestArena
 	for j, c := range cands {
 		r := &res.Requests[j]
-		problems := buildRequest(r, t, ix, k, int(c.span), c.style(), &opts, &arena)
+		problems, disagreements := buildRequest(r, t, ix, k, int(c.span), c.style(), &opts, &arena)
 		for _, p := range problems {
 			res.warn(t, r.Source, "request "+r.ID, "stage-clipped", p)
 		}
-		for _, p := range r.disagreements {
+		for _, p := range disagreements {
 			res.warn(t, r.Source, "request "+r.ID, "latency-attributes-disagree", p)
 		}
 		perRank[c.rank]++

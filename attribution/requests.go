@@ -93,7 +93,7 @@ type Request struct {
 	// (a span or an attribute), even with zero length. fromSpans has bit st
 	// set when a stage span (not an attribute or a timestamp event) shows
 	// stage st. Beside Source, they and the cache's two flags fill one
-	// word; spread out, they padded a request by 24 bytes (440 → 416).
+	// word; spread out, they padded each request by 24 bytes.
 	present, fromSpans uint16
 	// CacheKnown says whether the input reports the prefix cache for this
 	// request, CacheHit what it reports (CachedTokens below).
@@ -125,9 +125,6 @@ type Request struct {
 	Stages [NumStages]int64
 	// Gaps locate the time in StageOther.
 	Gaps []Gap
-	// disagreements are the latency attributes that contradict the
-	// request's stage spans (crossCheck).
-	disagreements []string
 	// segments are the stretches of the request each stage owns after
 	// partition (StageOther left out), disjoint and in time order.
 	segments []StageSegment
@@ -545,10 +542,11 @@ type interval struct {
 
 // buildRequest derives one request's facts from its span, descendants and
 // attributes, into r (in place: a Request is large to copy), and returns
-// the problems it found.
-func buildRequest(r *Request, t *ingest.Trace, ix *spanIndex, k *keyCache, i int, style Style, opts *Options, a *requestArena) []string {
+// the problems it found and the latency attributes that contradict the
+// request's stage spans (crossCheck), which the caller warns of and no
+// Request keeps.
+func buildRequest(r *Request, t *ingest.Trace, ix *spanIndex, k *keyCache, i int, style Style, opts *Options, a *requestArena) (problems, disagreements []string) {
 	s := &t.Spans[i]
-	var problems []string
 	*r = Request{
 		Span: i, Source: s.Source, Style: style,
 		Arrival: s.Start, End: s.End,
@@ -665,7 +663,7 @@ func buildRequest(r *Request, t *ingest.Trace, ix *spanIndex, k *keyCache, i int
 	spanStaged := len(ivs) > 0
 	var anchorFirst, anchorLast int64
 	if spanStaged {
-		r.disagreements = r.crossCheck(k, attrs, ivs)
+		disagreements = r.crossCheck(k, attrs, ivs)
 	} else {
 		ivs, anchorFirst, anchorLast = r.attributeStages(k, attrs, ttftAttr, hasTTFT, ivs)
 	}
@@ -737,7 +735,7 @@ func buildRequest(r *Request, t *ingest.Trace, ix *spanIndex, k *keyCache, i int
 	if q := r.Stages[StageQueue]; hasStage(ivs, StageQueue) {
 		r.Queue = float64(q)
 	}
-	return problems
+	return problems, disagreements
 }
 
 func stageEnd(ivs []interval, st Stage) (int64, bool) {
