@@ -37,8 +37,8 @@ func FromAttribution(res *attribution.Result) Run {
 		}
 		gaps += max(len(r.Tokens)-1, 0)
 	}
-	// The gaps and their counts are written in place, not appended: a
-	// run's worth of regrown arrays was garbage the collector then chased.
+	// The gaps and their counts go into arrays made to size once: regrown
+	// request by request, they left garbage the collector then chased.
 	if gaps > 0 {
 		run.ITL = make(Series, 0, gaps)
 	}
