@@ -89,6 +89,16 @@ type Request struct {
 	// Span indexes the request span in the trace.
 	Span   int
 	Source ingest.SourceID
+	// present has bit st set when the input shows stage st for this request
+	// (a span or an attribute), even with zero length. fromSpans has bit st
+	// set when a stage span (not an attribute or a timestamp event) shows
+	// stage st. Beside Source, they and the cache's two flags fill one
+	// word; spread out, they padded each request by 24 bytes.
+	present, fromSpans uint16
+	// CacheKnown says whether the input reports the prefix cache for this
+	// request, CacheHit what it reports (CachedTokens below).
+	CacheKnown bool
+	CacheHit   bool
 
 	Arrival int64
 	End     int64
@@ -115,18 +125,9 @@ type Request struct {
 	Stages [NumStages]int64
 	// Gaps locate the time in StageOther.
 	Gaps []Gap
-	// disagreements are the latency attributes that contradict the
-	// request's stage spans (crossCheck).
-	disagreements []string
-	// present has bit st set when the input shows stage st for this request
-	// (a span or an attribute), even with zero length.
-	present uint16
 	// segments are the stretches of the request each stage owns after
-	// partition (StageOther left out), disjoint and in time order; fromSpans
-	// has bit st set when a stage span (not an attribute or a timestamp
-	// event) shows stage st.
-	segments  []StageSegment
-	fromSpans uint16
+	// partition (StageOther left out), disjoint and in time order.
+	segments []StageSegment
 	// TokenizeEnd and QueueEnd are where the tokenize and queue stages end,
 	// QueueStart where the queue starts (0 when the input has no such stage).
 	TokenizeEnd, QueueStart, QueueEnd int64
@@ -141,11 +142,8 @@ type Request struct {
 
 	Finish        string
 	CacheHitRatio float64 // NaN when unknown
-	// CacheKnown says whether the input reports the prefix cache for this
-	// request; CacheHit is what it reports, CachedTokens how many prompt
-	// tokens it says were cached (−1 when unknown).
-	CacheKnown   bool
-	CacheHit     bool
+	// CachedTokens is how many prompt tokens the input says were cached
+	// (−1 when unknown).
 	CachedTokens int
 }
 
@@ -450,6 +448,11 @@ func findRequests(t *ingest.Trace, ix *spanIndex, k *keyCache) (requestSpans, in
 	var cands requestSpans
 	for i := range t.Spans {
 		if st, ok := classify(t, k, &t.Spans[i]); ok {
+			if len(cands) == cap(cands) {
+				// Doubling: append's growth by a quarter made five
+				// times the final array in garbage on a run of requests.
+				cands = slices.Grow(cands, max(len(cands), 64))
+			}
 			cands = append(cands, requestSpan{int32(i), rankOf(st)})
 		}
 	}
@@ -539,10 +542,11 @@ type interval struct {
 
 // buildRequest derives one request's facts from its span, descendants and
 // attributes, into r (in place: a Request is large to copy), and returns
-// the problems it found.
-func buildRequest(r *Request, t *ingest.Trace, ix *spanIndex, k *keyCache, i int, style Style, opts *Options, a *requestArena) []string {
+// the problems it found and the latency attributes that contradict the
+// request's stage spans (crossCheck), which the caller warns of and no
+// Request keeps.
+func buildRequest(r *Request, t *ingest.Trace, ix *spanIndex, k *keyCache, i int, style Style, opts *Options, a *requestArena) (problems, disagreements []string) {
 	s := &t.Spans[i]
-	var problems []string
 	*r = Request{
 		Span: i, Source: s.Source, Style: style,
 		Arrival: s.Start, End: s.End,
@@ -659,7 +663,7 @@ func buildRequest(r *Request, t *ingest.Trace, ix *spanIndex, k *keyCache, i int
 	spanStaged := len(ivs) > 0
 	var anchorFirst, anchorLast int64
 	if spanStaged {
-		r.disagreements = r.crossCheck(k, attrs, ivs)
+		disagreements = r.crossCheck(k, attrs, ivs)
 	} else {
 		ivs, anchorFirst, anchorLast = r.attributeStages(k, attrs, ttftAttr, hasTTFT, ivs)
 	}
@@ -731,7 +735,7 @@ func buildRequest(r *Request, t *ingest.Trace, ix *spanIndex, k *keyCache, i int
 	if q := r.Stages[StageQueue]; hasStage(ivs, StageQueue) {
 		r.Queue = float64(q)
 	}
-	return problems
+	return problems, disagreements
 }
 
 func stageEnd(ivs []interval, st Stage) (int64, bool) {

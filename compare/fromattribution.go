@@ -29,10 +29,21 @@ func FromAttribution(res *attribution.Result) Run {
 		stageName[st], stageHas[st] = st.String(), stagePresent(res, st)
 	}
 	var first int64
+	gaps := 0
 	for i := range res.Requests {
-		if a := res.Requests[i].Arrival; i == 0 || a < first {
-			first = a
+		r := &res.Requests[i]
+		if i == 0 || r.Arrival < first {
+			first = r.Arrival
 		}
+		gaps += max(len(r.Tokens)-1, 0)
+	}
+	// The gaps and their counts go into arrays made to size once: regrown
+	// request by request, they left garbage the collector then chased.
+	if gaps > 0 {
+		run.ITL = make(Series, 0, gaps)
+	}
+	if n > 0 {
+		run.ITLCounts = make([]int, 0, n)
 	}
 	for i := range res.Requests {
 		r := &res.Requests[i]
@@ -55,11 +66,10 @@ func FromAttribution(res *attribution.Result) Run {
 		if r.InputTokens >= 0 {
 			run.InputTokens[i] = float64(r.InputTokens)
 		}
-		gaps := r.ITLs()
-		for _, g := range gaps {
-			run.ITL = append(run.ITL, float64(g)/1e6)
+		for k := 1; k < len(r.Tokens); k++ { // r.ITLs(), without its array
+			run.ITL = append(run.ITL, float64(r.Tokens[k]-r.Tokens[k-1])/1e6)
 		}
-		run.ITLCounts = append(run.ITLCounts, len(gaps))
+		run.ITLCounts = append(run.ITLCounts, max(len(r.Tokens)-1, 0))
 		for st := attribution.Stage(0); st < attribution.NumStages; st++ {
 			if r.Stages[st] == 0 && !stageHas[st] {
 				continue
@@ -80,31 +90,30 @@ func FromAttribution(res *attribution.Result) Run {
 	if res.Tokens != nil {
 		run.TokensEstimated = res.Tokens.Estimated > 0
 		run.Tokens, run.FirstToken = map[string]Series{}, map[string]Series{}
-		// A bucket no request has time in is left out (both series): find
-		// them first, then fill the others' series by bucket number (naming
-		// a bucket builds its name).
+		// A bucket no request has time in is left out (both series): the
+		// series are made at a bucket's first request with time in it, in
+		// one walk of the requests, and kept if it has any in All.
 		var used [attribution.NumBuckets]bool
+		var all, first [attribution.NumBuckets]Series
 		var sums attribution.RequestBuckets
 		for i := range res.Requests {
 			res.TokenBuckets(i, &sums)
-			for b, v := range sums.All {
-				used[b] = used[b] || v != 0
+			for b := range attribution.NumBuckets {
+				a, f := sums.All[b], sums.First[b]
+				if a == 0 && f == 0 {
+					continue // the series' zero, when there is one
+				}
+				if all[b] == nil {
+					all[b], first[b] = make(Series, n), make(Series, n)
+				}
+				used[b] = used[b] || a != 0
+				all[b][i] = float64(a) / 1e6
+				first[b][i] = float64(f) / 1e6
 			}
 		}
-		var all, first [attribution.NumBuckets]Series
 		for b := attribution.Bucket(0); b < attribution.NumBuckets; b++ {
 			if used[b] {
-				all[b], first[b] = make(Series, n), make(Series, n)
 				run.Tokens[b.String()], run.FirstToken[b.String()] = all[b], first[b]
-			}
-		}
-		for i := range res.Requests {
-			res.TokenBuckets(i, &sums)
-			for b := range attribution.NumBuckets {
-				if used[b] {
-					all[b][i] = float64(sums.All[b]) / 1e6
-					first[b][i] = float64(sums.First[b]) / 1e6
-				}
 			}
 		}
 	}

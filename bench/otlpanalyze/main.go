@@ -3,11 +3,14 @@
 // profiled run of what `llmprof analyze --format json` does with it.
 //
 //	otlpanalyze pdata FILE                              decode FILE with pdata (framed protobuf or JSON Lines); print the span count
-//	otlpanalyze analyze [-cpuprofile F] [-memprofile F] [-n N] FILE     run analyze's pipeline and JSON writer N times, profiling into F; print the bytes allocated a run
+//	otlpanalyze analyze [-cpuprofile F] [-memprofile F] [-n N] [-spill] FILE     run analyze's pipeline and JSON writer N times, profiling into F; print the bytes allocated a run
 //	otlpanalyze cputime CMD ARG...                       run CMD, its output discarded; print its CPU seconds (user + system, to the microsecond)
 //
 // The script times the llmprof binary itself; the analyze subcommand is for
-// finding where that time goes (go tool pprof F).
+// finding where that time goes (go tool pprof F). -spill runs the pipeline as
+// the binary does (cmd/llmprof/root.go): under the default memory limit with
+// spilling on, which sets the collector's ceiling (internal/driver/gc.go);
+// without it the collector runs less often than in the binary.
 package main
 
 import (
@@ -29,6 +32,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/llmprof/llmprof/internal/driver"
+	"github.com/llmprof/llmprof/internal/memlimit"
+	"github.com/llmprof/llmprof/internal/spill"
 )
 
 func main() {
@@ -38,7 +43,7 @@ func main() {
 	}
 }
 
-const usage = "usage: otlpanalyze pdata FILE | otlpanalyze analyze [-cpuprofile F] [-memprofile F] [-n N] FILE | otlpanalyze cputime CMD [ARG]"
+const usage = "usage: otlpanalyze pdata FILE | otlpanalyze analyze [-cpuprofile F] [-memprofile F] [-n N] [-spill] FILE | otlpanalyze cputime CMD [ARG]"
 
 var errUsage = errors.New(usage)
 
@@ -74,8 +79,21 @@ func run(args []string, w io.Writer) error {
 		profile := fs.String("cpuprofile", "", "write a CPU profile to this file")
 		memprofile := fs.String("memprofile", "", "write an allocation profile (every allocation of the N runs) to this file")
 		n := fs.Int("n", 1, "runs")
+		spilling := fs.Bool("spill", false, "spill under the default memory limit, as llmprof does")
 		if err := fs.Parse(args[1:]); err != nil {
 			return err
+		}
+		if *spilling {
+			set, err := memlimit.Resolve(memlimit.Limit{}, false, os.Getenv, memlimit.System())
+			if err != nil {
+				return err
+			}
+			set.Apply()
+			release, err := spill.Enable("")
+			if err != nil {
+				return err
+			}
+			defer release()
 		}
 		if fs.NArg() != 1 {
 			return errUsage
@@ -102,6 +120,9 @@ func run(args []string, w io.Writer) error {
 		}
 		fmt.Fprintf(w, "%s: %.1f MB allocated a run (runtime/metrics %s, %d runs)\n", fs.Arg(0), float64(allocated()-before)/1e6/float64(max(*n, 1)), allocsMetric, *n)
 		if *memprofile != "" {
+			// The profile is as of the last collection: one more
+			// brings in the last run's allocations.
+			runtime.GC()
 			f, err := os.Create(*memprofile)
 			if err != nil {
 				return err

@@ -1,10 +1,16 @@
 package otlp
 
 import (
+	"bufio"
+	"bytes"
+	"context"
 	"strconv"
 	"testing"
 
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
 	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/ingest/otlp/otlptest"
 )
 
 // stringsAhead makes room at the rate of new strings a span brought so
@@ -33,5 +39,30 @@ func TestStringsAheadBounded(t *testing.T) {
 	d.sizeHint = 0
 	if got := d.stringsAhead(100); got != 100 {
 		t.Errorf("stringsAhead without an estimate = %d, want 100", got)
+	}
+}
+
+// A JSON Lines input's span slice grows, as a framed file's does, to the
+// spans the whole input is estimated to hold at the rate of the lines read
+// so far (spanCapacity): without the lines' bytes counted it doubled, to
+// 8192 spans for these 6400, and allocated about three times the slice.
+func TestJSONLinesSpanCapacity(t *testing.T) {
+	g := &otlptest.Synthetic{Seed: 1, Spans: 64}
+	batches := make([]ptrace.Traces, 100)
+	for i := range batches {
+		batches[i] = g.Next()
+	}
+	data := otlptest.JSONLines(batches)
+	tr := ingest.New()
+	tr.Sources = []ingest.Source{{Path: "spans.jsonl"}}
+	if err := (&Decoder{}).decode(context.Background(), bufio.NewReader(bytes.NewReader(data)), formJSONLines, tr, 0, int64(len(data))); err != nil {
+		t.Fatal(err)
+	}
+	n := len(tr.Spans)
+	if n != 6400 {
+		t.Fatalf("%d spans decoded, want 6400", n)
+	}
+	if c := cap(tr.Spans); c > n+n/8 {
+		t.Errorf("span slice capacity %d for %d spans, want at most %d (the estimate's sixteenth and some)", c, n, n+n/8)
 	}
 }
