@@ -140,15 +140,19 @@ func TestCeiledPercent(t *testing.T) {
 		ceiling, live, roots int64
 		want                 int
 	}{
-		{50, 0, 400 * mib, 0, 50},                     // no ceiling
-		{50, 700 * mib, 400 * mib, 0, 50},             // 400 × 1.5 = 600 fits
-		{50, 500 * mib, 400 * mib, 0, 25},             // 400 + 400 × 0.25 = 500
-		{50, 500 * mib, 380 * mib, 20 * mib, 30},      // 380 + 400 × 0.3 = 500
-		{50, 400 * mib, 390 * mib, 0, ceilingPercent}, // at the ceiling: the least percentage
-		{50, 300 * mib, 400 * mib, 0, ceilingPercent}, // above it
-		{2500, 500 * mib, 0, 0, 2500},                 // no collection yet
-		{5, 300 * mib, 400 * mib, 0, 5},               // below the least percentage: never raised
-		{-1, 300 * mib, 400 * mib, 0, -1},             // the collector off (a lingering target before): stays off
+		{50, 0, 400 * mib, 0, 50},                          // no ceiling
+		{50, 700 * mib, 400 * mib, 0, 50},                  // 400 × 1.5 = 600 fits
+		{50, 500 * mib, 400 * mib, 0, 25},                  // 400 + 400 × 0.25 = 500
+		{50, 500 * mib, 380 * mib, 20 * mib, 30},           // 380 + 400 × 0.3 = 500
+		{50, 400 * mib, 390 * mib, 0, ceilingPercent},      // at the ceiling: the least percentage
+		{50, 400 * mib, 404 * mib, 0, ceilingPercent + 1},  // a hundredth past it: a point more
+		{50, 300 * mib, 330 * mib, 0, ceilingPercent + 10}, // a tenth past it
+		{50, 300 * mib, 400 * mib, 0, 43},                  // a third past it
+		{50, 22 * mib, 65 * mib, 0, 50},                    // far past it (a 30 MiB OTLP dump's spans): percent
+		{20, 300 * mib, 400 * mib, 0, 20},                  // never above percent
+		{2500, 500 * mib, 0, 0, 2500},                      // no collection yet
+		{5, 300 * mib, 400 * mib, 0, 5},                    // below the least percentage: never raised
+		{-1, 300 * mib, 400 * mib, 0, -1},                  // the collector off (a lingering target before): stays off
 	} {
 		if got := ceiledPercent(c.percent, c.ceiling, c.live, c.roots); got != c.want {
 			t.Errorf("ceiledPercent(%d, %d, %d, %d) = %d, want %d", c.percent, c.ceiling>>20, c.live>>20, c.roots>>20, got, c.want)
