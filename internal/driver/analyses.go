@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/llmprof/llmprof/attribution"
+	"github.com/llmprof/llmprof/ingest"
 	"github.com/llmprof/llmprof/report"
 	"github.com/llmprof/llmprof/signals"
 )
@@ -58,10 +59,23 @@ func runSignals(a *Result, _ Options) error {
 // runTenants is the tenant causal regression (package causal), or the note
 // saying why it did not run.
 func runTenants(a *Result, opts Options) error {
-	defer tightGC(tenantGCPercent).release()
+	defer tenantGC(a.Trace)()
 	var err error
 	a.Tenants, a.TenantsNote, err = tenantRegression(a.Trace, a.Attr, opts)
 	return err
+}
+
+// tenantGC paces the collector at tenantGCPercent while the tenant
+// regression runs on t, and returns what ends it. Only the kernel view's
+// fits churn (arrays of tens of bytes a kernel), so a trace without GPU ops
+// is paced as the rest of the pipeline: held at a tenth there, a 30 MiB OTLP
+// dump's 60-70 MB of spans were marked three times more for a request
+// regression that allocates a few MB.
+func tenantGC(t *ingest.Trace) (release func()) {
+	if len(t.GPUOps) == 0 {
+		return func() {}
+	}
+	return tightGC(tenantGCPercent).release
 }
 
 // AddSection gives an analysis's result a section of the report, after the

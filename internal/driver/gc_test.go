@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmprof/llmprof/ingest"
 	"github.com/llmprof/llmprof/internal/spill"
 	"golang.org/x/sys/unix"
 )
@@ -308,4 +309,29 @@ func gcAt100(t *testing.T) {
 	t.Setenv("GOGC", "")
 	before := debug.SetGCPercent(100)
 	t.Cleanup(func() { debug.SetGCPercent(before) })
+}
+
+// The tenant regression tightens the collector only for a trace with GPU
+// ops, whose kernel view's fits churn; without them the pipeline's own
+// pacing stands.
+func TestTenantGCOnlyWithGPUOps(t *testing.T) {
+	gcAt100(t)
+	holds := func() int {
+		pacer.mu.Lock()
+		defer pacer.mu.Unlock()
+		return len(pacer.holds)
+	}
+	release := tenantGC(&ingest.Trace{})
+	if n, p := holds(), gcPercent(); n != 0 || p != 100 {
+		t.Errorf("without GPU ops: %d holds, target %d; want none and 100", n, p)
+	}
+	release()
+	release = tenantGC(&ingest.Trace{GPUOps: make([]ingest.GPUOp, 1)})
+	if n := holds(); n != 1 {
+		t.Errorf("with GPU ops: %d holds, want 1", n)
+	}
+	release()
+	if n, p := holds(), gcPercent(); n != 0 || p != 100 {
+		t.Errorf("after release: %d holds, target %d; want none and 100", n, p)
+	}
 }
