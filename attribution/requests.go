@@ -6,8 +6,10 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"unsafe"
 
 	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/internal/spill"
 )
 
 // Stage is a request-level latency bucket. The stages of a request are
@@ -514,11 +516,25 @@ func (a *requestArena) segments() *chunks[StageSegment] {
 	return &a.seg
 }
 
-// chunks carves short slices out of arrays of chunkLen elements (or one of
-// the slice's own length when longer).
-type chunks[T any] struct{ buf []T }
+// chunks carves short slices out of a few large arrays: a run's token
+// times, gaps, stage segments and its steps' ops and requests, tens of MB
+// held to the end of the command, would otherwise be that many small heap
+// arrays, the part of the memory a budget cannot take back. The arrays are
+// tables (spill.Slice), each twice the last, from chunkLen elements up to
+// maxChunkBytes (or the slice's own length when longer); while spilling is
+// on, none is under spill.MinBytes, so that every one is in a spill file,
+// where the part not yet carved is never touched, so never resident. A
+// slice is capped at its length: appending past it copies it to the heap,
+// never over the next one. T must hold no pointers.
+type chunks[T any] struct {
+	buf  []T
+	next int // the length of the next array (chunkLen when 0)
+}
 
-const chunkLen = 4096
+const (
+	chunkLen      = 4096
+	maxChunkBytes = 64 << 20
+)
 
 // take returns an empty slice with room for n elements, capped so that an
 // append beyond them cannot reach the next slice. A nil c makes it apart.
@@ -526,12 +542,38 @@ func (c *chunks[T]) take(n int) []T {
 	if c == nil {
 		return make([]T, 0, n)
 	}
+	s := c.reserve(n)
+	c.buf = c.buf[:len(c.buf)+n]
+	return s
+}
+
+// reserve returns an empty slice with room for n elements, to append at
+// most n to and hand to keep, which carves what was appended: for a slice
+// whose length is only bounded beforehand.
+func (c *chunks[T]) reserve(n int) []T {
 	if cap(c.buf)-len(c.buf) < n {
-		c.buf = make([]T, 0, max(n, chunkLen))
+		var zero T
+		elem := int(max(unsafe.Sizeof(zero), 1))
+		size := max(n, c.next, chunkLen)
+		if spill.Active() {
+			size = max(size, (spill.MinBytes+elem-1)/elem)
+		}
+		c.next = min(2*size, max(maxChunkBytes/elem, chunkLen))
+		c.buf = spill.Slice[T](size)
 	}
 	start := len(c.buf)
-	c.buf = c.buf[:start+n]
 	return c.buf[start : start : start+n]
+}
+
+// keep carves s, appended to what reserve returned, and returns it capped
+// (nil when empty, as a slice never appended to).
+func (c *chunks[T]) keep(s []T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	start := len(c.buf)
+	c.buf = c.buf[:start+len(s)]
+	return c.buf[start : start+len(s) : start+len(s)]
 }
 
 // interval is a stage's claim on part of a request's life.

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/internal/spill"
 )
 
 // OpsVia says how a step's GPU operations were found.
@@ -84,8 +85,20 @@ func findSteps(t *ingest.Trace, k *keyCache, reqs []Request, launchCalls func() 
 		}
 	}
 	engineOf := map[string]int{}
+	// The steps counted first: appending would leave up to a fifth of a
+	// long run's array (128 bytes a step) unused, held to the end.
+	n := 0
+	for i := range t.Spans {
+		if s := &t.Spans[i]; s.Name == stepName && s.Origin == ingest.OriginOTLP {
+			n++
+		}
+	}
 	var steps []Step
+	if n > 0 {
+		steps = make([]Step, 0, n)
+	}
 	var engines []Engine
+	lists := chunks[int32]{next: len(reqs)}
 	for i := range t.Spans {
 		s := &t.Spans[i]
 		if s.Name != stepName || s.Origin != ingest.OriginOTLP {
@@ -104,11 +117,14 @@ func findSteps(t *ingest.Trace, k *keyCache, reqs []Request, launchCalls func() 
 		}
 		st.Phase, _ = k.str(s.Attrs, keyPhase)
 		if _, v, ok := k.first(s.Attrs, keyBatchIDs); ok {
-			for _, id := range t.StringList(v) {
+			ids := t.StringList(v)
+			in := lists.reserve(len(ids))
+			for _, id := range ids {
 				if r, ok := byID[id]; ok {
-					st.Requests = append(st.Requests, r)
+					in = append(in, r)
 				}
 			}
+			st.Requests = lists.keep(in)
 		}
 		st.Size = len(st.Requests)
 		if n, ok := k.count(s.Attrs, keyBatchSz); ok {
@@ -178,10 +194,13 @@ func stepOps(t *ingest.Trace, steps []Step, engines []Engine, launchCalls func()
 	}
 	// The ops each API call launched (a CUDA graph launch has many), as
 	// CSR arrays over the calls: opsOf(call) = launched[first[call]:first[call+1]].
+	// They are tables (spill.Slice) of 4 bytes a call and an op, given
+	// back when the steps have their ops.
 	var first, launched []int32
 	if len(bySpanID)+len(byStepNo) > 0 {
 		calls := launchCalls()
-		first = make([]int32, len(t.APICalls)+1)
+		first = spill.Slice[int32](len(t.APICalls) + 1)[:len(t.APICalls)+1]
+		defer func() { spill.Free(first); spill.Free(launched) }()
 		for _, c := range calls {
 			if c >= 0 {
 				first[c+1]++
@@ -190,8 +209,9 @@ func stepOps(t *ingest.Trace, steps []Step, engines []Engine, launchCalls func()
 		for i := 1; i < len(first); i++ {
 			first[i] += first[i-1]
 		}
-		launched = make([]int32, first[len(t.APICalls)])
-		fill := slices.Clone(first[:len(t.APICalls)])
+		launched = spill.Slice[int32](int(first[len(t.APICalls)]))[:first[len(t.APICalls)]]
+		fill := append(spill.Slice[int32](len(t.APICalls)), first[:len(t.APICalls)]...)
+		defer spill.Free(fill)
 		for oi, c := range calls {
 			if c >= 0 {
 				launched[fill[c]] = int32(oi)
@@ -199,6 +219,7 @@ func stepOps(t *ingest.Trace, steps []Step, engines []Engine, launchCalls func()
 			}
 		}
 	}
+	lists := chunks[int32]{next: len(t.GPUOps)}
 	for si := range steps {
 		st := &steps[si]
 		span := &t.Spans[st.Span]
@@ -220,16 +241,25 @@ func stepOps(t *ingest.Trace, steps []Step, engines []Engine, launchCalls func()
 				}
 				return 1
 			})
-			for _, ai := range list[lo:] {
-				a := &t.APICalls[ai]
-				if a.Start > r.End {
+			calls := list[lo:]
+			for i, ai := range calls {
+				if t.APICalls[ai].Start > r.End {
+					calls = calls[:i]
 					break
 				}
-				st.Ops = append(st.Ops, launched[first[ai]:first[ai+1]]...)
 			}
-			slices.SortFunc(st.Ops, func(a, b int32) int {
+			n := 0
+			for _, ai := range calls {
+				n += int(first[ai+1] - first[ai])
+			}
+			ops := lists.reserve(n)
+			for _, ai := range calls {
+				ops = append(ops, launched[first[ai]:first[ai+1]]...)
+			}
+			slices.SortFunc(ops, func(a, b int32) int {
 				return compareInt64(t.GPUOps[a].Start, t.GPUOps[b].Start)
 			})
+			st.Ops = lists.keep(ops)
 			st.OpsVia = OpsNVTX
 			continue
 		}
@@ -240,11 +270,17 @@ func stepOps(t *ingest.Trace, steps []Step, engines []Engine, launchCalls func()
 			}
 			return 1
 		})
-		for oi := lo; oi < len(t.GPUOps) && t.GPUOps[oi].Start < st.End; oi++ {
+		hi := lo
+		for hi < len(t.GPUOps) && t.GPUOps[hi].Start < st.End {
+			hi++
+		}
+		ops := lists.reserve(hi - lo)
+		for oi := lo; oi < hi; oi++ {
 			if o := &t.GPUOps[oi]; pid == 0 || o.Pid == pid || o.Pid == 0 {
-				st.Ops = append(st.Ops, int32(oi))
+				ops = append(ops, int32(oi))
 			}
 		}
+		st.Ops = lists.keep(ops)
 		if len(st.Ops) > 0 {
 			st.OpsVia = OpsWindow
 		}

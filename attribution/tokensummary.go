@@ -134,6 +134,7 @@ func (res *Result) EachToken(fn func(*TokenBreakdown)) {
 		return
 	}
 	w := newTokenWalker(res.trace, res)
+	defer w.free()
 	for ri := range res.Requests {
 		w.request(ri, fn)
 	}
@@ -380,6 +381,7 @@ func summarizeTokens(res *Result, stall time.Duration) *TokenSummary {
 				w.request(ri, token)
 			}
 		}
+		w.free()
 	}
 	flush()
 	// Every decode token is in one position group past the first.

@@ -308,6 +308,7 @@ func KernelAnalyze(in KernelInput, opts KernelOptions) *KernelResult {
 		return res
 	}
 	g := groupKernels(t, tm)
+	defer g.free()
 	if g.unmapped > 0 {
 		res.Notes = append(res.Notes, fmt.Sprintf("%d kernels of processes with no tenant were left out", g.unmapped))
 	}
@@ -322,7 +323,9 @@ func KernelAnalyze(in KernelInput, opts KernelOptions) *KernelResult {
 		if len(sources) == 0 {
 			continue
 		}
-		rows, groups, use := kernelRows(t, g.kernels[target], opSteps(len(t.GPUOps), in.Steps), in.Steps, cats)
+		stepOf := opSteps(len(t.GPUOps), in.Steps)
+		rows, groups, use := kernelRows(t, g.kernels[target], stepOf, in.Steps, cats)
+		spill.Free(stepOf)
 		if !controlsNoted {
 			noteControls(res, use)
 			controlsNoted = true
@@ -344,7 +347,7 @@ func KernelAnalyze(in KernelInput, opts KernelOptions) *KernelResult {
 		if len(in.Steps) > 0 {
 			// Each op's row (-1: not the target's), for every pair of this
 			// target.
-			rowOf := make([]int32, len(t.GPUOps))
+			rowOf := spill.Slice[int32](len(t.GPUOps))[:len(t.GPUOps)]
 			for i := range rowOf {
 				rowOf[i] = -1
 			}
@@ -356,6 +359,7 @@ func KernelAnalyze(in KernelInput, opts KernelOptions) *KernelResult {
 					pairs[j].Impact = impact(in, tm, target.tenant, rows, rowOf, xs[j], &pairs[j])
 				}
 			}
+			spill.Free(rowOf)
 		}
 		res.Pairs = append(res.Pairs, pairs...)
 		// The target's rows and overlaps are spill tables (kernelRows,
@@ -373,6 +377,7 @@ func KernelAnalyze(in KernelInput, opts KernelOptions) *KernelResult {
 // streamed from its lists (busyOf), not held.
 type tenantKernels struct {
 	kernels  map[busyKey][]int32
+	all      []int32 // the table that holds every list
 	keys     []busyKey
 	unmapped int
 }
@@ -396,18 +401,11 @@ func groupKernels(t *ingest.Trace, tm *TenantMap) tenantKernels {
 			g.unmapped++
 		}
 	}
+	g.keys = make([]busyKey, 0, len(count))
+	total := 0
 	for k, n := range count {
-		g.kernels[k] = make([]int32, 0, n)
-	}
-	for _, i := range byStart {
-		if k, ok := keep(i); ok {
-			g.kernels[k] = append(g.kernels[k], int32(i))
-		}
-	}
-	spill.Free(byStart)
-	g.keys = make([]busyKey, 0, len(g.kernels))
-	for k := range g.kernels {
 		g.keys = append(g.keys, k)
+		total += n
 	}
 	slices.SortFunc(g.keys, func(a, b busyKey) int {
 		if c := cmp.Compare(a.tenant, b.tenant); c != 0 {
@@ -415,7 +413,28 @@ func groupKernels(t *ingest.Trace, tm *TenantMap) tenantKernels {
 		}
 		return cmp.Compare(a.device, b.device)
 	})
+	// The lists are parts of one table (spill.Slice), in the keys' order,
+	// each capped at its size.
+	g.all = spill.Slice[int32](total)
+	at := 0
+	for _, k := range g.keys {
+		g.kernels[k] = g.all[at : at : at+count[k]]
+		at += count[k]
+	}
+	for _, i := range byStart {
+		if k, ok := keep(i); ok {
+			g.kernels[k] = append(g.kernels[k], int32(i))
+		}
+	}
+	spill.Free(byStart)
 	return g
+}
+
+// free gives back the lists' table (spill.Free): nothing may read them
+// afterwards.
+func (g *tenantKernels) free() {
+	spill.Free(g.all)
+	g.all, g.kernels = nil, nil
 }
 
 // has reports whether the tenant has kernels on the device.
@@ -467,9 +486,9 @@ func (g *tenantKernels) sourcesOf(target busyKey, tm *TenantMap, instance map[bu
 }
 
 // opSteps is the engine step of each of n ops (-1: none), for the batch
-// controls.
+// controls: a table (spill.Slice) the caller gives back.
 func opSteps(n int, steps []KernelStep) []int32 {
-	stepOf := make([]int32, n)
+	stepOf := table[int32](n)
 	for i := range stepOf {
 		stepOf[i] = -1
 	}

@@ -12,8 +12,9 @@ import (
 // kernelsByStart's keys and indexes, a table each the size of the kernels,
 // are in spill files while spilling is on (the largest arrays of a long
 // run's tenant analysis), and given back once the GPU busy load and the
-// tenants' kernel lists are made from them: the results are those made on
-// the heap, and the spill files hold nothing afterwards.
+// tenants' kernel lists are made from them; the lists are one table, given
+// back by free: the results are those made on the heap, and the spill
+// files hold nothing afterwards.
 func TestKernelsByStartSpills(t *testing.T) {
 	const n = 20000
 	rng := rand.New(rand.NewPCG(5, 11))
@@ -30,13 +31,18 @@ func TestKernelsByStartSpills(t *testing.T) {
 	}
 	tm := NewTenantMap(map[uint32]string{1: "A", 2: "B", 3: "A"})
 	g := Grid{Origin: 0, Width: 1e8, N: 10}
+	var lists, listed int64 // the bytes in spill files before free, and in the lists
 	run := func() string {
 		l := BusyLoad(tr.GPUOps, tm, g)
 		k := groupKernels(tr, tm)
 		out := fmt.Sprintf("%v %v %v %d", l.Values, l.Notes, k.keys, k.unmapped)
+		listed = 0
 		for _, key := range k.keys {
 			out += fmt.Sprintf(" %v", k.kernels[key])
+			listed += int64(4 * len(k.kernels[key]))
 		}
+		lists = spill.Read().Mapped
+		k.free()
 		return out
 	}
 	want := run()
@@ -55,6 +61,9 @@ func TestKernelsByStartSpills(t *testing.T) {
 	// Both at once, while the indexes are filled from the sorted keys.
 	if s, least := spill.Read(), int64(24*n); s.Peak < least {
 		t.Errorf("at most %d bytes in spill files at once, want at least %d (the keys and indexes of %d kernels)", s.Peak, least, n)
+	}
+	if lists < listed {
+		t.Errorf("%d bytes in spill files with the kernel lists made, want at least %d (their table)", lists, listed)
 	}
 	if s := spill.Read(); s.Mapped != 0 {
 		t.Errorf("%d bytes still in spill files, want none", s.Mapped)

@@ -48,6 +48,18 @@ import (
 const MinBytes = 4 << 20
 
 // threshold is the smallest table Slice puts in a file under budget.
+//
+// A lower one at small budgets, a 64th of the budget, was tried: on a
+// 112 MB run (bench/scale.sh's run-60s-n1, budget 112 MB) it put 92 tables
+// in files instead of 35 and took the tenant fit's columns of 1-4 MB off
+// the heap (peak live heap 49 MB against 61-63, bench/heapprof -spill), but
+// its CPU rose by 22% (user+sys, median of four runs, load 5-7: 9.2 s
+// against 7.5 s) and by 28% under --memory-limit at 0.8 times the input
+// (10.1 s against 7.9 s), for a peak RSS of 159 MB against 163 MB and of
+// 133 MB against 145 MB: on such a run the heap and the binary are the
+// whole budget, the governor takes the tables' pages out at every tick,
+// and a column the fit reads over and over is faulted in again each time
+// (the mappings themselves, fallocate and munmap, cost under 0.1 s).
 func threshold(budget int64) int64 { return min(MinBytes, max(budget/8, 1)) }
 
 // tick is how often the governor reads the resident memory.
