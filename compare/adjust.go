@@ -168,13 +168,30 @@ func medianITL(r *Run) Series {
 		return nil
 	}
 	out := make(Series, r.Requests)
+	var g []float64
 	j := 0
 	for i, k := range counts {
-		g := sortedCopy(Series(r.ITL[j : j+k]).known())
+		g = g[:0]
+		for _, v := range r.ITL[j : j+k] {
+			if !math.IsNaN(v) {
+				g = append(g, v)
+			}
+		}
 		j += k
-		out[i] = median(g)
+		out[i] = medianOfGaps(g)
 	}
 	return out
+}
+
+// medianOfGaps is median(sorted g), reordering g: by selection
+// (stat.Median), or by the sort when g holds −0, whose place beside +0 only
+// the sort decides.
+func medianOfGaps(g []float64) float64 {
+	if slices.ContainsFunc(g, func(v float64) bool { return v == 0 && math.Signbit(v) }) {
+		slices.Sort(g)
+		return median(g)
+	}
+	return stat.Median(g)
 }
 
 // computeAdjusted adds the adjusted request metrics both sides can carry.

@@ -13,15 +13,22 @@ import (
 // and SortedView.ByUnit) are those of the series with each token drawn as
 // often as its request, expanded to one count per token and read by
 // stat.ResampledMean and the plain view, bit for bit. The tokens of a unit
-// come in several runs and some are NaN.
+// come in several runs; in one series some are NaN, in the other none (the
+// sum without a NaN test per value).
 func TestTokenBootstrapMatchesExpandedCounts(t *testing.T) {
+	for _, withNaN := range []bool{true, false} {
+		tokenBootstrapMatchesExpandedCounts(t, withNaN)
+	}
+}
+
+func tokenBootstrapMatchesExpandedCounts(t *testing.T, withNaN bool) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	const units, reps, seed, stream = 40, 200, 3, "tokens"
 	var values []float64
 	var unit []int32
 	for range 600 {
 		v := math.Round(1e3 * math.Exp(rng.NormFloat64()))
-		if rng.IntN(20) == 0 {
+		if rng.IntN(20) == 0 && withNaN {
 			v = math.NaN()
 		}
 		values = append(values, v)
@@ -51,7 +58,7 @@ func TestTokenBootstrapMatchesExpandedCounts(t *testing.T) {
 				want = view.Quantile(expanded, total, s.q)
 			}
 			if g := got[s.name][rep]; math.Float64bits(g) != math.Float64bits(want) {
-				t.Fatalf("replicate %d, %s: %v, want %v", rep, s.name, g, want)
+				t.Fatalf("NaN %v, replicate %d, %s: %v, want %v", withNaN, rep, s.name, g, want)
 			}
 		}
 	}

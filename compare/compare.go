@@ -1395,6 +1395,9 @@ type planSeries struct {
 	// groups are the runs of consecutive values of one unit, in value
 	// order (a request's tokens are usually one run).
 	groups []unitGroup
+	// noNaN says no value is NaN, so a replicate's token sum needs no
+	// test per value.
+	noNaN bool
 	// Prefix sums for block resamples (nil until needed).
 	sum   []float64
 	known []int32
@@ -1443,7 +1446,8 @@ func (b *bootPlan) addTokens(s spec, values []float64, unit []int32) {
 			return
 		}
 	}
-	b.series = append(b.series, planSeries{values: values, view: stat.NewSortedView(values).ByUnit(unit), stats: []spec{s}, unit: unit, groups: unitGroups(unit)})
+	b.series = append(b.series, planSeries{values: values, view: stat.NewSortedView(values).ByUnit(unit), stats: []spec{s}, unit: unit, groups: unitGroups(unit),
+		noNaN: !slices.ContainsFunc(values, math.IsNaN)})
 }
 
 func (b *bootPlan) addRatio(name string, r ratioSeries) {
@@ -1491,6 +1495,12 @@ func (b *bootPlan) run(n, block, reps int, seed uint64, stream string) map[strin
 						continue
 					}
 					total += int(c) * int(g.end-g.start)
+					if ps.noNaN {
+						for _, v := range ps.values[g.start:g.end] {
+							tokenSum += float64(c) * v
+						}
+						continue
+					}
 					for _, v := range ps.values[g.start:g.end] {
 						if !math.IsNaN(v) {
 							tokenSum += float64(c) * v

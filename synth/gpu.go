@@ -133,6 +133,11 @@ func (r *Run) GPUTraceWindow(from, to int64) *ingest.Trace {
 	}
 	t.Sources[0].Spans = t.CPURecordCount()
 	t.Sources[0].GPUOps = len(t.GPUOps)
+	// Each table is one time-ordered run per engine: merged, the sort
+	// below finds them in order and returns (order.go).
+	t.Spans, _ = mergeRuns(t.Spans, func(s *ingest.Span) int64 { return s.Start })
+	t.APICalls, _ = mergeRuns(t.APICalls, func(c *ingest.APICall) int64 { return c.Start })
+	t.GPUOps, _ = mergeRuns(t.GPUOps, func(o *ingest.GPUOp) int64 { return o.Start })
 	t.Sort()
 	return t
 }

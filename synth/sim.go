@@ -38,11 +38,22 @@ func Generate(cfg Config) (*Run, error) {
 	}
 	// Engines whose work slows others are simulated first, so that their
 	// kernels are known when the engines they slow run.
+	// Each engine's ops wait in its buffer and go into run.Ops in one copy
+	// at the end; with interference, before the next engine's stretcher
+	// reads its sources' kernels there.
+	var held []*opBuffer
+	next := 0 // the index in run.Ops of the next engine's first op
 	for _, e := range run.engineOrder(modelIndex) {
-		sim := &engineSim{run: run, cfg: &cfg, model: &cfg.Models[e], engine: e, rng: rng}
+		if len(cfg.Interference) > 0 {
+			run.Ops, held = moveOps(run.Ops, held), nil
+		}
+		sim := &engineSim{run: run, cfg: &cfg, model: &cfg.Models[e], engine: e, rng: rng, ops: opBuffer{base: next}}
 		sim.stretch = run.stretcher(e, modelIndex)
 		sim.simulate()
+		next = sim.ops.len()
+		held = append(held, &sim.ops)
 	}
+	run.Ops = moveOps(run.Ops, held)
 	for i := range run.Requests {
 		if run.Requests[i].End > run.End {
 			run.End = run.Requests[i].End
@@ -175,8 +186,11 @@ type engineSim struct {
 	// when it starts at a time (interference from other engines' kernels
 	// running concurrently on the GPU; see interference.go).
 	stretch *stretch
-	// ops are the engine's ops, moved into run.Ops when it is done.
+	// ops are the engine's ops, moved into run.Ops by Generate (moveOps).
 	ops opBuffer
+	// plan is kernelPlan's buffer, reused step after step: a fresh slice
+	// grown op by op was a third of the simulation's CPU.
+	plan []Op
 }
 
 // opBuffer collects an engine's ops in chunks of a fixed size and hands
@@ -204,14 +218,22 @@ func (b *opBuffer) add(op Op) {
 	b.n++
 }
 
-// moveTo appends the ops to dst, whose length must still be base.
-func (b *opBuffer) moveTo(dst []Op) []Op {
-	dst = slices.Grow(dst, b.n)
-	for i, c := range b.chunks {
-		dst = append(dst, c...)
-		b.chunks[i] = nil
+// moveOps appends the buffers' ops to dst, whose length must be the first
+// buffer's base, each following buffer's base the end of the one before:
+// one allocation for all, so that no engine's ops are copied twice.
+func moveOps(dst []Op, bufs []*opBuffer) []Op {
+	n := 0
+	for _, b := range bufs {
+		n += b.n
 	}
-	b.chunks, b.n = nil, 0
+	dst = slices.Grow(dst, n)
+	for _, b := range bufs {
+		for i, c := range b.chunks {
+			dst = append(dst, c...)
+			b.chunks[i] = nil
+		}
+		b.chunks, b.n = nil, 0
+	}
 	return dst
 }
 
@@ -234,8 +256,6 @@ func (s *engineSim) simulate() {
 		return 0
 	})
 	s.corr = uint32(1000 + 1_000_000*s.engine)
-	s.ops = opBuffer{base: len(s.run.Ops)}
-	defer func() { s.run.Ops = s.ops.moveTo(s.run.Ops) }()
 	t := s.cfg.Start
 	for len(s.pending) > 0 || len(s.waiting) > 0 || len(s.running) > 0 {
 		if len(s.waiting) == 0 && len(s.running) == 0 {
@@ -422,11 +442,12 @@ const (
 // kernelPlan returns the step's ops in launch order with their durations in
 // End (Generate turns them into times). p prefill tokens, d decoding
 // requests, np prefilling requests, ctxDecode the decoders' total context,
-// sumSq the sum of squared prefill lengths (attention is quadratic).
+// sumSq the sum of squared prefill lengths (attention is quadratic). The
+// slice is the engine's buffer: valid until the next call.
 func (s *engineSim) kernelPlan(p, d, np, batch, ctxDecode, sumSq int) []Op {
 	m := s.model
 	T := float64(p + d)
-	var ops []Op
+	ops := s.plan[:0]
 	add := func(name string, cat ingest.KernelCategory, kind OpKind, ns float64, grid, block uint32, bytes uint64) {
 		f := m.Speed
 		if c, ok := m.CategorySpeed[cat]; ok {
@@ -465,6 +486,7 @@ func (s *engineSim) kernelPlan(p, d, np, batch, ctxDecode, sumSq int) []Op {
 	add(kSoftmax, ingest.CategorySampling, KernelOp, 12_000+300*float64(batch), uint32(batch), 1024, 0)
 	add(kTopK, ingest.CategorySampling, KernelOp, 20_000+500*float64(batch), uint32(batch), 1024, 0)
 	add(kDtoH, ingest.CategoryMemcpy, MemcpyDtoH, 3_000, 0, 0, uint64(8*batch))
+	s.plan = ops
 	return ops
 }
 

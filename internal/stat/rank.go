@@ -56,8 +56,18 @@ func MannWhitney(x, y []float64) UResult {
 }
 
 // uStatistic returns U for y over x and the tie term Σ(t³−t) of the pooled
-// sample, by ranking the pooled sample once (mid-ranks for ties).
+// sample, by ranking the pooled sample once (mid-ranks for ties). Samples
+// already sorted (HodgesLehmann's and the shift tests' are) are ranked by a
+// merge, in O(n1+n2); others by sorting the pooled sample.
 func uStatistic(x, y []float64) (u, tieSum float64) {
+	if sortedNoNaN(x) && sortedNoNaN(y) {
+		return uStatisticSorted(x, y)
+	}
+	return uStatisticPooled(x, y)
+}
+
+// uStatisticPooled is uStatistic by sorting the pooled sample.
+func uStatisticPooled(x, y []float64) (u, tieSum float64) {
 	type obs struct {
 		v   float64
 		isY bool
@@ -93,6 +103,54 @@ func uStatistic(x, y []float64) (u, tieSum float64) {
 		}
 		tieSum += t*t*t - t
 		i = j
+	}
+	n2 := float64(len(y))
+	return rankSumY - n2*(n2+1)/2, tieSum
+}
+
+// sortedNoNaN reports whether a is ascending and free of NaN.
+func sortedNoNaN(a []float64) bool {
+	for i, v := range a {
+		if math.IsNaN(v) || i > 0 && v < a[i-1] {
+			return false
+		}
+	}
+	return true
+}
+
+// uStatisticSorted is uStatistic for sorted samples: it walks the pooled
+// order by merging them, one group of equal values at a time, and adds the
+// same mid-ranks in the same order as the sort does, so the sums are equal
+// to the bit.
+func uStatisticSorted(x, y []float64) (u, tieSum float64) {
+	var rankSumY float64
+	i, j := 0, 0
+	for i < len(x) || j < len(y) {
+		var v float64
+		switch {
+		case i == len(x):
+			v = y[j]
+		case j == len(y):
+			v = x[i]
+		default:
+			v = min(x[i], y[j])
+		}
+		start := i + j
+		for i < len(x) && x[i] == v {
+			i++
+		}
+		cy := 0
+		for j < len(y) && y[j] == v {
+			j++
+			cy++
+		}
+		end := i + j
+		t := float64(end - start)
+		mid := float64(start+end+1) / 2 // mean of ranks start+1..end
+		for range cy {
+			rankSumY += mid
+		}
+		tieSum += t*t*t - t
 	}
 	n2 := float64(len(y))
 	return rankSumY - n2*(n2+1)/2, tieSum

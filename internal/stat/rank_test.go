@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -201,5 +202,43 @@ func TestMinSamplesForU(t *testing.T) {
 				t.Errorf("MinSamplesForU(%v) = %d, want %d", tc.alpha, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestUStatisticSortedMatchesPooled checks the merge that ranks sorted
+// samples against ranking the pooled sample by a sort, to the bit: random
+// sizes (odd and even, one side empty or of one value), values rounded to
+// a few levels so that ties within and across the samples are common, and
+// signed zeros and infinities.
+func TestUStatisticSortedMatchesPooled(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 32))
+	special := []float64{math.Inf(-1), math.Inf(1), math.Copysign(0, -1), 0}
+	draw := func(n, levels int) []float64 {
+		out := make([]float64, n)
+		for i := range out {
+			if rng.IntN(20) == 0 {
+				out[i] = special[rng.IntN(len(special))]
+				continue
+			}
+			out[i] = float64(rng.IntN(levels)) / 4
+		}
+		slices.Sort(out)
+		return out
+	}
+	for trial := range 3000 {
+		levels := 1 + rng.IntN(3000)
+		x, y := draw(rng.IntN(60), levels), draw(rng.IntN(61), levels)
+		if trial%7 == 0 {
+			x = draw(500+rng.IntN(2), levels)
+		}
+		u, ties := uStatisticSorted(x, y)
+		wu, wties := uStatisticPooled(x, y)
+		if math.Float64bits(u) != math.Float64bits(wu) || math.Float64bits(ties) != math.Float64bits(wties) {
+			t.Fatalf("n=%d,%d levels %d: merge U=%v ties=%v, sort U=%v ties=%v", len(x), len(y), levels, u, ties, wu, wties)
+		}
+	}
+	// Unsorted samples and NaN go the sort's way.
+	if sortedNoNaN([]float64{1, 0}) || sortedNoNaN([]float64{0, math.NaN()}) || !sortedNoNaN([]float64{0, 0, 1}) {
+		t.Fatal("sortedNoNaN misjudges")
 	}
 }

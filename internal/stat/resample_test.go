@@ -194,3 +194,61 @@ func TestBlockResamplerKeepsRunsTogether(t *testing.T) {
 		t.Error("resampler is not reproducible per (seed, stream)")
 	}
 }
+
+// TestSortedViewMatchesIndexSort checks NewSortedView's radix sort of keyed
+// pairs against sorting the indexes through the values (indexSortedView,
+// what it did for every series before): the same order, value for value
+// and index for index, on random series with ties, signed zeros, infinities
+// and NaN, of odd and even lengths, short (the index sort itself) and of
+// 500–2000 values (the radix sort; some with every value alike, some of
+// latencies with few ties).
+func TestSortedViewMatchesIndexSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	special := []float64{math.Inf(-1), math.Inf(1), math.Copysign(0, -1), 0, math.NaN(), -1e-300, 1e-300, -math.MaxFloat64}
+	for trial := range 2000 {
+		n := rng.IntN(80)
+		if trial%8 == 0 {
+			n = 500 + rng.IntN(1500)
+		}
+		values := make([]float64, n)
+		levels := 1 + rng.IntN(30)
+		if trial%24 == 0 {
+			levels = 1 << 30
+		}
+		for i := range values {
+			if rng.IntN(6) == 0 {
+				values[i] = special[rng.IntN(len(special))]
+				continue
+			}
+			values[i] = float64(rng.IntN(levels)-levels/2) * 0.125
+		}
+		var want []int32
+		for i, v := range values {
+			if !math.IsNaN(v) {
+				want = append(want, int32(i))
+			}
+		}
+		slices.SortFunc(want, func(a, b int32) int {
+			va, vb := values[a], values[b]
+			switch {
+			case va < vb:
+				return -1
+			case va > vb:
+				return 1
+			}
+			return int(a - b)
+		})
+		if ref := indexSortedView(values, len(want)); !slices.Equal(ref.order, want) {
+			t.Fatalf("trial %d: the index sort orders %v, want %v", trial, ref.order, want)
+		}
+		s := NewSortedView(values)
+		if !slices.Equal(s.order, want) {
+			t.Fatalf("trial %d, values %v: order %v, want %v", trial, values, s.order, want)
+		}
+		for i, u := range want {
+			if math.Float64bits(s.vals[i]) != math.Float64bits(values[u]) {
+				t.Fatalf("trial %d: vals[%d] = %v, want %v", trial, i, s.vals[i], values[u])
+			}
+		}
+	}
+}
