@@ -3,6 +3,8 @@ package ingest
 import (
 	"cmp"
 	"slices"
+
+	"github.com/llmprof/llmprof/internal/radix"
 )
 
 // LaunchCalls joins every GPU op to the CUDA API call that launched it: the
@@ -39,7 +41,7 @@ func (t *Trace) LaunchCalls() (calls []int32) {
 // CUDA API call (with a correlation ID) of the same pid shares, fn gets the
 // op's index in t.GPUOps and the indices in t.APICalls of all those calls,
 // ascending, ops in index order (group is reused: fn must neither keep nor
-// change it). Only the calls are sorted (a radix sort, sortKeyed); each op
+// change it). Only the calls are sorted (a radix sort, radix.Sort); each op
 // then finds its calls through launchIndex, a direct table over each
 // process's correlation IDs: linear time, 16 bytes a call while sorting and
 // about 8 in the table, nothing per op, and never a map of every call.
@@ -53,13 +55,13 @@ func (t *Trace) EachLaunch(fn func(op int32, group []int32)) {
 	if nAPI == 0 {
 		return
 	}
-	api := make([]keyed, 0, nAPI)
+	api := make([]radix.Keyed, 0, nAPI)
 	for i := range t.APICalls {
 		if c := &t.APICalls[i]; c.Correlation != 0 {
-			api = append(api, keyed{launchKey(c.Pid, c.Correlation), int32(i)})
+			api = append(api, radix.Keyed{Key: launchKey(c.Pid, c.Correlation), Idx: int32(i)})
 		}
 	}
-	sortKeyed(api)
+	radix.Sort(api)
 	ix := newLaunchIndex(api)
 	var group []int32
 	var last uint64 // the key group holds the calls of; 0 is no key
@@ -72,7 +74,7 @@ func (t *Trace) EachLaunch(fn func(op int32, group []int32)) {
 			last = k
 			group = group[:0]
 			for _, c := range ix.calls(k) {
-				group = append(group, c.idx)
+				group = append(group, c.Idx)
 			}
 		}
 		if len(group) > 0 {
@@ -93,7 +95,7 @@ func launchKey(pid, corr uint32) uint64 { return uint64(pid)<<32 | uint64(corr) 
 // is searched by bisection instead, so the table is at most about twice the
 // calls.
 type launchIndex struct {
-	api   []keyed
+	api   []radix.Keyed
 	procs []launchProc
 	first []int32
 	last  int // the process found last: ops come in runs of one process
@@ -109,22 +111,22 @@ type launchProc struct {
 	off      int
 }
 
-func newLaunchIndex(api []keyed) *launchIndex {
+func newLaunchIndex(api []radix.Keyed) *launchIndex {
 	ix := &launchIndex{api: api}
 	for lo := 0; lo < len(api); {
-		pid := uint32(api[lo].key >> 32)
+		pid := uint32(api[lo].Key >> 32)
 		hi := lo + 1
-		for hi < len(api) && uint32(api[hi].key>>32) == pid {
+		for hi < len(api) && uint32(api[hi].Key>>32) == pid {
 			hi++
 		}
-		p := launchProc{pid: pid, lo: lo, hi: hi, min: uint32(api[lo].key), max: uint32(api[hi-1].key)}
+		p := launchProc{pid: pid, lo: lo, hi: hi, min: uint32(api[lo].Key), max: uint32(api[hi-1].Key)}
 		if width := uint64(p.max-p.min) + 1; width <= 2*uint64(hi-lo)+64 {
 			p.dense, p.off = true, len(ix.first)
 			for range width {
 				ix.first = append(ix.first, -1)
 			}
 			for j := hi - 1; j >= lo; j-- { // backwards: the first call of a key wins
-				ix.first[p.off+int(uint32(api[j].key)-p.min)] = int32(j)
+				ix.first[p.off+int(uint32(api[j].Key)-p.min)] = int32(j)
 			}
 		}
 		ix.procs = append(ix.procs, p)
@@ -134,7 +136,7 @@ func newLaunchIndex(api []keyed) *launchIndex {
 }
 
 // calls returns the calls with key k, in index order (empty if none).
-func (ix *launchIndex) calls(k uint64) []keyed {
+func (ix *launchIndex) calls(k uint64) []radix.Keyed {
 	pid, corr := uint32(k>>32), uint32(k)
 	if ix.last >= len(ix.procs) || ix.procs[ix.last].pid != pid {
 		i, ok := slices.BinarySearchFunc(ix.procs, pid, func(p launchProc, pid uint32) int { return cmp.Compare(p.pid, pid) })
@@ -155,14 +157,14 @@ func (ix *launchIndex) calls(k uint64) []keyed {
 		}
 		at = int(f)
 	} else {
-		i, ok := slices.BinarySearchFunc(ix.api[p.lo:p.hi], k, func(c keyed, k uint64) int { return cmp.Compare(c.key, k) })
+		i, ok := slices.BinarySearchFunc(ix.api[p.lo:p.hi], k, func(c radix.Keyed, k uint64) int { return cmp.Compare(c.Key, k) })
 		if !ok {
 			return nil
 		}
 		at = p.lo + i
 	}
 	end := at + 1
-	for end < p.hi && ix.api[end].key == k {
+	for end < p.hi && ix.api[end].Key == k {
 		end++
 	}
 	return ix.api[at:end]

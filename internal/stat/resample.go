@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+
+	"github.com/llmprof/llmprof/internal/radix"
 )
 
 // The bootstrap here is the percentile bootstrap (Efron & Tibshirani 1993,
@@ -111,17 +113,17 @@ func NewSortedView(values []float64) SortedView {
 	if n < 512 || n > 1<<20 {
 		return indexSortedView(values, n)
 	}
-	keys := make([]keyedIndex, 0, n)
+	keys := make([]radix.Keyed, 0, n)
 	for i, v := range values {
 		if !math.IsNaN(v) {
-			keys = append(keys, keyedIndex{orderKey(v), int32(i)})
+			keys = append(keys, radix.Keyed{Key: orderKey(v), Idx: int32(i)})
 		}
 	}
-	radixSortKeyed(keys)
+	radix.Sort(keys)
 	order := make([]int32, n)
 	vals := make([]float64, n)
 	for i, k := range keys {
-		order[i], vals[i] = k.idx, values[k.idx]
+		order[i], vals[i] = k.Idx, values[k.Idx]
 	}
 	return SortedView{order: order, vals: vals}
 }
@@ -150,43 +152,6 @@ func indexSortedView(values []float64, n int) SortedView {
 		vals[i] = values[u]
 	}
 	return SortedView{order: order, vals: vals}
-}
-
-// keyedIndex is a value's order key and its index.
-type keyedIndex struct {
-	key uint64
-	idx int32
-}
-
-// radixSortKeyed sorts pairs that are in index order by key, keeping the
-// index order among equal keys: a stable least-significant-digit radix
-// sort, a byte a pass, skipping the bytes all keys share. keys is not
-// empty.
-func radixSortKeyed(keys []keyedIndex) {
-	src, dst := keys, make([]keyedIndex, len(keys))
-	for shift := 0; shift < 64; shift += 8 {
-		var count [256]int
-		for _, k := range src {
-			count[byte(k.key>>shift)]++
-		}
-		if count[byte(src[0].key>>shift)] == len(src) {
-			continue // one byte value: the pass would not move anything
-		}
-		pos := 0
-		for b, c := range count {
-			count[b] = pos
-			pos += c
-		}
-		for _, k := range src {
-			b := byte(k.key >> shift)
-			dst[count[b]] = k
-			count[b]++
-		}
-		src, dst = dst, src
-	}
-	if &src[0] != &keys[0] {
-		copy(keys, src)
-	}
 }
 
 // orderKey maps a non-NaN float64 to a uint64 that orders as the value does,

@@ -1,4 +1,4 @@
-package ingest
+package radix
 
 import (
 	"cmp"
@@ -7,11 +7,11 @@ import (
 	"testing"
 )
 
-// TestSortKeyedMatchesStableSort checks the radix sort against the standard
+// TestSortMatchesStableSort checks the radix sort against the standard
 // library's stable sort on keys shaped like the join's (a few pids in the
 // high half, correlation IDs in the low half, many ties: the kernels of one
 // graph launch share a correlation), on random keys, and on short slices.
-func TestSortKeyedMatchesStableSort(t *testing.T) {
+func TestSortMatchesStableSort(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	shapes := map[string]func(i int) uint64{
 		"pids and correlations": func(int) uint64 {
@@ -28,13 +28,13 @@ func TestSortKeyedMatchesStableSort(t *testing.T) {
 	}
 	for name, gen := range shapes {
 		for _, n := range []int{0, 1, 2, 255, 256, 257, 10_000} {
-			xs := make([]keyed, n)
+			xs := make([]Keyed, n)
 			for i := range xs {
-				xs[i] = keyed{gen(i), int32(i)}
+				xs[i] = Keyed{gen(i), int32(i)}
 			}
 			want := slices.Clone(xs)
-			slices.SortStableFunc(want, func(a, b keyed) int { return cmp.Compare(a.key, b.key) })
-			sortKeyed(xs)
+			slices.SortStableFunc(want, func(a, b Keyed) int { return cmp.Compare(a.Key, b.Key) })
+			Sort(xs)
 			if !slices.Equal(xs, want) {
 				t.Fatalf("%s, n=%d: radix order differs from the stable sort", name, n)
 			}
@@ -42,24 +42,24 @@ func TestSortKeyedMatchesStableSort(t *testing.T) {
 	}
 }
 
-// BenchmarkSortKeyed compares the radix sort with the comparison sort the
+// BenchmarkSort compares the radix sort with the comparison sort the
 // join used before, on 2 M keys of one pid with correlations out of order
 // the way GPU ops in time order hold them (streams interleaved).
-func BenchmarkSortKeyed(b *testing.B) {
+func BenchmarkSort(b *testing.B) {
 	r := rand.New(rand.NewPCG(3, 4))
-	base := make([]keyed, 2_000_000)
+	base := make([]Keyed, 2_000_000)
 	for i := range base {
-		base[i] = keyed{4242<<32 | uint64(i+r.IntN(2000)-1000+1000), int32(i)}
+		base[i] = Keyed{4242<<32 | uint64(i+r.IntN(2000)-1000+1000), int32(i)}
 	}
-	xs := make([]keyed, len(base))
+	xs := make([]Keyed, len(base))
 	b.Run("radix", func(b *testing.B) {
 		for b.Loop() {
 			copy(xs, base)
-			sortKeyed(xs)
+			Sort(xs)
 		}
 	})
 	b.Run("pdqsort-func", func(b *testing.B) {
-		byKey := func(a, b keyed) int { return cmp.Or(cmp.Compare(a.key, b.key), cmp.Compare(a.idx, b.idx)) }
+		byKey := func(a, b Keyed) int { return cmp.Or(cmp.Compare(a.Key, b.Key), cmp.Compare(a.Idx, b.Idx)) }
 		for b.Loop() {
 			copy(xs, base)
 			slices.SortFunc(xs, byKey)
