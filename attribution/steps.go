@@ -199,7 +199,7 @@ func stepOps(t *ingest.Trace, steps []Step, engines []Engine, launchCalls func()
 	var first, launched []int32
 	if len(bySpanID)+len(byStepNo) > 0 {
 		calls := launchCalls()
-		first = spill.Slice[int32](len(t.APICalls) + 1)[:len(t.APICalls)+1]
+		first = spill.Make[int32](len(t.APICalls) + 1)
 		defer func() { spill.Free(first); spill.Free(launched) }()
 		for _, c := range calls {
 			if c >= 0 {
@@ -209,7 +209,7 @@ func stepOps(t *ingest.Trace, steps []Step, engines []Engine, launchCalls func()
 		for i := 1; i < len(first); i++ {
 			first[i] += first[i-1]
 		}
-		launched = spill.Slice[int32](int(first[len(t.APICalls)]))[:first[len(t.APICalls)]]
+		launched = spill.Make[int32](int(first[len(t.APICalls)]))
 		fill := append(spill.Slice[int32](len(t.APICalls)), first[:len(t.APICalls)]...)
 		defer spill.Free(fill)
 		for oi, c := range calls {

@@ -237,8 +237,8 @@ type stepParts struct {
 // are tables (spill.Slice) its caller gives back (free) once it has walked.
 func newTokenWalker(t *ingest.Trace, res *Result) *tokenWalker {
 	w := &tokenWalker{t: t, res: res, cats: NewCategoryCache(t),
-		parts:    spill.Slice[stepParts](len(res.Steps))[:len(res.Steps)],
-		reqFirst: spill.Slice[int32](len(res.Requests) + 1)[:len(res.Requests)+1]}
+		parts:    spill.Make[stepParts](len(res.Steps)),
+		reqFirst: spill.Make[int32](len(res.Requests) + 1)}
 	for si := range res.Steps {
 		for _, r := range res.Steps[si].Requests {
 			w.reqFirst[r+1]++
@@ -248,7 +248,7 @@ func newTokenWalker(t *ingest.Trace, res *Result) *tokenWalker {
 		w.reqFirst[i] += w.reqFirst[i-1]
 	}
 	n := int(w.reqFirst[len(res.Requests)])
-	w.reqSteps = spill.Slice[int32](n)[:n]
+	w.reqSteps = spill.Make[int32](n)
 	fill := append(spill.Slice[int32](len(res.Requests)), w.reqFirst[:len(res.Requests)]...)
 	for si := range res.Steps {
 		for _, r := range res.Steps[si].Requests {

@@ -347,7 +347,7 @@ func KernelAnalyze(in KernelInput, opts KernelOptions) *KernelResult {
 		if len(in.Steps) > 0 {
 			// Each op's row (-1: not the target's), for every pair of this
 			// target.
-			rowOf := spill.Slice[int32](len(t.GPUOps))[:len(t.GPUOps)]
+			rowOf := spill.Make[int32](len(t.GPUOps))
 			for i := range rowOf {
 				rowOf[i] = -1
 			}
@@ -488,7 +488,7 @@ func (g *tenantKernels) sourcesOf(target busyKey, tm *TenantMap, instance map[bu
 // opSteps is the engine step of each of n ops (-1: none), for the batch
 // controls: a table (spill.Slice) the caller gives back.
 func opSteps(n int, steps []KernelStep) []int32 {
-	stepOf := table[int32](n)
+	stepOf := spill.Make[int32](n)
 	for i := range stepOf {
 		stepOf[i] = -1
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/internal/spill"
 )
 
 // A source's busy time, streamed: the union of its kernels' intervals is
@@ -161,7 +162,7 @@ func overlaps(rows []kernelRow, busy []interval) []float64 {
 // overlapsOf is overlaps of streamed intervals: one forward sweep. The
 // overlaps are a table (spill.Slice) the caller gives back.
 func overlapsOf(rows []kernelRow, busy busyStream) []float64 {
-	x := table[float64](len(rows))
+	x := spill.Make[float64](len(rows))
 	w := busyWindow{src: busy}
 	for r := range rows {
 		c := w.covered(rows[r].start, rows[r].start+rows[r].dur)

@@ -48,13 +48,6 @@ type stepName struct {
 	name ingest.StrID
 }
 
-// table is a slice of n zero values that lives in a spill file while
-// spilling is on and it is large (spill.Slice; else make): the kernel
-// view's arrays of a value a row, which their holder gives back with
-// spill.Free when it drops them, so that a fit's do not stay on the disk
-// until the command ends.
-func table[T any](n int) []T { return spill.Slice[T](n)[:n] }
-
 // kernelRows gathers the target's kernels (sorted by start) with their
 // identity and step batch; the batch controls are used when at least 90% of
 // the kernels carry them (the others are then left out). The rows are a
@@ -197,7 +190,7 @@ type stepSeq struct {
 // bases (those of sequences of steps that several groups share first).
 func newWithinPlanHolding(rows []kernelRow, groups int, use batchUse, full *withinPlan, limit int) *withinPlan {
 	p := &withinPlan{use: use, size: make([]int32, groups), rank: make([]int32, groups), segOf: make([]int32, groups),
-		keep: table[bool](len(rows)), order: spill.Slice[int32](len(rows))}
+		keep: spill.Make[bool](len(rows)), order: spill.Slice[int32](len(rows))}
 	// Each group's rows in order, as slices of one array (a counting sort).
 	count := make([]int, groups+1)
 	for r := range rows {
@@ -206,7 +199,7 @@ func newWithinPlanHolding(rows []kernelRow, groups int, use batchUse, full *with
 	for g := 1; g <= groups; g++ {
 		count[g] += count[g-1]
 	}
-	all := table[int32](len(rows))
+	all := spill.Make[int32](len(rows))
 	defer spill.Free(all)
 	for r := range rows {
 		g := rows[r].group
@@ -321,7 +314,7 @@ func newWithinPlanHolding(rows []kernelRow, groups int, use batchUse, full *with
 			p.keep[r] = true
 		}
 	}
-	pos := table[int32](len(rows))
+	pos := spill.Make[int32](len(rows))
 	defer spill.Free(pos)
 	for r := range rows {
 		if p.keep[r] {
@@ -331,12 +324,12 @@ func newWithinPlanHolding(rows []kernelRow, groups int, use batchUse, full *with
 			p.dropped = append(p.dropped, int32(r))
 		}
 	}
-	p.dest = table[int32](len(p.order))
+	p.dest = spill.Make[int32](len(p.order))
 	for i, r := range p.order {
 		p.dest[i] = pos[r]
 	}
 	if p.ctl != nil && slices.ContainsFunc(p.segs, func(s withinSeg) bool { return s.basis == nil }) {
-		p.ctlStep = table[int32](len(p.order))
+		p.ctlStep = spill.Make[int32](len(p.order))
 		for i, r := range p.order {
 			p.ctlStep[i] = rows[r].step
 		}
@@ -398,7 +391,7 @@ func (p *withinPlan) layoutSteps(rows []kernelRow) []int32 {
 // rowOrder is x, in the plan's layout, back in the order of its rows, in
 // a new table (spill.Slice) the caller gives back.
 func (p *withinPlan) rowOrder(x []float64) []float64 {
-	out := table[float64](len(x))
+	out := spill.Make[float64](len(x))
 	for i, r := range p.order {
 		out[r] = x[i]
 	}

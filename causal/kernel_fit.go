@@ -271,7 +271,7 @@ func gaussNewton(plan *withinPlan, sub []kernelRow, lay laidOverlaps, groups int
 	}
 	// The log durations of the kept rows in the plan's order, read in order
 	// each step (the rows lie scattered in it), as their overlaps are laid.
-	yp := table[float64](n)
+	yp := spill.Make[float64](n)
 	defer spill.Free(yp)
 	for i, r := range plan.order {
 		yp[i] = sub[r].logDur()
@@ -323,7 +323,7 @@ func gaussNewton(plan *withinPlan, sub []kernelRow, lay laidOverlaps, groups int
 	}
 	// The response and the steps' designs, in spill tables that the
 	// caller gives back (stretchFit.free): only the last step's fit is kept.
-	yy := table[float64](n)
+	yy := spill.Make[float64](n)
 	sc := &olsScratch{fit: stat.Scratch{Spilled: true}}
 	gn.sc, gn.yy = sc, yy
 	const diverged = "the stretch model diverged (a source's overlap shortens kernels to nothing)"
@@ -433,7 +433,7 @@ func (f *kernelFit) clusterErrors(fit *olsFit, sub []kernelRow, keep []bool, o K
 	}
 	b := int(math.Ceil(blockBins))
 	f.blockNs = int64(b) * o.ScoreBin
-	labels := table[int](f.n)
+	labels := spill.Make[int](f.n)
 	defer spill.Free(labels)
 	for a := range binOf {
 		labels[a] = int(binOf[a]) / b
@@ -487,7 +487,7 @@ func scoreBins(sub []kernelRow, keep []bool, n int, bin int64) ([]int32, int) {
 	for _, r := range keptRows(keep) {
 		t0 = min(t0, sub[r].start)
 	}
-	binOf := table[int32](n)
+	binOf := spill.Make[int32](n)
 	bins := 0
 	last := int64(-1)
 	for a, r := range keptRows(keep) {
@@ -518,7 +518,7 @@ func scoreBinsSorted(sub []kernelRow, keep []bool, n int, bin, t0 int64) ([]int3
 	for i, v := range sorted {
 		rank[v] = i
 	}
-	binOf := table[int32](n)
+	binOf := spill.Make[int32](n)
 	for a := range binOf {
 		binOf[a] = int32(rank[bins[a]])
 	}

@@ -20,10 +20,10 @@ func TestKernelFitSpills(t *testing.T) {
 	regress := func() string {
 		// The rows and overlaps in tables, as kernelRows and overlapsOf
 		// make them.
-		r := append(table[kernelRow](len(rows))[:0], rows...)
+		r := append(spill.Slice[kernelRow](len(rows)), rows...)
 		x := make([][]float64, len(xs))
 		for j := range xs {
-			x[j] = append(table[float64](len(xs[j]))[:0], xs[j]...)
+			x[j] = append(spill.Make[float64](len(xs[j]))[:0], xs[j]...)
 		}
 		pairs := kernelRegression(busyKey{"t", 0}, sources, []bool{false, false}, []int16{-1, -1}, r, groups, use, x, shares, o, true)
 		freeColumns(x)

@@ -426,7 +426,7 @@ func kernelsByStart(ops []ingest.GPUOp) []int {
 		}
 		return cmp.Compare(a.i, b.i)
 	})
-	order := spill.Slice[int](n)[:n]
+	order := spill.Make[int](n)
 	for j, k := range keys {
 		order[j] = k.i
 	}

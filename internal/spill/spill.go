@@ -212,6 +212,10 @@ func Slice[T any](n int) []T {
 	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(m.mem))), n)[:0]
 }
 
+// Make is Slice at its full length: n zero values (a spill file's pages
+// read as zeros until written, as make's memory does).
+func Make[T any](n int) []T { return Slice[T](n)[:max(n, 0)] }
+
 // Free unmaps the spill file that holds s, when s is a table Slice put in
 // one (its first element is the mapping's first byte), and gives its disk
 // blocks back; otherwise it does nothing, and the collector frees s as any

@@ -86,3 +86,33 @@ func TestNoRiseAcrossTicksWithoutTables(t *testing.T) {
 	Free(b)
 	runtime.KeepAlive(heap)
 }
+
+// Make is n zero values, on the heap as in a spill file.
+func TestMakeIsFullLengthZeros(t *testing.T) {
+	zeros := func(s []int64, n int) bool {
+		if len(s) != n {
+			return false
+		}
+		for _, v := range s {
+			if v != 0 {
+				return false
+			}
+		}
+		return true
+	}
+	if s := Make[int64](1000); !zeros(s, 1000) {
+		t.Errorf("Make(1000) without spilling: length %d or a value not zero", len(s))
+	}
+	release, err := Enable(t.TempDir())
+	if err != nil {
+		t.Skipf("spilling is not possible here: %v", err)
+	}
+	defer release()
+	Budget(1 << 40)
+	n := MinBytes / 8
+	s := Make[int64](n)
+	if !zeros(s, n) || Read().Mapped < int64(MinBytes) {
+		t.Errorf("Make(%d) while spilling: length %d, %d bytes mapped; want %d zeros in a spill file", n, len(s), Read().Mapped, n)
+	}
+	Free(s)
+}

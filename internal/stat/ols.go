@@ -95,7 +95,7 @@ func GrowSpilled(buf []float64, n int) []float64 {
 		return buf[:n]
 	}
 	spill.Free(buf)
-	return spill.Slice[float64](n)[:n]
+	return spill.Make[float64](n)
 }
 
 // FitOLS fits y on the columns of x by Householder QR. Columns are scaled to
