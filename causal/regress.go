@@ -181,10 +181,10 @@ func requestRegression(target string, m Metric, rows targetRows, load *Load, o O
 
 	width := o.ClusterWidth
 	if width <= 0 {
-		sc.lens = growTo(sc.lens, n)
+		sc.lens = stat.Grow(sc.lens, n)
 		width = autoClusterWidthInto(rows.obs, o.MinClusters, sc.lens)
 	}
-	sc.groups = growTo(sc.groups, n)
+	sc.groups = stat.Grow(sc.groups, n)
 	groups := sc.groups
 	distinct := map[int]bool{}
 	for r := range rows.obs {
@@ -284,15 +284,6 @@ type regressScratch struct {
 	one, ctrl, y, quiet []float64
 	groups              []int
 	lens                []int64
-}
-
-// growTo returns buf resliced to n, or new memory when it is shorter: its
-// contents are whatever was there.
-func growTo[T any](buf []T, n int) []T {
-	if cap(buf) >= n {
-		return buf[:n]
-	}
-	return make([]T, n)
 }
 
 // maxClusterWidth is the cluster width of long runs (validated in the

@@ -78,12 +78,13 @@ func (sc *Scratch) grow(buf []float64, n int) []float64 {
 	return Grow(buf, n)
 }
 
-// Grow is buf[:n] where buf holds n, else a new slice.
-func Grow(buf []float64, n int) []float64 {
+// Grow is buf[:n] where buf holds n, else a new slice: its contents are
+// whatever was there.
+func Grow[T any](buf []T, n int) []T {
 	if cap(buf) >= n {
 		return buf[:n]
 	}
-	return make([]float64, n)
+	return make([]T, n)
 }
 
 // GrowSpilled is Grow for a buffer its caller gives back with spill.Free
