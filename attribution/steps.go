@@ -5,7 +5,6 @@ import (
 	"strconv"
 
 	"github.com/llmprof/llmprof/ingest"
-	"github.com/llmprof/llmprof/internal/spill"
 )
 
 // OpsVia says how a step's GPU operations were found.
@@ -192,32 +191,20 @@ func stepOps(t *ingest.Trace, steps []Step, engines []Engine, launchCalls func()
 			apis[k] = append(apis[k], i)
 		}
 	}
-	// The ops each API call launched (a CUDA graph launch has many), as
-	// CSR arrays over the calls: opsOf(call) = launched[first[call]:first[call+1]].
-	// They are tables (spill.Slice) of 4 bytes a call and an op, given
-	// back when the steps have their ops.
-	var first, launched []int32
+	// The ops each API call launched (a CUDA graph launch has many), by
+	// call: 4 bytes a call and an op, given back when the steps have their
+	// ops.
+	var launched rowLists
 	if len(bySpanID)+len(byStepNo) > 0 {
 		calls := launchCalls()
-		first = spill.Make[int32](len(t.APICalls) + 1)
-		defer func() { spill.Free(first); spill.Free(launched) }()
-		for _, c := range calls {
-			if c >= 0 {
-				first[c+1]++
+		launched = newRowLists(len(t.APICalls), func(emit func(row, value int32)) {
+			for oi, c := range calls {
+				if c >= 0 {
+					emit(c, int32(oi))
+				}
 			}
-		}
-		for i := 1; i < len(first); i++ {
-			first[i] += first[i-1]
-		}
-		launched = spill.Make[int32](int(first[len(t.APICalls)]))
-		fill := append(spill.Slice[int32](len(t.APICalls)), first[:len(t.APICalls)]...)
-		defer spill.Free(fill)
-		for oi, c := range calls {
-			if c >= 0 {
-				launched[fill[c]] = int32(oi)
-				fill[c]++
-			}
-		}
+		})
+		defer launched.free()
 	}
 	lists := chunks[int32]{next: len(t.GPUOps)}
 	for si := range steps {
@@ -250,11 +237,11 @@ func stepOps(t *ingest.Trace, steps []Step, engines []Engine, launchCalls func()
 			}
 			n := 0
 			for _, ai := range calls {
-				n += int(first[ai+1] - first[ai])
+				n += len(launched.of(int(ai)))
 			}
 			ops := lists.reserve(n)
 			for _, ai := range calls {
-				ops = append(ops, launched[first[ai]:first[ai+1]]...)
+				ops = append(ops, launched.of(int(ai))...)
 			}
 			slices.SortFunc(ops, func(a, b int32) int {
 				return compareInt64(t.GPUOps[a].Start, t.GPUOps[b].Start)

@@ -216,9 +216,8 @@ type tokenWalker struct {
 	cats  *CategoryCache
 	parts []stepParts
 	times []int64 // the estimated token times of the request walked
-	// reqFirst and reqSteps are each request's steps by start, as CSR
-	// arrays: request ri's are reqSteps[reqFirst[ri]:reqFirst[ri+1]].
-	reqFirst, reqSteps []int32
+	// reqSteps are each request's steps by start.
+	reqSteps rowLists
 	// tb and run are stageRuns' values handed to its callbacks, kept here
 	// so that they are not allocated for every request.
 	tb  TokenBreakdown
@@ -236,41 +235,22 @@ type stepParts struct {
 // a step and a request (184 and 8 bytes; 35 MB of parts on an 817 MB run),
 // are tables (spill.Slice) its caller gives back (free) once it has walked.
 func newTokenWalker(t *ingest.Trace, res *Result) *tokenWalker {
-	w := &tokenWalker{t: t, res: res, cats: NewCategoryCache(t),
-		parts:    spill.Make[stepParts](len(res.Steps)),
-		reqFirst: spill.Make[int32](len(res.Requests) + 1)}
-	for si := range res.Steps {
-		for _, r := range res.Steps[si].Requests {
-			w.reqFirst[r+1]++
+	w := &tokenWalker{t: t, res: res, cats: NewCategoryCache(t), parts: spill.Make[stepParts](len(res.Steps))}
+	w.reqSteps = newRowLists(len(res.Requests), func(emit func(row, value int32)) {
+		for si := range res.Steps {
+			for _, r := range res.Steps[si].Requests {
+				emit(r, int32(si))
+			}
 		}
-	}
-	for i := 1; i < len(w.reqFirst); i++ {
-		w.reqFirst[i] += w.reqFirst[i-1]
-	}
-	n := int(w.reqFirst[len(res.Requests)])
-	w.reqSteps = spill.Make[int32](n)
-	fill := append(spill.Slice[int32](len(res.Requests)), w.reqFirst[:len(res.Requests)]...)
-	for si := range res.Steps {
-		for _, r := range res.Steps[si].Requests {
-			w.reqSteps[fill[r]] = int32(si)
-			fill[r]++
-		}
-	}
-	spill.Free(fill)
+	})
 	return w
-}
-
-// stepsOf is request ri's steps by start.
-func (w *tokenWalker) stepsOf(ri int) []int32 {
-	return w.reqSteps[w.reqFirst[ri]:w.reqFirst[ri+1]]
 }
 
 // free gives back the walker's tables: nothing may use it afterwards.
 func (w *tokenWalker) free() {
 	spill.Free(w.parts)
-	spill.Free(w.reqFirst)
-	spill.Free(w.reqSteps)
-	w.parts, w.reqFirst, w.reqSteps = nil, nil, nil
+	w.reqSteps.free()
+	w.parts = nil
 }
 
 // split returns the step's cached parts.
@@ -424,7 +404,7 @@ func (w *tokenWalker) request(ri int, fn func(*TokenBreakdown)) {
 	if estimated {
 		w.times = times
 	}
-	steps := w.stepsOf(ri)
+	steps := w.reqSteps.of(ri)
 	if len(steps) == 0 {
 		w.stageWalk(ri, times, estimated, fn)
 		return
@@ -557,7 +537,7 @@ func stageSplit(r *Request, segs []StageSegment, before, after Bucket, from, to 
 // request the shortcut does not cover: walk it token by token.
 func (w *tokenWalker) stageRuns(ri int, runs [][2]int, hasLimit bool, limit int64,
 	first func(*TokenBreakdown), run func(pos, n int, estimated bool, g *BucketShares), stall func(*TokenBreakdown)) bool {
-	if len(w.stepsOf(ri)) > 0 || w.res.gpuEst != nil {
+	if len(w.reqSteps.of(ri)) > 0 || w.res.gpuEst != nil {
 		return false
 	}
 	r := &w.res.Requests[ri]
