@@ -413,7 +413,7 @@ func quietLevel(x []float64) float64 {
 func quietLevelIn(x, buf []float64) float64 {
 	sorted := buf[:len(x)]
 	copy(sorted, x)
-	if slices.ContainsFunc(x, func(v float64) bool { return v != v || v == 0 && math.Signbit(v) }) {
+	if stat.SortDecides(x) {
 		slices.Sort(sorted)
 		return gonumstat.Quantile(0.05, gonumstat.LinInterp, sorted, nil)
 	}

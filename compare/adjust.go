@@ -187,7 +187,7 @@ func medianITL(r *Run) Series {
 // (stat.Median), or by the sort when g holds −0, whose place beside +0 only
 // the sort decides.
 func medianOfGaps(g []float64) float64 {
-	if slices.ContainsFunc(g, func(v float64) bool { return v == 0 && math.Signbit(v) }) {
+	if stat.SortDecides(g) {
 		slices.Sort(g)
 		return median(g)
 	}

@@ -97,11 +97,20 @@ func Quantiles(xs []float64, qs ...float64) []float64 {
 // prints as -0) is sorted, so that it too gives what Quantile of the sorted
 // sample gives.
 func QuantileUnsorted(xs []float64, q float64) float64 {
-	if slices.ContainsFunc(xs, func(x float64) bool { return x != x || x == 0 && math.Signbit(x) }) {
+	if SortDecides(xs) {
 		slices.Sort(xs)
 		return Quantile(xs, q)
 	}
 	return Quantiles(xs, q)[0]
+}
+
+// SortDecides reports whether xs holds a NaN or a negative zero: values
+// whose place only a sort decides (slices.Sort puts NaN first, and a
+// selection may leave −0 on either side of a +0), so that an order
+// statistic found by selection may differ from the sorted sample's. Callers
+// that must give what the sort gives sort such a sample instead.
+func SortDecides(xs []float64) bool {
+	return slices.ContainsFunc(xs, func(x float64) bool { return x != x || x == 0 && math.Signbit(x) })
 }
 
 // MinSamplesForQuantile is the smallest sample size for which a
