@@ -8,6 +8,7 @@ import (
 
 	"github.com/llmprof/llmprof/attribution"
 	"github.com/llmprof/llmprof/internal/spill"
+	"github.com/llmprof/llmprof/internal/spill/spilltest"
 	"github.com/llmprof/llmprof/synth"
 )
 
@@ -53,11 +54,7 @@ func TestStepListsSpill(t *testing.T) {
 			}
 			want := analyze()
 
-			release, err := spill.Enable(t.TempDir())
-			if err != nil {
-				t.Skipf("spilling is not possible here: %v", err)
-			}
-			defer release()
+			spilltest.Enable(t)
 			// Tables of 8 KiB and more in files.
 			spill.Budget(64 << 10)
 			if got := analyze(); got != want {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/llmprof/llmprof/internal/spill"
+	"github.com/llmprof/llmprof/internal/spill/spilltest"
 )
 
 // A target's kernel fits keep their arrays of a value a row — the design,
@@ -33,11 +34,7 @@ func TestKernelFitSpills(t *testing.T) {
 	}
 	want := regress()
 
-	release, err := spill.Enable(t.TempDir())
-	if err != nil {
-		t.Skipf("spilling is not possible here: %v", err)
-	}
-	defer release()
+	spilltest.Enable(t)
 	// Tables of 32 KiB and more in files: a float a row of the target's
 	// 9600 rows, and of a category's 4800.
 	spill.Budget(256 << 10)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/llmprof/llmprof/ingest"
 	"github.com/llmprof/llmprof/internal/spill"
+	"github.com/llmprof/llmprof/internal/spill/spilltest"
 )
 
 // kernelsByStart's keys and indexes, a table each the size of the kernels,
@@ -47,11 +48,7 @@ func TestKernelsByStartSpills(t *testing.T) {
 	}
 	want := run()
 
-	release, err := spill.Enable(t.TempDir())
-	if err != nil {
-		t.Skipf("spilling is not possible here: %v", err)
-	}
-	defer release()
+	spilltest.Enable(t)
 	// Tables of 8 KiB and more in files: the keys (16 bytes a kernel)
 	// and the indexes (8).
 	spill.Budget(64 << 10)

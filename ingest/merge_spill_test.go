@@ -5,17 +5,14 @@ import (
 	"unsafe"
 
 	"github.com/llmprof/llmprof/internal/spill"
+	"github.com/llmprof/llmprof/internal/spill/spilltest"
 )
 
 // TestMergeSpillsTheMergedOps: GPU ops and API calls merged from several
 // parts into a new array go to a spill file when spilling is on, as a
 // decoder's own table would; the records are those of the parts, in order.
 func TestMergeSpillsTheMergedOps(t *testing.T) {
-	release, err := spill.Enable(t.TempDir())
-	if err != nil {
-		t.Skipf("spilling is not possible here: %v", err)
-	}
-	defer release()
+	spilltest.Enable(t)
 	spill.Budget(1 << 30)
 	const n = spill.MinBytes / 48 // each part's table a little under MinBytes; the merged one above
 	parts := make([]*Trace, 2)
@@ -50,11 +47,7 @@ func TestMergeSpillsTheMergedOps(t *testing.T) {
 // merged into a new array, give their files back (spill.Free), so that a
 // run of several exports holds each op in one file, not two.
 func TestMergeFreesTheSpilledParts(t *testing.T) {
-	release, err := spill.Enable(t.TempDir())
-	if err != nil {
-		t.Skipf("spilling is not possible here: %v", err)
-	}
-	defer release()
+	spilltest.Enable(t)
 	spill.Budget(1 << 30)
 	const n = 2 * spill.MinBytes / 48 // each part's table above MinBytes
 	before := spill.Read().Mapped

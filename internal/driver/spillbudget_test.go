@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/llmprof/llmprof/internal/spill"
+	"github.com/llmprof/llmprof/internal/spill/spilltest"
 )
 
 // TestSpillBudgetCountsTheLiveHeap: a run opened while an earlier run's
@@ -37,11 +38,7 @@ func TestFloorLessThisRunsSpilledTables(t *testing.T) {
 	if os.Getenv("GOGC") != "" {
 		t.Skip("GOGC set: the pacer holds nothing")
 	}
-	release, err := spill.Enable(t.TempDir())
-	if err != nil {
-		t.Skipf("spilling is not possible here: %v", err)
-	}
-	defer release()
+	spilltest.Enable(t)
 	spill.Budget(1 << 30)
 	const table = 8 << 20
 	earlier := spill.Slice[int64](table / 8)

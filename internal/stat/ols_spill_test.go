@@ -8,6 +8,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 
 	"github.com/llmprof/llmprof/internal/spill"
+	"github.com/llmprof/llmprof/internal/spill/spilltest"
 )
 
 // A Spilled scratch keeps the scaled copy and the right-hand side in spill
@@ -41,11 +42,7 @@ func TestFitOLSSpilledScratch(t *testing.T) {
 		t.Fatal(err2)
 	}
 
-	release, err := spill.Enable(t.TempDir())
-	if err != nil {
-		t.Skipf("spilling is not possible here: %v", err)
-	}
-	defer release()
+	spilltest.Enable(t)
 	spill.Budget(64 << 10) // tables of 8 KiB and more in files
 	sc := Scratch{Spilled: true}
 	got1, err := FitOLS(x1, y1, &sc)
