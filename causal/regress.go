@@ -187,10 +187,14 @@ func requestRegression(target string, m Metric, rows targetRows, load *Load, o O
 	}
 	sc.groups = stat.Grow(sc.groups, n)
 	groups := sc.groups
+	// The rows come mostly in time order: the set is consulted only where
+	// the cluster changes from the row before.
 	distinct := map[int]bool{}
 	for r := range rows.obs {
 		groups[r] = int(floorDiv(rows.obs[r].start, width))
-		distinct[groups[r]] = true
+		if r == 0 || groups[r] != groups[r-1] {
+			distinct[groups[r]] = true
+		}
 	}
 	g := len(distinct)
 	k := len(cols)
