@@ -197,7 +197,7 @@ func maxLast[T cmp.Ordered](xs []T) {
 func selectKth[T cmp.Ordered](xs []T, k int) T {
 	lo, hi := 0, len(xs)-1
 	for hi-lo >= lomutoMin {
-		pivot := medianOfThree(xs, lo, hi)
+		pivot := pivotNear(xs, lo, hi, k)
 		s := splitBelow(xs[lo:hi+1], pivot) + lo
 		switch {
 		case k < s:
@@ -255,6 +255,26 @@ func selectKth[T cmp.Ordered](xs []T, k int) T {
 
 // lomutoMin is the least range selectKth partitions with splitBelow.
 const lomutoMin = 64
+
+// pivotNear picks selectKth's pivot for the range [lo, hi]: in a large
+// range, of nine elements spread over it, the one whose rank among them is
+// k's within the range, so that the partition falls near k (p90 and p99
+// then take one pass over the whole range, not a median's and then the
+// upper half's); the median of three elsewhere.
+func pivotNear[T cmp.Ordered](xs []T, lo, hi, k int) T {
+	if hi-lo < 1024 {
+		return medianOfThree(xs, lo, hi)
+	}
+	var sample [9]T
+	step := (hi - lo) / 8
+	for i := range sample {
+		sample[i] = xs[lo+i*step]
+		for j := i; j > 0 && sample[j] < sample[j-1]; j-- {
+			sample[j], sample[j-1] = sample[j-1], sample[j]
+		}
+	}
+	return sample[(8*(k-lo)+(hi-lo)/2)/(hi-lo)]
+}
 
 // medianOfThree returns the median of xs[lo], xs[mid] and xs[hi].
 func medianOfThree[T cmp.Ordered](xs []T, lo, hi int) T {

@@ -56,7 +56,8 @@ func TestSelectMatchesSort(t *testing.T) {
 // Select leaves xs partitioned around the k-th element (none larger before
 // it, none smaller after) on samples of the shapes that stall a partition:
 // one value, two values, sorted, reversed and ties at the minimum, at sizes
-// below and above the branch-free partition's threshold (lomutoMin).
+// below and above the branch-free partition's threshold (lomutoMin) and the
+// sampled pivot's (pivotNear).
 func TestSelectPartitions(t *testing.T) {
 	rng := rand.New(rand.NewPCG(12, 13))
 	shapes := map[string]func(i, n int) float64{
@@ -68,7 +69,7 @@ func TestSelectPartitions(t *testing.T) {
 		"random":   func(int, int) float64 { return rng.NormFloat64() },
 	}
 	for name, shape := range shapes {
-		for _, n := range []int{1, 2, lomutoMin - 1, lomutoMin, lomutoMin + 1, 300, 1000} {
+		for _, n := range []int{1, 2, lomutoMin - 1, lomutoMin, lomutoMin + 1, 300, 1000, 1025, 1026, 5000} {
 			xs := make([]float64, n)
 			for i := range xs {
 				xs[i] = shape(i, n)
