@@ -109,11 +109,17 @@ func blindSpots(t *ingest.Trace, reqs []Request) BlindSpots {
 	// them), or by where they lie when nothing is missing; a group reports
 	// its most common location.
 	type loc struct{ before, after Stage }
+	// where counts the group's gaps at each location: a list, searched,
+	// for the few a group has (a map's hashing per gap cost more).
+	type locCount struct {
+		at loc
+		n  int
+	}
 	type acc struct {
 		ns     int64
 		reqs   int
 		likely []Stage
-		where  map[loc]int
+		where  []locCount
 	}
 	// A group's key: the set of missing stages (likely lists them in
 	// canonical order, so the set is the list), or where the gap lies when
@@ -142,11 +148,21 @@ func blindSpots(t *ingest.Trace, reqs []Request) BlindSpots {
 			}
 			a := groups[key]
 			if a == nil {
-				a = &acc{likely: slices.Clip(slices.Clone(likely)), where: map[loc]int{}}
+				a = &acc{likely: slices.Clip(slices.Clone(likely))}
 				groups[key] = a
 			}
 			a.ns += g.To - g.From
-			a.where[loc{g.Before, g.After}]++
+			at, found := loc{g.Before, g.After}, false
+			for j := range a.where {
+				if a.where[j].at == at {
+					a.where[j].n++
+					found = true
+					break
+				}
+			}
+			if !found {
+				a.where = append(a.where, locCount{at, 1})
+			}
 			if !slices.Contains(seen, a) {
 				a.reqs++
 				seen = append(seen, a)
@@ -164,7 +180,8 @@ func blindSpots(t *ingest.Trace, reqs []Request) BlindSpots {
 	for _, a := range groups {
 		var at loc
 		best := -1
-		for l, n := range a.where {
+		for _, w := range a.where {
+			l, n := w.at, w.n
 			if n > best || n == best && (l.before < at.before || l.before == at.before && l.after < at.after) {
 				at, best = l, n
 			}

@@ -155,6 +155,38 @@ func TestExposureMatchesDirectIntegration(t *testing.T) {
 	}
 }
 
+// exposuresInto, every tenant's exposure of a window at once, is Exposure
+// bit for bit: windows before, across, inside and after the grid, ending on
+// bin edges, and of zero length inside and outside it.
+func TestExposuresIntoMatchesExposure(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	g := Grid{Origin: 1e9, Width: 250e6, N: 50}
+	l := newLoad(LoadTokensInFlight, g, []string{"A", "B", "C"})
+	for k := range l.Values {
+		for i := range l.Values[k] {
+			l.Values[k][i] = rng.Float64() * 100
+		}
+	}
+	l.Prepare()
+	var rows []obs
+	for range 2000 {
+		t0 := g.Origin - 1e9 + rng.Int64N(g.End()-g.Origin+2e9)
+		rows = append(rows, obs{start: t0, end: t0 + rng.Int64N(5e9)})
+	}
+	rows = append(rows, obs{start: g.Start(3), end: g.Start(9)}, obs{start: g.Origin, end: g.End()},
+		obs{start: g.Start(7) + 5, end: g.Start(7) + 5}, obs{start: -5e9, end: -5e9}, obs{start: g.End(), end: g.End() + 1})
+	ks := []int{2, 0}
+	xs := [][]float64{make([]float64, len(rows)), make([]float64, len(rows))}
+	l.exposuresInto(ks, rows, xs)
+	for j, k := range ks {
+		for r, o := range rows {
+			if got, want := xs[j][r], l.Exposure(k, o.start, o.end); math.Float64bits(got) != math.Float64bits(want) {
+				t.Fatalf("tenant %d, window [%d, %d]: exposuresInto %v, Exposure %v", k, o.start, o.end, got, want)
+			}
+		}
+	}
+}
+
 func TestSMUtilLoad(t *testing.T) {
 	tr := ingest.New()
 	metric := tr.Strings.Intern(ingest.MetricNVMLProcessSMUtil)

@@ -152,13 +152,14 @@ func requestRegression(target string, m Metric, rows targetRows, load *Load, o O
 		sc.one[r] = 1
 	}
 	cols = append(cols, sc.one)
+	all := make([]float64, n*len(sources))
+	for i := range sources {
+		xs[i] = all[i*n : (i+1)*n : (i+1)*n]
+	}
+	load.exposuresInto(sources, rows.obs, xs)
 	for i, k := range sources {
 		colOf[i] = -1
-		x := make([]float64, n)
-		for r := range rows.obs {
-			x[r] = load.Exposure(k, rows.obs[r].start, rows.obs[r].end)
-		}
-		xs[i] = x
+		x := xs[i]
 		if reason := variationProblem(x, load.Tenants[k], target, m, load.Kind); reason != "" {
 			pairs[i] = notEstimable(load.Tenants[k], target, m, reason)
 			pairs[i].Requests = n
@@ -186,10 +187,14 @@ func requestRegression(target string, m Metric, rows targetRows, load *Load, o O
 	}
 	sc.groups = stat.Grow(sc.groups, n)
 	groups := sc.groups
+	// The rows come mostly in time order: the set is consulted only where
+	// the cluster changes from the row before.
 	distinct := map[int]bool{}
 	for r := range rows.obs {
 		groups[r] = int(floorDiv(rows.obs[r].start, width))
-		distinct[groups[r]] = true
+		if r == 0 || groups[r] != groups[r-1] {
+			distinct[groups[r]] = true
+		}
 	}
 	g := len(distinct)
 	k := len(cols)

@@ -1,10 +1,13 @@
 package report
 
 import (
+	"io"
 	"math"
 	"math/rand/v2"
 	"strconv"
 	"testing"
+
+	"github.com/llmprof/llmprof/compare"
 )
 
 // appendShortestG writes what strconv's shortest 'g' writes: on milliseconds
@@ -41,5 +44,55 @@ func TestAppendUint(t *testing.T) {
 		if got, want := string(appendUint([]byte("x"), u)), "x"+strconv.FormatUint(u, 10); got != want {
 			t.Errorf("appendUint(%d) = %s, want %s", u, got, want)
 		}
+	}
+}
+
+// BenchmarkJSONSeries writes series shaped like a report's samples (44,544
+// requests, as in the 30 MiB OTLP dump of docs/otlp.md): milliseconds to the nanosecond with a tenth missing, stage
+// times that are mostly zero, whole token counts, and TPOT quotients that
+// take strconv's path.
+func BenchmarkJSONSeries(b *testing.B) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	const n = 44544
+	ms := func() float64 { return float64(rng.Int64N(1e10)) / 1e6 }
+	gen := []func() float64{
+		func() float64 {
+			if rng.IntN(10) == 0 {
+				return math.NaN()
+			}
+			return ms()
+		},
+		func() float64 {
+			if rng.IntN(3) > 0 {
+				return 0
+			}
+			return ms()
+		},
+		func() float64 { return float64(rng.IntN(4000)) },
+		func() float64 { return ms() / float64(2+rng.IntN(400)) },
+	}
+	// A report's mix: ten series of milliseconds, eight mostly zero, three
+	// of counts, one of TPOT.
+	var all []compare.Series
+	for k, copies := range []int{10, 8, 3, 1} {
+		for range copies {
+			s := make(compare.Series, n)
+			for i := range s {
+				s[i] = gen[k]()
+			}
+			all = append(all, s)
+		}
+	}
+	w := newJSONWriter()
+	w.out = io.Discard
+	b.SetBytes(int64(n * len(all)))
+	for b.Loop() {
+		w.beginObject()
+		for _, s := range all {
+			w.key("x")
+			w.series(s)
+		}
+		w.endObject()
+		w.b = w.b[:0]
 	}
 }

@@ -561,24 +561,34 @@ func (w *jsonWriter) series(s compare.Series) {
 		return
 	}
 	w.beginArray()
-	// What next writes before each element: the first's newline and
-	// indentation, then a comma and them (series hold most of a large
-	// report's numbers).
-	var sep []byte
-	for i, v := range s {
-		switch i {
-		case 0:
-			w.next()
-			sep = append([]byte{','}, w.b[len(w.b)-(1+2*w.depth):]...)
-		default:
-			w.b = append(w.b, sep...)
+	if len(s) > 0 {
+		w.next()
+		// What goes before every element after the first: a comma, the
+		// newline and the indentation next wrote. The elements are
+		// appended to a local slice, handed back to w at each flush
+		// (series hold most of a large report's numbers).
+		var sepBuf [40]byte
+		sep := append(append(sepBuf[:0], ','), w.b[len(w.b)-(1+2*w.depth):]...)
+		b := w.b
+		for i, v := range s {
+			if i > 0 {
+				b = append(b, sep...)
+			}
+			switch {
+			case v == 0 && !math.Signbit(v):
+				b = append(b, '0')
+			case math.IsNaN(v) || math.IsInf(v, 0):
+				b = append(b, "null"...)
+			default:
+				b = appendShortestG(b, v)
+			}
+			if len(b) >= jsonChunk {
+				w.b = b
+				w.flush()
+				b = w.b
+			}
 		}
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			w.null()
-			continue
-		}
-		w.b = appendShortestG(w.b, v)
-		w.flush()
+		w.b = b
 	}
 	w.endArray()
 }

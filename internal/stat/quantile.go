@@ -190,9 +190,31 @@ func maxLast[T cmp.Ordered](xs []T) {
 
 // selectKth partially orders xs so that xs[k] is the k-th smallest, with
 // smaller elements before it and larger after, and returns it (Hoare's
-// selection with a median-of-three pivot).
+// selection with a median-of-three pivot). Ranges of lomutoMin elements or
+// more are partitioned without a branch on the comparison (splitBelow):
+// on a sample in random order Hoare's scans mispredict about every other
+// comparison, which cost more than the partition's moves.
 func selectKth[T cmp.Ordered](xs []T, k int) T {
 	lo, hi := 0, len(xs)-1
+	for hi-lo >= lomutoMin {
+		pivot := pivotNear(xs, lo, hi, k)
+		s := splitBelow(xs[lo:hi+1], pivot) + lo
+		switch {
+		case k < s:
+			hi = s - 1
+			continue
+		case s > lo:
+			lo = s
+			continue
+		}
+		// Nothing below the pivot, the range's least value: move its
+		// copies first, which leaves a smaller range or the answer.
+		e := splitAtMost(xs[lo:hi+1], pivot) + lo
+		if k < e {
+			return xs[k]
+		}
+		lo = e
+	}
 	for lo < hi {
 		mid := lo + (hi-lo)/2
 		if xs[mid] < xs[lo] {
@@ -229,6 +251,77 @@ func selectKth[T cmp.Ordered](xs []T, k int) T {
 		}
 	}
 	return xs[k]
+}
+
+// lomutoMin is the least range selectKth partitions with splitBelow.
+const lomutoMin = 64
+
+// pivotNear picks selectKth's pivot for the range [lo, hi]: in a large
+// range, of nine elements spread over it, the one whose rank among them is
+// k's within the range, so that the partition falls near k (p90 and p99
+// then take one pass over the whole range, not a median's and then the
+// upper half's); the median of three elsewhere.
+func pivotNear[T cmp.Ordered](xs []T, lo, hi, k int) T {
+	if hi-lo < 1024 {
+		return medianOfThree(xs, lo, hi)
+	}
+	var sample [9]T
+	step := (hi - lo) / 8
+	for i := range sample {
+		sample[i] = xs[lo+i*step]
+		for j := i; j > 0 && sample[j] < sample[j-1]; j-- {
+			sample[j], sample[j-1] = sample[j-1], sample[j]
+		}
+	}
+	return sample[(8*(k-lo)+(hi-lo)/2)/(hi-lo)]
+}
+
+// medianOfThree returns the median of xs[lo], xs[mid] and xs[hi].
+func medianOfThree[T cmp.Ordered](xs []T, lo, hi int) T {
+	a, b, c := xs[lo], xs[lo+(hi-lo)/2], xs[hi]
+	if b < a {
+		a, b = b, a
+	}
+	if c < b {
+		b = c
+		if b < a {
+			b = a
+		}
+	}
+	return b
+}
+
+// splitBelow moves the elements of xs below pivot before the others and
+// returns how many there are (Lomuto's partition). Each element is swapped
+// whatever the comparison says and the count grows by its result, so the
+// loop has no branch to mispredict.
+func splitBelow[T cmp.Ordered](xs []T, pivot T) int {
+	s := 0
+	for i, x := range xs {
+		xs[i] = xs[s]
+		xs[s] = x
+		d := 0
+		if x < pivot {
+			d = 1
+		}
+		s += d
+	}
+	return s
+}
+
+// splitAtMost is splitBelow for the elements not above pivot.
+func splitAtMost[T cmp.Ordered](xs []T, pivot T) int {
+	s := 0
+	for i, x := range xs {
+		xs[i] = xs[s]
+		xs[s] = x
+		d := 1
+		if pivot < x {
+			d = 0
+		}
+		s += d
+	}
+	return s
 }
 
 // maxExactPairs bounds the pairs Theil–Sen examines exactly; beyond it a

@@ -52,3 +52,41 @@ func TestSelectMatchesSort(t *testing.T) {
 		}
 	}
 }
+
+// Select leaves xs partitioned around the k-th element (none larger before
+// it, none smaller after) on samples of the shapes that stall a partition:
+// one value, two values, sorted, reversed and ties at the minimum, at sizes
+// below and above the branch-free partition's threshold (lomutoMin) and the
+// sampled pivot's (pivotNear).
+func TestSelectPartitions(t *testing.T) {
+	rng := rand.New(rand.NewPCG(12, 13))
+	shapes := map[string]func(i, n int) float64{
+		"equal":    func(int, int) float64 { return 7 },
+		"two":      func(i, _ int) float64 { return float64(i % 2) },
+		"sorted":   func(i, _ int) float64 { return float64(i) },
+		"reversed": func(i, n int) float64 { return float64(n - i) },
+		"zeros":    func(int, int) float64 { return float64(max(0, rng.IntN(10)-7)) },
+		"random":   func(int, int) float64 { return rng.NormFloat64() },
+	}
+	for name, shape := range shapes {
+		for _, n := range []int{1, 2, lomutoMin - 1, lomutoMin, lomutoMin + 1, 300, 1000, 1025, 1026, 5000} {
+			xs := make([]float64, n)
+			for i := range xs {
+				xs[i] = shape(i, n)
+			}
+			sorted := slices.Sorted(slices.Values(xs))
+			for _, k := range []int{0, n / 10, n / 2, n * 9 / 10, n * 99 / 100, n - 1} {
+				ys := slices.Clone(xs)
+				got := Select(ys, k)
+				if got != sorted[k] || ys[k] != got {
+					t.Fatalf("%s n=%d: Select(k=%d) = %v (xs[k] %v), sorted %v", name, n, k, got, ys[k], sorted[k])
+				}
+				for i, y := range ys {
+					if i < k && y > got || i > k && y < got {
+						t.Fatalf("%s n=%d k=%d: xs[%d] = %v on the wrong side of %v", name, n, k, i, y, got)
+					}
+				}
+			}
+		}
+	}
+}
