@@ -967,13 +967,13 @@ func (x *exporter) asyncBegin(i int, pid int64, cookie uint64) {
 	if s.StatusMsg != 0 {
 		x.args.str("status_message", t.Str(s.StatusMsg))
 	}
-	x.attrs(s.Attrs)
+	x.attrs(t.SpanAttrs(s))
 	ew.raw("args", x.args.done())
 	ew.end()
 	if x.opts.NoSpanEvents {
 		return
 	}
-	for _, e := range s.Events() {
+	for _, e := range t.Events(s) {
 		ew.begin("n")
 		ew.str("cat", "otlp")
 		ew.str("name", nameOr(t.Str(e.Name)))
@@ -1070,7 +1070,7 @@ func (x *exporter) writeThreads() {
 				ew.boolean("flow_in", true)
 			}
 			x.args.reset()
-			x.attrs(s.Attrs)
+			x.attrs(t.SpanAttrs(s))
 			if x.args.n > 0 {
 				ew.raw("args", x.args.done())
 			}

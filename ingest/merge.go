@@ -8,7 +8,8 @@ import "github.com/llmprof/llmprof/internal/spill"
 // afterwards: their records are rewritten in place and their slices moved
 // into the result.
 //
-// The record slices (spans, API calls, GPU ops, samples, memory events) are not copied
+// The record slices (spans and their attributes, API calls, GPU ops, samples,
+// memory events) are not copied
 // where that can be avoided, because they are most of the model: a table
 // only one part has records in (GPU ops and CUDA API calls come from one
 // nsys export or PyTorch profiler trace in the common case) is moved as it
@@ -20,10 +21,18 @@ func Merge(parts ...*Trace) *Trace {
 		return parts[0]
 	}
 	out := New()
+	// Each part's attributes and extras land after those of the parts
+	// before it (concat keeps part order): its spans' ranges and indices
+	// are rebased by their lengths.
+	var attrs, extras int
 	for _, p := range parts {
-		out.absorb(p)
+		out.absorb(p, uint32(attrs), uint32(extras))
+		attrs += len(p.AttrArena)
+		extras += len(p.SpanExtras)
 	}
-	out.Spans = concat(parts, func(p *Trace) *[]Span { return &p.Spans }, heapSlice)
+	out.Spans = concat(parts, func(p *Trace) *[]Span { return &p.Spans }, spill.Slice[Span])
+	out.AttrArena = concat(parts, func(p *Trace) *[]Attr { return &p.AttrArena }, spill.Slice[Attr])
+	out.SpanExtras = concat(parts, func(p *Trace) *[]SpanExtra { return &p.SpanExtras }, heapSlice)
 	// The tables a decoder may have put in a spill file go to one when
 	// they are merged into a new array (internal/spill).
 	out.APICalls = concat(parts, func(p *Trace) *[]APICall { return &p.APICalls }, spill.Slice[APICall])
@@ -145,8 +154,10 @@ func (r *remapper) attrs(as []Attr) []Attr {
 
 // absorb appends p's small tables (sources, strings, resources, scopes,
 // arrays, maps, series, devices, processes, threads, warnings) to t and
-// rewrites p's records in place to t's IDs; Merge then moves the records.
-func (t *Trace) absorb(p *Trace) {
+// rewrites p's records in place to t's IDs, its spans' attribute ranges
+// and extras to where p's AttrArena and SpanExtras will be in t's (after
+// attrs and extras of the parts before); Merge then moves the records.
+func (t *Trace) absorb(p *Trace, attrs, extras uint32) {
 	r := &remapper{
 		strs:     make([]StrID, p.Strings.Len()),
 		src:      SourceID(len(t.Sources)),
@@ -189,15 +200,22 @@ func (t *Trace) absorb(p *Trace) {
 		if s.Scope >= 0 {
 			s.Scope += r.scope
 		}
-		s.Attrs = r.attrs(s.Attrs)
-		evs := s.Events()
-		for j := range evs {
-			evs[j].Name = r.str(evs[j].Name)
-			evs[j].Attrs = r.attrs(evs[j].Attrs)
+		if s.Attrs.Len > 0 {
+			s.Attrs.Off += attrs
 		}
-		links := s.Links()
-		for j := range links {
-			links[j].Attrs = r.attrs(links[j].Attrs)
+		if s.Extra > 0 {
+			s.Extra += extras
+		}
+	}
+	r.attrs(p.AttrArena)
+	for i := range p.SpanExtras {
+		x := &p.SpanExtras[i]
+		for j := range x.Events {
+			x.Events[j].Name = r.str(x.Events[j].Name)
+			x.Events[j].Attrs = r.attrs(x.Events[j].Attrs)
+		}
+		for j := range x.Links {
+			x.Links[j].Attrs = r.attrs(x.Links[j].Attrs)
 		}
 	}
 	for i := range p.APICalls {

@@ -3,7 +3,10 @@ package ingest
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"math"
 	"strconv"
+
+	"github.com/llmprof/llmprof/internal/spill"
 )
 
 // Trace is everything llmprof knows about one run: CPU-side spans, GPU
@@ -15,6 +18,15 @@ type Trace struct {
 
 	Sources []Source
 	Spans   []Span
+	// AttrArena holds the attributes of every span, a span's being the
+	// range Span.Attrs of it (SpanAttrs reads them, AddAttrs adds them):
+	// one array of pointer-free records, like Spans itself, so that neither
+	// is scanned by the collector and both may live in a spill file
+	// (internal/spill).
+	AttrArena []Attr
+	// SpanExtras are the events and links of the spans that have any
+	// (Span.Extra; Events and Links read them): few spans do.
+	SpanExtras []SpanExtra
 	// APICalls are the CUDA runtime and driver API calls, apart from Spans:
 	// a run holds millions, and a call has none of what an OTLP span has.
 	APICalls []APICall
@@ -230,11 +242,13 @@ func (c StatusCode) String() string {
 // Span is a CPU-side interval: an OTLP span, an NVTX range, an operator.
 // CUDA API calls are APICalls, not spans.
 //
-// A run can hold millions of NVTX ranges and operators, so what only OTLP
-// spans have and few of those use — span events and links — is held apart
-// (Extra, nil for most spans) rather than in two slices per span, and the
-// fields are ordered so that the struct has no padding to speak of: 112
-// bytes (docs/design.md §3).
+// A run can hold millions of NVTX ranges and operators, so a span holds no
+// pointers: its attributes are a range of the trace's AttrArena and its
+// events and links — what only OTLP spans have and few of those use — an
+// index into the trace's SpanExtras. The collector then never scans the span
+// table, which may live in a spill file (internal/spill), and the fields are
+// ordered so that the struct has no padding to speak of: 96 bytes
+// (docs/design.md §3).
 type Span struct {
 	TraceID   TraceID
 	ID        SpanID
@@ -243,11 +257,12 @@ type Span struct {
 	StatusMsg StrID
 	Start     int64
 	End       int64
-	Attrs     []Attr
-	// Extra holds the span's events and links; nil when it has neither.
-	// Read them through Events and Links.
-	Extra *SpanExtra
-
+	// Attrs is where the span's attributes lie in Trace.AttrArena: read
+	// them with Trace.SpanAttrs, add them with Trace.AddAttrs.
+	Attrs AttrRange
+	// Extra is the span's events and links, Trace.SpanExtras[Extra-1]; 0
+	// when it has neither. Read them with Trace.Events and Trace.Links.
+	Extra uint32
 	// Resource and Scope index Trace.Resources and Trace.Scopes; -1 if none.
 	Resource int32
 	Scope    int32
@@ -260,37 +275,121 @@ type Span struct {
 	Status StatusCode
 }
 
+// AttrRange is where a span's attributes lie in its trace's AttrArena:
+// AttrArena[Off : Off+Len].
+type AttrRange struct {
+	Off, Len uint32
+}
+
 // SpanExtra is what only some spans have: OTLP span events and links.
 type SpanExtra struct {
 	Events []Event
 	Links  []Link
 }
 
-// Events are the span's events (OTLP span events), in input order.
-func (s *Span) Events() []Event {
-	if s.Extra == nil {
+// SpanAttrs are the span's attributes, in input order: a slice of the
+// trace's AttrArena, capped so that an append to it cannot overwrite the
+// next span's. An AttrRange outside the arena (a span from another trace)
+// has none.
+func (t *Trace) SpanAttrs(s *Span) []Attr {
+	lo, hi := uint64(s.Attrs.Off), uint64(s.Attrs.Off)+uint64(s.Attrs.Len)
+	if s.Attrs.Len == 0 || hi > uint64(len(t.AttrArena)) {
 		return nil
 	}
-	return s.Extra.Events
+	return t.AttrArena[lo:hi:hi]
+}
+
+// MaxAttrs is the most attributes the spans of one trace may hold, as many
+// as an AttrRange can index (64 GiB of them).
+const MaxAttrs = math.MaxUint32
+
+// AddAttrs appends attrs to the trace's AttrArena and returns their range,
+// for a span's Attrs. Attributes past MaxAttrs are not kept (a warning says
+// so); the span then has none.
+func (t *Trace) AddAttrs(attrs ...Attr) AttrRange {
+	if len(attrs) == 0 {
+		return AttrRange{}
+	}
+	tail := t.AttrTail(len(attrs), 0)
+	copy(tail[:len(attrs)], attrs)
+	return t.CommitAttrs(len(attrs))
+}
+
+// AttrTail returns an empty slice over the free space at the end of the
+// AttrArena, at least n long, for a decoder to build a span's attributes
+// in place and keep them with CommitAttrs. When the arena has less room it
+// grows, to capacity c or more (at least double), in a new array from
+// spill.Slice (a spill file when spilling is on and the arena is large,
+// internal/spill); the one it replaces is given back at once (spill.Free),
+// so no slice of the arena taken before may be used afterwards.
+func (t *Trace) AttrTail(n, c int) []Attr {
+	a := t.AttrArena
+	if cap(a)-len(a) < n {
+		grown := append(spill.Slice[Attr](max(c, 2*cap(a), len(a)+n, 1024)), a...)
+		spill.Free(a)
+		t.AttrArena, a = grown, grown
+	}
+	return a[len(a):]
+}
+
+// CommitAttrs keeps the first n attributes of the arena's free space, which
+// the caller filled through a slice from AttrTail, and returns their range.
+// Attributes past MaxAttrs are not kept (a warning says so).
+func (t *Trace) CommitAttrs(n int) AttrRange {
+	off := len(t.AttrArena)
+	if n <= 0 {
+		return AttrRange{}
+	}
+	if uint64(off)+uint64(n) > MaxAttrs {
+		t.Warnings.Addf("", "", "attributes-dropped", "the spans hold more than %d attributes; the attributes of the spans past them are dropped", uint64(MaxAttrs))
+		return AttrRange{}
+	}
+	t.AttrArena = t.AttrArena[:off+n]
+	return AttrRange{Off: uint32(off), Len: uint32(n)}
+}
+
+// AddExtra appends x to the trace's SpanExtras and returns the value of
+// Span.Extra that refers to it (0, none, when x has no events or links).
+func (t *Trace) AddExtra(x SpanExtra) uint32 {
+	if len(x.Events) == 0 && len(x.Links) == 0 {
+		return 0
+	}
+	t.SpanExtras = append(t.SpanExtras, x)
+	return uint32(len(t.SpanExtras))
+}
+
+// extra is the span's SpanExtra, nil when it has none.
+func (t *Trace) extra(s *Span) *SpanExtra {
+	if s.Extra == 0 || int(s.Extra) > len(t.SpanExtras) {
+		return nil
+	}
+	return &t.SpanExtras[s.Extra-1]
+}
+
+// Events are the span's events (OTLP span events), in input order.
+func (t *Trace) Events(s *Span) []Event {
+	if x := t.extra(s); x != nil {
+		return x.Events
+	}
+	return nil
 }
 
 // Links are the span's links to other spans, in input order.
-func (s *Span) Links() []Link {
-	if s.Extra == nil {
-		return nil
+func (t *Trace) Links(s *Span) []Link {
+	if x := t.extra(s); x != nil {
+		return x.Links
 	}
-	return s.Extra.Links
+	return nil
 }
 
-// AddEvent appends an event to the span. It gives the span its own Extra,
-// so that a copy of the span made before is left as it was.
-func (s *Span) AddEvent(e Event) {
-	x := SpanExtra{}
-	if s.Extra != nil {
-		x = *s.Extra
+// AddEvent appends an event to the span's events. Copies of the span in
+// the trace share them: they refer to the same SpanExtra.
+func (t *Trace) AddEvent(s *Span, e Event) {
+	if x := t.extra(s); x != nil {
+		x.Events = append(x.Events, e)
+		return
 	}
-	x.Events = append(x.Events[:len(x.Events):len(x.Events)], e)
-	s.Extra = &x
+	s.Extra = t.AddExtra(SpanExtra{Events: []Event{e}})
 }
 
 // Duration is End − Start.

@@ -143,11 +143,14 @@ func checkModel(t *testing.T, tr *ingest.Trace) {
 		if int(s.Source) >= len(tr.Sources) || s.Name >= nstr || s.StatusMsg >= nstr {
 			t.Fatalf("span %d: source or string out of range", i)
 		}
-		checkAttrs(s.Attrs, 0)
-		for _, e := range s.Events() {
+		if uint64(s.Attrs.Off)+uint64(s.Attrs.Len) > uint64(len(tr.AttrArena)) || int(s.Extra) > len(tr.SpanExtras) {
+			t.Fatalf("span %d: attributes %+v or extra %d out of range", i, s.Attrs, s.Extra)
+		}
+		checkAttrs(tr.SpanAttrs(s), 0)
+		for _, e := range tr.Events(s) {
 			checkAttrs(e.Attrs, 0)
 		}
-		for _, l := range s.Links() {
+		for _, l := range tr.Links(s) {
 			checkAttrs(l.Attrs, 0)
 		}
 		spans++

@@ -69,7 +69,7 @@ func spanFromPdata(t *ingest.Trace, sp ptrace.Span) ingest.Span {
 	s := ingest.Span{
 		TraceID: ingest.TraceID(sp.TraceID()), ID: ingest.SpanID(sp.SpanID()), Parent: ingest.SpanID(sp.ParentSpanID()),
 		Name: t.Strings.Intern(sp.Name()), Start: int64(sp.StartTimestamp()), End: int64(sp.EndTimestamp()),
-		Attrs: attrsFromPdata(t, sp.Attributes()), Kind: ingest.SpanKind(sp.Kind()),
+		Attrs: t.AddAttrs(attrsFromPdata(t, sp.Attributes())...), Kind: ingest.SpanKind(sp.Kind()),
 		Status: ingest.StatusCode(sp.Status().Code()), StatusMsg: t.Strings.Intern(sp.Status().Message()),
 	}
 	var x ingest.SpanExtra
@@ -81,9 +81,7 @@ func spanFromPdata(t *ingest.Trace, sp ptrace.Span) ingest.Span {
 		l := sp.Links().At(i)
 		x.Links = append(x.Links, ingest.Link{TraceID: ingest.TraceID(l.TraceID()), SpanID: ingest.SpanID(l.SpanID()), Attrs: attrsFromPdata(t, l.Attributes())})
 	}
-	if len(x.Events) > 0 || len(x.Links) > 0 {
-		s.Extra = &x
-	}
+	s.Extra = t.AddExtra(x)
 	return s
 }
 
