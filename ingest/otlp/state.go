@@ -8,6 +8,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/internal/spill"
 )
 
 // state is everything one decode call owns: the trace it appends to, the
@@ -198,10 +199,7 @@ const spanAttrsFree = 64
 // arenaTail is the trace's AttrTail: free space for minFree attributes,
 // the arena grown to arenaCapacity when it has less.
 func (d *state) arenaTail(minFree int) []ingest.Attr {
-	if a := d.t.AttrArena; cap(a)-len(a) < minFree {
-		d.t.AttrArena = append(make([]ingest.Attr, 0, max(d.arenaCapacity(), len(a)+minFree)), a...)
-	}
-	return d.t.AttrTail(minFree, 0)
+	return d.t.AttrTail(minFree, d.arenaCapacity())
 }
 
 // inArenaTail reports whether the span's attributes are still where
@@ -231,7 +229,8 @@ func (d *state) appendSpan(sp *ingest.Span) {
 	sp.Origin = ingest.OriginOTLP
 	d.spanAttrs, d.events, d.links = nil, d.events[:0], d.links[:0]
 	if len(d.t.Spans) == cap(d.t.Spans) {
-		grown := append(make([]ingest.Span, 0, d.spanCapacity()), d.t.Spans...)
+		grown := append(spill.Slice[ingest.Span](d.spanCapacity()), d.t.Spans...)
+		spill.Free(d.t.Spans)
 		d.t.Spans = grown
 		// The string table grows with the spans, at the rate of new
 		// strings a span brought so far (a request ID each, typically),
