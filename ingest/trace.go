@@ -310,8 +310,14 @@ func (t *Trace) AddAttrs(attrs ...Attr) AttrRange {
 	if len(attrs) == 0 {
 		return AttrRange{}
 	}
-	tail := t.AttrTail(len(attrs), 0)
-	copy(tail[:len(attrs)], attrs)
+	// attrs may be a slice of the arena itself: it is copied before a
+	// grown arena gives the old one back.
+	a := t.AttrArena
+	if cap(a)-len(a) >= len(attrs) {
+		copy(a[len(a):len(a)+len(attrs)], attrs)
+	} else {
+		t.growArena(len(attrs), 0, attrs)
+	}
 	return t.CommitAttrs(len(attrs))
 }
 
@@ -323,13 +329,21 @@ func (t *Trace) AddAttrs(attrs ...Attr) AttrRange {
 // internal/spill); the one it replaces is given back at once (spill.Free),
 // so no slice of the arena taken before may be used afterwards.
 func (t *Trace) AttrTail(n, c int) []Attr {
-	a := t.AttrArena
-	if cap(a)-len(a) < n {
-		grown := append(spill.Slice[Attr](max(c, 2*cap(a), len(a)+n, 1024)), a...)
-		spill.Free(a)
-		t.AttrArena, a = grown, grown
+	if a := t.AttrArena; cap(a)-len(a) < n {
+		t.growArena(n, c, nil)
 	}
-	return a[len(a):]
+	return t.AttrArena[len(t.AttrArena):]
+}
+
+// growArena moves the arena to a new array with room for n more
+// attributes, of capacity c or more (at least double), and copies next
+// into that room (without keeping it: the length stays).
+func (t *Trace) growArena(n, c int, next []Attr) {
+	a := t.AttrArena
+	grown := append(spill.Slice[Attr](max(c, 2*cap(a), len(a)+n, 1024)), a...)
+	copy(grown[len(a):len(a)+len(next)], next)
+	spill.Free(a)
+	t.AttrArena = grown
 }
 
 // CommitAttrs keeps the first n attributes of the arena's free space, which
