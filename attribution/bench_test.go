@@ -48,10 +48,10 @@ func scaleTrace(nReq, nTok, opsPerStep int) *ingest.Trace {
 			ids[i] = ingest.StringValue(rid)
 			evs := make([]ingest.Event, nTok)
 			for j := range evs {
-				evs[j] = ingest.Event{Name: tokName, Time: start + int64(j+1)*stepNs, Attrs: []ingest.Attr{ingest.NewAttr(idxKey, ingest.IntValue(int64(j)))}}
+				evs[j] = ingest.Event{Name: tokName, Time: start + int64(j+1)*stepNs, Attrs: t.AddAttrs(ingest.NewAttr(idxKey, ingest.IntValue(int64(j))))}
 			}
 			t.Spans = append(t.Spans, ingest.Span{TraceID: tr, ID: sp, Name: reqName, Start: start - 1_000_000, End: start + int64(nTok)*stepNs + 1_000_000,
-				Attrs: t.AddAttrs(ingest.NewAttr(idKey, ingest.StringValue(rid))), Extra: t.AddExtra(ingest.SpanExtra{Events: evs}), Resource: 0, Scope: -1})
+				Attrs: t.AddAttrs(ingest.NewAttr(idKey, ingest.StringValue(rid))), Extra: t.AddExtra(evs, nil), Resource: 0, Scope: -1})
 		}
 		arr := len(t.Arrays)
 		t.Arrays = append(t.Arrays, ids)

@@ -62,11 +62,11 @@ func (b *builder) span(trace byte, parent ingest.SpanID, res int32, name string,
 func (b *builder) event(id ingest.SpanID, name string, at int64, attrs ...any) {
 	for i := range b.t.Spans {
 		if b.t.Spans[i].ID == id {
-			e := ingest.Event{Name: b.t.Strings.Intern(name), Time: at}
+			var as []ingest.Attr
 			for j := 0; j+1 < len(attrs); j += 2 {
-				e.Attrs = append(e.Attrs, b.attr(attrs[j].(string), attrs[j+1]))
+				as = append(as, b.attr(attrs[j].(string), attrs[j+1]))
 			}
-			b.t.AddEvent(&b.t.Spans[i], e)
+			b.t.AddEvent(&b.t.Spans[i], ingest.Event{Name: b.t.Strings.Intern(name), Time: at, Attrs: b.t.AddAttrs(as...)})
 			return
 		}
 	}

@@ -981,9 +981,9 @@ func (x *exporter) asyncBegin(i int, pid int64, cookie uint64) {
 		ew.int("tid", pid)
 		ew.ts("ts", e.Time)
 		ew.raw("id2", cookieJSON(cookie))
-		if len(e.Attrs) > 0 {
+		if attrs := t.EventAttrs(&e); len(attrs) > 0 {
 			x.args.reset()
-			x.attrs(e.Attrs)
+			x.attrs(attrs)
 			ew.raw("args", x.args.done())
 		}
 		ew.end()

@@ -49,10 +49,10 @@ func smallTrace() *ingest.Trace {
 		ingest.NewAttr(s("llm.cache_hit_ratio"), ingest.DoubleValue(0.25)),
 		ingest.NewAttr(s("note"), ingest.StringValue(s("quote \" backslash \\ newline \n tab \t"))))
 	request.Kind = ingest.SpanKindServer
-	request.Extra = t.AddExtra(ingest.SpanExtra{Events: []ingest.Event{
-		{Name: s("llm.token"), Time: base + 400_000, Attrs: []ingest.Attr{ingest.NewAttr(s("llm.token.index"), ingest.IntValue(0))}},
-		{Name: s("llm.token"), Time: base + 600_000, Attrs: []ingest.Attr{ingest.NewAttr(s("llm.token.index"), ingest.IntValue(1))}},
-	}})
+	request.Extra = t.AddExtra([]ingest.Event{
+		{Name: s("llm.token"), Time: base + 400_000, Attrs: t.AddAttrs(ingest.NewAttr(s("llm.token.index"), ingest.IntValue(0)))},
+		{Name: s("llm.token"), Time: base + 600_000, Attrs: t.AddAttrs(ingest.NewAttr(s("llm.token.index"), ingest.IntValue(1)))},
+	}, nil)
 	step := ingest.SpanID{0xb1, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08}
 	t.Spans = append(t.Spans,
 		request,

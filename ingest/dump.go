@@ -65,10 +65,10 @@ func (t *Trace) Dump(w io.Writer, opts DumpOptions) error {
 		b.WriteString(t.dumpAttrs(t.SpanAttrs(s)))
 		b.WriteByte('\n')
 		for _, e := range t.Events(s) {
-			fmt.Fprintf(b, "  event time=%d name=%q%s\n", e.Time, t.Str(e.Name), t.dumpAttrs(e.Attrs))
+			fmt.Fprintf(b, "  event time=%d name=%q%s\n", e.Time, t.Str(e.Name), t.dumpAttrs(t.EventAttrs(&e)))
 		}
 		for _, l := range t.Links(s) {
-			fmt.Fprintf(b, "  link %s/%s%s\n", l.TraceID, l.SpanID, t.dumpAttrs(l.Attrs))
+			fmt.Fprintf(b, "  link %s/%s%s\n", l.TraceID, l.SpanID, t.dumpAttrs(t.LinkAttrs(&l)))
 		}
 	}
 	for i := range t.GPUOps {

@@ -193,10 +193,14 @@ func TestMergeKeepsSpanAttributesAndEvents(t *testing.T) {
 				s.Attrs = t.AddAttrs(attrs...)
 			}
 			if i%2 == 0 {
-				t.AddEvent(&s, Event{Name: t.Strings.Intern(prefix + ".event"), Time: int64(i),
-					Attrs: []Attr{NewAttr(key, StringValue(t.Strings.Intern(prefix+"-e")))}})
-				x := &t.SpanExtras[s.Extra-1]
-				x.Links = append(x.Links, Link{SpanID: SpanID{byte(i)}, Attrs: []Attr{NewAttr(key, IntValue(int64(i)))}})
+				s.Extra = t.AddExtra(
+					[]Event{{Name: t.Strings.Intern(prefix + ".event"), Time: int64(i),
+						Attrs: t.AddAttrs(NewAttr(key, StringValue(t.Strings.Intern(prefix+"-e"))))}},
+					[]Link{{SpanID: SpanID{byte(i)}, Attrs: t.AddAttrs(NewAttr(key, IntValue(int64(i))))}})
+			}
+			if i%4 == 0 {
+				// A second event, after other spans' events.
+				t.AddEvent(&s, Event{Name: t.Strings.Intern(prefix + ".later"), Time: int64(i + 1)})
 			}
 			t.Spans = append(t.Spans, s)
 		}
@@ -208,10 +212,10 @@ func TestMergeKeepsSpanAttributesAndEvents(t *testing.T) {
 	spanText := func(t *Trace, s *Span) string {
 		b := t.Str(s.Name) + t.dumpAttrs(t.SpanAttrs(s))
 		for _, e := range t.Events(s) {
-			b += fmt.Sprintf(" event %d %s%s", e.Time, t.Str(e.Name), t.dumpAttrs(e.Attrs))
+			b += fmt.Sprintf(" event %d %s%s", e.Time, t.Str(e.Name), t.dumpAttrs(t.EventAttrs(&e)))
 		}
 		for _, l := range t.Links(s) {
-			b += fmt.Sprintf(" link %s%s", l.SpanID, t.dumpAttrs(l.Attrs))
+			b += fmt.Sprintf(" link %s%s", l.SpanID, t.dumpAttrs(t.LinkAttrs(&l)))
 		}
 		return b
 	}
@@ -239,7 +243,7 @@ func TestMergeKeepsSpanAttributesAndEvents(t *testing.T) {
 			if !slices.Equal(got, want) {
 				t.Fatalf("merged spans:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 			}
-			if !strings.Contains(want[len(want)-2], `c.3 "c.key"="c-v3" "n0"=30`) || !strings.Contains(want[0], "event 0 a.event") {
+			if !strings.Contains(want[len(want)-2], `c.3 "c.key"="c-v3" "n0"=30`) || !strings.Contains(want[0], `event 0 a.event "a.key"="a-e" event 1 a.later link`) {
 				t.Fatalf("the parts' spans lack what the test gave them: %q, %q", want[0], want[len(want)-2])
 			}
 			if reused := &m.AttrArena[0] == largest; reused != (tc.caps[1] > 0) {

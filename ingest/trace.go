@@ -24,9 +24,12 @@ type Trace struct {
 	// is scanned by the collector and both may live in a spill file
 	// (internal/spill).
 	AttrArena []Attr
-	// SpanExtras are the events and links of the spans that have any
-	// (Span.Extra; Events and Links read them): few spans do.
+	// SpanExtras say where the events and links of the spans that have
+	// any (Span.Extra) lie in SpanEvents and SpanLinks: few spans do.
+	// Events and Links read them. None of the three holds pointers.
 	SpanExtras []SpanExtra
+	SpanEvents []Event
+	SpanLinks  []Link
 	// APICalls are the CUDA runtime and driver API calls, apart from Spans:
 	// a run holds millions, and a call has none of what an OTLP span has.
 	APICalls []APICall
@@ -245,7 +248,8 @@ func (c StatusCode) String() string {
 // A run can hold millions of NVTX ranges and operators, so a span holds no
 // pointers: its attributes are a range of the trace's AttrArena and its
 // events and links — what only OTLP spans have and few of those use — an
-// index into the trace's SpanExtras. The collector then never scans the span
+// index into the trace's SpanExtras, which says where they lie in
+// SpanEvents and SpanLinks (none of those holds pointers either). The collector then never scans the span
 // table, which may live in a spill file (internal/spill), and the fields are
 // ordered so that the struct has no padding to speak of: 96 bytes
 // (docs/design.md §3).
@@ -281,19 +285,29 @@ type AttrRange struct {
 	Off, Len uint32
 }
 
-// SpanExtra is what only some spans have: OTLP span events and links.
+// SpanExtra is where a span's OTLP span events and links lie:
+// SpanEvents[EventOff : EventOff+EventLen] and SpanLinks[LinkOff :
+// LinkOff+LinkLen] of its trace.
 type SpanExtra struct {
-	Events []Event
-	Links  []Link
+	EventOff, EventLen uint32
+	LinkOff, LinkLen   uint32
 }
 
 // SpanAttrs are the span's attributes, in input order: a slice of the
 // trace's AttrArena, capped so that an append to it cannot overwrite the
 // next span's. An AttrRange outside the arena (a span from another trace)
 // has none.
-func (t *Trace) SpanAttrs(s *Span) []Attr {
-	lo, hi := uint64(s.Attrs.Off), uint64(s.Attrs.Off)+uint64(s.Attrs.Len)
-	if s.Attrs.Len == 0 || hi > uint64(len(t.AttrArena)) {
+func (t *Trace) SpanAttrs(s *Span) []Attr { return t.attrsIn(s.Attrs) }
+
+// EventAttrs are the attributes of one of the trace's span events.
+func (t *Trace) EventAttrs(e *Event) []Attr { return t.attrsIn(e.Attrs) }
+
+// LinkAttrs are the attributes of one of the trace's span links.
+func (t *Trace) LinkAttrs(l *Link) []Attr { return t.attrsIn(l.Attrs) }
+
+func (t *Trace) attrsIn(r AttrRange) []Attr {
+	lo, hi := uint64(r.Off), uint64(r.Off)+uint64(r.Len)
+	if r.Len == 0 || hi > uint64(len(t.AttrArena)) {
 		return nil
 	}
 	return t.AttrArena[lo:hi:hi]
@@ -304,21 +318,21 @@ func (t *Trace) SpanAttrs(s *Span) []Attr {
 const MaxAttrs = math.MaxUint32
 
 // AddAttrs appends attrs to the trace's AttrArena and returns their range,
-// for a span's Attrs. Attributes past MaxAttrs are not kept (a warning says
-// so); the span then has none.
+// for a span's, event's or link's Attrs. Attributes past MaxAttrs are not
+// kept (a warning says so); the span then has none.
 func (t *Trace) AddAttrs(attrs ...Attr) AttrRange {
 	if len(attrs) == 0 {
 		return AttrRange{}
 	}
-	// attrs may be a slice of the arena itself: it is copied before a
-	// grown arena gives the old one back.
-	a := t.AttrArena
-	if cap(a)-len(a) >= len(attrs) {
-		copy(a[len(a):len(a)+len(attrs)], attrs)
-	} else {
-		t.growArena(len(attrs), 0, attrs)
+	// attrs may be a slice of the arena itself: appendSpilled copies it
+	// before a grown arena gives the old one back.
+	off := len(t.AttrArena)
+	if uint64(off)+uint64(len(attrs)) > MaxAttrs {
+		t.Warnings.Addf("", "", "attributes-dropped", "the spans hold more than %d attributes; the attributes of the spans past them are dropped", uint64(MaxAttrs))
+		return AttrRange{}
 	}
-	return t.CommitAttrs(len(attrs))
+	t.AttrArena = appendSpilled(t.AttrArena, 0, attrs...)
+	return AttrRange{Off: uint32(off), Len: uint32(len(attrs))}
 }
 
 // AttrTail returns an empty slice over the free space at the end of the
@@ -330,20 +344,9 @@ func (t *Trace) AddAttrs(attrs ...Attr) AttrRange {
 // so no slice of the arena taken before may be used afterwards.
 func (t *Trace) AttrTail(n, c int) []Attr {
 	if a := t.AttrArena; cap(a)-len(a) < n {
-		t.growArena(n, c, nil)
+		t.AttrArena = regrow(a, n, c)
 	}
 	return t.AttrArena[len(t.AttrArena):]
-}
-
-// growArena moves the arena to a new array with room for n more
-// attributes, of capacity c or more (at least double), and copies next
-// into that room (without keeping it: the length stays).
-func (t *Trace) growArena(n, c int, next []Attr) {
-	a := t.AttrArena
-	grown := append(spill.Slice[Attr](max(c, 2*cap(a), len(a)+n, 1024)), a...)
-	copy(grown[len(a):len(a)+len(next)], next)
-	spill.Free(a)
-	t.AttrArena = grown
 }
 
 // CommitAttrs keeps the first n attributes of the arena's free space, which
@@ -362,13 +365,44 @@ func (t *Trace) CommitAttrs(n int) AttrRange {
 	return AttrRange{Off: uint32(off), Len: uint32(n)}
 }
 
-// AddExtra appends x to the trace's SpanExtras and returns the value of
-// Span.Extra that refers to it (0, none, when x has no events or links).
-func (t *Trace) AddExtra(x SpanExtra) uint32 {
-	if len(x.Events) == 0 && len(x.Links) == 0 {
+// regrow moves s to a new array from spill.Slice with room for n more
+// elements, of capacity c or more (at least double), and gives the old one
+// back (spill.Free).
+func regrow[T any](s []T, n, c int) []T {
+	grown := append(spill.Slice[T](max(c, 2*cap(s), len(s)+n, 1024)), s...)
+	spill.Free(s)
+	return grown
+}
+
+// appendSpilled is append for the trace's pointer-free tables: growing,
+// the table moves to a new array from spill.Slice (regrow's, capacity c or
+// more), items copied before the old array is given back, so they may be
+// a slice of s itself.
+func appendSpilled[T any](s []T, c int, items ...T) []T {
+	if cap(s)-len(s) >= len(items) {
+		return append(s, items...)
+	}
+	grown := append(spill.Slice[T](max(c, 2*cap(s), len(s)+len(items), 1024)), s...)
+	grown = append(grown, items...)
+	spill.Free(s)
+	return grown
+}
+
+// AddExtra appends events and links to the trace's SpanEvents and
+// SpanLinks and returns the value of Span.Extra that refers to them (0,
+// none, when there are neither). Their attributes are ranges of the
+// trace's AttrArena already (AddAttrs).
+func (t *Trace) AddExtra(events []Event, links []Link) uint32 {
+	if len(events) == 0 && len(links) == 0 {
 		return 0
 	}
-	t.SpanExtras = append(t.SpanExtras, x)
+	x := SpanExtra{
+		EventOff: uint32(len(t.SpanEvents)), EventLen: uint32(len(events)),
+		LinkOff: uint32(len(t.SpanLinks)), LinkLen: uint32(len(links)),
+	}
+	t.SpanEvents = appendSpilled(t.SpanEvents, 0, events...)
+	t.SpanLinks = appendSpilled(t.SpanLinks, 0, links...)
+	t.SpanExtras = appendSpilled(t.SpanExtras, 0, x)
 	return uint32(len(t.SpanExtras))
 }
 
@@ -380,30 +414,40 @@ func (t *Trace) extra(s *Span) *SpanExtra {
 	return &t.SpanExtras[s.Extra-1]
 }
 
-// Events are the span's events (OTLP span events), in input order.
+// Events are the span's events (OTLP span events), in input order: a
+// slice of the trace's SpanEvents.
 func (t *Trace) Events(s *Span) []Event {
-	if x := t.extra(s); x != nil {
-		return x.Events
+	x := t.extra(s)
+	if x == nil || uint64(x.EventOff)+uint64(x.EventLen) > uint64(len(t.SpanEvents)) {
+		return nil
 	}
-	return nil
+	return t.SpanEvents[x.EventOff : x.EventOff+x.EventLen : x.EventOff+x.EventLen]
 }
 
-// Links are the span's links to other spans, in input order.
+// Links are the span's links to other spans, in input order: a slice of
+// the trace's SpanLinks.
 func (t *Trace) Links(s *Span) []Link {
-	if x := t.extra(s); x != nil {
-		return x.Links
+	x := t.extra(s)
+	if x == nil || uint64(x.LinkOff)+uint64(x.LinkLen) > uint64(len(t.SpanLinks)) {
+		return nil
 	}
-	return nil
+	return t.SpanLinks[x.LinkOff : x.LinkOff+x.LinkLen : x.LinkOff+x.LinkLen]
 }
 
-// AddEvent appends an event to the span's events. Copies of the span in
-// the trace share them: they refer to the same SpanExtra.
+// AddEvent appends an event to the span's events (its attributes a range
+// of the trace's AttrArena: AddAttrs). A span's events are contiguous, so
+// its others are copied to the end of SpanEvents first; copies of the span
+// in the trace share them: they refer to the same SpanExtra.
 func (t *Trace) AddEvent(s *Span, e Event) {
-	if x := t.extra(s); x != nil {
-		x.Events = append(x.Events, e)
+	x := t.extra(s)
+	if x == nil {
+		s.Extra = t.AddExtra([]Event{e}, nil)
 		return
 	}
-	s.Extra = t.AddExtra(SpanExtra{Events: []Event{e}})
+	off := len(t.SpanEvents)
+	t.SpanEvents = appendSpilled(t.SpanEvents, 0, t.Events(s)...)
+	t.SpanEvents = appendSpilled(t.SpanEvents, 0, e)
+	x.EventOff, x.EventLen = uint32(off), x.EventLen+1
 }
 
 // Duration is End − Start.
@@ -439,18 +483,20 @@ const APIReturnKey = "cuda.return_value"
 // Duration is End − Start.
 func (c *APICall) Duration() int64 { return c.End - c.Start }
 
-// Event is a timestamped annotation on a span (an OTLP span event).
+// Event is a timestamped annotation on a span (an OTLP span event). Its
+// attributes lie in the trace's AttrArena, as a span's do (EventAttrs).
 type Event struct {
 	Name  StrID
 	Time  int64
-	Attrs []Attr
+	Attrs AttrRange
 }
 
-// Link points from a span to another span, possibly in another trace.
+// Link points from a span to another span, possibly in another trace. Its
+// attributes lie in the trace's AttrArena (LinkAttrs).
 type Link struct {
 	TraceID TraceID
 	SpanID  SpanID
-	Attrs   []Attr
+	Attrs   AttrRange
 }
 
 // GPUOpKind says what a GPU operation is.

@@ -28,13 +28,14 @@ func TestGPUOpSize(t *testing.T) {
 	}
 }
 
-// The span table, its attributes and the other big record tables hold no
-// pointers: the collector never scans them, and spill.Slice may put them in
+// The span table, its attributes, events and links and the other big
+// record tables hold no pointers: the collector never scans them, and spill.Slice may put them in
 // a file (it refuses types with pointers, internal/spill). A field that
 // brings a pointer back (a slice, a string, a map) fails here.
 func TestRecordsHoldNoPointers(t *testing.T) {
 	for _, typ := range []reflect.Type{
-		reflect.TypeFor[Span](), reflect.TypeFor[Attr](), reflect.TypeFor[APICall](), reflect.TypeFor[GPUOp](),
+		reflect.TypeFor[Span](), reflect.TypeFor[Attr](), reflect.TypeFor[SpanExtra](), reflect.TypeFor[Event](),
+		reflect.TypeFor[Link](), reflect.TypeFor[APICall](), reflect.TypeFor[GPUOp](),
 	} {
 		if path, ok := pointerIn(typ, typ.Name()); ok {
 			t.Errorf("%v holds a pointer: %s", typ, path)

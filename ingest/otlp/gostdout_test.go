@@ -88,13 +88,13 @@ func TestGoStdoutExporter(t *testing.T) {
 	if got := attr(tr.SpanAttrs(foo), "double"); got != "double:123.456" {
 		t.Errorf("/foo double = %s", got)
 	}
-	if len(tr.Events(foo)) != 2 || tr.Str(tr.Events(foo)[1].Name) != "bar" || tr.Events(foo)[1].Time != foo.Start || attr(tr.Events(foo)[0].Attrs, "key") != "string:value" {
+	if len(tr.Events(foo)) != 2 || tr.Str(tr.Events(foo)[1].Name) != "bar" || tr.Events(foo)[1].Time != foo.Start || attr(tr.EventAttrs(&tr.Events(foo)[0]), "key") != "string:value" {
 		t.Errorf("/foo events %+v", tr.Events(foo))
 	}
-	if len(tr.Events(req)) != 1 || tr.Events(req)[0].Time-req.Start != 81_500_000 || attr(tr.Events(req)[0].Attrs, "index") != "int:0" {
+	if len(tr.Events(req)) != 1 || tr.Events(req)[0].Time-req.Start != 81_500_000 || attr(tr.EventAttrs(&tr.Events(req)[0]), "index") != "int:0" {
 		t.Errorf("llm.request events %+v", tr.Events(req))
 	}
-	if len(tr.Links(req)) != 1 || tr.Links(req)[0].TraceID.String() != "a0a1a2a3a4a5a6a7a8a9aaabacadaeaf" || tr.Links(req)[0].SpanID.String() != "b0b1b2b3b4b5b6b7" || attr(tr.Links(req)[0].Attrs, "link.kind") != "string:batch" {
+	if len(tr.Links(req)) != 1 || tr.Links(req)[0].TraceID.String() != "a0a1a2a3a4a5a6a7a8a9aaabacadaeaf" || tr.Links(req)[0].SpanID.String() != "b0b1b2b3b4b5b6b7" || attr(tr.LinkAttrs(&tr.Links(req)[0]), "link.kind") != "string:batch" {
 		t.Errorf("links %+v", tr.Links(req))
 	}
 	if len(tr.Resources) != 2 || req.Resource != tok.Resource || attr(tr.Resources[foo.Resource].Attrs, "rk1") != "string:rv11" ||

@@ -32,15 +32,17 @@ type state struct {
 	slotSet    int                   // the set of the span being decoded
 	slotVictim int
 
-	attrSlab  slab[ingest.Attr]
-	eventSlab slab[ingest.Event]
-	linkSlab  slab[ingest.Link]
+	attrSlab slab[ingest.Attr]
 
-	// Scratch slices a span is assembled in before its parts are carved.
+	// Scratch slices a span is assembled in before its parts are kept.
 	spanAttrs, eventAttrs, linkAttrs []ingest.Attr
 	ownerAttrs                       []ingest.Attr // of a resource or scope
 	events                           []ingest.Event
 	links                            []ingest.Link
+	// pending holds the attributes of the span's events and links until
+	// the span is kept (their ranges are of pending until then): the
+	// span's own are being decoded at the arena's end meanwhile.
+	pending []ingest.Attr
 
 	// Resources and scopes are looked up first by their encoded bytes (cheap,
 	// and it skips decoding a repeated resource altogether), then by value.
@@ -150,8 +152,7 @@ func (d *state) internString(s string) ingest.StrID {
 }
 
 // slab hands out sub-slices of large chunks, so that the attributes of
-// resources, scopes, events and links, and a span's events and links, cost
-// no allocation of their own. Chunks grow from small (a
+// resources and scopes cost no allocation of their own. Chunks grow from small (a
 // single small payload wastes little) to large.
 type slab[T any] struct {
 	buf  []T
@@ -189,7 +190,19 @@ func (s *slab[T]) carve(items []T) []T {
 // held.
 func (d *state) beginSpan() {
 	d.spanAttrs = d.arenaTail(spanAttrsFree)
-	d.events, d.links = d.events[:0], d.links[:0]
+	d.events, d.links, d.pending = d.events[:0], d.links[:0], d.pending[:0]
+}
+
+// pend keeps the attributes of one of the span's events or links in
+// pending until the span is kept (appendSpan), and returns their range
+// there.
+func (d *state) pend(attrs []ingest.Attr) ingest.AttrRange {
+	if len(attrs) == 0 {
+		return ingest.AttrRange{}
+	}
+	off := len(d.pending)
+	d.pending = append(d.pending, attrs...)
+	return ingest.AttrRange{Off: uint32(off), Len: uint32(len(attrs))}
 }
 
 // spanAttrsFree is the free space beginSpan leaves for a span's attributes
@@ -209,8 +222,8 @@ func (d *state) inArenaTail() bool {
 	return len(d.spanAttrs) > 0 && cap(a) > len(a) && &d.spanAttrs[0] == &a[:len(a)+1][len(a)]
 }
 
-// appendSpan adds a finished span, its attributes to the arena and its
-// events and links, carved from the slabs, to the trace's extras.
+// appendSpan adds a finished span, its attributes to the arena, then the
+// attributes of its events and links, and those to the trace's tables.
 func (d *state) appendSpan(sp *ingest.Span) {
 	switch n := len(d.spanAttrs); {
 	case n == 0:
@@ -223,11 +236,25 @@ func (d *state) appendSpan(sp *ingest.Span) {
 	}
 	sp.Extra = 0
 	if len(d.events) > 0 || len(d.links) > 0 {
-		sp.Extra = d.t.AddExtra(ingest.SpanExtra{Events: d.eventSlab.carve(d.events), Links: d.linkSlab.carve(d.links)})
+		at := d.t.AddAttrs(d.pending...)
+		rebase := func(r *ingest.AttrRange) {
+			if at.Len == 0 {
+				*r = ingest.AttrRange{} // none pending, or past MaxAttrs
+			} else if r.Len > 0 {
+				r.Off += at.Off
+			}
+		}
+		for i := range d.events {
+			rebase(&d.events[i].Attrs)
+		}
+		for i := range d.links {
+			rebase(&d.links[i].Attrs)
+		}
+		sp.Extra = d.t.AddExtra(d.events, d.links)
 	}
 	sp.Source = d.src
 	sp.Origin = ingest.OriginOTLP
-	d.spanAttrs, d.events, d.links = nil, d.events[:0], d.links[:0]
+	d.spanAttrs, d.events, d.links, d.pending = nil, d.events[:0], d.links[:0], d.pending[:0]
 	if len(d.t.Spans) == cap(d.t.Spans) {
 		grown := append(spill.Slice[ingest.Span](d.spanCapacity()), d.t.Spans...)
 		spill.Free(d.t.Spans)
@@ -309,7 +336,7 @@ func (d *state) spansEstimate() (float64, bool) {
 
 // resetSpan clears the scratch slices after a span that was not kept.
 func (d *state) resetSpan() {
-	d.spanAttrs, d.events, d.links = nil, d.events[:0], d.links[:0]
+	d.spanAttrs, d.events, d.links, d.pending = nil, d.events[:0], d.links[:0], d.pending[:0]
 	d.eventAttrs, d.linkAttrs = d.eventAttrs[:0], d.linkAttrs[:0]
 }
 
