@@ -18,8 +18,9 @@ type Trace struct {
 
 	Sources []Source
 	Spans   []Span
-	// AttrArena holds the attributes of every span, a span's being the
-	// range Span.Attrs of it (SpanAttrs reads them, AddAttrs adds them):
+	// AttrArena holds the attributes of every span, span event and link,
+	// a span's being the range Span.Attrs of it (SpanAttrs reads them,
+	// AddAttrs adds them):
 	// one array of pointer-free records, like Spans itself, so that neither
 	// is scanned by the collector and both may live in a spill file
 	// (internal/spill).
@@ -249,10 +250,10 @@ func (c StatusCode) String() string {
 // pointers: its attributes are a range of the trace's AttrArena and its
 // events and links — what only OTLP spans have and few of those use — an
 // index into the trace's SpanExtras, which says where they lie in
-// SpanEvents and SpanLinks (none of those holds pointers either). The collector then never scans the span
-// table, which may live in a spill file (internal/spill), and the fields are
-// ordered so that the struct has no padding to speak of: 96 bytes
-// (docs/design.md §3).
+// SpanEvents and SpanLinks (none of those holds pointers either). The
+// collector then never scans the span table, which may live in a spill
+// file (internal/spill), and the fields are ordered so that the struct has
+// no padding to speak of: 96 bytes (docs/design.md §3).
 type Span struct {
 	TraceID   TraceID
 	ID        SpanID
@@ -279,8 +280,8 @@ type Span struct {
 	Status StatusCode
 }
 
-// AttrRange is where a span's attributes lie in its trace's AttrArena:
-// AttrArena[Off : Off+Len].
+// AttrRange is where the attributes of a span, span event or link lie in
+// its trace's AttrArena: AttrArena[Off : Off+Len].
 type AttrRange struct {
 	Off, Len uint32
 }
@@ -319,7 +320,7 @@ const MaxAttrs = math.MaxUint32
 
 // AddAttrs appends attrs to the trace's AttrArena and returns their range,
 // for a span's, event's or link's Attrs. Attributes past MaxAttrs are not
-// kept (a warning says so); the span then has none.
+// kept (a warning says so): the range is then empty.
 func (t *Trace) AddAttrs(attrs ...Attr) AttrRange {
 	if len(attrs) == 0 {
 		return AttrRange{}
@@ -331,7 +332,7 @@ func (t *Trace) AddAttrs(attrs ...Attr) AttrRange {
 		t.Warnings.Addf("", "", "attributes-dropped", "the spans hold more than %d attributes; the attributes of the spans past them are dropped", uint64(MaxAttrs))
 		return AttrRange{}
 	}
-	t.AttrArena = appendSpilled(t.AttrArena, 0, attrs...)
+	t.AttrArena = appendSpilled(t.AttrArena, attrs...)
 	return AttrRange{Off: uint32(off), Len: uint32(len(attrs))}
 }
 
@@ -375,14 +376,14 @@ func regrow[T any](s []T, n, c int) []T {
 }
 
 // appendSpilled is append for the trace's pointer-free tables: growing,
-// the table moves to a new array from spill.Slice (regrow's, capacity c or
-// more), items copied before the old array is given back, so they may be
-// a slice of s itself.
-func appendSpilled[T any](s []T, c int, items ...T) []T {
+// the table moves to a new array from spill.Slice (at least double, as
+// regrow's), items copied before the old array is given back, so they may
+// be a slice of s itself.
+func appendSpilled[T any](s []T, items ...T) []T {
 	if cap(s)-len(s) >= len(items) {
 		return append(s, items...)
 	}
-	grown := append(spill.Slice[T](max(c, 2*cap(s), len(s)+len(items), 1024)), s...)
+	grown := append(spill.Slice[T](max(2*cap(s), len(s)+len(items), 1024)), s...)
 	grown = append(grown, items...)
 	spill.Free(s)
 	return grown
@@ -400,9 +401,9 @@ func (t *Trace) AddExtra(events []Event, links []Link) uint32 {
 		EventOff: uint32(len(t.SpanEvents)), EventLen: uint32(len(events)),
 		LinkOff: uint32(len(t.SpanLinks)), LinkLen: uint32(len(links)),
 	}
-	t.SpanEvents = appendSpilled(t.SpanEvents, 0, events...)
-	t.SpanLinks = appendSpilled(t.SpanLinks, 0, links...)
-	t.SpanExtras = appendSpilled(t.SpanExtras, 0, x)
+	t.SpanEvents = appendSpilled(t.SpanEvents, events...)
+	t.SpanLinks = appendSpilled(t.SpanLinks, links...)
+	t.SpanExtras = appendSpilled(t.SpanExtras, x)
 	return uint32(len(t.SpanExtras))
 }
 
@@ -445,8 +446,8 @@ func (t *Trace) AddEvent(s *Span, e Event) {
 		return
 	}
 	off := len(t.SpanEvents)
-	t.SpanEvents = appendSpilled(t.SpanEvents, 0, t.Events(s)...)
-	t.SpanEvents = appendSpilled(t.SpanEvents, 0, e)
+	t.SpanEvents = appendSpilled(t.SpanEvents, t.Events(s)...)
+	t.SpanEvents = appendSpilled(t.SpanEvents, e)
 	x.EventOff, x.EventLen = uint32(off), x.EventLen+1
 }
 
