@@ -735,7 +735,7 @@ func (al *aligner) rewrite(d *domain, segs []segmentFit) {
 			continue
 		}
 		interval(&s.Start, &s.End)
-		evs := s.Events()
+		evs := t.Events(s)
 		for j := range evs {
 			evs[j].Time = m(evs[j].Time)
 		}

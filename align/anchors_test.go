@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -181,10 +182,10 @@ func TestAlignRequestAndStepKeys(t *testing.T) {
 			switch {
 			case n%3 == 0: // keyed by request ID, with a stage span repeating it
 				s.Name = reqSpan
-				s.Attrs = append(s.Attrs, ingest.NewAttr(reqKey, ingest.StringValue(tr.Strings.Intern(id))))
+				s.Attrs = tr.AddAttrs(append(slices.Clone(tr.SpanAttrs(s)), ingest.NewAttr(reqKey, ingest.StringValue(tr.Strings.Intern(id))))...)
 				st := *s
 				st.Name, st.ID = stage, ingest.SpanID{0xee, byte(n), byte(n >> 8)}
-				st.Attrs = []ingest.Attr{ingest.NewAttr(reqKey, ingest.StringValue(tr.Strings.Intern(id)))}
+				st.Attrs = tr.AddAttrs(ingest.NewAttr(reqKey, ingest.StringValue(tr.Strings.Intern(id))))
 				extra = append(extra, st)
 			case n%3 == 1: // keyed by step ID (the builder sets llm.step.id = index)
 			}
@@ -204,9 +205,9 @@ func TestAlignRequestAndStepKeys(t *testing.T) {
 			continue
 		}
 		o := otlpByID[ingest.ParseMirror(tr.Str(s.Name)).Span]
-		if v, ok := tr.AttrString(o.Attrs, "llm.request.id"); ok {
+		if v, ok := tr.AttrString(tr.SpanAttrs(o), "llm.request.id"); ok {
 			s.Name = tr.Strings.Intern("request_id=" + v)
-		} else if v, ok := tr.Attr(o.Attrs, "llm.step.id"); ok && v.Int()%2 == 0 {
+		} else if v, ok := tr.Attr(tr.SpanAttrs(o), "llm.step.id"); ok && v.Int()%2 == 0 {
 			s.Name = tr.Strings.Intern(fmt.Sprintf("step=%d", v.Int()))
 		}
 	}

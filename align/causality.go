@@ -33,7 +33,7 @@ func CheckCausality(t *ingest.Trace) Causality {
 	var c Causality
 	for i := range t.Spans {
 		s := &t.Spans[i]
-		for _, e := range s.Events() {
+		for _, e := range t.Events(s) {
 			c.EventsChecked++
 			if e.Time < s.Start || e.Time > s.End {
 				c.EventsOutside++

@@ -22,7 +22,7 @@ func causalityByMaps(t *ingest.Trace) Causality {
 	hasAPI := make([]bool, len(t.Sources))
 	for i := range t.Spans {
 		s := &t.Spans[i]
-		for _, e := range s.Events() {
+		for _, e := range t.Events(s) {
 			c.EventsChecked++
 			if e.Time < s.Start || e.Time > s.End {
 				c.EventsOutside++
@@ -141,7 +141,7 @@ func TestCausalityJoinMatchesReference(t *testing.T) {
 			s := ingest.Span{Start: start, End: start + rng.Int64N(100), Pid: uint32(rng.IntN(3)),
 				Source: ingest.SourceID(rng.IntN(nsrc + 1)), Origin: ingest.OriginNVTX, Resource: -1, Scope: -1}
 			if rng.IntN(2) == 0 {
-				s.Extra = &ingest.SpanExtra{Events: []ingest.Event{{Time: start - 5 + rng.Int64N(120)}}}
+				s.Extra = tr.AddExtra([]ingest.Event{{Time: start - 5 + rng.Int64N(120)}}, nil)
 			}
 			tr.Spans = append(tr.Spans, s)
 		}

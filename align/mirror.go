@@ -18,7 +18,7 @@ var (
 // string (an integer ID is formatted in decimal).
 func spanKeyValue(t *ingest.Trace, s *ingest.Span, keys []ingest.StrID) (string, bool) {
 	for _, k := range keys {
-		v, ok := ingest.Get(s.Attrs, k)
+		v, ok := ingest.Get(t.SpanAttrs(s), k)
 		if !ok {
 			continue
 		}

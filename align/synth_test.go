@@ -120,7 +120,7 @@ func buildSynth(spec synthSpec) (*ingest.Trace, *synthTruth) {
 		t.Spans = append(t.Spans, ingest.Span{
 			TraceID: trace, ID: ids[i], Name: stepName, Start: ys - ds, End: ye + de,
 			Resource: -1, Scope: -1, Source: 0, Origin: ingest.OriginOTLP, Kind: ingest.SpanKindInternal,
-			Attrs: []ingest.Attr{ingest.NewAttr(t.Strings.Intern("llm.step.id"), ingest.IntValue(int64(i)))},
+			Attrs: t.AddAttrs(ingest.NewAttr(t.Strings.Intern("llm.step.id"), ingest.IntValue(int64(i)))),
 		})
 		mirrorOf := ids[i]
 		if spec.mismatch > 0 && rng.Float64() < spec.mismatch {

@@ -48,10 +48,10 @@ func scaleTrace(nReq, nTok, opsPerStep int) *ingest.Trace {
 			ids[i] = ingest.StringValue(rid)
 			evs := make([]ingest.Event, nTok)
 			for j := range evs {
-				evs[j] = ingest.Event{Name: tokName, Time: start + int64(j+1)*stepNs, Attrs: []ingest.Attr{ingest.NewAttr(idxKey, ingest.IntValue(int64(j)))}}
+				evs[j] = ingest.Event{Name: tokName, Time: start + int64(j+1)*stepNs, Attrs: t.AddAttrs(ingest.NewAttr(idxKey, ingest.IntValue(int64(j))))}
 			}
 			t.Spans = append(t.Spans, ingest.Span{TraceID: tr, ID: sp, Name: reqName, Start: start - 1_000_000, End: start + int64(nTok)*stepNs + 1_000_000,
-				Attrs: []ingest.Attr{ingest.NewAttr(idKey, ingest.StringValue(rid))}, Extra: &ingest.SpanExtra{Events: evs}, Resource: 0, Scope: -1})
+				Attrs: t.AddAttrs(ingest.NewAttr(idKey, ingest.StringValue(rid))), Extra: t.AddExtra(evs, nil), Resource: 0, Scope: -1})
 		}
 		arr := len(t.Arrays)
 		t.Arrays = append(t.Arrays, ids)
@@ -59,7 +59,7 @@ func scaleTrace(nReq, nTok, opsPerStep int) *ingest.Trace {
 			s0 := start + int64(j)*stepNs
 			tr, sp := next()
 			t.Spans = append(t.Spans, ingest.Span{TraceID: tr, ID: sp, Name: stepName, Start: s0, End: s0 + stepNs,
-				Attrs: []ingest.Attr{ingest.NewAttr(batchKey, ingest.ArrayValue(arr))}, Resource: 0, Scope: -1})
+				Attrs: t.AddAttrs(ingest.NewAttr(batchKey, ingest.ArrayValue(arr))), Resource: 0, Scope: -1})
 			t.Spans = append(t.Spans, ingest.Span{Name: k("step span_id=" + sp.String()), Start: s0 + 1000, End: s0 + stepNs - 1000,
 				Pid: 100, Tid: 101, Origin: ingest.OriginNVTX, Resource: -1, Scope: -1})
 			for o := 0; o < opsPerStep; o++ {

@@ -305,7 +305,7 @@ func breakpoints(t *ingest.Trace, reqs []Request) []Breakpoint {
 		}
 		for i, ids := range attrIDs {
 			for _, id := range ids {
-				if _, ok := ingest.Get(s.Attrs, id); ok {
+				if _, ok := ingest.Get(t.SpanAttrs(s), id); ok {
 					out[i].Spans++
 					out[i].Via = "span attributes"
 				}

@@ -91,10 +91,10 @@ func cacheInfo(t *ingest.Trace, ix *spanIndex, k *keyCache, i int, desc []int, r
 			}
 		}
 	}
-	read(t.Spans[i].Attrs)
+	read(t.SpanAttrs(&t.Spans[i]))
 	for _, d := range desc {
 		if t.Str(t.Spans[d].Name) == "llm.kv_cache.lookup" {
-			read(t.Spans[d].Attrs)
+			read(t.SpanAttrs(&t.Spans[d]))
 		}
 	}
 	if !known && !math.IsNaN(r.CacheHitRatio) {

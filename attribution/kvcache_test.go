@@ -23,7 +23,8 @@ func TestInflatedHitsFlagged(t *testing.T) {
 		kv := b.span(tr, r, res, "llm.kv_cache.lookup", start, start+ms)
 		for i := range b.t.Spans {
 			if b.t.Spans[i].ID == kv {
-				b.t.Spans[i].Attrs = append(b.t.Spans[i].Attrs, b.attr("llm.kv_cache.hit", hit), b.attr("llm.kv_cache.hit_tokens", cached))
+				s := &b.t.Spans[i]
+				s.Attrs = b.t.AddAttrs(append(slices.Clone(b.t.SpanAttrs(s)), b.attr("llm.kv_cache.hit", hit), b.attr("llm.kv_cache.hit_tokens", cached))...)
 			}
 		}
 		b.span(tr, r, res, "llm.prefill", start, start+prefill)

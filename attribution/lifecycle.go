@@ -41,7 +41,7 @@ func modelEvents(t *ingest.Trace, k *keyCache, reqs []Request) []ModelEvent {
 		if !ok || (kind != "load" && kind != "unload" && kind != "reload") {
 			continue
 		}
-		model, _ := k.str(s.Attrs, keyModelID)
+		model, _ := k.str(t.SpanAttrs(s), keyModelID)
 		ev := ModelEvent{Kind: kind, Model: model, StartNs: s.Start, EndNs: s.End, Ms: float64(s.End-s.Start) / 1e6, AddedTTFTMs: Float(math.NaN())}
 		var hit, rest []float64
 		end, _ := slices.BinarySearchFunc(reqs, s.End, func(r Request, t int64) int {

@@ -360,34 +360,34 @@ func classify(t *ingest.Trace, k *keyCache, s *ingest.Span) (Style, bool) {
 	// with one of the attributes SGLang sets on them (rid and module in
 	// every generation, the gen_ai ones once the request finished).
 	if sglangRoot(name) {
-		if _, _, ok := k.first(s.Attrs, keySGLangRoot); ok {
+		if _, _, ok := k.first(t.SpanAttrs(s), keySGLangRoot); ok {
 			return StyleSGLang, true
 		}
 	}
-	if _, _, ok := k.first(s.Attrs, keyE2E); ok {
+	if _, _, ok := k.first(t.SpanAttrs(s), keyE2E); ok {
 		return StyleVLLM, true
 	}
-	if _, _, ok := k.first(s.Attrs, keyTTFT); ok {
+	if _, _, ok := k.first(t.SpanAttrs(s), keyTTFT); ok {
 		return StyleGenAI, true
 	}
 	if strings.Contains(name, " Req ") {
-		if _, ok := k.str(s.Attrs, keyRID); ok {
+		if _, ok := k.str(t.SpanAttrs(s), keyRID); ok {
 			return StyleSGLang, true
 		}
 	}
-	if _, _, ok := k.first(s.Attrs, keyTGITimes); ok {
+	if _, _, ok := k.first(t.SpanAttrs(s), keyTGITimes); ok {
 		return StyleTGI, true
 	}
-	if op, ok := k.str(s.Attrs, keyOperation); ok {
+	if op, ok := k.str(t.SpanAttrs(s), keyOperation); ok {
 		switch op {
 		case "chat", "text_completion", "generate_content":
 			return StyleGenAI, true
 		}
 	}
-	if kind, ok := k.str(s.Attrs, keyOpenInferenceKind); ok && kind == "LLM" {
+	if kind, ok := k.str(t.SpanAttrs(s), keyOpenInferenceKind); ok && kind == "LLM" {
 		return StyleGenAI, true
 	}
-	if _, _, ok := k.first(s.Attrs, keyCompletionStart); ok {
+	if _, _, ok := k.first(t.SpanAttrs(s), keyCompletionStart); ok {
 		return StyleGenAI, true
 	}
 	return "", false
@@ -598,7 +598,7 @@ func buildRequest(r *Request, t *ingest.Trace, ix *spanIndex, k *keyCache, i int
 	r.E2E = float64(r.End - r.Arrival)
 	a.desc = ix.appendDescendants(a.desc[:0], i, &a.stack)
 	desc := a.desc
-	attrs := s.Attrs
+	attrs := t.SpanAttrs(s)
 	k.index(attrs) // most lookups below read the request span's attributes
 
 	r.ID, _ = k.str(attrs, keyRequestID)
@@ -634,14 +634,14 @@ func buildRequest(r *Request, t *ingest.Trace, ix *spanIndex, k *keyCache, i int
 		// Counted first, then carved from the run's token array.
 		n := 0
 		count := func(sp *ingest.Span) {
-			for _, e := range sp.Events() {
+			for _, e := range t.Events(sp) {
 				if e.Name == tokenName {
 					n++
 				}
 			}
 		}
 		collect := func(sp *ingest.Span) {
-			for _, e := range sp.Events() {
+			for _, e := range t.Events(sp) {
 				if e.Name == tokenName {
 					r.Tokens = append(r.Tokens, e.Time)
 				}
@@ -672,7 +672,7 @@ func buildRequest(r *Request, t *ingest.Trace, ix *spanIndex, k *keyCache, i int
 	ivs := ivBuf[:0]
 	eventTimes := map[string]int64{}
 	grab := func(sp *ingest.Span) {
-		for _, e := range sp.Events() {
+		for _, e := range t.Events(sp) {
 			switch name := t.Str(e.Name); name {
 			case "QUEUE_START", "COMPUTE_START", "COMPUTE_END":
 				if _, seen := eventTimes[name]; !seen {
@@ -992,7 +992,7 @@ func tenantOf(t *ingest.Trace, ix *spanIndex, k *keyCache, i int, opts *Options)
 	root := i
 	for n, ok := i, true; ok; n, ok = ix.parent(n) {
 		root = n
-		if v, ok := k.str(t.Spans[n].Attrs, keys); ok {
+		if v, ok := k.str(t.SpanAttrs(&t.Spans[n]), keys); ok {
 			return v
 		}
 	}

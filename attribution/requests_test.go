@@ -50,9 +50,11 @@ func (b *builder) span(trace byte, parent ingest.SpanID, res int32, name string,
 	id := ingest.SpanID{b.next}
 	s := ingest.Span{TraceID: ingest.TraceID{trace}, ID: id, Parent: parent, Name: b.t.Strings.Intern(name),
 		Start: start, End: end, Resource: res, Scope: -1}
+	var as []ingest.Attr
 	for i := 0; i+1 < len(attrs); i += 2 {
-		s.Attrs = append(s.Attrs, b.attr(attrs[i].(string), attrs[i+1]))
+		as = append(as, b.attr(attrs[i].(string), attrs[i+1]))
 	}
+	s.Attrs = b.t.AddAttrs(as...)
 	b.t.Spans = append(b.t.Spans, s)
 	return id
 }
@@ -60,11 +62,11 @@ func (b *builder) span(trace byte, parent ingest.SpanID, res int32, name string,
 func (b *builder) event(id ingest.SpanID, name string, at int64, attrs ...any) {
 	for i := range b.t.Spans {
 		if b.t.Spans[i].ID == id {
-			e := ingest.Event{Name: b.t.Strings.Intern(name), Time: at}
+			var as []ingest.Attr
 			for j := 0; j+1 < len(attrs); j += 2 {
-				e.Attrs = append(e.Attrs, b.attr(attrs[j].(string), attrs[j+1]))
+				as = append(as, b.attr(attrs[j].(string), attrs[j+1]))
 			}
-			b.t.Spans[i].AddEvent(e)
+			b.t.AddEvent(&b.t.Spans[i], ingest.Event{Name: b.t.Strings.Intern(name), Time: at, Attrs: b.t.AddAttrs(as...)})
 			return
 		}
 	}

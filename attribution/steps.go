@@ -111,11 +111,11 @@ func findSteps(t *ingest.Trace, k *keyCache, reqs []Request, launchCalls func() 
 			engines = append(engines, Engine{Name: name, Pid: pid})
 		}
 		st := Step{Span: i, Engine: e, Start: s.Start, End: s.End, Tokens: -1, ID: int64(len(engines[e].Steps))}
-		if _, v, ok := k.first(s.Attrs, keyStepID); ok && v.Kind() == ingest.KindInt {
+		if _, v, ok := k.first(t.SpanAttrs(s), keyStepID); ok && v.Kind() == ingest.KindInt {
 			st.ID = v.Int()
 		}
-		st.Phase, _ = k.str(s.Attrs, keyPhase)
-		if _, v, ok := k.first(s.Attrs, keyBatchIDs); ok {
+		st.Phase, _ = k.str(t.SpanAttrs(s), keyPhase)
+		if _, v, ok := k.first(t.SpanAttrs(s), keyBatchIDs); ok {
 			ids := t.StringList(v)
 			in := lists.reserve(len(ids))
 			for _, id := range ids {
@@ -126,10 +126,10 @@ func findSteps(t *ingest.Trace, k *keyCache, reqs []Request, launchCalls func() 
 			st.Requests = lists.keep(in)
 		}
 		st.Size = len(st.Requests)
-		if n, ok := k.count(s.Attrs, keyBatchSz); ok {
+		if n, ok := k.count(t.SpanAttrs(s), keyBatchSz); ok {
 			st.Size = n
 		}
-		if n, ok := k.count(s.Attrs, keyBatchTok); ok {
+		if n, ok := k.count(t.SpanAttrs(s), keyBatchTok); ok {
 			st.Tokens = n
 		}
 		engines[e].Steps = append(engines[e].Steps, len(steps))

@@ -967,13 +967,13 @@ func (x *exporter) asyncBegin(i int, pid int64, cookie uint64) {
 	if s.StatusMsg != 0 {
 		x.args.str("status_message", t.Str(s.StatusMsg))
 	}
-	x.attrs(s.Attrs)
+	x.attrs(t.SpanAttrs(s))
 	ew.raw("args", x.args.done())
 	ew.end()
 	if x.opts.NoSpanEvents {
 		return
 	}
-	for _, e := range s.Events() {
+	for _, e := range t.Events(s) {
 		ew.begin("n")
 		ew.str("cat", "otlp")
 		ew.str("name", nameOr(t.Str(e.Name)))
@@ -981,9 +981,9 @@ func (x *exporter) asyncBegin(i int, pid int64, cookie uint64) {
 		ew.int("tid", pid)
 		ew.ts("ts", e.Time)
 		ew.raw("id2", cookieJSON(cookie))
-		if len(e.Attrs) > 0 {
+		if attrs := t.EventAttrs(&e); len(attrs) > 0 {
 			x.args.reset()
-			x.attrs(e.Attrs)
+			x.attrs(attrs)
 			ew.raw("args", x.args.done())
 		}
 		ew.end()
@@ -1070,7 +1070,7 @@ func (x *exporter) writeThreads() {
 				ew.boolean("flow_in", true)
 			}
 			x.args.reset()
-			x.attrs(s.Attrs)
+			x.attrs(t.SpanAttrs(s))
 			if x.args.n > 0 {
 				ew.raw("args", x.args.done())
 			}

@@ -41,7 +41,7 @@ func smallTrace() *ingest.Trace {
 	req := ingest.SpanID{0xa1}
 	otlp := func(id, parent ingest.SpanID, name string, start, end int64, attrs ...ingest.Attr) ingest.Span {
 		return ingest.Span{TraceID: tr, ID: id, Parent: parent, Name: s(name), Start: base + start, End: base + end,
-			Resource: 0, Scope: -1, Origin: ingest.OriginOTLP, Kind: ingest.SpanKindInternal, Attrs: attrs}
+			Resource: 0, Scope: -1, Origin: ingest.OriginOTLP, Kind: ingest.SpanKindInternal, Attrs: t.AddAttrs(attrs...)}
 	}
 	request := otlp(req, ingest.SpanID{}, "llm.request", 1_000, 900_000,
 		ingest.NewAttr(s("llm.request.id"), ingest.StringValue(s("cmpl-1"))),
@@ -49,10 +49,10 @@ func smallTrace() *ingest.Trace {
 		ingest.NewAttr(s("llm.cache_hit_ratio"), ingest.DoubleValue(0.25)),
 		ingest.NewAttr(s("note"), ingest.StringValue(s("quote \" backslash \\ newline \n tab \t"))))
 	request.Kind = ingest.SpanKindServer
-	request.Extra = &ingest.SpanExtra{Events: []ingest.Event{
-		{Name: s("llm.token"), Time: base + 400_000, Attrs: []ingest.Attr{ingest.NewAttr(s("llm.token.index"), ingest.IntValue(0))}},
-		{Name: s("llm.token"), Time: base + 600_000, Attrs: []ingest.Attr{ingest.NewAttr(s("llm.token.index"), ingest.IntValue(1))}},
-	}}
+	request.Extra = t.AddExtra([]ingest.Event{
+		{Name: s("llm.token"), Time: base + 400_000, Attrs: t.AddAttrs(ingest.NewAttr(s("llm.token.index"), ingest.IntValue(0)))},
+		{Name: s("llm.token"), Time: base + 600_000, Attrs: t.AddAttrs(ingest.NewAttr(s("llm.token.index"), ingest.IntValue(1)))},
+	}, nil)
 	step := ingest.SpanID{0xb1, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08}
 	t.Spans = append(t.Spans,
 		request,

@@ -62,13 +62,13 @@ func (t *Trace) Dump(w io.Writer, opts DumpOptions) error {
 		if s.Pid != 0 || s.Tid != 0 {
 			fmt.Fprintf(b, " pid=%d tid=%d", s.Pid, s.Tid)
 		}
-		b.WriteString(t.dumpAttrs(s.Attrs))
+		b.WriteString(t.dumpAttrs(t.SpanAttrs(s)))
 		b.WriteByte('\n')
-		for _, e := range s.Events() {
-			fmt.Fprintf(b, "  event time=%d name=%q%s\n", e.Time, t.Str(e.Name), t.dumpAttrs(e.Attrs))
+		for _, e := range t.Events(s) {
+			fmt.Fprintf(b, "  event time=%d name=%q%s\n", e.Time, t.Str(e.Name), t.dumpAttrs(t.EventAttrs(&e)))
 		}
-		for _, l := range s.Links() {
-			fmt.Fprintf(b, "  link %s/%s%s\n", l.TraceID, l.SpanID, t.dumpAttrs(l.Attrs))
+		for _, l := range t.Links(s) {
+			fmt.Fprintf(b, "  link %s/%s%s\n", l.TraceID, l.SpanID, t.dumpAttrs(t.LinkAttrs(&l)))
 		}
 	}
 	for i := range t.GPUOps {

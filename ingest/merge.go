@@ -8,7 +8,8 @@ import "github.com/llmprof/llmprof/internal/spill"
 // afterwards: their records are rewritten in place and their slices moved
 // into the result.
 //
-// The record slices (spans, API calls, GPU ops, samples, memory events) are not copied
+// The record slices (spans and their attributes, API calls, GPU ops, samples,
+// memory events) are not copied
 // where that can be avoided, because they are most of the model: a table
 // only one part has records in (GPU ops and CUDA API calls come from one
 // nsys export or PyTorch profiler trace in the common case) is moved as it
@@ -20,10 +21,22 @@ func Merge(parts ...*Trace) *Trace {
 		return parts[0]
 	}
 	out := New()
+	// Each part's attributes, extras, events and links land after those
+	// of the parts before it (concat keeps part order): its ranges and
+	// indices are rebased by their lengths.
+	var at spanTables
 	for _, p := range parts {
-		out.absorb(p)
+		out.absorb(p, at)
+		at.attrs += uint32(len(p.AttrArena))
+		at.extras += uint32(len(p.SpanExtras))
+		at.events += uint32(len(p.SpanEvents))
+		at.links += uint32(len(p.SpanLinks))
 	}
-	out.Spans = concat(parts, func(p *Trace) *[]Span { return &p.Spans }, heapSlice)
+	out.Spans = concat(parts, func(p *Trace) *[]Span { return &p.Spans }, spill.Slice[Span])
+	out.AttrArena = concat(parts, func(p *Trace) *[]Attr { return &p.AttrArena }, spill.Slice[Attr])
+	out.SpanExtras = concat(parts, func(p *Trace) *[]SpanExtra { return &p.SpanExtras }, spill.Slice[SpanExtra])
+	out.SpanEvents = concat(parts, func(p *Trace) *[]Event { return &p.SpanEvents }, spill.Slice[Event])
+	out.SpanLinks = concat(parts, func(p *Trace) *[]Link { return &p.SpanLinks }, spill.Slice[Link])
 	// The tables a decoder may have put in a spill file go to one when
 	// they are merged into a new array (internal/spill).
 	out.APICalls = concat(parts, func(p *Trace) *[]APICall { return &p.APICalls }, spill.Slice[APICall])
@@ -143,10 +156,24 @@ func (r *remapper) attrs(as []Attr) []Attr {
 	return as
 }
 
+// spanTables are the lengths of the span side tables of the parts before
+// one in a merge: where that part's land in the merged ones.
+type spanTables struct{ attrs, extras, events, links uint32 }
+
+// rebase moves a range of the part's AttrArena to where it lands.
+func (at spanTables) rebase(r *AttrRange) {
+	if r.Len > 0 {
+		r.Off += at.attrs
+	}
+}
+
 // absorb appends p's small tables (sources, strings, resources, scopes,
 // arrays, maps, series, devices, processes, threads, warnings) to t and
-// rewrites p's records in place to t's IDs; Merge then moves the records.
-func (t *Trace) absorb(p *Trace) {
+// rewrites p's records in place to t's IDs, the ranges and indices of its
+// spans, extras, events and links to where p's side tables (AttrArena,
+// SpanExtras, SpanEvents, SpanLinks) will be in t's (after those of the
+// parts before, at); Merge then moves the records.
+func (t *Trace) absorb(p *Trace, at spanTables) {
 	r := &remapper{
 		strs:     make([]StrID, p.Strings.Len()),
 		src:      SourceID(len(t.Sources)),
@@ -189,16 +216,28 @@ func (t *Trace) absorb(p *Trace) {
 		if s.Scope >= 0 {
 			s.Scope += r.scope
 		}
-		s.Attrs = r.attrs(s.Attrs)
-		evs := s.Events()
-		for j := range evs {
-			evs[j].Name = r.str(evs[j].Name)
-			evs[j].Attrs = r.attrs(evs[j].Attrs)
+		at.rebase(&s.Attrs)
+		if s.Extra > 0 {
+			s.Extra += at.extras
 		}
-		links := s.Links()
-		for j := range links {
-			links[j].Attrs = r.attrs(links[j].Attrs)
+	}
+	r.attrs(p.AttrArena)
+	for i := range p.SpanExtras {
+		x := &p.SpanExtras[i]
+		if x.EventLen > 0 {
+			x.EventOff += at.events
 		}
+		if x.LinkLen > 0 {
+			x.LinkOff += at.links
+		}
+	}
+	for i := range p.SpanEvents {
+		e := &p.SpanEvents[i]
+		e.Name = r.str(e.Name)
+		at.rebase(&e.Attrs)
+	}
+	for i := range p.SpanLinks {
+		at.rebase(&p.SpanLinks[i].Attrs)
 	}
 	for i := range p.APICalls {
 		c := &p.APICalls[i]

@@ -75,3 +75,29 @@ func TestMergeFreesTheSpilledParts(t *testing.T) {
 		}
 	}
 }
+
+// The attribute arena grows in spill files while spilling is on, and
+// AddAttrs of attributes that are the arena's own (a span given another's)
+// keeps them when that growth gives the old file back (spill.Free unmaps
+// it: reading it afterwards would fault).
+func TestAttrArenaGrowsInSpillFiles(t *testing.T) {
+	spilltest.Enable(t)
+	spill.Budget(1 << 30)
+	tr := New()
+	s := Span{Attrs: tr.AddAttrs(NewAttr(1, IntValue(7)), NewAttr(2, IntValue(8)))}
+	const n = spill.MinBytes / 16 // 2n attributes: past MinBytes, through several growths
+	for range n {
+		s.Attrs = tr.AddAttrs(tr.SpanAttrs(&s)...)
+	}
+	if spill.Read().Mapped < int64(unsafe.Sizeof(Attr{}))*2*n {
+		t.Errorf("%d bytes in spill files, want the arena's %d or more", spill.Read().Mapped, 2*n*16)
+	}
+	if len(tr.AttrArena) != 2*(n+1) {
+		t.Fatalf("arena holds %d attributes, want %d", len(tr.AttrArena), 2*(n+1))
+	}
+	for i, a := range tr.AttrArena {
+		if want := NewAttr(StrID(1+i%2), IntValue(int64(7+i%2))); a != want {
+			t.Fatalf("attribute %d = %+v, want %+v", i, a, want)
+		}
+	}
+}

@@ -2,8 +2,10 @@ package ingest
 
 import (
 	"cmp"
+	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -166,5 +168,87 @@ func TestMergeRemapsShapes(t *testing.T) {
 	}
 	if id := m.InternShape(copy4k); id != m.GPUOps[1].Shape || m.InternShape(OpShape{}) != 0 {
 		t.Errorf("interning a known shape again gives %d, want %d; the zero shape must be 0", id, m.GPUOps[1].Shape)
+	}
+}
+
+// Merging rebases each part's attribute ranges and extras onto the merged
+// arena and side table: every span keeps its own attributes, events and
+// links, read by value (strings through the merged table), whether the
+// parts' arenas go to a new array or into the largest part's.
+func TestMergeKeepsSpanAttributesAndEvents(t *testing.T) {
+	// part's arena has capacity c, or just its length when c is 0.
+	part := func(prefix string, spans, c int) *Trace {
+		t := New()
+		t.Sources = []Source{{Path: prefix, Format: "test"}}
+		t.AttrArena = make([]Attr, 0, c)
+		key := t.Strings.Intern(prefix + ".key")
+		for i := range spans {
+			s := Span{Name: t.Strings.Intern(fmt.Sprintf("%s.%d", prefix, i)), Start: int64(i), End: int64(i + 1), Resource: -1, Scope: -1}
+			// Spans without attributes or extras among those with them.
+			if i%3 != 1 {
+				attrs := []Attr{NewAttr(key, StringValue(t.Strings.Intern(fmt.Sprintf("%s-v%d", prefix, i))))}
+				for j := range i % 4 {
+					attrs = append(attrs, NewAttr(t.Strings.Intern(fmt.Sprint("n", j)), IntValue(int64(i*10+j))))
+				}
+				s.Attrs = t.AddAttrs(attrs...)
+			}
+			if i%2 == 0 {
+				s.Extra = t.AddExtra(
+					[]Event{{Name: t.Strings.Intern(prefix + ".event"), Time: int64(i),
+						Attrs: t.AddAttrs(NewAttr(key, StringValue(t.Strings.Intern(prefix+"-e"))))}},
+					[]Link{{SpanID: SpanID{byte(i)}, Attrs: t.AddAttrs(NewAttr(key, IntValue(int64(i))))}})
+			}
+			if i%4 == 0 {
+				// A second event, after other spans' events.
+				t.AddEvent(&s, Event{Name: t.Strings.Intern(prefix + ".later"), Time: int64(i + 1)})
+			}
+			t.Spans = append(t.Spans, s)
+		}
+		if c == 0 {
+			t.AttrArena = slices.Clip(t.AttrArena)
+		}
+		return t
+	}
+	spanText := func(t *Trace, s *Span) string {
+		b := t.Str(s.Name) + t.dumpAttrs(t.SpanAttrs(s))
+		for _, e := range t.Events(s) {
+			b += fmt.Sprintf(" event %d %s%s", e.Time, t.Str(e.Name), t.dumpAttrs(t.EventAttrs(&e)))
+		}
+		for _, l := range t.Links(s) {
+			b += fmt.Sprintf(" link %s%s", l.SpanID, t.dumpAttrs(t.LinkAttrs(&l)))
+		}
+		return b
+	}
+	for _, tc := range []struct {
+		name string
+		caps []int // each part's arena capacity (0: its length)
+	}{
+		{"new arena", []int{0, 0, 0}},
+		{"largest part's arena", []int{0, 256, 0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			parts := []*Trace{part("a", 7, tc.caps[0]), part("b", 20, tc.caps[1]), part("c", 5, tc.caps[2])}
+			largest := &parts[1].AttrArena[0]
+			var want []string
+			for _, p := range parts {
+				for i := range p.Spans {
+					want = append(want, spanText(p, &p.Spans[i]))
+				}
+			}
+			m := Merge(parts...)
+			var got []string
+			for i := range m.Spans {
+				got = append(got, spanText(m, &m.Spans[i]))
+			}
+			if !slices.Equal(got, want) {
+				t.Fatalf("merged spans:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+			if !strings.Contains(want[len(want)-2], `c.3 "c.key"="c-v3" "n0"=30`) || !strings.Contains(want[0], `event 0 a.event "a.key"="a-e" event 1 a.later link`) {
+				t.Fatalf("the parts' spans lack what the test gave them: %q, %q", want[0], want[len(want)-2])
+			}
+			if reused := &m.AttrArena[0] == largest; reused != (tc.caps[1] > 0) {
+				t.Errorf("merged arena is the largest part's: %v, want %v", reused, tc.caps[1] > 0)
+			}
+		})
 	}
 }

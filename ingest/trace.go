@@ -3,7 +3,10 @@ package ingest
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"math"
 	"strconv"
+
+	"github.com/llmprof/llmprof/internal/spill"
 )
 
 // Trace is everything llmprof knows about one run: CPU-side spans, GPU
@@ -15,6 +18,19 @@ type Trace struct {
 
 	Sources []Source
 	Spans   []Span
+	// AttrArena holds the attributes of every span, span event and link,
+	// a span's being the range Span.Attrs of it (SpanAttrs reads them,
+	// AddAttrs adds them):
+	// one array of pointer-free records, like Spans itself, so that neither
+	// is scanned by the collector and both may live in a spill file
+	// (internal/spill).
+	AttrArena []Attr
+	// SpanExtras say where the events and links of the spans that have
+	// any (Span.Extra) lie in SpanEvents and SpanLinks: few spans do.
+	// Events and Links read them. None of the three holds pointers.
+	SpanExtras []SpanExtra
+	SpanEvents []Event
+	SpanLinks  []Link
 	// APICalls are the CUDA runtime and driver API calls, apart from Spans:
 	// a run holds millions, and a call has none of what an OTLP span has.
 	APICalls []APICall
@@ -230,11 +246,14 @@ func (c StatusCode) String() string {
 // Span is a CPU-side interval: an OTLP span, an NVTX range, an operator.
 // CUDA API calls are APICalls, not spans.
 //
-// A run can hold millions of NVTX ranges and operators, so what only OTLP
-// spans have and few of those use — span events and links — is held apart
-// (Extra, nil for most spans) rather than in two slices per span, and the
-// fields are ordered so that the struct has no padding to speak of: 112
-// bytes (docs/design.md §3).
+// A run can hold millions of NVTX ranges and operators, so a span holds no
+// pointers: its attributes are a range of the trace's AttrArena and its
+// events and links — what only OTLP spans have and few of those use — an
+// index into the trace's SpanExtras, which says where they lie in
+// SpanEvents and SpanLinks (none of those holds pointers either). The
+// collector then never scans the span table, which may live in a spill
+// file (internal/spill), and the fields are ordered so that the struct has
+// no padding to speak of: 96 bytes (docs/design.md §3).
 type Span struct {
 	TraceID   TraceID
 	ID        SpanID
@@ -243,11 +262,12 @@ type Span struct {
 	StatusMsg StrID
 	Start     int64
 	End       int64
-	Attrs     []Attr
-	// Extra holds the span's events and links; nil when it has neither.
-	// Read them through Events and Links.
-	Extra *SpanExtra
-
+	// Attrs is where the span's attributes lie in Trace.AttrArena: read
+	// them with Trace.SpanAttrs, add them with Trace.AddAttrs.
+	Attrs AttrRange
+	// Extra is the span's events and links, Trace.SpanExtras[Extra-1]; 0
+	// when it has neither. Read them with Trace.Events and Trace.Links.
+	Extra uint32
 	// Resource and Scope index Trace.Resources and Trace.Scopes; -1 if none.
 	Resource int32
 	Scope    int32
@@ -260,37 +280,175 @@ type Span struct {
 	Status StatusCode
 }
 
-// SpanExtra is what only some spans have: OTLP span events and links.
+// AttrRange is where the attributes of a span, span event or link lie in
+// its trace's AttrArena: AttrArena[Off : Off+Len].
+type AttrRange struct {
+	Off, Len uint32
+}
+
+// SpanExtra is where a span's OTLP span events and links lie:
+// SpanEvents[EventOff : EventOff+EventLen] and SpanLinks[LinkOff :
+// LinkOff+LinkLen] of its trace.
 type SpanExtra struct {
-	Events []Event
-	Links  []Link
+	EventOff, EventLen uint32
+	LinkOff, LinkLen   uint32
 }
 
-// Events are the span's events (OTLP span events), in input order.
-func (s *Span) Events() []Event {
-	if s.Extra == nil {
+// SpanAttrs are the span's attributes, in input order: a slice of the
+// trace's AttrArena, capped so that an append to it cannot overwrite the
+// next span's. An AttrRange outside the arena (a span from another trace)
+// has none.
+func (t *Trace) SpanAttrs(s *Span) []Attr { return t.attrsIn(s.Attrs) }
+
+// EventAttrs are the attributes of one of the trace's span events.
+func (t *Trace) EventAttrs(e *Event) []Attr { return t.attrsIn(e.Attrs) }
+
+// LinkAttrs are the attributes of one of the trace's span links.
+func (t *Trace) LinkAttrs(l *Link) []Attr { return t.attrsIn(l.Attrs) }
+
+func (t *Trace) attrsIn(r AttrRange) []Attr {
+	lo, hi := uint64(r.Off), uint64(r.Off)+uint64(r.Len)
+	if r.Len == 0 || hi > uint64(len(t.AttrArena)) {
 		return nil
 	}
-	return s.Extra.Events
+	return t.AttrArena[lo:hi:hi]
 }
 
-// Links are the span's links to other spans, in input order.
-func (s *Span) Links() []Link {
-	if s.Extra == nil {
+// MaxAttrs is the most attributes the spans of one trace may hold, as many
+// as an AttrRange can index (64 GiB of them).
+const MaxAttrs = math.MaxUint32
+
+// AddAttrs appends attrs to the trace's AttrArena and returns their range,
+// for a span's, event's or link's Attrs. Attributes past MaxAttrs are not
+// kept (a warning says so): the range is then empty.
+func (t *Trace) AddAttrs(attrs ...Attr) AttrRange {
+	if len(attrs) == 0 {
+		return AttrRange{}
+	}
+	// attrs may be a slice of the arena itself: appendSpilled copies it
+	// before a grown arena gives the old one back.
+	off := len(t.AttrArena)
+	if uint64(off)+uint64(len(attrs)) > MaxAttrs {
+		t.Warnings.Addf("", "", "attributes-dropped", "the spans hold more than %d attributes; the attributes of the spans past them are dropped", uint64(MaxAttrs))
+		return AttrRange{}
+	}
+	t.AttrArena = appendSpilled(t.AttrArena, attrs...)
+	return AttrRange{Off: uint32(off), Len: uint32(len(attrs))}
+}
+
+// AttrTail returns an empty slice over the free space at the end of the
+// AttrArena, at least n long, for a decoder to build a span's attributes
+// in place and keep them with CommitAttrs. When the arena has less room it
+// grows, to capacity c or more (at least double), in a new array from
+// spill.Slice (a spill file when spilling is on and the arena is large,
+// internal/spill); the one it replaces is given back at once (spill.Free),
+// so no slice of the arena taken before may be used afterwards.
+func (t *Trace) AttrTail(n, c int) []Attr {
+	if a := t.AttrArena; cap(a)-len(a) < n {
+		t.AttrArena = regrow(a, n, c)
+	}
+	return t.AttrArena[len(t.AttrArena):]
+}
+
+// CommitAttrs keeps the first n attributes of the arena's free space, which
+// the caller filled through a slice from AttrTail, and returns their range.
+// Attributes past MaxAttrs are not kept (a warning says so).
+func (t *Trace) CommitAttrs(n int) AttrRange {
+	off := len(t.AttrArena)
+	if n <= 0 {
+		return AttrRange{}
+	}
+	if uint64(off)+uint64(n) > MaxAttrs {
+		t.Warnings.Addf("", "", "attributes-dropped", "the spans hold more than %d attributes; the attributes of the spans past them are dropped", uint64(MaxAttrs))
+		return AttrRange{}
+	}
+	t.AttrArena = t.AttrArena[:off+n]
+	return AttrRange{Off: uint32(off), Len: uint32(n)}
+}
+
+// regrow moves s to a new array from spill.Slice with room for n more
+// elements, of capacity c or more (at least double), and gives the old one
+// back (spill.Free).
+func regrow[T any](s []T, n, c int) []T {
+	grown := append(spill.Slice[T](max(c, 2*cap(s), len(s)+n, 1024)), s...)
+	spill.Free(s)
+	return grown
+}
+
+// appendSpilled is append for the trace's pointer-free tables: growing,
+// the table moves to a new array from spill.Slice (at least double, as
+// regrow's), items copied before the old array is given back, so they may
+// be a slice of s itself.
+func appendSpilled[T any](s []T, items ...T) []T {
+	if cap(s)-len(s) >= len(items) {
+		return append(s, items...)
+	}
+	grown := append(spill.Slice[T](max(2*cap(s), len(s)+len(items), 1024)), s...)
+	grown = append(grown, items...)
+	spill.Free(s)
+	return grown
+}
+
+// AddExtra appends events and links to the trace's SpanEvents and
+// SpanLinks and returns the value of Span.Extra that refers to them (0,
+// none, when there are neither). Their attributes are ranges of the
+// trace's AttrArena already (AddAttrs).
+func (t *Trace) AddExtra(events []Event, links []Link) uint32 {
+	if len(events) == 0 && len(links) == 0 {
+		return 0
+	}
+	x := SpanExtra{
+		EventOff: uint32(len(t.SpanEvents)), EventLen: uint32(len(events)),
+		LinkOff: uint32(len(t.SpanLinks)), LinkLen: uint32(len(links)),
+	}
+	t.SpanEvents = appendSpilled(t.SpanEvents, events...)
+	t.SpanLinks = appendSpilled(t.SpanLinks, links...)
+	t.SpanExtras = appendSpilled(t.SpanExtras, x)
+	return uint32(len(t.SpanExtras))
+}
+
+// extra is the span's SpanExtra, nil when it has none.
+func (t *Trace) extra(s *Span) *SpanExtra {
+	if s.Extra == 0 || int(s.Extra) > len(t.SpanExtras) {
 		return nil
 	}
-	return s.Extra.Links
+	return &t.SpanExtras[s.Extra-1]
 }
 
-// AddEvent appends an event to the span. It gives the span its own Extra,
-// so that a copy of the span made before is left as it was.
-func (s *Span) AddEvent(e Event) {
-	x := SpanExtra{}
-	if s.Extra != nil {
-		x = *s.Extra
+// Events are the span's events (OTLP span events), in input order: a
+// slice of the trace's SpanEvents.
+func (t *Trace) Events(s *Span) []Event {
+	x := t.extra(s)
+	if x == nil || uint64(x.EventOff)+uint64(x.EventLen) > uint64(len(t.SpanEvents)) {
+		return nil
 	}
-	x.Events = append(x.Events[:len(x.Events):len(x.Events)], e)
-	s.Extra = &x
+	return t.SpanEvents[x.EventOff : x.EventOff+x.EventLen : x.EventOff+x.EventLen]
+}
+
+// Links are the span's links to other spans, in input order: a slice of
+// the trace's SpanLinks.
+func (t *Trace) Links(s *Span) []Link {
+	x := t.extra(s)
+	if x == nil || uint64(x.LinkOff)+uint64(x.LinkLen) > uint64(len(t.SpanLinks)) {
+		return nil
+	}
+	return t.SpanLinks[x.LinkOff : x.LinkOff+x.LinkLen : x.LinkOff+x.LinkLen]
+}
+
+// AddEvent appends an event to the span's events (its attributes a range
+// of the trace's AttrArena: AddAttrs). A span's events are contiguous, so
+// its others are copied to the end of SpanEvents first; copies of the span
+// in the trace share them: they refer to the same SpanExtra.
+func (t *Trace) AddEvent(s *Span, e Event) {
+	x := t.extra(s)
+	if x == nil {
+		s.Extra = t.AddExtra([]Event{e}, nil)
+		return
+	}
+	off := len(t.SpanEvents)
+	t.SpanEvents = appendSpilled(t.SpanEvents, t.Events(s)...)
+	t.SpanEvents = appendSpilled(t.SpanEvents, e)
+	x.EventOff, x.EventLen = uint32(off), x.EventLen+1
 }
 
 // Duration is End − Start.
@@ -326,18 +484,20 @@ const APIReturnKey = "cuda.return_value"
 // Duration is End − Start.
 func (c *APICall) Duration() int64 { return c.End - c.Start }
 
-// Event is a timestamped annotation on a span (an OTLP span event).
+// Event is a timestamped annotation on a span (an OTLP span event). Its
+// attributes lie in the trace's AttrArena, as a span's do (EventAttrs).
 type Event struct {
 	Name  StrID
 	Time  int64
-	Attrs []Attr
+	Attrs AttrRange
 }
 
-// Link points from a span to another span, possibly in another trace.
+// Link points from a span to another span, possibly in another trace. Its
+// attributes lie in the trace's AttrArena (LinkAttrs).
 type Link struct {
 	TraceID TraceID
 	SpanID  SpanID
-	Attrs   []Attr
+	Attrs   AttrRange
 }
 
 // GPUOpKind says what a GPU operation is.

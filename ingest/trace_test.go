@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"bytes"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -19,12 +20,60 @@ func TestGPUOpSize(t *testing.T) {
 		t.Fatalf("APICall is %d bytes, want at most 40 (a call is no span)", got)
 	}
 	// NVTX ranges and operators can be millions too.
-	if got := unsafe.Sizeof(Span{}); got > 112 {
-		t.Fatalf("Span is %d bytes, want at most 112 (events and links live in SpanExtra)", got)
+	if got := unsafe.Sizeof(Span{}); got > 96 {
+		t.Fatalf("Span is %d bytes, want at most 96 (attributes live in the trace's AttrArena, events and links in SpanExtras)", got)
 	}
 	if got := unsafe.Sizeof(Attr{}); got != 16 {
 		t.Fatalf("Attr is %d bytes", got)
 	}
+}
+
+// The span table, its attributes, events and links and the other big
+// record tables hold no pointers: the collector never scans them, and spill.Slice may put them in
+// a file (it refuses types with pointers, internal/spill). A field that
+// brings a pointer back (a slice, a string, a map) fails here.
+func TestRecordsHoldNoPointers(t *testing.T) {
+	for _, typ := range []reflect.Type{
+		reflect.TypeFor[Span](), reflect.TypeFor[Attr](), reflect.TypeFor[SpanExtra](), reflect.TypeFor[Event](),
+		reflect.TypeFor[Link](), reflect.TypeFor[APICall](), reflect.TypeFor[GPUOp](),
+	} {
+		if path, ok := pointerIn(typ, typ.Name()); ok {
+			t.Errorf("%v holds a pointer: %s", typ, path)
+		}
+	}
+	// The walk itself finds one where there is one.
+	type withSlice struct {
+		A int64
+		B [2]struct{ C []Attr }
+	}
+	if path, ok := pointerIn(reflect.TypeFor[withSlice](), "withSlice"); !ok || path != "withSlice.B[].C ([]ingest.Attr)" {
+		t.Errorf("pointerIn(withSlice) = %q, %v", path, ok)
+	}
+}
+
+// pointerIn returns the path to the first field of typ that holds a
+// pointer the collector would see.
+func pointerIn(typ reflect.Type, path string) (string, bool) {
+	switch typ.Kind() {
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128:
+		return "", false
+	case reflect.Array:
+		if typ.Len() == 0 {
+			return "", false
+		}
+		return pointerIn(typ.Elem(), path+"[]")
+	case reflect.Struct:
+		for i := range typ.NumField() {
+			f := typ.Field(i)
+			if p, ok := pointerIn(f.Type, path+"."+f.Name); ok {
+				return p, true
+			}
+		}
+		return "", false
+	}
+	return path + " (" + typ.String() + ")", true
 }
 
 func TestWarningsCoalesce(t *testing.T) {
@@ -52,7 +101,7 @@ func sampleTrace(prefix string) *Trace {
 	t.Resources = append(t.Resources, Resource{Attrs: []Attr{NewAttr(t.Strings.Intern("service.name"), StringValue(t.Strings.Intern(prefix)))}})
 	t.Spans = append(t.Spans, Span{
 		TraceID: TraceID{1}, ID: SpanID{2}, Name: t.Strings.Intern(prefix + ".span"), Start: 10, End: 5,
-		Attrs:    []Attr{NewAttr(t.Strings.Intern("ids"), ArrayValue(arr)), NewAttr(t.Strings.Intern("n"), IntValue(3))},
+		Attrs:    t.AddAttrs(NewAttr(t.Strings.Intern("ids"), ArrayValue(arr)), NewAttr(t.Strings.Intern("n"), IntValue(3))),
 		Resource: 0, Scope: -1,
 	})
 	t.GPUOps = append(t.GPUOps, GPUOp{Start: 3, End: 4, Name: t.Strings.Intern(prefix + ".kernel")})
@@ -71,7 +120,7 @@ func TestMergeRemapsIDs(t *testing.T) {
 	if got := m.Spans[1].Source; got != 1 {
 		t.Errorf("second span source = %d", got)
 	}
-	v, ok := m.Attr(m.Spans[1].Attrs, "ids")
+	v, ok := m.Attr(m.SpanAttrs(&m.Spans[1]), "ids")
 	if !ok || strings.Join(m.StringList(v), ",") != "b-r1,r2" {
 		t.Errorf("array attribute after merge = %v", m.StringList(v))
 	}

@@ -502,7 +502,8 @@ func (d *decoder) nvtx(q *query, r *row, domains map[nvtxRef]ingest.StrID) (inge
 	if unclosed {
 		n++
 	}
-	attrs := d.attrs(n)[:0]
+	// Built in place at the end of the trace's attribute arena.
+	attrs := d.t.AttrTail(n, 0)
 	attrs = append(attrs, ingest.NewAttr(d.keys.nvtxType, ingest.StringValue(typ)))
 	if domain != 0 {
 		attrs = append(attrs, ingest.NewAttr(d.keys.nvtxDomain, ingest.StringValue(domain)))
@@ -519,7 +520,7 @@ func (d *decoder) nvtx(q *query, r *row, domains map[nvtxRef]ingest.StrID) (inge
 	if unclosed {
 		attrs = append(attrs, ingest.NewAttr(d.keys.nvtxUnclosed, ingest.BoolValue(true)))
 	}
-	s.Attrs = attrs
+	s.Attrs = d.t.CommitAttrs(len(attrs))
 	return s, true
 }
 

@@ -155,7 +155,6 @@ type decoder struct {
 	names    *nameCache
 	apiNames map[int64]ingest.StrID
 	keys     attrKeys
-	arena    []ingest.Attr
 	// launches holds pid<<32|correlationId of every CUDA API call read,
 	// sorted, to find GPU ops whose correlation ID matches nothing.
 	launches []uint64
@@ -302,17 +301,6 @@ func (d *decoder) tick() error {
 		return d.ctx.Err()
 	}
 	return nil
-}
-
-// attrs returns a slice for n attributes carved from a shared arena, so
-// that a million NVTX ranges do not cost a million small allocations.
-func (d *decoder) attrs(n int) []ingest.Attr {
-	if len(d.arena)+n > cap(d.arena) {
-		d.arena = make([]ingest.Attr, 0, max(4096, n))
-	}
-	s := d.arena[len(d.arena) : len(d.arena)+n : len(d.arena)+n]
-	d.arena = d.arena[:len(d.arena)+n]
-	return s
 }
 
 // describeDamage says what is wrong with a file SQLite calls corrupt: a

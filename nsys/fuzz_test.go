@@ -82,7 +82,7 @@ func FuzzNsys(f *testing.F) {
 			if ok && s.End < s.Start {
 				t.Fatalf("span ends before it starts: %+v", s)
 			}
-			for _, a := range s.Attrs {
+			for _, a := range d.t.SpanAttrs(&s) {
 				if a.Key == 0 {
 					t.Fatalf("attribute without a key: %+v", s)
 				}

@@ -135,7 +135,7 @@ func (k *nvtxKeys) describe(t *ingest.Trace, s *ingest.Span) nvtxRange {
 	}
 	var r nvtxRange
 	domain := ""
-	for _, a := range s.Attrs {
+	for _, a := range t.SpanAttrs(s) {
 		switch a.Key {
 		case k.typ:
 			switch a.Value().Str() {

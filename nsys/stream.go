@@ -524,7 +524,12 @@ func (d *decoder) readSpans() error {
 			return err
 		}
 		if d.t.Spans == nil {
-			d.t.Spans = make([]ingest.Span, 0, d.capacity(tableNVTX))
+			// The ranges and their attributes (two a range, most have
+			// one or two) hold no pointers: past the memory budget they
+			// live in spill files, as the calls do.
+			n := d.capacity(tableNVTX)
+			d.t.Spans = spill.Slice[ingest.Span](n)
+			d.t.AttrTail(2*n, 2*n)
 		}
 	}
 	err := mergeTwo(api, nvtx, func(it *item[ingest.APICall]) {

@@ -452,7 +452,7 @@ func (w *writer) writeNVTX() error {
 		var category, endTid, payloadInt int64
 		var hasCat, hasEndTid, unclosed, hasInt, hasDouble bool
 		var payloadDouble float64
-		for _, a := range s.Attrs {
+		for _, a := range w.t.SpanAttrs(s) {
 			v := a.Value()
 			switch {
 			case a.Key == 0:

@@ -24,7 +24,7 @@ func handTrace(session int64) *ingest.Trace {
 	}
 	nvtx := func(name string, start, end int64, tid uint32, attrs ...ingest.Attr) {
 		t.Spans = append(t.Spans, ingest.Span{Name: s(name), Start: at(start), End: at(end), Pid: 4242, Tid: tid,
-			Origin: ingest.OriginNVTX, Resource: -1, Scope: -1, Attrs: attrs})
+			Origin: ingest.OriginNVTX, Resource: -1, Scope: -1, Attrs: t.AddAttrs(attrs...)})
 	}
 	typ := func(v string) ingest.Attr { return ingest.NewAttr(key("nvtx.type"), ingest.StringValue(s(v))) }
 	nvtx("step span_id=00f067aa0ba902b7", 100, 9000, 4243, typ(NVTXPushPop),

@@ -74,7 +74,7 @@ idle gaps and other tenants.`),
 	root.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 	var memory string
 	root.PersistentFlags().StringVar(&memory, "memory-limit", "", fmt.Sprintf(
-		"soft limit on llmprof's memory: `SIZE` such as 4GiB or 512MB, or a share of the memory it may use (the container's cgroup limit or the RAM) such as 60%%; 0 for none (default GOMEMLIMIT when set, else %d%%). Past the smaller of it and the input's size, GPU ops and CUDA API calls go to a spill file in $TMPDIR (Linux)", memlimit.DefaultPercent))
+		"soft limit on llmprof's memory: `SIZE` such as 4GiB or 512MB, or a share of the memory it may use (the container's cgroup limit or the RAM) such as 60%%; 0 for none (default GOMEMLIMIT when set, else %d%%). Past the smaller of it and the input's size, GPU ops, CUDA API calls and spans go to a spill file in $TMPDIR (Linux)", memlimit.DefaultPercent))
 	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
 		flag := cmd.Flags().Lookup("memory-limit")
 		var lim memlimit.Limit

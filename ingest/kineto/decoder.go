@@ -10,6 +10,7 @@ import (
 
 	"github.com/llmprof/llmprof/ingest"
 	"github.com/llmprof/llmprof/internal/jsonscan"
+	"github.com/llmprof/llmprof/internal/spill"
 )
 
 // Decoder reads PyTorch profiler (Kineto) Chrome-trace JSON — what
@@ -93,7 +94,9 @@ func (dec Decoder) Decode(ctx context.Context, in *ingest.Input, t *ingest.Trace
 		size = min(size*8, 1<<36)
 	}
 	if t.Spans == nil && t.APICalls == nil && t.GPUOps == nil {
-		t.Spans = make([]ingest.Span, 0, size/1024)
+		// The spans hold no pointers: past the memory budget they live
+		// in a spill file (internal/spill).
+		t.Spans = spill.Slice[ingest.Span](int(size / 1024))
 		t.APICalls = make([]ingest.APICall, 0, size/1024)
 		t.GPUOps = make([]ingest.GPUOp, 0, size/2048)
 	}
@@ -233,8 +236,7 @@ type decoder struct {
 	counts            struct {
 		flowS, flowF, ignored, rangeProf, trace, noDur, noTs, negDur, zeroTs, counters, oom, rocm, cuda int
 	}
-	arena []ingest.Attr
-	keys  struct {
+	keys struct {
 		cat, device, nvtxType                       ingest.StrID
 		python, userAnnotation, gpuAnnotation, push ingest.StrID
 	}
@@ -710,16 +712,6 @@ func (d *decoder) triple(s *jsonscan.Scanner, dst *[3]opt) {
 			dst[i] = v
 		}
 	}
-}
-
-// attrs carves n attributes from a shared arena.
-func (d *decoder) attrs(n int) []ingest.Attr {
-	if len(d.arena)+n > cap(d.arena) {
-		d.arena = make([]ingest.Attr, 0, max(4096, n))
-	}
-	s := d.arena[len(d.arena) : len(d.arena)+n : len(d.arena)+n]
-	d.arena = d.arena[:len(d.arena)+n]
-	return s
 }
 
 // baseName is the file name used in the clock domain's name.

@@ -120,22 +120,19 @@ func (d *decoder) span(end int64) {
 		sp.Origin = ingest.OriginCPUOp
 	case catPython:
 		sp.Origin = ingest.OriginCPUOp
-		sp.Attrs = d.attrs(1)
-		sp.Attrs[0] = ingest.NewAttr(d.keys.cat, ingest.StringValue(d.keys.python))
+		sp.Attrs = d.t.AddAttrs(ingest.NewAttr(d.keys.cat, ingest.StringValue(d.keys.python)))
 	case catUserAnnotation:
 		// record_function ranges nest on their thread like NVTX push/pop
 		// ranges, and serve as them: align's mirrors, the step join and the
 		// NVTX summaries read them.
 		sp.Origin = ingest.OriginNVTX
-		sp.Attrs = d.attrs(2)
-		sp.Attrs[0] = ingest.NewAttr(d.keys.nvtxType, ingest.StringValue(d.keys.push))
-		sp.Attrs[1] = ingest.NewAttr(d.keys.cat, ingest.StringValue(d.keys.userAnnotation))
+		sp.Attrs = d.t.AddAttrs(ingest.NewAttr(d.keys.nvtxType, ingest.StringValue(d.keys.push)),
+			ingest.NewAttr(d.keys.cat, ingest.StringValue(d.keys.userAnnotation)))
 	case catGPUAnnotation:
 		// On the GPU's track (pid = device, tid = stream); its process is
 		// set in finish.
 		sp.Origin = ingest.OriginGPUAnnotation
-		sp.Attrs = d.attrs(1)
-		sp.Attrs[0] = ingest.NewAttr(d.keys.device, ingest.IntValue(e.pid.num))
+		sp.Attrs = d.t.AddAttrs(ingest.NewAttr(d.keys.device, ingest.IntValue(e.pid.num)))
 		d.gpuAnnotationSpan = append(d.gpuAnnotationSpan, int32(len(d.t.Spans)))
 	}
 	d.t.Spans = append(d.t.Spans, sp)

@@ -284,7 +284,7 @@ func TestRealFilesCounts(t *testing.T) {
 				case ingest.OriginCUDARuntime, ingest.OriginCUDADriver:
 					t.Errorf("span %q is an API call", tr.Str(s.Name))
 				case ingest.OriginCPUOp:
-					if _, ok := tr.AttrString(s.Attrs, AttrCategory); ok {
+					if _, ok := tr.AttrString(tr.SpanAttrs(s), AttrCategory); ok {
 						python++
 					} else {
 						cpuOps++

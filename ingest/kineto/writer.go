@@ -274,7 +274,7 @@ func (x *writer) cpuSide() {
 			cat = "user_annotation"
 		case ingest.OriginCPUOp:
 			cat = "cpu_op"
-			if v, _ := t.AttrString(s.Attrs, AttrCategory); v == "python_function" {
+			if v, _ := t.AttrString(t.SpanAttrs(s), AttrCategory); v == "python_function" {
 				cat = "python_function"
 			}
 		default:

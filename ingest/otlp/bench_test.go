@@ -192,9 +192,9 @@ func TestSyntheticMatchesPdata(t *testing.T) {
 				t.Fatalf("%s decode differs from pdata's:\n%s", enc, lineDiff(want, got))
 			}
 			attrs, events := 0, 0
-			for _, s := range tr.Spans {
-				attrs += len(s.Attrs)
-				events += len(s.Events())
+			for i := range tr.Spans {
+				attrs += len(tr.SpanAttrs(&tr.Spans[i]))
+				events += len(tr.Events(&tr.Spans[i]))
 			}
 			if len(tr.Spans) != td.SpanCount() || attrs != 15*len(tr.Spans) || events == 0 {
 				t.Fatalf("%d spans, %d attributes, %d events", len(tr.Spans), attrs, events)

@@ -271,14 +271,14 @@ func quoteOpt(s *string) string {
 // attributes to the slice it is given. (The exporter readers share it.)
 func (d *state) addEvent(name string, t int64, attrs func([]ingest.Attr) []ingest.Attr) {
 	a := attrs(d.eventAttrs[:0])
-	d.events = append(d.events, ingest.Event{Name: d.internString(name), Time: t, Attrs: d.attrSlab.carve(a)})
+	d.events = append(d.events, ingest.Event{Name: d.internString(name), Time: t, Attrs: d.pend(a)})
 	d.eventAttrs = a[:0]
 }
 
 // addLink adds a link of the span being read, as addEvent an event.
 func (d *state) addLink(l ingest.Link, attrs func([]ingest.Attr) []ingest.Attr) {
 	a := attrs(d.linkAttrs[:0])
-	l.Attrs = d.attrSlab.carve(a)
+	l.Attrs = d.pend(a)
 	d.linkAttrs = a[:0]
 	d.links = append(d.links, l)
 }

@@ -57,7 +57,7 @@ func TestConsoleExporter(t *testing.T) {
 		t.Errorf("status %v %v %q", tok.Status, detok.Status, tr.Str(detok.StatusMsg))
 	}
 	attr := func(s *ingest.Span, key string) string {
-		v, ok := tr.Attr(s.Attrs, key)
+		v, ok := tr.Attr(tr.SpanAttrs(s), key)
 		if !ok {
 			return "<absent>"
 		}
@@ -77,14 +77,14 @@ func TestConsoleExporter(t *testing.T) {
 			t.Errorf("%s = %s, want %s", key, got, want)
 		}
 	}
-	if v, _ := tr.Attr(root.Attrs, "gen_ai.response.finish_reasons"); strings.Join(tr.StringList(v), ",") != "stop" {
+	if v, _ := tr.Attr(tr.SpanAttrs(root), "gen_ai.response.finish_reasons"); strings.Join(tr.StringList(v), ",") != "stop" {
 		t.Errorf("finish_reasons = %s", tr.FormatValue(v))
 	}
-	if len(root.Events()) != 1 || tr.Str(root.Events()[0].Name) != "first_token" || root.Events()[0].Time-root.Start != 81_500_000 {
-		t.Errorf("events %+v", root.Events())
+	if len(tr.Events(root)) != 1 || tr.Str(tr.Events(root)[0].Name) != "first_token" || tr.Events(root)[0].Time-root.Start != 81_500_000 {
+		t.Errorf("events %+v", tr.Events(root))
 	}
-	if len(tok.Links()) != 1 || tok.Links()[0].SpanID.String() != "b7ad6b7169203331" {
-		t.Errorf("links %+v", tok.Links())
+	if len(tr.Links(tok)) != 1 || tr.Links(tok)[0].SpanID.String() != "b7ad6b7169203331" {
+		t.Errorf("links %+v", tr.Links(tok))
 	}
 	if len(tr.Resources) != 1 || root.Resource != 0 || detok.Resource != 0 {
 		t.Fatalf("%d resources; span resources %d %d", len(tr.Resources), root.Resource, detok.Resource)

@@ -143,12 +143,28 @@ func checkModel(t *testing.T, tr *ingest.Trace) {
 		if int(s.Source) >= len(tr.Sources) || s.Name >= nstr || s.StatusMsg >= nstr {
 			t.Fatalf("span %d: source or string out of range", i)
 		}
-		checkAttrs(s.Attrs, 0)
-		for _, e := range s.Events() {
-			checkAttrs(e.Attrs, 0)
+		inArena := func(r ingest.AttrRange) bool { return uint64(r.Off)+uint64(r.Len) <= uint64(len(tr.AttrArena)) }
+		if !inArena(s.Attrs) || int(s.Extra) > len(tr.SpanExtras) {
+			t.Fatalf("span %d: attributes %+v or extra %d out of range", i, s.Attrs, s.Extra)
 		}
-		for _, l := range s.Links() {
-			checkAttrs(l.Attrs, 0)
+		if s.Extra > 0 {
+			x := tr.SpanExtras[s.Extra-1]
+			if uint64(x.EventOff)+uint64(x.EventLen) > uint64(len(tr.SpanEvents)) || uint64(x.LinkOff)+uint64(x.LinkLen) > uint64(len(tr.SpanLinks)) {
+				t.Fatalf("span %d: events or links %+v out of range", i, x)
+			}
+		}
+		checkAttrs(tr.SpanAttrs(s), 0)
+		for _, e := range tr.Events(s) {
+			if !inArena(e.Attrs) {
+				t.Fatalf("span %d: event attributes %+v out of range", i, e.Attrs)
+			}
+			checkAttrs(tr.EventAttrs(&e), 0)
+		}
+		for _, l := range tr.Links(s) {
+			if !inArena(l.Attrs) {
+				t.Fatalf("span %d: link attributes %+v out of range", i, l.Attrs)
+			}
+			checkAttrs(tr.LinkAttrs(&l), 0)
 		}
 		spans++
 	}

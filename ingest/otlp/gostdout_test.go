@@ -75,27 +75,27 @@ func TestGoStdoutExporter(t *testing.T) {
 		"mixed":                          `array:["a", 7]`,
 		"nothing":                        "empty:<empty>",
 	} {
-		if got := attr(req.Attrs, key); got != want {
+		if got := attr(tr.SpanAttrs(req), key); got != want {
 			t.Errorf("%s = %s, want %s", key, got, want)
 		}
 	}
-	if v, _ := tr.Attr(req.Attrs, "blob"); v.Kind() != ingest.KindBytes || tr.Str(v.Str()) != "hi\x00" {
+	if v, _ := tr.Attr(tr.SpanAttrs(req), "blob"); v.Kind() != ingest.KindBytes || tr.Str(v.Str()) != "hi\x00" {
 		t.Errorf("blob = %s %q", v.Kind(), tr.Str(v.Str()))
 	}
-	if v, _ := tr.Attr(req.Attrs, "usage"); v.Kind() != ingest.KindMap || attr(tr.Maps[v.Index()], "input") != "int:10" || attr(tr.Maps[v.Index()], "unit") != "string:tok" {
+	if v, _ := tr.Attr(tr.SpanAttrs(req), "usage"); v.Kind() != ingest.KindMap || attr(tr.Maps[v.Index()], "input") != "int:10" || attr(tr.Maps[v.Index()], "unit") != "string:tok" {
 		t.Errorf("usage = %s", tr.FormatValue(v))
 	}
-	if got := attr(foo.Attrs, "double"); got != "double:123.456" {
+	if got := attr(tr.SpanAttrs(foo), "double"); got != "double:123.456" {
 		t.Errorf("/foo double = %s", got)
 	}
-	if len(foo.Events()) != 2 || tr.Str(foo.Events()[1].Name) != "bar" || foo.Events()[1].Time != foo.Start || attr(foo.Events()[0].Attrs, "key") != "string:value" {
-		t.Errorf("/foo events %+v", foo.Events())
+	if len(tr.Events(foo)) != 2 || tr.Str(tr.Events(foo)[1].Name) != "bar" || tr.Events(foo)[1].Time != foo.Start || attr(tr.EventAttrs(&tr.Events(foo)[0]), "key") != "string:value" {
+		t.Errorf("/foo events %+v", tr.Events(foo))
 	}
-	if len(req.Events()) != 1 || req.Events()[0].Time-req.Start != 81_500_000 || attr(req.Events()[0].Attrs, "index") != "int:0" {
-		t.Errorf("llm.request events %+v", req.Events())
+	if len(tr.Events(req)) != 1 || tr.Events(req)[0].Time-req.Start != 81_500_000 || attr(tr.EventAttrs(&tr.Events(req)[0]), "index") != "int:0" {
+		t.Errorf("llm.request events %+v", tr.Events(req))
 	}
-	if len(req.Links()) != 1 || req.Links()[0].TraceID.String() != "a0a1a2a3a4a5a6a7a8a9aaabacadaeaf" || req.Links()[0].SpanID.String() != "b0b1b2b3b4b5b6b7" || attr(req.Links()[0].Attrs, "link.kind") != "string:batch" {
-		t.Errorf("links %+v", req.Links())
+	if len(tr.Links(req)) != 1 || tr.Links(req)[0].TraceID.String() != "a0a1a2a3a4a5a6a7a8a9aaabacadaeaf" || tr.Links(req)[0].SpanID.String() != "b0b1b2b3b4b5b6b7" || attr(tr.LinkAttrs(&tr.Links(req)[0]), "link.kind") != "string:batch" {
+		t.Errorf("links %+v", tr.Links(req))
 	}
 	if len(tr.Resources) != 2 || req.Resource != tok.Resource || attr(tr.Resources[foo.Resource].Attrs, "rk1") != "string:rv11" ||
 		attr(tr.Resources[req.Resource].Attrs, "service.name") != "string:llm-gateway" {

@@ -215,7 +215,7 @@ func (d *state) jaegerSpan(tr *jaegerTrace, js *jaegerSpan, resources map[string
 		if childOf {
 			refType = "child_of"
 		}
-		l.Attrs = d.attrSlab.carve([]ingest.Attr{ingest.NewAttr(d.internString("opentracing.ref_type"), ingest.StringValue(d.internString(refType)))})
+		l.Attrs = d.pend([]ingest.Attr{ingest.NewAttr(d.internString("opentracing.ref_type"), ingest.StringValue(d.internString(refType)))})
 		d.links = append(d.links, l)
 	}
 
@@ -291,7 +291,7 @@ func (d *state) jaegerSpan(tr *jaegerTrace, js *jaegerSpan, resources map[string
 			}
 			eattrs = d.jaegerAttr(kv, eattrs)
 		}
-		ev.Attrs = d.attrSlab.carve(eattrs)
+		ev.Attrs = d.pend(eattrs)
 		d.eventAttrs = eattrs[:0]
 		d.events = append(d.events, ev)
 	}

@@ -320,7 +320,7 @@ func (d *state) jsonEvent(s *jsonScanner) {
 			s.Skip()
 		}
 	}
-	ev.Attrs = d.attrSlab.carve(attrs)
+	ev.Attrs = d.pend(attrs)
 	d.eventAttrs = attrs[:0]
 	d.events = append(d.events, ev)
 }
@@ -343,7 +343,7 @@ func (d *state) jsonLink(s *jsonScanner) {
 			s.Skip()
 		}
 	}
-	l.Attrs = d.attrSlab.carve(attrs)
+	l.Attrs = d.pend(attrs)
 	d.linkAttrs = attrs[:0]
 	d.links = append(d.links, l)
 }

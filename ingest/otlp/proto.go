@@ -488,7 +488,7 @@ func (d *state) protoEvent(b []byte) error {
 			}
 		}
 	}
-	ev.Attrs = d.attrSlab.carve(attrs)
+	ev.Attrs = d.pend(attrs)
 	d.eventAttrs = attrs[:0]
 	d.events = append(d.events, ev)
 	return nil
@@ -528,7 +528,7 @@ func (d *state) protoLink(b []byte) error {
 			}
 		}
 	}
-	l.Attrs = d.attrSlab.carve(attrs)
+	l.Attrs = d.pend(attrs)
 	d.linkAttrs = attrs[:0]
 	d.links = append(d.links, l)
 	return nil

@@ -69,21 +69,20 @@ func spanFromPdata(t *ingest.Trace, sp ptrace.Span) ingest.Span {
 	s := ingest.Span{
 		TraceID: ingest.TraceID(sp.TraceID()), ID: ingest.SpanID(sp.SpanID()), Parent: ingest.SpanID(sp.ParentSpanID()),
 		Name: t.Strings.Intern(sp.Name()), Start: int64(sp.StartTimestamp()), End: int64(sp.EndTimestamp()),
-		Attrs: attrsFromPdata(t, sp.Attributes()), Kind: ingest.SpanKind(sp.Kind()),
+		Attrs: t.AddAttrs(attrsFromPdata(t, sp.Attributes())...), Kind: ingest.SpanKind(sp.Kind()),
 		Status: ingest.StatusCode(sp.Status().Code()), StatusMsg: t.Strings.Intern(sp.Status().Message()),
 	}
-	var x ingest.SpanExtra
+	var events []ingest.Event
+	var links []ingest.Link
 	for i := 0; i < sp.Events().Len(); i++ {
 		e := sp.Events().At(i)
-		x.Events = append(x.Events, ingest.Event{Name: t.Strings.Intern(e.Name()), Time: int64(e.Timestamp()), Attrs: attrsFromPdata(t, e.Attributes())})
+		events = append(events, ingest.Event{Name: t.Strings.Intern(e.Name()), Time: int64(e.Timestamp()), Attrs: t.AddAttrs(attrsFromPdata(t, e.Attributes())...)})
 	}
 	for i := 0; i < sp.Links().Len(); i++ {
 		l := sp.Links().At(i)
-		x.Links = append(x.Links, ingest.Link{TraceID: ingest.TraceID(l.TraceID()), SpanID: ingest.SpanID(l.SpanID()), Attrs: attrsFromPdata(t, l.Attributes())})
+		links = append(links, ingest.Link{TraceID: ingest.TraceID(l.TraceID()), SpanID: ingest.SpanID(l.SpanID()), Attrs: t.AddAttrs(attrsFromPdata(t, l.Attributes())...)})
 	}
-	if len(x.Events) > 0 || len(x.Links) > 0 {
-		s.Extra = &x
-	}
+	s.Extra = t.AddExtra(events, links)
 	return s
 }
 

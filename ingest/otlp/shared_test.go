@@ -39,8 +39,8 @@ func TestSharedSamples(t *testing.T) {
 				events, links, errs, traces := 0, 0, 0, map[ingest.TraceID]bool{}
 				kinds := map[ingest.SpanKind]int{}
 				for _, s := range tr.Spans {
-					events += len(s.Events())
-					links += len(s.Links())
+					events += len(tr.Events(&s))
+					links += len(tr.Links(&s))
 					kinds[s.Kind]++
 					traces[s.TraceID] = true
 					if s.Status == ingest.StatusError {

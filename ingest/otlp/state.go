@@ -8,6 +8,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/internal/spill"
 )
 
 // state is everything one decode call owns: the trace it appends to, the
@@ -31,18 +32,17 @@ type state struct {
 	slotSet    int                   // the set of the span being decoded
 	slotVictim int
 
-	attrSlab  slab[ingest.Attr]
-	spanSlab  slab[ingest.Attr] // span attributes, decoded in place (see beginSpan)
-	tailCap   int
-	eventSlab slab[ingest.Event]
-	linkSlab  slab[ingest.Link]
-	extraSlab slab[ingest.SpanExtra]
+	attrSlab slab[ingest.Attr]
 
-	// Scratch slices a span is assembled in before its parts are carved.
+	// Scratch slices a span is assembled in before its parts are kept.
 	spanAttrs, eventAttrs, linkAttrs []ingest.Attr
 	ownerAttrs                       []ingest.Attr // of a resource or scope
 	events                           []ingest.Event
 	links                            []ingest.Link
+	// pending holds the attributes of the span's events and links until
+	// the span is kept (their ranges are of pending until then): the
+	// span's own are being decoded at the arena's end meanwhile.
+	pending []ingest.Attr
 
 	// Resources and scopes are looked up first by their encoded bytes (cheap,
 	// and it skips decoding a repeated resource altogether), then by value.
@@ -56,9 +56,10 @@ type state struct {
 	zstd *zstd.Decoder // for zstd-compressed records, made on first use
 	zbuf []byte
 
-	// spans counts the spans this state appended; strings0 is the string
-	// table's length before the first.
-	spans, strings0 int
+	// spans counts the spans this state appended; strings0 and attrs0 are
+	// the string table's and the attribute arena's lengths before the
+	// first.
+	spans, strings0, attrs0 int
 	// sizeHint is the input's size when known (see readAllLimit).
 	sizeHint int64
 	// consumed is how much of the input the records decoded so far took
@@ -79,6 +80,7 @@ func newState(t *ingest.Trace, src ingest.SourceID) *state {
 		resByValue:   map[string]int32{},
 		scopeByValue: map[string]int32{},
 		strings0:     t.Strings.Len(),
+		attrs0:       len(t.AttrArena),
 	}
 	// A trace that already holds resources (DecodePayload called once per
 	// captured payload) shares them rather than adding a copy per call.
@@ -149,8 +151,8 @@ func (d *state) internString(s string) ingest.StrID {
 	return d.t.Strings.Intern(s)
 }
 
-// slab hands out sub-slices of large chunks, so that a span's attributes,
-// events and links cost no allocation of their own. Chunks grow from small (a
+// slab hands out sub-slices of large chunks, so that the attributes of
+// resources and scopes cost no allocation of their own. Chunks grow from small (a
 // single small payload wastes little) to large.
 type slab[T any] struct {
 	buf  []T
@@ -182,66 +184,80 @@ func (s *slab[T]) carve(items []T) []T {
 	return s.buf[start:len(s.buf):len(s.buf)]
 }
 
-// add copies one item into the slab and returns its address.
-func (s *slab[T]) add(v T) *T {
-	if cap(s.buf) == len(s.buf) {
-		if s.next == 0 {
-			s.next = slabFirst
-		}
-		s.buf = make([]T, 0, s.next)
-		s.next = min(s.next*2, slabMax)
-	}
-	s.buf = append(s.buf, v)
-	return &s.buf[len(s.buf)-1]
-}
-
-// take hands out the next n elements of the free space, which the caller has
-// filled through a slice from tail.
-func (s *slab[T]) take(n int) []T {
-	start := len(s.buf)
-	s.buf = s.buf[:start+n]
-	return s.buf[start : start+n : start+n]
-}
-
-// tail returns an empty slice over the slab's free space, at least minFree
-// long, to append to in place.
-func (s *slab[T]) tail(minFree int) []T {
-	if cap(s.buf)-len(s.buf) < minFree {
-		if s.next == 0 {
-			s.next = slabFirst
-		}
-		s.buf = make([]T, 0, max(s.next, minFree))
-		s.next = min(s.next*2, slabMax)
-	}
-	return s.buf[len(s.buf):len(s.buf)]
-}
-
 // beginSpan readies the scratch slices for a new span. Its attributes are
-// appended straight into the slab's free space, so that keeping them costs no
-// copy unless there were more than the space held.
+// appended straight into the free space of the trace's attribute arena, so
+// that keeping them costs no copy unless there were more than the space
+// held.
 func (d *state) beginSpan() {
-	d.spanAttrs = d.spanSlab.tail(64)
-	d.tailCap = cap(d.spanAttrs)
-	d.events, d.links = d.events[:0], d.links[:0]
+	d.spanAttrs = d.arenaTail(spanAttrsFree)
+	d.events, d.links, d.pending = d.events[:0], d.links[:0], d.pending[:0]
 }
 
-// appendSpan adds a finished span, carving its parts from the slabs.
-func (d *state) appendSpan(sp *ingest.Span) {
-	if cap(d.spanAttrs) == d.tailCap && len(d.spanAttrs) > 0 {
-		sp.Attrs = d.spanSlab.take(len(d.spanAttrs)) // still where tail put them
-	} else {
-		sp.Attrs = d.spanSlab.carve(d.spanAttrs)
+// pend keeps the attributes of one of the span's events or links in
+// pending until the span is kept (appendSpan), and returns their range
+// there.
+func (d *state) pend(attrs []ingest.Attr) ingest.AttrRange {
+	if len(attrs) == 0 {
+		return ingest.AttrRange{}
 	}
-	sp.Extra = nil
+	off := len(d.pending)
+	d.pending = append(d.pending, attrs...)
+	return ingest.AttrRange{Off: uint32(off), Len: uint32(len(attrs))}
+}
+
+// spanAttrsFree is the free space beginSpan leaves for a span's attributes
+// in the arena: most spans have fewer.
+const spanAttrsFree = 64
+
+// arenaTail is the trace's AttrTail: free space for minFree attributes,
+// the arena grown to arenaCapacity when it has less.
+func (d *state) arenaTail(minFree int) []ingest.Attr {
+	return d.t.AttrTail(minFree, d.arenaCapacity())
+}
+
+// inArenaTail reports whether the span's attributes are still where
+// arenaTail put them: they grew no larger than the free space.
+func (d *state) inArenaTail() bool {
+	a := d.t.AttrArena
+	return len(d.spanAttrs) > 0 && cap(a) > len(a) && &d.spanAttrs[0] == &a[:len(a)+1][len(a)]
+}
+
+// appendSpan adds a finished span, its attributes to the arena, then the
+// attributes of its events and links, and those to the trace's tables.
+func (d *state) appendSpan(sp *ingest.Span) {
+	switch n := len(d.spanAttrs); {
+	case n == 0:
+		sp.Attrs = ingest.AttrRange{}
+	case d.inArenaTail():
+		sp.Attrs = d.t.CommitAttrs(n)
+	default:
+		d.arenaTail(n)
+		sp.Attrs = d.t.AddAttrs(d.spanAttrs...)
+	}
+	sp.Extra = 0
 	if len(d.events) > 0 || len(d.links) > 0 {
-		sp.Extra = d.extraSlab.add(ingest.SpanExtra{Events: d.eventSlab.carve(d.events), Links: d.linkSlab.carve(d.links)})
+		at := d.t.AddAttrs(d.pending...)
+		rebase := func(r *ingest.AttrRange) {
+			if at.Len == 0 {
+				*r = ingest.AttrRange{} // none pending, or past MaxAttrs
+			} else if r.Len > 0 {
+				r.Off += at.Off
+			}
+		}
+		for i := range d.events {
+			rebase(&d.events[i].Attrs)
+		}
+		for i := range d.links {
+			rebase(&d.links[i].Attrs)
+		}
+		sp.Extra = d.t.AddExtra(d.events, d.links)
 	}
 	sp.Source = d.src
 	sp.Origin = ingest.OriginOTLP
-	d.spanAttrs, d.events, d.links = nil, d.events[:0], d.links[:0]
+	d.spanAttrs, d.events, d.links, d.pending = nil, d.events[:0], d.links[:0], d.pending[:0]
 	if len(d.t.Spans) == cap(d.t.Spans) {
-		grown := make([]ingest.Span, len(d.t.Spans), d.spanCapacity())
-		copy(grown, d.t.Spans)
+		grown := append(spill.Slice[ingest.Span](d.spanCapacity()), d.t.Spans...)
+		spill.Free(d.t.Spans)
 		d.t.Spans = grown
 		// The string table grows with the spans, at the rate of new
 		// strings a span brought so far (a request ID each, typically),
@@ -253,6 +269,26 @@ func (d *state) appendSpan(sp *ingest.Span) {
 	}
 	d.t.Spans = append(d.t.Spans, *sp)
 	d.spans++
+}
+
+// arenaCapacity is the capacity to grow the attribute arena to: room, at
+// the rate of attributes a span brought so far, for the spans the span
+// slice has room for or, more, the spans the input is estimated to hold
+// (bounded as spanCapacity bounds the slice), so that the arena grows with
+// the spans, in as few steps; never less than doubling.
+func (d *state) arenaCapacity() int {
+	a := d.t.AttrArena
+	c := max(2*cap(a), 4096)
+	if d.spans > 0 {
+		perSpan := float64(len(a)-d.attrs0) / float64(d.spans)
+		spans := float64(cap(d.t.Spans))
+		if est, ok := d.spansEstimate(); ok {
+			est += float64(len(d.t.Spans) - d.spans) // and those of other inputs
+			spans = max(spans, min(est, float64(8*cap(d.t.Spans))))
+		}
+		c = max(c, len(a)+int(perSpan*(spans-float64(len(d.t.Spans))))+spanAttrsFree)
+	}
+	return c
 }
 
 // stringsAhead is the new strings to make room for when the span slice has
@@ -300,7 +336,7 @@ func (d *state) spansEstimate() (float64, bool) {
 
 // resetSpan clears the scratch slices after a span that was not kept.
 func (d *state) resetSpan() {
-	d.spanAttrs, d.events, d.links = nil, d.events[:0], d.links[:0]
+	d.spanAttrs, d.events, d.links, d.pending = nil, d.events[:0], d.links[:0], d.pending[:0]
 	d.eventAttrs, d.linkAttrs = d.eventAttrs[:0], d.linkAttrs[:0]
 }
 
