@@ -351,7 +351,8 @@ func spillCeiling(budget int64) int64 {
 func outsideRuntime() int64 { return int64(progress.FileResident()) }
 
 // spillBudget is the resident memory a run of input bytes keeps within
-// (internal/spill): the input's size (at least gcFloorBase), above the
+// (internal/spill): the input's size (at least gcFloorBase above the
+// resident memory outside the runtime, the binary's pages), above the
 // heap already live when the run opens its inputs, or the memory limit in
 // effect (--memory-limit, GOMEMLIMIT or the default share of the RAM) when
 // that is lower; none when the limit is off. Past it the largest tables
@@ -359,12 +360,19 @@ func outsideRuntime() int64 { return int64(progress.FileResident()) }
 // earlier run's that the command still holds: diff's candidate while its
 // baseline is read. Without it the baseline's budget was below what the
 // process held before it read a byte, and the governor took the tables'
-// pages out again and again.
+// pages out again and again. And a budget of gcFloorBase in all, the
+// least before, left the heap of a small run a ceiling of 22 MB once the
+// binary's 36 MB of pages and the governor's eighth were taken off
+// (spillCeiling): the collector ran 4-6 times while a 30 MiB OTLP dump was
+// decoded, to free nothing, and the governor took the spilled spans' pages
+// out again and again (408 drops a run), since the process was over that
+// budget before it read a byte. Inputs from about 100 MB, the sizes the
+// memory goal is about, get the same budget as before.
 func spillBudget(input int64) int64 {
 	lim := debug.SetMemoryLimit(-1)
 	if lim == math.MaxInt64 {
 		return 0
 	}
 	live, _ := heapState()
-	return min(lim, max(input, gcFloorBase)+live)
+	return min(lim, max(input, gcFloorBase+outsideRuntime())+live)
 }

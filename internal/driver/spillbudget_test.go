@@ -31,6 +31,21 @@ func TestSpillBudgetCountsTheLiveHeap(t *testing.T) {
 	}
 }
 
+// TestSpillBudgetAboveWhatTheProcessHolds: a small run's budget leaves
+// the heap gcFloorBase above the resident memory the runtime does not hold
+// (the binary's pages), rather than gcFloorBase in all, of which the
+// binary took more than half and the heap's ceiling the rest.
+func TestSpillBudgetAboveWhatTheProcessHolds(t *testing.T) {
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(1 << 40))
+	outside := outsideRuntime()
+	if outside == 0 {
+		t.Skip("the resident memory outside the runtime is not known here (no /proc)")
+	}
+	if got, want := spillBudget(1<<20), gcFloorBase+outside; got < want {
+		t.Errorf("spillBudget(1 MiB) = %d MiB, want at least %d MiB (gcFloorBase above the %d MiB outside the runtime)", got>>20, want>>20, outside>>20)
+	}
+}
+
 // TestFloorLessThisRunsSpilledTables: the collector's floor is the run's
 // own less the tables it put in spill files, not less an earlier run's
 // (diff's candidate's, still mapped while the baseline is read).
