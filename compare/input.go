@@ -341,9 +341,11 @@ func readSamples(in *ingest.Input) ([]Run, []string, error) {
 		runs, err := decodeRuns(top)
 		return runs, nil, err
 	}
-	var keys map[string]json.RawMessage
-	if err := json.Unmarshal(top, &keys); err != nil {
-		return nil, nil, fmt.Errorf("not a JSON object: %w", err)
+	keys, ok := members(top)
+	if !ok {
+		if err := json.Unmarshal(top, &keys); err != nil {
+			return nil, nil, fmt.Errorf("not a JSON object: %w", err)
+		}
 	}
 	var schema string
 	if s, ok := keys["schema"]; ok {
@@ -389,7 +391,30 @@ func readSamples(in *ingest.Input) ([]Run, []string, error) {
 	return nil, nil, fmt.Errorf("not a saved analysis (%s) or samples file (%s)", AnalysisSchema, SamplesSchema)
 }
 
-// decodeRuns reads one run or an array of runs.
+// members returns the members of a JSON object by name, the last of a
+// name winning, as json.Unmarshal into a map does, each value a view of
+// obj; false if obj is not an object or jsonscan cannot read it (nesting
+// past its depth), for json.Unmarshal to say why. The object is a whole
+// saved analysis, already checked by the decoder that read it, which
+// encoding/json would scan twice more.
+func members(obj []byte) (map[string]json.RawMessage, bool) {
+	var s jsonscan.Scanner
+	s.Reset(obj)
+	if s.Peek() != '{' || !s.Open('{') {
+		return nil, false
+	}
+	keys := map[string]json.RawMessage{}
+	for first := true; s.Member(&first); {
+		k := string(s.Key())
+		keys[k] = s.RawValue()
+	}
+	s.End()
+	return keys, s.Err() == nil
+}
+
+// decodeRuns reads one run or an array of runs; b is valid JSON (it was
+// read by a json.Decoder), so one run goes straight to Run.UnmarshalJSON,
+// which is what json.Unmarshal would call after checking b again.
 func decodeRuns(b json.RawMessage) ([]Run, error) {
 	b = bytes.TrimSpace(b)
 	if len(b) > 0 && b[0] == '[' {
@@ -403,7 +428,7 @@ func decodeRuns(b json.RawMessage) ([]Run, error) {
 		return runs, nil
 	}
 	var r Run
-	if err := json.Unmarshal(b, &r); err != nil {
+	if err := r.UnmarshalJSON(b); err != nil {
 		return nil, err
 	}
 	return []Run{r}, nil

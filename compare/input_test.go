@@ -104,6 +104,31 @@ func TestLoadHistoryDirectory(t *testing.T) {
 	}
 }
 
+// TestSavedAnalysisMembersAsEncodingJSON: a saved analysis's members are
+// read as json.Unmarshal into a map reads them: the last of a repeated name
+// wins, an escaped name is its text, and nesting deeper than the fast
+// scanner goes is still read (json's own path).
+func TestSavedAnalysisMembersAsEncodingJSON(t *testing.T) {
+	dir := t.TempDir()
+	one, _ := json.Marshal(comparetest.Workload{Requests: 30, Seed: 2}.Run())
+	two, _ := json.Marshal(comparetest.Workload{Requests: 40, Seed: 3}.Run())
+	deep := strings.Repeat("[", 600) + strings.Repeat("]", 600)
+	for _, c := range []struct {
+		name, doc string
+		want      int
+	}{
+		{"repeated", `{"schema":"llmprof.report/v1","samples":` + string(one) + `,"samples":` + string(two) + `}`, 40},
+		{"escaped", `{"sch\u0065ma":"llmprof.report/v1","s\u0061mples":` + string(two) + `}`, 40},
+		{"deep", `{"schema":"llmprof.report/v1","extra":` + deep + `,"samples":` + string(one) + `}`, 30},
+	} {
+		p := writeTemp(t, dir, c.name+".json", []byte(c.doc))
+		in, err := compare.Load(context.Background(), []string{p}, compare.LoadOptions{Inputs: compare.RunFileDecoders()})
+		if err != nil || len(in.Runs) != 1 || in.Runs[0].Requests != c.want {
+			t.Errorf("%s: %v, runs %+v, want one run of %d requests", c.name, err, in, c.want)
+		}
+	}
+}
+
 // TestSameInput: the same file under two names is the same input.
 func TestSameInput(t *testing.T) {
 	dir := t.TempDir()

@@ -39,7 +39,9 @@ type Shift struct {
 // for the one-sample estimator (ACM TOMS 10:265, 1984) and Johnson &
 // Mizoguchi (SIAM J. Comput. 7:147, 1978) for X+Y. Each round counts the
 // differences below a pivot in O(n1+n2) by a two-pointer sweep, and an
-// expected O(log M) rounds suffice; memory is O(n1+n2).
+// expected O(log M) rounds suffice; memory is O(n1+n2). The estimate and
+// both bounds lie within a few σ_U of M/2, so their three selections share
+// their first rounds (bracket).
 //
 // xs and ys must be sorted and free of NaN. The result is deterministic.
 func HodgesLehmann(xs, ys []float64, alpha float64) Shift {
@@ -49,6 +51,12 @@ func HodgesLehmann(xs, ys []float64, alpha float64) Shift {
 	}
 	sel := newDiffSelector(xs, ys)
 	m := int64(n1) * int64(n2)
+	k := mosesK(xs, ys, alpha)
+	if k >= 1 {
+		// The estimate's rank and the interval's lie in one band: the
+		// three selections start from its bracket.
+		sel.bracket(k, m+1-k)
+	}
 	var est float64
 	if m%2 == 1 {
 		est = sel.kth(m/2 + 1)
@@ -56,7 +64,6 @@ func HodgesLehmann(xs, ys []float64, alpha float64) Shift {
 		lo := sel.kth(m / 2)
 		est = (lo + sel.next(m/2, lo)) / 2
 	}
-	k := mosesK(xs, ys, alpha)
 	if k < 1 {
 		return Shift{Estimate: est, Low: math.Inf(-1), High: math.Inf(1)}
 	}
@@ -117,7 +124,12 @@ type diffSelector struct {
 	less   []int // scratch: per row, columns with D < pivot
 	leq    []int // scratch: per row, columns with D ≤ pivot
 	leq2   []int // scratch: kth's copy of the lower pivot's leq
-	rng    *rand.Rand
+	// band: when bandLo ≤ k ≤ bandHi, kth starts from the columns
+	// [bandStart[0][i], bandStart[1][i]) that bracket found, not the whole
+	// matrix.
+	bandLo, bandHi int64
+	bandStart      [2][]int
+	rng            *rand.Rand
 }
 
 func newDiffSelector(xs, ys []float64) *diffSelector {
@@ -159,9 +171,10 @@ func (s *diffSelector) countBelow(t float64) (less, leq int64) {
 //
 // Each round brackets the answer between two pivots read off a sample of
 // the remaining candidates at the ranks around k's (Floyd and Rivest, CACM
-// 18:165, 1975): the band between them holds about a tenth of the
-// candidates, where one uniformly random pivot keeps three quarters on
-// average, so about a third of the sweeps. Pivots only affect speed: the
+// 18:165, 1975): the band between them holds about 5/√S of the candidates
+// (S the sample's size: a sixth at 256, a sixth of that at 1024), where one
+// uniformly random pivot keeps three quarters on average. It starts from
+// bracket's band when k is in it. Pivots only affect speed: the
 // answer is the k-th difference either way. With an infinite value, whose
 // differences may be NaN and then order nothing, each round takes one
 // random pivot (kthRandom).
@@ -170,31 +183,34 @@ func (s *diffSelector) kth(k int64) float64 {
 	if math.IsInf(s.xs[0], 0) || math.IsInf(s.xs[n1-1], 0) || math.IsInf(s.ys[0], 0) || math.IsInf(s.ys[n2-1], 0) {
 		return s.kthRandom(k)
 	}
-	for i := range s.lo {
-		s.lo[i], s.hi[i] = 0, n2
+	if s.bandStart[0] != nil && s.bandLo <= k && k <= s.bandHi {
+		copy(s.lo, s.bandStart[0])
+		copy(s.hi, s.bandStart[1])
+	} else {
+		for i := range s.lo {
+			s.lo[i], s.hi[i] = 0, n2
+		}
 	}
 	if s.leq2 == nil {
 		s.leq2 = make([]int, n1)
 	}
-	var sample [selectSample]float64
+	sample := make([]float64, s.sampleSize())
+	S := len(sample)
 	for {
-		var cand, below int64
-		for i := range n1 {
-			cand += int64(s.hi[i] - s.lo[i])
-			below += int64(s.lo[i])
-		}
-		if cand <= int64(4*(n1+n2)) {
+		cand, below := s.candidates()
+		if cand <= s.finishAt() {
 			return s.finish(k, cand)
 		}
-		s.sampleCandidates(sample[:], cand)
+		s.sampleCandidates(sample, cand)
 		// The answer's rank among the candidates is k − below; the
 		// sample's ranks around it, ± 2.5 standard deviations of a
 		// sample rank.
-		at := float64(k-below) / float64(cand) * selectSample
-		sd := math.Sqrt(at * (1 - at/selectSample))
+		at := float64(k-below) / float64(cand) * float64(S)
+		sd := math.Sqrt(at * (1 - at/float64(S)))
 		iLo, iHi := int(at-2.5*sd-1), int(at+2.5*sd+1)
 		if iLo >= 0 {
-			lessLo, leqLo := s.countBelow(sample[iLo])
+			pLo := selectKth(sample, iLo)
+			lessLo, leqLo := s.countBelow(pLo)
 			switch {
 			case k <= lessLo: // below the lower pivot
 				for i := range n1 {
@@ -202,19 +218,22 @@ func (s *diffSelector) kth(k int64) float64 {
 				}
 				continue
 			case k <= leqLo:
-				return sample[iLo]
+				return pLo
 			}
 			copy(s.leq2, s.leq)
 		}
-		if iHi < selectSample {
-			lessHi, leqHi := s.countBelow(sample[iHi])
+		if iHi < S {
+			// Selecting pLo left the sample's values above it past iLo.
+			from := max(iLo+1, 0)
+			pHi := selectKth(sample[from:], iHi-from)
+			lessHi, leqHi := s.countBelow(pHi)
 			switch {
 			case k <= lessHi: // between the pivots (or below the upper)
 				for i := range n1 {
 					s.hi[i] = min(s.hi[i], s.less[i])
 				}
 			case k <= leqHi:
-				return sample[iHi]
+				return pHi
 			default: // above the upper pivot
 				for i := range n1 {
 					s.lo[i] = max(s.lo[i], s.leq[i])
@@ -230,29 +249,114 @@ func (s *diffSelector) kth(k int64) float64 {
 	}
 }
 
-// selectSample is how many candidates kth draws a round for its pivots.
-const selectSample = 256
-
-// sampleCandidates fills out with remaining candidates drawn uniformly (with
-// replacement) among the cand left, sorted: the ranks drawn, sorted, are
-// picked up in one walk over the rows.
-func (s *diffSelector) sampleCandidates(out []float64, cand int64) {
-	ranks := make([]int64, len(out))
-	for j := range ranks {
-		ranks[j] = s.rng.Int64N(cand)
+// sampleSize is how many candidates kth and bracket draw a round for their
+// pivots: a larger sample leaves a narrower band between them (a fraction
+// of about 5/√S of the candidates) for the price of selecting in it, which
+// pays once the sweeps are long.
+func (s *diffSelector) sampleSize() int {
+	if len(s.xs)+len(s.ys) < 2048 {
+		return 256
 	}
-	slices.Sort(ranks)
+	return 1024
+}
+
+// finishAt is how few candidates kth collects and selects among instead of
+// sweeping again: one sweep's worth.
+func (s *diffSelector) finishAt() int64 { return int64(len(s.xs) + len(s.ys)) }
+
+// candidates returns how many differences are still in play, and how many
+// lie below them.
+func (s *diffSelector) candidates() (cand, below int64) {
+	for i := range s.lo {
+		cand += int64(s.hi[i] - s.lo[i])
+		below += int64(s.lo[i])
+	}
+	return cand, below
+}
+
+// bracket finds columns that hold the kLo-th to the kHi-th differences,
+// for kth to start from when its k is among them: rounds as kth's, with
+// the lower pivot below kLo's rank and the upper above kHi's, while a
+// round keeps under half the candidates. Finite samples only.
+func (s *diffSelector) bracket(kLo, kHi int64) {
+	n1, n2 := len(s.xs), len(s.ys)
+	if math.IsInf(s.xs[0], 0) || math.IsInf(s.xs[n1-1], 0) || math.IsInf(s.ys[0], 0) || math.IsInf(s.ys[n2-1], 0) {
+		return
+	}
+	for i := range s.lo {
+		s.lo[i], s.hi[i] = 0, n2
+	}
+	sample := make([]float64, s.sampleSize())
+	S := len(sample)
+	for {
+		cand, below := s.candidates()
+		if cand <= s.finishAt() {
+			break
+		}
+		atLo := float64(kLo-below) / float64(cand) * float64(S)
+		atHi := float64(kHi-below) / float64(cand) * float64(S)
+		iLo := int(atLo - 2.5*math.Sqrt(atLo*(1-atLo/float64(S))) - 1)
+		iHi := int(atHi + 2.5*math.Sqrt(atHi*(1-atHi/float64(S))) + 1)
+		if iHi-iLo > S/2 {
+			break
+		}
+		s.sampleCandidates(sample, cand)
+		narrowed := false
+		if iLo >= 0 {
+			if _, leq := s.countBelow(selectKth(sample, iLo)); kLo > leq {
+				for i := range n1 {
+					s.lo[i] = max(s.lo[i], s.leq[i])
+				}
+				narrowed = true
+			}
+		}
+		if iHi < S {
+			from := max(iLo+1, 0)
+			if less, _ := s.countBelow(selectKth(sample[from:], iHi-from)); kHi <= less {
+				for i := range n1 {
+					s.hi[i] = min(s.hi[i], s.less[i])
+				}
+				narrowed = true
+			}
+		}
+		if !narrowed {
+			break
+		}
+	}
+	s.bandLo, s.bandHi = kLo, kHi
+	s.bandStart = [2][]int{slices.Clone(s.lo), slices.Clone(s.hi)}
+}
+
+// sampleCandidates fills out with remaining candidates, one drawn
+// uniformly from each of len(out) equal runs of the cand left in row
+// order (a stratified sample: its ranks come sorted, and they pick up the
+// candidates in one walk over the rows). The values are left unsorted.
+func (s *diffSelector) sampleCandidates(out []float64, cand int64) {
+	S := int64(len(out))
 	j := 0
 	var start int64 // the rank of row i's first candidate
+	next := s.stratum(0, cand, S)
 	for i := range s.xs {
 		w := int64(s.hi[i] - s.lo[i])
-		for j < len(ranks) && ranks[j] < start+w {
-			out[j] = s.ys[s.lo[i]+int(ranks[j]-start)] - s.xs[i]
+		for j < len(out) && next < start+w {
+			out[j] = s.ys[s.lo[i]+int(next-start)] - s.xs[i]
 			j++
+			next = s.stratum(int64(j), cand, S)
 		}
 		start += w
 	}
-	slices.Sort(out)
+}
+
+// stratum draws a rank from the j-th of S equal runs of cand ranks.
+func (s *diffSelector) stratum(j, cand, S int64) int64 {
+	if j >= S {
+		return cand
+	}
+	lo, hi := j*cand/S, (j+1)*cand/S
+	if hi <= lo {
+		return lo
+	}
+	return lo + s.rng.Int64N(hi-lo)
 }
 
 // candidate returns the r-th remaining candidate (0-based, row by row).

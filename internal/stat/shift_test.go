@@ -87,6 +87,37 @@ func TestHodgesLehmannMatchesBruteForce(t *testing.T) {
 	}
 }
 
+// TestHodgesLehmannBracketMatchesBruteForce: past the exact table the three
+// selections start from bracket's band; the estimate and the bounds must
+// still be the sorted pairwise differences at their ranks, with and without
+// ties, and the band must have been used.
+func TestHodgesLehmannBracketMatchesBruteForce(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	banded := 0
+	for trial := range 24 {
+		n1, n2 := 100+rng.IntN(500), 100+rng.IntN(500)
+		xs := randomSample(rng, n1, 0, trial%2 == 0)
+		ys := randomSample(rng, n2, 0.05*float64(trial%4), trial%3 == 0)
+		d := allDiffs(xs, ys)
+		m := len(d)
+		med := (d[(m-1)/2] + d[m/2]) / 2
+		k := mosesK(xs, ys, 0.05)
+		s := HodgesLehmann(xs, ys, 0.05)
+		if s.Estimate != med || s.K != k || s.Low != d[k-1] || s.High != d[int64(m)-k] {
+			t.Fatalf("trial %d (%d×%d): %v ± [%v, %v] k=%d, want %v ± [%v, %v] k=%d",
+				trial, n1, n2, s.Estimate, s.Low, s.High, s.K, med, d[k-1], d[int64(m)-k], k)
+		}
+		sel := newDiffSelector(xs, ys)
+		sel.bracket(k, int64(m)+1-k)
+		if cand, _ := sel.candidates(); cand < int64(m) {
+			banded++
+		}
+	}
+	if banded == 0 {
+		t.Fatal("bracket never narrowed the candidates: the test does not exercise it")
+	}
+}
+
 // TestHodgesLehmannLargeSamples runs where forming the pairs is impossible
 // (10¹⁰ differences, 80 GB): the selector must need O(n) memory.
 func TestHodgesLehmannLargeSamples(t *testing.T) {
