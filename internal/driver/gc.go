@@ -191,15 +191,25 @@ func (p *gcPacer) retarget() {
 // /memory/classes): free pages the scavenger has not given back yet, the
 // unused ends of spans, the collector's metadata.
 func runtimeOverhead() int64 {
-	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}, {Name: "/memory/classes/heap/objects:bytes"}}
-	metrics.Read(s)
+	v := readMetrics([3]string{"/memory/classes/total:bytes", "/memory/classes/heap/released:bytes", "/memory/classes/heap/objects:bytes"})
+	return v[0] - v[1] - v[2]
+}
+
+// readMetrics reads three runtime/metrics counters (0 for one this Go
+// does not have).
+func readMetrics(names [3]string) [3]int64 {
+	var s [3]metrics.Sample
+	for i, name := range names {
+		s[i].Name = name
+	}
+	metrics.Read(s[:])
 	var v [3]int64
 	for i := range s {
 		if s[i].Value.Kind() == metrics.KindUint64 {
 			v[i] = int64(s[i].Value.Uint64())
 		}
 	}
-	return v[0] - v[1] - v[2]
+	return v
 }
 
 // floor is the highest floor asked for less the tables put in spill files
@@ -297,14 +307,7 @@ const ceilingPercent = 10
 // heapState is the heap the last collection marked live (0 before the
 // first) and the stacks and globals it scanned, the pacer's inputs.
 func heapState() (live, roots int64) {
-	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/scan/stack:bytes"}, {Name: "/gc/scan/globals:bytes"}}
-	metrics.Read(s)
-	var v [3]int64
-	for i := range s {
-		if s[i].Value.Kind() == metrics.KindUint64 {
-			v[i] = int64(s[i].Value.Uint64())
-		}
-	}
+	v := readMetrics([3]string{"/gc/heap/live:bytes", "/gc/scan/stack:bytes", "/gc/scan/globals:bytes"})
 	return v[0], v[1] + v[2]
 }
 
