@@ -218,12 +218,6 @@ func (l *Load) finish() {
 // Exposure. Builders return prepared loads.
 func (l *Load) Prepare() { l.finish() }
 
-// integral returns ∫ load dt over [t0, t1] for tenant k, in load·bins. The
-// load is taken as constant within a bin and zero outside the grid.
-func (l *Load) integral(k int, t0, t1 int64) float64 {
-	return l.cumAt(k, l.Grid.place(t1)) - l.cumAt(k, l.Grid.place(t0))
-}
-
 // gridPlace is an instant placed on a grid, once for every tenant's load:
 // the bin it falls in (-1 before the grid, N from its end on) and how far
 // into that bin.
@@ -244,7 +238,8 @@ func (g Grid) place(t int64) gridPlace {
 }
 
 // cumAt is ∫ load dt for tenant k from the grid's origin to p, in
-// load·bins.
+// load·bins. The load is taken as constant within a bin and zero outside
+// the grid.
 func (l *Load) cumAt(k int, p gridPlace) float64 {
 	switch {
 	case p.bin < 0:
@@ -255,31 +250,46 @@ func (l *Load) cumAt(k int, p gridPlace) float64 {
 	return l.cum[k][p.bin] + p.frac*l.Values[k][p.bin]
 }
 
+// window is an exposure window [start, end] placed on a grid, once for
+// every tenant's load (Load.exposure): its ends, or, zero-length, the bin
+// its instant falls in (Grid.Bin, in range or not).
+type window struct {
+	from, to      gridPlace
+	point         bool
+	bin           int
+	width, length float64 // the grid's bin width and the window's length, in ns
+}
+
+func (g Grid) window(start, end int64) window {
+	if end <= start {
+		return window{point: true, bin: g.Bin(start)}
+	}
+	return window{from: g.place(start), to: g.place(end), width: float64(g.Width), length: float64(end - start)}
+}
+
+// exposure is tenant k's load averaged over w (Exposure).
+func (l *Load) exposure(k int, w window) float64 {
+	if w.point {
+		if w.bin < 0 || w.bin >= l.Grid.N {
+			return 0
+		}
+		return l.Values[k][w.bin]
+	}
+	return (l.cumAt(k, w.to) - l.cumAt(k, w.from)) * w.width / w.length
+}
+
 // exposuresInto sets xs[j][r] to Exposure(ks[j], rows[r].start,
-// rows[r].end), the same values, placing each window on the grid once for
-// all the tenants rather than once per tenant (two integer and two float
-// divisions a window: most of an exposure's work).
+// rows[r].end), placing each window on the grid once for all the tenants
+// rather than once per tenant (two integer and two float divisions a
+// window: most of an exposure's work).
 func (l *Load) exposuresInto(ks []int, rows []obs, xs [][]float64) {
 	if l.cum == nil {
 		l.finish()
 	}
-	g := l.Grid
 	for r := range rows {
-		start, end := rows[r].start, rows[r].end
-		if end <= start {
-			i := g.Bin(start)
-			for j, k := range ks {
-				v := 0.0
-				if i >= 0 && i < g.N {
-					v = l.Values[k][i]
-				}
-				xs[j][r] = v
-			}
-			continue
-		}
-		p0, p1 := g.place(start), g.place(end)
+		w := l.Grid.window(rows[r].start, rows[r].end)
 		for j, k := range ks {
-			xs[j][r] = (l.cumAt(k, p1) - l.cumAt(k, p0)) * float64(g.Width) / float64(end-start)
+			xs[j][r] = l.exposure(k, w)
 		}
 	}
 }
@@ -291,14 +301,7 @@ func (l *Load) Exposure(k int, start, end int64) float64 {
 	if l.cum == nil {
 		l.finish()
 	}
-	if end <= start {
-		i := l.Grid.Bin(start)
-		if i < 0 || i >= l.Grid.N {
-			return 0
-		}
-		return l.Values[k][i]
-	}
-	return l.integral(k, start, end) * float64(l.Grid.Width) / float64(end-start)
+	return l.exposure(k, l.Grid.window(start, end))
 }
 
 // accumulator adds rates over time intervals into bin averages in O(1) per
