@@ -345,7 +345,7 @@ func (t *Trace) AddAttrs(attrs ...Attr) AttrRange {
 // so no slice of the arena taken before may be used afterwards.
 func (t *Trace) AttrTail(n, c int) []Attr {
 	if a := t.AttrArena; cap(a)-len(a) < n {
-		t.AttrArena = regrow(a, n, c)
+		t.AttrArena = spill.Grow(a, max(c, 2*cap(a), len(a)+n, 1024))
 	}
 	return t.AttrArena[len(t.AttrArena):]
 }
@@ -366,19 +366,10 @@ func (t *Trace) CommitAttrs(n int) AttrRange {
 	return AttrRange{Off: uint32(off), Len: uint32(n)}
 }
 
-// regrow moves s to a new array from spill.Slice with room for n more
-// elements, of capacity c or more (at least double), and gives the old one
-// back (spill.Free).
-func regrow[T any](s []T, n, c int) []T {
-	grown := append(spill.Slice[T](max(c, 2*cap(s), len(s)+n, 1024)), s...)
-	spill.Free(s)
-	return grown
-}
-
 // appendSpilled is append for the trace's pointer-free tables: growing,
 // the table moves to a new array from spill.Slice (at least double, as
-// regrow's), items copied before the old array is given back, so they may
-// be a slice of s itself.
+// AttrTail's), items copied before the old array is given back, so they
+// may be a slice of s itself (which spill.Grow would give back first).
 func appendSpilled[T any](s []T, items ...T) []T {
 	if cap(s)-len(s) >= len(items) {
 		return append(s, items...)

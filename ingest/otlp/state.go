@@ -256,8 +256,7 @@ func (d *state) appendSpan(sp *ingest.Span) {
 	sp.Origin = ingest.OriginOTLP
 	d.spanAttrs, d.events, d.links, d.pending = nil, d.events[:0], d.links[:0], d.pending[:0]
 	if len(d.t.Spans) == cap(d.t.Spans) {
-		grown := append(spill.Slice[ingest.Span](d.spanCapacity()), d.t.Spans...)
-		spill.Free(d.t.Spans)
+		grown := spill.Grow(d.t.Spans, d.spanCapacity())
 		d.t.Spans = grown
 		// The string table grows with the spans, at the rate of new
 		// strings a span brought so far (a request ID each, typically),

@@ -219,6 +219,19 @@ func Slice[T any](n int) []T {
 // read as zeros until written, as make's memory does).
 func Make[T any](n int) []T { return Slice[T](n)[:max(n, 0)] }
 
+// Grow returns s with room for c elements in all: s itself when its
+// capacity is c or more, else its elements moved to a new table from
+// Slice of capacity c, and s given back (Free), so that nothing may use s,
+// or a slice of its array, afterwards.
+func Grow[T any](s []T, c int) []T {
+	if cap(s) >= c {
+		return s
+	}
+	grown := append(Slice[T](c), s...)
+	Free(s)
+	return grown
+}
+
 // Free unmaps the spill file that holds s, when s is a table Slice put in
 // one (its first element is the mapping's first byte), and gives its disk
 // blocks back; otherwise it does nothing, and the collector frees s as any

@@ -2,6 +2,7 @@ package spill
 
 import (
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -115,4 +116,33 @@ func TestMakeIsFullLengthZeros(t *testing.T) {
 		t.Errorf("Make(%d) while spilling: length %d, %d bytes mapped; want %d zeros in a spill file", n, len(s), Read().Mapped, n)
 	}
 	Free(s)
+}
+
+// Grow keeps a table that has the room, and otherwise moves its elements
+// to a new table with it, in a spill file while spilling, giving the old
+// one back.
+func TestGrowMovesIntoRoom(t *testing.T) {
+	s := append(make([]int64, 0, 4), 1, 2, 3)
+	if g := Grow(s, 4); &g[0] != &s[0] || len(g) != 3 {
+		t.Errorf("Grow to a capacity s has moved it")
+	}
+	if g := Grow(s, 100); cap(g) < 100 || !slices.Equal(g, []int64{1, 2, 3}) {
+		t.Errorf("Grow(s, 100) = %v, capacity %d; want s's elements with room for 100", g, cap(g))
+	}
+	release, err := Enable(t.TempDir())
+	if err != nil {
+		t.Skipf("spilling is not possible here: %v", err)
+	}
+	defer release()
+	Budget(1 << 40)
+	small := Make[int64](MinBytes / 8)
+	small[len(small)-1] = 7
+	grown := Grow(small, MinBytes/4)
+	if cap(grown) < MinBytes/4 || len(grown) != MinBytes/8 || grown[len(grown)-1] != 7 {
+		t.Errorf("Grow while spilling: length %d, capacity %d, last %d; want %d elements, the last 7, room for %d", len(grown), cap(grown), grown[len(grown)-1], MinBytes/8, MinBytes/4)
+	}
+	if got := Read().Mapped; got != int64(2*MinBytes) {
+		t.Errorf("%d bytes mapped after Grow, want the new table's %d alone (the old one given back)", got, 2*MinBytes)
+	}
+	Free(grown)
 }
