@@ -171,8 +171,9 @@ func (s *diffSelector) countBelow(t float64) (less, leq int64) {
 //
 // Each round brackets the answer between two pivots read off a sample of
 // the remaining candidates at the ranks around k's (Floyd and Rivest, CACM
-// 18:165, 1975): the band between them holds about 5/√S of the candidates
-// (S the sample's size: a sixth at 256, a sixth of that at 1024), where one
+// 18:165, 1975): the band between them, ±2.5 standard deviations of a
+// sample rank, holds at most about 2.5/√S of the candidates (S the
+// sample's size: a sixth at 256, half that at 1024), where one
 // uniformly random pivot keeps three quarters on average. It starts from
 // bracket's band when k is in it. Pivots only affect speed: the
 // answer is the k-th difference either way. With an infinite value, whose
@@ -250,8 +251,8 @@ func (s *diffSelector) kth(k int64) float64 {
 }
 
 // sampleSize is how many candidates kth and bracket draw a round for their
-// pivots: a larger sample leaves a narrower band between them (a fraction
-// of about 5/√S of the candidates) for the price of selecting in it, which
+// pivots: a larger sample leaves a narrower band between them (at most
+// about 2.5/√S of the candidates) for the price of selecting in it, which
 // pays once the sweeps are long.
 func (s *diffSelector) sampleSize() int {
 	if len(s.xs)+len(s.ys) < 2048 {
