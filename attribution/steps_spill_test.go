@@ -4,12 +4,10 @@ import (
 	"fmt"
 	"hash/fnv"
 	"testing"
-	"time"
 
 	"github.com/llmprof/llmprof/attribution"
 	"github.com/llmprof/llmprof/internal/spill"
 	"github.com/llmprof/llmprof/internal/spill/spilltest"
-	"github.com/llmprof/llmprof/synth"
 )
 
 // While spilling is on, the steps' GPU ops and requests and the requests'
@@ -19,7 +17,7 @@ import (
 // walked: the steps, the summary and every token's breakdown are those
 // made on the heap.
 func TestStepListsSpill(t *testing.T) {
-	run, err := synth.Generate(synth.DefaultConfig(4, 5*time.Second))
+	run, err := stepsRun()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package attribution_test
 
 import (
+	"sync"
 	"testing"
 	"time"
 
@@ -18,8 +19,14 @@ func decodeWithGPU(t *testing.T, run *synth.Run, dropNVTX bool) *ingest.Trace {
 	return synthtrace.WithGPU(t, run, !dropNVTX)
 }
 
+// stepsRun is the simulated run the step tests read (4 engines, 5 s),
+// generated once for all of them: none changes it.
+var stepsRun = sync.OnceValues(func() (*synth.Run, error) {
+	return synth.Generate(synth.DefaultConfig(4, 5*time.Second))
+})
+
 func TestStepsFindTheirGPUOps(t *testing.T) {
-	run, err := synth.Generate(synth.DefaultConfig(4, 5*time.Second))
+	run, err := stepsRun()
 	if err != nil {
 		t.Fatal(err)
 	}
