@@ -105,12 +105,11 @@ type Result struct {
 	warnings  ingest.Warnings // behind Warnings
 	trace     *ingest.Trace   // for EachToken
 	tokenSums bucketSums      // per request, from summarizeTokens
+	// labels hold the requests' strings (ID, Tenant, Model, Finish).
+	labels labeler
 	// tenants and models number the requests' tenants and models.
 	tenants, models groups
 }
-
-func tenantKey(r *Request) string { return r.Tenant }
-func modelKey(r *Request) string  { return r.Model }
 
 // Summary is the latency distribution of a group of requests.
 type Summary struct {
@@ -232,18 +231,21 @@ func Analyze(t *ingest.Trace, opts Options) *Result {
 		res.Requests = make([]Request, len(cands)) // each filled in place by buildRequest
 	}
 	var perRank [len(byRank)]int
-	var arena requestArena
+	arena := requestArena{labels: labeler{t: t}}
 	for j, c := range cands {
 		r := &res.Requests[j]
-		problems, disagreements := buildRequest(r, t, ix, k, int(c.span), c.style(), &opts, &arena)
+		problems, disagreements := buildRequest(r, t, ix, k, int(c.span), c.rank, &opts, &arena)
 		for _, p := range problems {
-			res.warn(t, r.Source, "request "+r.ID, "stage-clipped", p)
+			res.warn(t, r.Source, "request "+arena.labels.str(r.id), "stage-clipped", p)
 		}
 		for _, p := range disagreements {
-			res.warn(t, r.Source, "request "+r.ID, "latency-attributes-disagree", p)
+			res.warn(t, r.Source, "request "+arena.labels.str(r.id), "latency-attributes-disagree", p)
 		}
 		perRank[c.rank]++
 	}
+	// The index found the labels while the requests were built; what reads
+	// them afterwards needs only the list.
+	res.labels = labeler{t: t, own: arena.labels.own, unk: arena.labels.unk}
 	for rank, n := range perRank {
 		if n > 0 {
 			res.Styles[byRank[rank]] = n
@@ -257,7 +259,7 @@ func Analyze(t *ingest.Trace, opts Options) *Result {
 	tpot := sortedTPOT(res.Requests)
 	sm := newSummarizer(res.Requests, tpot, opts.SLO)
 	res.Overall = sm.all("all")
-	res.tenants, res.models = groupTenantsAndModels(res.Requests)
+	res.tenants, res.models = groupTenantsAndModels(res)
 	res.ByTenant = sm.groupBy(res.tenants)
 	res.ByModel = sm.groupBy(res.models)
 	res.Stages = stageTotals(res.Requests)
@@ -265,14 +267,14 @@ func Analyze(t *ingest.Trace, opts Options) *Result {
 	// The launch join (op → API call) is a sort of every op; steps and the
 	// GPU section share one.
 	launchCalls := sync.OnceValue(t.LaunchCalls)
-	res.Steps, res.Engines = findSteps(t, k, res.Requests, launchCalls)
+	res.Steps, res.Engines = findSteps(t, k, res, launchCalls)
 	if len(t.GPUOps) > 0 && !opts.RequestsOnly {
 		res.GPU = analyzeGPU(t, opts.GPU, launchCalls(), gpuHosts(t, opts.Alignment))
 	}
-	res.KVCache = kvCache(res.Requests, res.Steps, res.Engines, res.tenants, res.models)
+	res.KVCache = kvCache(res, res.Steps, res.Engines, res.tenants, res.models)
 	res.alignmentCaveats(t, opts.Alignment)
 	res.BlindSpots = blindSpots(t, res.Requests)
-	res.ModelEvents = modelEvents(t, k, res.Requests)
+	res.ModelEvents = modelEvents(t, k, res)
 	if opts.RequestsOnly {
 		return res
 	}
@@ -493,10 +495,11 @@ type groups struct {
 	names []string
 }
 
-func groupRequests(reqs []Request, key func(*Request) string) groups {
+func groupRequests(res *Result, key func(*Result, *Request) string) groups {
+	reqs := res.Requests
 	g := newGrouper(len(reqs))
 	for i := range reqs {
-		g.add(i, key(&reqs[i]))
+		g.add(i, key(res, &reqs[i]))
 	}
 	return g.gs
 }
@@ -504,12 +507,13 @@ func groupRequests(reqs []Request, key func(*Request) string) groups {
 // groupTenantsAndModels is groupRequests by tenant and by model in one walk
 // of the requests: reading each request's key was most of a walk's time
 // (a Request is 392 bytes, its tenant and model share a cache line).
-func groupTenantsAndModels(reqs []Request) (tenants, models groups) {
+func groupTenantsAndModels(res *Result) (tenants, models groups) {
+	reqs := res.Requests
 	t, m := newGrouper(len(reqs)), newGrouper(len(reqs))
 	for i := range reqs {
 		r := &reqs[i]
-		t.add(i, r.Tenant)
-		m.add(i, r.Model)
+		t.add(i, res.Tenant(r))
+		m.add(i, res.Model(r))
 	}
 	return t.gs, m.gs
 }

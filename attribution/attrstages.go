@@ -98,7 +98,7 @@ func (r *Request) attributeStages(k *keyCache, attrs []ingest.Attr, ttft int64, 
 	case hasDecode:
 		last = first + decode
 		add(StageDecode, first, last)
-	case hasE2E && r.Style == StyleVLLM && e2e >= ttft:
+	case hasE2E && r.Style() == StyleVLLM && e2e >= ttft:
 		last = r.Arrival + e2e
 		add(StageDecode, first, last)
 	case hasTPOT && r.OutputTokens >= 2:

@@ -84,10 +84,12 @@ func rankOf(st Style) styleRank {
 // Request is one request's latency facts. Times are ns on the reference
 // clock; metric fields are NaN when the input cannot tell.
 type Request struct {
-	ID     string
-	Tenant string
-	Model  string
-	Style  Style
+	// id, tenant, model and finish are the request's strings, read
+	// through its Result (Result.ID, Tenant, Model, Finish): labels of the
+	// trace's string table, so that a Request holds no pointer.
+	id, tenant, model, finish label
+	// rank is the convention the request was recognized in (Style).
+	rank styleRank
 	// Span indexes the request span in the trace.
 	Span   int
 	Source ingest.SourceID
@@ -142,7 +144,6 @@ type Request struct {
 	// (e.g. TGI's TTFT from its per-token average).
 	Estimated []string
 
-	Finish        string
 	CacheHitRatio float64 // NaN when unknown
 	// CachedTokens is how many prompt tokens the input says were cached
 	// (−1 when unknown).
@@ -160,6 +161,9 @@ func (r *Request) ITLs() []int64 {
 	}
 	return out
 }
+
+// Style is the convention the request was recognized in.
+func (r *Request) Style() Style { return byRank[r.rank] }
 
 func (r *Request) estimated(metric string) { r.Estimated = append(r.Estimated, metric) }
 
@@ -500,6 +504,8 @@ type requestArena struct {
 	seg    chunks[StageSegment]
 	// desc and stack are the current request's descendants and their walk.
 	desc, stack []int
+	// labels are the requests' strings.
+	labels labeler
 }
 
 func (a *requestArena) gaps() *chunks[Gap] {
@@ -587,10 +593,10 @@ type interval struct {
 // the problems it found and the latency attributes that contradict the
 // request's stage spans (crossCheck), which the caller warns of and no
 // Request keeps.
-func buildRequest(r *Request, t *ingest.Trace, ix *spanIndex, k *keyCache, i int, style Style, opts *Options, a *requestArena) (problems, disagreements []string) {
+func buildRequest(r *Request, t *ingest.Trace, ix *spanIndex, k *keyCache, i int, rank styleRank, opts *Options, a *requestArena) (problems, disagreements []string) {
 	s := &t.Spans[i]
 	*r = Request{
-		Span: i, Source: s.Source, Style: style,
+		Span: i, Source: s.Source, rank: rank,
 		Arrival: s.Start, End: s.End,
 		InputTokens: -1, OutputTokens: -1,
 		TTFT: math.NaN(), TPOT: math.NaN(), Queue: math.NaN(), CacheHitRatio: math.NaN(), E2EAttr: math.NaN(),
@@ -601,15 +607,16 @@ func buildRequest(r *Request, t *ingest.Trace, ix *spanIndex, k *keyCache, i int
 	attrs := t.SpanAttrs(s)
 	k.index(attrs) // most lookups below read the request span's attributes
 
-	r.ID, _ = k.str(attrs, keyRequestID)
-	if r.ID == "" {
-		r.ID = s.TraceID.String()[:16] + "/" + s.ID.String()
+	l := &a.labels
+	r.id, _ = k.label(attrs, keyRequestID, l)
+	if r.id == 0 {
+		r.id = l.of(s.TraceID.String()[:16] + "/" + s.ID.String())
 	}
-	r.Model, _ = k.str(attrs, keyModel)
-	if r.Model == "" {
-		r.Model = "unknown"
+	r.model, _ = k.label(attrs, keyModel, l)
+	if r.model == 0 {
+		r.model = l.unknown()
 	}
-	r.Tenant = tenantOf(t, ix, k, i, opts)
+	r.tenant = tenantOf(t, ix, k, i, opts, l)
 	r.CallerExtra = callerExtra(t, ix, k, i)
 	if n, ok := k.count(attrs, keyInputTokens); ok {
 		r.InputTokens = n
@@ -617,11 +624,11 @@ func buildRequest(r *Request, t *ingest.Trace, ix *spanIndex, k *keyCache, i int
 	if f, ok := k.float(attrs, keyCacheRatio); ok {
 		r.CacheHitRatio = f
 	}
-	if fin, ok := k.str(attrs, keyFinish); ok {
-		r.Finish = fin
+	if fin, ok := k.label(attrs, keyFinish, l); ok {
+		r.finish = fin
 	}
 	if s.Status == ingest.StatusError {
-		r.Finish = "error"
+		r.finish = l.of("error")
 	}
 
 	// Token events: llm.token on the request span or any descendant.
@@ -984,7 +991,7 @@ func serviceOf(t *ingest.Trace, k *keyCache, i int) string {
 // search list) on the request span and its ancestors; else the service that
 // called the server (the trace root's service.name, when the root belongs to
 // another service); else the request span's own service.name.
-func tenantOf(t *ingest.Trace, ix *spanIndex, k *keyCache, i int, opts *Options) string {
+func tenantOf(t *ingest.Trace, ix *spanIndex, k *keyCache, i int, opts *Options, l *labeler) label {
 	keys := keyTenant
 	if k.tenantKeys != nil {
 		keys = k.tenantKeys
@@ -992,26 +999,30 @@ func tenantOf(t *ingest.Trace, ix *spanIndex, k *keyCache, i int, opts *Options)
 	root := i
 	for n, ok := i, true; ok; n, ok = ix.parent(n) {
 		root = n
-		if v, ok := k.str(t.SpanAttrs(&t.Spans[n]), keys); ok {
+		if v, ok := k.label(t.SpanAttrs(&t.Spans[n]), keys, l); ok {
 			return v
 		}
 	}
-	resourceName := func(n int) string {
+	resourceName := func(n int) label {
 		if s := &t.Spans[n]; opts.TenantKey != "" && s.Resource >= 0 && int(s.Resource) < len(t.Resources) {
-			if v, ok := k.str(t.Resources[s.Resource].Attrs, keys); ok {
+			if v, ok := k.label(t.Resources[s.Resource].Attrs, keys, l); ok {
 				return v
 			}
 		}
-		return serviceOf(t, k, n)
+		if s := &t.Spans[n]; s.Resource >= 0 && int(s.Resource) < len(t.Resources) {
+			v, _ := k.label(t.Resources[s.Resource].Attrs, keyService, l)
+			return v
+		}
+		return 0
 	}
 	own := resourceName(i)
 	if root != i {
-		if caller := resourceName(root); caller != "" && caller != own {
+		if caller := resourceName(root); caller != 0 && caller != own {
 			return caller
 		}
 	}
-	if own == "" {
-		return "unknown"
+	if own == 0 {
+		return l.unknown()
 	}
 	return own
 }

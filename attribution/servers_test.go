@@ -142,9 +142,9 @@ func TestSGLang05Trace(t *testing.T) {
 	if len(out.Requests) != 1 {
 		t.Fatalf("%d requests (%v)", len(out.Requests), out.Styles)
 	}
-	r := out.Requests[0]
-	if r.Style != StyleSGLang || r.ID != "req-sglang-001" {
-		t.Fatalf("style %s id %s", r.Style, r.ID)
+	r := &out.Requests[0]
+	if r.Style() != StyleSGLang || out.ID(r) != "req-sglang-001" {
+		t.Fatalf("style %s id %s", r.Style(), out.ID(r))
 	}
 	want := map[Stage]int64{
 		StageTokenize: 3_200*us + 600*us + 500*us, StageQueue: 100 * us,

@@ -24,13 +24,13 @@ func TestSynthTruthVLLMServerStyle(t *testing.T) {
 	}
 	byID := map[string]*attribution.Request{}
 	for i := range res.Requests {
-		byID[res.Requests[i].ID] = &res.Requests[i]
+		byID[res.ID(&res.Requests[i])] = &res.Requests[i]
 	}
 	var preQueue, e2e float64
 	for i := range run.Requests {
 		q := &run.Requests[i]
 		r := byID[q.ID]
-		checkStageSum(t, r)
+		checkStageSum(t, res, r)
 		lagFirst, lagLast := q.VLLMFrontendLag()
 		// Attributes are float seconds: allow their rounding.
 		close := func(got, want float64) bool { return math.Abs(got-want) <= 2 }

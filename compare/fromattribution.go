@@ -48,10 +48,10 @@ func FromAttribution(res *attribution.Result) Run {
 	for i := range res.Requests {
 		r := &res.Requests[i]
 		run.ArrivalMS[i] = float64(r.Arrival-first) / 1e6
-		if i == 0 || r.Model != res.Requests[i-1].Model {
-			models[r.Model] = true
+		if m := res.Model(r); i == 0 || m != res.Model(&res.Requests[i-1]) {
+			models[m] = true
 		}
-		if r.Finish != "error" {
+		if res.Finish(r) != "error" {
 			run.Completed++
 		}
 		run.TTFT[i] = r.TTFT / 1e6

@@ -77,7 +77,7 @@ func PerfettoOptions(inputs []string, a *Result) export.PerfettoOptions {
 		}
 	}
 	for ri, r := range a.Attr.Requests {
-		place[t.Spans[r.Span].ID] = export.Placement{Group: "tenant " + r.Tenant, Track: "requests " + r.Model}
+		place[t.Spans[r.Span].ID] = export.Placement{Group: "tenant " + a.Attr.Tenant(&r), Track: "requests " + a.Attr.Model(&r)}
 		if si, ok := firstStep[ri]; ok {
 			links = append(links, export.Link{From: r.Span, To: a.Attr.Steps[si].Span})
 		}
