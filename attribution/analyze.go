@@ -107,6 +107,11 @@ type Result struct {
 	tokenSums bucketSums      // per request, from summarizeTokens
 	// labels hold the requests' strings (ID, Tenant, Model, Finish).
 	labels labeler
+	// tokenTimes, gaps and segs are the tables of what the requests hold
+	// out of line (Request.tokens, gaps, segs).
+	tokenTimes []int64
+	gaps       []Gap
+	segs       []StageSegment
 	// tenants and models number the requests' tenants and models.
 	tenants, models groups
 }
@@ -246,6 +251,7 @@ func Analyze(t *ingest.Trace, opts Options) *Result {
 	// The index found the labels while the requests were built; what reads
 	// them afterwards needs only the list.
 	res.labels = labeler{t: t, own: arena.labels.own, unk: arena.labels.unk}
+	res.tokenTimes, res.gaps, res.segs = arena.tokens, arena.gaps, arena.segs
 	for rank, n := range perRank {
 		if n > 0 {
 			res.Styles[byRank[rank]] = n
@@ -257,7 +263,7 @@ func Analyze(t *ingest.Trace, opts Options) *Result {
 	}
 	res.plausibility(t, ix, k, cands)
 	tpot := sortedTPOT(res.Requests)
-	sm := newSummarizer(res.Requests, tpot, opts.SLO)
+	sm := newSummarizer(res, tpot, opts.SLO)
 	res.Overall = sm.all("all")
 	res.tenants, res.models = groupTenantsAndModels(res)
 	res.ByTenant = sm.groupBy(res.tenants)
@@ -273,7 +279,7 @@ func Analyze(t *ingest.Trace, opts Options) *Result {
 	}
 	res.KVCache = kvCache(res, res.Steps, res.Engines, res.tenants, res.models)
 	res.alignmentCaveats(t, opts.Alignment)
-	res.BlindSpots = blindSpots(t, res.Requests)
+	res.BlindSpots = blindSpots(t, res)
 	res.ModelEvents = modelEvents(t, k, res)
 	if opts.RequestsOnly {
 		return res
@@ -454,17 +460,19 @@ type summaryRow struct {
 	itlEnd int
 }
 
-func newSummarizer(reqs []Request, tpot tpotOrder, slo SLO) *summarizer {
+func newSummarizer(res *Result, tpot tpotOrder, slo SLO) *summarizer {
+	reqs := res.Requests
 	sm := &summarizer{reqs: reqs, tpot: tpot, slo: slo, rows: make([]summaryRow, len(reqs))}
 	gaps := 0
 	for i := range reqs {
-		gaps += max(0, len(reqs[i].Tokens)-1)
+		gaps += max(0, int(reqs[i].tokens.Len)-1)
 	}
 	sm.itls = make([]float64, 0, gaps)
 	for i := range reqs {
 		r := &reqs[i]
-		for k := 1; k < len(r.Tokens); k++ {
-			sm.itls = append(sm.itls, float64(r.Tokens[k]-r.Tokens[k-1]))
+		tokens := res.TokenTimes(r)
+		for k := 1; k < len(tokens); k++ {
+			sm.itls = append(sm.itls, float64(tokens[k]-tokens[k-1]))
 		}
 		sm.rows[i] = summaryRow{
 			ttft: r.TTFT, e2e: r.E2E, queue: r.Queue, arrival: r.Arrival, end: r.End,

@@ -233,7 +233,7 @@ func TestRequestConventions(t *testing.T) {
 					t.Errorf("stage %s = %d, want %d", st, r.Stages[st], w.stages[st])
 				}
 			}
-			if got := strings.Join(r.Estimated, ","); !strings.Contains(got, w.estimated) || (w.estimated == "" && got != "") {
+			if got := strings.Join(r.Estimated(), ","); !strings.Contains(got, w.estimated) || (w.estimated == "" && got != "") {
 				t.Errorf("estimated = %q, want %q", got, w.estimated)
 			}
 		})

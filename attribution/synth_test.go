@@ -73,8 +73,8 @@ func TestSynthTruthLLMProfStyle(t *testing.T) {
 			if tenant, model := res.Tenant(r), res.Model(r); tenant != q.Tenant || model != q.Model || r.InputTokens != q.InputTokens || r.OutputTokens != q.OutputTokens {
 				t.Fatalf("%s: tenant/model/tokens %s/%s/%d/%d, truth %s/%s/%d/%d", q.ID, tenant, model, r.InputTokens, r.OutputTokens, q.Tenant, q.Model, q.InputTokens, q.OutputTokens)
 			}
-			if len(r.ITLs()) != len(q.Tokens)-1 {
-				t.Fatalf("%s: %d ITLs, want %d", q.ID, len(r.ITLs()), len(q.Tokens)-1)
+			if len(res.ITLs(r)) != len(q.Tokens)-1 {
+				t.Fatalf("%s: %d ITLs, want %d", q.ID, len(res.ITLs(r)), len(q.Tokens)-1)
 			}
 			ttfts = append(ttfts, float64(q.TTFT()))
 		}

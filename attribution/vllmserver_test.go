@@ -49,9 +49,9 @@ func TestSynthTruthVLLMServerStyle(t *testing.T) {
 			t.Fatalf("%s: tpot %v, truth %v", q.ID, r.TPOT, tpot)
 		}
 		// (A request scheduled at once has an empty queue: prefill follows.)
-		if len(r.Gaps) == 0 || r.Gaps[0].From != r.Arrival || (r.Gaps[0].After != attribution.StageQueue && q.Queue() > 0) ||
-			math.Abs(float64(r.Gaps[0].To-r.Gaps[0].From-(q.Tokenize()+lagFirst))) > 2 {
-			t.Fatalf("%s: gaps %+v, truth %d before the queue", q.ID, r.Gaps, q.Tokenize()+lagFirst)
+		if gaps := res.Gaps(r); len(gaps) == 0 || gaps[0].From != r.Arrival || (gaps[0].After != attribution.StageQueue && q.Queue() > 0) ||
+			math.Abs(float64(gaps[0].To-gaps[0].From-(q.Tokenize()+lagFirst))) > 2 {
+			t.Fatalf("%s: gaps %+v, truth %d before the queue", q.ID, gaps, q.Tokenize()+lagFirst)
 		}
 		preQueue += float64(q.Tokenize() + lagFirst)
 		e2e += float64(r.E2E)

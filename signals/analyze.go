@@ -443,8 +443,9 @@ func latencyGrid(res *attribution.Result, start, w int64, n int) []*latencySerie
 		tenant := res.Tenant(r)
 		add("ttft", tenant, r.Arrival, r.TTFT/1e6)
 		add("e2e", tenant, r.Arrival, r.E2E/1e6)
-		for j := 1; j < len(r.Tokens); j++ {
-			add("itl", tenant, r.Tokens[j], float64(r.Tokens[j]-r.Tokens[j-1])/1e6)
+		tokens := res.TokenTimes(r)
+		for j := 1; j < len(tokens); j++ {
+			add("itl", tenant, tokens[j], float64(tokens[j]-tokens[j-1])/1e6)
 		}
 	}
 	out := make([]*latencySeries, 0, len(series))

@@ -86,7 +86,7 @@ func PerfettoOptions(inputs []string, a *Result) export.PerfettoOptions {
 	// slices too, like the stage spans of other servers.
 	var stages []export.StageSlice
 	for _, r := range a.Attr.Requests {
-		for _, sg := range r.DerivedSegments() {
+		for _, sg := range a.Attr.DerivedSegments(&r) {
 			stages = append(stages, export.StageSlice{Span: r.Span, Name: sg.Stage.String(), From: sg.From, To: sg.To})
 		}
 	}
