@@ -13,6 +13,7 @@ import (
 
 	"github.com/llmprof/llmprof/align"
 	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/internal/spill"
 	"github.com/llmprof/llmprof/internal/stat"
 )
 
@@ -233,7 +234,10 @@ func Analyze(t *ingest.Trace, opts Options) *Result {
 	// arrival.
 	cands, nested := findRequests(t, ix, k)
 	if len(cands) > 0 {
-		res.Requests = make([]Request, len(cands)) // each filled in place by buildRequest
+		// Each filled in place by buildRequest. A table (spill.Make, a
+		// Request holds no pointer): past the budget it lives in a spill
+		// file, where the collector never scans it.
+		res.Requests = spill.Make[Request](len(cands))
 	}
 	var perRank [len(byRank)]int
 	arena := requestArena{labels: labeler{t: t}}
