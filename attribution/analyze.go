@@ -413,7 +413,7 @@ func floatKey(v float64) uint64 {
 // after another, in scratch arrays it keeps: a distribution reads and
 // reorders its values and keeps none of them. It reads each request once,
 // into a row of what the summaries need (rows, itls): the groups then walk
-// those, not the requests (about 420 bytes each).
+// those, not the requests (264 bytes each).
 type summarizer struct {
 	reqs []Request
 	rows []summaryRow
@@ -518,7 +518,7 @@ func groupRequests(res *Result, key func(*Result, *Request) string) groups {
 
 // groupTenantsAndModels is groupRequests by tenant and by model in one walk
 // of the requests: reading each request's key was most of a walk's time
-// (a Request is 392 bytes, its tenant and model share a cache line).
+// (a Request is 264 bytes, its tenant and model labels share a cache line).
 func groupTenantsAndModels(res *Result) (tenants, models groups) {
 	reqs := res.Requests
 	t, m := newGrouper(len(reqs)), newGrouper(len(reqs))

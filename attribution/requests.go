@@ -90,6 +90,10 @@ type Request struct {
 	id, tenant, model, finish label
 	// rank is the convention the request was recognized in (Style).
 	rank styleRank
+	// estimated has bit m set when metric m (estimatedNames) is derived
+	// under assumptions rather than measured (e.g. TGI's TTFT from its
+	// per-token average). Beside rank, it fills padding.
+	estimated uint8
 	// Span indexes the request span in the trace.
 	Span   int
 	Source ingest.SourceID
@@ -141,11 +145,6 @@ type Request struct {
 	// ancestor from another service) lasted than this request: time the
 	// request span does not see. 0 without a caller span.
 	CallerExtra int64
-
-	// estimated has bit m set when metric m (estimatedNames) is derived
-	// under assumptions rather than measured (e.g. TGI's TTFT from its
-	// per-token average).
-	estimated uint8
 
 	CacheHitRatio float64 // NaN when unknown
 	// CachedTokens is how many prompt tokens the input says were cached
