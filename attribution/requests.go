@@ -581,9 +581,9 @@ func (res *Result) Gaps(r *Request) []Gap { return in(res.gaps, r.gaps) }
 func (res *Result) segments(r *Request) []StageSegment { return in(res.segs, r.segs) }
 
 // chunks carves short slices out of a few large arrays: a run's steps' ops
-// and requests, tens of MB
-// held to the end of the command, would otherwise be that many small heap
-// arrays, the part of the memory a budget cannot take back. The arrays are
+// and requests, tens of MB held to the end of the command, would otherwise
+// be that many small heap arrays, the part of the memory a budget cannot
+// take back. The arrays are
 // tables (spill.Slice), each twice the last, from chunkLen elements up to
 // maxChunkBytes (or the slice's own length when longer); while spilling is
 // on, none is under spill.MinBytes, so that every one is in a spill file,
