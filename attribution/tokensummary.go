@@ -6,8 +6,6 @@ import (
 	"math"
 	"slices"
 	"time"
-
-	"github.com/llmprof/llmprof/internal/spill"
 )
 
 // TokenSummary aggregates the token breakdowns of a run. The breakdowns
@@ -171,15 +169,12 @@ func (res *Result) TokenBuckets(i int, dst *RequestBuckets) bool {
 // profile showed (2% of an OTLP analyze).
 type bucketSums struct {
 	// refs[i] places request i's sums: its buckets' All sums then their
-	// First sums, at vals[at>>bits][at&(1<<bits-1):], n of each; n 0 when
-	// it has none.
+	// First sums, at vals[at>>bucketChunkBits][at&(1<<bucketChunkBits-1):],
+	// n of each; n 0 when it has none.
 	refs []bucketRef
-	// vals are chunks of 1<<bits sums, so that the whole is allocated
-	// once, not regrown; no request's sums straddle two. They are tables
-	// (spill.Make), held to the end of the command: while spilling is on,
-	// of spill.MinBytes each, so that each is in a spill file.
+	// vals are chunks of 1<<bucketChunkBits sums, so that the whole is
+	// allocated once, not regrown; no request's sums straddle two.
 	vals [][]int64
-	bits int
 	used int // of the last chunk
 }
 
@@ -188,12 +183,10 @@ type bucketRef struct {
 	n  uint8
 }
 
+const bucketChunkBits = 15
+
 func newBucketSums(n int) bucketSums {
-	bits := 15
-	for spill.Active() && 8<<bits < spill.MinBytes {
-		bits++
-	}
-	return bucketSums{refs: spill.Make[bucketRef](n), bits: bits}
+	return bucketSums{refs: make([]bucketRef, n)}
 }
 
 // set stores request i's sums over the buckets bs (each bucket outside bs
@@ -201,13 +194,13 @@ func newBucketSums(n int) bucketSums {
 func (s *bucketSums) set(i int, bs []Bucket, all, first *[NumBuckets]int64) {
 	n := 2 * len(bs)
 	if len(s.vals) == 0 || s.used+n > len(s.vals[len(s.vals)-1]) {
-		s.vals, s.used = append(s.vals, spill.Make[int64](1<<s.bits)), 0
+		s.vals, s.used = append(s.vals, make([]int64, 1<<bucketChunkBits)), 0
 	}
 	c := s.vals[len(s.vals)-1][s.used : s.used+n]
 	for j, b := range bs {
 		c[j], c[len(bs)+j] = all[b], first[b]
 	}
-	s.refs[i] = bucketRef{at: uint32((len(s.vals)-1)<<s.bits | s.used), n: uint8(len(bs))}
+	s.refs[i] = bucketRef{at: uint32((len(s.vals)-1)<<bucketChunkBits | s.used), n: uint8(len(bs))}
 	s.used += n
 }
 
@@ -217,7 +210,7 @@ func (s *bucketSums) of(i int) (all, first []int64, bs []Bucket) {
 	if r.n == 0 {
 		return nil, nil, nil
 	}
-	c := s.vals[r.at>>s.bits][r.at&(1<<s.bits-1):]
+	c := s.vals[r.at>>bucketChunkBits][r.at&(1<<bucketChunkBits-1):]
 	bs = allBuckets[:]
 	if int(r.n) == len(stageOnlyBuckets) {
 		bs = stageOnlyBuckets[:]
