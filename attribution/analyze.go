@@ -13,6 +13,7 @@ import (
 
 	"github.com/llmprof/llmprof/align"
 	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/internal/spill"
 	"github.com/llmprof/llmprof/internal/stat"
 )
 
@@ -105,12 +106,16 @@ type Result struct {
 	warnings  ingest.Warnings // behind Warnings
 	trace     *ingest.Trace   // for EachToken
 	tokenSums bucketSums      // per request, from summarizeTokens
+	// labels hold the requests' strings (ID, Tenant, Model, Finish).
+	labels labeler
+	// tokenTimes, gaps and segs are the tables of what the requests hold
+	// out of line (Request.tokens, gaps, segs).
+	tokenTimes []int64
+	gaps       []Gap
+	segs       []StageSegment
 	// tenants and models number the requests' tenants and models.
 	tenants, models groups
 }
-
-func tenantKey(r *Request) string { return r.Tenant }
-func modelKey(r *Request) string  { return r.Model }
 
 // Summary is the latency distribution of a group of requests.
 type Summary struct {
@@ -229,21 +234,28 @@ func Analyze(t *ingest.Trace, opts Options) *Result {
 	// arrival.
 	cands, nested := findRequests(t, ix, k)
 	if len(cands) > 0 {
-		res.Requests = make([]Request, len(cands)) // each filled in place by buildRequest
+		// Each filled in place by buildRequest. A table (spill.Make, a
+		// Request holds no pointer): past the budget it lives in a spill
+		// file, where the collector never scans it.
+		res.Requests = spill.Make[Request](len(cands))
 	}
 	var perRank [len(byRank)]int
-	var arena requestArena
+	arena := requestArena{labels: labeler{t: t}}
 	for j, c := range cands {
 		r := &res.Requests[j]
-		problems, disagreements := buildRequest(r, t, ix, k, int(c.span), c.style(), &opts, &arena)
+		problems, disagreements := buildRequest(r, t, ix, k, int(c.span), c.rank, &opts, &arena)
 		for _, p := range problems {
-			res.warn(t, r.Source, "request "+r.ID, "stage-clipped", p)
+			res.warn(t, r.Source, "request "+arena.labels.str(r.id), "stage-clipped", p)
 		}
 		for _, p := range disagreements {
-			res.warn(t, r.Source, "request "+r.ID, "latency-attributes-disagree", p)
+			res.warn(t, r.Source, "request "+arena.labels.str(r.id), "latency-attributes-disagree", p)
 		}
 		perRank[c.rank]++
 	}
+	// The index found the labels while the requests were built; what reads
+	// them afterwards needs only the list.
+	res.labels = labeler{t: t, own: arena.labels.own, unk: arena.labels.unk}
+	res.tokenTimes, res.gaps, res.segs = arena.tokens, arena.gaps, arena.segs
 	for rank, n := range perRank {
 		if n > 0 {
 			res.Styles[byRank[rank]] = n
@@ -255,9 +267,9 @@ func Analyze(t *ingest.Trace, opts Options) *Result {
 	}
 	res.plausibility(t, ix, k, cands)
 	tpot := sortedTPOT(res.Requests)
-	sm := newSummarizer(res.Requests, tpot, opts.SLO)
+	sm := newSummarizer(res, tpot, opts.SLO)
 	res.Overall = sm.all("all")
-	res.tenants, res.models = groupTenantsAndModels(res.Requests)
+	res.tenants, res.models = groupTenantsAndModels(res)
 	res.ByTenant = sm.groupBy(res.tenants)
 	res.ByModel = sm.groupBy(res.models)
 	res.Stages = stageTotals(res.Requests)
@@ -265,14 +277,14 @@ func Analyze(t *ingest.Trace, opts Options) *Result {
 	// The launch join (op → API call) is a sort of every op; steps and the
 	// GPU section share one.
 	launchCalls := sync.OnceValue(t.LaunchCalls)
-	res.Steps, res.Engines = findSteps(t, k, res.Requests, launchCalls)
+	res.Steps, res.Engines = findSteps(t, k, res, launchCalls)
 	if len(t.GPUOps) > 0 && !opts.RequestsOnly {
 		res.GPU = analyzeGPU(t, opts.GPU, launchCalls(), gpuHosts(t, opts.Alignment))
 	}
-	res.KVCache = kvCache(res.Requests, res.Steps, res.Engines, res.tenants, res.models)
+	res.KVCache = kvCache(res, res.Steps, res.Engines, res.tenants, res.models)
 	res.alignmentCaveats(t, opts.Alignment)
-	res.BlindSpots = blindSpots(t, res.Requests)
-	res.ModelEvents = modelEvents(t, k, res.Requests)
+	res.BlindSpots = blindSpots(t, res)
+	res.ModelEvents = modelEvents(t, k, res)
 	if opts.RequestsOnly {
 		return res
 	}
@@ -401,7 +413,7 @@ func floatKey(v float64) uint64 {
 // after another, in scratch arrays it keeps: a distribution reads and
 // reorders its values and keeps none of them. It reads each request once,
 // into a row of what the summaries need (rows, itls): the groups then walk
-// those, not the requests (about 420 bytes each).
+// those, not the requests (264 bytes each).
 type summarizer struct {
 	reqs []Request
 	rows []summaryRow
@@ -452,17 +464,19 @@ type summaryRow struct {
 	itlEnd int
 }
 
-func newSummarizer(reqs []Request, tpot tpotOrder, slo SLO) *summarizer {
+func newSummarizer(res *Result, tpot tpotOrder, slo SLO) *summarizer {
+	reqs := res.Requests
 	sm := &summarizer{reqs: reqs, tpot: tpot, slo: slo, rows: make([]summaryRow, len(reqs))}
 	gaps := 0
 	for i := range reqs {
-		gaps += max(0, len(reqs[i].Tokens)-1)
+		gaps += max(0, int(reqs[i].tokens.Len)-1)
 	}
 	sm.itls = make([]float64, 0, gaps)
 	for i := range reqs {
 		r := &reqs[i]
-		for k := 1; k < len(r.Tokens); k++ {
-			sm.itls = append(sm.itls, float64(r.Tokens[k]-r.Tokens[k-1]))
+		tokens := res.TokenTimes(r)
+		for k := 1; k < len(tokens); k++ {
+			sm.itls = append(sm.itls, float64(tokens[k]-tokens[k-1]))
 		}
 		sm.rows[i] = summaryRow{
 			ttft: r.TTFT, e2e: r.E2E, queue: r.Queue, arrival: r.Arrival, end: r.End,
@@ -493,23 +507,25 @@ type groups struct {
 	names []string
 }
 
-func groupRequests(reqs []Request, key func(*Request) string) groups {
+func groupRequests(res *Result, key func(*Result, *Request) string) groups {
+	reqs := res.Requests
 	g := newGrouper(len(reqs))
 	for i := range reqs {
-		g.add(i, key(&reqs[i]))
+		g.add(i, key(res, &reqs[i]))
 	}
 	return g.gs
 }
 
 // groupTenantsAndModels is groupRequests by tenant and by model in one walk
 // of the requests: reading each request's key was most of a walk's time
-// (a Request is 392 bytes, its tenant and model share a cache line).
-func groupTenantsAndModels(reqs []Request) (tenants, models groups) {
+// (a Request is 264 bytes, its tenant and model labels share a cache line).
+func groupTenantsAndModels(res *Result) (tenants, models groups) {
+	reqs := res.Requests
 	t, m := newGrouper(len(reqs)), newGrouper(len(reqs))
 	for i := range reqs {
 		r := &reqs[i]
-		t.add(i, r.Tenant)
-		m.add(i, r.Model)
+		t.add(i, res.Tenant(r))
+		m.add(i, res.Model(r))
 	}
 	return t.gs, m.gs
 }

@@ -91,20 +91,20 @@ func (r *Request) attributeStages(k *keyCache, attrs []ingest.Attr, ttft int64, 
 		add(StageQueue, r.Arrival, r.Arrival+queue)
 		if first >= r.Arrival+queue {
 			add(StagePrefill, r.Arrival+queue, first)
-			r.estimated("prefill")
+			r.estimate(estimatedPrefill)
 		}
 	}
 	switch tpot, hasTPOT := k.duration(attrs, keyTPOT); {
 	case hasDecode:
 		last = first + decode
 		add(StageDecode, first, last)
-	case hasE2E && r.Style == StyleVLLM && e2e >= ttft:
+	case hasE2E && r.Style() == StyleVLLM && e2e >= ttft:
 		last = r.Arrival + e2e
 		add(StageDecode, first, last)
 	case hasTPOT && r.OutputTokens >= 2:
 		// GenAI server metrics: TPOT is the mean after the first token.
 		add(StageDecode, first, first+tpot*int64(r.OutputTokens-1))
-		r.estimated("decode")
+		r.estimate(estimatedDecode)
 	}
 	return ivs, first, last
 }

@@ -102,7 +102,8 @@ func appendLikelyMissing(out []Stage, r *Request, before, after Stage) []Stage {
 
 // blindSpots computes the section from the attributed requests and the
 // trace's span names.
-func blindSpots(t *ingest.Trace, reqs []Request) BlindSpots {
+func blindSpots(t *ingest.Trace, res *Result) BlindSpots {
+	reqs := res.Requests
 	var bs BlindSpots
 	var total, other int64
 	// Gaps are grouped by the stages missing there (what would explain
@@ -137,7 +138,7 @@ func blindSpots(t *ingest.Trace, reqs []Request) BlindSpots {
 		total += r.End - r.Arrival
 		other += r.Stages[StageOther]
 		seen = seen[:0]
-		for _, g := range r.Gaps {
+		for _, g := range res.Gaps(r) {
 			likely = appendLikelyMissing(likely[:0], r, g.Before, g.After)
 			var key groupKey
 			for _, st := range likely {

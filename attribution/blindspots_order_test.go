@@ -14,15 +14,15 @@ import (
 // same input (found in review comparing two builds on generated OTLP input;
 // the sort now breaks every tie).
 func TestBlindSpotsGapOrderDeterministic(t *testing.T) {
-	reqs := make([]Request, 2)
-	for i := range reqs {
-		reqs[i] = Request{Arrival: 0, End: 1e6, Gaps: []Gap{{From: 0, To: 1e6, Before: StageOther, After: StageOther}}}
+	res := &Result{Requests: make([]Request, 2), gaps: []Gap{{From: 0, To: 1e6, Before: StageOther, After: StageOther}}}
+	for i := range res.Requests {
+		res.Requests[i] = Request{Arrival: 0, End: 1e6, gaps: extent{0, 1}}
 	}
-	reqs[0].present = 1 << StageDecode
-	reqs[1].present = 1 << StageQueue
-	first := blindSpots(ingest.New(), reqs).Gaps
+	res.Requests[0].present = 1 << StageDecode
+	res.Requests[1].present = 1 << StageQueue
+	first := blindSpots(ingest.New(), res).Gaps
 	for range 50 {
-		if got := blindSpots(ingest.New(), reqs).Gaps; !slices.EqualFunc(got, first, func(a, b GapSummary) bool { return a.Span == b.Span }) {
+		if got := blindSpots(ingest.New(), res).Gaps; !slices.EqualFunc(got, first, func(a, b GapSummary) bool { return a.Span == b.Span }) {
 			t.Fatalf("gap order changed between calls: %q then %q", first[0].Span, got[0].Span)
 		}
 	}

@@ -50,7 +50,7 @@ func estimateRequestGPU(t *ingest.Trace, res *Result, joinable func(ingest.Sourc
 		if r.FirstToken == 0 {
 			continue
 		}
-		key := requestEngine(t, k, r, opPids)
+		key := requestEngine(t, k, r, res.Model(r), opPids)
 		if key != 0 {
 			claimed[key] = true
 		}
@@ -131,16 +131,16 @@ func estimateRequestGPU(t *ingest.Trace, res *Result, joinable func(ingest.Sourc
 // the request's model; 0 when neither (vLLM V1's API server traces the
 // request, the EngineCore process runs the kernels): the request then
 // shares the ops of every process no request claims.
-func requestEngine(t *ingest.Trace, k *keyCache, r *Request, opPids map[uint32]bool) uint32 {
+func requestEngine(t *ingest.Trace, k *keyCache, r *Request, model string, opPids map[uint32]bool) uint32 {
 	s := &t.Spans[r.Span]
 	if s.Resource >= 0 && int(s.Resource) < len(t.Resources) {
 		if pid, ok := k.count(t.Resources[s.Resource].Attrs, keyPID); ok && opPids[uint32(pid)] {
 			return uint32(pid)
 		}
 	}
-	if r.Model != "" && r.Model != "unknown" {
+	if model != "" && model != "unknown" {
 		for _, p := range t.Processes {
-			if opPids[p.Pid] && containsWord(p.Name, r.Model) {
+			if opPids[p.Pid] && containsWord(p.Name, model) {
 				return p.Pid
 			}
 		}

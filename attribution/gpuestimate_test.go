@@ -81,7 +81,7 @@ func TestStockVLLMWithNsysEstimatesGPU(t *testing.T) {
 			rb := new(attribution.RequestBuckets)
 			res.TokenBuckets(i, rb)
 			for b := attribution.BucketGPUGEMM; b <= attribution.BucketGPUOther; b++ {
-				gotByModel[res.Requests[i].Model] += float64(rb.All[b])
+				gotByModel[res.Model(&res.Requests[i])] += float64(rb.All[b])
 			}
 		}
 		for m, want := range truthByModel {

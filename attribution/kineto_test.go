@@ -90,7 +90,7 @@ func checkTokenTruth(t *testing.T, run *synth.Run, res *attribution.Result) {
 	t.Helper()
 	byID := map[string]int{}
 	for i := range res.Requests {
-		byID[res.Requests[i].ID] = i
+		byID[res.ID(&res.Requests[i])] = i
 	}
 	truth := map[int][]synth.TokenTruth{}
 	for i := range run.Requests {
@@ -104,7 +104,7 @@ func checkTokenTruth(t *testing.T, run *synth.Run, res *attribution.Result) {
 		for b := attribution.Bucket(0); b < attribution.NumBuckets; b++ {
 			tol := max(int64(10_000), wb[b]/100)
 			if d := tb.Buckets[b] - wb[b]; d > tol || d < -tol {
-				t.Fatalf("%s token %d: %s = %d ns, truth %d ns", res.Requests[tb.Request].ID, tb.Index, b, tb.Buckets[b], wb[b])
+				t.Fatalf("%s token %d: %s = %d ns, truth %d ns", res.ID(&res.Requests[tb.Request]), tb.Index, b, tb.Buckets[b], wb[b])
 			}
 		}
 		gpu += tb.Buckets[attribution.BucketGPUGEMM] + tb.Buckets[attribution.BucketGPUAttention]

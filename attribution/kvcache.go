@@ -114,7 +114,8 @@ func cacheInfo(t *ingest.Trace, ix *spanIndex, k *keyCache, i int, desc []int, r
 // its cached length. A hit is judged only when the saving the fit predicts
 // exceeds twice the misses' median absolute residual.
 // tenants and models number the requests' tenants and models.
-func kvCache(reqs []Request, steps []Step, engines []Engine, tenants, models groups) *KVCache {
+func kvCache(res *Result, steps []Step, engines []Engine, tenants, models groups) *KVCache {
+	reqs := res.Requests
 	kv := &KVCache{}
 	verdict := stepAccounting(reqs, steps, engines)
 	var hitPrefill, missPrefill, hitTTFT, missTTFT []float64
@@ -158,7 +159,7 @@ func kvCache(reqs []Request, steps []Step, engines []Engine, tenants, models gro
 		r := &reqs[i]
 		inflated[i] = true
 		kv.Inflated = append(kv.Inflated, InflatedHit{
-			ID: r.ID, Tenant: r.Tenant, Model: r.Model, InputTokens: r.InputTokens, CachedTokens: r.CachedTokens,
+			ID: res.ID(r), Tenant: res.Tenant(r), Model: res.Model(r), InputTokens: r.InputTokens, CachedTokens: r.CachedTokens,
 			PrefillMs: float64(r.Stages[StagePrefill]) / 1e6, Method: method,
 			ExpectedHitMs: Float(expHit / 1e6), ExpectedMissMs: Float(expMiss / 1e6),
 		})

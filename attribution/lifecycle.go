@@ -30,7 +30,8 @@ var keyModelID = keys("llm.model_id")
 // modelEvents finds llm.model.load/unload/reload spans and the requests they
 // delayed. Requests are sorted by arrival, so each event is a binary search
 // plus a scan of the requests that arrived before it ended.
-func modelEvents(t *ingest.Trace, k *keyCache, reqs []Request) []ModelEvent {
+func modelEvents(t *ingest.Trace, k *keyCache, res *Result) []ModelEvent {
+	reqs := res.Requests
 	var out []ModelEvent
 	for i := range t.Spans {
 		s := &t.Spans[i]
@@ -52,7 +53,7 @@ func modelEvents(t *ingest.Trace, k *keyCache, reqs []Request) []ModelEvent {
 		})
 		for j := range reqs {
 			r := &reqs[j]
-			if model != "" && r.Model != model && r.Model != "unknown" {
+			if m := res.Model(r); model != "" && m != model && m != "unknown" {
 				continue
 			}
 			firstToken := r.End

@@ -268,6 +268,28 @@ func (k *keyCache) str(attrs []ingest.Attr, keys *keyList) (string, bool) {
 	if !ok {
 		return "", false
 	}
+	return k.valueStr(v)
+}
+
+// label is str as a label of l: a string value is the trace's own string,
+// found without a lookup.
+func (k *keyCache) label(attrs []ingest.Attr, keys *keyList, l *labeler) (label, bool) {
+	_, v, ok := k.first(attrs, keys)
+	if !ok {
+		return 0, false
+	}
+	if v.Kind() == ingest.KindString {
+		if k.t.Str(v.Str()) == "" {
+			return 0, false
+		}
+		return traced(v.Str()), true
+	}
+	s, ok := k.valueStr(v)
+	return l.of(s), ok
+}
+
+// valueStr is an attribute's value as str reads it.
+func (k *keyCache) valueStr(v ingest.Value) (string, bool) {
 	switch v.Kind() {
 	case ingest.KindString:
 		s := k.t.Str(v.Str())

@@ -30,8 +30,9 @@ func (res *Result) plausibility(t *ingest.Trace, ix *spanIndex, k *keyCache, req
 				tpotFrom = tpotSource(r)
 			}
 		}
-		for j := 1; j < len(r.Tokens); j++ {
-			if d := r.Tokens[j] - r.Tokens[j-1]; d < minTokenGap {
+		tokens := res.TokenTimes(r)
+		for j := 1; j < len(tokens); j++ {
+			if d := tokens[j] - tokens[j-1]; d < minTokenGap {
 				itl = append(itl, float64(d))
 			}
 		}
@@ -50,7 +51,7 @@ func (res *Result) plausibility(t *ingest.Trace, ix *spanIndex, k *keyCache, req
 // tpotSource says where a request's TPOT came from.
 func tpotSource(r *Request) string {
 	switch {
-	case len(r.Tokens) >= 2:
+	case r.tokens.Len >= 2:
 		return "the llm.token events"
 	case r.LastToken != 0 && r.Has(StageDecode):
 		return "the decode stage (" + strings.Join(keyDecode.names, ", ") + " or its span) over the output tokens"

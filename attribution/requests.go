@@ -84,10 +84,16 @@ func rankOf(st Style) styleRank {
 // Request is one request's latency facts. Times are ns on the reference
 // clock; metric fields are NaN when the input cannot tell.
 type Request struct {
-	ID     string
-	Tenant string
-	Model  string
-	Style  Style
+	// id, tenant, model and finish are the request's strings, read
+	// through its Result (Result.ID, Tenant, Model, Finish): labels of the
+	// trace's string table, so that a Request holds no pointer.
+	id, tenant, model, finish label
+	// rank is the convention the request was recognized in (Style).
+	rank styleRank
+	// estimated has bit m set when metric m (estimatedNames) is derived
+	// under assumptions rather than measured (e.g. TGI's TTFT from its
+	// per-token average). Beside rank, it fills padding.
+	estimated uint8
 	// Span indexes the request span in the trace.
 	Span   int
 	Source ingest.SourceID
@@ -104,8 +110,9 @@ type Request struct {
 
 	Arrival int64
 	End     int64
-	// Tokens are token emission times, when the input has per-token events.
-	Tokens []int64
+	// tokens are the token emission times (Result.TokenTimes), when the
+	// input has per-token events.
+	tokens extent
 	// FirstToken and LastToken are emission times (0 when unknown).
 	FirstToken int64
 	LastToken  int64
@@ -125,11 +132,12 @@ type Request struct {
 
 	// Stages partition E2E: their sum equals End − Arrival exactly.
 	Stages [NumStages]int64
-	// Gaps locate the time in StageOther.
-	Gaps []Gap
-	// segments are the stretches of the request each stage owns after
-	// partition (StageOther left out), disjoint and in time order.
-	segments []StageSegment
+	// gaps locate the time in StageOther (Result.Gaps).
+	gaps extent
+	// segs are the stretches of the request each stage owns after
+	// partition (StageOther left out), disjoint and in time order
+	// (Result.segments).
+	segs extent
 	// TokenizeEnd and QueueEnd are where the tokenize and queue stages end,
 	// QueueStart where the queue starts (0 when the input has no such stage).
 	TokenizeEnd, QueueStart, QueueEnd int64
@@ -138,11 +146,6 @@ type Request struct {
 	// request span does not see. 0 without a caller span.
 	CallerExtra int64
 
-	// Estimated lists metrics derived under assumptions rather than measured
-	// (e.g. TGI's TTFT from its per-token average).
-	Estimated []string
-
-	Finish        string
 	CacheHitRatio float64 // NaN when unknown
 	// CachedTokens is how many prompt tokens the input says were cached
 	// (−1 when unknown).
@@ -150,18 +153,44 @@ type Request struct {
 }
 
 // ITLs returns the gaps between consecutive token emissions, in ns.
-func (r *Request) ITLs() []int64 {
-	if len(r.Tokens) < 2 {
+func (res *Result) ITLs(r *Request) []int64 {
+	tokens := res.TokenTimes(r)
+	if len(tokens) < 2 {
 		return nil
 	}
-	out := make([]int64, len(r.Tokens)-1)
-	for i := 1; i < len(r.Tokens); i++ {
-		out[i-1] = r.Tokens[i] - r.Tokens[i-1]
+	out := make([]int64, len(tokens)-1)
+	for i := 1; i < len(tokens); i++ {
+		out[i-1] = tokens[i] - tokens[i-1]
 	}
 	return out
 }
 
-func (r *Request) estimated(metric string) { r.Estimated = append(r.Estimated, metric) }
+// Style is the convention the request was recognized in.
+func (r *Request) Style() Style { return byRank[r.rank] }
+
+// Metrics a request may have estimated (Request.Estimated), by bit.
+const (
+	estimatedTTFT = iota
+	estimatedTPOT
+	estimatedPrefill
+	estimatedDecode
+)
+
+var estimatedNames = [...]string{estimatedTTFT: "ttft", estimatedTPOT: "tpot", estimatedPrefill: "prefill", estimatedDecode: "decode"}
+
+func (r *Request) estimate(metric int) { r.estimated |= 1 << metric }
+
+// Estimated lists the metrics derived under assumptions rather than
+// measured, of ttft, tpot, prefill and decode in that order.
+func (r *Request) Estimated() []string {
+	var out []string
+	for m, name := range estimatedNames {
+		if r.estimated&(1<<m) != 0 {
+			out = append(out, name)
+		}
+	}
+	return out
+}
 
 // Has reports whether the input shows stage st for the request (a stage
 // span or attribute, possibly of zero length).
@@ -490,36 +519,71 @@ func findRequests(t *ingest.Trace, ix *spanIndex, k *keyCache) (requestSpans, in
 	return kept, len(cands) - len(kept)
 }
 
-// requestArena holds what buildRequest keeps of each request in few large
-// arrays instead of small ones of its own (token times, gaps, stage
-// segments: none holds a pointer), and its scratch for the walk of a
-// request's subtree.
+// requestArena holds what buildRequest keeps of the requests out of line,
+// the tables that become the Result's (token times, gaps, stage segments,
+// each request's a range of them: none holds a pointer), and its scratch
+// for the walk of a request's subtree.
 type requestArena struct {
-	tokens chunks[int64]
-	gap    chunks[Gap]
-	seg    chunks[StageSegment]
+	tokens []int64
+	gaps   []Gap
+	segs   []StageSegment
 	// desc and stack are the current request's descendants and their walk.
 	desc, stack []int
+	// labels are the requests' strings.
+	labels labeler
 }
 
-func (a *requestArena) gaps() *chunks[Gap] {
-	if a == nil {
-		return nil
+// extent is a request's part of one of its Result's tables:
+// table[Off : Off+Len].
+type extent struct{ Off, Len uint32 }
+
+// extentOf is the extent [from, to) of a table.
+func extentOf(from, to int) extent {
+	if to > math.MaxUint32 {
+		panic(fmt.Sprintf("attribution: a table of %d records, past the 2³² a range can reach", to))
 	}
-	return &a.gap
+	return extent{uint32(from), uint32(to - from)}
 }
 
-func (a *requestArena) segments() *chunks[StageSegment] {
-	if a == nil {
-		return nil
+// in returns the part of table that e covers, capped so that an append
+// to it cannot write over the next request's part.
+func in[T any](table []T, e extent) []T {
+	return table[e.Off : e.Off+e.Len : e.Off+e.Len]
+}
+
+// room returns table with room for n more records: table itself when it
+// has it, else its records moved to a new table of twice the capacity or
+// more (spill.Grow: the old one is given back, so nothing may hold a
+// slice of it). A table starts at chunkLen records and, while spilling is
+// on, at spill.MinBytes or more, so that every one is in a spill file,
+// where the part not yet written is never resident.
+func room[T any](table []T, n int) []T {
+	if cap(table)-len(table) >= n {
+		return table
 	}
-	return &a.seg
+	var zero T
+	elem := int(max(unsafe.Sizeof(zero), 1))
+	c := max(2*cap(table), len(table)+n, chunkLen)
+	if spill.Active() {
+		c = max(c, (spill.MinBytes+elem-1)/elem)
+	}
+	return spill.Grow(table, c)
 }
 
-// chunks carves short slices out of a few large arrays: a run's token
-// times, gaps, stage segments and its steps' ops and requests, tens of MB
-// held to the end of the command, would otherwise be that many small heap
-// arrays, the part of the memory a budget cannot take back. The arrays are
+// TokenTimes are the request's token emission times, in time order, when
+// the input has per-token events (nil otherwise).
+func (res *Result) TokenTimes(r *Request) []int64 { return in(res.tokenTimes, r.tokens) }
+
+// Gaps locate the time in the request's StageOther.
+func (res *Result) Gaps(r *Request) []Gap { return in(res.gaps, r.gaps) }
+
+// segments are the stretches of the request each stage owns.
+func (res *Result) segments(r *Request) []StageSegment { return in(res.segs, r.segs) }
+
+// chunks carves short slices out of a few large arrays: a run's steps' ops
+// and requests, tens of MB held to the end of the command, would otherwise
+// be that many small heap arrays, the part of the memory a budget cannot
+// take back. The arrays are
 // tables (spill.Slice), each twice the last, from chunkLen elements up to
 // maxChunkBytes (or the slice's own length when longer); while spilling is
 // on, none is under spill.MinBytes, so that every one is in a spill file,
@@ -587,10 +651,10 @@ type interval struct {
 // the problems it found and the latency attributes that contradict the
 // request's stage spans (crossCheck), which the caller warns of and no
 // Request keeps.
-func buildRequest(r *Request, t *ingest.Trace, ix *spanIndex, k *keyCache, i int, style Style, opts *Options, a *requestArena) (problems, disagreements []string) {
+func buildRequest(r *Request, t *ingest.Trace, ix *spanIndex, k *keyCache, i int, rank styleRank, opts *Options, a *requestArena) (problems, disagreements []string) {
 	s := &t.Spans[i]
 	*r = Request{
-		Span: i, Source: s.Source, Style: style,
+		Span: i, Source: s.Source, rank: rank,
 		Arrival: s.Start, End: s.End,
 		InputTokens: -1, OutputTokens: -1,
 		TTFT: math.NaN(), TPOT: math.NaN(), Queue: math.NaN(), CacheHitRatio: math.NaN(), E2EAttr: math.NaN(),
@@ -601,15 +665,16 @@ func buildRequest(r *Request, t *ingest.Trace, ix *spanIndex, k *keyCache, i int
 	attrs := t.SpanAttrs(s)
 	k.index(attrs) // most lookups below read the request span's attributes
 
-	r.ID, _ = k.str(attrs, keyRequestID)
-	if r.ID == "" {
-		r.ID = s.TraceID.String()[:16] + "/" + s.ID.String()
+	l := &a.labels
+	r.id, _ = k.label(attrs, keyRequestID, l)
+	if r.id == 0 {
+		r.id = l.of(s.TraceID.String()[:16] + "/" + s.ID.String())
 	}
-	r.Model, _ = k.str(attrs, keyModel)
-	if r.Model == "" {
-		r.Model = "unknown"
+	r.model, _ = k.label(attrs, keyModel, l)
+	if r.model == 0 {
+		r.model = l.unknown()
 	}
-	r.Tenant = tenantOf(t, ix, k, i, opts)
+	r.tenant = tenantOf(t, ix, k, i, opts, l)
 	r.CallerExtra = callerExtra(t, ix, k, i)
 	if n, ok := k.count(attrs, keyInputTokens); ok {
 		r.InputTokens = n
@@ -617,14 +682,16 @@ func buildRequest(r *Request, t *ingest.Trace, ix *spanIndex, k *keyCache, i int
 	if f, ok := k.float(attrs, keyCacheRatio); ok {
 		r.CacheHitRatio = f
 	}
-	if fin, ok := k.str(attrs, keyFinish); ok {
-		r.Finish = fin
+	if fin, ok := k.label(attrs, keyFinish, l); ok {
+		r.finish = fin
 	}
 	if s.Status == ingest.StatusError {
-		r.Finish = "error"
+		r.finish = l.of("error")
 	}
 
-	// Token events: llm.token on the request span or any descendant.
+	// Token events: llm.token on the request span or any descendant,
+	// tokens in a's table.
+	var tokens []int64
 	var tokenName ingest.StrID
 	hasTokenName := false
 	if p := k.present(keyTokenEvent); len(p) > 0 {
@@ -643,7 +710,7 @@ func buildRequest(r *Request, t *ingest.Trace, ix *spanIndex, k *keyCache, i int
 		collect := func(sp *ingest.Span) {
 			for _, e := range t.Events(sp) {
 				if e.Name == tokenName {
-					r.Tokens = append(r.Tokens, e.Time)
+					a.tokens = append(a.tokens, e.Time)
 				}
 			}
 		}
@@ -652,18 +719,21 @@ func buildRequest(r *Request, t *ingest.Trace, ix *spanIndex, k *keyCache, i int
 			count(&t.Spans[d])
 		}
 		if n > 0 {
-			r.Tokens = a.tokens.take(n)
+			a.tokens = room(a.tokens, n) // so that collect's appends stay in the table
+			from := len(a.tokens)
 			collect(s)
 			for _, d := range desc {
 				collect(&t.Spans[d])
 			}
-			slices.Sort(r.Tokens)
+			tokens = a.tokens[from:]
+			slices.Sort(tokens)
+			r.tokens = extentOf(from, len(a.tokens))
 		}
 	}
 	if n, ok := k.count(attrs, keyOutputTokens); ok {
 		r.OutputTokens = n
-	} else if len(r.Tokens) > 0 {
-		r.OutputTokens = len(r.Tokens)
+	} else if len(tokens) > 0 {
+		r.OutputTokens = len(tokens)
 	}
 
 	// Stage intervals from stage spans and Triton timestamp events (a
@@ -714,8 +784,8 @@ func buildRequest(r *Request, t *ingest.Trace, ix *spanIndex, k *keyCache, i int
 
 	// Token times, then the metrics.
 	switch {
-	case len(r.Tokens) > 0:
-		r.FirstToken, r.LastToken = r.Tokens[0], r.Tokens[len(r.Tokens)-1]
+	case len(tokens) > 0:
+		r.FirstToken, r.LastToken = tokens[0], tokens[len(tokens)-1]
 	case spanStaged && (hasPrefillSpan || hasDecodeSpan):
 		// Stage spans beat latency attributes (SGLang's are measured at
 		// output arrival, docs/server-spans.md): the first token leaves when
@@ -723,7 +793,7 @@ func buildRequest(r *Request, t *ingest.Trace, ix *spanIndex, k *keyCache, i int
 		switch {
 		case hasPrefillSpan:
 			r.FirstToken = prefillEnd
-			r.estimated("ttft")
+			r.estimate(estimatedTTFT)
 		case hasTTFT:
 			r.FirstToken = r.Arrival + ttftAttr
 		}
@@ -756,11 +826,11 @@ func buildRequest(r *Request, t *ingest.Trace, ix *spanIndex, k *keyCache, i int
 			// TGI's time_per_token is inference time / generated tokens,
 			// including the first: an estimate of TPOT.
 			r.TPOT = float64(d)
-			r.estimated("tpot")
+			r.estimate(estimatedTPOT)
 			if math.IsNaN(r.TTFT) {
 				if end, ok := stageEnd(ivs, StageQueue); ok {
 					r.TTFT = float64(end-r.Arrival) + float64(d)
-					r.estimated("ttft")
+					r.estimate(estimatedTTFT)
 				}
 			}
 		}
@@ -770,7 +840,9 @@ func buildRequest(r *Request, t *ingest.Trace, ix *spanIndex, k *keyCache, i int
 	r.TokenizeEnd, _ = stageEnd(ivs, StageTokenize)
 	r.QueueEnd, _ = stageEnd(ivs, StageQueue)
 	r.QueueStart = stageStart(ivs, StageQueue)
-	r.Stages, r.Gaps, r.segments, problems = partitionInto(r.Arrival, r.End, ivs, problems, a)
+	gapsFrom, segsFrom := len(a.gaps), len(a.segs)
+	r.Stages, a.gaps, a.segs, problems = partitionInto(r.Arrival, r.End, ivs, problems, a.gaps, a.segs)
+	r.gaps, r.segs = extentOf(gapsFrom, len(a.gaps)), extentOf(segsFrom, len(a.segs))
 	for _, iv := range ivs {
 		r.present |= 1 << iv.stage
 	}
@@ -822,9 +894,9 @@ type StageSegment struct {
 // no stage span shows — placed from latency attributes (attrstages.go) or
 // timestamp events — disjoint and in time order: the stages a timeline of
 // the spans alone would not draw.
-func (r *Request) DerivedSegments() []StageSegment {
+func (res *Result) DerivedSegments(r *Request) []StageSegment {
 	var out []StageSegment
-	for _, sg := range r.segments {
+	for _, sg := range res.segments(r) {
 		if r.fromSpans&(1<<sg.Stage) == 0 {
 			out = append(out, sg)
 		}
@@ -846,15 +918,15 @@ type Gap struct {
 // that sticks out by more than a millisecond is reported. It also returns
 // the stages' segments in time order (other left out).
 func partition(from, to int64, ivs []interval, problems []string) ([NumStages]int64, []Gap, []StageSegment, []string) {
-	return partitionInto(from, to, ivs, problems, nil)
+	return partitionInto(from, to, ivs, problems, nil, nil)
 }
 
-// partitionInto is partition, its gaps and segments carved from a's arrays
-// (made apart when a is nil).
-func partitionInto(from, to int64, ivs []interval, problems []string, a *requestArena) ([NumStages]int64, []Gap, []StageSegment, []string) {
+// partitionInto is partition, its gaps and segments appended to the tables
+// gaps and owned (room), which it returns.
+func partitionInto(from, to int64, ivs []interval, problems []string, gaps []Gap, owned []StageSegment) ([NumStages]int64, []Gap, []StageSegment, []string) {
 	var out [NumStages]int64
 	if to <= from {
-		return out, nil, nil, problems
+		return out, gaps, owned, problems
 	}
 	const slack = 1_000_000
 	rank := &stageRank
@@ -928,14 +1000,7 @@ func partitionInto(from, to int64, ivs []interval, problems []string, a *request
 			nOwned++
 		}
 	}
-	var gaps []Gap
-	var owned []StageSegment
-	if nOwned > 0 {
-		owned = a.segments().take(nOwned)
-	}
-	if len(segs) > nOwned {
-		gaps = a.gaps().take(len(segs) - nOwned)
-	}
+	owned, gaps = room(owned, nOwned), room(gaps, len(segs)-nOwned)
 	for i, sg := range segs {
 		out[sg.stage] += sg.to - sg.from
 		if sg.stage != StageOther {
@@ -984,7 +1049,7 @@ func serviceOf(t *ingest.Trace, k *keyCache, i int) string {
 // search list) on the request span and its ancestors; else the service that
 // called the server (the trace root's service.name, when the root belongs to
 // another service); else the request span's own service.name.
-func tenantOf(t *ingest.Trace, ix *spanIndex, k *keyCache, i int, opts *Options) string {
+func tenantOf(t *ingest.Trace, ix *spanIndex, k *keyCache, i int, opts *Options, l *labeler) label {
 	keys := keyTenant
 	if k.tenantKeys != nil {
 		keys = k.tenantKeys
@@ -992,26 +1057,30 @@ func tenantOf(t *ingest.Trace, ix *spanIndex, k *keyCache, i int, opts *Options)
 	root := i
 	for n, ok := i, true; ok; n, ok = ix.parent(n) {
 		root = n
-		if v, ok := k.str(t.SpanAttrs(&t.Spans[n]), keys); ok {
+		if v, ok := k.label(t.SpanAttrs(&t.Spans[n]), keys, l); ok {
 			return v
 		}
 	}
-	resourceName := func(n int) string {
+	resourceName := func(n int) label {
 		if s := &t.Spans[n]; opts.TenantKey != "" && s.Resource >= 0 && int(s.Resource) < len(t.Resources) {
-			if v, ok := k.str(t.Resources[s.Resource].Attrs, keys); ok {
+			if v, ok := k.label(t.Resources[s.Resource].Attrs, keys, l); ok {
 				return v
 			}
 		}
-		return serviceOf(t, k, n)
+		if s := &t.Spans[n]; s.Resource >= 0 && int(s.Resource) < len(t.Resources) {
+			v, _ := k.label(t.Resources[s.Resource].Attrs, keyService, l)
+			return v
+		}
+		return 0
 	}
 	own := resourceName(i)
 	if root != i {
-		if caller := resourceName(root); caller != "" && caller != own {
+		if caller := resourceName(root); caller != 0 && caller != own {
 			return caller
 		}
 	}
-	if own == "" {
-		return "unknown"
+	if own == 0 {
+		return l.unknown()
 	}
 	return own
 }

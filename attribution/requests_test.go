@@ -82,16 +82,17 @@ const ms = int64(time.Millisecond)
 
 func checkPartition(t *testing.T, res *Result) {
 	t.Helper()
-	for _, r := range res.Requests {
+	for i := range res.Requests {
+		r := &res.Requests[i]
 		var sum int64
 		for _, v := range r.Stages {
 			if v < 0 {
-				t.Fatalf("request %s: negative stage in %v", r.ID, r.Stages)
+				t.Fatalf("request %s: negative stage in %v", res.ID(r), r.Stages)
 			}
 			sum += v
 		}
 		if sum != r.End-r.Arrival {
-			t.Fatalf("request %s: stages sum to %d, E2E is %d", r.ID, sum, r.End-r.Arrival)
+			t.Fatalf("request %s: stages sum to %d, E2E is %d", res.ID(r), sum, r.End-r.Arrival)
 		}
 	}
 }
@@ -211,10 +212,10 @@ func TestRequestConventions(t *testing.T) {
 			if len(res.Requests) != 1 {
 				t.Fatalf("found %d requests, want 1", len(res.Requests))
 			}
-			r := res.Requests[0]
+			r := &res.Requests[0]
 			w := tc.want
-			if r.Style != w.style || (w.id != "" && r.ID != w.id) || r.Tenant != w.tenant || r.Model != w.model {
-				t.Errorf("got style=%s id=%s tenant=%s model=%s; want %s %s %s %s", r.Style, r.ID, r.Tenant, r.Model, w.style, w.id, w.tenant, w.model)
+			if id, tenant, model := res.ID(r), res.Tenant(r), res.Model(r); r.Style() != w.style || (w.id != "" && id != w.id) || tenant != w.tenant || model != w.model {
+				t.Errorf("got style=%s id=%s tenant=%s model=%s; want %s %s %s %s", r.Style(), id, tenant, model, w.style, w.id, w.tenant, w.model)
 			}
 			for _, m := range []struct {
 				name      string
@@ -232,7 +233,7 @@ func TestRequestConventions(t *testing.T) {
 					t.Errorf("stage %s = %d, want %d", st, r.Stages[st], w.stages[st])
 				}
 			}
-			if got := strings.Join(r.Estimated, ","); !strings.Contains(got, w.estimated) || (w.estimated == "" && got != "") {
+			if got := strings.Join(r.Estimated(), ","); !strings.Contains(got, w.estimated) || (w.estimated == "" && got != "") {
 				t.Errorf("estimated = %q, want %q", got, w.estimated)
 			}
 		})
@@ -245,11 +246,11 @@ func TestNestedRequestSpansCountOnce(t *testing.T) {
 		"gen_ai.operation.name", "chat", "gen_ai.server.time_to_first_token", 0.05)
 	b.span(1, client, b.resource("vllm"), "llm_request", 5*ms, 95*ms, "gen_ai.latency.time_to_first_token", 0.04, "gen_ai.latency.e2e", 0.09)
 	res := b.analyze(DefaultOptions)
-	if len(res.Requests) != 1 || res.Requests[0].Style != StyleVLLM {
+	if len(res.Requests) != 1 || res.Requests[0].Style() != StyleVLLM {
 		t.Fatalf("got %d requests (%v); want the vLLM span only", len(res.Requests), res.Styles)
 	}
-	if res.Requests[0].Tenant != "app" {
-		t.Errorf("tenant = %q, want the calling service", res.Requests[0].Tenant)
+	if got := res.Tenant(&res.Requests[0]); got != "app" {
+		t.Errorf("tenant = %q, want the calling service", got)
 	}
 	if len(res.Warnings) != 1 || res.Warnings[0].Code != "nested-request-spans" {
 		t.Errorf("warnings = %v", res.Warnings)
@@ -260,7 +261,7 @@ func TestTenantKeyOption(t *testing.T) {
 	b := newBuilder()
 	b.span(1, ingest.SpanID{}, b.resource("engine"), "llm.request", 0, 10*ms, "llm.tenant", "a", "customer", "c-42")
 	res := b.analyze(Options{TenantKey: "customer"})
-	if got := res.Requests[0].Tenant; got != "c-42" {
+	if got := res.Tenant(&res.Requests[0]); got != "c-42" {
 		t.Fatalf("tenant = %q, want c-42", got)
 	}
 }

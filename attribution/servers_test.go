@@ -51,8 +51,8 @@ func TestVLLM029AttributeAnchors(t *testing.T) {
 	if r.FirstToken != 115_546*us || r.LastToken != 253_851*us {
 		t.Errorf("first/last token at %d/%d", r.FirstToken, r.LastToken)
 	}
-	if len(r.Gaps) != 2 || r.Gaps[0] != (Gap{0, preQueue, StageOther, StageQueue}) || r.Gaps[1] != (Gap{253_851 * us, 254_922 * us, StageDecode, StageOther}) {
-		t.Errorf("gaps = %+v", r.Gaps)
+	if len(res.Gaps(&r)) != 2 || res.Gaps(&r)[0] != (Gap{0, preQueue, StageOther, StageQueue}) || res.Gaps(&r)[1] != (Gap{253_851 * us, 254_922 * us, StageDecode, StageOther}) {
+		t.Errorf("gaps = %+v", res.Gaps(&r))
 	}
 	// The two E2Es differ by 1.325 ms: both are reported.
 	if n := res.E2E; n.Used != "span duration" || n.Attribute != "gen_ai.latency.e2e" || n.WithAttribute != 1 || n.Differ != 1 ||
@@ -103,8 +103,8 @@ func TestAttributeAnchorsResiduals(t *testing.T) {
 		"gen_ai.latency.time_in_model_decode", 0.060, "gen_ai.latency.e2e", 0.095, "gen_ai.usage.completion_tokens", 7)
 	res = b.analyze(DefaultOptions)
 	r = res.Requests[0]
-	if r.Stages[StageQueue] != 2*ms || r.Stages[StagePrefill] != 20*ms || r.Stages[StageDecode] != 60*ms || r.Gaps[0] != (Gap{0, 13 * ms, StageOther, StageQueue}) {
-		t.Errorf("stages = %v, gaps %+v", r.Stages, r.Gaps)
+	if r.Stages[StageQueue] != 2*ms || r.Stages[StagePrefill] != 20*ms || r.Stages[StageDecode] != 60*ms || res.Gaps(&r)[0] != (Gap{0, 13 * ms, StageOther, StageQueue}) {
+		t.Errorf("stages = %v, gaps %+v", r.Stages, res.Gaps(&r))
 	}
 	if !near(r.TPOT, float64(10*ms)) {
 		t.Errorf("tpot = %v", r.TPOT)
@@ -142,9 +142,9 @@ func TestSGLang05Trace(t *testing.T) {
 	if len(out.Requests) != 1 {
 		t.Fatalf("%d requests (%v)", len(out.Requests), out.Styles)
 	}
-	r := out.Requests[0]
-	if r.Style != StyleSGLang || r.ID != "req-sglang-001" {
-		t.Fatalf("style %s id %s", r.Style, r.ID)
+	r := &out.Requests[0]
+	if r.Style() != StyleSGLang || out.ID(r) != "req-sglang-001" {
+		t.Fatalf("style %s id %s", r.Style(), out.ID(r))
 	}
 	want := map[Stage]int64{
 		StageTokenize: 3_200*us + 600*us + 500*us, StageQueue: 100 * us,

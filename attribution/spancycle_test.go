@@ -38,7 +38,7 @@ func TestParentCyclesEnd(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("analyze did not end on a trace whose parent links loop")
 	}
-	if len(got.Requests) != 1 || got.Requests[0].ID != "r1" {
+	if len(got.Requests) != 1 || got.ID(&got.Requests[0]) != "r1" {
 		t.Fatalf("requests %v, want r1 alone", len(got.Requests))
 	}
 	var warned bool

@@ -32,8 +32,8 @@ func TestSpanIndexSpanIDsSharedAcrossTraces(t *testing.T) {
 		t.Fatalf("%d requests, want 2", len(got.Requests))
 	}
 	for i, want := range []int64{10 * ms, 30 * ms} {
-		if r := got.Requests[i]; r.Stages[StagePrefill] != want {
-			t.Errorf("request %s: prefill %d ns, want %d (its own trace's span)", r.ID, r.Stages[StagePrefill], want)
+		if r := &got.Requests[i]; r.Stages[StagePrefill] != want {
+			t.Errorf("request %s: prefill %d ns, want %d (its own trace's span)", got.ID(r), r.Stages[StagePrefill], want)
 		}
 	}
 	ix := newSpanIndex(b.t)

@@ -72,15 +72,17 @@ var (
 
 // findSteps collects llm.step spans, resolves their batches to requests and
 // finds each step's GPU operations.
-func findSteps(t *ingest.Trace, k *keyCache, reqs []Request, launchCalls func() []int32) ([]Step, []Engine) {
+func findSteps(t *ingest.Trace, k *keyCache, res *Result, launchCalls func() []int32) ([]Step, []Engine) {
+	reqs := res.Requests
 	stepName, ok := t.Key(ingest.SpanStep)
 	if !ok {
 		return nil, nil
 	}
 	byID := make(map[string]int32, len(reqs))
 	for i := range reqs {
-		if _, dup := byID[reqs[i].ID]; !dup {
-			byID[reqs[i].ID] = int32(i)
+		id := res.ID(&reqs[i])
+		if _, dup := byID[id]; !dup {
+			byID[id] = int32(i)
 		}
 	}
 	engineOf := map[string]int{}

@@ -38,8 +38,10 @@ func TestStepListsSpill(t *testing.T) {
 				for _, st := range res.Steps {
 					lists += int64(4 * (len(st.Ops) + len(st.Requests)))
 				}
-				for _, r := range res.Requests {
-					lists += int64(8 * len(r.Tokens))
+				for i := range res.Requests {
+					tokens := res.TokenTimes(&res.Requests[i])
+					fmt.Fprintf(h, "%v", tokens)
+					lists += int64(8 * len(tokens))
 				}
 				walking, before = -1, spill.Read().Mapped
 				res.EachToken(func(tb *attribution.TokenBreakdown) {

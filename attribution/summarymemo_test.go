@@ -41,7 +41,7 @@ func TestSummaryOfSameRequestsReused(t *testing.T) {
 		t.Fatalf("tenant 0 holds %d of %d requests: the test needs a proper subset", len(some), len(every))
 	}
 
-	sm := newSummarizer(res.Requests, tpot, opts.SLO)
+	sm := newSummarizer(res, tpot, opts.SLO)
 	overall := sm.all("all")
 	first := sm.summarize("first", some, someTPOT)
 	for _, tc := range []struct {
@@ -54,7 +54,7 @@ func TestSummaryOfSameRequestsReused(t *testing.T) {
 		{"the same subset", some, someTPOT, first},
 	} {
 		got := sm.summarize("again", tc.idx, tc.tpot)
-		want := newSummarizer(res.Requests, tpot, opts.SLO).summarizeNew("again", tc.idx, tc.tpot)
+		want := newSummarizer(res, tpot, opts.SLO).summarizeNew("again", tc.idx, tc.tpot)
 		if want.Goodput == nil {
 			t.Fatal("no goodput: the test does not cover its copy")
 		}

@@ -31,7 +31,7 @@ func TestSynthTruthLLMProfStyle(t *testing.T) {
 		}
 		byID := map[string]*attribution.Request{}
 		for i := range res.Requests {
-			byID[res.Requests[i].ID] = &res.Requests[i]
+			byID[res.ID(&res.Requests[i])] = &res.Requests[i]
 		}
 		var ttfts []float64
 		for i := range run.Requests {
@@ -40,7 +40,7 @@ func TestSynthTruthLLMProfStyle(t *testing.T) {
 			if r == nil {
 				t.Fatalf("seed %d: request %s missing", seed, q.ID)
 			}
-			checkStageSum(t, r)
+			checkStageSum(t, res, r)
 			tpot, hasTPOT := q.TPOT()
 			want := []struct {
 				name      string
@@ -70,11 +70,11 @@ func TestSynthTruthLLMProfStyle(t *testing.T) {
 					t.Fatalf("seed %d %s: %s = %v, truth %v", seed, q.ID, w.name, w.got, w.want)
 				}
 			}
-			if r.Tenant != q.Tenant || r.Model != q.Model || r.InputTokens != q.InputTokens || r.OutputTokens != q.OutputTokens {
-				t.Fatalf("%s: tenant/model/tokens %s/%s/%d/%d, truth %s/%s/%d/%d", q.ID, r.Tenant, r.Model, r.InputTokens, r.OutputTokens, q.Tenant, q.Model, q.InputTokens, q.OutputTokens)
+			if tenant, model := res.Tenant(r), res.Model(r); tenant != q.Tenant || model != q.Model || r.InputTokens != q.InputTokens || r.OutputTokens != q.OutputTokens {
+				t.Fatalf("%s: tenant/model/tokens %s/%s/%d/%d, truth %s/%s/%d/%d", q.ID, tenant, model, r.InputTokens, r.OutputTokens, q.Tenant, q.Model, q.InputTokens, q.OutputTokens)
 			}
-			if len(r.ITLs()) != len(q.Tokens)-1 {
-				t.Fatalf("%s: %d ITLs, want %d", q.ID, len(r.ITLs()), len(q.Tokens)-1)
+			if len(res.ITLs(r)) != len(q.Tokens)-1 {
+				t.Fatalf("%s: %d ITLs, want %d", q.ID, len(res.ITLs(r)), len(q.Tokens)-1)
 			}
 			ttfts = append(ttfts, float64(q.TTFT()))
 		}
@@ -97,12 +97,12 @@ func TestSynthTruthVLLMStyle(t *testing.T) {
 	}
 	byID := map[string]*attribution.Request{}
 	for i := range res.Requests {
-		byID[res.Requests[i].ID] = &res.Requests[i]
+		byID[res.ID(&res.Requests[i])] = &res.Requests[i]
 	}
 	for i := range run.Requests {
 		q := &run.Requests[i]
 		r := byID[q.ID]
-		checkStageSum(t, r)
+		checkStageSum(t, res, r)
 		// vLLM's arrival_time is after tokenization: its figures start there.
 		if r.Arrival != q.Enqueued || r.TTFT != float64(q.FirstToken()-q.Enqueued) || r.E2E != float64(q.LastToken()-q.Enqueued) {
 			t.Fatalf("%s: arrival/ttft/e2e = %d/%v/%v", q.ID, r.Arrival, r.TTFT, r.E2E)
@@ -110,20 +110,20 @@ func TestSynthTruthVLLMStyle(t *testing.T) {
 		if r.Stages[attribution.StagePrefill] != q.Prefill() || r.Stages[attribution.StageDecode] != q.Decode() || r.Stages[attribution.StageQueue] != q.Queue() {
 			t.Fatalf("%s: stages %v", q.ID, r.Stages)
 		}
-		if r.Tenant != q.Tenant || r.Model != q.Model {
-			t.Fatalf("%s: tenant %q model %q, truth %q %q", q.ID, r.Tenant, r.Model, q.Tenant, q.Model)
+		if tenant, model := res.Tenant(r), res.Model(r); tenant != q.Tenant || model != q.Model {
+			t.Fatalf("%s: tenant %q model %q, truth %q %q", q.ID, tenant, model, q.Tenant, q.Model)
 		}
 	}
 }
 
-func checkStageSum(t *testing.T, r *attribution.Request) {
+func checkStageSum(t *testing.T, res *attribution.Result, r *attribution.Request) {
 	t.Helper()
 	var sum int64
 	for _, v := range r.Stages {
 		sum += v
 	}
 	if sum != r.End-r.Arrival {
-		t.Fatalf("request %s: stages sum to %d, E2E %d", r.ID, sum, r.End-r.Arrival)
+		t.Fatalf("request %s: stages sum to %d, E2E %d", res.ID(r), sum, r.End-r.Arrival)
 	}
 }
 

@@ -373,9 +373,9 @@ func overlap(a, b, c, d int64) int64 { return max(0, min(b, d)-max(a, c)) }
 // evenly between first and last token when the input has no token events
 // (no variance is invented: every gap is the mean). Estimated times are
 // written into buf, which the walker reuses from request to request.
-func tokenTimes(r *Request, buf []int64) ([]int64, bool) {
-	if len(r.Tokens) > 0 {
-		return r.Tokens, false
+func tokenTimes(res *Result, r *Request, buf []int64) ([]int64, bool) {
+	if r.tokens.Len > 0 {
+		return res.TokenTimes(r), false
 	}
 	if r.FirstToken == 0 || r.OutputTokens < 1 {
 		return nil, false
@@ -397,7 +397,7 @@ func tokenTimes(r *Request, buf []int64) ([]int64, bool) {
 // value is reused between calls).
 func (w *tokenWalker) request(ri int, fn func(*TokenBreakdown)) {
 	r := &w.res.Requests[ri]
-	times, estimated := tokenTimes(r, w.times)
+	times, estimated := tokenTimes(w.res, r, w.times)
 	if len(times) == 0 {
 		return
 	}
@@ -472,7 +472,7 @@ func tokenInterval(r *Request, ri, i int, times []int64, estimated bool) (TokenB
 func (w *tokenWalker) stageWalk(ri int, times []int64, estimated bool, fn func(*TokenBreakdown)) {
 	r := &w.res.Requests[ri]
 	before, after := r.uncoveredBuckets()
-	segs := r.segments
+	segs := w.res.segments(r)
 	var tb TokenBreakdown
 	for i, to := range times {
 		var from int64
@@ -547,7 +547,7 @@ func (w *tokenWalker) stageRuns(ri int, runs [][2]int, hasLimit bool, limit int6
 		n         int
 		at        func(i int) int64 // token i's time
 	)
-	if span, k := r.LastToken-r.FirstToken, r.OutputTokens; len(r.Tokens) == 0 && r.FirstToken != 0 && k > 1 && span > 0 &&
+	if span, k := r.LastToken-r.FirstToken, r.OutputTokens; r.tokens.Len == 0 && r.FirstToken != 0 && k > 1 && span > 0 &&
 		(!hasLimit || span/int64(k-1)+3 <= limit) {
 		// Evenly estimated times (tokenTimes' formula, in time order by
 		// construction) that no stall can be among, whatever the rounding:
@@ -561,7 +561,7 @@ func (w *tokenWalker) stageRuns(ri int, runs [][2]int, hasLimit bool, limit int6
 		}
 		hasLimit = false
 	} else {
-		times, estimated = tokenTimes(r, w.times)
+		times, estimated = tokenTimes(w.res, r, w.times)
 		if len(times) == 0 {
 			return true
 		}
@@ -577,10 +577,11 @@ func (w *tokenWalker) stageRuns(ri int, runs [][2]int, hasLimit bool, limit int6
 		at = func(i int) int64 { return times[i] }
 	}
 	before, after := r.uncoveredBuckets()
+	segs := w.res.segments(r)
 	tb, from := &w.tb, r.Arrival
 	*tb = TokenBreakdown{Request: ri, EmittedAt: at(0), Interval: max(at(0)-r.Arrival, 0), Estimated: estimated, Step: -1}
 	if at(0) >= from {
-		stageSplit(r, r.segments, before, after, from, at(0), &tb.Buckets)
+		stageSplit(r, segs, before, after, from, at(0), &tb.Buckets)
 	}
 	first(tb)
 	for pos, rg := range runs {
@@ -590,7 +591,7 @@ func (w *tokenWalker) stageRuns(ri int, runs [][2]int, hasLimit bool, limit int6
 		}
 		g := &w.run
 		*g = BucketShares{Tokens: hi - lo, intervalNs: at(hi-1) - at(lo-1)}
-		stageSplit(r, r.segments, before, after, at(lo-1), at(hi-1), &g.sums)
+		stageSplit(r, segs, before, after, at(lo-1), at(hi-1), &g.sums)
 		run(pos, hi-lo, estimated, g)
 		if !hasLimit {
 			continue
@@ -598,7 +599,7 @@ func (w *tokenWalker) stageRuns(ri int, runs [][2]int, hasLimit bool, limit int6
 		for i := lo; i < hi; i++ {
 			if times[i]-times[i-1] > limit {
 				*tb, from = tokenInterval(r, ri, i, times, estimated)
-				stageSplit(r, r.segments, before, after, from, times[i], &tb.Buckets)
+				stageSplit(r, segs, before, after, from, times[i], &tb.Buckets)
 				stall(tb)
 			}
 		}

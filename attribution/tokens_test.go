@@ -36,7 +36,7 @@ func TestTokenBreakdownMatchesTruth(t *testing.T) {
 	res := attribution.Analyze(decodeWithGPU(t, run, false), attribution.DefaultOptions)
 	byID := map[string]int{}
 	for i := range res.Requests {
-		byID[res.Requests[i].ID] = i
+		byID[res.ID(&res.Requests[i])] = i
 	}
 	truth := map[int][]synth.TokenTruth{}
 	for i := range run.Requests {
@@ -53,13 +53,13 @@ func TestTokenBreakdownMatchesTruth(t *testing.T) {
 		}
 		if sum != tb.Interval || tb.Interval != want.To-want.From {
 			t.Fatalf("%s token %d: buckets sum to %d, interval %d, truth interval %d",
-				res.Requests[tb.Request].ID, tb.Index, sum, tb.Interval, want.To-want.From)
+				res.ID(&res.Requests[tb.Request]), tb.Index, sum, tb.Interval, want.To-want.From)
 		}
 		wb := truthBuckets(&want)
 		for b := attribution.Bucket(0); b < attribution.NumBuckets; b++ {
 			tol := max(int64(10_000), wb[b]/100)
 			if d := tb.Buckets[b] - wb[b]; d > tol || d < -tol {
-				t.Fatalf("%s token %d: %s = %d ns, truth %d ns", res.Requests[tb.Request].ID, tb.Index, b, tb.Buckets[b], wb[b])
+				t.Fatalf("%s token %d: %s = %d ns, truth %d ns", res.ID(&res.Requests[tb.Request]), tb.Index, b, tb.Buckets[b], wb[b])
 			}
 		}
 		if wb[attribution.BucketPreempted] > 0 {
@@ -98,7 +98,7 @@ func TestStallsFoundWhereInjected(t *testing.T) {
 	}
 	byID := map[string]int{}
 	for i := range res.Requests {
-		byID[res.Requests[i].ID] = i
+		byID[res.ID(&res.Requests[i])] = i
 	}
 	truth := map[int][]synth.TokenTruth{}
 	for i := range run.Requests {
@@ -117,10 +117,10 @@ func TestStallsFoundWhereInjected(t *testing.T) {
 			hidden++
 			return
 		}
-		thr := res.Tokens.Stalls.ThresholdMs[res.Requests[tb.Request].Model]
+		thr := res.Tokens.Stalls.ThresholdMs[res.Model(&res.Requests[tb.Request])]
 		if float64(tb.Interval)/1e6 <= thr {
 			t.Errorf("token %d of %s in stalled step %d took %v, under the %v ms threshold",
-				tb.Index, res.Requests[tb.Request].ID, res.Steps[tb.Step].ID, time.Duration(tb.Interval), thr)
+				tb.Index, res.ID(&res.Requests[tb.Request]), res.Steps[tb.Step].ID, time.Duration(tb.Interval), thr)
 		}
 		if tb.Buckets[attribution.BucketGPUIdle] < 20_000_000 {
 			t.Errorf("stalled step %d: gpu.idle only %v", res.Steps[tb.Step].ID, time.Duration(tb.Buckets[attribution.BucketGPUIdle]))

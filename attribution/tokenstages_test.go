@@ -90,7 +90,7 @@ func TestTokensFromAttributeStages(t *testing.T) {
 	if decode != 138_305*us {
 		t.Errorf("decode tokens hold %d ns of decode, want %d", decode, 138_305*us)
 	}
-	segs := res.Requests[0].DerivedSegments()
+	segs := res.DerivedSegments(&res.Requests[0])
 	if len(segs) != 3 || segs[0].Stage != StageQueue || segs[1].Stage != StagePrefill || segs[2].Stage != StageDecode {
 		t.Errorf("derived segments %+v", segs)
 	}

@@ -257,10 +257,10 @@ func summarizeTokens(res *Result, stall time.Duration) *TokenSummary {
 	}
 	// The decode tokens of each tenant and model, by group number.
 	if len(res.tenants.of) != len(res.Requests) {
-		res.tenants = groupRequests(res.Requests, tenantKey)
+		res.tenants = groupRequests(res, (*Result).Tenant)
 	}
 	if len(res.models.of) != len(res.Requests) {
-		res.models = groupRequests(res.Requests, modelKey)
+		res.models = groupRequests(res, (*Result).Model)
 	}
 	tenants, models := make([]BucketShares, len(res.tenants.names)), make([]BucketShares, len(res.models.names))
 	// Each model's stall threshold, by group number.
@@ -534,7 +534,7 @@ func findStalls(res *Result, ts *TokenSummary, models map[string]*BucketShares, 
 		if tb.Index == 0 {
 			return
 		}
-		model := res.Requests[tb.Request].Model
+		model := res.Model(&res.Requests[tb.Request])
 		if limit, ok := thr[model]; !ok || tb.Interval <= limit {
 			return
 		}
@@ -618,7 +618,7 @@ func (st *Stalls) mergeWindows() {
 
 func stallOf(res *Result, tb *TokenBreakdown, typical *[NumBuckets]float64) Stall {
 	r := &res.Requests[tb.Request]
-	s := Stall{Request: r.ID, Tenant: r.Tenant, Token: tb.Index, IntervalMs: float64(tb.Interval) / 1e6, Step: -1}
+	s := Stall{Request: res.ID(r), Tenant: res.Tenant(r), Token: tb.Index, IntervalMs: float64(tb.Interval) / 1e6, Step: -1}
 	cause, excess := BucketOther, math.Inf(-1)
 	for b := Bucket(0); b < NumBuckets; b++ {
 		if d := float64(tb.Buckets[b]) - typical[b]; d > excess {

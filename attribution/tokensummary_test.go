@@ -69,7 +69,7 @@ func checkPerTokenSums(t *testing.T, res *Result, stall time.Duration) {
 		}
 		r := &res.Requests[tb.Request]
 		decode.add(tb)
-		for m, name := range map[*map[string]*BucketShares]string{&tenants: r.Tenant, &models: r.Model} {
+		for m, name := range map[*map[string]*BucketShares]string{&tenants: res.Tenant(r), &models: res.Model(r)} {
 			if (*m)[name] == nil {
 				(*m)[name] = &BucketShares{Name: name}
 			}

@@ -24,13 +24,13 @@ func TestSynthTruthVLLMServerStyle(t *testing.T) {
 	}
 	byID := map[string]*attribution.Request{}
 	for i := range res.Requests {
-		byID[res.Requests[i].ID] = &res.Requests[i]
+		byID[res.ID(&res.Requests[i])] = &res.Requests[i]
 	}
 	var preQueue, e2e float64
 	for i := range run.Requests {
 		q := &run.Requests[i]
 		r := byID[q.ID]
-		checkStageSum(t, r)
+		checkStageSum(t, res, r)
 		lagFirst, lagLast := q.VLLMFrontendLag()
 		// Attributes are float seconds: allow their rounding.
 		close := func(got, want float64) bool { return math.Abs(got-want) <= 2 }
@@ -49,9 +49,9 @@ func TestSynthTruthVLLMServerStyle(t *testing.T) {
 			t.Fatalf("%s: tpot %v, truth %v", q.ID, r.TPOT, tpot)
 		}
 		// (A request scheduled at once has an empty queue: prefill follows.)
-		if len(r.Gaps) == 0 || r.Gaps[0].From != r.Arrival || (r.Gaps[0].After != attribution.StageQueue && q.Queue() > 0) ||
-			math.Abs(float64(r.Gaps[0].To-r.Gaps[0].From-(q.Tokenize()+lagFirst))) > 2 {
-			t.Fatalf("%s: gaps %+v, truth %d before the queue", q.ID, r.Gaps, q.Tokenize()+lagFirst)
+		if gaps := res.Gaps(r); len(gaps) == 0 || gaps[0].From != r.Arrival || (gaps[0].After != attribution.StageQueue && q.Queue() > 0) ||
+			math.Abs(float64(gaps[0].To-gaps[0].From-(q.Tokenize()+lagFirst))) > 2 {
+			t.Fatalf("%s: gaps %+v, truth %d before the queue", q.ID, gaps, q.Tokenize()+lagFirst)
 		}
 		preQueue += float64(q.Tokenize() + lagFirst)
 		e2e += float64(r.E2E)

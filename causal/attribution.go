@@ -42,7 +42,7 @@ func FromAttribution(res *attribution.Result, t *ingest.Trace) []Request {
 	for i := range res.Requests {
 		r := &res.Requests[i]
 		q := Request{
-			ID: r.ID, Tenant: r.Tenant, Arrival: r.Arrival, End: r.End,
+			ID: res.ID(r), Tenant: res.Tenant(r), Arrival: r.Arrival, End: r.End,
 			TTFT: nsOf(r.TTFT), TPOT: nsOf(r.TPOT),
 			InputTokens: max(0, r.InputTokens), OutputTokens: max(0, r.OutputTokens),
 			Device: device[i], Instance: -1,

@@ -32,7 +32,7 @@ func TestFromAttributionEndToEnd(t *testing.T) {
 	withBatch := 0
 	for i, q := range reqs {
 		a := &att.Requests[i]
-		if q.ID != a.ID || q.Tenant != a.Tenant || q.Arrival != a.Arrival || q.End != a.End {
+		if q.ID != att.ID(a) || q.Tenant != att.Tenant(a) || q.Arrival != a.Arrival || q.End != a.End {
 			t.Fatalf("request %d: %+v from %+v", i, q, a)
 		}
 		if !math.IsNaN(a.TTFT) && math.Abs(float64(q.TTFT)-a.TTFT) > 0.5 {
@@ -62,12 +62,10 @@ func TestFromAttributionEndToEnd(t *testing.T) {
 
 func TestFromAttributionUnknowns(t *testing.T) {
 	res := &attribution.Result{
-		Requests: []attribution.Request{
-			{ID: "a", Tenant: "A", Arrival: 1, End: 9, TTFT: math.NaN(), TPOT: 2.6, InputTokens: -1, OutputTokens: 4},
-			{ID: "b", Tenant: "B", Arrival: 2, End: 8, TTFT: 3, TPOT: math.Inf(1), InputTokens: 7, OutputTokens: -1},
-		},
 		Steps: []attribution.Step{{Size: 2, Requests: []int32{0, 1}}, {Size: 4, Requests: []int32{0, 5}}},
 	}
+	res.AddRequest(attribution.Request{Arrival: 1, End: 9, TTFT: math.NaN(), TPOT: 2.6, InputTokens: -1, OutputTokens: 4}, attribution.Labels{ID: "a", Tenant: "A"})
+	res.AddRequest(attribution.Request{Arrival: 2, End: 8, TTFT: 3, TPOT: math.Inf(1), InputTokens: 7, OutputTokens: -1}, attribution.Labels{ID: "b", Tenant: "B"})
 	got := causal.FromAttribution(res, nil)
 	want := []causal.Request{
 		{ID: "a", Tenant: "A", Arrival: 1, End: 9, TPOT: 3, OutputTokens: 4, BatchSize: 3, Device: -1, Instance: -1},

@@ -130,7 +130,7 @@ func KernelInputFromAttribution(t *ingest.Trace, tm *TenantMap, att *attribution
 				break
 			}
 			r := &att.Requests[ri]
-			done, _ := slices.BinarySearch(r.Tokens, s.Start)
+			done, _ := slices.BinarySearch(att.TokenTimes(r), s.Start)
 			ks.Context += float64(r.InputTokens + done)
 		}
 		if !known {

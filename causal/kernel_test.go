@@ -175,9 +175,10 @@ func TestServedTenantsAndSharedSource(t *testing.T) {
 		tr.Spans = append(tr.Spans, ingest.Span{Resource: res, Scope: -1})
 		return len(tr.Spans) - 1
 	}
-	att := &attribution.Result{Requests: []attribution.Request{
-		{Tenant: "search", Span: span(0)}, {Tenant: "chat", Span: span(0)}, {Tenant: "acme", Span: span(1)},
-	}}
+	att := &attribution.Result{}
+	att.AddRequest(attribution.Request{Span: span(0)}, attribution.Labels{Tenant: "search"})
+	att.AddRequest(attribution.Request{Span: span(0)}, attribution.Labels{Tenant: "chat"})
+	att.AddRequest(attribution.Request{Span: span(1)}, attribution.Labels{Tenant: "acme"})
 	served := ServedTenants(tr, att)
 	if !slices.Equal(served[10], []string{"chat", "search"}) || !slices.Equal(served[20], []string{"acme"}) {
 		t.Fatalf("served %v", served)

@@ -51,7 +51,7 @@ func ServedTenants(t *ingest.Trace, att *attribution.Result) map[uint32][]string
 		}
 		if v, ok := t.Attr(t.Resources[ri].Attrs, "process.pid"); ok {
 			if pid, ok := pidValue(t, v); ok {
-				add(pid, r.Tenant)
+				add(pid, att.Tenant(r))
 			}
 		}
 	}
@@ -63,7 +63,7 @@ func ServedTenants(t *ingest.Trace, att *attribution.Result) map[uint32][]string
 		pid := att.Engines[s.Engine].Pid
 		for _, ri := range s.Requests {
 			if ri >= 0 && int(ri) < len(att.Requests) {
-				add(pid, att.Requests[ri].Tenant)
+				add(pid, att.Tenant(&att.Requests[ri]))
 			}
 		}
 	}

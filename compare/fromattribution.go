@@ -35,7 +35,7 @@ func FromAttribution(res *attribution.Result) Run {
 		if i == 0 || r.Arrival < first {
 			first = r.Arrival
 		}
-		gaps += max(len(r.Tokens)-1, 0)
+		gaps += max(len(res.TokenTimes(r))-1, 0)
 	}
 	// The gaps and their counts go into arrays made to size once: regrown
 	// request by request, they left garbage the collector then chased.
@@ -48,10 +48,10 @@ func FromAttribution(res *attribution.Result) Run {
 	for i := range res.Requests {
 		r := &res.Requests[i]
 		run.ArrivalMS[i] = float64(r.Arrival-first) / 1e6
-		if i == 0 || r.Model != res.Requests[i-1].Model {
-			models[r.Model] = true
+		if m := res.Model(r); i == 0 || m != res.Model(&res.Requests[i-1]) {
+			models[m] = true
 		}
-		if r.Finish != "error" {
+		if res.Finish(r) != "error" {
 			run.Completed++
 		}
 		run.TTFT[i] = r.TTFT / 1e6
@@ -66,10 +66,11 @@ func FromAttribution(res *attribution.Result) Run {
 		if r.InputTokens >= 0 {
 			run.InputTokens[i] = float64(r.InputTokens)
 		}
-		for k := 1; k < len(r.Tokens); k++ { // r.ITLs(), without its array
-			run.ITL = append(run.ITL, float64(r.Tokens[k]-r.Tokens[k-1])/1e6)
+		tokens := res.TokenTimes(r)
+		for k := 1; k < len(tokens); k++ { // res.ITLs(r), without its array
+			run.ITL = append(run.ITL, float64(tokens[k]-tokens[k-1])/1e6)
 		}
-		run.ITLCounts = append(run.ITLCounts, max(len(r.Tokens)-1, 0))
+		run.ITLCounts = append(run.ITLCounts, max(len(tokens)-1, 0))
 		for st := attribution.Stage(0); st < attribution.NumStages; st++ {
 			if r.Stages[st] == 0 && !stageHas[st] {
 				continue

@@ -32,7 +32,7 @@ func TestFromAttribution(t *testing.T) {
 		if got.TTFT[i] != r.TTFT/1e6 || got.E2E[i] != r.E2E/1e6 {
 			t.Fatalf("request %d: ttft %v e2e %v from %v %v", i, got.TTFT[i], got.E2E[i], r.TTFT, r.E2E)
 		}
-		itl += len(r.ITLs())
+		itl += len(res.ITLs(&r))
 	}
 	if len(got.ITL) != itl {
 		t.Fatalf("%d ITLs, want %d", len(got.ITL), itl)

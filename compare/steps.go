@@ -120,7 +120,7 @@ func StepsFromAttribution(res *attribution.Result) *StepRun {
 		models := map[string]bool{}
 		for _, si := range res.Engines[e].Steps {
 			for _, r := range res.Steps[si].Requests {
-				if m := res.Requests[r].Model; m != "" {
+				if m := res.Model(&res.Requests[r]); m != "" {
 					models[m] = true
 				}
 			}

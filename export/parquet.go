@@ -326,9 +326,9 @@ func tokenRows(w *pqTable, res *attribution.Result) error {
 		}
 		r := &res.Requests[tb.Request]
 		w.begin()
-		w.str(0, r.ID)
-		w.str(1, r.Tenant)
-		w.str(2, r.Model)
+		w.str(0, res.ID(r))
+		w.str(1, res.Tenant(r))
+		w.str(2, res.Model(r))
 		w.i32(3, int32(tb.Index))
 		w.i64(4, tb.EmittedAt)
 		w.i64(5, tb.Interval)

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"unsafe"
+
+	"github.com/llmprof/llmprof/internal/spill/spilltest"
 )
 
 // The model must hold ten million GPU ops in well under 1 GiB (docs/design.md §3).
@@ -37,43 +39,10 @@ func TestRecordsHoldNoPointers(t *testing.T) {
 		reflect.TypeFor[Span](), reflect.TypeFor[Attr](), reflect.TypeFor[SpanExtra](), reflect.TypeFor[Event](),
 		reflect.TypeFor[Link](), reflect.TypeFor[APICall](), reflect.TypeFor[GPUOp](),
 	} {
-		if path, ok := pointerIn(typ, typ.Name()); ok {
+		if path, ok := spilltest.PointerIn(typ); ok {
 			t.Errorf("%v holds a pointer: %s", typ, path)
 		}
 	}
-	// The walk itself finds one where there is one.
-	type withSlice struct {
-		A int64
-		B [2]struct{ C []Attr }
-	}
-	if path, ok := pointerIn(reflect.TypeFor[withSlice](), "withSlice"); !ok || path != "withSlice.B[].C ([]ingest.Attr)" {
-		t.Errorf("pointerIn(withSlice) = %q, %v", path, ok)
-	}
-}
-
-// pointerIn returns the path to the first field of typ that holds a
-// pointer the collector would see.
-func pointerIn(typ reflect.Type, path string) (string, bool) {
-	switch typ.Kind() {
-	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
-		reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128:
-		return "", false
-	case reflect.Array:
-		if typ.Len() == 0 {
-			return "", false
-		}
-		return pointerIn(typ.Elem(), path+"[]")
-	case reflect.Struct:
-		for i := range typ.NumField() {
-			f := typ.Field(i)
-			if p, ok := pointerIn(f.Type, path+"."+f.Name); ok {
-				return p, true
-			}
-		}
-		return "", false
-	}
-	return path + " (" + typ.String() + ")", true
 }
 
 func TestWarningsCoalesce(t *testing.T) {

@@ -63,11 +63,11 @@ func RequestRows(res *attribution.Result) []RequestRow {
 	for i, ri := range order {
 		r := &res.Requests[ri]
 		row := RequestRow{
-			ID: r.ID, Tenant: r.Tenant, Model: r.Model,
+			ID: res.ID(r), Tenant: res.Tenant(r), Model: res.Model(r),
 			ArrivalNs: r.Arrival, OffsetMs: float64(r.Arrival-first) / 1e6,
 			TTFT: nsToMs(r.TTFT), TPOT: nsToMs(r.TPOT), E2E: nsToMs(r.E2E), Queue: nsToMs(r.Queue),
 			InputTokens: r.InputTokens, OutputTokens: r.OutputTokens,
-			KVKnown: r.CacheKnown, KVHit: r.CacheHit, CachedTokens: r.CachedTokens, Finish: r.Finish,
+			KVKnown: r.CacheKnown, KVHit: r.CacheHit, CachedTokens: r.CachedTokens, Finish: res.Finish(r),
 		}
 		if !r.CacheKnown {
 			row.CachedTokens = -1

@@ -69,9 +69,9 @@ func WriteTokens(w io.Writer, res *attribution.Result, jsonLines bool) error {
 		row = row[:0]
 		if jsonLines {
 			row = append(row, `{"request_id":`...)
-			row = appendJSONString(row, r.ID)
+			row = appendJSONString(row, res.ID(r))
 			row = append(row, `,"tenant":`...)
-			row = appendJSONString(row, r.Tenant)
+			row = appendJSONString(row, res.Tenant(r))
 			row = append(row, `,"token_index":`...)
 			row = strconv.AppendInt(row, int64(tb.Index), 10)
 			row = append(row, `,"emitted_at_ns":`...)
@@ -94,9 +94,9 @@ func WriteTokens(w io.Writer, res *attribution.Result, jsonLines bool) error {
 			}
 			row = append(row, "}\n"...)
 		} else {
-			row = appendCSV(row, r.ID)
+			row = appendCSV(row, res.ID(r))
 			row = append(row, ',')
-			row = appendCSV(row, r.Tenant)
+			row = appendCSV(row, res.Tenant(r))
 			for _, v := range []int64{int64(tb.Index), tb.EmittedAt, tb.Interval} {
 				row = append(row, ',')
 				row = strconv.AppendInt(row, v, 10)

@@ -241,8 +241,8 @@ func scoped(t *ingest.Trace, sigs []*signal, res *attribution.Result, deps []Dep
 		tenants[d.Tenant] = true
 	}
 	for i := range res.Requests {
-		if r := &res.Requests[i]; tenants[r.Tenant] && r.Model != "" {
-			models[r.Model] = true
+		if r := &res.Requests[i]; tenants[res.Tenant(r)] && res.Model(r) != "" {
+			models[res.Model(r)] = true
 		}
 	}
 	if len(models) == 0 {
@@ -440,10 +440,12 @@ func latencyGrid(res *attribution.Result, start, w int64, n int) []*latencySerie
 	}
 	for i := range res.Requests {
 		r := &res.Requests[i]
-		add("ttft", r.Tenant, r.Arrival, r.TTFT/1e6)
-		add("e2e", r.Tenant, r.Arrival, r.E2E/1e6)
-		for j := 1; j < len(r.Tokens); j++ {
-			add("itl", r.Tenant, r.Tokens[j], float64(r.Tokens[j]-r.Tokens[j-1])/1e6)
+		tenant := res.Tenant(r)
+		add("ttft", tenant, r.Arrival, r.TTFT/1e6)
+		add("e2e", tenant, r.Arrival, r.E2E/1e6)
+		tokens := res.TokenTimes(r)
+		for j := 1; j < len(tokens); j++ {
+			add("itl", tenant, tokens[j], float64(tokens[j]-tokens[j-1])/1e6)
 		}
 	}
 	out := make([]*latencySeries, 0, len(series))

@@ -23,17 +23,18 @@ var slowest = Analysis{
 		if len(a.Attr.Requests) == 0 {
 			return nil
 		}
-		worst := a.Attr.Requests[0]
-		for _, r := range a.Attr.Requests[1:] {
-			if r.E2E > worst.E2E {
+		worst := &a.Attr.Requests[0]
+		for i := range a.Attr.Requests {
+			if r := &a.Attr.Requests[i]; r.E2E > worst.E2E {
 				worst = r
 			}
 		}
+		id, tenant := a.Attr.ID(worst), a.Attr.Tenant(worst)
 		a.AddSection(report.AnalysisSection{
 			ID: "slowest", Title: "Slowest request",
-			Result: map[string]any{"id": worst.ID, "tenant": worst.Tenant, "e2e_ms": worst.E2E / 1e6},
+			Result: map[string]any{"id": id, "tenant": tenant, "e2e_ms": worst.E2E / 1e6},
 			Text: func(w io.Writer) error {
-				_, err := fmt.Fprintf(w, "  %s (tenant %s): %.1f ms end to end\n", worst.ID, worst.Tenant, worst.E2E/1e6)
+				_, err := fmt.Fprintf(w, "  %s (tenant %s): %.1f ms end to end\n", id, tenant, worst.E2E/1e6)
 				return err
 			},
 		})

@@ -77,7 +77,7 @@ func PerfettoOptions(inputs []string, a *Result) export.PerfettoOptions {
 		}
 	}
 	for ri, r := range a.Attr.Requests {
-		place[t.Spans[r.Span].ID] = export.Placement{Group: "tenant " + r.Tenant, Track: "requests " + r.Model}
+		place[t.Spans[r.Span].ID] = export.Placement{Group: "tenant " + a.Attr.Tenant(&r), Track: "requests " + a.Attr.Model(&r)}
 		if si, ok := firstStep[ri]; ok {
 			links = append(links, export.Link{From: r.Span, To: a.Attr.Steps[si].Span})
 		}
@@ -86,7 +86,7 @@ func PerfettoOptions(inputs []string, a *Result) export.PerfettoOptions {
 	// slices too, like the stage spans of other servers.
 	var stages []export.StageSlice
 	for _, r := range a.Attr.Requests {
-		for _, sg := range r.DerivedSegments() {
+		for _, sg := range a.Attr.DerivedSegments(&r) {
 			stages = append(stages, export.StageSlice{Span: r.Span, Name: sg.Stage.String(), From: sg.From, To: sg.To})
 		}
 	}

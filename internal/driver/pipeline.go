@@ -125,7 +125,7 @@ func tenantRegression(t *ingest.Trace, att *attribution.Result, opts Options) (*
 	// Two tenants are enough to go on: the scan stops at the second.
 	found := min(len(att.Requests), 1)
 	for i := 1; i < len(att.Requests) && found < 2; i++ {
-		if att.Requests[i].Tenant != att.Requests[0].Tenant {
+		if att.Tenant(&att.Requests[i]) != att.Tenant(&att.Requests[0]) {
 			found = 2
 		}
 	}

@@ -19,7 +19,7 @@ func TestTenantRegressionNeedsTwoTenants(t *testing.T) {
 	} {
 		att := &attribution.Result{}
 		for _, tn := range c.tenants {
-			att.Requests = append(att.Requests, attribution.Request{Tenant: tn})
+			att.AddRequest(attribution.Request{}, attribution.Labels{Tenant: tn})
 		}
 		res, why, err := tenantRegression(nil, att, Options{})
 		if err != nil || res != nil || !strings.Contains(why, c.want) {
