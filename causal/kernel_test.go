@@ -175,8 +175,11 @@ func TestServedTenantsAndSharedSource(t *testing.T) {
 		tr.Spans = append(tr.Spans, ingest.Span{Resource: res, Scope: -1})
 		return len(tr.Spans) - 1
 	}
+	// Repeated and interleaved, as the requests of a run are: each pid's
+	// tenants are listed once.
 	att := &attribution.Result{Requests: []attribution.Request{
-		{Tenant: "search", Span: span(0)}, {Tenant: "chat", Span: span(0)}, {Tenant: "acme", Span: span(1)},
+		{Tenant: "search", Span: span(0)}, {Tenant: "chat", Span: span(0)}, {Tenant: "search", Span: span(0)},
+		{Tenant: "acme", Span: span(1)}, {Tenant: "chat", Span: span(0)}, {Tenant: "acme", Span: span(1)},
 	}}
 	served := ServedTenants(tr, att)
 	if !slices.Equal(served[10], []string{"chat", "search"}) || !slices.Equal(served[20], []string{"acme"}) {
