@@ -223,9 +223,18 @@ func Analyze(in Input, opts Options) (*Result, error) {
 	slices.Sort(targets)
 
 	var sc regressScratch
+	var rsc rowScratch
+	largest := 0
+	for _, reqs := range byTenant {
+		largest = max(largest, len(reqs))
+	}
+	// The design's columns: the constant, the other tenants' exposures and
+	// the controls (period effects, when asked for, grow it further).
+	sc.reserve(largest, 1+len(load.Tenants)+len(o.Controls), len(o.Controls))
+	rsc.reserve(largest, len(o.Controls))
 	for _, m := range o.Metrics {
 		for _, target := range targets {
-			rows, notes := collectRows(byTenant[target], m, o.Controls)
+			rows, notes := collectRows(byTenant[target], m, o.Controls, &rsc)
 			if load.ObservedTo > load.ObservedFrom {
 				// A bin of slack: a request ends a little after the last
 				// kernel of its step (detokenizing, streaming).
@@ -251,7 +260,7 @@ func Analyze(in Input, opts Options) (*Result, error) {
 			for _, p := range pairs {
 				if !o.NoLagModel {
 					if lagIn == nil {
-						lagIn = newLagInput(rows, load, o)
+						lagIn = newLagInput(rows, load, o, &sc)
 					}
 					p.Lag = lagRegression(p.Source, target, rows, load, o, res.Step, lagIn)
 				}
@@ -332,12 +341,8 @@ func summarize(byTenant map[string][]*Request, load *Load, mapping *TenantMap) [
 // tenant's requests; either one unknown there is taken from the tenant's
 // processes in the mapping.
 func tenantPlacement(reqs []*Request, name string, mapping *TenantMap) (int16, int16) {
-	var devs, insts []int16
-	for _, r := range reqs {
-		devs = append(devs, r.Device)
-		insts = append(insts, r.Instance)
-	}
-	dev, inst := mode(devs), mode(insts)
+	dev := mode(len(reqs), func(i int) int16 { return reqs[i].Device })
+	inst := mode(len(reqs), func(i int) int16 { return reqs[i].Instance })
 	if mapping != nil && (dev < 0 || inst < 0) {
 		var mdevs, minsts []int16
 		for _, e := range mapping.Entries {
@@ -347,27 +352,42 @@ func tenantPlacement(reqs []*Request, name string, mapping *TenantMap) (int16, i
 			}
 		}
 		if dev < 0 {
-			dev = mode(mdevs)
+			dev = mode(len(mdevs), func(i int) int16 { return mdevs[i] })
 		}
 		if inst < 0 {
-			inst = mode(minsts)
+			inst = mode(len(minsts), func(i int) int16 { return minsts[i] })
 		}
 	}
 	return dev, inst
 }
 
-// mode is the most common non-negative value (the smallest on ties), or −1.
-func mode(vs []int16) int16 {
-	count := map[int16]int{}
-	for _, v := range vs {
-		if v >= 0 {
-			count[v]++
+// mode is the most common non-negative value of at(0) … at(n−1) (the
+// smallest on ties), or −1. Devices and instances are small numbers, counted
+// in an array: a tenant's every request is counted, twice.
+func mode(n int, at func(int) int16) int16 {
+	var small [64]int
+	var large map[int16]int
+	for i := range n {
+		switch v := at(i); {
+		case v < 0:
+		case int(v) < len(small):
+			small[v]++
+		default:
+			if large == nil {
+				large = map[int16]int{}
+			}
+			large[v]++
 		}
 	}
 	best, bestN := int16(-1), 0
-	for v, n := range count {
-		if n > bestN || (n == bestN && v < best) {
-			best, bestN = v, n
+	for v, c := range small { // ascending: a tie keeps the smaller
+		if c > bestN {
+			best, bestN = int16(v), c
+		}
+	}
+	for v, c := range large {
+		if c > bestN || (c == bestN && v < best) {
+			best, bestN = v, c
 		}
 	}
 	return best

@@ -175,10 +175,15 @@ func TestServedTenantsAndSharedSource(t *testing.T) {
 		tr.Spans = append(tr.Spans, ingest.Span{Resource: res, Scope: -1})
 		return len(tr.Spans) - 1
 	}
+	// Repeated and interleaved, as the requests of a run are: each pid's
+	// tenants are listed once.
 	att := &attribution.Result{}
-	att.AddRequest(attribution.Request{Span: span(0)}, attribution.Labels{Tenant: "search"})
-	att.AddRequest(attribution.Request{Span: span(0)}, attribution.Labels{Tenant: "chat"})
-	att.AddRequest(attribution.Request{Span: span(1)}, attribution.Labels{Tenant: "acme"})
+	for _, q := range []struct {
+		tenant string
+		span   int
+	}{{"search", span(0)}, {"chat", span(0)}, {"search", span(0)}, {"acme", span(1)}, {"chat", span(0)}, {"acme", span(1)}} {
+		att.AddRequest(attribution.Request{Span: q.span}, attribution.Labels{Tenant: q.tenant})
+	}
 	served := ServedTenants(tr, att)
 	if !slices.Equal(served[10], []string{"chat", "search"}) || !slices.Equal(served[20], []string{"acme"}) {
 		t.Fatalf("served %v", served)

@@ -59,21 +59,29 @@ type lagInput struct {
 	s    binSeries
 }
 
-func newLagInput(rows targetRows, load *Load, o Options) *lagInput {
+// newLagInput is the target's lagInput; sc, when not nil, lends autoLags
+// its working memory.
+func newLagInput(rows targetRows, load *Load, o Options, sc *regressScratch) *lagInput {
 	lags := o.Lags
 	if lags <= 0 {
-		lags = autoLags(rows, load.Grid.Width)
+		var buf []float64
+		if sc != nil {
+			sc.durations = stat.Grow(sc.durations, len(rows.obs))
+			buf = sc.durations
+		}
+		lags = autoLags(rows, load.Grid.Width, buf)
 	}
 	return &lagInput{lags: lags, s: aggregate(rows, load.Grid)}
 }
 
 // autoLags is the number of bins that covers 90% of the target's exposure
-// windows, so the lags hold the whole distributed effect.
-func autoLags(rows targetRows, width int64) int {
+// windows, so the lags hold the whole distributed effect. It selects in
+// buf when it holds the rows (which it overwrites), else in new memory.
+func autoLags(rows targetRows, width int64, buf []float64) int {
 	if len(rows.obs) == 0 {
 		return 1
 	}
-	d := make([]float64, len(rows.obs))
+	d := stat.Grow(buf, len(rows.obs))
 	for i := range rows.obs {
 		d[i] = float64(rows.obs[i].end - rows.obs[i].start)
 	}

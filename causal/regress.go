@@ -40,11 +40,25 @@ func (rows *targetRows) controlsOf(o *obs) []float64 {
 // it the control is dropped, which the notes say.
 const controlCoverage = 0.9
 
+// rowScratch is the memory collectRows builds the rows in, which the
+// targets of one analysis take in turn: what outlives a target (the rows'
+// latencies a pair's share is read from) is copied out of it
+// (requestRegression's lat).
+type rowScratch struct {
+	base []*Request
+	obs  []obs
+	ctrl []float64
+}
+
 // collectRows gathers the target's requests that have metric m and an
-// exposure window, and decides which controls the regression can use.
-func collectRows(reqs []*Request, m Metric, controls []Control) (targetRows, []string) {
+// exposure window, and decides which controls the regression can use. The
+// rows are sc's memory (nil: new memory), valid until the next call with sc.
+func collectRows(reqs []*Request, m Metric, controls []Control, sc *rowScratch) (targetRows, []string) {
+	if sc == nil {
+		sc = &rowScratch{}
+	}
 	var notes []string
-	base := make([]*Request, 0, len(reqs))
+	base := stat.Grow(sc.base, len(reqs))[:0]
 	for _, r := range reqs {
 		lat, ok := r.Latency(m)
 		if !ok {
@@ -71,8 +85,9 @@ func collectRows(reqs []*Request, m Metric, controls []Control) (targetRows, []s
 			notes = append(notes, fmt.Sprintf("control %s known for only %d of %d requests; not used", c, known, len(base)))
 		}
 	}
-	// The rows and their controls in two allocations, not one per request.
-	rows := targetRows{controls: used, obs: make([]obs, 0, len(base)), ctrl: make([]float64, len(base)*len(used))}
+	// The rows and their controls in two buffers, not one per request.
+	rows := targetRows{controls: used, obs: stat.Grow(sc.obs, len(base))[:0], ctrl: stat.Grow(sc.ctrl, len(base)*len(used))}
+	sc.base, sc.obs, sc.ctrl = base, rows.obs, rows.ctrl
 	dropped := 0
 	for _, r := range base {
 		lat, _ := r.Latency(m)
@@ -251,6 +266,9 @@ func requestRegression(target string, m Metric, rows targetRows, load *Load, o O
 		baseline += rows.obs[r].lat
 	}
 	baselineMs := baseline / float64(n) / 1e6
+	// The rows' latencies, which the pairs' shareAt read when calibrate
+	// widens them: rows.obs is the next target's memory by then.
+	var lat []float64
 
 	for i, k := range sources {
 		if pairs[i] != nil {
@@ -273,8 +291,13 @@ func requestRegression(target string, m Metric, rows targetRows, load *Load, o O
 		}
 		sc.quiet = stat.Grow(sc.quiet, n)
 		base := quietLevelIn(x, sc.quiet)
-		obs := rows.obs
-		p.shareAt = func(beta float64) float64 { return share(obs, x, base, beta) }
+		if lat == nil {
+			lat = make([]float64, n)
+			for r := range rows.obs {
+				lat[r] = rows.obs[r].lat
+			}
+		}
+		p.shareAt = func(beta float64) float64 { return share(lat, x, base, beta) }
 		sh, a, c := shares3(rows.obs, x, base, b, lo, hi)
 		p.Share, p.ShareLow, p.ShareHigh = Float(sh), Float(math.Min(a, c)), Float(math.Max(a, c))
 		pairs[i] = p
@@ -283,12 +306,28 @@ func requestRegression(target string, m Metric, rows targetRows, load *Load, o O
 }
 
 // regressScratch is the working memory requestRegression lends from one
-// target to the next (see there).
+// target to the next (see there), and newLagInput's durations.
 type regressScratch struct {
-	ols                 olsScratch
-	one, ctrl, y, quiet []float64
-	groups              []int
-	lens                []int64
+	ols                            olsScratch
+	one, ctrl, y, quiet, durations []float64
+	groups                         []int
+	lens                           []int64
+}
+
+// reserve sizes the buffers for the largest target at once, n rows and k
+// columns at most (controls of them the target's controls), rather than
+// anew each time a target has more rows than those before.
+func (sc *regressScratch) reserve(n, k, controls int) {
+	sc.ols.design = stat.Grow(sc.ols.design, n*k)
+	sc.one, sc.y, sc.quiet, sc.durations = stat.Grow(sc.one, n), stat.Grow(sc.y, n), stat.Grow(sc.quiet, n), stat.Grow(sc.durations, n)
+	sc.ctrl = stat.Grow(sc.ctrl, n*controls)
+	sc.groups, sc.lens = stat.Grow(sc.groups, n), stat.Grow(sc.lens, n)
+}
+
+// reserve sizes the buffers for n requests with the given number of
+// controls (see regressScratch.reserve).
+func (sc *rowScratch) reserve(n, controls int) {
+	sc.base, sc.obs, sc.ctrl = stat.Grow(sc.base, n), stat.Grow(sc.obs, n), stat.Grow(sc.ctrl, n*controls)
 }
 
 // maxClusterWidth is the cluster width of long runs (validated in the
@@ -373,12 +412,12 @@ func pct(beta, step float64) float64 { return 100 * math.Expm1(beta*step) }
 
 // share is the fraction of the target's total latency attributable to the
 // source's load above its quiet level base, Σ y_i (1 − exp(−β(x_i − base)))
-// / Σ y_i (statistics reference B.2).
-func share(rows []obs, x []float64, base, beta float64) float64 {
+// / Σ y_i (statistics reference B.2), y_i the latencies lat.
+func share(lat, x []float64, base, beta float64) float64 {
 	num, den := 0.0, 0.0
-	for i := range rows {
-		num += rows[i].lat * -math.Expm1(-beta*(x[i]-base))
-		den += rows[i].lat
+	for i := range lat {
+		num += lat[i] * -math.Expm1(-beta*(x[i]-base))
+		den += lat[i]
 	}
 	return num / den
 }

@@ -50,15 +50,16 @@ func TestQuietLevelMatchesGonum(t *testing.T) {
 func TestShares3MatchesShare(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 11))
 	for n := 1; n < 300; n += 1 + n/7 {
-		rows, x := make([]obs, n), make([]float64, n)
+		rows, lat, x := make([]obs, n), make([]float64, n), make([]float64, n)
 		for i := range rows {
 			rows[i].lat = rng.Float64() * 1e9
+			lat[i] = rows[i].lat
 			x[i] = rng.Float64() * 4
 		}
 		base, b := rng.Float64(), [3]float64{rng.NormFloat64(), rng.NormFloat64() / 10, -rng.Float64()}
 		s1, s2, s3 := shares3(rows, x, base, b[0], b[1], b[2])
 		for i, got := range []float64{s1, s2, s3} {
-			if want := share(rows, x, base, b[i]); math.Float64bits(got) != math.Float64bits(want) {
+			if want := share(lat, x, base, b[i]); math.Float64bits(got) != math.Float64bits(want) {
 				t.Fatalf("n=%d, beta %v: shares3 = %v, share %v", n, b[i], got, want)
 			}
 		}
@@ -108,5 +109,100 @@ func TestControlKnownMatchesValue(t *testing.T) {
 				t.Errorf("%v of %+v: known %v, value's ok %v", c, r, c.known(&r), ok)
 			}
 		}
+	}
+}
+
+// mode counts small values in an array and larger ones in a map, and gives
+// what counting every value in a map gives: the most common non-negative
+// value, the smallest on ties, −1 for none.
+func TestModeMatchesCounting(t *testing.T) {
+	counting := func(vs []int16) int16 {
+		count := map[int16]int{}
+		for _, v := range vs {
+			if v >= 0 {
+				count[v]++
+			}
+		}
+		best, bestN := int16(-1), 0
+		for v, n := range count {
+			if n > bestN || (n == bestN && v < best) {
+				best, bestN = v, n
+			}
+		}
+		return best
+	}
+	rng := rand.New(rand.NewPCG(13, 17))
+	cases := [][]int16{nil, {-1}, {-1, -2}, {0}, {63, 64}, {64, 63}, {100, 100, 2}, {7, 300, 300, 7}, {math.MaxInt16, 0, math.MaxInt16}}
+	for range 200 {
+		vs := make([]int16, rng.IntN(12))
+		for i := range vs {
+			vs[i] = []int16{-1, 0, 1, 2, 63, 64, 65, 1000}[rng.IntN(8)]
+		}
+		cases = append(cases, vs)
+	}
+	for _, vs := range cases {
+		if got, want := mode(len(vs), func(i int) int16 { return vs[i] }), counting(vs); got != want {
+			t.Errorf("mode of %v = %d, want %d", vs, got, want)
+		}
+	}
+}
+
+// The requests' placement is counted without a copy of their devices and
+// instances (two slices a tenant, as long as its requests).
+func TestTenantPlacementAllocates(t *testing.T) {
+	reqs := make([]*Request, 1000)
+	for i := range reqs {
+		reqs[i] = &Request{Device: int16(i % 3), Instance: 1}
+	}
+	if a := testing.AllocsPerRun(5, func() { tenantPlacement(reqs, "a", nil) }); a != 0 {
+		t.Errorf("tenantPlacement of 1000 requests: %.0f allocations, want 0", a)
+	}
+}
+
+// collectRows builds each target's rows in the same scratch memory, and a
+// pair's shareAt, which calibrate calls after every target is fitted, reads
+// latencies of its own: the next target's rows overwriting the scratch
+// change none of the first target's shares. With the scratch sized for the
+// largest target, collecting rows allocates only the list of the controls
+// it uses.
+func TestRowScratchReused(t *testing.T) {
+	reqs, load, _ := prepared(defaultSim(1))
+	load.finish()
+	byTenant := map[string][]*Request{}
+	for i := range reqs {
+		byTenant[reqs[i].Tenant] = append(byTenant[reqs[i].Tenant], &reqs[i])
+	}
+	o := Options{}.withDefaults()
+	var rsc rowScratch
+	var sc regressScratch
+	rows, _ := collectRows(byTenant["B"], MetricTTFT, o.Controls, &rsc)
+	pairs := requestRegression("B", MetricTTFT, rows, load, o, 0.1, &sc)
+	want := make([]float64, len(pairs))
+	estimable := 0
+	for i, p := range pairs {
+		if p.shareAt != nil {
+			want[i] = p.shareAt(float64(p.Coef) * 2)
+			estimable++
+		}
+	}
+	if estimable == 0 {
+		t.Fatal("no estimable pair for B")
+	}
+	collectRows(byTenant["A"], MetricTPOT, o.Controls, &rsc)
+	for i, p := range pairs {
+		if p.shareAt == nil {
+			continue
+		}
+		if got := p.shareAt(float64(p.Coef) * 2); math.Float64bits(got) != math.Float64bits(want[i]) {
+			t.Errorf("%s → B: share %v after the scratch was reused, %v before", p.Source, got, want[i])
+		}
+	}
+	largest := 0
+	for _, r := range byTenant {
+		largest = max(largest, len(r))
+	}
+	rsc.reserve(largest, len(o.Controls))
+	if a := testing.AllocsPerRun(5, func() { collectRows(byTenant["C"], MetricE2E, o.Controls, &rsc) }); a > 1 {
+		t.Errorf("collectRows into a reserved scratch: %.0f allocations, want 1 (the controls used)", a)
 	}
 }

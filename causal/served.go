@@ -31,15 +31,25 @@ const sharedNameTenants = 4
 // work and requests carry the same names.
 func ServedTenants(t *ingest.Trace, att *attribution.Result) map[uint32][]string {
 	out := map[uint32][]string{}
+	// Consecutive requests mostly repeat the pair just added (one engine's
+	// steps, one resource's spans): that one is skipped without a lookup.
+	var lastPid uint32
+	var lastTenant string
 	add := func(pid uint32, tenant string) {
-		if pid == 0 || tenant == "" || slices.Contains(out[pid], tenant) {
+		if pid == 0 || tenant == "" || (pid == lastPid && tenant == lastTenant) {
 			return
 		}
-		out[pid] = append(out[pid], tenant)
+		lastPid, lastTenant = pid, tenant
+		if !slices.Contains(out[pid], tenant) {
+			out[pid] = append(out[pid], tenant)
+		}
 	}
 	if att == nil {
 		return out
 	}
+	// Each resource's pid is read once, not once a request: resourcePid[ri]
+	// is pid+1, 0 while not yet read (a pid of 0 or none adds nothing).
+	resourcePid := make([]int64, len(t.Resources))
 	for i := range att.Requests {
 		r := &att.Requests[i]
 		if r.Span < 0 || r.Span >= len(t.Spans) {
@@ -49,11 +59,15 @@ func ServedTenants(t *ingest.Trace, att *attribution.Result) map[uint32][]string
 		if ri < 0 || int(ri) >= len(t.Resources) {
 			continue
 		}
-		if v, ok := t.Attr(t.Resources[ri].Attrs, "process.pid"); ok {
-			if pid, ok := pidValue(t, v); ok {
-				add(pid, att.Tenant(r))
+		if resourcePid[ri] == 0 {
+			resourcePid[ri] = 1
+			if v, ok := t.Attr(t.Resources[ri].Attrs, "process.pid"); ok {
+				if pid, ok := pidValue(t, v); ok {
+					resourcePid[ri] = int64(pid) + 1
+				}
 			}
 		}
+		add(uint32(resourcePid[ri]-1), att.Tenant(r))
 	}
 	for si := range att.Steps {
 		s := &att.Steps[si]

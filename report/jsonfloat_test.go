@@ -96,3 +96,20 @@ func BenchmarkJSONSeries(b *testing.B) {
 		w.b = w.b[:0]
 	}
 }
+
+// BenchmarkAppendShortestG formats milliseconds to the nanosecond, the fast
+// path's values.
+func BenchmarkAppendShortestG(b *testing.B) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	vs := make([]float64, 4096)
+	for i := range vs {
+		vs[i] = float64(rng.Int64N(1e10)) / 1e6
+	}
+	buf := make([]byte, 0, 16*len(vs))
+	for b.Loop() {
+		buf = buf[:0]
+		for _, v := range vs {
+			buf = appendShortestG(buf, v)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -289,6 +290,38 @@ func TestDecodeCancelled(t *testing.T) {
 		_, err := (&otlp.Decoder{}).DecodeReader(ctx, name, bytes.NewReader(data))
 		if !errors.Is(err, context.Canceled) {
 			t.Errorf("%s: err = %v, want context.Canceled", name, err)
+		}
+	}
+}
+
+// Keys and string values of every length around a varint's one-byte limit
+// (127, 128), its two-byte limit, and strSlabMax's (4096) are read whole,
+// on two spans so that the second meets the first's remembered slots.
+func TestAttributeLengths(t *testing.T) {
+	lengths := []int{1, 2, 126, 127, 128, 129, 300, 4095, 4096, 4097, 16383, 16384, 16385}
+	td := batch("lengths", 2, 1)
+	spans := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+	for i := range spans.Len() {
+		attrs := spans.At(i).Attributes()
+		for _, n := range lengths {
+			attrs.PutStr(strings.Repeat(string(rune('a'+i)), n), strings.Repeat(string(rune('k'+i)), n)+strconv.Itoa(n))
+		}
+	}
+	tr := ingest.New()
+	tr.Sources = []ingest.Source{{Path: "payload"}}
+	if err := otlp.DecodePayload(tr, 0, otlptest.Proto(td), otlp.Proto, ""); err != nil {
+		t.Fatal(err)
+	}
+	if len(tr.Spans) != 2 {
+		t.Fatalf("%d spans, want 2", len(tr.Spans))
+	}
+	for i := range tr.Spans {
+		for _, n := range lengths {
+			key := strings.Repeat(string(rune('a'+i)), n)
+			want := strings.Repeat(string(rune('k'+i)), n) + strconv.Itoa(n)
+			if got, ok := tr.AttrString(tr.SpanAttrs(&tr.Spans[i]), key); !ok || got != want {
+				t.Errorf("span %d, key of %d bytes: %d bytes (found %v), want %d", i, n, len(got), ok, len(want))
+			}
 		}
 	}
 }

@@ -671,8 +671,14 @@ func bytesField(b []byte) (field []byte, tag byte, rest []byte, ok bool) {
 	if len(b) < 2 {
 		return nil, 0, nil, false
 	}
-	n, k := consumeVarint(b[1:])
-	if k <= 0 || n > uint64(len(b)-1-k) {
+	// A length under 128, one byte, is the usual case: no loop.
+	n, k := uint64(b[1]), 1
+	if n >= 0x80 {
+		if n, k = consumeVarint(b[1:]); k <= 0 {
+			return nil, 0, nil, false
+		}
+	}
+	if n > uint64(len(b)-1-k) {
 		return nil, 0, nil, false
 	}
 	end := 1 + k + int(n)
@@ -716,7 +722,10 @@ func (d *state) scalarValue(val []byte, slot *attrSlot) (ingest.Value, bool) {
 	}
 	switch val[0] {
 	case 0x0a: // string_value
-		n, k := consumeVarint(val[1:])
+		n, k := uint64(val[1]), 1 // a one-byte length, as bytesField
+		if n >= 0x80 {
+			n, k = consumeVarint(val[1:])
+		}
 		if k <= 0 || n != uint64(len(val)-1-k) {
 			return ingest.Value{}, false
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"math"
+	"unsafe"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -33,6 +34,7 @@ type state struct {
 	slotVictim int
 
 	attrSlab slab[ingest.Attr]
+	strBytes strSlab // the bytes of the strings intern adds
 
 	// Scratch slices a span is assembled in before its parts are kept.
 	spanAttrs, eventAttrs, linkAttrs []ingest.Attr
@@ -137,7 +139,7 @@ func (d *state) intern(b []byte) ingest.StrID {
 	// Most strings that miss the cache are new (request IDs, prompts), so
 	// the copy is made up front and the table looked up once, not twice.
 	n0 := d.t.Strings.Len()
-	id := d.t.Strings.Intern(string(b))
+	id := d.t.Strings.Intern(d.strBytes.str(b))
 	// A string seen for the first time is likely unique (an ID): it does not
 	// evict a cached one. One that recurs is cached when it is seen again.
 	if int(id) < n0 || e.s == "" {
@@ -182,6 +184,31 @@ func (s *slab[T]) carve(items []T) []T {
 	start := len(s.buf)
 	s.buf = append(s.buf, items...)
 	return s.buf[start:len(s.buf):len(s.buf)]
+}
+
+// strSlab holds the bytes of interned strings in a slab's chunks rather
+// than one allocation each: a trace interns a new string or two a span (its
+// request ID), and as separate objects they were as many allocations and as
+// many small objects for every collection to mark.
+type strSlab struct{ bytes slab[byte] }
+
+// strSlabMax is the longest string strSlab copies into its chunks; a longer
+// one is allocated on its own, so as not to leave a chunk's free space
+// unused.
+const strSlabMax = slabMax / 8
+
+// str returns a string holding b's bytes. The bytes are never written again
+// (carve hands out each part of a chunk once, and appends only past it), so
+// the string is as immutable as one that string(b) allocates.
+func (s *strSlab) str(b []byte) string {
+	if len(b) > strSlabMax {
+		return string(b)
+	}
+	c := s.bytes.carve(b)
+	if len(c) == 0 {
+		return ""
+	}
+	return unsafe.String(unsafe.SliceData(c), len(c))
 }
 
 // beginSpan readies the scratch slices for a new span. Its attributes are

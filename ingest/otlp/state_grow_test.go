@@ -66,3 +66,41 @@ func TestJSONLinesSpanCapacity(t *testing.T) {
 		t.Errorf("span slice capacity %d for %d spans, want at most %d (the estimate's sixteenth and some)", c, n, n+n/8)
 	}
 }
+
+// The strings intern adds are copied into strSlab's chunks, not allocated
+// one by one: a thousand new request IDs cost a few chunks (the string
+// table's room made beforehand), and each string keeps its bytes when the
+// input's buffer is overwritten and when later strings fill the chunk. A
+// string longer than strSlabMax is allocated on its own.
+func TestInternCopiesIntoChunks(t *testing.T) {
+	tr := ingest.New()
+	d := newState(tr, 0)
+	tr.Strings.Grow(5000)
+	var buf []byte
+	next := 0
+	name := func(i int) []byte {
+		buf = append(buf[:0], "cmpl-0000-"...)
+		return strconv.AppendInt(buf, int64(i), 10)
+	}
+	allocs := testing.AllocsPerRun(2, func() {
+		for range 1000 {
+			d.intern(name(next))
+			next++
+		}
+	})
+	if allocs > 10 {
+		t.Errorf("interning 1000 new strings: %.0f allocations, want at most 10 (chunks of strSlab)", allocs)
+	}
+	long := bytes.Repeat([]byte("x"), strSlabMax+1)
+	longID := d.intern(long)
+	long[0] = 'y'
+	for i := range next {
+		want := "cmpl-0000-" + strconv.Itoa(i)
+		if id, ok := tr.Strings.Lookup(want); !ok || tr.Str(id) != want {
+			t.Fatalf("string %q: interned as %q (found %v)", want, tr.Str(id), ok)
+		}
+	}
+	if got := tr.Str(longID); len(got) != strSlabMax+1 || got[0] != 'x' {
+		t.Errorf("the long string changed with its input: starts %q, %d bytes", got[:1], len(got))
+	}
+}
