@@ -101,3 +101,26 @@ func TestAttrArenaGrowsInSpillFiles(t *testing.T) {
 		}
 	}
 }
+
+// The arena, once in a spill file, grows in it (spill.Grow) when the
+// attributes added are not its own: its values kept, and never a second
+// arena mapped beside it, so the most mapped at once is the arena's final
+// size (a move would map the new one before giving the old back).
+func TestAttrArenaGrowsInPlaceInSpillFiles(t *testing.T) {
+	spilltest.Enable(t)
+	spill.Budget(1 << 30)
+	tr := New()
+	const n = spill.MinBytes / 8 // n attributes: 8 MiB of them, from below MinBytes up
+	for i := range n {
+		tr.AddAttrs(NewAttr(StrID(1+i%3), IntValue(int64(i))))
+	}
+	size := int64(unsafe.Sizeof(Attr{})) * int64(cap(tr.AttrArena))
+	if st := spill.Read(); st.Mapped != size || st.Peak != size {
+		t.Errorf("mapped %d bytes, at most %d; want the arena's %d both times", st.Mapped, st.Peak, size)
+	}
+	for i, a := range tr.AttrArena {
+		if want := NewAttr(StrID(1+i%3), IntValue(int64(i))); a != want {
+			t.Fatalf("attribute %d = %+v, want %+v", i, a, want)
+		}
+	}
+}

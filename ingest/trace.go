@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"math"
 	"strconv"
+	"unsafe"
 
 	"github.com/llmprof/llmprof/internal/spill"
 )
@@ -366,18 +367,35 @@ func (t *Trace) CommitAttrs(n int) AttrRange {
 	return AttrRange{Off: uint32(off), Len: uint32(n)}
 }
 
-// appendSpilled is append for the trace's pointer-free tables: growing,
-// the table moves to a new array from spill.Slice (at least double, as
-// AttrTail's), items copied before the old array is given back, so they
-// may be a slice of s itself (which spill.Grow would give back first).
+// appendSpilled is append for the trace's pointer-free tables: growing, to
+// at least double (as AttrTail's), the table grows through spill.Grow (in
+// its spill file where it is in one), unless items are a slice of s
+// itself, which spill.Grow would give back or move first: then it moves to
+// a new array from spill.Slice, items copied before the old array is given
+// back.
 func appendSpilled[T any](s []T, items ...T) []T {
 	if cap(s)-len(s) >= len(items) {
 		return append(s, items...)
 	}
-	grown := append(spill.Slice[T](max(2*cap(s), len(s)+len(items), 1024)), s...)
+	c := max(2*cap(s), len(s)+len(items), 1024)
+	if !overlaps(s, items) {
+		return append(spill.Grow(s, c), items...)
+	}
+	grown := append(spill.Slice[T](c), s...)
 	grown = append(grown, items...)
 	spill.Free(s)
 	return grown
+}
+
+// overlaps reports whether items lie in s's array.
+func overlaps[T any](s, items []T) bool {
+	if cap(s) == 0 || len(items) == 0 {
+		return false
+	}
+	size := unsafe.Sizeof(*new(T))
+	lo := uintptr(unsafe.Pointer(unsafe.SliceData(s[:1])))
+	at := uintptr(unsafe.Pointer(unsafe.SliceData(items)))
+	return at >= lo && at < lo+uintptr(cap(s))*size
 }
 
 // AddExtra appends events and links to the trace's SpanEvents and

@@ -10,8 +10,12 @@ import (
 )
 
 // A mapping is one spill file mapped shared into memory; the file itself
-// was deleted when it was made, so it goes when the mapping does.
-type mapping struct{ mem []byte }
+// was deleted when it was made, so it goes when the mapping does. f stays
+// open for the file to grow (grow).
+type mapping struct {
+	mem []byte
+	f   *os.File
+}
 
 func tempDir() string { return os.TempDir() }
 
@@ -65,7 +69,12 @@ func mapFile(dir string, size int64) (mapping, error) {
 	if err != nil {
 		return mapping{}, err
 	}
-	defer f.Close()
+	keep := false
+	defer func() {
+		if !keep {
+			f.Close()
+		}
+	}()
 	if err := os.Remove(f.Name()); err != nil {
 		return mapping{}, err
 	}
@@ -76,7 +85,30 @@ func mapFile(dir string, size int64) (mapping, error) {
 	if err != nil {
 		return mapping{}, err
 	}
-	return mapping{mem}, nil
+	keep = true
+	return mapping{mem, f}, nil
+}
+
+// grow is the mapping at size bytes (more than its length), its bytes kept:
+// the file's new blocks are reserved first (fallocate, as mapFile's), then
+// the mapping is moved or extended to the new size (mremap), its page table
+// entries with it, so that no page written is faulted in again or copied.
+// On an error the mapping is as it was.
+func (m mapping) grow(size int64) (mapping, error) {
+	if m.f == nil || size <= int64(len(m.mem)) {
+		return m, fmt.Errorf("spill: cannot grow a mapping of %d bytes to %d", len(m.mem), size)
+	}
+	old := int64(len(m.mem))
+	if err := unix.Fallocate(int(m.f.Fd()), 0, old, size-old); err != nil {
+		return m, err
+	}
+	mem, err := unix.Mremap(m.mem, int(size), unix.MREMAP_MAYMOVE)
+	if err != nil {
+		// The file keeps its reserved blocks past the mapping: the
+		// table moves to a new one and this file goes with Free.
+		return m, err
+	}
+	return mapping{mem, m.f}, nil
 }
 
 // drop takes n bytes of the mapping from off out of the process. For a
@@ -95,7 +127,12 @@ func (m mapping) drop(off, n int64) {
 	_ = unix.Madvise(m.mem[off:off+n], unix.MADV_DONTNEED)
 }
 
-func (m mapping) unmap() { _ = unix.Munmap(m.mem) }
+func (m mapping) unmap() {
+	_ = unix.Munmap(m.mem)
+	if m.f != nil {
+		m.f.Close()
+	}
+}
 
 // resident reads the process's resident set from /proc/self/statm, kept
 // open: one read a tick.

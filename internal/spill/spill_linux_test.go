@@ -146,3 +146,48 @@ func TestGrowMovesIntoRoom(t *testing.T) {
 	}
 	Free(grown)
 }
+
+// A table in a spill file whole grows where it is: its bytes kept, no
+// second table mapped beside it (the most mapped at once is the grown
+// table's size alone), and its pages written stay resident. A slice of a
+// table moves, as before, and the table stays.
+func TestGrowExtendsASpilledTableInPlace(t *testing.T) {
+	release, err := Enable(t.TempDir())
+	if err != nil {
+		t.Skipf("spilling is not possible here: %v", err)
+	}
+	defer release()
+	Budget(1 << 40)
+	table := Make[int64](MinBytes / 8)
+	for i := range table {
+		table[i] = int64(i)
+	}
+	grown := Grow(table, MinBytes/2)
+	if cap(grown) != MinBytes/2 || len(grown) != MinBytes/8 {
+		t.Fatalf("Grow: length %d, capacity %d; want %d, %d", len(grown), cap(grown), MinBytes/8, MinBytes/2)
+	}
+	for i, v := range grown {
+		if v != int64(i) {
+			t.Fatalf("grown[%d] = %d, want %d", i, v, i)
+		}
+	}
+	st := Read()
+	if st.Mapped != 4*MinBytes || st.Peak != 4*MinBytes {
+		t.Errorf("mapped %d, at most %d; want the grown table's %d both times (no copy beside the old one)", st.Mapped, st.Peak, 4*MinBytes)
+	}
+	grown = append(grown, 42)
+	if grown[MinBytes/8] != 42 || cap(grown) != MinBytes/2 {
+		t.Errorf("an append into the grown room moved the table or lost the value")
+	}
+	part := grown[1:]
+	moved := Grow(part, MinBytes)
+	if Read().Mapped != 4*MinBytes+8*MinBytes || moved[0] != 1 {
+		t.Errorf("a slice of a table: mapped %d, first %d; want a new table of %d beside the old one, and the slice's values", Read().Mapped, moved[0], 8*MinBytes)
+	}
+	Free(moved)
+	Free(grown)
+	if Read().Mapped != 0 {
+		t.Errorf("%d bytes still mapped after both tables were given back", Read().Mapped)
+	}
+}
+
