@@ -190,4 +190,3 @@ func TestGrowExtendsASpilledTableInPlace(t *testing.T) {
 		t.Errorf("%d bytes still mapped after both tables were given back", Read().Mapped)
 	}
 }
-
