@@ -185,6 +185,38 @@ func simulateSeeds(n int, cfg func(seed uint64) simConfig) []*simRun {
 	return runs
 }
 
+// defaultSeeds is how many seeds of defaultSim the plain suite simulates:
+// TestConfounderNeedsControls's runs, which TestSynthRecoversInjectedEffectAndNoOther's
+// plain form analyzes too.
+const defaultSeeds = 60
+
+// defaultRuns are seeds 1..defaultSeeds of defaultSim, simulated once per
+// test binary (the analysis only reads a run).
+var defaultRuns = sync.OnceValue(func() []*simRun { return simulateSeeds(defaultSeeds, defaultSim) })
+
+// defaultAnalyses are defaultRuns analyzed with the default options, once:
+// TestSynthRecoversInjectedEffectAndNoOther's plain form (the first 50) and
+// TestConfounderNeedsControls's "with controls" case (all 60) tally them.
+var defaultAnalyses = sync.OnceValue(func() []*Result {
+	runs := defaultRuns()
+	out := make([]*Result, len(runs))
+	sweepRuns(len(runs), func(s uint64) *simRun {
+		out[s-1] = runs[s-1].analyze(Options{})
+		return nil
+	}, Options{})
+	return out
+})
+
+// defaultTally tallies the first n of defaultAnalyses.
+func defaultTally(n int) *tally {
+	runs, res := defaultRuns(), defaultAnalyses()
+	t := &tally{}
+	for i := range n {
+		t.add(runs[i], res[i])
+	}
+	return t
+}
+
 // sweepRuns analyzes run(s) for seeds 1..n on every core (nothing for a nil
 // run).
 func sweepRuns(n int, run func(seed uint64) *simRun, opts Options) *tally {
@@ -213,7 +245,7 @@ func sweepRuns(n int, run func(seed uint64) *simRun, opts Options) *tally {
 // The acceptance test of issue 7: tenants A, B, C share a GPU (MIG instance
 // 0), D runs alone on instance 1; A's load adds a known effect to B's TTFT
 // and TPOT and nothing else; a diurnal driver moves every tenant's load and
-// B's own batch size. Over 200 seeds (50 with -short):
+// B's own batch size. Over 200 seeds (50 in the plain suite, defaultTally):
 //
 //   - the injected effect lies inside its 95% CI in about 95% of seeds, and
 //     the classical OLS interval, blind to clustering, under-covers;
@@ -224,13 +256,18 @@ func sweepRuns(n int, run func(seed uint64) *simRun, opts Options) *tally {
 //   - the lag model recovers the effect, its Granger test finds A → B, and
 //     Granger and the lead placebo reject null pairs at about their level.
 func TestSynthRecoversInjectedEffectAndNoOther(t *testing.T) {
+	var tl *tally
 	seeds, slack := 200, 0.0
 	if os.Getenv("LLMPROF_LONG") == "" {
 		// The documented 200-seed table runs under LLMPROF_LONG; a plain
-		// go test checks a quarter of it with room for the Monte Carlo error.
+		// go test checks a quarter of it with room for the Monte Carlo
+		// error: the first 50 of TestConfounderNeedsControls's runs,
+		// analyzed once for both tests.
 		seeds, slack = 50, 0.03
+		tl = defaultTally(seeds)
+	} else {
+		tl = sweep(seeds, defaultSim, Options{})
 	}
-	tl := sweep(seeds, defaultSim, Options{})
 	t.Log("\n" + tl.table())
 
 	effects := tl.keys(false)
@@ -297,9 +334,11 @@ func TestSynthRecoversInjectedEffectAndNoOther(t *testing.T) {
 // size. Without controls it creates links that are not there (even to the
 // MIG-isolated D) and inflates A → B; B's controls, period effects that
 // absorb the slow driver, or the calibration on the negative controls
-// (which the driver moves too) remove them. Request level only, 60 seeds.
+// (which the driver moves too) remove them. Request level, 60 seeds (the
+// lag model, which these checks do not read, only where the analyses are
+// shared: defaultTally).
 func TestConfounderNeedsControls(t *testing.T) {
-	seeds := 60
+	seeds := defaultSeeds
 	if testing.Short() {
 		seeds = 30
 	}
@@ -308,19 +347,27 @@ func TestConfounderNeedsControls(t *testing.T) {
 		opts Options
 		// confounded: whether false links are expected to appear.
 		confounded bool
+		// shared: the case reads TestSynthRecoversInjectedEffectAndNoOther's
+		// analyses of the same runs (defaultTally).
+		shared bool
 	}{
-		{"with controls", Options{NoLagModel: true}, false},
-		{"no controls, not calibrated", Options{NoLagModel: true, NoControls: true, NoCalibration: true}, true},
+		{"with controls", Options{}, false, true},
+		{"no controls, not calibrated", Options{NoLagModel: true, NoControls: true, NoCalibration: true}, true, false},
 		// The diurnal driver moves D's latency with A's, B's and C's load
 		// too, so the negative controls see it and the calibration widens
 		// every pair by it.
-		{"no controls, calibrated on the negative controls", Options{NoLagModel: true, NoControls: true}, false},
-		{"period effects, no controls", Options{NoLagModel: true, NoControls: true, PeriodEffects: 60e9}, false},
+		{"no controls, calibrated on the negative controls", Options{NoLagModel: true, NoControls: true}, false, false},
+		{"period effects, no controls", Options{NoLagModel: true, NoControls: true, PeriodEffects: 60e9}, false, false},
 	}
-	runs := simulateSeeds(seeds, defaultSim) // the same runs for every case
+	runs := defaultRuns()[:seeds] // the same runs for every case
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			tl := sweepRuns(seeds, func(s uint64) *simRun { return runs[s-1] }, tc.opts)
+			var tl *tally
+			if tc.shared && seeds == defaultSeeds {
+				tl = defaultTally(seeds)
+			} else {
+				tl = sweepRuns(seeds, func(s uint64) *simRun { return runs[s-1] }, tc.opts)
+			}
 			t.Log("\n" + tl.table())
 			for _, src := range []string{"C", "D"} {
 				for _, m := range []Metric{MetricTTFT, MetricTPOT} {

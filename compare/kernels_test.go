@@ -2,8 +2,6 @@ package compare_test
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -133,49 +131,53 @@ func TestKernelPoolIsTimeWeighted(t *testing.T) {
 
 // HTA's trace-diff pair (a training step on two builds and GPUs): diff
 // lists the kernels that changed, ran on one side only, and their counts
-// and times, which must equal an independent count of the JSON.
+// and times, which must equal a count of the decoded traces' kernels by
+// name — the count ingest/kineto's TestRealFilesCounts checks, file by
+// file, against an independent reading of the JSON with encoding/json.
 func TestKernelsHTATraceDiff(t *testing.T) {
 	bPath := shareddata.Path(t, "testdata/kineto/hta-trace_diff-control-control.json.gz")
 	cPath := shareddata.Path(t, "testdata/kineto/hta-trace_diff-test-test.json.gz")
-	load := func(p string) compare.Run {
+	load := func(p string) (compare.Run, kernelCount) {
 		tr, err := ingest.Open(context.Background(), []string{p}, []ingest.Decoder{kineto.Decoder{}}, ingest.OpenOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
+		want := countKernels(tr)
 		res := attribution.Analyze(tr, attribution.DefaultOptions)
-		return compare.Run{RunID: p, Kernels: compare.KernelsFromTrace(tr, res)}
+		return compare.Run{RunID: p, Kernels: compare.KernelsFromTrace(tr, res)}, want
 	}
-	res, err := compare.Compare(compare.Side{Label: "control", Runs: []compare.Run{load(bPath)}},
-		compare.Side{Label: "test", Runs: []compare.Run{load(cPath)}}, compare.DefaultOptions())
+	runB, wantB := load(bPath)
+	runC, wantC := load(cPath)
+	res, err := compare.Compare(compare.Side{Label: "control", Runs: []compare.Run{runB}},
+		compare.Side{Label: "test", Runs: []compare.Run{runC}}, compare.DefaultOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
 	k := res.Kernels
-	wantB, wantC := countKernels(t, bPath), countKernels(t, cPath)
 	if k.LaunchesBaseline != wantB.launches || k.LaunchesCandidate != wantC.launches {
-		t.Errorf("launches %d and %d, the JSON has %d and %d kernel events", k.LaunchesBaseline, k.LaunchesCandidate, wantB.launches, wantC.launches)
+		t.Errorf("launches %d and %d, the traces have %d and %d kernels", k.LaunchesBaseline, k.LaunchesCandidate, wantB.launches, wantC.launches)
 	}
 	seen := 0
 	added, removed, changed := 0, 0, 0
 	for _, n := range k.Names {
 		b, c := wantB.byName[n.Name], wantC.byName[n.Name]
 		if n.CountBaseline != b.count || n.CountCandidate != c.count {
-			t.Errorf("%s: %d and %d launches, the JSON has %d and %d", n.Name, n.CountBaseline, n.CountCandidate, b.count, c.count)
+			t.Errorf("%s: %d and %d launches, the trace has %d and %d", n.Name, n.CountBaseline, n.CountCandidate, b.count, c.count)
 		}
 		// Kineto's dur is in µs: the totals must match to the µs.
 		if math.Abs(n.BaselineMS*1e3-b.us) > 0.5 || math.Abs(n.CandidateMS*1e3-c.us) > 0.5 {
-			t.Errorf("%s: %.3f and %.3f ms, the JSON sums to %.3f and %.3f", n.Name, n.BaselineMS, n.CandidateMS, b.us/1e3, c.us/1e3)
+			t.Errorf("%s: %.3f and %.3f ms, the trace sums to %.3f and %.3f", n.Name, n.BaselineMS, n.CandidateMS, b.us/1e3, c.us/1e3)
 		}
 		switch n.Status {
 		case "added":
 			added++
 			if b.count != 0 || c.count == 0 {
-				t.Errorf("%s is listed as added with %d and %d launches in the JSON", n.Name, b.count, c.count)
+				t.Errorf("%s is listed as added with %d and %d launches in the traces", n.Name, b.count, c.count)
 			}
 		case "removed":
 			removed++
 			if c.count != 0 || b.count == 0 {
-				t.Errorf("%s is listed as removed with %d and %d launches in the JSON", n.Name, b.count, c.count)
+				t.Errorf("%s is listed as removed with %d and %d launches in the traces", n.Name, b.count, c.count)
 			}
 		case "changed":
 			changed++
@@ -195,7 +197,7 @@ func TestKernelsHTATraceDiff(t *testing.T) {
 	}
 	onlyB := len(union) - len(wantC.byName)
 	if seen != len(union) || added != onlyC || removed != onlyB {
-		t.Errorf("%d names (%d added, %d removed), the JSON has %d (%d only in test, %d only in control)", seen, added, removed, len(union), onlyC, onlyB)
+		t.Errorf("%d names (%d added, %d removed), the trace has %d (%d only in test, %d only in control)", seen, added, removed, len(union), onlyC, onlyB)
 	}
 	if changed == 0 {
 		t.Error("no kernel name of both runs changed: the test build's kernels run on another GPU and must")
@@ -220,43 +222,23 @@ type kernelCount struct {
 	}
 }
 
-// countKernels counts a Kineto trace's kernel events by name with
-// encoding/json, independently of the decoder.
-func countKernels(t *testing.T, path string) kernelCount {
-	t.Helper()
-	in, err := ingest.NewInput(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rc, err := in.Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
-	var doc struct {
-		TraceEvents []struct {
-			Cat  string  `json:"cat"`
-			Ph   string  `json:"ph"`
-			Name string  `json:"name"`
-			Dur  float64 `json:"dur"`
-		} `json:"traceEvents"`
-	}
-	if err := json.NewDecoder(rc).Decode(&doc); err != nil {
-		t.Fatal(fmt.Errorf("%s: %w", path, err))
-	}
+// countKernels counts a trace's kernels by name: launches and total
+// microseconds.
+func countKernels(tr *ingest.Trace) kernelCount {
 	out := kernelCount{byName: map[string]struct {
 		count int
 		us    float64
 	}{}}
-	for _, e := range doc.TraceEvents {
-		if e.Cat != "kernel" || e.Ph != "X" {
+	for i := range tr.GPUOps {
+		o := &tr.GPUOps[i]
+		if o.Kind != ingest.OpKernel {
 			continue
 		}
 		out.launches++
-		c := out.byName[e.Name]
+		c := out.byName[tr.Str(o.Name)]
 		c.count++
-		c.us += e.Dur
-		out.byName[e.Name] = c
+		c.us += float64(o.Duration()) / 1e3
+		out.byName[tr.Str(o.Name)] = c
 	}
 	return out
 }

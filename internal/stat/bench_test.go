@@ -49,3 +49,43 @@ func benchSamples(n int) ([]float64, []float64) {
 	rng := rand.New(rand.NewPCG(1, uint64(n)))
 	return randomSample(rng, n, 0, false), randomSample(rng, n, 0.1, false)
 }
+
+// BenchmarkSortedViewQuantile measures one bootstrap replicate's order
+// statistics as compare's bootstrap reads them (p50, p90, p99): of a
+// request series (2000 values) and of a token series read through its
+// requests' multiplicities (ByUnit: 2000 requests of 50 tokens each).
+func BenchmarkSortedViewQuantile(b *testing.B) {
+	const units, per = 2000, 50
+	rng := rand.New(rand.NewPCG(3, 4))
+	req := make([]float64, units)
+	for i := range req {
+		req[i] = rng.ExpFloat64()
+	}
+	tok := make([]float64, 0, units*per)
+	unit := make([]int32, 0, units*per)
+	for u := range units {
+		for range per {
+			tok = append(tok, rng.ExpFloat64())
+			unit = append(unit, int32(u))
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		view  SortedView
+		total func(counts []int32) int
+	}{
+		{"requests", NewSortedView(req), func([]int32) int { return units }},
+		{"tokens", NewSortedView(tok).ByUnit(unit), func([]int32) int { return units * per }},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			rs := NewResampler(units, 1, 1, "bench")
+			counts := rs.Next()
+			total := tc.total(counts)
+			for b.Loop() {
+				for _, q := range []float64{0.5, 0.9, 0.99} {
+					tc.view.Quantile(counts, total, q)
+				}
+			}
+		})
+	}
+}

@@ -212,35 +212,75 @@ func (s SortedView) Quantile(counts []int32, total int, q float64) float64 {
 // orderPair returns the resample's order statistics at 0-based positions p
 // ≤ p2, walking from the nearer end of the sorted sample.
 func (s SortedView) orderPair(counts []int32, total, p, p2 int) (float64, float64) {
-	var a, b float64
 	if p < total/2 {
-		cum := 0
-		found := false
-		for i, u := range s.order {
-			cum += int(counts[u])
-			if !found && cum > p {
-				a, found = s.vals[i], true
-			}
-			if cum > p2 {
-				return a, s.vals[i]
-			}
+		i, cum := cumPast(s.order, counts, p)
+		if i == len(s.order) {
+			return 0, s.vals[len(s.vals)-1]
 		}
-		return a, s.vals[len(s.vals)-1]
+		a := s.vals[i]
+		for cum <= p2 {
+			if i++; i == len(s.order) {
+				return a, s.vals[len(s.vals)-1]
+			}
+			cum += int(counts[s.order[i]])
+		}
+		return a, s.vals[i]
 	}
 	// From the top: position p counts total−1−p from the largest.
 	tp, tp2 := total-1-p, total-1-p2 // tp2 ≤ tp
-	cum := 0
-	found := false
-	for i := len(s.order) - 1; i >= 0; i-- {
-		cum += int(counts[s.order[i]])
-		if !found && cum > tp2 {
-			b, found = s.vals[i], true
+	i, cum := cumPastDown(s.order, counts, tp2)
+	if i < 0 {
+		return s.vals[0], 0
+	}
+	b := s.vals[i]
+	for cum <= tp {
+		if i--; i < 0 {
+			return s.vals[0], b
 		}
-		if cum > tp {
-			return s.vals[i], b
+		cum += int(counts[s.order[i]])
+	}
+	return s.vals[i], b
+}
+
+// cumPast walks order from the start, summing counts, to the first index
+// whose running sum exceeds p; it returns the index and that sum, or
+// len(order) when none does. Four at a time while the sum stays at most p.
+func cumPast(order []int32, counts []int32, p int) (int, int) {
+	cum, i := 0, 0
+	for ; i+4 <= len(order); i += 4 {
+		o := order[i : i+4 : i+4]
+		c := int(counts[o[0]]) + int(counts[o[1]]) + int(counts[o[2]]) + int(counts[o[3]])
+		if cum+c > p {
+			break
+		}
+		cum += c
+	}
+	for ; i < len(order); i++ {
+		if cum += int(counts[order[i]]); cum > p {
+			return i, cum
 		}
 	}
-	return s.vals[0], b
+	return i, cum
+}
+
+// cumPastDown is cumPast from the end: the last index (walking down) whose
+// running sum from the top exceeds p, or −1 when none does.
+func cumPastDown(order []int32, counts []int32, p int) (int, int) {
+	cum, i := 0, len(order)-1
+	for ; i >= 3; i -= 4 {
+		o := order[i-3 : i+1 : i+1]
+		c := int(counts[o[0]]) + int(counts[o[1]]) + int(counts[o[2]]) + int(counts[o[3]])
+		if cum+c > p {
+			break
+		}
+		cum += c
+	}
+	for ; i >= 0; i-- {
+		if cum += int(counts[order[i]]); cum > p {
+			return i, cum
+		}
+	}
+	return i, cum
 }
 
 // PrefixSums returns the running sums of a series' known values and of
