@@ -240,9 +240,10 @@ func Analyze(t *ingest.Trace, opts Options) *Result {
 		res.Requests = spill.Make[Request](len(cands))
 	}
 	var perRank [len(byRank)]int
-	arena := requestArena{labels: labeler{t: t}}
+	arena := requestArena{labels: labeler{t: t}, total: len(cands)}
 	for j, c := range cands {
 		r := &res.Requests[j]
+		arena.done = j
 		problems, disagreements := buildRequest(r, t, ix, k, int(c.span), c.rank, &opts, &arena)
 		for _, p := range problems {
 			res.warn(t, r.Source, "request "+arena.labels.str(r.id), "stage-clipped", p)
