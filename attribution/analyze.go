@@ -520,15 +520,45 @@ func groupRequests(res *Result, key func(*Result, *Request) string) groups {
 // groupTenantsAndModels is groupRequests by tenant and by model in one walk
 // of the requests: reading each request's key was most of a walk's time
 // (a Request is 264 bytes, its tenant and model labels share a cache line).
+// It reads the labels, not their strings: a label seen before has its
+// group, and only a new one's string is read and numbered (two labels of
+// one string share its group). Reading every request's two strings out of
+// the trace's table was 1% of an OTLP analyze's CPU.
 func groupTenantsAndModels(res *Result) (tenants, models groups) {
 	reqs := res.Requests
 	t, m := newGrouper(len(reqs)), newGrouper(len(reqs))
+	tl, ml := labelGroups{lastG: -1}, labelGroups{lastG: -1}
 	for i := range reqs {
 		r := &reqs[i]
-		t.add(i, res.Tenant(r))
-		m.add(i, res.Model(r))
+		t.gs.of[i] = tl.group(r.tenant, &t, &res.labels)
+		m.gs.of[i] = ml.group(r.model, &m, &res.labels)
 	}
 	return t.gs, m.gs
+}
+
+// labelGroups finds the group of a label: the previous request's, often
+// the next one's, or one numbered before.
+type labelGroups struct {
+	of    map[label]int32
+	last  label
+	lastG int32
+}
+
+// group returns the group of the string of id, numbering it in g when new.
+func (lg *labelGroups) group(id label, g *grouper, l *labeler) int32 {
+	if lg.lastG >= 0 && id == lg.last {
+		return lg.lastG
+	}
+	n, ok := lg.of[id]
+	if !ok {
+		n = g.numberOf(l.str(id))
+		if lg.of == nil {
+			lg.of = map[label]int32{}
+		}
+		lg.of[id] = n
+	}
+	lg.last, lg.lastG = id, n
+	return n
 }
 
 // grouper numbers the keys it is given in order of first appearance.
@@ -551,13 +581,19 @@ func (g *grouper) add(i int, k string) {
 		g.gs.of[i] = g.lastG
 		return
 	}
+	id := g.numberOf(k)
+	g.gs.of[i], g.last, g.lastG = id, k, id
+}
+
+// numberOf returns the group of key k, numbering it when new.
+func (g *grouper) numberOf(k string) int32 {
 	id, ok := g.number[k]
 	if !ok {
 		id = int32(len(g.gs.names))
 		g.number[k] = id
 		g.gs.names = append(g.gs.names, k)
 	}
-	g.gs.of[i], g.last, g.lastG = id, k, id
+	return id
 }
 
 // groupBy summarizes the requests of each group, by index (a Request is too
