@@ -527,7 +527,7 @@ func groupRequests(res *Result, key func(*Result, *Request) string) groups {
 func groupTenantsAndModels(res *Result) (tenants, models groups) {
 	reqs := res.Requests
 	t, m := newGrouper(len(reqs)), newGrouper(len(reqs))
-	tl, ml := labelGroups{lastG: -1}, labelGroups{lastG: -1}
+	var tl, ml labelGroups
 	for i := range reqs {
 		r := &reqs[i]
 		t.gs.of[i] = tl.group(r.tenant, &t, &res.labels)
@@ -536,18 +536,26 @@ func groupTenantsAndModels(res *Result) (tenants, models groups) {
 	return t.gs, m.gs
 }
 
-// labelGroups finds the group of a label: the previous request's, often
-// the next one's, or one numbered before.
+// labelGroups finds the group of a label: in a small table of the labels
+// seen last (a run has a few tenants and models, its requests interleaved),
+// else in a map of every label seen.
 type labelGroups struct {
-	of    map[label]int32
-	last  label
-	lastG int32
+	of map[label]int32
+	// recent holds a label and its group at the label's hash (group+1; 0:
+	// empty).
+	recent [labelCacheSize]struct {
+		id label
+		g  int32
+	}
 }
+
+const labelCacheSize = 64
 
 // group returns the group of the string of id, numbering it in g when new.
 func (lg *labelGroups) group(id label, g *grouper, l *labeler) int32 {
-	if lg.lastG >= 0 && id == lg.last {
-		return lg.lastG
+	c := &lg.recent[uint32(id)*0x9E3779B1>>26] // labelCacheSize = 1 << 6
+	if c.g > 0 && c.id == id {
+		return c.g - 1
 	}
 	n, ok := lg.of[id]
 	if !ok {
@@ -557,7 +565,7 @@ func (lg *labelGroups) group(id label, g *grouper, l *labeler) int32 {
 		}
 		lg.of[id] = n
 	}
-	lg.last, lg.lastG = id, n
+	c.id, c.g = id, n+1
 	return n
 }
 

@@ -903,7 +903,7 @@ func buildRequest(r *Request, t *ingest.Trace, ix *spanIndex, k *keyCache, i int
 	a.segs = roomAhead(a.segs, 2*len(ivs)+1, a.done, a.total)
 	a.gaps = roomAhead(a.gaps, len(ivs)+2, a.done, a.total)
 	gapsFrom, segsFrom := len(a.gaps), len(a.segs)
-	r.Stages, a.gaps, a.segs, problems = partitionInto(r.Arrival, r.End, ivs, problems, a.gaps, a.segs)
+	a.gaps, a.segs, problems = partitionInto(&r.Stages, r.Arrival, r.End, ivs, problems, a.gaps, a.segs)
 	r.gaps, r.segs = extentOf(gapsFrom, len(a.gaps)), extentOf(segsFrom, len(a.segs))
 	for _, iv := range ivs {
 		r.present |= 1 << iv.stage
@@ -980,15 +980,17 @@ type Gap struct {
 // that sticks out by more than a millisecond is reported. It also returns
 // the stages' segments in time order (other left out).
 func partition(from, to int64, ivs []interval, problems []string) ([NumStages]int64, []Gap, []StageSegment, []string) {
-	return partitionInto(from, to, ivs, problems, nil, nil)
+	var out [NumStages]int64
+	gaps, owned, problems := partitionInto(&out, from, to, ivs, problems, nil, nil)
+	return out, gaps, owned, problems
 }
 
-// partitionInto is partition, its gaps and segments appended to the tables
-// gaps and owned (room), which it returns.
-func partitionInto(from, to int64, ivs []interval, problems []string, gaps []Gap, owned []StageSegment) ([NumStages]int64, []Gap, []StageSegment, []string) {
-	var out [NumStages]int64
+// partitionInto is partition, the stages' time added to out (zero: a
+// request's, written in place rather than copied back), its gaps and
+// segments appended to the tables gaps and owned (room), which it returns.
+func partitionInto(out *[NumStages]int64, from, to int64, ivs []interval, problems []string, gaps []Gap, owned []StageSegment) ([]Gap, []StageSegment, []string) {
 	if to <= from {
-		return out, gaps, owned, problems
+		return gaps, owned, problems
 	}
 	const slack = 1_000_000
 	rank := &stageRank
@@ -1078,7 +1080,7 @@ func partitionInto(from, to int64, ivs []interval, problems []string, gaps []Gap
 		}
 		gaps = append(gaps, g)
 	}
-	return out, gaps, owned, problems
+	return gaps, owned, problems
 }
 
 func fmtOutside(iv interval, from, to int64) string {
