@@ -499,9 +499,16 @@ func findRequests(t *ingest.Trace, ix *spanIndex, k *keyCache) (requestSpans, in
 	for i := range t.Spans {
 		if st, ok := classify(t, k, &t.Spans[i]); ok {
 			if len(cands) == cap(cands) {
-				// Doubling: append's growth by a quarter made five
-				// times the final array in garbage on a run of requests.
-				cands = slices.Grow(cands, max(len(cands), 64))
+				// To the count the spans so far foretell for all of
+				// them, a sixteenth more (request spans are spread
+				// through a run), a quarter more at least: append's
+				// growth by a quarter made five times the final array
+				// in garbage on a run of requests, doubling twice.
+				foretold := len(cands) * (len(t.Spans) / (i + 1))
+				if len(cands) <= math.MaxInt/len(t.Spans) { // exact where it cannot overflow
+					foretold = len(cands) * len(t.Spans) / (i + 1)
+				}
+				cands = slices.Grow(cands, max(foretold+foretold/16, len(cands)+len(cands)/4, 64)-len(cands))
 			}
 			cands = append(cands, requestSpan{int32(i), rankOf(st)})
 		}
