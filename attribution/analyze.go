@@ -241,6 +241,7 @@ func Analyze(t *ingest.Trace, opts Options) *Result {
 	}
 	var perRank [len(byRank)]int
 	arena := requestArena{labels: labeler{t: t}, total: len(cands)}
+	tally := newRequestTally(len(cands))
 	for j, c := range cands {
 		r := &res.Requests[j]
 		arena.done = j
@@ -252,6 +253,7 @@ func Analyze(t *ingest.Trace, opts Options) *Result {
 			res.warn(t, r.Source, "request "+arena.labels.str(r.id), "latency-attributes-disagree", p)
 		}
 		perRank[c.rank]++
+		tally.add(j, r, &arena)
 	}
 	// The index found the labels while the requests were built; what reads
 	// them afterwards needs only the list.
@@ -266,15 +268,15 @@ func Analyze(t *ingest.Trace, opts Options) *Result {
 		res.warn(t, 0, "", "nested-request-spans",
 			fmt.Sprintf("%d request span(s) nested in a richer request span of the same request were merged into it", nested))
 	}
-	res.plausibility(t, ix, k, cands)
-	tpot := sortedTPOT(res.Requests)
-	sm := newSummarizer(res, tpot, opts.SLO)
+	res.plausibility(t, ix, cands, &tally.implausible)
+	sortTPOT(tally.tpot)
+	sm := newSummarizer(res, tally.tpot, opts.SLO)
 	res.Overall = sm.all("all")
-	res.tenants, res.models = groupTenantsAndModels(res)
+	res.tenants, res.models = tally.tenants.gs, tally.models.gs
 	res.ByTenant = sm.groupBy(res.tenants)
 	res.ByModel = sm.groupBy(res.models)
-	res.Stages = stageTotals(res.Requests)
-	res.E2E = e2eNote(res.Requests)
+	res.Stages = tally.stages.totals()
+	res.E2E = tally.e2e.note()
 	// The launch join (op → API call) is a sort of every op; steps and the
 	// GPU section share one.
 	launchCalls := sync.OnceValue(t.LaunchCalls)
@@ -338,7 +340,8 @@ type tpotOrder []tpotSample
 // sortedTPOT sorts the requests' known TPOTs once, for every group's
 // distribution: TPOT's fractional values are summed in sorted order
 // (distribution), and a group's values in sorted order are the whole run's
-// sorted values that belong to it.
+// sorted values that belong to it. (Analyze gathers them as it builds the
+// requests, requestTally, and sorts them with sortTPOT.)
 func sortedTPOT(reqs []Request) tpotOrder {
 	known := 0
 	for i := range reqs {
@@ -517,23 +520,40 @@ func groupRequests(res *Result, key func(*Result, *Request) string) groups {
 	return g.gs
 }
 
-// groupTenantsAndModels is groupRequests by tenant and by model in one walk
-// of the requests: reading each request's key was most of a walk's time
-// (a Request is 264 bytes, its tenant and model labels share a cache line).
-// It reads the labels, not their strings: a label seen before has its
-// group, and only a new one's string is read and numbered (two labels of
-// one string share its group). Reading every request's two strings out of
-// the trace's table was 1% of an OTLP analyze's CPU.
-func groupTenantsAndModels(res *Result) (tenants, models groups) {
-	reqs := res.Requests
-	t, m := newGrouper(len(reqs)), newGrouper(len(reqs))
-	var tl, ml labelGroups
-	for i := range reqs {
-		r := &reqs[i]
-		t.gs.of[i] = tl.group(r.tenant, &t, &res.labels)
-		m.gs.of[i] = ml.group(r.model, &m, &res.labels)
+// requestTally gathers what the run's summaries read of every request as
+// each is built, while buildRequest's writes are still in the cache: the
+// stage totals, the known TPOTs, the E2E attributes, the implausible token
+// gaps, and each request's tenant and model group. Each was a walk of its
+// own over every request (a Request is 264 bytes; 11.7 MB of them on the
+// 30 MiB OTLP dump).
+type requestTally struct {
+	stages      stageSums
+	tpot        tpotOrder // in request order, until sortTPOT
+	e2e         e2eTally
+	implausible implausibleTally
+	// tenants and models number the requests' tenants and models in order
+	// of first appearance, by their labels (labelGroups).
+	tenants, models grouper
+	tl, ml          labelGroups
+}
+
+func newRequestTally(n int) *requestTally {
+	return &requestTally{tpot: make(tpotOrder, 0, n), tenants: newGrouper(n), models: newGrouper(n)}
+}
+
+// add tallies request i, r, just built from a.
+func (y *requestTally) add(i int, r *Request, a *requestArena) {
+	y.stages.add(r)
+	if v := r.TPOT; !math.IsNaN(v) {
+		y.tpot = append(y.tpot, tpotSample{v, int32(i)})
 	}
-	return t.gs, m.gs
+	y.e2e.add(r)
+	y.implausible.add(r, in(a.tokens, r.tokens))
+	// Labels, not their strings: a label seen before has its group, and
+	// only a new one's string is read and numbered (two labels of one
+	// string share its group).
+	y.tenants.gs.of[i] = y.tl.group(r.tenant, &y.tenants, &a.labels)
+	y.models.gs.of[i] = y.ml.group(r.model, &y.models, &a.labels)
 }
 
 // labelGroups finds the group of a label: in a small table of the labels
@@ -822,25 +842,31 @@ func goodput(reqs []Request, idx []int32, slo SLO, duration float64) *Goodput {
 	return g
 }
 
-func stageTotals(reqs []Request) []StageTotal {
-	var sums [NumStages]int64
-	var total int64
-	for i := range reqs {
-		for st, v := range reqs[i].Stages {
-			sums[st] += v
-			total += v
-		}
+// stageSums totals every stage over the requests added.
+type stageSums struct {
+	sums  [NumStages]int64
+	total int64
+}
+
+func (s *stageSums) add(r *Request) {
+	for st, v := range r.Stages {
+		s.sums[st] += v
+		s.total += v
 	}
+}
+
+// totals are the stages' totals and shares.
+func (s *stageSums) totals() []StageTotal {
 	out := make([]StageTotal, 0, NumStages)
 	for st := Stage(0); st < NumStages; st++ {
-		if sums[st] == 0 && st == StageInference {
+		if s.sums[st] == 0 && st == StageInference {
 			continue // only present for sources that do not split prefill/decode
 		}
 		share := 0.0
-		if total > 0 {
-			share = float64(sums[st]) / float64(total)
+		if s.total > 0 {
+			share = float64(s.sums[st]) / float64(s.total)
 		}
-		out = append(out, StageTotal{Name: st.String(), TotalMs: float64(sums[st]) / 1e6, Share: share})
+		out = append(out, StageTotal{Name: st.String(), TotalMs: float64(s.sums[st]) / 1e6, Share: share})
 	}
 	return out
 }
