@@ -240,9 +240,11 @@ func Analyze(t *ingest.Trace, opts Options) *Result {
 		res.Requests = spill.Make[Request](len(cands))
 	}
 	var perRank [len(byRank)]int
-	arena := requestArena{labels: labeler{t: t}}
+	arena := requestArena{labels: labeler{t: t}, total: len(cands)}
+	tally := newRequestTally(len(cands))
 	for j, c := range cands {
 		r := &res.Requests[j]
+		arena.done = j
 		problems, disagreements := buildRequest(r, t, ix, k, int(c.span), c.rank, &opts, &arena)
 		for _, p := range problems {
 			res.warn(t, r.Source, "request "+arena.labels.str(r.id), "stage-clipped", p)
@@ -251,6 +253,7 @@ func Analyze(t *ingest.Trace, opts Options) *Result {
 			res.warn(t, r.Source, "request "+arena.labels.str(r.id), "latency-attributes-disagree", p)
 		}
 		perRank[c.rank]++
+		tally.add(j, r, &arena)
 	}
 	// The index found the labels while the requests were built; what reads
 	// them afterwards needs only the list.
@@ -265,15 +268,15 @@ func Analyze(t *ingest.Trace, opts Options) *Result {
 		res.warn(t, 0, "", "nested-request-spans",
 			fmt.Sprintf("%d request span(s) nested in a richer request span of the same request were merged into it", nested))
 	}
-	res.plausibility(t, ix, k, cands)
-	tpot := sortedTPOT(res.Requests)
-	sm := newSummarizer(res, tpot, opts.SLO)
+	res.plausibility(t, ix, cands, &tally.implausible)
+	sortTPOT(tally.tpot)
+	sm := newSummarizer(res, tally.tpot, opts.SLO)
 	res.Overall = sm.all("all")
-	res.tenants, res.models = groupTenantsAndModels(res)
+	res.tenants, res.models = tally.tenants.gs, tally.models.gs
 	res.ByTenant = sm.groupBy(res.tenants)
 	res.ByModel = sm.groupBy(res.models)
-	res.Stages = stageTotals(res.Requests)
-	res.E2E = e2eNote(res.Requests)
+	res.Stages = tally.stages.totals()
+	res.E2E = tally.e2e.note()
 	// The launch join (op → API call) is a sort of every op; steps and the
 	// GPU section share one.
 	launchCalls := sync.OnceValue(t.LaunchCalls)
@@ -337,7 +340,8 @@ type tpotOrder []tpotSample
 // sortedTPOT sorts the requests' known TPOTs once, for every group's
 // distribution: TPOT's fractional values are summed in sorted order
 // (distribution), and a group's values in sorted order are the whole run's
-// sorted values that belong to it.
+// sorted values that belong to it. (Analyze gathers them as it builds the
+// requests, requestTally, and sorts them with sortTPOT.)
 func sortedTPOT(reqs []Request) tpotOrder {
 	known := 0
 	for i := range reqs {
@@ -516,18 +520,73 @@ func groupRequests(res *Result, key func(*Result, *Request) string) groups {
 	return g.gs
 }
 
-// groupTenantsAndModels is groupRequests by tenant and by model in one walk
-// of the requests: reading each request's key was most of a walk's time
-// (a Request is 264 bytes, its tenant and model labels share a cache line).
-func groupTenantsAndModels(res *Result) (tenants, models groups) {
-	reqs := res.Requests
-	t, m := newGrouper(len(reqs)), newGrouper(len(reqs))
-	for i := range reqs {
-		r := &reqs[i]
-		t.add(i, res.Tenant(r))
-		m.add(i, res.Model(r))
+// requestTally gathers what the run's summaries read of every request as
+// each is built, while buildRequest's writes are still in the cache: the
+// stage totals, the known TPOTs, the E2E attributes, the implausible token
+// gaps, and each request's tenant and model group. Each was a walk of its
+// own over every request (a Request is 264 bytes; 11.7 MB of them on the
+// 30 MiB OTLP dump).
+type requestTally struct {
+	stages      stageSums
+	tpot        tpotOrder // in request order, until sortTPOT
+	e2e         e2eTally
+	implausible implausibleTally
+	// tenants and models number the requests' tenants and models in order
+	// of first appearance, by their labels (labelGroups).
+	tenants, models grouper
+	tl, ml          labelGroups
+}
+
+func newRequestTally(n int) *requestTally {
+	return &requestTally{tpot: make(tpotOrder, 0, n), tenants: newGrouper(n), models: newGrouper(n)}
+}
+
+// add tallies request i, r, just built from a.
+func (y *requestTally) add(i int, r *Request, a *requestArena) {
+	y.stages.add(r)
+	if v := r.TPOT; !math.IsNaN(v) {
+		y.tpot = append(y.tpot, tpotSample{v, int32(i)})
 	}
-	return t.gs, m.gs
+	y.e2e.add(r)
+	y.implausible.add(r, in(a.tokens, r.tokens))
+	// Labels, not their strings: a label seen before has its group, and
+	// only a new one's string is read and numbered (two labels of one
+	// string share its group).
+	y.tenants.gs.of[i] = y.tl.group(r.tenant, &y.tenants, &a.labels)
+	y.models.gs.of[i] = y.ml.group(r.model, &y.models, &a.labels)
+}
+
+// labelGroups finds the group of a label: in a small table of the labels
+// seen last (a run has a few tenants and models, its requests interleaved),
+// else in a map of every label seen.
+type labelGroups struct {
+	of map[label]int32
+	// recent holds a label and its group at the label's hash (group+1; 0:
+	// empty).
+	recent [labelCacheSize]struct {
+		id label
+		g  int32
+	}
+}
+
+const labelCacheSize = 64
+
+// group returns the group of the string of id, numbering it in g when new.
+func (lg *labelGroups) group(id label, g *grouper, l *labeler) int32 {
+	c := &lg.recent[uint32(id)*0x9E3779B1>>26] // labelCacheSize = 1 << 6
+	if c.g > 0 && c.id == id {
+		return c.g - 1
+	}
+	n, ok := lg.of[id]
+	if !ok {
+		n = g.numberOf(l.str(id))
+		if lg.of == nil {
+			lg.of = map[label]int32{}
+		}
+		lg.of[id] = n
+	}
+	c.id, c.g = id, n+1
+	return n
 }
 
 // grouper numbers the keys it is given in order of first appearance.
@@ -550,13 +609,19 @@ func (g *grouper) add(i int, k string) {
 		g.gs.of[i] = g.lastG
 		return
 	}
+	id := g.numberOf(k)
+	g.gs.of[i], g.last, g.lastG = id, k, id
+}
+
+// numberOf returns the group of key k, numbering it when new.
+func (g *grouper) numberOf(k string) int32 {
 	id, ok := g.number[k]
 	if !ok {
 		id = int32(len(g.gs.names))
 		g.number[k] = id
 		g.gs.names = append(g.gs.names, k)
 	}
-	g.gs.of[i], g.last, g.lastG = id, k, id
+	return id
 }
 
 // groupBy summarizes the requests of each group, by index (a Request is too
@@ -777,25 +842,31 @@ func goodput(reqs []Request, idx []int32, slo SLO, duration float64) *Goodput {
 	return g
 }
 
-func stageTotals(reqs []Request) []StageTotal {
-	var sums [NumStages]int64
-	var total int64
-	for i := range reqs {
-		for st, v := range reqs[i].Stages {
-			sums[st] += v
-			total += v
-		}
+// stageSums totals every stage over the requests added.
+type stageSums struct {
+	sums  [NumStages]int64
+	total int64
+}
+
+func (s *stageSums) add(r *Request) {
+	for st, v := range r.Stages {
+		s.sums[st] += v
+		s.total += v
 	}
+}
+
+// totals are the stages' totals and shares.
+func (s *stageSums) totals() []StageTotal {
 	out := make([]StageTotal, 0, NumStages)
 	for st := Stage(0); st < NumStages; st++ {
-		if sums[st] == 0 && st == StageInference {
+		if s.sums[st] == 0 && st == StageInference {
 			continue // only present for sources that do not split prefill/decode
 		}
 		share := 0.0
-		if total > 0 {
-			share = float64(sums[st]) / float64(total)
+		if s.total > 0 {
+			share = float64(s.sums[st]) / float64(s.total)
 		}
-		out = append(out, StageTotal{Name: st.String(), TotalMs: float64(sums[st]) / 1e6, Share: share})
+		out = append(out, StageTotal{Name: st.String(), TotalMs: float64(s.sums[st]) / 1e6, Share: share})
 	}
 	return out
 }

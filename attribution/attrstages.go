@@ -219,26 +219,34 @@ type E2ENote struct {
 	AttributeP50Ms Float `json:"attribute_p50_ms"`
 }
 
-// e2eNote summarizes the e2e attributes against the span durations.
-func e2eNote(reqs []Request) E2ENote {
-	n := E2ENote{Used: "span duration", SpanP50Ms: Float(math.NaN()), AttributeP50Ms: Float(math.NaN())}
-	var span, attr []float64
-	for i := range reqs {
-		r := &reqs[i]
-		if math.IsNaN(r.E2EAttr) {
-			continue
-		}
-		n.Attribute = keyE2E.names[0]
-		n.WithAttribute++
-		if math.Abs(r.E2E-r.E2EAttr) > float64(disagreeFloor) {
-			n.Differ++
-			span = append(span, r.E2E)
-			attr = append(attr, r.E2EAttr)
-		}
+// e2eTally summarizes the e2e attributes against the span durations of
+// the requests added.
+type e2eTally struct {
+	n          E2ENote
+	span, attr []float64 // of the requests whose two differ
+}
+
+func (y *e2eTally) add(r *Request) {
+	if math.IsNaN(r.E2EAttr) {
+		return
 	}
-	if len(span) > 0 {
-		n.SpanP50Ms = Float(percentileOf(span, 50) / 1e6)
-		n.AttributeP50Ms = Float(percentileOf(attr, 50) / 1e6)
+	y.n.Attribute = keyE2E.names[0]
+	y.n.WithAttribute++
+	if math.Abs(r.E2E-r.E2EAttr) > float64(disagreeFloor) {
+		y.n.Differ++
+		y.span = append(y.span, r.E2E)
+		y.attr = append(y.attr, r.E2EAttr)
+	}
+}
+
+// note is the summary (it reorders the values kept).
+func (y *e2eTally) note() E2ENote {
+	n := y.n
+	n.Used = "span duration"
+	n.SpanP50Ms, n.AttributeP50Ms = Float(math.NaN()), Float(math.NaN())
+	if len(y.span) > 0 {
+		n.SpanP50Ms = Float(percentileOf(y.span, 50) / 1e6)
+		n.AttributeP50Ms = Float(percentileOf(y.attr, 50) / 1e6)
 	}
 	return n
 }

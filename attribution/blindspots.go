@@ -132,6 +132,10 @@ func blindSpots(t *ingest.Trace, res *Result) BlindSpots {
 	groups := map[groupKey]*acc{}
 	var outside acc
 	var seen []*acc // the groups the request's gaps have joined
+	// The last gap's group, often the next one's: a map lookup a gap was
+	// a third of the walk.
+	var lastKey groupKey
+	var lastAcc *acc
 	var likely []Stage
 	for i := range reqs {
 		r := &reqs[i]
@@ -147,10 +151,13 @@ func blindSpots(t *ingest.Trace, res *Result) BlindSpots {
 			if len(likely) == 0 {
 				key.at = loc{g.Before, g.After}
 			}
-			a := groups[key]
-			if a == nil {
-				a = &acc{likely: slices.Clip(slices.Clone(likely))}
-				groups[key] = a
+			a := lastAcc
+			if a == nil || key != lastKey {
+				if a = groups[key]; a == nil {
+					a = &acc{likely: slices.Clip(slices.Clone(likely))}
+					groups[key] = a
+				}
+				lastKey, lastAcc = key, a
 			}
 			a.ns += g.To - g.From
 			at, found := loc{g.Before, g.After}, false

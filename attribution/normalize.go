@@ -226,17 +226,28 @@ func (k *keyCache) list(names ...string) *keyList {
 }
 
 // present returns the names of l that the trace holds, in l's order.
+// Small enough to inline: every lookup asks first, and once the index's
+// table is built every list of the package is resolved.
 func (k *keyCache) present(l *keyList) []presentKey {
-	if !k.resolved[l.slot] {
-		var ks []presentKey
-		for _, name := range l.names {
-			if id, ok := k.t.Key(name); ok {
-				ks = append(ks, presentKey{name, id, -1})
-			}
-		}
-		k.lists[l.slot], k.resolved[l.slot] = ks, true
+	if k.resolved[l.slot] {
+		return k.lists[l.slot]
 	}
-	return k.lists[l.slot]
+	return k.resolve(l)
+}
+
+// resolve looks the names of l up in the trace, for present (kept out of
+// line, so that present inlines).
+//
+//go:noinline
+func (k *keyCache) resolve(l *keyList) []presentKey {
+	var ks []presentKey
+	for _, name := range l.names {
+		if id, ok := k.t.Key(name); ok {
+			ks = append(ks, presentKey{name, id, -1})
+		}
+	}
+	k.lists[l.slot], k.resolved[l.slot] = ks, true
+	return ks
 }
 
 // first returns the first of keys present in attrs.

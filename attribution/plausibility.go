@@ -19,24 +19,8 @@ const minTokenGap = 100_000 // ns
 // naming the field: TPOT or ITL under minTokenGap, and stage spans that no
 // request can use because nothing links them to one (then the stages come
 // from the request's attributes alone, and say so).
-func (res *Result) plausibility(t *ingest.Trace, ix *spanIndex, k *keyCache, reqs requestSpans) {
-	var tpot, itl []float64
-	var tpotFrom string
-	for i := range res.Requests {
-		r := &res.Requests[i]
-		if !math.IsNaN(r.TPOT) && r.TPOT < minTokenGap && r.OutputTokens >= 2 {
-			tpot = append(tpot, r.TPOT)
-			if tpotFrom == "" {
-				tpotFrom = tpotSource(r)
-			}
-		}
-		tokens := res.TokenTimes(r)
-		for j := 1; j < len(tokens); j++ {
-			if d := tokens[j] - tokens[j-1]; d < minTokenGap {
-				itl = append(itl, float64(d))
-			}
-		}
-	}
+func (res *Result) plausibility(t *ingest.Trace, ix *spanIndex, reqs requestSpans, y *implausibleTally) {
+	tpot, itl, tpotFrom := y.tpot, y.itl, y.tpotFrom
 	if len(tpot) > 0 {
 		res.warn(t, 0, "", "implausible-tpot", fmt.Sprintf("TPOT under 0.1 ms on %d of %d requests (smallest %s, from %s): no decode step is that fast, so the figures are not per token",
 			len(tpot), len(res.Requests), fmtMs(int64(slices.Min(tpot))), tpotFrom))
@@ -46,6 +30,29 @@ func (res *Result) plausibility(t *ingest.Trace, ix *spanIndex, k *keyCache, req
 			len(itl), fmtMs(int64(slices.Min(itl)))))
 	}
 	res.unlinkedStageSpans(t, ix, reqs)
+}
+
+// implausibleTally keeps the TPOTs and token gaps under minTokenGap of the
+// requests added, for plausibility.
+type implausibleTally struct {
+	tpot, itl []float64
+	// tpotFrom is where the first implausible TPOT came from (tpotSource).
+	tpotFrom string
+}
+
+// add tallies request r, whose token times are tokens.
+func (y *implausibleTally) add(r *Request, tokens []int64) {
+	if !math.IsNaN(r.TPOT) && r.TPOT < minTokenGap && r.OutputTokens >= 2 {
+		y.tpot = append(y.tpot, r.TPOT)
+		if y.tpotFrom == "" {
+			y.tpotFrom = tpotSource(r)
+		}
+	}
+	for j := 1; j < len(tokens); j++ {
+		if d := tokens[j] - tokens[j-1]; d < minTokenGap {
+			y.itl = append(y.itl, float64(d))
+		}
+	}
 }
 
 // tpotSource says where a request's TPOT came from.

@@ -105,6 +105,20 @@ func checkPerTokenSums(t *testing.T, res *Result, stall time.Duration) {
 			t.Errorf("request %d: token sums %+v, per token %+v", i, got, sums[i])
 			break
 		}
+		// TokenBucketSums: the same sums in the buckets it names, every
+		// other bucket zero.
+		var named RequestBuckets
+		bs, all, first := res.TokenBucketSums(i)
+		if len(all) != len(bs) || len(first) != len(bs) {
+			t.Fatalf("request %d: TokenBucketSums gave %d buckets, %d and %d sums", i, len(bs), len(all), len(first))
+		}
+		for j, b := range bs {
+			named.All[b], named.First[b] = all[j], first[j]
+		}
+		if named != sums[i] {
+			t.Errorf("request %d: TokenBucketSums %+v, per token %+v", i, named, sums[i])
+			break
+		}
 	}
 
 	// The stalls found by walking the tokens again.

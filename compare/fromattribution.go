@@ -96,11 +96,12 @@ func FromAttribution(res *attribution.Result) Run {
 		// one walk of the requests, and kept if it has any in All.
 		var used [attribution.NumBuckets]bool
 		var all, first [attribution.NumBuckets]Series
-		var sums attribution.RequestBuckets
 		for i := range res.Requests {
-			res.TokenBuckets(i, &sums)
-			for b := range attribution.NumBuckets {
-				a, f := sums.All[b], sums.First[b]
+			// The buckets the request can have time in: the others are
+			// zero in both sums.
+			bs, sumAll, sumFirst := res.TokenBucketSums(i)
+			for j, b := range bs {
+				a, f := sumAll[j], sumFirst[j]
 				if a == 0 && f == 0 {
 					continue // the series' zero, when there is one
 				}
