@@ -400,12 +400,12 @@ func (p *withinPlan) bases() *withinPlan {
 
 // layout is set's overlaps of rows in the plan's layout (laidOverlaps):
 // the kept rows' in the plan's order, then the dropped rows', each a copy
-// of its row's overlap (its step's share where set reads one), in columns
-// of one table (newColumns) the caller gives back (freeColumns).
+// of its row's overlap (its step's share where set reads one), in tables
+// (spill.Slice) the caller gives back (freeColumns).
 func (p *withinPlan) layout(rows []kernelRow, set overlapSet) laidOverlaps {
-	lay := laidOverlaps{x: newColumns(len(set.x), len(p.order)+len(p.dropped))}
+	lay := laidOverlaps{x: make([][]float64, len(set.x))}
 	for j := range lay.x {
-		x := lay.x[j]
+		x := spill.Slice[float64](len(p.order) + len(p.dropped))
 		for _, r := range p.order {
 			x = append(x, set.at(rows, j, int(r)))
 		}
@@ -462,24 +462,7 @@ func (p *withinPlan) toRowOrder(x []float64) {
 	}
 }
 
-// newColumns is k columns of length 0 and capacity n, parts of one table
-// (spill.Slice) that freeColumns gives back: a target's column of a float a
-// row is below spill.MinBytes (3.5 MB of 441 k rows on bench/scale.sh's
-// 112 MB run), so on the heap while spilling is on, where its sources'
-// columns together are not; they were the kernel view's largest arrays on
-// the heap.
-func newColumns(k, n int) [][]float64 {
-	table := spill.Slice[float64](k * n)[:k*n]
-	cols := make([][]float64, k)
-	for j := range cols {
-		cols[j] = table[j*n : j*n : (j+1)*n]
-	}
-	return cols
-}
-
-// freeColumns gives back each of cols (spill.Free) and forgets it; the
-// columns of one table (newColumns) go with the first, whose first value is
-// the table's.
+// freeColumns gives back each of cols (spill.Free) and forgets it.
 func freeColumns(cols [][]float64) {
 	for j := range cols {
 		spill.Free(cols[j])

@@ -182,11 +182,10 @@ type stretchFit struct {
 	kept    []bool
 	colOf   []int
 	first   *firstStep
-	// sc is the last step's design, scaled copy and right-hand side, the
-	// memory fit reads, and resp the table of the log durations and the
-	// response (gaussNewton) (free).
-	sc   *olsScratch
-	resp []float64
+	// sc and yy are the last step's design, scaled copy, right-hand side
+	// and response, the memory fit reads (free).
+	sc *olsScratch
+	yy []float64
 }
 
 // free gives back the fit's buffers of a float or more a row (spill.Free):
@@ -196,19 +195,19 @@ func (gn *stretchFit) free() {
 		spill.Free(gn.sc.design)
 		gn.sc.fit.Free()
 	}
-	spill.Free(gn.resp)
-	gn.sc, gn.resp, gn.fit = nil, nil, nil
+	spill.Free(gn.yy)
+	gn.sc, gn.yy, gn.fit = nil, nil, nil
 }
 
 // freeSolve gives back what the last step's solve alone read, once the
-// Gauss–Newton steps are done: the log durations and the response (resp,
-// and the fit's Y, which nothing reads after: the clustered errors read
-// the design and the residuals) and the design's scaled copy. Its labels
-// and bins (a float's worth a row) are what clusterErrors holds beside the
-// fit, at the kernel view's peak of live heap (docs/design.md).
+// Gauss–Newton steps are done: the response (yy, and the fit's Y, which
+// nothing reads after: the clustered errors read the design and the
+// residuals) and the design's scaled copy. Its labels and bins (a float's
+// worth a row) are what clusterErrors holds beside the fit, at the kernel
+// view's peak of live heap (docs/design.md).
 func (gn *stretchFit) freeSolve() {
-	spill.Free(gn.resp)
-	gn.resp = nil
+	spill.Free(gn.yy)
+	gn.yy = nil
 	if gn.fit != nil {
 		gn.fit.Y = nil
 	}
@@ -254,16 +253,10 @@ func gaussNewton(plan *withinPlan, sub []kernelRow, lay laidOverlaps, groups int
 	if nx == 0 {
 		return gn, "no source's overlap varies across the target's kernels"
 	}
-	// The log durations of the kept rows in the plan's order (yp), read in
-	// order each step (the rows lie scattered in it), as their overlaps are
-	// laid, and each step's response in row order (yy), read with the
-	// design: one table of two columns, given back with the design's scaled
-	// copy (freeSolve). A column of a target's rows (3.5 MB of 441 k rows
-	// on bench/scale.sh's 112 MB run) is below spill.MinBytes, so on the
-	// heap while spilling is on, where the two together are not: the fits
-	// of all a target's rows were the kernel view's peak of live heap.
-	gn.resp = spill.Make[float64](2 * n)
-	yp, yy := gn.resp[:n:n], gn.resp[n:]
+	// The log durations of the kept rows in the plan's order, read in order
+	// each step (the rows lie scattered in it), as their overlaps are laid.
+	yp := spill.Make[float64](n)
+	defer spill.Free(yp)
 	for i, r := range plan.order {
 		yp[i] = sub[r].logDur()
 	}
@@ -312,10 +305,11 @@ func gaussNewton(plan *withinPlan, sub []kernelRow, lay laidOverlaps, groups int
 			return true
 		}
 	}
-	// The steps' designs, in spill tables that the caller gives back
-	// (stretchFit.free): only the last step's fit is kept.
+	// The response and the steps' designs, in spill tables that the
+	// caller gives back (stretchFit.free): only the last step's fit is kept.
+	yy := spill.Make[float64](n)
 	sc := &olsScratch{fit: stat.Scratch{Spilled: true}}
-	gn.sc = sc
+	gn.sc, gn.yy = sc, yy
 	const diverged = "the stretch model diverged (a source's overlap shortens kernels to nothing)"
 	var weight []float64
 	iter := 0

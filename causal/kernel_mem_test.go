@@ -140,11 +140,10 @@ func TestPlanFreesFitIndexFirst(t *testing.T) {
 	}
 }
 
-// Once the Gauss–Newton steps are done, the fit gives back the log
-// durations, the response and the design's scaled copy (freeSolve) before
-// its clustered errors, which read none of them: in spill files here, the
-// log durations and the response in one table (16 bytes a row) and 8 bytes
-// a row and column less, and the errors those of the fit that held them.
+// Once the Gauss–Newton steps are done, the fit gives back the response
+// and the design's scaled copy (freeSolve) before its clustered errors,
+// which read neither: in spill files here, 8 bytes a row and 8 a row and
+// column less, and the errors those of the fit that held them.
 func TestFitFreesSolveBeforeErrors(t *testing.T) {
 	rows, groups, use, xs, _ := leanRun(4)
 	o := KernelOptions{}.withDefaults()
@@ -163,8 +162,8 @@ func TestFitFreesSolveBeforeErrors(t *testing.T) {
 	n, k := int64(plan.kept), int64(gn.fit.k)
 	mapped := spill.Read().Mapped
 	gn.freeSolve()
-	if got, want := spill.Read().Mapped, mapped-16*n-8*n*k; got != want || gn.fit.Y != nil || gn.resp != nil {
-		t.Errorf("%d bytes mapped after freeSolve, want %d (the log durations' and response's %d and the scaled copy's %d given back); Y nil %v", got, want, 16*n, 8*n*k, gn.fit.Y == nil)
+	if got, want := spill.Read().Mapped, mapped-8*n-8*n*k; got != want || gn.fit.Y != nil || gn.yy != nil {
+		t.Errorf("%d bytes mapped after freeSolve, want %d (the response's %d and the scaled copy's %d given back); Y nil %v", got, want, 8*n, 8*n*k, gn.fit.Y == nil)
 	}
 	var f kernelFit
 	f.n = plan.kept
@@ -176,37 +175,5 @@ func TestFitFreesSolveBeforeErrors(t *testing.T) {
 		if math.Float64bits(ses[c]) != math.Float64bits(want.se[c]) {
 			t.Errorf("se %d: %v, the fit that held its response and scaled copy %v", c, ses[c], want.se[c])
 		}
-	}
-}
-
-// A fit's layout of its sources' overlaps is one table (newColumns): in a
-// spill file where each source's column alone would be below the smallest
-// table put there, and given back whole by freeColumns.
-func TestLayoutIsOneTable(t *testing.T) {
-	rows, groups, use, xs, _ := leanRun(6)
-	plan := newWithinPlan(rows, groups, use, nil)
-	spilltest.Enable(t)
-	n := int64(len(rows))
-	// Tables of 16 bytes a row and more in files: two sources' columns
-	// together, not one alone.
-	spill.Budget(8 * 16 * n)
-	lay := plan.layout(rows, overlapSet{x: xs})
-	if got := spill.Read().Mapped; got != 16*n {
-		t.Errorf("%d bytes mapped by the layout of %d rows and two sources, want %d (one table)", got, n, 16*n)
-	}
-	for j := range xs {
-		if len(lay.x[j]) != len(rows) || cap(lay.x[j]) != len(rows) {
-			t.Fatalf("column %d: length %d, capacity %d, want %d", j, len(lay.x[j]), cap(lay.x[j]), len(rows))
-		}
-	}
-	plan.toRowOrder(lay.x[1])
-	for r := range xs[1] {
-		if math.Float64bits(lay.x[1][r]) != math.Float64bits(xs[1][r]) {
-			t.Fatalf("row %d: %v back, was %v", r, lay.x[1][r], xs[1][r])
-		}
-	}
-	freeColumns(lay.x)
-	if got := spill.Read().Mapped; got != 0 || lay.x[0] != nil || lay.x[1] != nil {
-		t.Errorf("%d bytes mapped after freeColumns, want 0", got)
 	}
 }
