@@ -202,9 +202,9 @@ func (gn *stretchFit) free() {
 // freeSolve gives back what the last step's solve alone read, once the
 // Gauss–Newton steps are done: the response (yy, and the fit's Y, which
 // nothing reads after: the clustered errors read the design and the
-// residuals) and the design's scaled copy. Its labels and bins (a float's
-// worth a row) are what clusterErrors holds beside the fit, at the kernel
-// view's peak of live heap (docs/design.md).
+// residuals) and the design's scaled copy, so that clusterErrors's bins
+// and labels (12 bytes a row) take their memory rather than adding to it
+// (docs/design.md, "The kernel view on a 112 MB run").
 func (gn *stretchFit) freeSolve() {
 	spill.Free(gn.yy)
 	gn.yy = nil
