@@ -138,7 +138,8 @@ type withinPlan struct {
 	// absorbed is the number of parameters the bases take.
 	absorbed int
 	// keep says which rows are in a group with freedom left; kept counts
-	// them and dropped lists the others.
+	// them and dropped lists the others (of those the plan selects:
+	// newSelectedPlan).
 	keep    []bool
 	kept    int
 	dropped []int32
@@ -189,19 +190,52 @@ type stepSeq struct {
 // newWithinPlanHolding is newWithinPlan holding at most limit floats of
 // bases (those of sequences of steps that several groups share first).
 func newWithinPlanHolding(rows []kernelRow, groups int, use batchUse, full *withinPlan, limit int) *withinPlan {
+	return newSelectedPlan(rows, nil, groups, use, full, limit)
+}
+
+// selectedRows is how many rows sel keeps (nil: all of rows).
+func selectedRows(rows []kernelRow, sel []bool) int {
+	if sel == nil {
+		return len(rows)
+	}
+	n := 0
+	for _, in := range sel {
+		if in {
+			n++
+		}
+	}
+	return n
+}
+
+// newSelectedPlan is newWithinPlanHolding of the rows sel keeps (nil: all)
+// without a copy of them: the plan's order, dropped rows and keep index
+// rows itself, and a row sel leaves out is neither kept nor dropped. Its
+// groups, bases and order are those of the plan of a copy of the rows sel
+// keeps (the same rows in the same order), so a fit on it is that fit,
+// digit for digit; the per-category fits took such a copy of their rows
+// (32 bytes a row) and of their overlaps (8 bytes a row and source), the
+// kernel view's peak of live heap.
+func newSelectedPlan(rows []kernelRow, sel []bool, groups int, use batchUse, full *withinPlan, limit int) *withinPlan {
+	in := func(r int) bool { return sel == nil || sel[r] }
+	n := selectedRows(rows, sel)
 	p := &withinPlan{use: use, size: make([]int32, groups), rank: make([]int32, groups), segOf: make([]int32, groups),
-		keep: spill.Make[bool](len(rows)), order: spill.Slice[int32](len(rows))}
+		keep: spill.Make[bool](len(rows)), order: spill.Slice[int32](n)}
 	// Each group's rows in order, as slices of one array (a counting sort).
 	count := make([]int, groups+1)
 	for r := range rows {
-		count[rows[r].group+1]++
+		if in(r) {
+			count[rows[r].group+1]++
+		}
 	}
 	for g := 1; g <= groups; g++ {
 		count[g] += count[g-1]
 	}
-	all := spill.Make[int32](len(rows))
+	all := spill.Make[int32](n)
 	defer spill.Free(all)
 	for r := range rows {
+		if !in(r) {
+			continue
+		}
 		g := rows[r].group
 		all[count[g]] = int32(r)
 		count[g]++
@@ -320,7 +354,7 @@ func newWithinPlanHolding(rows []kernelRow, groups int, use batchUse, full *with
 		if p.keep[r] {
 			pos[r] = int32(p.kept)
 			p.kept++
-		} else {
+		} else if in(r) {
 			p.dropped = append(p.dropped, int32(r))
 		}
 	}
@@ -340,11 +374,19 @@ func newWithinPlanHolding(rows []kernelRow, groups int, use batchUse, full *with
 // free gives back the plan's arrays of a value a row (spill.Free): its
 // order, destinations, flags and steps. What is left serves as bases.
 func (p *withinPlan) free() {
+	p.freeFitIndex()
 	spill.Free(p.order)
+	p.order = nil
+}
+
+// freeFitIndex gives back the arrays of a value a row that only fits read
+// (spill.Free): the destinations, flags and steps. What is left puts a
+// layout back in row order (toRowOrder) and serves as bases.
+func (p *withinPlan) freeFitIndex() {
 	spill.Free(p.dest)
 	spill.Free(p.keep)
 	spill.Free(p.ctlStep)
-	p.order, p.dest, p.keep, p.ctlStep = nil, nil, nil, nil
+	p.dest, p.keep, p.ctlStep = nil, nil, nil
 }
 
 // bases is the plan as the full plan of others (newWithinPlan's full):
@@ -363,7 +405,7 @@ func (p *withinPlan) bases() *withinPlan {
 func (p *withinPlan) layout(rows []kernelRow, set overlapSet) laidOverlaps {
 	lay := laidOverlaps{x: make([][]float64, len(set.x))}
 	for j := range lay.x {
-		x := spill.Slice[float64](len(rows))
+		x := spill.Slice[float64](len(p.order) + len(p.dropped))
 		for _, r := range p.order {
 			x = append(x, set.at(rows, j, int(r)))
 		}
@@ -378,7 +420,7 @@ func (p *withinPlan) layout(rows []kernelRow, set overlapSet) laidOverlaps {
 // layoutSteps is each row's step in the plan's layout (laidOverlaps.stepOf),
 // a table (spill.Slice) the caller gives back.
 func (p *withinPlan) layoutSteps(rows []kernelRow) []int32 {
-	steps := spill.Slice[int32](len(rows))
+	steps := spill.Slice[int32](len(p.order) + len(p.dropped))
 	for _, r := range p.order {
 		steps = append(steps, rows[r].step)
 	}
@@ -388,17 +430,36 @@ func (p *withinPlan) layoutSteps(rows []kernelRow) []int32 {
 	return steps
 }
 
-// rowOrder is x, in the plan's layout, back in the order of its rows, in
-// a new table (spill.Slice) the caller gives back.
-func (p *withinPlan) rowOrder(x []float64) []float64 {
-	out := spill.Make[float64](len(x))
-	for i, r := range p.order {
-		out[r] = x[i]
+// toRowOrder puts x, in the layout of a plan of all its rows, back in the
+// order of those rows, in place: the entry at i belongs at its row's index (p.order[i], or the
+// dropped row's), and each cycle of that permutation is followed once,
+// moving every value straight to its place (a bit a row marks those
+// placed). A copy in row order (8 bytes a row) beside the layout was the
+// kernel view's peak of live heap on a 112 MB run (docs/design.md).
+func (p *withinPlan) toRowOrder(x []float64) {
+	kept := len(p.order)
+	dest := func(i int) int {
+		if i < kept {
+			return int(p.order[i])
+		}
+		return int(p.dropped[i-kept])
 	}
-	for q, r := range p.dropped {
-		out[r] = x[len(p.order)+q]
+	placed := make([]uint64, (len(x)+63)/64)
+	for i := range x {
+		if placed[i/64]&(1<<(i%64)) != 0 {
+			continue
+		}
+		// v belongs at d; what was there belongs at dest(d), and so on
+		// until the cycle comes back to i.
+		v, d := x[i], dest(i)
+		for d != i {
+			v, x[d] = x[d], v
+			placed[d/64] |= 1 << (d % 64)
+			d = dest(d)
+		}
+		x[i] = v
+		placed[i/64] |= 1 << (i % 64)
 	}
-	return out
 }
 
 // freeColumns gives back each of cols (spill.Free) and forgets it.

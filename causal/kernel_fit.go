@@ -114,24 +114,18 @@ func (l laidOverlaps) denominator(form stretchForm, stretch []float64, i int) fl
 }
 
 // fitOverlaps is fitKernels of the overlaps of set.
-// The rows it selects, their plan and their layout are given back
-// (spill.Free) when the fit is done.
+// The plan of the rows it selects and their layout are given back
+// (spill.Free) when the fit is done; the rows and set are read where they
+// are (newSelectedPlan), not copied.
 func fitOverlaps(rows []kernelRow, groups int, use batchUse, set overlapSet, sel []bool, o KernelOptions, full *withinPlan, form stretchForm, start *firstStep) kernelFit {
-	sub, subX := selectRows(rows, set, sel)
-	if sel != nil {
-		defer func() {
-			spill.Free(sub)
-			freeColumns(subX.x)
-		}()
-	}
 	plan := full
 	if sel != nil || plan == nil {
-		plan = newWithinPlan(sub, groups, use, full)
+		plan = newSelectedPlan(rows, sel, groups, use, full, heldBasisLimit(selectedRows(rows, sel)))
 		defer plan.free()
 	}
-	lay := plan.layout(sub, subX)
+	lay := plan.layout(rows, set)
 	defer freeColumns(lay.x)
-	return fitLaid(sub, groups, lay, o, plan, form, start)
+	return fitLaid(rows, groups, lay, o, plan, form, start)
 }
 
 // fitLaid is fitKernels of rows' overlaps lay, in plan's layout.
@@ -150,6 +144,7 @@ func fitLaid(sub []kernelRow, groups int, lay laidOverlaps, o KernelOptions, pla
 		f.reason = reason
 		return f
 	}
+	gn.freeSolve()
 	ses, reason := f.clusterErrors(gn.fit, sub, plan.keep, o)
 	if reason != "" {
 		f.reason = reason
@@ -178,34 +173,6 @@ func fitLaid(sub []kernelRow, groups int, lay laidOverlaps, o KernelOptions, pla
 	return f
 }
 
-// selectRows is the rows sel keeps (nil: all) and their overlaps, in
-// tables of their own (spill.Slice) where sel is not nil.
-func selectRows(rows []kernelRow, set overlapSet, sel []bool) ([]kernelRow, overlapSet) {
-	if sel == nil {
-		return rows, set
-	}
-	n := 0
-	for _, in := range sel {
-		if in {
-			n++
-		}
-	}
-	sub := spill.Slice[kernelRow](n)
-	subX := make([][]float64, len(set.x))
-	for j := range subX {
-		subX[j] = spill.Slice[float64](n)
-	}
-	for r := range rows {
-		if sel[r] {
-			sub = append(sub, rows[r])
-			for j := range subX {
-				subX[j] = append(subX[j], set.at(rows, j, r))
-			}
-		}
-	}
-	return sub, overlapSet{x: subX}
-}
-
 // stretchFit is the converged stretch model: each source's stretch, the
 // last step's weighted within fit, which of its columns it kept, and each
 // source's column in it (-1: its overlap does not vary).
@@ -230,6 +197,23 @@ func (gn *stretchFit) free() {
 	}
 	spill.Free(gn.yy)
 	gn.sc, gn.yy, gn.fit = nil, nil, nil
+}
+
+// freeSolve gives back what the last step's solve alone read, once the
+// Gauss–Newton steps are done: the response (yy, and the fit's Y, which
+// nothing reads after: the clustered errors read the design and the
+// residuals) and the design's scaled copy, so that clusterErrors's bins
+// and labels (12 bytes a row) take their memory rather than adding to it
+// (docs/design.md, "The kernel view on a 112 MB run").
+func (gn *stretchFit) freeSolve() {
+	spill.Free(gn.yy)
+	gn.yy = nil
+	if gn.fit != nil {
+		gn.fit.Y = nil
+	}
+	if gn.sc != nil {
+		gn.sc.fit.FreeScaled()
+	}
 }
 
 // firstStep is the state of a Gauss–Newton fit after its first step: the
@@ -640,10 +624,10 @@ func groupWeights(sigma []float64) []float64 {
 // The fits of all rows (the model's and the band's) read xs in their
 // plan's layout, which takes xs's place while they run (xs[j] is nil
 // then, the caller's too, given back with spill.Free); xs comes back in
-// the rows' order after them, the same values in new tables (rowOrder),
-// for the per-category fits and the caller, who gives them back. The
-// kernel view's peak of memory is these fits: the layout is not held
-// beside xs.
+// the rows' order after them, the same values in the layout's tables,
+// put back in place (toRowOrder), for the per-category fits and the
+// caller, who gives them back. The kernel view's peak of memory is these
+// fits: the layout is not held beside xs, nor xs in row order beside it.
 func kernelRegression(target busyKey, sources []busyKey, isolated []bool, srcDev []int16, rows []kernelRow, groups int, use batchUse, xs, shares [][]float64, o KernelOptions, byCat bool) []KernelPair {
 	pairs := make([]KernelPair, len(sources))
 	for j, s := range sources {
@@ -692,10 +676,12 @@ func kernelRegression(target busyKey, sources []busyKey, isolated []bool, srcDev
 	if f.reason == "" {
 		specBand(pairs, rows, groups, lay, shares, o, plan, f.first)
 	}
+	// The layout goes back to the rows' order in its own tables, once the
+	// plan's arrays that only the fits read are given back.
+	plan.freeFitIndex()
 	for j := range xs {
-		xs[j] = plan.rowOrder(lay.x[j])
-		spill.Free(lay.x[j])
-		lay.x[j] = nil
+		plan.toRowOrder(lay.x[j])
+		xs[j], lay.x[j] = lay.x[j], nil
 	}
 	if f.reason != "" {
 		return pairs

@@ -70,6 +70,17 @@ func (sc *Scratch) Free() {
 	sc.scaled, sc.rhs = nil, nil
 }
 
+// FreeScaled gives back the column-scaled copy alone (spill.Free for a
+// Spilled scratch; nothing else is freed before the collector does), once
+// the last fit made with sc is done: its Resid, the right-hand side's
+// memory, stays. sc may be used again.
+func (sc *Scratch) FreeScaled() {
+	if sc.Spilled {
+		spill.Free(sc.scaled)
+	}
+	sc.scaled = nil
+}
+
 // grow is Grow, or GrowSpilled for a Spilled scratch.
 func (sc *Scratch) grow(buf []float64, n int) []float64 {
 	if sc.Spilled {
