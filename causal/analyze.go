@@ -201,11 +201,12 @@ func Analyze(in Input, opts Options) (*Result, error) {
 	bad := 0
 	for i := range in.Requests {
 		r := &in.Requests[i]
-		if r.Tenant == "" {
+		if r.Tenant == 0 {
 			bad++
 			continue
 		}
-		byTenant[r.Tenant] = append(byTenant[r.Tenant], r)
+		name := r.Tenant.String()
+		byTenant[name] = append(byTenant[name], r)
 	}
 	if bad > 0 {
 		res.Notes = append(res.Notes, fmt.Sprintf("%d requests without a tenant were left out", bad))

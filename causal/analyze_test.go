@@ -88,7 +88,7 @@ func TestNotEstimable(t *testing.T) {
 			cfg:  func() simConfig { return defaultSim(7) },
 			change: func(reqs []Request, l *Load) []Request {
 				for i := range reqs {
-					if reqs[i].Tenant == "B" {
+					if reqs[i].Tenant.String() == "B" {
 						reqs[i].OutputTokens = 1
 					}
 				}
@@ -102,7 +102,7 @@ func TestNotEstimable(t *testing.T) {
 			change: func(reqs []Request, l *Load) []Request {
 				var out []Request
 				for _, r := range reqs {
-					if r.Tenant != "B" {
+					if r.Tenant.String() != "B" {
 						out = append(out, r)
 					}
 				}
@@ -367,7 +367,7 @@ func TestAnalyzeNotes(t *testing.T) {
 	reqs, l, tm := prepared(defaultSim(5))
 	reqs = append(reqs, Request{Arrival: 1e9, End: 2e9, TTFT: 1e8})
 	for i := range reqs {
-		if reqs[i].Tenant == "C" && i%2 == 0 {
+		if reqs[i].Tenant.String() == "C" && i%2 == 0 {
 			reqs[i].BatchSize = 0
 		}
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/llmprof/llmprof/attribution"
 	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/internal/spill"
 )
 
 // FromAttribution converts attribution's requests into the regression's
@@ -38,11 +39,21 @@ func FromAttribution(res *attribution.Result, t *ingest.Trace) []Request {
 			}
 		}
 	}
-	out := make([]Request, n)
+	// The table is a spill file past the budget (a Request holds no
+	// pointer). The tenants are few: tenant keeps each name's Tenant, so
+	// that TenantOf's lock is taken once a tenant, not once a request.
+	out := spill.Make[Request](n)
+	tenant := map[string]Tenant{}
 	for i := range res.Requests {
 		r := &res.Requests[i]
+		name := res.Tenant(r)
+		tn, ok := tenant[name]
+		if !ok {
+			tn = TenantOf(name)
+			tenant[name] = tn
+		}
 		q := Request{
-			ID: res.ID(r), Tenant: res.Tenant(r), Arrival: r.Arrival, End: r.End,
+			Tenant: tn, Arrival: r.Arrival, End: r.End,
 			TTFT: nsOf(r.TTFT), TPOT: nsOf(r.TPOT),
 			InputTokens: max(0, r.InputTokens), OutputTokens: max(0, r.OutputTokens),
 			Device: device[i], Instance: -1,

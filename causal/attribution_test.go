@@ -32,7 +32,7 @@ func TestFromAttributionEndToEnd(t *testing.T) {
 	withBatch := 0
 	for i, q := range reqs {
 		a := &att.Requests[i]
-		if q.ID != att.ID(a) || q.Tenant != att.Tenant(a) || q.Arrival != a.Arrival || q.End != a.End {
+		if q.Tenant.String() != att.Tenant(a) || q.Arrival != a.Arrival || q.End != a.End {
 			t.Fatalf("request %d: %+v from %+v", i, q, a)
 		}
 		if !math.IsNaN(a.TTFT) && math.Abs(float64(q.TTFT)-a.TTFT) > 0.5 {
@@ -68,8 +68,8 @@ func TestFromAttributionUnknowns(t *testing.T) {
 	res.AddRequest(attribution.Request{Arrival: 2, End: 8, TTFT: 3, TPOT: math.Inf(1), InputTokens: 7, OutputTokens: -1}, attribution.Labels{ID: "b", Tenant: "B"})
 	got := causal.FromAttribution(res, nil)
 	want := []causal.Request{
-		{ID: "a", Tenant: "A", Arrival: 1, End: 9, TPOT: 3, OutputTokens: 4, BatchSize: 3, Device: -1, Instance: -1},
-		{ID: "b", Tenant: "B", Arrival: 2, End: 8, TTFT: 3, InputTokens: 7, BatchSize: 2, Device: -1, Instance: -1},
+		{Tenant: causal.TenantOf("A"), Arrival: 1, End: 9, TPOT: 3, OutputTokens: 4, BatchSize: 3, Device: -1, Instance: -1},
+		{Tenant: causal.TenantOf("B"), Arrival: 2, End: 8, TTFT: 3, InputTokens: 7, BatchSize: 2, Device: -1, Instance: -1},
 	}
 	for i := range want {
 		if got[i] != want[i] {

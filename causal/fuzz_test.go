@@ -36,7 +36,7 @@ func FuzzAnalyze(f *testing.F) {
 			switch i % 3 {
 			case 0, 1:
 				reqs = append(reqs, Request{
-					Tenant: names[i%k], Arrival: a, End: a + small()%1e11,
+					Tenant: TenantOf(names[i%k]), Arrival: a, End: a + small()%1e11,
 					TTFT: small() % 1e10, TPOT: small() % 1e9, BatchSize: float64(small() % 64),
 					InputTokens: int(small() % 5000), OutputTokens: int(small() % 2000),
 					Device: int16(small() % 2), Instance: int16(small()%3 - 1),

@@ -69,12 +69,14 @@ func impactRun(t testing.TB, seed int64, d time.Duration) impactOutcome {
 	count := map[causal.Metric]int{}
 	for i := range reqs {
 		q := &reqs[i]
-		if q.Tenant != "B" {
+		if q.Tenant.String() != "B" {
 			continue
 		}
-		sq := byID[q.ID]
+		// reqs[i] is att.Requests[i] (FromAttribution), which has the ID.
+		id := att.ID(&att.Requests[i])
+		sq := byID[id]
 		if sq == nil {
-			t.Fatalf("seed %d: request %s of the analysis is not in the run", seed, q.ID)
+			t.Fatalf("seed %d: request %s of the analysis is not in the run", seed, id)
 		}
 		c := run.InterferenceCost(sq)
 		if _, ok := q.Latency(causal.MetricTTFT); ok {
@@ -267,7 +269,7 @@ type requestVsTruth struct {
 func requestLevelRun(t testing.TB, seed int64, d time.Duration) []requestVsTruth {
 	t.Helper()
 	pp := pipe(t, impactConfig(seed, d))
-	run, tr, reqs, tm := pp.run, pp.tr, pp.reqs, pp.tm
+	run, tr, att, reqs, tm := pp.run, pp.tr, pp.att, pp.reqs, pp.tm
 	load, err := causal.BuildLoad(tr, reqs, tm, causal.LoadOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -292,12 +294,12 @@ func requestLevelRun(t testing.TB, seed int64, d time.Duration) []requestVsTruth
 		var xs, ys []float64
 		for i := range reqs {
 			q := &reqs[i]
-			if q.Tenant != "B" {
+			if q.Tenant.String() != "B" {
 				continue
 			}
 			lat, ok := q.Latency(m)
 			s, e, okw := q.Window(m)
-			sq := byID[q.ID]
+			sq := byID[att.ID(&att.Requests[i])]
 			if !ok || !okw || sq == nil {
 				continue
 			}

@@ -54,7 +54,7 @@ func impact(in KernelInput, tm *TenantMap, target string, rows []kernelRow, rowO
 				continue
 			}
 			q := &in.Requests[ri]
-			if !member[q.Tenant] || q.TTFT <= 0 {
+			if !member[q.Tenant.String()] || q.TTFT <= 0 {
 				continue
 			}
 			ph := 1
@@ -78,7 +78,7 @@ func impact(in KernelInput, tm *TenantMap, target string, rows []kernelRow, rowO
 		count := 0
 		for ri := range in.Requests {
 			q := &in.Requests[ri]
-			if !member[q.Tenant] {
+			if !member[q.Tenant.String()] {
 				continue
 			}
 			lat, ok := q.Latency(m)

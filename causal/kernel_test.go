@@ -210,7 +210,7 @@ func TestServedTenantsAndSharedSource(t *testing.T) {
 	var reqs []Request
 	for i := 0; i < 60; i++ {
 		for _, tenant := range []string{"search", "acme"} {
-			reqs = append(reqs, Request{Tenant: tenant, Arrival: int64(i) * 5e7, End: int64(i)*5e7 + 4e8, TTFT: 1e8, TPOT: 1e7, OutputTokens: 20, InputTokens: 100, BatchSize: 4})
+			reqs = append(reqs, Request{Tenant: TenantOf(tenant), Arrival: int64(i) * 5e7, End: int64(i)*5e7 + 4e8, TTFT: 1e8, TPOT: 1e7, OutputTokens: 20, InputTokens: 100, BatchSize: 4})
 		}
 	}
 	res, err := Analyze(Input{Requests: reqs, Load: l, Mapping: tm}, Options{NoLagModel: true})

@@ -624,14 +624,14 @@ func requestLoad(kind LoadKind, reqs []Request, grid Grid, span func(*Request) (
 	// the load (a search of the sorted names per request was half of this
 	// function's time).
 	names := make([]string, 0, 8)
-	number := map[string]int32{}
+	number := map[Tenant]int32{}
 	of := make([]int32, len(reqs))
 	for i := range reqs {
 		g, ok := number[reqs[i].Tenant]
 		if !ok {
 			g = int32(len(names))
 			number[reqs[i].Tenant] = g
-			names = append(names, reqs[i].Tenant)
+			names = append(names, reqs[i].Tenant.String())
 		}
 		of[i] = g
 	}

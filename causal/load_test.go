@@ -223,9 +223,9 @@ func TestSMUtilLoad(t *testing.T) {
 func TestRequestLoads(t *testing.T) {
 	g := Grid{Origin: 0, Width: 1e9, N: 4}
 	reqs := []Request{
-		{Tenant: "A", Arrival: 0.5e9, End: 2.5e9, TTFT: 0.5e9, InputTokens: 100, OutputTokens: 20},
-		{Tenant: "A", Arrival: 1e9, End: 2e9, InputTokens: 50, OutputTokens: 10},
-		{Tenant: "B", Arrival: 3.2e9, End: 3.4e9, TTFT: 0.1e9, InputTokens: 10, OutputTokens: 1},
+		{Tenant: TenantOf("A"), Arrival: 0.5e9, End: 2.5e9, TTFT: 0.5e9, InputTokens: 100, OutputTokens: 20},
+		{Tenant: TenantOf("A"), Arrival: 1e9, End: 2e9, InputTokens: 50, OutputTokens: 10},
+		{Tenant: TenantOf("B"), Arrival: 3.2e9, End: 3.4e9, TTFT: 0.1e9, InputTokens: 10, OutputTokens: 1},
 	}
 	inflight := TokensInFlightLoad(reqs, g)
 	// A: 120 tokens over [0.5, 2.5), 60 over [1, 2).
@@ -291,8 +291,8 @@ func TestParseNames(t *testing.T) {
 
 func TestBuildLoadPicksTheBestAvailable(t *testing.T) {
 	reqs := []Request{
-		{Tenant: "A", Arrival: 0, End: 2e9, InputTokens: 10, OutputTokens: 10},
-		{Tenant: "B", Arrival: 1e9, End: 3e9, InputTokens: 10, OutputTokens: 10},
+		{Tenant: TenantOf("A"), Arrival: 0, End: 2e9, InputTokens: 10, OutputTokens: 10},
+		{Tenant: TenantOf("B"), Arrival: 1e9, End: 3e9, InputTokens: 10, OutputTokens: 10},
 	}
 	tm := NewTenantMap(map[uint32]string{1: "A", 2: "B"})
 	sample := func(tr *ingest.Trace, pid uint32) ingest.Sample {

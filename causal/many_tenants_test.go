@@ -72,7 +72,7 @@ func manyTenants(t *testing.T, n int) (*causal.Result, int, time.Duration, uint6
 	alloc := after.TotalAlloc - before.TotalAlloc
 	names := map[string]bool{}
 	for i := range pp.reqs {
-		names[pp.reqs[i].Tenant] = true
+		names[pp.reqs[i].Tenant.String()] = true
 	}
 	for _, l := range load.Tenants {
 		names[l] = true

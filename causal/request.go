@@ -3,15 +3,22 @@ package causal
 import (
 	"fmt"
 	"math"
+	"sync"
+	"sync/atomic"
 )
 
 // Request is one request of one tenant, as the regression needs it. The
 // attribution stage fills these from spans; tests and synth build them
 // directly. Times are ns on the reference clock. A zero count or duration
 // means "unknown".
+//
+// A Request holds no pointer (TestRequestHoldsNoPointers), so that
+// FromAttribution's table of them, one per request, can live in a spill
+// file (internal/spill) and the collector need not scan it. Its tenant is
+// a Tenant, a number; the request's ID, which nothing here reads, is
+// attribution's (attribution.Result.ID of the request at the same index).
 type Request struct {
-	ID     string
-	Tenant string
+	Tenant Tenant
 	// Arrival and End bound the request's life: arrival to last byte.
 	Arrival, End int64
 	// TTFT is first token − arrival; TPOT is (last token − first token) /
@@ -24,6 +31,58 @@ type Request struct {
 	// Device is the CUDA device ordinal and Instance the MIG GPU instance the
 	// request was served on; -1 when unknown (or, for Instance, no MIG).
 	Device, Instance int16
+}
+
+// Tenant is a tenant's name as a number: its index in the names TenantOf
+// has been asked for in this process, which String gives back. The zero
+// Tenant is "", a request without a tenant. The names are few (one per
+// tenant, not per request) and kept for the life of the process.
+type Tenant uint32
+
+// tenantNames is TenantOf's table: names holds the names by Tenant, and is
+// only ever appended to, under mu, so that String reads it without a lock.
+var tenantNames struct {
+	mu    sync.Mutex
+	index map[string]Tenant
+	names atomic.Pointer[[]string]
+}
+
+// TenantOf returns the Tenant of the name; "" is the zero Tenant.
+func TenantOf(name string) Tenant {
+	if name == "" {
+		return 0
+	}
+	tn := &tenantNames
+	tn.mu.Lock()
+	defer tn.mu.Unlock()
+	if t, ok := tn.index[name]; ok {
+		return t
+	}
+	var names []string
+	if p := tn.names.Load(); p != nil {
+		names = *p
+	} else {
+		names = []string{""}
+		tn.index = map[string]Tenant{}
+	}
+	if uint64(len(names)) > math.MaxUint32 {
+		panic("causal: 2³² tenant names")
+	}
+	t := Tenant(len(names))
+	// An append within the capacity writes past every reader's length;
+	// the elements a reader sees never change.
+	names = append(names, name)
+	tn.names.Store(&names)
+	tn.index[name] = t
+	return t
+}
+
+// String returns the tenant's name.
+func (t Tenant) String() string {
+	if t == 0 {
+		return ""
+	}
+	return (*tenantNames.names.Load())[t]
 }
 
 // Metric is the latency the regression explains.

@@ -170,7 +170,8 @@ func TestRowScratchReused(t *testing.T) {
 	load.finish()
 	byTenant := map[string][]*Request{}
 	for i := range reqs {
-		byTenant[reqs[i].Tenant] = append(byTenant[reqs[i].Tenant], &reqs[i])
+		name := reqs[i].Tenant.String()
+		byTenant[name] = append(byTenant[name], &reqs[i])
 	}
 	o := Options{}.withDefaults()
 	var rsc rowScratch

@@ -3,7 +3,6 @@ package causal
 import (
 	"math"
 	"math/rand/v2"
-	"strconv"
 
 	"github.com/llmprof/llmprof/ingest"
 )
@@ -141,7 +140,7 @@ func simulate(cfg simConfig) *simRun {
 		// Poisson arrivals by thinning: λ(t) = rate·(1 + κ/2·c(t)).
 		maxRate := tn.rate * (1 + cfg.confounder/2)
 		t := 0.0
-		for id := 0; ; id++ {
+		for {
 			t += rng.ExpFloat64() / maxRate
 			if t >= float64(T) {
 				break
@@ -173,8 +172,7 @@ func simulate(cfg simConfig) *simRun {
 			}
 			first := arrival + int64(ttft)
 			run.requests = append(run.requests, Request{
-				ID:     tn.name + "-" + strconv.Itoa(id),
-				Tenant: tn.name, Arrival: arrival, End: first + int64(tpot*float64(out-1)),
+				Tenant: TenantOf(tn.name), Arrival: arrival, End: first + int64(tpot*float64(out-1)),
 				TTFT: int64(ttft), TPOT: int64(tpot), BatchSize: batch,
 				InputTokens: in, OutputTokens: out, Device: 0, Instance: tn.instance,
 			})
