@@ -22,12 +22,13 @@
 // and read in place, so the output is the same byte for byte with or without
 // a budget. What cannot be spilled is the data with pointers (attribute
 // arrays and maps, the string table, most of attribution's results and
-// the tenant regression's); the budget
+// the tenant regression's working memory); the budget
 // cannot make that smaller, and a budget below it is passed (cmd/llmprof
 // says so). Spans, their attributes, events and links hold none
 // (ingest.Span, Trace.AttrArena, SpanEvents, SpanLinks), nor do
 // attribution's requests and their tables (attribution.Request,
-// Result.TokenTimes …), and they spill like the GPU ops.
+// Result.TokenTimes …) or the tenant regression's (causal.Request), and
+// they spill like the GPU ops.
 //
 // Spilling is off until Enable is called (cmd/llmprof does, for each
 // command) and the budget set (Budget); without them Slice is make. On a
