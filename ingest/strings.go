@@ -38,6 +38,21 @@ func (s *Strings) InternBytes(b []byte) StrID {
 	return s.Intern(string(b))
 }
 
+// InternBytesWith is InternBytes with the string of a new b made by keep
+// (a decoder's slab of copies) rather than allocated on its own: keep is
+// called only when b is new, so a string that recurs is never copied
+// again, and the table is looked up once.
+func (s *Strings) InternBytesWith(b []byte, keep func([]byte) string) StrID {
+	if id, ok := s.index[string(b)]; ok { // no allocation, as in InternBytes
+		return id
+	}
+	v := keep(b)
+	id := StrID(len(s.list))
+	s.list = append(s.list, v)
+	s.index[v] = id
+	return id
+}
+
 // Lookup returns the ID of v if v has been interned.
 func (s *Strings) Lookup(v string) (StrID, bool) {
 	id, ok := s.index[v]

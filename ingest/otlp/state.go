@@ -136,10 +136,11 @@ func (d *state) intern(b []byte) ingest.StrID {
 	if e.s == string(b) {
 		return e.id
 	}
-	// Most strings that miss the cache are new (request IDs, prompts), so
-	// the copy is made up front and the table looked up once, not twice.
+	// The copy into the slab is made only for a new string: one that
+	// recurs and misses the cache (its slot taken by another) must not be
+	// copied at each occurrence, which the slab would keep to the end.
 	n0 := d.t.Strings.Len()
-	id := d.t.Strings.Intern(d.strBytes.str(b))
+	id := d.t.Strings.InternBytesWith(b, d.strBytes.str)
 	// A string seen for the first time is likely unique (an ID): it does not
 	// evict a cached one. One that recurs is cached when it is seen again.
 	if int(id) < n0 || e.s == "" {

@@ -104,3 +104,48 @@ func TestInternCopiesIntoChunks(t *testing.T) {
 		t.Errorf("the long string changed with its input: starts %q, %d bytes", got[:1], len(got))
 	}
 }
+
+// A string that recurs but misses intern's cache, its slot taken by another
+// recurring string, is copied into the slab once, not at each occurrence:
+// two such strings alternating a thousand times leave the slab's chunk as
+// it was after their first two.
+func TestInternCopiesARecurringStringOnce(t *testing.T) {
+	tr := ingest.New()
+	d := newState(tr, 0)
+	// Two strings of one cache slot: interned in turn, each evicts the
+	// other, so every lookup misses the cache.
+	slot := func(s string) *cachedStr {
+		d.strs = [strCacheSize]cachedStr{}
+		d.intern([]byte(s))
+		for i := range d.strs {
+			if d.strs[i].s == s {
+				return &d.strs[i]
+			}
+		}
+		return nil
+	}
+	var a, b string
+	seen := map[*cachedStr]string{}
+	for i := 0; b == ""; i++ {
+		s := "model-" + strconv.Itoa(i)
+		e := slot(s)
+		if e == nil {
+			t.Fatalf("%q is not in the cache after intern", s)
+		}
+		if o, ok := seen[e]; ok {
+			a, b = o, s
+		}
+		seen[e] = s
+	}
+	d.strs = [strCacheSize]cachedStr{}
+	d.intern([]byte(a))
+	d.intern([]byte(b))
+	used := len(d.strBytes.bytes.buf)
+	for range 1000 {
+		d.intern([]byte(a))
+		d.intern([]byte(b))
+	}
+	if got := len(d.strBytes.bytes.buf); got != used {
+		t.Errorf("the slab holds %d bytes after 2,000 lookups of %q and %q, want the %d of their first copies", got, a, b, used)
+	}
+}
