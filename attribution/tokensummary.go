@@ -229,7 +229,9 @@ func (s *bucketSums) of(i int) (all, first []int64, bs []Bucket) {
 	if int(r.n) == len(stageOnlyBuckets) {
 		bs = stageOnlyBuckets[:]
 	}
-	return c[:r.n], c[r.n : 2*r.n], bs
+	// Capped: an append to one must not write into the other, or into the
+	// next request's.
+	return c[:r.n:r.n], c[r.n : 2*r.n : 2*r.n], bs
 }
 
 // all returns request i's All sum of bucket b.
