@@ -254,33 +254,39 @@ func growMapped[T any](s []T, c int) ([]T, bool) {
 	if cap(s) == 0 || size == 0 || int64(c) > int64(math.MaxInt)/size {
 		return nil, false
 	}
-	p := unsafe.Pointer(unsafe.SliceData(s[:1]))
 	state.mu.Lock()
 	defer state.mu.Unlock()
 	if state.enabled == 0 {
 		return nil, false
 	}
-	for i, m := range state.maps {
-		if len(m.mem) == 0 || unsafe.Pointer(unsafe.SliceData(m.mem)) != p {
-			continue
-		}
-		if int64(len(m.mem)) != int64(cap(s))*size {
-			return nil, false // a slice of the table, not the table
-		}
-		// Under the lock: the governor finds its chunks in state.maps
-		// under it, so it never advises the range the mapping leaves.
-		grown, err := m.grow(int64(c) * size)
-		if err != nil {
-			return nil, false
-		}
-		maps := slices.Clone(state.maps)
-		maps[i] = grown
-		state.maps = maps
-		state.stats.Mapped += int64(len(grown.mem) - len(m.mem))
-		state.stats.Peak = max(state.stats.Peak, state.stats.Mapped)
-		return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(grown.mem))), c)[:len(s)], true
+	i := mappingOf(unsafe.Pointer(unsafe.SliceData(s[:1])))
+	if i < 0 {
+		return nil, false
 	}
-	return nil, false
+	m := state.maps[i]
+	if int64(len(m.mem)) != int64(cap(s))*size {
+		return nil, false // a slice of the table, not the table
+	}
+	// Under the lock: the governor finds its chunks in state.maps under
+	// it, so it never advises the range the mapping leaves.
+	grown, err := m.grow(int64(c) * size)
+	if err != nil {
+		return nil, false
+	}
+	maps := slices.Clone(state.maps)
+	maps[i] = grown
+	state.maps = maps
+	state.stats.Mapped += int64(len(grown.mem) - len(m.mem))
+	state.stats.Peak = max(state.stats.Peak, state.stats.Mapped)
+	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(grown.mem))), c)[:len(s)], true
+}
+
+// mappingOf is the index in state.maps of the mapping whose first byte is
+// at p, -1 for none. Called with state.mu held.
+func mappingOf(p unsafe.Pointer) int {
+	return slices.IndexFunc(state.maps, func(m mapping) bool {
+		return len(m.mem) > 0 && unsafe.Pointer(unsafe.SliceData(m.mem)) == p
+	})
 }
 
 // Free unmaps the spill file that holds s, when s is a table Slice put in
@@ -294,20 +300,19 @@ func Free[T any](s []T) {
 	if cap(s) == 0 {
 		return
 	}
-	p := unsafe.Pointer(unsafe.SliceData(s[:1]))
 	state.mu.Lock()
 	defer state.mu.Unlock()
-	for i, m := range state.maps {
-		if len(m.mem) > 0 && unsafe.Pointer(unsafe.SliceData(m.mem)) == p {
-			// Under the lock: the governor drops pages under it too,
-			// so it never advises an address range this unmaps
-			// (which the runtime may then map for the heap).
-			m.unmap()
-			state.maps = slices.Delete(slices.Clone(state.maps), i, i+1)
-			state.stats.Mapped -= int64(len(m.mem))
-			return
-		}
+	i := mappingOf(unsafe.Pointer(unsafe.SliceData(s[:1])))
+	if i < 0 {
+		return
 	}
+	// Under the lock: the governor drops pages under it too, so it never
+	// advises an address range this unmaps (which the runtime may then map
+	// for the heap).
+	m := state.maps[i]
+	m.unmap()
+	state.maps = slices.Delete(slices.Clone(state.maps), i, i+1)
+	state.stats.Mapped -= int64(len(m.mem))
 }
 
 // hasPointers reports whether values of t hold pointers the collector
