@@ -32,10 +32,7 @@ func (s *Strings) Intern(v string) StrID {
 
 // InternBytes is Intern for a byte slice; it allocates only when b is new.
 func (s *Strings) InternBytes(b []byte) StrID {
-	if id, ok := s.index[string(b)]; ok { // no allocation: the compiler special-cases this lookup
-		return id
-	}
-	return s.Intern(string(b))
+	return s.InternBytesWith(b, func(b []byte) string { return string(b) })
 }
 
 // InternBytesWith is InternBytes with the string of a new b made by keep
@@ -43,7 +40,7 @@ func (s *Strings) InternBytes(b []byte) StrID {
 // called only when b is new, so a string that recurs is never copied
 // again, and the table is looked up once.
 func (s *Strings) InternBytesWith(b []byte, keep func([]byte) string) StrID {
-	if id, ok := s.index[string(b)]; ok { // no allocation, as in InternBytes
+	if id, ok := s.index[string(b)]; ok { // no allocation: the compiler special-cases this lookup
 		return id
 	}
 	v := keep(b)

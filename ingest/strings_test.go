@@ -35,3 +35,22 @@ func TestStringsGrow(t *testing.T) {
 		t.Errorf("Grow within the room changed the table: cap %d (was %d), len %d", cap(s.list), n, s.Len())
 	}
 }
+
+// InternBytes allocates only for a string the table does not hold: a
+// present one is found without a copy, and a new one is copied once.
+func TestInternBytesAllocatesOnlyNew(t *testing.T) {
+	s := NewStrings()
+	b := []byte("cmpl-present")
+	id := s.InternBytes(b)
+	if got := testing.AllocsPerRun(100, func() {
+		if s.InternBytes(b) != id {
+			t.Fatal("a present string got another ID")
+		}
+	}); got != 0 {
+		t.Errorf("InternBytes of a present string: %.0f allocations, want 0", got)
+	}
+	n := s.Len()
+	if s.InternBytes([]byte("cmpl-new")) != StrID(n) || s.Get(StrID(n)) != "cmpl-new" {
+		t.Errorf("a new string: not added as ID %d", n)
+	}
+}
