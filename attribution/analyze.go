@@ -255,9 +255,7 @@ func Analyze(t *ingest.Trace, opts Options) *Result {
 		perRank[c.rank]++
 		tally.add(j, r, &arena)
 	}
-	// The index found the labels while the requests were built; what reads
-	// them afterwards needs only the list.
-	res.labels = labeler{t: t, own: arena.labels.own, unk: arena.labels.unk}
+	res.labels = arena.labels
 	res.tokenTimes, res.gaps, res.segs = arena.tokens, arena.gaps, arena.segs
 	for rank, n := range perRank {
 		if n > 0 {

@@ -15,10 +15,9 @@ const ownLabel label = 1 << 31
 // labeler hands out the labels of one Result while its requests are built.
 type labeler struct {
 	t *ingest.Trace
-	// own are the strings the trace does not hold, by label&^ownLabel;
-	// index finds them.
-	own   []string
-	index map[string]label
+	// own holds the strings the trace does not hold, each by
+	// label&^ownLabel (nil until the first).
+	own *ingest.Strings
 	// unk is the label of "unknown" once asked for (0 before).
 	unk label
 }
@@ -42,16 +41,14 @@ func (l *labeler) of(s string) label {
 			return label(id)
 		}
 	}
-	if id, ok := l.index[s]; ok {
-		return id
+	if l.own == nil {
+		l.own = ingest.NewStrings()
 	}
-	if l.index == nil {
-		l.index = map[string]label{}
+	id := l.own.Intern(s)
+	if label(id) >= ownLabel {
+		panic("attribution: 2³¹ strings of a Result's own")
 	}
-	id := label(len(l.own)) | ownLabel
-	l.own = append(l.own, s)
-	l.index[s] = id
-	return id
+	return label(id) | ownLabel
 }
 
 // traced returns the label of a string of the trace's table.
@@ -65,7 +62,7 @@ func traced(id ingest.StrID) label {
 // str returns the string of a label.
 func (l *labeler) str(id label) string {
 	if id&ownLabel != 0 {
-		return l.own[id&^ownLabel]
+		return l.own.Get(ingest.StrID(id &^ ownLabel))
 	}
 	if l.t == nil {
 		return ""
