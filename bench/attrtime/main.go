@@ -19,11 +19,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/pprof"
 	"slices"
-	"syscall"
 
 	"github.com/llmprof/llmprof/attribution"
+	"github.com/llmprof/llmprof/bench/internal/proc"
 	"github.com/llmprof/llmprof/compare"
 	"github.com/llmprof/llmprof/internal/driver"
 )
@@ -49,37 +48,22 @@ func run(args []string, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *profile != "" {
-		f, err := os.Create(*profile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+	stop, err := proc.StartCPUProfile(*profile)
+	if err != nil {
+		return err
 	}
+	defer stop()
 	// What runAttribution (internal/driver/analyses.go) gives it for
 	// driver.Options{}, the options of the run above.
 	opts := attribution.Options{Alignment: a.Align}
 	times := make([]float64, 0, *n)
 	for range *n {
-		start := cpuSeconds()
+		start := proc.CPUSeconds()
 		res := attribution.Analyze(a.Trace, opts)
 		_ = compare.FromAttribution(res)
-		times = append(times, cpuSeconds()-start)
+		times = append(times, proc.CPUSeconds()-start)
 	}
 	slices.Sort(times)
 	fmt.Fprintf(w, "%.4f %.4f\n", times[0], times[len(times)/2])
 	return nil
-}
-
-// cpuSeconds is the process's CPU time so far, user and system.
-func cpuSeconds() float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 }

@@ -29,6 +29,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/llmprof/llmprof/bench/internal/proc"
 	"github.com/llmprof/llmprof/internal/driver"
 	"github.com/llmprof/llmprof/internal/memlimit"
 	"github.com/llmprof/llmprof/internal/spill"
@@ -75,20 +76,16 @@ func main() {
 			}
 		}
 	})
-	if *cpu != "" {
-		f, err := os.Create(*cpu)
-		if err == nil {
-			err = pprof.StartCPUProfile(f)
-		}
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "heapprof:", err)
-			os.Exit(1)
-		}
-		defer f.Close()
+	stopProfile, err := proc.StartCPUProfile(*cpu)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "heapprof:", err)
+		os.Exit(1)
 	}
 	start := time.Now()
-	_, err := driver.Run(context.Background(), flag.Args(), driver.Options{RequestsOnly: *requestsOnly, Tenants: driver.TenantOptions{Skip: *noTenants}})
-	pprof.StopCPUProfile()
+	_, err = driver.Run(context.Background(), flag.Args(), driver.Options{RequestsOnly: *requestsOnly, Tenants: driver.TenantOptions{Skip: *noTenants}})
+	if perr := stopProfile(); err == nil {
+		err = perr
+	}
 	close(stop)
 	wg.Wait()
 	spilled := spill.Read()

@@ -16,9 +16,9 @@ import (
 	"io"
 	"os"
 	"runtime"
-	"syscall"
 	"time"
 
+	"github.com/llmprof/llmprof/bench/internal/proc"
 	"github.com/llmprof/llmprof/ingest"
 	"github.com/llmprof/llmprof/ingest/kineto"
 	"github.com/llmprof/llmprof/synth"
@@ -107,11 +107,10 @@ func decode(path string, w io.Writer) error {
 		return err
 	}
 	el := time.Since(start)
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+	rss, err := proc.PeakRSS()
+	if err != nil {
 		return err
 	}
-	rss := ru.Maxrss * 1024 // KiB on Linux
 	size := float64(st.Size())
 	fmt.Fprintf(w, "llmprof: %d spans, %d GPU ops in %.3f s: %.1f MB/s; peak RSS %d MiB = %.2f× the file (%d MiB)\n",
 		t.CPURecordCount(), len(t.GPUOps), el.Seconds(), size/1e6/el.Seconds(), rss>>20, float64(rss)/size, st.Size()>>20)

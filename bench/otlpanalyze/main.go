@@ -31,6 +31,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/llmprof/llmprof/bench/internal/proc"
 	"github.com/llmprof/llmprof/internal/driver"
 	"github.com/llmprof/llmprof/internal/memlimit"
 	"github.com/llmprof/llmprof/internal/spill"
@@ -98,17 +99,11 @@ func run(args []string, w io.Writer) error {
 		if fs.NArg() != 1 {
 			return errUsage
 		}
-		if *profile != "" {
-			f, err := os.Create(*profile)
-			if err != nil {
-				return err
-			}
-			defer f.Close()
-			if err := pprof.StartCPUProfile(f); err != nil {
-				return err
-			}
-			defer pprof.StopCPUProfile()
+		stop, err := proc.StartCPUProfile(*profile)
+		if err != nil {
+			return err
 		}
+		defer stop()
 		if *memprofile != "" {
 			runtime.MemProfileRate = 64 << 10
 		}

@@ -18,9 +18,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"syscall"
 	"time"
 
+	"github.com/llmprof/llmprof/bench/internal/proc"
 	"github.com/llmprof/llmprof/ingest"
 	"github.com/llmprof/llmprof/ingest/otlp"
 	"github.com/llmprof/llmprof/ingest/otlp/otlptest"
@@ -125,11 +125,10 @@ func decode(path string, w io.Writer) error {
 		return err
 	}
 	elapsed := time.Since(start)
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+	peak, err := proc.PeakRSS()
+	if err != nil {
 		return err
 	}
-	peak := ru.Maxrss << 10 // kB on Linux
 	fmt.Fprintf(w, "%s: %s, %d spans, %d bytes, %.2f s, peak RSS %d MiB = %.2f × the input\n",
 		filepath.Base(path), tr.Sources[0].Format, len(tr.Spans), st.Size(), elapsed.Seconds(),
 		peak>>20, float64(peak)/float64(st.Size()))
