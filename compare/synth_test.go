@@ -247,7 +247,9 @@ func calibrate(t *testing.T, pairs int, d time.Duration, reps int, powerPairs in
 // fail no step, adjusted or kernel rule (TestStepCostDifferentWorkloads,
 // TestKernelRulesDifferentWorkloads), and the between-run bound covers
 // the A/A spread of the real and simulated runs
-// (TestBetweenRunBoundCalibration).
+// (TestBetweenRunBoundCalibration). compare.BetweenRunBound at a quarter of
+// its value passes these four pairs; it fails TestBetweenRunBoundCalibration
+// and TestBenchDifferentDrawsGate.
 func TestSynthCalibrationQuick(t *testing.T) {
 	if os.Getenv("LLMPROF_LONG") == "" {
 		t.Skip("a Monte Carlo calibration (4 seed pairs; TestSynthCalibration's first 4); set LLMPROF_LONG=1 to run it")
