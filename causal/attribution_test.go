@@ -95,7 +95,11 @@ func TestSynthInterferenceRecovered(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr := synthtrace.WithGPU(t, run, true)
-	att := attribution.Analyze(tr, attribution.DefaultOptions)
+	// Requests and steps only, as `llmprof tenants` runs the attribution
+	// (cmd/llmprof/tenants.go): the requests and the load are those of the
+	// full attribution, without its GPU section and token summary (half
+	// its CPU on this run).
+	att := attribution.Analyze(tr, attribution.Options{RequestsOnly: true})
 	reqs := causal.FromAttribution(att, tr)
 	tm := causal.MapTenants(tr, causal.MapOptions{})
 	load, err := causal.BuildLoad(tr, reqs, tm, causal.LoadOptions{})

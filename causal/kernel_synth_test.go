@@ -207,13 +207,19 @@ func kernelSweep(t *testing.T, seeds int, d time.Duration, light bool) *kernelTa
 	return k
 }
 
-// Two 30 s runs (a typical nsys capture): the kernel view finds the
-// injected A → B stretch, close to the truth, and no other link; no pair
-// tests a tenant against itself. TestKernelSynthLong is the 50-seed version.
-// (Two, not three, since the kernel view fits each target three times for
-// its specification band; TestKernelMechanismsQuick adds two more runs.)
+// 30 s runs (a typical nsys capture): the kernel view finds the injected
+// A → B stretch, close to the truth, and no other link; no pair tests a
+// tenant against itself. TestKernelSynthLong is the 50-seed version. One
+// run in a plain go test, two under LLMPROF_LONG (the kernel view fits each
+// target three times for its specification band; TestKernelMechanismsQuick
+// adds two more runs). The one run still fails with the overlaps halved
+// (kernel_busy.go, overlapsOf: the stretch comes out +70%, outside ±15%).
 func TestKernelSynthQuick(t *testing.T) {
-	k := kernelSweep(t, 2, 30*time.Second, false)
+	seeds := 1
+	if os.Getenv("LLMPROF_LONG") != "" {
+		seeds = 2
+	}
+	k := kernelSweep(t, seeds, 30*time.Second, false)
 	t.Log(k.summary())
 	for _, l := range k.lines {
 		t.Log(l)

@@ -96,9 +96,12 @@ func truthErrors(run *synth.Run, res *signals.Result) (missed, stray []string) {
 // TestEpisodesRecovered: every injected episode that requests arrived
 // during is found in its window with one of its own signals ranked first, in
 // every seed; and no spike outside the episodes ranks a signal in at least
-// 95% of seeds (2 seeds here, 20 with LLMPROF_LONG=1).
+// 95% of seeds (1 seed here, 20 with LLMPROF_LONG=1). Each run holds one
+// episode of each kind (synth.EpisodesConfig), so the one seed of a plain
+// go test still asks for every kind; it fails with MinZ's default at 2
+// instead of 5 (a stray spike ranks an InfiniBand counter).
 func TestEpisodesRecovered(t *testing.T) {
-	seeds := []int64{1, 2}
+	seeds := []int64{1}
 	if os.Getenv("LLMPROF_LONG") != "" {
 		seeds = nil
 		for s := int64(1); s <= 20; s++ {
