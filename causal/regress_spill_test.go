@@ -1,0 +1,56 @@
+package causal
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/llmprof/llmprof/internal/spill"
+	"github.com/llmprof/llmprof/internal/spill/spilltest"
+)
+
+// The tenant regression's working memory of a float or more a row (the
+// design, the float columns, the exposures and latencies the pairs' shares
+// read until judge) is in spill files while spilling is on, off the heap the
+// collector marks, and all of it is given back when Analyze returns: the
+// result is the one made on the heap.
+func TestRegressionScratchSpills(t *testing.T) {
+	reqs, load, tm := prepared(defaultSim(1))
+	o := Options{NoLagModel: true}
+	run := func() string {
+		res, err := Analyze(Input{Requests: reqs, Load: load, Mapping: tm}, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.Marshal(res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	want := run()
+
+	spilltest.Enable(t)
+	// Tables of 8 KiB and more in files.
+	spill.Budget(64 << 10)
+	if got := run(); got != want {
+		t.Errorf("spilled, the tenant result differs from the one made on the heap:\n%.300s\nwant\n%.300s", got, want)
+	}
+	largest := map[string]int{}
+	for i := range reqs {
+		largest[reqs[i].Tenant.String()]++
+	}
+	n := 0
+	for _, c := range largest {
+		n = max(n, c)
+	}
+	d := o.withDefaults()
+	k, controls := 1+len(load.Tenants)+len(d.Controls), len(d.Controls)
+	// The design and the table of float columns, both at once while the
+	// largest target is fitted.
+	if s, least := spill.Read(), int64(8*n*(k+4+2*controls)); s.Peak < least {
+		t.Errorf("at most %d bytes in spill files at once, want at least %d (the design and columns of %d rows)", s.Peak, least, n)
+	}
+	if s := spill.Read(); s.Mapped != 0 {
+		t.Errorf("%d bytes still in spill files after Analyze, want none", s.Mapped)
+	}
+}
