@@ -317,14 +317,17 @@ func sourcesOf(load *Load, target string) []int {
 // regressScratch is the working memory requestRegression lends from one
 // target to the next (see there), and newLagInput's durations.
 //
-// Its buffers of a float or more a row are spill tables (internal/spill;
-// ordinary slices when spilling is off), given back by free once the last
-// target is fitted: the design and the fit's scaled copy and residuals
-// (olsScratch, 160 bytes a row of the largest target with ten columns),
-// and the columns of one float a row (floats). On the 100 MiB OTLP dump
-// of docs/otlp.md they were 16 MB of a 58 MB peak live heap, which the
-// collector marked over and over while the heap stood at its ceiling
-// under the memory budget (docs/design.md, "Spilling").
+// The columns of a float a row (floats) and what outlives a target until
+// judge (kept) are spill tables (internal/spill; ordinary slices when
+// spilling is off), given back by free: on the 100 MiB OTLP dump of
+// docs/otlp.md, with attribution's token sums (bucketSums) spilled too,
+// the peak live heap fell from 62 MB to 35 MB, which the collector had
+// marked over and over while the heap stood at its ceiling under the
+// memory budget (docs/design.md, "Spilling"). The design and the fit's scaled copy and
+// residuals (ols) stay on the heap: the QR and the clustered errors read
+// them again and again, and spilled, the governor took their pages out
+// under the fit, which faulted them in again (on that dump 72-111 k minor
+// faults a run against 50-59 k, perf stat), for no saving of CPU.
 type regressScratch struct {
 	ols                            olsScratch
 	one, ctrl, y, quiet, durations []float64
@@ -345,7 +348,6 @@ type regressScratch struct {
 // anew each time a target has more rows than those before; and rsc's, the
 // rows collectRows builds for it.
 func (sc *regressScratch) reserve(n, k, controls int, rsc *rowScratch) {
-	sc.ols.fit.Spilled = true
 	sc.ols.growDesign(n * k)
 	spill.Free(sc.floats)
 	sc.floats = spill.Make[float64](n * (4 + 2*controls))

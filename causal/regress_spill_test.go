@@ -8,11 +8,10 @@ import (
 	"github.com/llmprof/llmprof/internal/spill/spilltest"
 )
 
-// The tenant regression's working memory of a float or more a row (the
-// design, the float columns, the exposures and latencies the pairs' shares
-// read until judge) is in spill files while spilling is on, off the heap the
-// collector marks, and all of it is given back when Analyze returns: the
-// result is the one made on the heap.
+// The tenant regression's float columns and the exposures and latencies
+// the pairs' shares read until judge are in spill files while spilling is
+// on, off the heap the collector marks, and all of it is given back when
+// Analyze returns: the result is the one made on the heap.
 func TestRegressionScratchSpills(t *testing.T) {
 	reqs, load, tm := prepared(defaultSim(1))
 	o := Options{NoLagModel: true}
@@ -35,20 +34,20 @@ func TestRegressionScratchSpills(t *testing.T) {
 	if got := run(); got != want {
 		t.Errorf("spilled, the tenant result differs from the one made on the heap:\n%.300s\nwant\n%.300s", got, want)
 	}
-	largest := map[string]int{}
-	for i := range reqs {
-		largest[reqs[i].Tenant.String()]++
-	}
-	n := 0
-	for _, c := range largest {
-		n = max(n, c)
-	}
 	d := o.withDefaults()
-	k, controls := 1+len(load.Tenants)+len(d.Controls), len(d.Controls)
-	// The design and the table of float columns, both at once while the
-	// largest target is fitted.
-	if s, least := spill.Read(), int64(8*n*(k+4+2*controls)); s.Peak < least {
-		t.Errorf("at most %d bytes in spill files at once, want at least %d (the design and columns of %d rows)", s.Peak, least, n)
+	byTenant := map[string]int{}
+	for i := range reqs {
+		byTenant[reqs[i].Tenant.String()]++
+	}
+	n, kept := 0, 0
+	for name, c := range byTenant {
+		n = max(n, c)
+		kept += c * (len(sourcesOf(load, name)) + 1) * len(d.Metrics)
+	}
+	// The columns of the largest target and the table of every target's
+	// exposures and latencies, both at once while it is fitted.
+	if s, least := spill.Read(), int64(8*(n*(4+2*len(d.Controls))+kept)); s.Peak < least {
+		t.Errorf("at most %d bytes in spill files at once, want at least %d (the columns of %d rows and the exposures)", s.Peak, least, n)
 	}
 	if s := spill.Read(); s.Mapped != 0 {
 		t.Errorf("%d bytes still in spill files after Analyze, want none", s.Mapped)
