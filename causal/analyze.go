@@ -236,7 +236,9 @@ func Analyze(in Input, opts Options) (*Result, error) {
 	// each metric, at most (the rows are some of its requests).
 	kept := 0
 	for _, target := range targets {
-		kept += len(byTenant[target]) * (len(sourcesOf(load, target)) + 1)
+		// And a float each for the exposures and the latencies to start
+		// aligned (keptTable.take).
+		kept += len(byTenant[target])*(len(sourcesOf(load, target))+1) + 2
 	}
 	sc.kept = newKeptTable(kept * len(o.Metrics))
 	for _, m := range o.Metrics {

@@ -350,8 +350,12 @@ type regressScratch struct {
 func (sc *regressScratch) reserve(n, k, controls int, rsc *rowScratch) {
 	sc.ols.growDesign(n * k)
 	spill.Free(sc.floats)
-	sc.floats = spill.Make[float64](n * (4 + 2*controls))
-	part := func(i, width int) []float64 { return sc.floats[i*n : (i+width)*n : (i+width)*n] }
+	// Each part starts 16 bytes aligned, as a slice of its own would:
+	// gonum's sums (floats.Sum, stat.Mean) add a slice's first element on
+	// its own when it is not, which changes the last digit (alignedFloats).
+	stride := alignedFloats(n)
+	sc.floats = spill.Make[float64](stride * (4 + 2*controls))
+	part := func(i, width int) []float64 { return sc.floats[i*stride : i*stride+width*n : i*stride+width*n] }
 	sc.one, sc.y, sc.quiet, sc.durations, sc.ctrl = part(0, 1), part(1, 1), part(2, 1), part(3, 1), part(4, controls)
 	sc.groups, sc.lens = stat.Grow(sc.groups, n), stat.Grow(sc.lens, n)
 	rsc.base, rsc.obs, rsc.ctrl = stat.Grow(rsc.base, n), stat.Grow(rsc.obs, n), part(4+controls, controls)
@@ -385,13 +389,24 @@ func newKeptTable(n int) keptTable { return keptTable{buf: spill.Make[float64](n
 // Their contents are zeros or what take gave before: the callers write
 // them whole.
 func (k *keptTable) take(n int) []float64 {
-	if k.used+n > len(k.buf) {
+	at := alignedFloats(k.used)
+	if at+n > len(k.buf) {
 		return make([]float64, n)
 	}
-	s := k.buf[k.used : k.used+n : k.used+n]
-	k.used += n
+	s := k.buf[at : at+n : at+n]
+	k.used = at + n
 	return s
 }
+
+// alignedFloats rounds n floats up to a multiple of 16 bytes. A table's
+// parts start there, 16 bytes aligned like the table (a spill file's
+// mapping, or make's memory) and like a slice allocated on its own: on
+// amd64 gonum's sum (internal/asm/f64 Sum, under floats.Sum and stat.Mean)
+// adds the first element alone when the slice is not so aligned and the
+// rest in pairs, so the same values at an odd offset sum to a different
+// last digit (a pair's mean exposure, under --memory-limit 90MB on
+// bench/scale.sh's run-60s-n1).
+func alignedFloats(n int) int { return n + n%2 }
 
 // free gives back the table (spill.Free): nothing taken from it may be
 // read afterwards.

@@ -2,7 +2,9 @@ package causal
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
+	"unsafe"
 
 	"github.com/llmprof/llmprof/internal/spill"
 	"github.com/llmprof/llmprof/internal/spill/spilltest"
@@ -51,5 +53,31 @@ func TestRegressionScratchSpills(t *testing.T) {
 	}
 	if s := spill.Read(); s.Mapped != 0 {
 		t.Errorf("%d bytes still in spill files after Analyze, want none", s.Mapped)
+	}
+}
+
+// Every part of the regression's tables starts 16 bytes aligned, as a
+// slice allocated on its own does: gonum's sum adds the first element of
+// a slice that is not on its own, so the same exposures at an odd offset
+// gave a pair's mean exposure a different last digit (alignedFloats).
+func TestScratchPartsAligned(t *testing.T) {
+	aligned := func(what string, s []float64) {
+		t.Helper()
+		if p := uintptr(unsafe.Pointer(unsafe.SliceData(s))); p%16 != 0 {
+			t.Errorf("%s starts at %#x, not 16 bytes aligned", what, p)
+		}
+	}
+	for _, n := range []int{1001, 1002} {
+		var sc regressScratch
+		var rsc rowScratch
+		sc.reserve(n, 8, 3, &rsc)
+		for what, s := range map[string][]float64{"one": sc.one, "y": sc.y, "quiet": sc.quiet, "durations": sc.durations, "controls": sc.ctrl, "rows' controls": rsc.ctrl} {
+			aligned(fmt.Sprintf("%d rows: %s", n, what), s)
+		}
+		sc.kept = newKeptTable(4 * n)
+		for i, m := range []int{n, 3, n} {
+			aligned(fmt.Sprintf("take %d of %d", i, m), sc.kept.take(m))
+		}
+		sc.free()
 	}
 }
