@@ -323,11 +323,12 @@ func sourcesOf(load *Load, target string) []int {
 // docs/otlp.md, with attribution's token sums (bucketSums) spilled too,
 // the peak live heap fell from 62 MB to 35 MB, which the collector had
 // marked over and over while the heap stood at its ceiling under the
-// memory budget (docs/design.md, "Spilling"). The design and the fit's scaled copy and
-// residuals (ols) stay on the heap: the QR and the clustered errors read
-// them again and again, and spilled, the governor took their pages out
-// under the fit, which faulted them in again (on that dump 72-111 k minor
-// faults a run against 50-59 k, perf stat), for no saving of CPU.
+// memory budget (docs/design.md, "Spilling"). The design and the fit's
+// scaled copy and residuals (ols) stay on the heap: the QR and the
+// clustered errors read them again and again, and spilled, the governor
+// took their pages out under the fit, which faulted them in again (on
+// that dump 72-111 k minor faults a run against 50-59 k, perf stat), for
+// no saving of CPU.
 type regressScratch struct {
 	ols                            olsScratch
 	one, ctrl, y, quiet, durations []float64
@@ -373,9 +374,9 @@ func (sc *regressScratch) free() {
 }
 
 // keptTable is one table that the targets' exposures and latencies are
-// taken from in turn (take), sized for all of them at once so that it is
-// one spill table, not a slice of the heap a target (docs/design.md,
-// "Spilling").
+// taken from in turn (take), sized for all of them at once so that they
+// are one spill table rather than a slice on the heap for each target
+// (docs/design.md, "Spilling").
 type keptTable struct {
 	buf  []float64
 	used int
