@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/llmprof/llmprof/internal/spill"
 )
 
 // TokenSummary aggregates the token breakdowns of a run. The breakdowns
@@ -181,40 +183,61 @@ func (res *Result) TokenBucketSums(i int) (bs []Bucket, all, first []int64) {
 // stages, all 20 for the others): 96 bytes a request of an OTLP-only run
 // instead of 320, first written, page by page, at a cost the run's CPU
 // profile showed (2% of an OTLP analyze).
+//
+// The chunks are spill tables (spill.Make: ordinary slices when spilling is
+// off), each sized for every request still to come, so that a run's sums
+// are one table, off the heap under a memory budget once it is large
+// (internal/spill): in chunks of 256 KB, each below the size a table
+// spills from, they were 13 MB of the 58 MB peak live heap of an analyze
+// of docs/otlp.md's 100 MiB dump, which the collector marked again at
+// each of its collections while the heap stood at its ceiling
+// (docs/design.md, "Spilling"). The Result holds them to the end, when
+// spilling's release unmaps them.
 type bucketSums struct {
 	// refs[i] places request i's sums: its buckets' All sums then their
-	// First sums, at vals[at>>bucketChunkBits][at&(1<<bucketChunkBits-1):],
-	// n of each; n 0 when it has none.
+	// First sums, at vals[chunk][at:], n of each; n 0 when it has none.
 	refs []bucketRef
-	// vals are chunks of 1<<bucketChunkBits sums, so that the whole is
-	// allocated once, not regrown; no request's sums straddle two.
+	// vals are the chunks: the first holds every request as wide as the
+	// first, a second (when one did not fit) the rest at the widest, so
+	// that a run whose requests have one width has one chunk, allocated
+	// once, not regrown, and any other two; no request's sums straddle
+	// two.
 	vals [][]int64
 	used int // of the last chunk
 }
 
 type bucketRef struct {
-	at uint32
-	n  uint8
+	at    uint32
+	chunk uint16
+	n     uint8
 }
-
-const bucketChunkBits = 15
 
 func newBucketSums(n int) bucketSums {
 	return bucketSums{refs: make([]bucketRef, n)}
 }
 
 // set stores request i's sums over the buckets bs (each bucket outside bs
-// zero in both).
+// zero in both). The requests come in order (summarizeTokens).
 func (s *bucketSums) set(i int, bs []Bucket, all, first *[NumBuckets]int64) {
 	n := 2 * len(bs)
+	if n == 0 {
+		s.refs[i] = bucketRef{}
+		return
+	}
 	if len(s.vals) == 0 || s.used+n > len(s.vals[len(s.vals)-1]) {
-		s.vals, s.used = append(s.vals, make([]int64, 1<<bucketChunkBits)), 0
+		// The first chunk holds every request as wide as the first; a
+		// second, every request left at the widest.
+		width := n
+		if len(s.vals) > 0 {
+			width = 2 * int(NumBuckets)
+		}
+		s.vals, s.used = append(s.vals, spill.Make[int64](max(len(s.refs)-i, 1)*width)), 0
 	}
 	c := s.vals[len(s.vals)-1][s.used : s.used+n]
 	for j, b := range bs {
 		c[j], c[len(bs)+j] = all[b], first[b]
 	}
-	s.refs[i] = bucketRef{at: uint32((len(s.vals)-1)<<bucketChunkBits | s.used), n: uint8(len(bs))}
+	s.refs[i] = bucketRef{at: uint32(s.used), chunk: uint16(len(s.vals) - 1), n: uint8(len(bs))}
 	s.used += n
 }
 
@@ -224,7 +247,7 @@ func (s *bucketSums) of(i int) (all, first []int64, bs []Bucket) {
 	if r.n == 0 {
 		return nil, nil, nil
 	}
-	c := s.vals[r.at>>bucketChunkBits][r.at&(1<<bucketChunkBits-1):]
+	c := s.vals[r.chunk][r.at:]
 	bs = allBuckets[:]
 	if int(r.n) == len(stageOnlyBuckets) {
 		bs = stageOnlyBuckets[:]

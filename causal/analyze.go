@@ -231,8 +231,16 @@ func Analyze(in Input, opts Options) (*Result, error) {
 	}
 	// The design's columns: the constant, the other tenants' exposures and
 	// the controls (period effects, when asked for, grow it further).
-	sc.reserve(largest, 1+len(load.Tenants)+len(o.Controls), len(o.Controls))
-	rsc.reserve(largest, len(o.Controls))
+	sc.reserve(largest, 1+len(load.Tenants)+len(o.Controls), len(o.Controls), &rsc)
+	// Every target's exposures to its sources and its latencies, for
+	// each metric, at most (the rows are some of its requests).
+	kept := 0
+	for _, target := range targets {
+		// And a float each for the exposures and the latencies to start
+		// aligned (keptTable.take).
+		kept += len(byTenant[target])*(len(sourcesOf(load, target))+1) + 2
+	}
+	sc.kept = newKeptTable(kept * len(o.Metrics))
 	for _, m := range o.Metrics {
 		for _, target := range targets {
 			rows, notes := collectRows(byTenant[target], m, o.Controls, &rsc)
@@ -271,6 +279,12 @@ func Analyze(in Input, opts Options) (*Result, error) {
 	}
 	markIsolation(res)
 	judge(res, o)
+	// Nothing widens a pair after judge: the exposures and latencies its
+	// shareAt reads are given back with the scratch.
+	for i := range res.Pairs {
+		res.Pairs[i].shareAt = nil
+	}
+	sc.free()
 	if in.Kernels != nil {
 		res.Kernel = KernelAnalyze(*in.Kernels, KernelOptions{Alpha: o.Alpha, Dependent: o.Dependent, MinEffectPct: o.MinEffectPct})
 	}

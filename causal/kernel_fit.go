@@ -192,8 +192,7 @@ type stretchFit struct {
 // nothing may read gn.fit afterwards.
 func (gn *stretchFit) free() {
 	if gn.sc != nil {
-		spill.Free(gn.sc.design)
-		gn.sc.fit.Free()
+		gn.sc.free()
 	}
 	spill.Free(gn.yy)
 	gn.sc, gn.yy, gn.fit = nil, nil, nil
@@ -325,7 +324,7 @@ func gaussNewton(plan *withinPlan, sub []kernelRow, lay laidOverlaps, groups int
 				return gn, diverged
 			}
 		}
-		sc.design = stat.GrowSpilled(sc.design, n*nx)
+		sc.growDesign(n * nx)
 		ok := plan.fillDesign(1+nx, fill, weight, yy, sc.design)
 		if !ok {
 			return gn, diverged

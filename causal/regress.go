@@ -9,6 +9,7 @@ import (
 	"gonum.org/v1/gonum/mat"
 	gonumstat "gonum.org/v1/gonum/stat"
 
+	"github.com/llmprof/llmprof/internal/spill"
 	"github.com/llmprof/llmprof/internal/stat"
 )
 
@@ -43,7 +44,8 @@ const controlCoverage = 0.9
 // rowScratch is the memory collectRows builds the rows in, which the
 // targets of one analysis take in turn: what outlives a target (the rows'
 // latencies a pair's share is read from) is copied out of it
-// (requestRegression's lat).
+// (requestRegression's lat). Its controls are a part of the regression's
+// table (regressScratch.reserve), given back with it.
 type rowScratch struct {
 	base []*Request
 	obs  []obs
@@ -137,13 +139,7 @@ func requestRegression(target string, m Metric, rows targetRows, load *Load, o O
 	if sc == nil {
 		sc = &regressScratch{}
 	}
-	var sources []int
-	for k, name := range load.Tenants {
-		// Never the target itself, nor a shared source that serves it.
-		if name != target && !slices.Contains(load.members(k), target) {
-			sources = append(sources, k)
-		}
-	}
+	sources := sourcesOf(load, target)
 	pairs := make([]*Pair, len(sources))
 	n := len(rows.obs)
 	fail := func(reason string) []*Pair {
@@ -167,7 +163,7 @@ func requestRegression(target string, m Metric, rows targetRows, load *Load, o O
 		sc.one[r] = 1
 	}
 	cols = append(cols, sc.one)
-	all := make([]float64, n*len(sources))
+	all := sc.kept.take(n * len(sources))
 	for i := range sources {
 		xs[i] = all[i*n : (i+1)*n : (i+1)*n]
 	}
@@ -292,7 +288,7 @@ func requestRegression(target string, m Metric, rows targetRows, load *Load, o O
 		sc.quiet = stat.Grow(sc.quiet, n)
 		base := quietLevelIn(x, sc.quiet)
 		if lat == nil {
-			lat = make([]float64, n)
+			lat = sc.kept.take(n)
 			for r := range rows.obs {
 				lat[r] = rows.obs[r].lat
 			}
@@ -305,29 +301,119 @@ func requestRegression(target string, m Metric, rows targetRows, load *Load, o O
 	return pairs
 }
 
+// sourcesOf lists the tenants (indexes in load.Tenants) whose load the
+// target's regression estimates an effect of: never the target itself, nor
+// a shared source that serves it.
+func sourcesOf(load *Load, target string) []int {
+	var sources []int
+	for k, name := range load.Tenants {
+		if name != target && !slices.Contains(load.members(k), target) {
+			sources = append(sources, k)
+		}
+	}
+	return sources
+}
+
 // regressScratch is the working memory requestRegression lends from one
 // target to the next (see there), and newLagInput's durations.
+//
+// The columns of a float a row (floats) and what outlives a target until
+// judge (kept) are spill tables (internal/spill; ordinary slices when
+// spilling is off), given back by free: on the 100 MiB OTLP dump of
+// docs/otlp.md, with attribution's token sums (bucketSums) spilled too,
+// the peak live heap fell from 62 MB to 35 MB, which the collector had
+// marked over and over while the heap stood at its ceiling under the
+// memory budget (docs/design.md, "Spilling"). The design and the fit's
+// scaled copy and residuals (ols) stay on the heap: the QR and the
+// clustered errors read them again and again, and spilled, the governor
+// took their pages out under the fit, which faulted them in again (on
+// that dump 72-111 k minor faults a run against 50-59 k, perf stat), for
+// no saving of CPU.
 type regressScratch struct {
 	ols                            olsScratch
 	one, ctrl, y, quiet, durations []float64
 	groups                         []int
 	lens                           []int64
+	// floats is the one table one, y, quiet, durations and ctrl are parts
+	// of after reserve, and the rows' controls (rowScratch.ctrl): a table
+	// of 4 MB or more spills (spill.MinBytes) where each column alone
+	// would stay on the heap.
+	floats []float64
+	// kept holds what outlives a target until judge: the pairs'
+	// exposures and the rows' latencies, which shareAt reads.
+	kept keptTable
 }
 
 // reserve sizes the buffers for the largest target at once, n rows and k
 // columns at most (controls of them the target's controls), rather than
-// anew each time a target has more rows than those before.
-func (sc *regressScratch) reserve(n, k, controls int) {
-	sc.ols.design = stat.Grow(sc.ols.design, n*k)
-	sc.one, sc.y, sc.quiet, sc.durations = stat.Grow(sc.one, n), stat.Grow(sc.y, n), stat.Grow(sc.quiet, n), stat.Grow(sc.durations, n)
-	sc.ctrl = stat.Grow(sc.ctrl, n*controls)
+// anew each time a target has more rows than those before; and rsc's, the
+// rows collectRows builds for it.
+func (sc *regressScratch) reserve(n, k, controls int, rsc *rowScratch) {
+	sc.ols.growDesign(n * k)
+	spill.Free(sc.floats)
+	// Each part starts 16 bytes aligned, as a slice of its own would:
+	// gonum's sums (floats.Sum, stat.Mean) add a slice's first element on
+	// its own when it is not, which changes the last digit (alignedFloats).
+	stride := alignedFloats(n)
+	sc.floats = spill.Make[float64](stride * (4 + 2*controls))
+	part := func(i, width int) []float64 { return sc.floats[i*stride : i*stride+width*n : i*stride+width*n] }
+	sc.one, sc.y, sc.quiet, sc.durations, sc.ctrl = part(0, 1), part(1, 1), part(2, 1), part(3, 1), part(4, controls)
 	sc.groups, sc.lens = stat.Grow(sc.groups, n), stat.Grow(sc.lens, n)
+	rsc.base, rsc.obs, rsc.ctrl = stat.Grow(rsc.base, n), stat.Grow(rsc.obs, n), part(4+controls, controls)
 }
 
-// reserve sizes the buffers for n requests with the given number of
-// controls (see regressScratch.reserve).
-func (sc *rowScratch) reserve(n, controls int) {
-	sc.base, sc.obs, sc.ctrl = stat.Grow(sc.base, n), stat.Grow(sc.obs, n), stat.Grow(sc.ctrl, n*controls)
+// free gives back the spill tables (spill.Free): nothing may read what a
+// fit with sc returned, nor a pair's shareAt, afterwards. The buffers a
+// target outgrew were made on the heap (stat.Grow) and are left to the
+// collector.
+func (sc *regressScratch) free() {
+	sc.ols.free()
+	spill.Free(sc.floats)
+	sc.kept.free()
+	*sc = regressScratch{}
+}
+
+// keptTable is one table that the targets' exposures and latencies are
+// taken from in turn (take), sized for all of them at once so that they
+// are one spill table rather than a slice on the heap for each target
+// (docs/design.md, "Spilling").
+type keptTable struct {
+	buf  []float64
+	used int
+}
+
+// newKeptTable is a table of n floats (spill.Make).
+func newKeptTable(n int) keptTable { return keptTable{buf: spill.Make[float64](n)} }
+
+// take returns the next n floats of the table, or new memory when it
+// does not hold them (a table of none: the callers that lend no scratch).
+// Their contents are zeros or what take gave before: the callers write
+// them whole.
+func (k *keptTable) take(n int) []float64 {
+	at := alignedFloats(k.used)
+	if at+n > len(k.buf) {
+		return make([]float64, n)
+	}
+	s := k.buf[at : at+n : at+n]
+	k.used = at + n
+	return s
+}
+
+// alignedFloats rounds n floats up to a multiple of 16 bytes. A table's
+// parts start there, 16 bytes aligned like the table (a spill file's
+// mapping, or make's memory) and like a slice allocated on its own: on
+// amd64 gonum's sum (internal/asm/f64 Sum, under floats.Sum and stat.Mean)
+// adds the first element alone when the slice is not so aligned and the
+// rest in pairs, so the same values at an odd offset sum to a different
+// last digit (a pair's mean exposure, under --memory-limit 90MB on
+// bench/scale.sh's run-60s-n1).
+func alignedFloats(n int) int { return n + n%2 }
+
+// free gives back the table (spill.Free): nothing taken from it may be
+// read afterwards.
+func (k *keptTable) free() {
+	spill.Free(k.buf)
+	*k = keptTable{}
 }
 
 // maxClusterWidth is the cluster width of long runs (validated in the
@@ -547,7 +633,7 @@ func fitColumnsReusing(cols [][]float64, y []float64, sc *olsScratch) (*olsFit, 
 	if sc == nil {
 		sc = &olsScratch{}
 	}
-	sc.design = stat.Grow(sc.design, len(cols)*len(cols[0]))
+	sc.growDesign(len(cols) * len(cols[0]))
 	columnsInto(cols, sc.design)
 	return fitRowMajor(sc.design, len(cols), y, sc)
 }

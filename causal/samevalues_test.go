@@ -202,7 +202,7 @@ func TestRowScratchReused(t *testing.T) {
 	for _, r := range byTenant {
 		largest = max(largest, len(r))
 	}
-	rsc.reserve(largest, len(o.Controls))
+	sc.reserve(largest, 1+len(load.Tenants)+len(o.Controls), len(o.Controls), &rsc)
 	if a := testing.AllocsPerRun(5, func() { collectRows(byTenant["C"], MetricE2E, o.Controls, &rsc) }); a > 1 {
 		t.Errorf("collectRows into a reserved scratch: %.0f allocations, want 1 (the controls used)", a)
 	}
