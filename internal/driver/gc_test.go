@@ -213,9 +213,10 @@ func TestFutilePercent(t *testing.T) {
 	}{
 		{44 * mib, 49 * mib, 44 * mib, ceilingPercent},   // freed all it allocated
 		{40 * mib, 50 * mib, 45 * mib, ceilingPercent},   // freed half
+		{40 * mib, 50 * mib, 45*mib + mib/2, 22},         // freed 4.5 of 10: 10 × 10 / 4.5
 		{40 * mib, 50 * mib, 46 * mib, 25},               // freed 4 of 10: 10 × 10 / 4
-		{40 * mib, 50 * mib, 48 * mib, futileMaxPercent}, // freed 2 of 10: 50
-		{40 * mib, 50 * mib, 49 * mib, futileMaxPercent}, // freed 1 of 10: capped
+		{40 * mib, 50 * mib, 48 * mib, futileMaxPercent}, // freed 2 of 10: 50, capped
+		{40 * mib, 50 * mib, 49 * mib, futileMaxPercent}, // freed 1 of 10: 100, capped
 		{44 * mib, 48 * mib, 48 * mib, futileMaxPercent}, // freed nothing ("44->48->48 MB, 48 MB goal")
 		{51 * mib, 53 * mib, 59 * mib, futileMaxPercent}, // the heap passed its goal while marking
 		{50 * mib, 50 * mib, 40 * mib, ceilingPercent},   // no room: nothing to judge
