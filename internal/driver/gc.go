@@ -434,7 +434,12 @@ func (p *gcPacer) noteGoal(live int64) {
 // collected judges the collections the watcher has just seen, n of them
 // since it last looked: one that freed little raises the least percentage
 // the ceiling sets for the next (futilePercent). Of several it cannot say
-// which goal each came at. Called with p.mu held.
+// which goal each came at. A collection the runtime started at the goal
+// before the last retarget, which comes when the heap passes a low goal
+// again within watchEvery, is judged by the later goal, which it never
+// reached: it seems to have freed more than it did, and the least
+// percentage stays ceilingPercent, the target before the rule (seen on the
+// 100 MiB OTLP dump: "50->51->51 MB, 70 MB goal"). Called with p.mu held.
 func (p *gcPacer) collected(n uint64) {
 	live, _ := heapState()
 	if n != 1 || p.goal <= 0 {
