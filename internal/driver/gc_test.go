@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"fmt"
 	"os"
 	"runtime"
 	"runtime/debug"
@@ -155,7 +156,7 @@ func TestCeiledPercent(t *testing.T) {
 		{5, 300 * mib, 400 * mib, 0, 5},                    // below the least percentage: never raised
 		{-1, 300 * mib, 400 * mib, 0, -1},                  // the collector off (a lingering target before): stays off
 	} {
-		if got := ceiledPercent(c.percent, c.ceiling, 0, c.live, c.roots); got != c.want {
+		if got := ceiledPercent(c.percent, c.ceiling, 0, c.live, c.roots, ceilingPercent); got != c.want {
 			t.Errorf("ceiledPercent(%d, %d, 0, %d, %d) = %d, want %d", c.percent, c.ceiling>>20, c.live>>20, c.roots>>20, got, c.want)
 		}
 	}
@@ -173,12 +174,141 @@ func TestCeiledPercent(t *testing.T) {
 		{50, 400 * mib, 250 * mib, 440 * mib, 0, ceilingPercent + 10}, // a tenth past the whole ceiling
 		{50, 400 * mib, -1, 200 * mib, 0, 50},                         // no overhead read
 	} {
-		if got := ceiledPercent(c.percent, c.ceiling, c.overhead, c.live, c.roots); got != c.want {
+		if got := ceiledPercent(c.percent, c.ceiling, c.overhead, c.live, c.roots, ceilingPercent); got != c.want {
 			t.Errorf("ceiledPercent(%d, %d, %d, %d, %d) = %d, want %d", c.percent, c.ceiling>>20, c.overhead>>20, c.live>>20, c.roots>>20, got, c.want)
+		}
+	}
+	// After a futile collection the least percentage is raised
+	// (futilePercent), past the overshoot's, never past percent.
+	for _, c := range []struct {
+		percent, least int
+		ceiling, live  int64
+		want           int
+	}{
+		{50, 30, 400 * mib, 390 * mib, 30},                         // at the ceiling: the raised least
+		{50, 30, 300 * mib, 400 * mib, 43},                         // a third past it: the overshoot's, higher
+		{20, 30, 400 * mib, 390 * mib, 20},                         // never above percent
+		{50, ceilingPercent, 400 * mib, 390 * mib, ceilingPercent}, // not raised: as before
+	} {
+		if got := ceiledPercent(c.percent, c.ceiling, 0, c.live, 0, c.least); got != c.want {
+			t.Errorf("ceiledPercent(%d, %d, 0, %d, 0, %d) = %d, want %d", c.percent, c.ceiling>>20, c.live>>20, c.least, got, c.want)
 		}
 	}
 	if o := runtimeOverhead(); o <= 0 {
 		t.Errorf("runtimeOverhead() = %d: the runtime holds metadata and free pages besides its objects", o)
+	}
+}
+
+// A collection that freed less than half of what was allocated since the
+// one before raises the least percentage by as much as it freed little, up
+// to futileMaxPercent; one that freed more leaves ceilingPercent. The
+// figures are a 100 MiB OTLP dump's (gctrace), whose live heap grows with
+// what attribution keeps: at a 10% ceiling its collections marked 45-60 MB
+// to free 0-4 MB, 20 times a run.
+func TestFutilePercent(t *testing.T) {
+	const mib = 1 << 20
+	for _, c := range []struct {
+		prevLive, goal, live int64
+		want                 int
+	}{
+		{44 * mib, 49 * mib, 44 * mib, ceilingPercent},   // freed all it allocated
+		{40 * mib, 50 * mib, 45 * mib, ceilingPercent},   // freed half
+		{40 * mib, 50 * mib, 45*mib + mib/2, 22},         // freed 4.5 of 10: 10 × 10 / 4.5
+		{40 * mib, 50 * mib, 46 * mib, 25},               // freed 4 of 10: 10 × 10 / 4
+		{40 * mib, 50 * mib, 48 * mib, futileMaxPercent}, // freed 2 of 10: 50, capped
+		{40 * mib, 50 * mib, 49 * mib, futileMaxPercent}, // freed 1 of 10: 100, capped
+		{44 * mib, 48 * mib, 48 * mib, futileMaxPercent}, // freed nothing ("44->48->48 MB, 48 MB goal")
+		{51 * mib, 53 * mib, 59 * mib, futileMaxPercent}, // the heap passed its goal while marking
+		{50 * mib, 50 * mib, 40 * mib, ceilingPercent},   // no room: nothing to judge
+		{0, 0, 8 * mib, ceilingPercent},                  // no goal noted
+	} {
+		if got := futilePercent(c.prevLive, c.goal, c.live); got != c.want {
+			t.Errorf("futilePercent(%d, %d, %d) = %d, want %d", c.prevLive>>20, c.goal>>20, c.live>>20, got, c.want)
+		}
+	}
+}
+
+// A raised least percentage lets the heap's goal pass the ceiling (less
+// the runtime's overhead) only by the bytes of the tables in spill files,
+// whose pages the governor can take out to make room.
+func TestLeastPercent(t *testing.T) {
+	const mib = 1 << 20
+	for _, c := range []struct {
+		least                                  int
+		ceiling, overhead, mapped, live, roots int64
+		want                                   int
+	}{
+		{50, 56 * mib, 8 * mib, 119 * mib, 50 * mib, 0, 50},                   // the 100 MiB dump: room enough
+		{50, 56 * mib, 8 * mib, 18 * mib, 50 * mib, 0, 32},                    // 56 − 8 + 18 = 66: 16 MB above 50
+		{50, 56 * mib, 8 * mib, 0, 50 * mib, 0, ceilingPercent},               // nothing spilled: no room past the ceiling
+		{50, 56 * mib, 8 * mib, 0, 80 * mib, 0, ceilingPercent},               // already past it: never below ceilingPercent
+		{25, 56 * mib, 8 * mib, 119 * mib, 50 * mib, 0, 25},                   // never above least
+		{ceilingPercent, 56 * mib, 0, 119 * mib, 50 * mib, 0, ceilingPercent}, // not raised
+		{50, 0, 0, 119 * mib, 50 * mib, 0, ceilingPercent},                    // no ceiling
+		{50, 56 * mib, 8 * mib, 119 * mib, 0, 0, ceilingPercent},              // no collection yet
+	} {
+		if got := leastPercent(c.least, c.ceiling, c.overhead, c.mapped, c.live, c.roots); got != c.want {
+			t.Errorf("leastPercent(%d, %d, %d, %d, %d, %d) = %d, want %d", c.least, c.ceiling>>20, c.overhead>>20, c.mapped>>20, c.live>>20, c.roots>>20, got, c.want)
+		}
+	}
+}
+
+// Under a ceiling, a collection that frees little of what was allocated
+// since the one before raises the target for the next past the ceiling's
+// least percentage, where spilled tables give the room; one that frees
+// what was allocated brings it back. On the pacer before, the target
+// stayed at the ceiling's 10%.
+func TestFutileCollectionRaisesTheTarget(t *testing.T) {
+	gcAt100(t)
+	release, err := spill.Enable(t.TempDir())
+	if err != nil {
+		t.Skipf("spilling is not possible here: %v", err)
+	}
+	t.Cleanup(release)
+	spill.Budget(1 << 30)
+	table := spill.Make[int64](128 << 20 / 8) // mapped: the room past the ceiling
+	if spill.Read().Mapped == 0 {
+		t.Skip("the table was not put in a spill file")
+	}
+	ballast := make([]int64, (4*gcFloorBase)/8)
+	// The free pages earlier tests' ballasts left are the runtime's
+	// overhead, which takes the room under the ceiling and past it
+	// (leastPercent) until the scavenger gives them back: now.
+	debug.FreeOSMemory()
+	h := tightGC(50)
+	defer h.release()
+	live, roots := heapState()
+	h.ceiling(live + (live+roots)/10) // the goal at the ceiling's least
+	if got := gcPercent(); got > ceilingPercent+2 {
+		t.Fatalf("target %d under a ceiling 10%% above the live heap, want %d", got, ceilingPercent)
+	}
+	pacer.mu.Lock()
+	goal := pacer.goal
+	pacer.mu.Unlock()
+	// Keep 60% of the way to the goal, and collect: the collection frees
+	// 40% of what it could have (futilePercent: 25%).
+	kept := make([]int64, (goal-live)*6/10/8)
+	runtime.GC()
+	waitPercent(t, func(p int) bool { return p >= 20 }, "after a collection that freed 40% of its room, want 25")
+	// Drop what was kept: the next collection frees it all.
+	runtime.KeepAlive(kept)
+	kept = nil
+	runtime.GC()
+	waitPercent(t, func(p int) bool { return p <= ceilingPercent+2 }, fmt.Sprintf("after a collection that freed all, want %d", ceilingPercent))
+	runtime.KeepAlive(ballast)
+	runtime.KeepAlive(table)
+}
+
+// waitPercent waits for the watcher to set a target that ok accepts
+// (it looks every watchEvery), and fails with why after 10 s.
+func waitPercent(t *testing.T, ok func(int) bool, why string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !ok(gcPercent()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("target %d %s", gcPercent(), why)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
