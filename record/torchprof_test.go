@@ -145,7 +145,10 @@ func torchFixture(t *testing.T) (string, *synth.Run) {
 	}
 	for _, kt := range run.KinetoTraces(math.MinInt64, math.MaxInt64, kineto.WriteOptions{}) {
 		var buf bytes.Buffer
-		zw := gzip.NewWriter(&buf)
+		zw, err := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := kt.Write(zw); err != nil {
 			t.Fatal(err)
 		}
