@@ -506,17 +506,18 @@ func TestDiffGate(t *testing.T) {
 
 // TestDiffSavedAnalysesHistory: a directory of saved analyses is a baseline
 // history, whether it is the <baseline> of one candidate run or named with
-// --baseline-history.
+// --baseline-history. 200 requests a run (400 cost twice the CPU): what is
+// checked is the unit the history gives, not a verdict's power.
 func TestDiffSavedAnalysesHistory(t *testing.T) {
 	dir := t.TempDir()
-	base := writeJSON(t, dir, "base.json", analysis(comparetest.Workload{Requests: 400, Seed: 1}.Run()))
-	same := writeJSON(t, dir, "same.json", analysis(comparetest.Workload{Requests: 400, Seed: 3}.Run()))
+	base := writeJSON(t, dir, "base.json", analysis(comparetest.Workload{Requests: 200, Seed: 1}.Run()))
+	same := writeJSON(t, dir, "same.json", analysis(comparetest.Workload{Requests: 200, Seed: 3}.Run()))
 	hist := filepath.Join(dir, "history")
 	if err := os.Mkdir(hist, 0o755); err != nil {
 		t.Fatal(err)
 	}
 	for i := range uint64(4) {
-		writeJSON(t, hist, fmt.Sprintf("b%d.json", i), analysis(comparetest.Workload{Requests: 400, Seed: 30 + i}.Run()))
+		writeJSON(t, hist, fmt.Sprintf("b%d.json", i), analysis(comparetest.Workload{Requests: 200, Seed: 30 + i}.Run()))
 	}
 	for _, o := range []DiffOptions{{Baseline: []string{hist}}, {Baseline: []string{base}, History: []string{hist}}} {
 		o.Candidate, o.Gates = []string{same}, []string{"tpot.p50<+5%"}
