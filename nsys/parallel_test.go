@@ -141,7 +141,7 @@ func TestParallelReadMany(t *testing.T) {
 // A cancelled decode stops the workers and says so (the decoder looks at
 // the context every 65,536 rows); no worker outlives the decode.
 func TestParallelReadCancelled(t *testing.T) {
-	path := benchFile(t, 70_000)
+	path := benchFileCopy(t, 70_000)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	withParallel(0, 100, 10, func() {
