@@ -2,6 +2,7 @@ package attribution
 
 import (
 	"reflect"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,18 +18,23 @@ func TestTokenSummaryPerRequestSums(t *testing.T) {
 	checkPerTokenSums(t, Analyze(synthtrace.WithGPU(t, stallingRun(t), true), DefaultOptions), 0)
 }
 
-// stallingRun is a simulated 15 s run in which 1% of the steps stall.
+// stallingRun is a simulated 15 s run in which 1% of the steps stall,
+// generated once for the four tests that read it (none changes it).
 func stallingRun(t *testing.T) *synth.Run {
 	t.Helper()
-	cfg := synth.DefaultConfig(12, 15*time.Second)
-	cfg.StallProbability = 0.01
-	cfg.StallNs = 80_000_000
-	run, err := synth.Generate(cfg)
+	run, err := stallingRunOnce()
 	if err != nil {
 		t.Fatal(err)
 	}
 	return run
 }
+
+var stallingRunOnce = sync.OnceValues(func() (*synth.Run, error) {
+	cfg := synth.DefaultConfig(12, 15*time.Second)
+	cfg.StallProbability = 0.01
+	cfg.StallNs = 80_000_000
+	return synth.Generate(cfg)
+})
 
 // checkPerTokenSums checks summarizeTokens against every token of res added
 // to every group it belongs to, and its stalls (over the stall threshold;

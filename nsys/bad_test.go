@@ -363,16 +363,9 @@ func TestCompressedExport(t *testing.T) {
 
 // Decoding stops when the context is cancelled.
 func TestDecodeCancelled(t *testing.T) {
-	tr := ingest.New()
-	tr.Sources = []ingest.Source{{Path: "big"}}
-	name := tr.Strings.Intern("k")
-	for i := range 100_000 {
-		tr.GPUOps = append(tr.GPUOps, ingest.GPUOp{Kind: ingest.OpKernel, Name: name, Start: int64(i), End: int64(i + 1)})
-	}
-	path := filepath.Join(t.TempDir(), "big.sqlite")
-	if err := WriteSQLite(path, tr, WriteOptions{SessionStart: 1}); err != nil {
-		t.Fatal(err)
-	}
+	// 70,000 kernels, past the 65,536 rows between looks at the context:
+	// the export TestParallelReadCancelled reads too, written once.
+	path := benchFileCopy(t, 70_000)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := (Decoder{}).DecodeFile(ctx, path); !errors.Is(err, context.Canceled) {

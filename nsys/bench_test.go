@@ -3,7 +3,9 @@ package nsys
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/llmprof/llmprof/ingest"
@@ -43,6 +45,34 @@ func benchFile(b testing.TB, n int) string {
 	path := filepath.Join(b.TempDir(), "bench.sqlite")
 	if err := WriteSQLite(path, t, WriteOptions{}); err != nil {
 		b.Fatal(err)
+	}
+	return path
+}
+
+var (
+	benchFilesMu sync.Mutex
+	benchFiles   = map[int][]byte{}
+)
+
+// benchFileCopy is a copy of benchFile(n) of the test's own, which it may
+// change: the export is written once per test binary and copied (tests
+// that each wrote their own spent half their time in WriteSQLite).
+func benchFileCopy(t *testing.T, n int) string {
+	t.Helper()
+	benchFilesMu.Lock()
+	b, ok := benchFiles[n]
+	if !ok {
+		var err error
+		if b, err = os.ReadFile(benchFile(t, n)); err != nil {
+			benchFilesMu.Unlock()
+			t.Fatal(err)
+		}
+		benchFiles[n] = b
+	}
+	benchFilesMu.Unlock()
+	path := filepath.Join(t.TempDir(), "bench.sqlite")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	return path
 }

@@ -68,17 +68,26 @@ func sameTrace(t *testing.T, seq, par *ingest.Trace) {
 
 // The parallel read is an implementation detail: on every real export, read
 // in ranges as small as 1 rowid and blocks as small as 1 row, the model is
-// identical to the one read on one connection.
+// identical to the one read on one connection (read once for the three
+// sizes: the sizes only apply to the parallel read).
 func TestParallelReadRealFiles(t *testing.T) {
 	for _, path := range realFiles(t) {
-		for _, size := range []struct {
-			rangeRows int64
-			blockRows int
-		}{{1, 1}, {7, 3}, {1000, 64}} {
-			for _, dec := range []Decoder{{}, {KernelName: KernelShort, Tables: Kernels | API}} {
-				seq, par, serr, perr := decodeBoth(t, path, dec, size.rangeRows, size.blockRows)
-				if serr != nil || perr != nil {
-					t.Fatalf("%s: %v / %v", filepath.Base(path), serr, perr)
+		for _, dec := range []Decoder{{}, {KernelName: KernelShort, Tables: Kernels | API}} {
+			var seq *ingest.Trace
+			var serr error
+			withParallel(math.MaxInt64, 1, 1, func() { seq, serr = dec.DecodeFile(context.Background(), path) })
+			if serr != nil {
+				t.Fatalf("%s: %v", filepath.Base(path), serr)
+			}
+			for _, size := range []struct {
+				rangeRows int64
+				blockRows int
+			}{{1, 1}, {7, 3}, {1000, 64}} {
+				var par *ingest.Trace
+				var perr error
+				withParallel(0, size.rangeRows, size.blockRows, func() { par, perr = dec.DecodeFile(context.Background(), path) })
+				if perr != nil {
+					t.Fatalf("%s: %v", filepath.Base(path), perr)
 				}
 				sameTrace(t, seq, par)
 			}
@@ -118,7 +127,7 @@ func TestParallelReadBadInput(t *testing.T) {
 // A 20,000-kernel export read with the default range and block sizes scaled
 // down, so that several workers each read many ranges.
 func TestParallelReadMany(t *testing.T) {
-	path := benchFile(t, 20_000)
+	path := benchFileCopy(t, 20_000)
 	seq, par, serr, perr := decodeBoth(t, path, Decoder{}, 1000, 256)
 	if serr != nil || perr != nil {
 		t.Fatalf("%v / %v", serr, perr)
@@ -132,7 +141,7 @@ func TestParallelReadMany(t *testing.T) {
 // A cancelled decode stops the workers and says so (the decoder looks at
 // the context every 65,536 rows); no worker outlives the decode.
 func TestParallelReadCancelled(t *testing.T) {
-	path := benchFile(t, 70_000)
+	path := benchFileCopy(t, 70_000)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	withParallel(0, 100, 10, func() {

@@ -27,7 +27,7 @@ func TestStrayRowsInShellOrder(t *testing.T) {
 	}
 	for name, sql := range cases {
 		t.Run(name, func(t *testing.T) {
-			path := benchFile(t, 20_000)
+			path := benchFileCopy(t, 20_000)
 			c, err := sqlite.OpenReadWrite(path)
 			if err != nil {
 				t.Fatal(err)

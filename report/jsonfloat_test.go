@@ -4,6 +4,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"os"
 	"strconv"
 	"testing"
 
@@ -12,7 +13,8 @@ import (
 
 // appendShortestG writes what strconv's shortest 'g' writes: on milliseconds
 // to the nanosecond and whole counts of every magnitude (its fast path), on
-// arbitrary doubles, and at the edges of the fast path's range.
+// arbitrary doubles, and at the edges of the fast path's range. 50,000 draws
+// of each kind (0.1 s of CPU); LLMPROF_LONG=1 draws 300,000.
 func TestAppendShortestG(t *testing.T) {
 	check := func(v float64) {
 		t.Helper()
@@ -26,8 +28,12 @@ func TestAppendShortestG(t *testing.T) {
 		check(v)
 		check(-v)
 	}
+	draws := 50_000
+	if os.Getenv("LLMPROF_LONG") != "" {
+		draws = 300_000
+	}
 	rng := rand.New(rand.NewPCG(10, 11))
-	for range 300_000 {
+	for range draws {
 		// Nanoseconds in milliseconds, from under 0.1 µs to over 1000 s.
 		ns := rng.Int64N(int64(math.Pow(10, float64(1+rng.IntN(13)))))
 		check(float64(ns) / 1e6)

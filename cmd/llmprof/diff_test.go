@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/llmprof/llmprof/compare"
@@ -51,14 +52,33 @@ func analysis(samples any) map[string]any {
 // fixtures writes a baseline, an unchanged candidate and a regressed one.
 type fixtures struct{ dir, base, same, slow string }
 
+// fixtureDocs are the three saved analyses newFixtures writes, simulated and
+// encoded once for the seven tests that write them (each into a folder of
+// its own).
+var fixtureDocs = sync.OnceValues(func() ([3][]byte, error) {
+	var docs [3][]byte
+	for i, w := range []comparetest.Workload{{Requests: 400, Seed: 1}, {Requests: 400, Seed: 3}, {Requests: 400, Seed: 2, AttentionFactor: 1.5}} {
+		b, err := json.Marshal(analysis(w.Run()))
+		if err != nil {
+			return docs, err
+		}
+		docs[i] = b
+	}
+	return docs, nil
+})
+
 func newFixtures(t *testing.T) fixtures {
 	t.Helper()
+	docs, err := fixtureDocs()
+	if err != nil {
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
 	return fixtures{
 		dir:  dir,
-		base: writeJSON(t, dir, "base.json", analysis(comparetest.Workload{Requests: 400, Seed: 1}.Run())),
-		same: writeJSON(t, dir, "same.json", analysis(comparetest.Workload{Requests: 400, Seed: 3}.Run())),
-		slow: writeJSON(t, dir, "slow.json", analysis(comparetest.Workload{Requests: 400, Seed: 2, AttentionFactor: 1.5}.Run())),
+		base: writeFile(t, dir, "base.json", docs[0]),
+		same: writeFile(t, dir, "same.json", docs[1]),
+		slow: writeFile(t, dir, "slow.json", docs[2]),
 	}
 }
 

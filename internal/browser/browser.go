@@ -72,20 +72,23 @@ func Load(ctx context.Context, bin, file string) (*Page, error) {
 	return &Page{DOM: stdout, Log: stderr}, nil
 }
 
-// Screenshot writes a PNG of the page at the given viewport size.
-func Screenshot(ctx context.Context, bin, file, png string, width, height int) error {
+// LoadWithScreenshot is Load and Screenshot in one start of the browser
+// (each start costs about 0.65 s of CPU): the DOM once loaded, at the
+// screenshot's viewport size, and a PNG of the page.
+func LoadWithScreenshot(ctx context.Context, bin, file, png string, width, height int) (*Page, error) {
 	abs, err := filepath.Abs(png)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	_, _, err = run(ctx, bin, file, "--screenshot="+abs, fmt.Sprintf("--window-size=%d,%d", width, height), "--hide-scrollbars")
+	stdout, stderr, err := run(ctx, bin, file, "--dump-dom", "--enable-logging=stderr", "--v=0",
+		"--screenshot="+abs, fmt.Sprintf("--window-size=%d,%d", width, height), "--hide-scrollbars")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if st, err := os.Stat(abs); err != nil || st.Size() == 0 {
-		return fmt.Errorf("chromium wrote no screenshot to %s", abs)
+		return nil, fmt.Errorf("chromium wrote no screenshot to %s", abs)
 	}
-	return nil
+	return &Page{DOM: stdout, Log: stderr}, nil
 }
 
 func run(ctx context.Context, bin, file string, args ...string) (string, string, error) {
