@@ -24,15 +24,30 @@ const (
 )
 
 // longRuns calls fn for every run of non-space characters in s longer than
-// maxNameRunes, with its byte offsets; punctuation that ends a clause
-// around it ("… for model NAME;") is not part of it.
+// maxNameRunes, with its byte offsets; what the sentence around it puts
+// there is not part of it: punctuation that ends a clause ("… for model
+// NAME;"), a bracket the name does not open ("(NAME)", where a kernel's
+// "f(float*)" keeps its own), a possessive ("NAME's"). Otherwise one name
+// printed so in two places was two names, each listed in full (a tenant's
+// 200 kB name three times in a text report).
 func longRuns(s string, fn func(start, end int)) {
 	emit := func(start, end int) {
 		for start < end && strings.IndexByte(`"'(`, s[start]) >= 0 {
 			start++
 		}
-		for end > start && strings.IndexByte(`.,;:"'`, s[end-1]) >= 0 {
-			end--
+		for trimmed := true; trimmed && end > start; {
+			trimmed = false
+			for end > start && strings.IndexByte(`.,;:"'`, s[end-1]) >= 0 {
+				end, trimmed = end-1, true
+			}
+			if end > start && s[end-1] == ')' && strings.Count(s[start:end], ")") > strings.Count(s[start:end], "(") {
+				end, trimmed = end-1, true
+			}
+			for _, pos := range []string{"'s", "’s"} {
+				if strings.HasSuffix(s[start:end], pos) {
+					end, trimmed = end-len(pos), true
+				}
+			}
 		}
 		if utf8.RuneCountInString(s[start:end]) > maxNameRunes {
 			fn(start, end)

@@ -33,3 +33,32 @@ func TestLongNameTagSurvivesInvalidUTF8(t *testing.T) {
 		}
 	}
 }
+
+// One long name printed in brackets, with a possessive or before a clause's
+// punctuation is one name, listed once; a kernel's own closing bracket is
+// part of its name.
+func TestLongNameInItsSentence(t *testing.T) {
+	name := strings.Repeat("tenant-", 40)
+	for _, s := range []string{
+		name,
+		"served (" + name + ") on GPU 0",
+		"(" + name + "),",
+		name + "'s requests",
+		name + "’s requests",
+		`"` + name + `'s";`,
+	} {
+		var got []string
+		longRuns(s, func(start, end int) { got = append(got, s[start:end]) })
+		if len(got) != 1 || got[0] != name {
+			t.Errorf("in %q: long runs %q, want the name alone", s, got)
+		}
+	}
+	kernel := "attention_kernel<" + strings.Repeat("float,", 30) + "128>(float*,float*)"
+	for _, s := range []string{kernel, "kernel " + kernel + ",", "(" + kernel + ")", "((" + kernel + "))'s"} {
+		var got []string
+		longRuns(s, func(start, end int) { got = append(got, s[start:end]) })
+		if len(got) != 1 || got[0] != kernel {
+			t.Errorf("in %q: long runs %q, want the kernel's whole name", s, got)
+		}
+	}
+}
