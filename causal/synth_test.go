@@ -1,6 +1,8 @@
 package causal
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"runtime"
@@ -194,18 +196,58 @@ const defaultSeeds = 60
 // test binary (the analysis only reads a run).
 var defaultRuns = sync.OnceValue(func() []*simRun { return simulateSeeds(defaultSeeds, defaultSim) })
 
+// defaultLagSeeds is how many of defaultRuns TestSynthRecoversInjectedEffectAndNoOther's
+// plain form tallies, the only reader of their lag models.
+const defaultLagSeeds = 50
+
 // defaultAnalyses are defaultRuns analyzed with the default options, once:
-// TestSynthRecoversInjectedEffectAndNoOther's plain form (the first 50) and
-// TestConfounderNeedsControls's "with controls" case (all 60) tally them.
+// TestSynthRecoversInjectedEffectAndNoOther's plain form (the first
+// defaultLagSeeds) and TestConfounderNeedsControls's "with controls" case
+// (all 60) tally them. The runs past defaultLagSeeds skip the lag model,
+// which only the first test reads: the request-level results do not depend
+// on it (TestNoLagModelKeepsRequestLevel), and it is over half an
+// analysis's CPU.
 var defaultAnalyses = sync.OnceValue(func() []*Result {
 	runs := defaultRuns()
 	out := make([]*Result, len(runs))
 	sweepRuns(len(runs), func(s uint64) *simRun {
-		out[s-1] = runs[s-1].analyze(Options{})
+		out[s-1] = runs[s-1].analyze(Options{NoLagModel: s > defaultLagSeeds})
 		return nil
 	}, Options{})
 	return out
 })
+
+// TestNoLagModelKeepsRequestLevel: skipping the lag model leaves every
+// request-level result as it was (what defaultAnalyses relies on for its
+// runs past defaultLagSeeds), on one of them.
+func TestNoLagModelKeepsRequestLevel(t *testing.T) {
+	run := defaultRuns()[defaultSeeds-1]
+	with, without := run.analyze(Options{}), defaultAnalyses()[defaultSeeds-1]
+	if without.Pairs[0].Lag != nil {
+		t.Fatal("the run past defaultLagSeeds was analyzed with the lag model")
+	}
+	lagged := 0
+	for i := range with.Pairs {
+		if with.Pairs[i].Lag != nil {
+			lagged++
+		}
+		with.Pairs[i].Lag = nil
+	}
+	if lagged == 0 {
+		t.Fatal("no pair has a lag model: the comparison shows nothing")
+	}
+	a, err := json.Marshal(with)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(without)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a, b) {
+		t.Errorf("the request-level results differ without the lag model:\n%s\n%s", a, b)
+	}
+}
 
 // defaultTally tallies the first n of defaultAnalyses.
 func defaultTally(n int) *tally {
@@ -263,7 +305,7 @@ func TestSynthRecoversInjectedEffectAndNoOther(t *testing.T) {
 		// go test checks a quarter of it with room for the Monte Carlo
 		// error: the first 50 of TestConfounderNeedsControls's runs,
 		// analyzed once for both tests.
-		seeds, slack = 50, 0.03
+		seeds, slack = defaultLagSeeds, 0.03
 		tl = defaultTally(seeds)
 	} else {
 		tl = sweep(seeds, defaultSim, Options{})

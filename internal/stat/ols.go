@@ -381,8 +381,9 @@ func (f *OLS) NeweyWest(times []int, lags int) *mat.SymDense {
 	k := f.K
 	h := make([]float64, f.N*k)
 	for i := 0; i < f.N; i++ {
-		for a := 0; a < k; a++ {
-			h[i*k+a] = f.X.At(i, a) * f.Resid[i]
+		e, hi := f.Resid[i], h[i*k:(i+1)*k]
+		for a, x := range f.X.RawRowView(i) {
+			hi[a] = x * e
 		}
 	}
 	acc := make([]float64, k*k)
@@ -406,8 +407,9 @@ func (f *OLS) NeweyWest(times []int, lags int) *mat.SymDense {
 			}
 		}
 		for a := 0; a < k; a++ {
+			ha, ga, row := hi[a], g[a], acc[a*k:(a+1)*k]
 			for b := a; b < k; b++ {
-				acc[a*k+b] += hi[a]*hi[b] + hi[a]*g[b] + g[a]*hi[b]
+				row[b] += ha*hi[b] + ha*g[b] + ga*hi[b]
 			}
 		}
 	}
