@@ -236,9 +236,7 @@ func Analyze(in Input, opts Options) (*Result, error) {
 	// each metric, at most (the rows are some of its requests).
 	kept := 0
 	for _, target := range targets {
-		// And a float each for the exposures and the latencies to start
-		// aligned (keptTable.take).
-		kept += len(byTenant[target])*(len(sourcesOf(load, target))+1) + 2
+		kept += keptFloats(len(byTenant[target]), len(sourcesOf(load, target)))
 	}
 	sc.kept = newKeptTable(kept * len(o.Metrics))
 	for _, m := range o.Metrics {
@@ -248,15 +246,15 @@ func Analyze(in Input, opts Options) (*Result, error) {
 				// A bin of slack: a request ends a little after the last
 				// kernel of its step (detokenizing, streaming).
 				from, to := load.ObservedFrom-load.Grid.Width, load.ObservedTo+load.Grid.Width
-				kept, out := rows.obs[:0], 0
+				in, out := rows.obs[:0], 0
 				for _, r := range rows.obs {
 					if r.start >= from && r.end <= to {
-						kept = append(kept, r)
+						in = append(in, r)
 					} else {
 						out++
 					}
 				}
-				rows.obs = kept
+				rows.obs = in
 				if out > 0 {
 					notes = append(notes, fmt.Sprintf("%d requests outside the %.1f s the load was measured in (the GPU capture) were left out", out, float64(load.ObservedTo-load.ObservedFrom)/1e9))
 				}

@@ -3,7 +3,6 @@ package causal
 import (
 	"gonum.org/v1/gonum/mat"
 
-	"github.com/llmprof/llmprof/internal/spill"
 	"github.com/llmprof/llmprof/internal/stat"
 )
 
@@ -45,24 +44,16 @@ type olsScratch struct {
 	fit    stat.Scratch
 }
 
-// growDesign gives the design room for n floats: stat.GrowSpilled when
-// the fit's buffers are spill tables (fit.Spilled), the caller then giving
-// them back with free, else stat.Grow.
-func (sc *olsScratch) growDesign(n int) {
-	if sc.fit.Spilled {
-		sc.design = stat.GrowSpilled(sc.design, n)
-		return
-	}
-	sc.design = stat.Grow(sc.design, n)
-}
+// growDesign gives the design room for n floats, a spill table when the
+// fit's buffers are (fit.Spilled; the caller then gives them back with
+// free).
+func (sc *olsScratch) growDesign(n int) { sc.design = sc.fit.Grow(sc.design, n) }
 
 // free gives back the design and the fit's buffers when they are spill
 // tables (spill.Free; the collector frees them otherwise): nothing may
 // read a fit made with sc afterwards.
 func (sc *olsScratch) free() {
-	if sc.fit.Spilled {
-		spill.Free(sc.design)
-	}
+	sc.fit.Release(sc.design)
 	sc.fit.Free()
 	sc.design = nil
 }

@@ -54,7 +54,9 @@ type rowScratch struct {
 
 // collectRows gathers the target's requests that have metric m and an
 // exposure window, and decides which controls the regression can use. The
-// rows are sc's memory (nil: new memory), valid until the next call with sc.
+// rows are sc's memory (nil: new memory), valid until the next call with sc;
+// their controls are a part of the regression's table
+// (regressScratch.reserve), which also dies with regressScratch.free.
 func collectRows(reqs []*Request, m Metric, controls []Control, sc *rowScratch) (targetRows, []string) {
 	if sc == nil {
 		sc = &rowScratch{}
@@ -133,8 +135,10 @@ func notEstimable(source, target string, m Metric, reason string) *Pair {
 //
 // sc, when not nil, lends the fit's working memory (the design, the
 // response, the cluster labels, the copies order statistics are selected
-// in), which the targets of one analysis take in turn. What a pair keeps —
-// its exposures and the rows its share is read from — is never sc's.
+// in), which the targets of one analysis take in turn, and the table what
+// a pair keeps is taken from — its exposures and the latencies its share
+// is read from (sc.kept) — which lives until sc.free: a pair's shareAt
+// must be cleared before it (Analyze does, after judge).
 func requestRegression(target string, m Metric, rows targetRows, load *Load, o Options, step float64, sc *regressScratch) []*Pair {
 	if sc == nil {
 		sc = &regressScratch{}
@@ -351,9 +355,7 @@ type regressScratch struct {
 func (sc *regressScratch) reserve(n, k, controls int, rsc *rowScratch) {
 	sc.ols.growDesign(n * k)
 	spill.Free(sc.floats)
-	// Each part starts 16 bytes aligned, as a slice of its own would:
-	// gonum's sums (floats.Sum, stat.Mean) add a slice's first element on
-	// its own when it is not, which changes the last digit (alignedFloats).
+	// Each part starts 16 bytes aligned (alignedFloats).
 	stride := alignedFloats(n)
 	sc.floats = spill.Make[float64](stride * (4 + 2*controls))
 	part := func(i, width int) []float64 { return sc.floats[i*stride : i*stride+width*n : i*stride+width*n] }
@@ -384,6 +386,14 @@ type keptTable struct {
 
 // newKeptTable is a table of n floats (spill.Make).
 func newKeptTable(n int) keptTable { return keptTable{buf: spill.Make[float64](n)} }
+
+// keptFloats is what one target's regression for one metric takes from
+// the kept table at most, with rows rows (some of its requests) and
+// sources other tenants: an exposure a source a row and a latency a row
+// (requestRegression), and a float each for the exposures and the
+// latencies to start aligned (take). A table sized by less gives the rest
+// from the heap.
+func keptFloats(rows, sources int) int { return rows*(sources+1) + 2 }
 
 // take returns the next n floats of the table, or new memory when it
 // does not hold them (a table of none: the callers that lend no scratch).

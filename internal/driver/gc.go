@@ -457,7 +457,10 @@ func (p *gcPacer) collected(n uint64) {
 // them there is none to make. (The bound is the most there can be: where
 // the governor has already taken them out, the heap's room past the
 // ceiling is resident memory past the budget, which futileMaxPercent
-// bounds.) Never below ceilingPercent.
+// bounds. So where tables are sized for the most they may hold and never
+// filled — causal's kept table, attribution's token sums — their untouched
+// pages count as room, though taking them out frees nothing.) Never below
+// ceilingPercent.
 func leastPercent(least int, ceiling, overhead, mapped, live, roots int64) int {
 	base := live + roots
 	if least <= ceilingPercent || ceiling <= 0 || base <= 0 {

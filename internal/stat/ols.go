@@ -63,10 +63,8 @@ type Scratch struct {
 // else is freed before the collector does): no fit made with sc may be
 // used afterwards, its Resid being that memory. sc may be used again.
 func (sc *Scratch) Free() {
-	if sc.Spilled {
-		spill.Free(sc.scaled)
-		spill.Free(sc.rhs)
-	}
+	sc.Release(sc.scaled)
+	sc.Release(sc.rhs)
 	sc.scaled, sc.rhs = nil, nil
 }
 
@@ -75,18 +73,27 @@ func (sc *Scratch) Free() {
 // the last fit made with sc is done: its Resid, the right-hand side's
 // memory, stays. sc may be used again.
 func (sc *Scratch) FreeScaled() {
-	if sc.Spilled {
-		spill.Free(sc.scaled)
-	}
+	sc.Release(sc.scaled)
 	sc.scaled = nil
 }
 
-// grow is Grow, or GrowSpilled for a Spilled scratch.
-func (sc *Scratch) grow(buf []float64, n int) []float64 {
+// Grow is the package's Grow, or GrowSpilled for a Spilled scratch: the
+// scratch's own buffers grow so, and a caller's that live and go with them
+// (causal's design matrix) may too, given back with Release.
+func (sc *Scratch) Grow(buf []float64, n int) []float64 {
 	if sc.Spilled {
 		return GrowSpilled(buf, n)
 	}
 	return Grow(buf, n)
+}
+
+// Release gives back buf, which sc.Grow made, when sc is Spilled
+// (spill.Free); the collector frees it otherwise. Nothing may read buf
+// afterwards.
+func (sc *Scratch) Release(buf []float64) {
+	if sc.Spilled {
+		spill.Free(buf)
+	}
 }
 
 // Grow is buf[:n] where buf holds n, else a new slice: its contents are
@@ -134,7 +141,7 @@ func FitOLS(x *mat.Dense, y []float64, sc *Scratch) (*OLS, error) {
 		return nil, fmt.Errorf("ols: %d observations for %d parameters", n, k)
 	}
 	norms := make([]float64, k)
-	sc.scaled = sc.grow(sc.scaled, n*k)
+	sc.scaled = sc.Grow(sc.scaled, n*k)
 	scaled := sc.scaled
 	raw := x.RawMatrix()
 	for j := 0; j < k; j++ {
@@ -163,7 +170,7 @@ func FitOLS(x *mat.Dense, y []float64, sc *Scratch) (*OLS, error) {
 		return nil, fmt.Errorf("ols: condition number %.3g: %w", cond, ErrCollinear)
 	}
 	// β of the scaled design: Qᵀy, then R⁻¹ of its first k entries.
-	sc.rhs = sc.grow(sc.rhs, n)
+	sc.rhs = sc.Grow(sc.rhs, n)
 	copy(sc.rhs, y)
 	rhs := blas64.General{Rows: n, Cols: 1, Stride: 1, Data: sc.rhs}
 	work = work[:1]
