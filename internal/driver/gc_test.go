@@ -11,6 +11,7 @@ import (
 
 	"github.com/llmprof/llmprof/ingest"
 	"github.com/llmprof/llmprof/internal/spill"
+	"github.com/llmprof/llmprof/internal/spill/spilltest"
 	"golang.org/x/sys/unix"
 )
 
@@ -260,11 +261,7 @@ func TestLeastPercent(t *testing.T) {
 // stayed at the ceiling's 10%.
 func TestFutileCollectionRaisesTheTarget(t *testing.T) {
 	gcAt100(t)
-	release, err := spill.Enable(t.TempDir())
-	if err != nil {
-		t.Skipf("spilling is not possible here: %v", err)
-	}
-	t.Cleanup(release)
+	spilltest.Enable(t)
 	spill.Budget(1 << 30)
 	table := spill.Make[int64](128 << 20 / 8) // mapped: the room past the ceiling
 	if spill.Read().Mapped == 0 {
