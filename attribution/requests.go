@@ -504,11 +504,8 @@ func findRequests(t *ingest.Trace, ix *spanIndex, k *keyCache) (requestSpans, in
 				// through a run), a quarter more at least: append's
 				// growth by a quarter made five times the final array
 				// in garbage on a run of requests, doubling twice.
-				foretold := len(cands) * (len(t.Spans) / (i + 1))
-				if len(cands) <= math.MaxInt/len(t.Spans) { // exact where it cannot overflow
-					foretold = len(cands) * len(t.Spans) / (i + 1)
-				}
-				cands = slices.Grow(cands, max(foretold+foretold/16, len(cands)+len(cands)/4, 64)-len(cands))
+				foretold := foretell(len(cands), i+1, len(t.Spans))
+				cands = slices.Grow(cands, max(foretold, len(cands)+len(cands)/4, 64)-len(cands))
 			}
 			cands = append(cands, requestSpan{int32(i), rankOf(st)})
 		}
@@ -598,11 +595,19 @@ func roomAhead[T any](table []T, n, done, total int) []T {
 	if cap(table)-len(table) >= n || done == 0 {
 		return room(table, n)
 	}
-	foretold := len(table) / done * total
-	if len(table) <= math.MaxInt/total { // exact where it cannot overflow
-		foretold = len(table) * total / done
+	return roomFor(table, n, foretell(len(table), done, total))
+}
+
+// foretell is the size that have records after done of total items
+// foretell for all of them, a sixteenth more: what a table filled item by
+// item (findRequests' candidates, roomAhead's tables) grows to rather than
+// doubling.
+func foretell(have, done, total int) int {
+	foretold := have / done * total
+	if have <= math.MaxInt/total { // exact where it cannot overflow
+		foretold = have * total / done
 	}
-	return roomFor(table, n, foretold+foretold/16)
+	return foretold + foretold/16
 }
 
 // roomFor is room with a capacity of at least least when it grows.
