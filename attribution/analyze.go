@@ -335,28 +335,6 @@ type tpotSample struct {
 // tpotOrder is the requests' known TPOTs in ascending order.
 type tpotOrder []tpotSample
 
-// sortedTPOT sorts the requests' known TPOTs once, for every group's
-// distribution: TPOT's fractional values are summed in sorted order
-// (distribution), and a group's values in sorted order are the whole run's
-// sorted values that belong to it. (Analyze gathers them as it builds the
-// requests, requestTally, and sorts them with sortTPOT.)
-func sortedTPOT(reqs []Request) tpotOrder {
-	known := 0
-	for i := range reqs {
-		if !math.IsNaN(reqs[i].TPOT) {
-			known++
-		}
-	}
-	o := make(tpotOrder, 0, known)
-	for i := range reqs {
-		if v := reqs[i].TPOT; !math.IsNaN(v) {
-			o = append(o, tpotSample{v, int32(i)})
-		}
-	}
-	sortTPOT(o)
-	return o
-}
-
 // sortTPOT sorts o by value (no NaN), in the order of the values' keys
 // (floatKey): a radix sort, eleven bits a pass, passes where every key has
 // the same digits skipped (the high bits of a run's TPOTs mostly agree).

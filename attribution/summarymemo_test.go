@@ -1,6 +1,7 @@
 package attribution
 
 import (
+	"math"
 	"reflect"
 	"testing"
 	"time"
@@ -68,4 +69,18 @@ func TestSummaryOfSameRequestsReused(t *testing.T) {
 	if len(sm.done) != 2 {
 		t.Errorf("%d summaries computed, want 2", len(sm.done))
 	}
+}
+
+// sortedTPOT is the requests' known TPOTs sorted, as Analyze's tally
+// gathers them while it builds the requests (requestTally) and sorts them
+// (sortTPOT), for the summarizer.
+func sortedTPOT(reqs []Request) tpotOrder {
+	var o tpotOrder
+	for i := range reqs {
+		if v := reqs[i].TPOT; !math.IsNaN(v) {
+			o = append(o, tpotSample{v, int32(i)})
+		}
+	}
+	sortTPOT(o)
+	return o
 }
