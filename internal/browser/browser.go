@@ -65,30 +65,34 @@ func (p *Page) ConsoleMessages() []string {
 
 // Load opens a local file and returns its DOM once loaded.
 func Load(ctx context.Context, bin, file string) (*Page, error) {
-	stdout, stderr, err := run(ctx, bin, file, "--dump-dom", "--enable-logging=stderr", "--v=0")
+	return load(ctx, bin, file)
+}
+
+// load is Load with the browser's extra arguments.
+func load(ctx context.Context, bin, file string, extra ...string) (*Page, error) {
+	stdout, stderr, err := run(ctx, bin, file, append([]string{"--dump-dom", "--enable-logging=stderr", "--v=0"}, extra...)...)
 	if err != nil {
 		return nil, err
 	}
 	return &Page{DOM: stdout, Log: stderr}, nil
 }
 
-// LoadWithScreenshot is Load and Screenshot in one start of the browser
+// LoadWithScreenshot is Load and a screenshot in one start of the browser
 // (each start costs about 0.65 s of CPU): the DOM once loaded, at the
-// screenshot's viewport size, and a PNG of the page.
+// screenshot's viewport size, and a PNG of the page at png.
 func LoadWithScreenshot(ctx context.Context, bin, file, png string, width, height int) (*Page, error) {
 	abs, err := filepath.Abs(png)
 	if err != nil {
 		return nil, err
 	}
-	stdout, stderr, err := run(ctx, bin, file, "--dump-dom", "--enable-logging=stderr", "--v=0",
-		"--screenshot="+abs, fmt.Sprintf("--window-size=%d,%d", width, height), "--hide-scrollbars")
+	page, err := load(ctx, bin, file, "--screenshot="+abs, fmt.Sprintf("--window-size=%d,%d", width, height), "--hide-scrollbars")
 	if err != nil {
 		return nil, err
 	}
 	if st, err := os.Stat(abs); err != nil || st.Size() == 0 {
 		return nil, fmt.Errorf("chromium wrote no screenshot to %s", abs)
 	}
-	return &Page{DOM: stdout, Log: stderr}, nil
+	return page, nil
 }
 
 func run(ctx context.Context, bin, file string, args ...string) (string, string, error) {
