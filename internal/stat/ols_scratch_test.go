@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"testing"
 
+	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -42,5 +43,44 @@ func TestFitOLSResidualsInScratch(t *testing.T) {
 		if math.Float64bits(f.Resid[i]) != math.Float64bits(want) {
 			t.Fatalf("residual %d: %v, want %v", i, f.Resid[i], want)
 		}
+	}
+}
+
+// unitColumns' norms and scaled copy are, to the bit, those of a pass down
+// each column in turn (each sum from the first row down), also for a view
+// whose stride is wider than its columns; and it names the first column
+// that cannot be scaled, as that pass stopped at.
+func TestUnitColumnsMatchesColumnPasses(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 2))
+	const n, k, stride = 1001, 5, 7
+	data := make([]float64, n*stride)
+	for i := range data {
+		data[i] = rng.NormFloat64() * math.Pow(10, float64(rng.IntN(12)-6))
+	}
+	x := blas64.General{Rows: n, Cols: k, Stride: stride, Data: data}
+	scaled, norms := make([]float64, n*k), make([]float64, k)
+	if j := unitColumns(x, scaled, norms); j != -1 {
+		t.Fatalf("column %d refused", j)
+	}
+	for j := range k {
+		ss := 0.0
+		for i := range n {
+			ss += data[i*stride+j] * data[i*stride+j]
+		}
+		norm := math.Sqrt(ss)
+		if math.Float64bits(norms[j]) != math.Float64bits(norm) {
+			t.Fatalf("column %d: norm %v, a pass down the column %v", j, norms[j], norm)
+		}
+		for i := range n {
+			if got, want := scaled[i*k+j], data[i*stride+j]/norm; math.Float64bits(got) != math.Float64bits(want) {
+				t.Fatalf("row %d column %d: %v, want %v", i, j, got, want)
+			}
+		}
+	}
+	for i := range n {
+		data[i*stride+1], data[i*stride+3] = 0, math.Inf(1)
+	}
+	if j := unitColumns(x, scaled, norms); j != 1 {
+		t.Errorf("columns 1 (zero) and 3 (infinite) refused as column %d, want 1", j)
 	}
 }
