@@ -57,46 +57,63 @@ type rowScratch struct {
 // rows are sc's memory (nil: new memory), valid until the next call with sc;
 // their controls are a part of the regression's table
 // (regressScratch.reserve), which also dies with regressScratch.free.
+//
+// The requests are read twice, where the usable ones were read once for
+// each control and once more for their latencies and windows: the first
+// pass keeps each usable request's latency and window as its row and
+// counts the controls it knows, the second fills the controls in and
+// leaves out the rows without every one used.
 func collectRows(reqs []*Request, m Metric, controls []Control, sc *rowScratch) (targetRows, []string) {
 	if sc == nil {
 		sc = &rowScratch{}
 	}
 	var notes []string
 	base := stat.Grow(sc.base, len(reqs))[:0]
+	all := stat.Grow(sc.obs, len(reqs))[:0]
+	// How many usable requests know each control, in an array on the
+	// stack while the controls are few.
+	var counts [8]int
+	known := counts[:0]
+	if len(controls) > len(counts) {
+		known = make([]int, 0, len(controls))
+	}
+	known = known[:len(controls)]
 	for _, r := range reqs {
 		lat, ok := r.Latency(m)
 		if !ok {
 			continue
 		}
-		if _, _, ok := r.Window(m); !ok || lat <= 0 {
+		s, e, ok := r.Window(m)
+		if !ok || lat <= 0 {
 			continue
 		}
 		base = append(base, r)
-	}
-	var used []Control
-	for _, c := range controls {
-		known := 0
-		for _, r := range base {
+		all = append(all, obs{lat: float64(lat), start: s, end: e})
+		for j, c := range controls {
 			if c.known(r) {
-				known++
+				known[j]++
 			}
 		}
+	}
+	var used []Control
+	for j, c := range controls {
 		switch {
 		case len(base) == 0:
-		case float64(known) >= controlCoverage*float64(len(base)):
+		case float64(known[j]) >= controlCoverage*float64(len(base)):
 			used = append(used, c)
 		default:
-			notes = append(notes, fmt.Sprintf("control %s known for only %d of %d requests; not used", c, known, len(base)))
+			notes = append(notes, fmt.Sprintf("control %s known for only %d of %d requests; not used", c, known[j], len(base)))
 		}
 	}
-	// The rows and their controls in two buffers, not one per request.
-	rows := targetRows{controls: used, obs: stat.Grow(sc.obs, len(base))[:0], ctrl: stat.Grow(sc.ctrl, len(base)*len(used))}
-	sc.base, sc.obs, sc.ctrl = base, rows.obs, rows.ctrl
+	// The rows and their controls in two buffers, not one per request; a
+	// row kept is moved to the end of those before it, never past its own
+	// place.
+	rows := targetRows{controls: used, obs: all[:0], ctrl: stat.Grow(sc.ctrl, len(base)*len(used))}
+	sc.base, sc.obs, sc.ctrl = base, all, rows.ctrl
 	dropped := 0
-	for _, r := range base {
-		lat, _ := r.Latency(m)
-		s, e, _ := r.Window(m)
-		o := obs{lat: float64(lat), y: math.Log(float64(lat)), start: s, end: e, ctrl: len(rows.obs) * len(used)}
+	for i, r := range base {
+		o := all[i]
+		o.y, o.ctrl = math.Log(o.lat), len(rows.obs)*len(used)
 		ctrl := rows.controlsOf(&o)
 		ok := true
 		for j, c := range used {

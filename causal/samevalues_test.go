@@ -1,6 +1,7 @@
 package causal
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -207,3 +208,96 @@ func TestRowScratchReused(t *testing.T) {
 		t.Errorf("collectRows into a reserved scratch: %.0f allocations, want 1 (the controls used)", a)
 	}
 }
+
+// collectRows' two passes give the rows, controls and notes of a pass for
+// each control and one more for the rows (as it was built before), on
+// requests missing latencies, windows and controls: a control known for
+// most of them (used, the rest left out), one for half (not used), and the
+// same scratch taken by target after target.
+func TestCollectRowsMatchesPassPerControl(t *testing.T) {
+	passPerControl := func(reqs []*Request, m Metric, controls []Control) (targetRows, []string) {
+		var notes []string
+		var base []*Request
+		for _, r := range reqs {
+			lat, ok := r.Latency(m)
+			if !ok {
+				continue
+			}
+			if _, _, ok := r.Window(m); !ok || lat <= 0 {
+				continue
+			}
+			base = append(base, r)
+		}
+		var used []Control
+		for _, c := range controls {
+			known := 0
+			for _, r := range base {
+				if c.known(r) {
+					known++
+				}
+			}
+			switch {
+			case len(base) == 0:
+			case float64(known) >= controlCoverage*float64(len(base)):
+				used = append(used, c)
+			default:
+				notes = append(notes, fmt.Sprintf("control %s known for only %d of %d requests; not used", c, known, len(base)))
+			}
+		}
+		rows := targetRows{controls: used}
+		dropped := 0
+		for _, r := range base {
+			lat, _ := r.Latency(m)
+			s, e, _ := r.Window(m)
+			o := obs{lat: float64(lat), y: math.Log(float64(lat)), start: s, end: e, ctrl: len(rows.ctrl)}
+			vals := make([]float64, len(used))
+			ok := true
+			for j, c := range used {
+				if vals[j], ok = c.value(r); !ok {
+					break
+				}
+			}
+			if !ok {
+				dropped++
+				continue
+			}
+			rows.obs = append(rows.obs, o)
+			rows.ctrl = append(rows.ctrl, vals...)
+		}
+		if dropped > 0 {
+			notes = append(notes, fmt.Sprintf("%d requests without every control were left out", dropped))
+		}
+		return rows, notes
+	}
+	rng := rand.New(rand.NewPCG(2, 9))
+	var rsc rowScratch
+	for target, share := range []float64{0.97, 0.5, 1, 0} {
+		reqs := make([]*Request, 500+target*300)
+		for i := range reqs {
+			r := &Request{Arrival: rng.Int64N(1e12), TTFT: rng.Int64N(4e9) - 1e8, TPOT: rng.Int64N(1e8) - 1e6,
+				BatchSize: rng.Float64() * 64, InputTokens: rng.IntN(4000) - 10, OutputTokens: rng.IntN(500)}
+			r.End = r.Arrival + r.TTFT + rng.Int64N(2e10) - 1e9
+			if rng.Float64() >= share {
+				r.BatchSize = 0
+			}
+			if rng.IntN(50) == 0 {
+				r.BatchSize = math.Inf(1)
+			}
+			reqs[i] = r
+		}
+		for _, m := range []Metric{MetricTTFT, MetricTPOT, MetricE2E} {
+			want, wantNotes := passPerControl(reqs, m, AllControls)
+			got, notes := collectRows(reqs, m, AllControls, &rsc)
+			if !slices.Equal(notes, wantNotes) || !slices.Equal(got.controls, want.controls) || len(got.obs) != len(want.obs) {
+				t.Fatalf("target %d %s: %d rows, controls %v, notes %q; want %d, %v, %q", target, m, len(got.obs), got.controls, notes, len(want.obs), want.controls, wantNotes)
+			}
+			for i := range want.obs {
+				g, w := got.obs[i], want.obs[i]
+				if g != w || !slices.Equal(got.controlsOf(&g), want.controlsOf(&w)) {
+					t.Fatalf("target %d %s row %d: %+v %v, want %+v %v", target, m, i, g, got.controlsOf(&g), w, want.controlsOf(&w))
+				}
+			}
+		}
+	}
+}
+
