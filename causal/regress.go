@@ -536,14 +536,17 @@ func share(lat, x []float64, base, beta float64) float64 {
 }
 
 // shares3 is share at three coefficients in one pass over the rows: each
-// sum takes the same terms in the same order as share's, so the same value.
+// sum takes the same terms in the same order as share's, so the same value
+// (expm1x3 is math.Expm1's, three at a time).
 func shares3(rows []obs, x []float64, base, b1, b2, b3 float64) (s1, s2, s3 float64) {
 	var n1, n2, n3, den float64
+	x = x[:len(rows)]
 	for i := range rows {
 		lat, d := rows[i].lat, x[i]-base
-		n1 += lat * -math.Expm1(-b1*d)
-		n2 += lat * -math.Expm1(-b2*d)
-		n3 += lat * -math.Expm1(-b3*d)
+		e1, e2, e3 := expm1x3(-b1*d, -b2*d, -b3*d)
+		n1 += lat * -e1
+		n2 += lat * -e2
+		n3 += lat * -e3
 		den += lat
 	}
 	return n1 / den, n2 / den, n3 / den

@@ -301,3 +301,42 @@ func TestCollectRowsMatchesPassPerControl(t *testing.T) {
 	}
 }
 
+// expm1x3 is math.Expm1 of each argument to the bit: on arguments spread
+// over Expm1's primary range (three at a time there, its own path), at and
+// around that range's ends, and beyond them in any lane (math.Expm1 for
+// all three).
+func TestExpm1x3MatchesExpm1(t *testing.T) {
+	const ln2Half, tiny = 3.46573590279972654709e-01, 1.0 / (1 << 54)
+	edges := []float64{0, math.Copysign(0, -1), tiny, math.Nextafter(tiny, 0), math.Nextafter(tiny, 1), ln2Half,
+		math.Nextafter(ln2Half, 0), math.Nextafter(ln2Half, 1), 1.0397, 38.9, 709.8, 710, math.Inf(1), math.Inf(-1), math.NaN()}
+	rng := rand.New(rand.NewPCG(8, 1))
+	primary := func() float64 {
+		return math.Copysign(math.Exp(rng.Float64()*math.Log(ln2Half/tiny))*tiny, rng.Float64()-0.5)
+	}
+	draw := func() float64 {
+		switch rng.IntN(4) {
+		case 0:
+			e := edges[rng.IntN(len(edges))]
+			if rng.IntN(2) == 0 {
+				e = -e
+			}
+			return e
+		case 1:
+			return rng.NormFloat64() * 20
+		}
+		return primary()
+	}
+	check := func(x [3]float64) {
+		var got [3]float64
+		got[0], got[1], got[2] = expm1x3(x[0], x[1], x[2])
+		for i := range x {
+			if want := math.Expm1(x[i]); math.Float64bits(got[i]) != math.Float64bits(want) {
+				t.Fatalf("expm1x3%v lane %d = %v (%#x), math.Expm1 %v (%#x)", x, i, got[i], math.Float64bits(got[i]), want, math.Float64bits(want))
+			}
+		}
+	}
+	for range 200_000 {
+		check([3]float64{primary(), primary(), primary()})
+		check([3]float64{draw(), draw(), draw()})
+	}
+}
