@@ -299,17 +299,23 @@ func (f *OLS) clusterFactor(s SmallSample, g int) float64 {
 func (f *OLS) Cluster(groups []int, factor SmallSample) (*mat.SymDense, int) {
 	scores := map[int][]float64{}
 	var order []int
+	var s []float64
 	for i := 0; i < f.N; i++ {
-		s, ok := scores[groups[i]]
-		if !ok {
-			s = make([]float64, f.K)
-			scores[groups[i]] = s
-			order = append(order, groups[i])
+		// Rows of one cluster often come in a run (time blocks): look the
+		// cluster up only when the label changes, as ClusterJackknife does.
+		if i == 0 || groups[i] != groups[i-1] {
+			var ok bool
+			s, ok = scores[groups[i]]
+			if !ok {
+				s = make([]float64, f.K)
+				scores[groups[i]] = s
+				order = append(order, groups[i])
+			}
 		}
 		e := f.Resid[i]
-		row := f.X.RawRowView(i)
-		for j := 0; j < f.K; j++ {
-			s[j] += row[j] * e
+		row := f.X.RawRowView(i)[:len(s)]
+		for j, x := range row {
+			s[j] += x * e
 		}
 	}
 	meat := mat.NewSymDense(f.K, nil)

@@ -84,3 +84,53 @@ func TestUnitColumnsMatchesColumnPasses(t *testing.T) {
 		t.Errorf("columns 1 (zero) and 3 (infinite) refused as column %d, want 1", j)
 	}
 }
+
+// Cluster, which looks a cluster up only where the label changes from the
+// row before, gives to the bit the covariance of a lookup every row, on
+// labels in runs and interleaved (a cluster left and come back to).
+func TestClusterLooksUpLabelRuns(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 8))
+	const n, k = 600, 3
+	data, y, groups := make([]float64, n*k), make([]float64, n), make([]int, n)
+	for i := range n {
+		data[i*k], data[i*k+1], data[i*k+2] = 1, rng.NormFloat64(), rng.NormFloat64()
+		y[i] = data[i*k+1] + rng.NormFloat64()
+		groups[i] = i / 40
+		if rng.IntN(5) == 0 {
+			groups[i] = rng.IntN(n / 40)
+		}
+	}
+	f, err := FitOLS(mat.NewDense(n, k, data), y, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scores := map[int][]float64{}
+	var order []int
+	for i := range n {
+		s, ok := scores[groups[i]]
+		if !ok {
+			s = make([]float64, k)
+			scores[groups[i]] = s
+			order = append(order, groups[i])
+		}
+		for j := range k {
+			s[j] += data[i*k+j] * f.Resid[i]
+		}
+	}
+	meat := mat.NewSymDense(k, nil)
+	for _, g := range order {
+		meat.SymRankOne(meat, 1, mat.NewVecDense(k, scores[g]))
+	}
+	want := f.sandwich(meat, f.clusterFactor(StataCR1, len(order)))
+	got, g := f.Cluster(groups, StataCR1)
+	if g != len(order) {
+		t.Fatalf("%d clusters, want %d", g, len(order))
+	}
+	for a := range k {
+		for b := range k {
+			if math.Float64bits(got.At(a, b)) != math.Float64bits(want.At(a, b)) {
+				t.Errorf("V[%d,%d] = %v, a lookup every row gives %v", a, b, got.At(a, b), want.At(a, b))
+			}
+		}
+	}
+}
