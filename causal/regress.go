@@ -50,6 +50,44 @@ type rowScratch struct {
 	base []*Request
 	obs  []obs
 	ctrl []float64
+	// logs[n] is math.Log(n) for the token counts n seen so far (0: not
+	// yet computed, or n = 1), which the length controls take: a count
+	// recurs over the requests, and over the metrics of one request.
+	logs []float64
+}
+
+// maxLogMemo bounds rowScratch.logs: longer lengths take math.Log each
+// time (a table of 512 KiB at most).
+const maxLogMemo = 1 << 16
+
+// value is c.value(r), with the length controls' logarithms from sc.logs.
+func (sc *rowScratch) value(c Control, r *Request) (float64, bool) {
+	switch c {
+	case ControlInputLength:
+		return sc.logOf(r.InputTokens), r.InputTokens > 0
+	case ControlOutputLength:
+		return sc.logOf(r.OutputTokens), r.OutputTokens > 0
+	}
+	return c.value(r)
+}
+
+// logOf is math.Log(float64(n)), computed once for each count below
+// maxLogMemo.
+func (sc *rowScratch) logOf(n int) float64 {
+	if n <= 0 || n >= maxLogMemo {
+		return math.Log(float64(n))
+	}
+	if n >= len(sc.logs) {
+		grown := make([]float64, min(maxLogMemo, max(2*len(sc.logs), n+1, 1024)))
+		copy(grown, sc.logs)
+		sc.logs = grown
+	}
+	v := sc.logs[n]
+	if v == 0 {
+		v = math.Log(float64(n))
+		sc.logs[n] = v
+	}
+	return v
 }
 
 // collectRows gathers the target's requests that have metric m and an
@@ -117,7 +155,7 @@ func collectRows(reqs []*Request, m Metric, controls []Control, sc *rowScratch) 
 		ctrl := rows.controlsOf(&o)
 		ok := true
 		for j, c := range used {
-			if ctrl[j], ok = c.value(r); !ok {
+			if ctrl[j], ok = sc.value(c, r); !ok {
 				break
 			}
 		}

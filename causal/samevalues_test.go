@@ -340,3 +340,27 @@ func TestExpm1x3MatchesExpm1(t *testing.T) {
 		check([3]float64{draw(), draw(), draw()})
 	}
 }
+
+// rowScratch.value is Control.value to the bit, computed or from the
+// table of logarithms, for every control and for lengths around the
+// table's bounds (none, one, negative, its last and past it).
+func TestRowScratchValueMatchesControl(t *testing.T) {
+	var sc rowScratch
+	lengths := []int{-3, 0, 1, 2, 3, 1023, 1024, 1025, 70_000, maxLogMemo - 1, maxLogMemo, maxLogMemo + 1, 1 << 40}
+	rng := rand.New(rand.NewPCG(4, 4))
+	for range 3000 {
+		lengths = append(lengths, rng.IntN(5000))
+	}
+	for pass := range 2 { // the second from the table
+		for _, n := range lengths {
+			r := &Request{InputTokens: n, OutputTokens: n + 1, BatchSize: float64(n) / 3}
+			for _, c := range AllControls {
+				got, gotOK := sc.value(c, r)
+				want, wantOK := c.value(r)
+				if math.Float64bits(got) != math.Float64bits(want) || gotOK != wantOK {
+					t.Fatalf("pass %d, length %d, %s: %v %v, Control.value %v %v", pass, n, c, got, gotOK, want, wantOK)
+				}
+			}
+		}
+	}
+}
