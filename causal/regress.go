@@ -671,16 +671,21 @@ func constant(n int) []float64 {
 }
 
 // columnsInto assembles a design matrix from columns, in buf's memory
-// where it is large enough (the matrix then shares it).
+// where it is large enough (the matrix then shares it). It writes the
+// matrix a row at a time, reading the columns side by side: a column at a
+// time wrote every cache line of the matrix once a column.
 func columnsInto(cols [][]float64, buf []float64) *mat.Dense {
 	n, k := len(cols[0]), len(cols)
-	data := stat.Grow(buf, n*k)
-	for j, c := range cols {
+	for _, c := range cols {
 		if len(c) != n {
 			panic(mat.ErrColLength)
 		}
-		for i, v := range c {
-			data[i*k+j] = v
+	}
+	data := stat.Grow(buf, n*k)
+	for i := range n {
+		row := data[i*k:][:len(cols)]
+		for j, c := range cols {
+			row[j] = c[i]
 		}
 	}
 	return mat.NewDense(n, k, data)

@@ -364,3 +364,28 @@ func TestRowScratchValueMatchesControl(t *testing.T) {
 		}
 	}
 }
+
+// columnsInto lays the columns out row-major, element for element, in the
+// buffer lent when it is large enough.
+func TestColumnsIntoIsRowMajor(t *testing.T) {
+	rng := rand.New(rand.NewPCG(6, 6))
+	cols := make([][]float64, 7)
+	for j := range cols {
+		cols[j] = make([]float64, 301)
+		for i := range cols[j] {
+			cols[j][i] = rng.NormFloat64()
+		}
+	}
+	buf := make([]float64, 7*301+5)
+	m := columnsInto(cols, buf)
+	if r, c := m.Dims(); r != 301 || c != 7 || &m.RawMatrix().Data[0] != &buf[0] {
+		t.Fatalf("%d×%d, in the buffer lent: %v", r, c, &m.RawMatrix().Data[0] == &buf[0])
+	}
+	for j, col := range cols {
+		for i, v := range col {
+			if math.Float64bits(buf[i*7+j]) != math.Float64bits(v) || m.At(i, j) != v {
+				t.Fatalf("row %d column %d: %v, want %v", i, j, buf[i*7+j], v)
+			}
+		}
+	}
+}
