@@ -389,3 +389,66 @@ func TestColumnsIntoIsRowMajor(t *testing.T) {
 		}
 	}
 }
+
+// bracketOrderStats gives x₍ᵢ₎ and x₍ᵢ₋₁₎ of a sort, to the bit, at the
+// quiet level's rank and others, on samples in random order, sorted,
+// reversed, with few distinct values (ties across the bracket's ends), and
+// with the evenly spaced elements it brackets from unlike the rest (then it
+// refuses, and quietLevel selects in the whole copy); quietLevel of each is
+// gonum's on the sorted sample.
+func TestBracketOrderStatsMatchesSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(12, 3))
+	var refused, atEdge, inside int
+	for trial := range 120 {
+		n := 4*bracketSample + rng.IntN(60_000)
+		x := make([]float64, n)
+		for j := range x {
+			switch trial % 5 {
+			case 0, 1:
+				x[j] = rng.NormFloat64()*1e6 + 5e6
+			case 2:
+				x[j] = float64(rng.IntN(7))
+			case 3:
+				x[j] = float64(j % 3)
+			case 4:
+				x[j] = rng.Float64()
+			}
+		}
+		switch trial % 4 {
+		case 1:
+			slices.Sort(x)
+		case 2:
+			slices.Sort(x)
+			slices.Reverse(x)
+		case 3:
+			for j := range bracketSample { // the bracket's sample far above the rest
+				x[j*n/bracketSample] = 1e12 + float64(j)
+			}
+		}
+		sorted := slices.Clone(x)
+		slices.Sort(sorted)
+		for _, i := range []int{max(0, int(math.Ceil(0.05*float64(n)))-1), 0, 1, n / 2, n - 1} {
+			buf := make([]float64, n)
+			xi, prev, ok := bracketOrderStats(x, buf, i)
+			if !ok {
+				refused++
+				continue
+			}
+			if i > 0 && i == slices.Index(sorted, sorted[i]) {
+				atEdge++ // x₍ᵢ₋₁₎ < x₍ᵢ₎: prev may come from below the bracket
+			} else {
+				inside++
+			}
+			if math.Float64bits(xi) != math.Float64bits(sorted[i]) || i > 0 && math.Float64bits(prev) != math.Float64bits(sorted[i-1]) {
+				t.Fatalf("trial %d, n %d, i %d: %v and %v, a sort gives %v and %v", trial, n, i, xi, prev, sorted[i], sorted[max(0, i-1)])
+			}
+		}
+		want := gonumstat.Quantile(0.05, gonumstat.LinInterp, sorted, nil)
+		if got := quietLevel(x); math.Float64bits(got) != math.Float64bits(want) {
+			t.Fatalf("trial %d, n %d: quietLevel %v, gonum on the sorted sample %v", trial, n, got, want)
+		}
+	}
+	if refused == 0 || atEdge == 0 || inside == 0 {
+		t.Errorf("cases not all met: %d refused, %d with x₍ᵢ₋₁₎ < x₍ᵢ₎, %d with ties", refused, atEdge, inside)
+	}
+}
