@@ -20,9 +20,9 @@ import (
 //
 // Its fields are ordered so that it is 64 bytes with no padding
 // (TestRequestIsOneCacheLine): with the 4-byte tenant first and the two
-// 2-byte placements after it, where they came last, it was 72, and every
-// other request straddled two cache lines of the table the regression
-// reads target by target (collectRows) in passes that miss the cache.
+// 2-byte placements after it, where they came last, it was 72, and each
+// request took two cache lines of the table the regression reads target
+// by target (collectRows) in passes that miss the cache.
 type Request struct {
 	Tenant Tenant
 	// Device is the CUDA device ordinal and Instance the MIG GPU instance the

@@ -28,8 +28,8 @@ func TestRequestHoldsNoPointers(t *testing.T) {
 }
 
 // A Request is one cache line, 64 bytes with no padding: the passes over a
-// target's requests (collectRows) read one line a request, not two for
-// every other one (72 bytes, the 2-byte placements last).
+// target's requests (collectRows) read one line a request, not two (72
+// bytes, the 2-byte placements last).
 func TestRequestIsOneCacheLine(t *testing.T) {
 	if got := unsafe.Sizeof(causal.Request{}); got != 64 {
 		t.Errorf("a Request is %d bytes, want 64", got)
