@@ -197,16 +197,32 @@ func Analyze(in Input, opts Options) (*Result, error) {
 		res.Step = defaultStep(load)
 	}
 
-	byTenant := map[string][]*Request{}
-	bad := 0
+	// The requests are grouped by their Tenant, a number, and a tenant's
+	// group is looked up only where the tenant changes from the request
+	// before; the groups are named after.
+	var groups [][]*Request
+	group := map[Tenant]int{}
+	bad, last, at := 0, Tenant(0), -1
 	for i := range in.Requests {
 		r := &in.Requests[i]
 		if r.Tenant == 0 {
 			bad++
 			continue
 		}
-		name := r.Tenant.String()
-		byTenant[name] = append(byTenant[name], r)
+		if r.Tenant != last {
+			g, ok := group[r.Tenant]
+			if !ok {
+				g = len(groups)
+				group[r.Tenant] = g
+				groups = append(groups, nil)
+			}
+			last, at = r.Tenant, g
+		}
+		groups[at] = append(groups[at], r)
+	}
+	byTenant := make(map[string][]*Request, len(groups))
+	for tn, g := range group {
+		byTenant[tn.String()] = groups[g]
 	}
 	if bad > 0 {
 		res.Notes = append(res.Notes, fmt.Sprintf("%d requests without a tenant were left out", bad))

@@ -42,15 +42,20 @@ func FromAttribution(res *attribution.Result, t *ingest.Trace) []Request {
 	// The table is a spill file past the budget (a Request holds no
 	// pointer). The tenants are few: tenant keeps each name's Tenant, so
 	// that TenantOf's lock is taken once a tenant, not once a request.
+	// The map is consulted only where the name changes from the request
+	// before ("" is the zero Tenant, as TenantOf says).
 	out := spill.Make[Request](n)
 	tenant := map[string]Tenant{}
+	last, tn := "", Tenant(0)
 	for i := range res.Requests {
 		r := &res.Requests[i]
-		name := res.Tenant(r)
-		tn, ok := tenant[name]
-		if !ok {
-			tn = TenantOf(name)
-			tenant[name] = tn
+		if name := res.Tenant(r); name != last {
+			var ok bool
+			if tn, ok = tenant[name]; !ok {
+				tn = TenantOf(name)
+				tenant[name] = tn
+			}
+			last = name
 		}
 		q := Request{
 			Tenant: tn, Arrival: r.Arrival, End: r.End,

@@ -66,10 +66,22 @@ func TestFromAttributionUnknowns(t *testing.T) {
 	}
 	res.AddRequest(attribution.Request{Arrival: 1, End: 9, TTFT: math.NaN(), TPOT: 2.6, InputTokens: -1, OutputTokens: 4}, attribution.Labels{ID: "a", Tenant: "A"})
 	res.AddRequest(attribution.Request{Arrival: 2, End: 8, TTFT: 3, TPOT: math.Inf(1), InputTokens: 7, OutputTokens: -1}, attribution.Labels{ID: "b", Tenant: "B"})
+	// Tenants that change from one request to the next, stay and come
+	// back, and a request without one (step 2's request 5 is still out of
+	// range).
+	res.AddRequest(attribution.Request{Arrival: 3, End: 4}, attribution.Labels{ID: "c"})
+	res.AddRequest(attribution.Request{Arrival: 4, End: 5}, attribution.Labels{ID: "d", Tenant: "A"})
+	res.AddRequest(attribution.Request{Arrival: 5, End: 6}, attribution.Labels{ID: "e", Tenant: "A"})
 	got := causal.FromAttribution(res, nil)
 	want := []causal.Request{
 		{Tenant: causal.TenantOf("A"), Arrival: 1, End: 9, TPOT: 3, OutputTokens: 4, BatchSize: 3, Device: -1, Instance: -1},
 		{Tenant: causal.TenantOf("B"), Arrival: 2, End: 8, TTFT: 3, InputTokens: 7, BatchSize: 2, Device: -1, Instance: -1},
+		{Arrival: 3, End: 4, Device: -1, Instance: -1},
+		{Tenant: causal.TenantOf("A"), Arrival: 4, End: 5, Device: -1, Instance: -1},
+		{Tenant: causal.TenantOf("A"), Arrival: 5, End: 6, Device: -1, Instance: -1},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d requests, want %d", len(got), len(want))
 	}
 	for i := range want {
 		if got[i] != want[i] {

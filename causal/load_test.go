@@ -226,16 +226,19 @@ func TestRequestLoads(t *testing.T) {
 		{Tenant: TenantOf("A"), Arrival: 0.5e9, End: 2.5e9, TTFT: 0.5e9, InputTokens: 100, OutputTokens: 20},
 		{Tenant: TenantOf("A"), Arrival: 1e9, End: 2e9, InputTokens: 50, OutputTokens: 10},
 		{Tenant: TenantOf("B"), Arrival: 3.2e9, End: 3.4e9, TTFT: 0.1e9, InputTokens: 10, OutputTokens: 1},
+		// A again after B.
+		{Tenant: TenantOf("A"), Arrival: 3e9, End: 3.5e9, TTFT: 0.25e9, InputTokens: 8, OutputTokens: 2},
 	}
 	inflight := TokensInFlightLoad(reqs, g)
-	// A: 120 tokens over [0.5, 2.5), 60 over [1, 2).
-	checkSeries(t, "A in flight", inflight.Series("A"), []float64{60, 180, 60, 0})
+	// A: 120 tokens over [0.5, 2.5), 60 over [1, 2), 10 over [3, 3.5).
+	checkSeries(t, "A in flight", inflight.Series("A"), []float64{60, 180, 60, 5})
 	checkSeries(t, "B in flight", inflight.Series("B"), []float64{0, 0, 0, 2.2})
 	prefill := PrefillTokensLoad(reqs, g)
 	// 100 tokens over 0.5 s = 200 tokens/s within [0.5, 1); 50 tokens with no
 	// TTFT land in the arrival bin; B's 10 tokens over 0.1 s = 100 tokens/s
-	// for a tenth of bin 3.
-	checkSeries(t, "A prefill", prefill.Series("A"), []float64{100, 50, 0, 0})
+	// for a tenth of bin 3; A's last 8 tokens over 0.25 s = 32 tokens/s for
+	// a quarter of it.
+	checkSeries(t, "A prefill", prefill.Series("A"), []float64{100, 50, 0, 8})
 	checkSeries(t, "B prefill", prefill.Series("B"), []float64{0, 0, 0, 10})
 	if inflight.Kind.Unit() != "tokens" || prefill.Kind.Unit() != "tokens/s" {
 		t.Errorf("units %q %q", inflight.Kind.Unit(), prefill.Kind.Unit())

@@ -50,6 +50,44 @@ type rowScratch struct {
 	base []*Request
 	obs  []obs
 	ctrl []float64
+	// logs[n] is math.Log(n) for the token counts n seen so far (0: not
+	// yet computed, or n = 1), which the length controls take: a count
+	// recurs over the requests, and over the metrics of one request.
+	logs []float64
+}
+
+// maxLogMemo bounds rowScratch.logs: longer lengths take math.Log each
+// time (a table of 512 KiB at most).
+const maxLogMemo = 1 << 16
+
+// value is c.value(r), with the length controls' logarithms from sc.logs.
+func (sc *rowScratch) value(c Control, r *Request) (float64, bool) {
+	switch c {
+	case ControlInputLength:
+		return sc.logOf(r.InputTokens), r.InputTokens > 0
+	case ControlOutputLength:
+		return sc.logOf(r.OutputTokens), r.OutputTokens > 0
+	}
+	return c.value(r)
+}
+
+// logOf is math.Log(float64(n)), computed once for each count below
+// maxLogMemo.
+func (sc *rowScratch) logOf(n int) float64 {
+	if n <= 0 || n >= maxLogMemo {
+		return math.Log(float64(n))
+	}
+	if n >= len(sc.logs) {
+		grown := make([]float64, min(maxLogMemo, max(2*len(sc.logs), n+1, 1024)))
+		copy(grown, sc.logs)
+		sc.logs = grown
+	}
+	v := sc.logs[n]
+	if v == 0 {
+		v = math.Log(float64(n))
+		sc.logs[n] = v
+	}
+	return v
 }
 
 // collectRows gathers the target's requests that have metric m and an
@@ -57,50 +95,67 @@ type rowScratch struct {
 // rows are sc's memory (nil: new memory), valid until the next call with sc;
 // their controls are a part of the regression's table
 // (regressScratch.reserve), which also dies with regressScratch.free.
+//
+// The requests are read twice, where the usable ones were read once for
+// each control and once more for their latencies and windows: the first
+// pass keeps each usable request's latency and window as its row and
+// counts the controls it knows, the second fills the controls in and
+// leaves out the rows without every one used.
 func collectRows(reqs []*Request, m Metric, controls []Control, sc *rowScratch) (targetRows, []string) {
 	if sc == nil {
 		sc = &rowScratch{}
 	}
 	var notes []string
 	base := stat.Grow(sc.base, len(reqs))[:0]
+	all := stat.Grow(sc.obs, len(reqs))[:0]
+	// How many usable requests know each control, in an array on the
+	// stack while the controls are few.
+	var counts [8]int
+	known := counts[:0]
+	if len(controls) > len(counts) {
+		known = make([]int, 0, len(controls))
+	}
+	known = known[:len(controls)]
 	for _, r := range reqs {
 		lat, ok := r.Latency(m)
 		if !ok {
 			continue
 		}
-		if _, _, ok := r.Window(m); !ok || lat <= 0 {
+		s, e, ok := r.Window(m)
+		if !ok || lat <= 0 {
 			continue
 		}
 		base = append(base, r)
-	}
-	var used []Control
-	for _, c := range controls {
-		known := 0
-		for _, r := range base {
+		all = append(all, obs{lat: float64(lat), start: s, end: e})
+		for j, c := range controls {
 			if c.known(r) {
-				known++
+				known[j]++
 			}
 		}
+	}
+	var used []Control
+	for j, c := range controls {
 		switch {
 		case len(base) == 0:
-		case float64(known) >= controlCoverage*float64(len(base)):
+		case float64(known[j]) >= controlCoverage*float64(len(base)):
 			used = append(used, c)
 		default:
-			notes = append(notes, fmt.Sprintf("control %s known for only %d of %d requests; not used", c, known, len(base)))
+			notes = append(notes, fmt.Sprintf("control %s known for only %d of %d requests; not used", c, known[j], len(base)))
 		}
 	}
-	// The rows and their controls in two buffers, not one per request.
-	rows := targetRows{controls: used, obs: stat.Grow(sc.obs, len(base))[:0], ctrl: stat.Grow(sc.ctrl, len(base)*len(used))}
-	sc.base, sc.obs, sc.ctrl = base, rows.obs, rows.ctrl
+	// The rows and their controls in two buffers, not one per request; a
+	// row kept is moved to the end of those before it, never past its own
+	// place.
+	rows := targetRows{controls: used, obs: all[:0], ctrl: stat.Grow(sc.ctrl, len(base)*len(used))}
+	sc.base, sc.obs, sc.ctrl = base, all, rows.ctrl
 	dropped := 0
-	for _, r := range base {
-		lat, _ := r.Latency(m)
-		s, e, _ := r.Window(m)
-		o := obs{lat: float64(lat), y: math.Log(float64(lat)), start: s, end: e, ctrl: len(rows.obs) * len(used)}
+	for i, r := range base {
+		o := all[i]
+		o.y, o.ctrl = math.Log(o.lat), len(rows.obs)*len(used)
 		ctrl := rows.controlsOf(&o)
 		ok := true
 		for j, c := range used {
-			if ctrl[j], ok = c.value(r); !ok {
+			if ctrl[j], ok = sc.value(c, r); !ok {
 				break
 			}
 		}
@@ -519,14 +574,17 @@ func share(lat, x []float64, base, beta float64) float64 {
 }
 
 // shares3 is share at three coefficients in one pass over the rows: each
-// sum takes the same terms in the same order as share's, so the same value.
+// sum takes the same terms in the same order as share's, so the same value
+// (expm1x3 is math.Expm1's, three at a time).
 func shares3(rows []obs, x []float64, base, b1, b2, b3 float64) (s1, s2, s3 float64) {
 	var n1, n2, n3, den float64
+	x = x[:len(rows)]
 	for i := range rows {
 		lat, d := rows[i].lat, x[i]-base
-		n1 += lat * -math.Expm1(-b1*d)
-		n2 += lat * -math.Expm1(-b2*d)
-		n3 += lat * -math.Expm1(-b3*d)
+		e1, e2, e3 := expm1x3(-b1*d, -b2*d, -b3*d)
+		n1 += lat * -e1
+		n2 += lat * -e2
+		n3 += lat * -e3
 		den += lat
 	}
 	return n1 / den, n2 / den, n3 / den
@@ -551,23 +609,95 @@ func quietLevel(x []float64) float64 {
 // quietLevelIn is quietLevel selecting in buf, at least len(x) long, which
 // it overwrites.
 func quietLevelIn(x, buf []float64) float64 {
-	sorted := buf[:len(x)]
-	copy(sorted, x)
 	if stat.SortDecides(x) {
+		sorted := buf[:len(x)]
+		copy(sorted, x)
 		slices.Sort(sorted)
 		return gonumstat.Quantile(0.05, gonumstat.LinInterp, sorted, nil)
 	}
 	fidx := 0.05 * float64(len(x))
 	i := max(0, int(math.Ceil(fidx))-1)
-	xi := stat.Select(sorted, i)
+	xi, prev := orderStats(x, buf, i)
 	if i == 0 {
 		return xi
 	}
-	// After the selection every element before i is ≤ x₍ᵢ₎: x₍ᵢ₋₁₎ is their
-	// largest.
-	prev := slices.Max(sorted[:i])
 	t := float64(i+1) - fidx
 	return t*prev + (1-t)*xi
+}
+
+// orderStats returns x₍ᵢ₎ and, for i > 0, x₍ᵢ₋₁₎ (0-based order
+// statistics of x, which holds neither NaN nor a negative zero), selecting
+// in buf, at least len(x) long, which it overwrites. A large sample takes
+// bracketOrderStats's one pass where it can; otherwise x is copied and
+// selected in whole.
+func orderStats(x, buf []float64, i int) (xi, prev float64) {
+	if len(x) >= 4*bracketSample {
+		if xi, prev, ok := bracketOrderStats(x, buf, i); ok {
+			return xi, prev
+		}
+	}
+	sorted := buf[:len(x)]
+	copy(sorted, x)
+	xi = stat.Select(sorted, i)
+	if i > 0 {
+		// After the selection every element before i is ≤ x₍ᵢ₎: x₍ᵢ₋₁₎ is
+		// their largest.
+		prev = slices.Max(sorted[:i])
+	}
+	return xi, prev
+}
+
+// bracketSample is how many evenly spaced elements bracketOrderStats
+// sorts to bracket the order statistic it is after.
+const bracketSample = 1024
+
+// bracketOrderStats is orderStats by a bracket drawn from a sample (the
+// idea of Floyd and Rivest's SELECT, CACM 18:165, 1975): the sample's
+// elements bracketSample·i/n ± 24 ranks apart, about 3.4 standard
+// deviations of that rank for the 5th percentile, bound x₍ᵢ₎, and one pass
+// over x counts the elements below the bracket, keeps the largest of them
+// and copies those inside it to buf, where x₍ᵢ₎ is selected among a few
+// percent of x. Order statistics are values, the same however they are
+// found, so x₍ᵢ₎ and x₍ᵢ₋₁₎ are orderStats's to the bit. ok is false when
+// x₍ᵢ₎ falls outside the bracket (the caller selects in the whole copy):
+// for the quiet level of the tenant regression's exposures, a copy of all
+// of x, a selection in it and a pass for the maximum below i did about
+// three passes' work where this does one.
+func bracketOrderStats(x, buf []float64, i int) (xi, prev float64, ok bool) {
+	const margin = 24
+	n := len(x)
+	sample := buf[:bracketSample]
+	for j := range sample {
+		sample[j] = x[j*n/bracketSample]
+	}
+	slices.Sort(sample)
+	r := i * bracketSample / n
+	lo, hi := sample[max(0, r-margin)], sample[min(bracketSample-1, r+margin)]
+	below, in := 0, 0
+	maxBelow := math.Inf(-1)
+	for _, v := range x {
+		switch {
+		case v < lo:
+			below++
+			maxBelow = max(maxBelow, v)
+		case v <= hi:
+			buf[in] = v
+			in++
+		}
+	}
+	if i < below || i >= below+in {
+		return 0, 0, false
+	}
+	k := i - below
+	xi = stat.Select(buf[:in], k)
+	switch {
+	case i == 0:
+	case k == 0:
+		prev = maxBelow // the i elements below the bracket are the i smallest
+	default:
+		prev = slices.Max(buf[:k])
+	}
+	return xi, prev, true
 }
 
 // periodDummies returns one indicator column per period after the first
@@ -613,16 +743,21 @@ func constant(n int) []float64 {
 }
 
 // columnsInto assembles a design matrix from columns, in buf's memory
-// where it is large enough (the matrix then shares it).
+// where it is large enough (the matrix then shares it). It writes the
+// matrix a row at a time, reading the columns side by side: a column at a
+// time wrote every cache line of the matrix once a column.
 func columnsInto(cols [][]float64, buf []float64) *mat.Dense {
 	n, k := len(cols[0]), len(cols)
-	data := stat.Grow(buf, n*k)
-	for j, c := range cols {
+	for _, c := range cols {
 		if len(c) != n {
 			panic(mat.ErrColLength)
 		}
-		for i, v := range c {
-			data[i*k+j] = v
+	}
+	data := stat.Grow(buf, n*k)
+	for i := range n {
+		row := data[i*k:][:len(cols)]
+		for j, c := range cols {
+			row[j] = c[i]
 		}
 	}
 	return mat.NewDense(n, k, data)

@@ -27,6 +27,15 @@ func TestRequestHoldsNoPointers(t *testing.T) {
 	}
 }
 
+// A Request is one cache line, 64 bytes with no padding: the passes over a
+// target's requests (collectRows) read one line a request, not two (72
+// bytes, the 2-byte placements last).
+func TestRequestIsOneCacheLine(t *testing.T) {
+	if got := unsafe.Sizeof(causal.Request{}); got != 64 {
+		t.Errorf("a Request is %d bytes, want 64", got)
+	}
+}
+
 // While spilling is on, FromAttribution's requests are in a spill file
 // (spill.Free gives its bytes back), and they are the ones made on the
 // heap.

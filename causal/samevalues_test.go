@@ -1,6 +1,7 @@
 package causal
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -205,5 +206,249 @@ func TestRowScratchReused(t *testing.T) {
 	sc.reserve(largest, 1+len(load.Tenants)+len(o.Controls), len(o.Controls), &rsc)
 	if a := testing.AllocsPerRun(5, func() { collectRows(byTenant["C"], MetricE2E, o.Controls, &rsc) }); a > 1 {
 		t.Errorf("collectRows into a reserved scratch: %.0f allocations, want 1 (the controls used)", a)
+	}
+}
+
+// collectRows' two passes give the rows, controls and notes of a pass for
+// each control and one more for the rows (as it was built before), on
+// requests missing latencies, windows and controls: a control known for
+// most of them (used, the rest left out), one for half (not used), and the
+// same scratch taken by target after target.
+func TestCollectRowsMatchesPassPerControl(t *testing.T) {
+	passPerControl := func(reqs []*Request, m Metric, controls []Control) (targetRows, []string) {
+		var notes []string
+		var base []*Request
+		for _, r := range reqs {
+			lat, ok := r.Latency(m)
+			if !ok {
+				continue
+			}
+			if _, _, ok := r.Window(m); !ok || lat <= 0 {
+				continue
+			}
+			base = append(base, r)
+		}
+		var used []Control
+		for _, c := range controls {
+			known := 0
+			for _, r := range base {
+				if c.known(r) {
+					known++
+				}
+			}
+			switch {
+			case len(base) == 0:
+			case float64(known) >= controlCoverage*float64(len(base)):
+				used = append(used, c)
+			default:
+				notes = append(notes, fmt.Sprintf("control %s known for only %d of %d requests; not used", c, known, len(base)))
+			}
+		}
+		rows := targetRows{controls: used}
+		dropped := 0
+		for _, r := range base {
+			lat, _ := r.Latency(m)
+			s, e, _ := r.Window(m)
+			o := obs{lat: float64(lat), y: math.Log(float64(lat)), start: s, end: e, ctrl: len(rows.ctrl)}
+			vals := make([]float64, len(used))
+			ok := true
+			for j, c := range used {
+				if vals[j], ok = c.value(r); !ok {
+					break
+				}
+			}
+			if !ok {
+				dropped++
+				continue
+			}
+			rows.obs = append(rows.obs, o)
+			rows.ctrl = append(rows.ctrl, vals...)
+		}
+		if dropped > 0 {
+			notes = append(notes, fmt.Sprintf("%d requests without every control were left out", dropped))
+		}
+		return rows, notes
+	}
+	rng := rand.New(rand.NewPCG(2, 9))
+	var rsc rowScratch
+	for target, share := range []float64{0.97, 0.5, 1, 0} {
+		reqs := make([]*Request, 500+target*300)
+		for i := range reqs {
+			r := &Request{Arrival: rng.Int64N(1e12), TTFT: rng.Int64N(4e9) - 1e8, TPOT: rng.Int64N(1e8) - 1e6,
+				BatchSize: rng.Float64() * 64, InputTokens: rng.IntN(4000) - 10, OutputTokens: rng.IntN(500)}
+			r.End = r.Arrival + r.TTFT + rng.Int64N(2e10) - 1e9
+			if rng.Float64() >= share {
+				r.BatchSize = 0
+			}
+			if rng.IntN(50) == 0 {
+				r.BatchSize = math.Inf(1)
+			}
+			reqs[i] = r
+		}
+		for _, m := range []Metric{MetricTTFT, MetricTPOT, MetricE2E} {
+			want, wantNotes := passPerControl(reqs, m, AllControls)
+			got, notes := collectRows(reqs, m, AllControls, &rsc)
+			if !slices.Equal(notes, wantNotes) || !slices.Equal(got.controls, want.controls) || len(got.obs) != len(want.obs) {
+				t.Fatalf("target %d %s: %d rows, controls %v, notes %q; want %d, %v, %q", target, m, len(got.obs), got.controls, notes, len(want.obs), want.controls, wantNotes)
+			}
+			for i := range want.obs {
+				g, w := got.obs[i], want.obs[i]
+				if g != w || !slices.Equal(got.controlsOf(&g), want.controlsOf(&w)) {
+					t.Fatalf("target %d %s row %d: %+v %v, want %+v %v", target, m, i, g, got.controlsOf(&g), w, want.controlsOf(&w))
+				}
+			}
+		}
+	}
+}
+
+// expm1x3 is math.Expm1 of each argument to the bit: on arguments spread
+// over Expm1's primary range (three at a time there, its own path), at and
+// around that range's ends, and beyond them in any lane (math.Expm1 for
+// all three).
+func TestExpm1x3MatchesExpm1(t *testing.T) {
+	const ln2Half, tiny = 3.46573590279972654709e-01, 1.0 / (1 << 54)
+	edges := []float64{0, math.Copysign(0, -1), tiny, math.Nextafter(tiny, 0), math.Nextafter(tiny, 1), ln2Half,
+		math.Nextafter(ln2Half, 0), math.Nextafter(ln2Half, 1), 1.0397, 38.9, 709.8, 710, math.Inf(1), math.Inf(-1), math.NaN()}
+	rng := rand.New(rand.NewPCG(8, 1))
+	primary := func() float64 {
+		return math.Copysign(math.Exp(rng.Float64()*math.Log(ln2Half/tiny))*tiny, rng.Float64()-0.5)
+	}
+	draw := func() float64 {
+		switch rng.IntN(4) {
+		case 0:
+			e := edges[rng.IntN(len(edges))]
+			if rng.IntN(2) == 0 {
+				e = -e
+			}
+			return e
+		case 1:
+			return rng.NormFloat64() * 20
+		}
+		return primary()
+	}
+	check := func(x [3]float64) {
+		var got [3]float64
+		got[0], got[1], got[2] = expm1x3(x[0], x[1], x[2])
+		for i := range x {
+			if want := math.Expm1(x[i]); math.Float64bits(got[i]) != math.Float64bits(want) {
+				t.Fatalf("expm1x3%v lane %d = %v (%#x), math.Expm1 %v (%#x)", x, i, got[i], math.Float64bits(got[i]), want, math.Float64bits(want))
+			}
+		}
+	}
+	for range 200_000 {
+		check([3]float64{primary(), primary(), primary()})
+		check([3]float64{draw(), draw(), draw()})
+	}
+}
+
+// rowScratch.value is Control.value to the bit, computed or from the
+// table of logarithms, for every control and for lengths around the
+// table's bounds (none, one, negative, its last and past it).
+func TestRowScratchValueMatchesControl(t *testing.T) {
+	var sc rowScratch
+	lengths := []int{-3, 0, 1, 2, 3, 1023, 1024, 1025, 70_000, maxLogMemo - 1, maxLogMemo, maxLogMemo + 1, 1 << 40}
+	rng := rand.New(rand.NewPCG(4, 4))
+	for range 3000 {
+		lengths = append(lengths, rng.IntN(5000))
+	}
+	for pass := range 2 { // the second from the table
+		for _, n := range lengths {
+			r := &Request{InputTokens: n, OutputTokens: n + 1, BatchSize: float64(n) / 3}
+			for _, c := range AllControls {
+				got, gotOK := sc.value(c, r)
+				want, wantOK := c.value(r)
+				if math.Float64bits(got) != math.Float64bits(want) || gotOK != wantOK {
+					t.Fatalf("pass %d, length %d, %s: %v %v, Control.value %v %v", pass, n, c, got, gotOK, want, wantOK)
+				}
+			}
+		}
+	}
+}
+
+// columnsInto lays the columns out row-major, element for element, in the
+// buffer lent when it is large enough.
+func TestColumnsIntoIsRowMajor(t *testing.T) {
+	rng := rand.New(rand.NewPCG(6, 6))
+	cols := make([][]float64, 7)
+	for j := range cols {
+		cols[j] = make([]float64, 301)
+		for i := range cols[j] {
+			cols[j][i] = rng.NormFloat64()
+		}
+	}
+	buf := make([]float64, 7*301+5)
+	m := columnsInto(cols, buf)
+	if r, c := m.Dims(); r != 301 || c != 7 || &m.RawMatrix().Data[0] != &buf[0] {
+		t.Fatalf("%d×%d, in the buffer lent: %v", r, c, &m.RawMatrix().Data[0] == &buf[0])
+	}
+	for j, col := range cols {
+		for i, v := range col {
+			if math.Float64bits(buf[i*7+j]) != math.Float64bits(v) || m.At(i, j) != v {
+				t.Fatalf("row %d column %d: %v, want %v", i, j, buf[i*7+j], v)
+			}
+		}
+	}
+}
+
+// bracketOrderStats gives x₍ᵢ₎ and x₍ᵢ₋₁₎ of a sort, to the bit, at the
+// quiet level's rank and others, on samples in random order, sorted,
+// reversed, with few distinct values (ties across the bracket's ends), and
+// with the evenly spaced elements it brackets from unlike the rest (then it
+// refuses, and quietLevel selects in the whole copy); quietLevel of each is
+// gonum's on the sorted sample.
+func TestBracketOrderStatsMatchesSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(12, 3))
+	var refused, atEdge, inside int
+	for trial := range 120 {
+		n := 4*bracketSample + rng.IntN(60_000)
+		x := make([]float64, n)
+		for j := range x {
+			switch trial % 5 {
+			case 0, 1:
+				x[j] = rng.NormFloat64()*1e6 + 5e6
+			case 2:
+				x[j] = float64(rng.IntN(7))
+			case 3:
+				x[j] = float64(j % 3)
+			case 4:
+				x[j] = rng.Float64()
+			}
+		}
+		switch trial % 4 {
+		case 1:
+			slices.Sort(x)
+		case 2:
+			slices.Sort(x)
+			slices.Reverse(x)
+		case 3:
+			for j := range bracketSample { // the bracket's sample far above the rest
+				x[j*n/bracketSample] = 1e12 + float64(j)
+			}
+		}
+		sorted := slices.Clone(x)
+		slices.Sort(sorted)
+		for _, i := range []int{max(0, int(math.Ceil(0.05*float64(n)))-1), 0, 1, n / 2, n - 1} {
+			buf := make([]float64, n)
+			xi, prev, ok := bracketOrderStats(x, buf, i)
+			if !ok {
+				refused++
+				continue
+			}
+			if i > 0 && i == slices.Index(sorted, sorted[i]) {
+				atEdge++ // x₍ᵢ₋₁₎ < x₍ᵢ₎: prev may come from below the bracket
+			} else {
+				inside++
+			}
+			if math.Float64bits(xi) != math.Float64bits(sorted[i]) || i > 0 && math.Float64bits(prev) != math.Float64bits(sorted[i-1]) {
+				t.Fatalf("trial %d, n %d, i %d: %v and %v, a sort gives %v and %v", trial, n, i, xi, prev, sorted[i], sorted[max(0, i-1)])
+			}
+		}
+		want := gonumstat.Quantile(0.05, gonumstat.LinInterp, sorted, nil)
+		if got := quietLevel(x); math.Float64bits(got) != math.Float64bits(want) {
+			t.Fatalf("trial %d, n %d: quietLevel %v, gonum on the sorted sample %v", trial, n, got, want)
+		}
+	}
+	if refused == 0 || atEdge == 0 || inside == 0 {
+		t.Errorf("cases not all met: %d refused, %d with x₍ᵢ₋₁₎ < x₍ᵢ₎, %d with ties", refused, atEdge, inside)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"testing"
 
+	"gonum.org/v1/gonum/blas/blas64"
 	"gonum.org/v1/gonum/mat"
 )
 
@@ -41,6 +42,95 @@ func TestFitOLSResidualsInScratch(t *testing.T) {
 		want := y[i] - (data[i*k]*f.Beta[0] + data[i*k+1]*f.Beta[1])
 		if math.Float64bits(f.Resid[i]) != math.Float64bits(want) {
 			t.Fatalf("residual %d: %v, want %v", i, f.Resid[i], want)
+		}
+	}
+}
+
+// unitColumns' norms and scaled copy are, to the bit, those of a pass down
+// each column in turn (each sum from the first row down), also for a view
+// whose stride is wider than its columns; and it names the first column
+// that cannot be scaled, as that pass stopped at.
+func TestUnitColumnsMatchesColumnPasses(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 2))
+	const n, k, stride = 1001, 5, 7
+	data := make([]float64, n*stride)
+	for i := range data {
+		data[i] = rng.NormFloat64() * math.Pow(10, float64(rng.IntN(12)-6))
+	}
+	x := blas64.General{Rows: n, Cols: k, Stride: stride, Data: data}
+	scaled, norms := make([]float64, n*k), make([]float64, k)
+	if j := unitColumns(x, scaled, norms); j != -1 {
+		t.Fatalf("column %d refused", j)
+	}
+	for j := range k {
+		ss := 0.0
+		for i := range n {
+			ss += data[i*stride+j] * data[i*stride+j]
+		}
+		norm := math.Sqrt(ss)
+		if math.Float64bits(norms[j]) != math.Float64bits(norm) {
+			t.Fatalf("column %d: norm %v, a pass down the column %v", j, norms[j], norm)
+		}
+		for i := range n {
+			if got, want := scaled[i*k+j], data[i*stride+j]/norm; math.Float64bits(got) != math.Float64bits(want) {
+				t.Fatalf("row %d column %d: %v, want %v", i, j, got, want)
+			}
+		}
+	}
+	for i := range n {
+		data[i*stride+1], data[i*stride+3] = 0, math.Inf(1)
+	}
+	if j := unitColumns(x, scaled, norms); j != 1 {
+		t.Errorf("columns 1 (zero) and 3 (infinite) refused as column %d, want 1", j)
+	}
+}
+
+// Cluster, which looks a cluster up only where the label changes from the
+// row before, gives to the bit the covariance of a lookup every row, on
+// labels in runs and interleaved (a cluster left and come back to).
+func TestClusterLooksUpLabelRuns(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 8))
+	const n, k = 600, 3
+	data, y, groups := make([]float64, n*k), make([]float64, n), make([]int, n)
+	for i := range n {
+		data[i*k], data[i*k+1], data[i*k+2] = 1, rng.NormFloat64(), rng.NormFloat64()
+		y[i] = data[i*k+1] + rng.NormFloat64()
+		groups[i] = i / 40
+		if rng.IntN(5) == 0 {
+			groups[i] = rng.IntN(n / 40)
+		}
+	}
+	f, err := FitOLS(mat.NewDense(n, k, data), y, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scores := map[int][]float64{}
+	var order []int
+	for i := range n {
+		s, ok := scores[groups[i]]
+		if !ok {
+			s = make([]float64, k)
+			scores[groups[i]] = s
+			order = append(order, groups[i])
+		}
+		for j := range k {
+			s[j] += data[i*k+j] * f.Resid[i]
+		}
+	}
+	meat := mat.NewSymDense(k, nil)
+	for _, g := range order {
+		meat.SymRankOne(meat, 1, mat.NewVecDense(k, scores[g]))
+	}
+	want := f.sandwich(meat, f.clusterFactor(StataCR1, len(order)))
+	got, g := f.Cluster(groups, StataCR1)
+	if g != len(order) {
+		t.Fatalf("%d clusters, want %d", g, len(order))
+	}
+	for a := range k {
+		for b := range k {
+			if math.Float64bits(got.At(a, b)) != math.Float64bits(want.At(a, b)) {
+				t.Errorf("V[%d,%d] = %v, a lookup every row gives %v", a, b, got.At(a, b), want.At(a, b))
+			}
 		}
 	}
 }
