@@ -28,12 +28,19 @@ type Strings struct {
 	// slot its hash's low bits pick or, taken, the next free one (linear
 	// probing); 0 is a free slot. It is never more than half full.
 	slots []uint64
-	seed  maphash.Seed
 }
+
+// stringsSeed hashes the strings of every table: random, so that no input
+// can choose strings that collide, and one for the process, so that two
+// tables that interned the same strings in the same order hold the same
+// slots and compare equal (reflect.DeepEqual, as nsys's tests compare a
+// parallel read's model with a sequential one's), as maps of the same
+// contents did. (A table Grow made room in may have more slots.)
+var stringsSeed = maphash.MakeSeed()
 
 // NewStrings returns a table holding only the empty string.
 func NewStrings() *Strings {
-	return &Strings{list: []string{""}, seed: maphash.MakeSeed()}
+	return &Strings{list: []string{""}}
 }
 
 // minSlots is the size of the first table.
@@ -82,7 +89,7 @@ func (s *Strings) Lookup(v string) (StrID, bool) {
 	return id, id != 0
 }
 
-func (s *Strings) hash(v string) uint32 { return uint32(maphash.String(s.seed, v)) }
+func (s *Strings) hash(v string) uint32 { return uint32(maphash.String(stringsSeed, v)) }
 
 // find returns the ID of v, whose hash is h, or 0 and the free slot where v
 // belongs when the table does not hold it. The empty string is never in

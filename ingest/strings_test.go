@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"fmt"
+	"reflect"
 	"testing"
 )
 
@@ -125,5 +126,20 @@ func TestInternBytesWithKeepsTheCopy(t *testing.T) {
 	}
 	if got, ok := s.Lookup(""); !ok || got != 0 || s.Intern("") != 0 {
 		t.Errorf(`Lookup("") = %d, %v; want 0, true`, got, ok)
+	}
+}
+
+// Two tables that interned the same strings in the same order are equal
+// field for field, as the maps they replaced were: nsys's tests compare a
+// parallel read's model with a sequential one's by reflect.DeepEqual.
+func TestStringsEqualForTheSameStrings(t *testing.T) {
+	a, b := NewStrings(), NewStrings()
+	for i := range 1000 {
+		k := fmt.Sprint("s", i)
+		a.Intern(k)
+		b.InternBytes([]byte(k))
+	}
+	if !reflect.DeepEqual(a, b) {
+		t.Errorf("tables of the same 1,000 strings in the same order differ")
 	}
 }
