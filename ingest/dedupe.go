@@ -13,14 +13,14 @@ import (
 // is kept, and each pair of sources sharing spans gets one warning naming
 // both. Spans repeated within one source are left to Validate.
 func dropDuplicateSpans(t *Trace) {
-	withSpans := map[SourceID]bool{}
-	for i := range t.Spans {
-		withSpans[t.Spans[i].Source] = true
-		if len(withSpans) > 1 {
-			break
-		}
+	// Only spans of two sources can be copies of each other. (A set of the
+	// sources seen, filled span by span, cost a map assignment a span
+	// for the usual single input: 0.6% of an OTLP analyze.)
+	mixed := false
+	for i := 1; i < len(t.Spans) && !mixed; i++ {
+		mixed = t.Spans[i].Source != t.Spans[0].Source
 	}
-	if len(withSpans) < 2 {
+	if !mixed {
 		return
 	}
 	// Sort the spans by a hash of their IDs (random IDs hash well) with the

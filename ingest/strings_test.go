@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"fmt"
+	"reflect"
 	"testing"
 )
 
@@ -52,5 +53,93 @@ func TestInternBytesAllocatesOnlyNew(t *testing.T) {
 	n := s.Len()
 	if s.InternBytes([]byte("cmpl-new")) != StrID(n) || s.Get(StrID(n)) != "cmpl-new" {
 		t.Errorf("a new string: not added as ID %d", n)
+	}
+}
+
+// The table agrees with a map over many strings that share prefixes and
+// lengths, through every rehash from the first table up: each string keeps
+// the ID it first got, whether interned again as a string or as bytes, and
+// one never interned is not found.
+func TestStringsAgreeWithMap(t *testing.T) {
+	s := NewStrings()
+	want := map[string]StrID{"": 0}
+	key := func(i int) string { return fmt.Sprintf("%0*x", 1+i%23, i) }
+	for i := range 50000 {
+		k := key(i)
+		var id StrID
+		if i%2 == 0 {
+			id = s.Intern(k)
+		} else {
+			id = s.InternBytes([]byte(k))
+		}
+		if w, ok := want[k]; ok {
+			if id != w {
+				t.Fatalf("%q: ID %d, first got %d", k, id, w)
+			}
+			continue
+		}
+		if id != StrID(len(want)) {
+			t.Fatalf("%q: new string got ID %d, want %d", k, id, len(want))
+		}
+		want[k] = id
+	}
+	if s.Len() != len(want) {
+		t.Fatalf("Len %d, want %d", s.Len(), len(want))
+	}
+	for k, w := range want {
+		if id, ok := s.Lookup(k); !ok || id != w || s.Get(w) != k {
+			t.Fatalf("Lookup(%q) = %d, %v; want %d (Get %q)", k, id, ok, w, s.Get(w))
+		}
+		if id := s.InternBytes([]byte(k)); id != w {
+			t.Fatalf("InternBytes(%q) again = %d, want %d", k, id, w)
+		}
+	}
+	for _, k := range []string{"g", "0g", key(50000), key(49999) + "0"} {
+		if id, ok := s.Lookup(k); ok {
+			t.Errorf("Lookup(%q) found ID %d (%q), never interned", k, id, s.Get(id))
+		}
+	}
+	if s.Len() != len(want) {
+		t.Errorf("looking up added strings: Len %d, want %d", s.Len(), len(want))
+	}
+}
+
+// InternBytesWith hashes and compares the caller's bytes in place but keeps
+// only keep's copy: bytes written over after the call change neither the
+// string nor what it is found by.
+func TestInternBytesWithKeepsTheCopy(t *testing.T) {
+	s := NewStrings()
+	b := []byte("req-0001")
+	id := s.InternBytesWith(b, func(b []byte) string { return string(b) })
+	copy(b, "XXXX")
+	if got := s.Get(id); got != "req-0001" {
+		t.Fatalf("after the caller's bytes changed, Get = %q, want %q", got, "req-0001")
+	}
+	if got, ok := s.Lookup("req-0001"); !ok || got != id {
+		t.Errorf(`Lookup("req-0001") = %d, %v; want %d`, got, ok, id)
+	}
+	if got := s.InternBytes(b); got == id {
+		t.Errorf("%q: the ID of %q", b, "req-0001")
+	}
+	if got := s.InternBytesWith(nil, func([]byte) string { t.Fatal("keep called for the empty string"); return "" }); got != 0 {
+		t.Errorf("empty bytes: ID %d, want 0", got)
+	}
+	if got, ok := s.Lookup(""); !ok || got != 0 || s.Intern("") != 0 {
+		t.Errorf(`Lookup("") = %d, %v; want 0, true`, got, ok)
+	}
+}
+
+// Two tables that interned the same strings in the same order are equal
+// field for field, as the maps they replaced were: nsys's tests compare a
+// parallel read's model with a sequential one's by reflect.DeepEqual.
+func TestStringsEqualForTheSameStrings(t *testing.T) {
+	a, b := NewStrings(), NewStrings()
+	for i := range 1000 {
+		k := fmt.Sprint("s", i)
+		a.Intern(k)
+		b.InternBytes([]byte(k))
+	}
+	if !reflect.DeepEqual(a, b) {
+		t.Errorf("tables of the same 1,000 strings in the same order differ")
 	}
 }

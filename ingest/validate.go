@@ -82,7 +82,14 @@ func (t *Trace) checkSpanIDs() {
 		if s.Origin != OriginOTLP || s.ID.IsZero() {
 			continue
 		}
-		if j, dup := lookup(s.TraceID, s.ID); dup {
+		// The span ID is looked up once, whether to find a duplicate or
+		// to learn where the span goes if new.
+		j, taken := seen[s.ID]
+		dup := taken
+		if taken && t.Spans[j].TraceID != s.TraceID {
+			j, dup = other[key{s.TraceID, s.ID}]
+		}
+		if dup {
 			if o := &t.Spans[j]; o.Name == s.Name && o.Start == s.Start && o.End == s.End && o.Parent == s.Parent {
 				exact[s.Source]++
 				continue
@@ -92,7 +99,7 @@ func (t *Trace) checkSpanIDs() {
 				s.ID, s.TraceID, t.Str(t.Spans[j].Name), t.Str(s.Name))
 			continue
 		}
-		if _, taken := seen[s.ID]; taken {
+		if taken {
 			other[key{s.TraceID, s.ID}] = i
 		} else {
 			seen[s.ID] = i
@@ -102,10 +109,13 @@ func (t *Trace) checkSpanIDs() {
 		t.Warnf(src, "", "duplicate-spans",
 			"%d spans are exact copies of an earlier span (same trace and span ID, name, parent, start and end: the input given twice, or dumps concatenated?); all kept", exact[src])
 	}
-	dangling := map[SourceID]int{}
+	// Counted by source in a slice, not a map: every span with a parent
+	// outside the input (half an OTLP dump's) counts. Only the input's
+	// sources are reported.
+	dangling := make([]int, len(t.Sources))
 	for i := range t.Spans {
 		s := &t.Spans[i]
-		if s.Origin != OriginOTLP || s.Parent.IsZero() {
+		if s.Origin != OriginOTLP || s.Parent.IsZero() || int(s.Source) >= len(dangling) {
 			continue
 		}
 		if _, ok := lookup(s.TraceID, s.Parent); !ok {

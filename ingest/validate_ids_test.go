@@ -1,6 +1,8 @@
 package ingest
 
 import (
+	"encoding/binary"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -44,6 +46,84 @@ func TestSpanIDsSharedAcrossTraces(t *testing.T) {
 	for i, w := range want {
 		if !strings.HasPrefix(got[i], w) {
 			t.Errorf("warning %d: %s, want %s", i, got[i], w)
+		}
+	}
+}
+
+// checkSpanIDs agrees with the rule it implements, written plainly: a span
+// repeats the first earlier span of its trace and span ID, and a parent is
+// missing when no span of the trace has that ID. The IDs are drawn from a
+// small range so that repeats within and across traces, exact copies and
+// missing parents are all frequent, and the table holds far more spans than
+// its first size would.
+func TestSpanIDsAgreeWithFirstOccurrence(t *testing.T) {
+	tr := New()
+	tr.Sources = []Source{{Path: "a.pb"}, {Path: "b.pb"}}
+	names := []StrID{tr.Strings.Intern("a"), tr.Strings.Intern("b")}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 20000 {
+		s := Span{Origin: OriginOTLP, Resource: -1, Scope: -1, Source: SourceID(rng.IntN(2))}
+		s.TraceID[0] = byte(rng.IntN(4))
+		binary.LittleEndian.PutUint16(s.ID[:], uint16(rng.IntN(3000)))
+		if p := rng.IntN(6) * 700; p > 0 { // past 3000: never a span's
+			binary.LittleEndian.PutUint16(s.Parent[:], uint16(p))
+		}
+		s.Name, s.Start, s.End = names[rng.IntN(2)], int64(rng.IntN(2)), 5
+		if rng.IntN(3) == 0 {
+			s.Origin = OriginNVTX
+		}
+		tr.Spans = append(tr.Spans, s)
+	}
+	want := New()
+	want.Sources = tr.Sources
+	type key struct {
+		trace TraceID
+		span  SpanID
+	}
+	first := map[key]int{}
+	exact := make([]int, 2)
+	for i, s := range tr.Spans {
+		if s.Origin != OriginOTLP || s.ID.IsZero() {
+			continue
+		}
+		j, ok := first[key{s.TraceID, s.ID}]
+		if !ok {
+			first[key{s.TraceID, s.ID}] = i
+			continue
+		}
+		if o := tr.Spans[j]; o.Name == s.Name && o.Start == s.Start && o.End == s.End && o.Parent == s.Parent {
+			exact[s.Source]++
+			continue
+		}
+		want.Warnf(s.Source, "", "duplicate-span-id", "span ID %s appears twice in trace %s (%q and %q); both kept",
+			s.ID, s.TraceID, tr.Str(tr.Spans[j].Name), tr.Str(s.Name))
+	}
+	dangling := make([]int, 2)
+	for src, n := range exact {
+		if n > 0 {
+			want.Warnf(SourceID(src), "", "duplicate-spans", "%d spans are exact copies of an earlier span (same trace and span ID, name, parent, start and end: the input given twice, or dumps concatenated?); all kept", n)
+		}
+	}
+	for _, s := range tr.Spans {
+		if _, ok := first[key{s.TraceID, s.Parent}]; s.Origin == OriginOTLP && !s.Parent.IsZero() && !ok {
+			dangling[s.Source]++
+		}
+	}
+	for src, n := range dangling {
+		if n > 0 {
+			want.Warnf(SourceID(src), "", "dangling-parent", "%d span(s) have a parent that is not in the input; treated as local roots", n)
+		}
+	}
+	tr.checkSpanIDs()
+	if len(want.Warnings.List) < 5 || exact[0] == 0 || dangling[1] == 0 {
+		t.Fatalf("the spans drawn exercise too little: %v, %v exact copies, %v dangling", want.Warnings.List, exact, dangling)
+	}
+	if len(tr.Warnings.List) != len(want.Warnings.List) {
+		t.Fatalf("%d warnings, want %d", len(tr.Warnings.List), len(want.Warnings.List))
+	}
+	for i, w := range want.Warnings.List {
+		if g := tr.Warnings.List[i]; g != w {
+			t.Fatalf("warning %d: %+v, want %+v", i, g, w)
 		}
 	}
 }

@@ -644,6 +644,20 @@ func (d *state) findSlotSet(key []byte) int {
 // a value (field 2), in either order (the collector writes the value first,
 // the SDKs the key).
 func splitKeyValue(b []byte) (key, val []byte, ok bool) {
+	// Both lengths under 128, one byte each, is the usual case: read
+	// without a call or a loop.
+	if len(b) >= 4 && b[1] < 0x80 {
+		n1 := int(b[1])
+		if i := 2 + n1; i+2 <= len(b) && b[i+1] < 0x80 && i+2+int(b[i+1]) == len(b) {
+			f1, f2 := b[2:i], b[i+2:]
+			switch {
+			case b[0] == 0x0a && b[i] == 0x12:
+				return f1, f2, true
+			case b[0] == 0x12 && b[i] == 0x0a:
+				return f2, f1, true
+			}
+		}
+	}
 	f1, t1, rest, ok := bytesField(b)
 	if !ok {
 		return nil, nil, false
