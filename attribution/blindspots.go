@@ -122,42 +122,42 @@ func blindSpots(t *ingest.Trace, res *Result) BlindSpots {
 		likely []Stage
 		where  []locCount
 	}
-	// A group's key: the set of missing stages (likely lists them in
-	// canonical order, so the set is the list), or where the gap lies when
-	// none is missing.
-	type groupKey struct {
-		missing uint32 // bit st: stage st
-		at      loc    // when missing is 0
-	}
-	groups := map[groupKey]*acc{}
+	// A group's place in groups: the set of missing stages (likely lists
+	// them in canonical order, so the set is the list), bit st for stage
+	// st, or when none is missing, after those sets, where the gap lies.
+	// An array indexed by the key, not a map: hashing a struct key cost a
+	// quarter of the walk.
+	const stages = int(NumStages)
+	var groups [1<<stages + stages*stages]*acc
 	var outside acc
 	var seen []*acc // the groups the request's gaps have joined
-	// The last gap's group, often the next one's: a map lookup a gap was
-	// a third of the walk.
-	var lastKey groupKey
-	var lastAcc *acc
 	var likely []Stage
+	// withTime counts the requests with time in each stage, for
+	// breakpoints: counted here, where the requests are read anyway.
+	var withTime [NumStages]int
 	for i := range reqs {
 		r := &reqs[i]
 		total += r.End - r.Arrival
 		other += r.Stages[StageOther]
+		for st, v := range r.Stages {
+			if v > 0 {
+				withTime[st]++
+			}
+		}
 		seen = seen[:0]
 		for _, g := range res.Gaps(r) {
 			likely = appendLikelyMissing(likely[:0], r, g.Before, g.After)
-			var key groupKey
-			for _, st := range likely {
-				key.missing |= 1 << st
-			}
-			if len(likely) == 0 {
-				key.at = loc{g.Before, g.After}
-			}
-			a := lastAcc
-			if a == nil || key != lastKey {
-				if a = groups[key]; a == nil {
-					a = &acc{likely: slices.Clip(slices.Clone(likely))}
-					groups[key] = a
+			key := 1<<stages + int(g.Before)*stages + int(g.After)
+			if len(likely) > 0 {
+				key = 0
+				for _, st := range likely {
+					key |= 1 << st
 				}
-				lastKey, lastAcc = key, a
+			}
+			a := groups[key]
+			if a == nil {
+				a = &acc{likely: slices.Clip(slices.Clone(likely))}
+				groups[key] = a
 			}
 			a.ns += g.To - g.From
 			at, found := loc{g.Before, g.After}, false
@@ -186,6 +186,9 @@ func blindSpots(t *ingest.Trace, res *Result) BlindSpots {
 	}
 	bs.UnexplainedMs = float64(other) / 1e6
 	for _, a := range groups {
+		if a == nil {
+			continue
+		}
 		var at loc
 		best := -1
 		for _, w := range a.where {
@@ -223,7 +226,7 @@ func blindSpots(t *ingest.Trace, res *Result) BlindSpots {
 		}
 		bs.Gaps = append(bs.Gaps, gs)
 	}
-	// A total order: the groups come from a map, and groups that differ
+	// A total order: groups that differ
 	// only in their missing stages have the same total and edges.
 	slices.SortFunc(bs.Gaps, func(a, b GapSummary) int {
 		return cmp.Or(cmp.Compare(b.TotalMs, a.TotalMs), cmp.Compare(a.Before, b.Before), cmp.Compare(a.After, b.After),
@@ -236,7 +239,7 @@ func blindSpots(t *ingest.Trace, res *Result) BlindSpots {
 			bs.Outside.Share = float64(outside.ns) / float64(total)
 		}
 	}
-	bs.Breakpoints = breakpoints(t, reqs)
+	bs.Breakpoints = breakpoints(t, &withTime)
 	if len(bs.Gaps) > 0 {
 		bs.Largest = &bs.Gaps[0]
 	}
@@ -270,7 +273,10 @@ var lifecycle = []struct {
 	{name: "egress", names: []string{"egress", "http send", "http_send", "send_response"}},
 }
 
-func breakpoints(t *ingest.Trace, reqs []Request) []Breakpoint {
+// breakpoints says which lifecycle breakpoints the trace shows: by its
+// spans' names or attributes, or, for a breakpoint that is a stage, by the
+// requests with time in it (withTime, by stage).
+func breakpoints(t *ingest.Trace, withTime *[NumStages]int) []Breakpoint {
 	out := make([]Breakpoint, len(lifecycle))
 	attrIDs := make([][]ingest.StrID, len(lifecycle))
 	for i, bp := range lifecycle {
@@ -321,26 +327,11 @@ func breakpoints(t *ingest.Trace, reqs []Request) []Breakpoint {
 		}
 	}
 	// Stages carried as attributes (vLLM's latencies) count as coverage too:
-	// the requests are read once for all such breakpoints (they are large).
-	var staged []int
+	// each request with time in the stage.
 	for i, bp := range lifecycle {
-		if out[i].Spans == 0 && bp.staged {
-			staged = append(staged, i)
-		}
-	}
-	if len(staged) > 0 {
-		for r := range reqs {
-			st := &reqs[r].Stages
-			for _, i := range staged {
-				if st[lifecycle[i].stage] > 0 {
-					out[i].Spans++
-				}
-			}
-		}
-		for _, i := range staged {
-			if out[i].Spans > 0 {
-				out[i].Via = "request attributes"
-			}
+		if out[i].Spans == 0 && bp.staged && withTime[bp.stage] > 0 {
+			out[i].Spans = withTime[bp.stage]
+			out[i].Via = "request attributes"
 		}
 	}
 	for i := range out {
