@@ -21,7 +21,20 @@ func FromAttribution(res *attribution.Result) Run {
 		OutputTokens: make(Series, n), InputTokens: make(Series, n), ArrivalMS: make(Series, n),
 		Stages: map[string]Series{},
 	}
+	// The requests' models: a map, and the last few added, which a run's
+	// requests (of a few models, interleaved) repeat, compared before the
+	// map is hashed (its assignments were a tenth of this walk).
 	models := map[string]bool{}
+	var recent [4]string
+	nRecent := 0
+	addModel := func(m string) {
+		if slices.Contains(recent[:min(nRecent, len(recent))], m) {
+			return
+		}
+		models[m] = true
+		recent[nRecent%len(recent)] = m
+		nRecent++
+	}
 	var stageName [attribution.NumStages]string
 	var stageHas [attribution.NumStages]bool
 	var stages [attribution.NumStages]Series // run.Stages' series, once made
@@ -48,9 +61,7 @@ func FromAttribution(res *attribution.Result) Run {
 	for i := range res.Requests {
 		r := &res.Requests[i]
 		run.ArrivalMS[i] = float64(r.Arrival-first) / 1e6
-		if m := res.Model(r); i == 0 || m != res.Model(&res.Requests[i-1]) {
-			models[m] = true
-		}
+		addModel(res.Model(r))
 		if res.Finish(r) != "error" {
 			run.Completed++
 		}

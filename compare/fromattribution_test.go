@@ -2,6 +2,7 @@ package compare_test
 
 import (
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -67,5 +68,31 @@ func TestFromAttribution(t *testing.T) {
 	}
 	if checked == 0 {
 		t.Fatal("no token bucket to check")
+	}
+}
+
+// TestFromAttributionModels: the run's models are its requests' distinct
+// models, sorted, however the requests interleave them (FromAttribution
+// remembers the last few it added, and keeps them all in a map).
+func TestFromAttributionModels(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		models []string // the requests', in order
+		want   []string
+	}{
+		{"one", []string{"a", "a", "a"}, []string{"a"}},
+		{"two interleaved", []string{"b", "a", "b", "b", "a"}, []string{"a", "b"}},
+		{"more than remembered", []string{"f", "e", "d", "c", "b", "a", "f", "a", "g", "e", "h", "a"}, []string{"a", "b", "c", "d", "e", "f", "g", "h"}},
+		{"empty and unknown", []string{"", "x", ""}, []string{"", "x"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := &attribution.Result{}
+			for i, m := range tc.models {
+				res.AddRequest(attribution.Request{Arrival: int64(i), End: int64(i) + 10, InputTokens: -1, OutputTokens: -1}, attribution.Labels{Model: m})
+			}
+			if got := compare.FromAttribution(res).Models; !slices.Equal(got, tc.want) {
+				t.Errorf("models %q, want %q", got, tc.want)
+			}
+		})
 	}
 }
