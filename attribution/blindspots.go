@@ -74,26 +74,50 @@ func edgeName(st Stage, start bool) string {
 	return st.String()
 }
 
-// appendLikelyMissing appends to out the canonical stages between before
-// and after that the request does not have.
-func appendLikelyMissing(out []Stage, r *Request, before, after Stage) []Stage {
+// canonicalPos is each stage's place in canonicalOrder, −1 for a stage not
+// in it.
+var canonicalPos = func() (pos [NumStages]int8) {
+	for st := range pos {
+		pos[st] = -1
+	}
+	for i, st := range canonicalOrder {
+		pos[st] = int8(i)
+	}
+	return pos
+}()
+
+// missingBetween returns the canonical stages between before and after
+// that the request does not have, as a set (bit st for stage st): where
+// the request has inference, prefill and decode are not missing. A set,
+// not a list, and the places read from a table: blindSpots asks for every
+// gap of every request, and the list, with a search of canonicalOrder for
+// each place, was half its walk.
+func missingBetween(r *Request, before, after Stage) uint32 {
 	pos := func(st Stage, dflt int) int {
 		if st == StageInference {
 			st = StagePrefill
 		}
-		if i := slices.Index(canonicalOrder, st); i >= 0 {
-			return i
+		if p := canonicalPos[st]; p >= 0 {
+			return int(p)
 		}
 		return dflt
 	}
-	lo := pos(before, -1)
-	hi := pos(after, len(canonicalOrder))
-	if after == StageInference {
-		hi = pos(StagePrefill, hi)
+	var between uint32
+	for i, hi := pos(before, -1)+1, pos(after, len(canonicalOrder)); i < hi; i++ {
+		between |= 1 << canonicalOrder[i]
 	}
-	for i := lo + 1; i < hi; i++ {
-		st := canonicalOrder[i]
-		if !r.Has(st) && !(r.Has(StageInference) && (st == StagePrefill || st == StageDecode)) {
+	have := uint32(r.present)
+	if r.Has(StageInference) {
+		have |= 1<<StagePrefill | 1<<StageDecode
+	}
+	return between &^ have
+}
+
+// stageList lists the stages of set (missingBetween's) in canonical order.
+func stageList(set uint32) []Stage {
+	var out []Stage
+	for _, st := range canonicalOrder {
+		if set&(1<<st) != 0 {
 			out = append(out, st)
 		}
 	}
@@ -122,16 +146,15 @@ func blindSpots(t *ingest.Trace, res *Result) BlindSpots {
 		likely []Stage
 		where  []locCount
 	}
-	// A group's place in groups: the set of missing stages (likely lists
-	// them in canonical order, so the set is the list), bit st for stage
-	// st, or when none is missing, after those sets, where the gap lies.
+	// A group's place in groups: the set of missing stages (missingBetween;
+	// likely lists them in canonical order), or when none is missing, after
+	// those sets, where the gap lies.
 	// An array indexed by the key, not a map: hashing a struct key cost a
 	// quarter of the walk.
 	const stages = int(NumStages)
 	var groups [1<<stages + stages*stages]*acc
 	var outside acc
 	var seen []*acc // the groups the request's gaps have joined
-	var likely []Stage
 	// withTime counts the requests with time in each stage, for
 	// breakpoints: counted here, where the requests are read anyway.
 	var withTime [NumStages]int
@@ -146,17 +169,14 @@ func blindSpots(t *ingest.Trace, res *Result) BlindSpots {
 		}
 		seen = seen[:0]
 		for _, g := range res.Gaps(r) {
-			likely = appendLikelyMissing(likely[:0], r, g.Before, g.After)
+			missing := missingBetween(r, g.Before, g.After)
 			key := 1<<stages + int(g.Before)*stages + int(g.After)
-			if len(likely) > 0 {
-				key = 0
-				for _, st := range likely {
-					key |= 1 << st
-				}
+			if missing != 0 {
+				key = int(missing)
 			}
 			a := groups[key]
 			if a == nil {
-				a = &acc{likely: slices.Clip(slices.Clone(likely))}
+				a = &acc{likely: stageList(missing)}
 				groups[key] = a
 			}
 			a.ns += g.To - g.From
