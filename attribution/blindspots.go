@@ -246,8 +246,9 @@ func blindSpots(t *ingest.Trace, res *Result) BlindSpots {
 		}
 		bs.Gaps = append(bs.Gaps, gs)
 	}
-	// A total order: groups that differ
-	// only in their missing stages have the same total and edges.
+	// Largest first; the ties broken to the end (groups that differ only
+	// in their missing stages have the same total and edges), so that
+	// groups of the same size print in one order whatever the key order.
 	slices.SortFunc(bs.Gaps, func(a, b GapSummary) int {
 		return cmp.Or(cmp.Compare(b.TotalMs, a.TotalMs), cmp.Compare(a.Before, b.Before), cmp.Compare(a.After, b.After),
 			cmp.Compare(a.Span, b.Span), slices.Compare(a.Likely, b.Likely), cmp.Compare(b.Requests, a.Requests))

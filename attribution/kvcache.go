@@ -137,7 +137,8 @@ func kvCache(res *Result, steps []Step, engines []Engine, tenants, models groups
 	var cachedTok, inputTok int64
 	byModel := carveByGroup(make([]int, known), perModel) // by model number, its requests that report the cache
 	// Each model's and tenant's requests and hits, counted in this walk;
-	// their inflated hits once the requests are flagged (kvGroups).
+	// their inflated hits once the requests are flagged (the loop over
+	// inflated below).
 	modelKV, tenantKV := make([]KVGroup, len(models.names)), make([]KVGroup, len(tenants.names))
 	for i := range reqs {
 		r := &reqs[i]
