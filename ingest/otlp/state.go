@@ -58,10 +58,10 @@ type state struct {
 	zstd *zstd.Decoder // for zstd-compressed records, made on first use
 	zbuf []byte
 
-	// spans counts the spans this state appended; strings0, attrs0,
-	// events0 and extras0 are the string table's, the attribute arena's,
-	// the span events' and the span extras' lengths before the first.
-	spans, strings0, attrs0, events0, extras0 int
+	// spans counts the spans this state appended; strings0 and attrs0 are
+	// the string table's and the attribute arena's lengths before the
+	// first.
+	spans, strings0, attrs0 int
 	// sizeHint is the input's size when known (see readAllLimit).
 	sizeHint int64
 	// consumed is how much of the input the records decoded so far took
@@ -83,8 +83,6 @@ func newState(t *ingest.Trace, src ingest.SourceID) *state {
 		scopeByValue: map[string]int32{},
 		strings0:     t.Strings.Len(),
 		attrs0:       len(t.AttrArena),
-		events0:      len(t.SpanEvents),
-		extras0:      len(t.SpanExtras),
 	}
 	// A trace that already holds resources (DecodePayload called once per
 	// captured payload) shares them rather than adding a copy per call.
@@ -292,13 +290,8 @@ func (d *state) appendSpan(sp *ingest.Span) {
 		// strings a span brought so far (a request ID each, typically),
 		// for the spans the whole input is estimated to hold: once, where
 		// the slice may take two steps (spanCapacity's bound).
-		// So do the span events and the extras that index them, which
-		// otherwise double as AddExtra appends, copied each time.
 		if d.spans > 0 {
-			more := d.spansAhead(cap(grown) - len(grown))
-			d.t.Strings.Grow(int(d.perSpan(d.t.Strings.Len(), d.strings0) * more))
-			d.t.SpanEvents = growBy(d.t.SpanEvents, d.perSpan(len(d.t.SpanEvents), d.events0)*more)
-			d.t.SpanExtras = growBy(d.t.SpanExtras, d.perSpan(len(d.t.SpanExtras), d.extras0)*more)
+			d.t.Strings.Grow(d.stringsAhead(cap(grown) - len(grown)))
 		}
 	}
 	d.t.Spans = append(d.t.Spans, *sp)
@@ -325,31 +318,19 @@ func (d *state) arenaCapacity() int {
 	return c
 }
 
-// spansAhead is the spans to make room for in the tables that grow with
-// the span slice, when it has grown by room: the spans the slice has room
-// for or, more, the spans the input is estimated to hold still — bounded,
-// as spanCapacity bounds the slice, by eight times the slice's capacity,
-// since an estimate from small early records may be far too high.
-func (d *state) spansAhead(room int) float64 {
+// stringsAhead is the new strings to make room for when the span slice has
+// grown by room: at the rate of new strings a span brought so far, for the
+// spans the slice has room for or, more, the spans the input is estimated
+// to hold still — bounded, as spanCapacity bounds the slice, by eight times
+// the slice's capacity, since an estimate from small early records may be
+// far too high.
+func (d *state) stringsAhead(room int) int {
+	perSpan := float64(d.t.Strings.Len()-d.strings0) / float64(d.spans)
 	more := float64(room)
 	if est, ok := d.spansEstimate(); ok {
 		more = max(more, min(est-float64(d.spans), float64(8*cap(d.t.Spans))))
 	}
-	return more
-}
-
-// perSpan is the rate at which a table grew with the spans this state
-// appended: from n0 entries before the first to n now.
-func (d *state) perSpan(n, n0 int) float64 { return float64(n-n0) / float64(d.spans) }
-
-// growBy makes room in a table of the trace for more entries, through
-// spill.Grow as appendSpilled would; a table with that room already, or
-// none to make, is left as it is.
-func growBy[T any](s []T, more float64) []T {
-	if n := int(more); n > cap(s)-len(s) {
-		return spill.Grow(s, len(s)+n)
-	}
-	return s
+	return int(perSpan * more)
 }
 
 // spanCapacity is the capacity to grow the full span slice to. append grows a

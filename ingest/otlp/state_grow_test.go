@@ -13,12 +13,11 @@ import (
 	"github.com/llmprof/llmprof/ingest/otlp/otlptest"
 )
 
-// spansAhead makes room in the tables that grow with the spans (strings,
-// events, extras) for the spans the input is estimated to hold still, at
-// each table's rate per span so far, but never for more than eight times
-// the span slice's capacity: an input whose first records are tiny beside
-// the rest estimates far too many spans.
-func TestSpansAheadBounded(t *testing.T) {
+// stringsAhead makes room at the rate of new strings a span brought so
+// far, for the spans the input is estimated to hold still, but never for
+// more than eight times the span slice's capacity: an input whose first
+// records are tiny beside the rest estimates far too many spans.
+func TestStringsAheadBounded(t *testing.T) {
 	tr := ingest.New()
 	d := newState(tr, 0)
 	for i := range 100 {
@@ -26,23 +25,20 @@ func TestSpansAheadBounded(t *testing.T) {
 	}
 	tr.Spans = make([]ingest.Span, 100, 200)
 	d.spans = 100
-	if got := d.perSpan(tr.Strings.Len(), d.strings0); got != 1 {
-		t.Errorf("perSpan of 100 strings for 100 spans = %g, want 1", got)
-	}
 	// A well-founded estimate: 1000 spans in all, 900 still to come.
 	d.sizeHint, d.consumed = 10_000, 1_000
-	if got, want := d.spansAhead(100), float64(1062-100); got < want-2 || got > want+2 {
-		t.Errorf("spansAhead with 1000 spans estimated = %g, want about %g", got, want)
+	if got, want := d.stringsAhead(100), 1062-100; got < want-2 || got > want+2 {
+		t.Errorf("stringsAhead with 1000 spans estimated = %d, want about %d", got, want)
 	}
 	// Tiny early records: 10^11 spans estimated, room for 8 × 200 only.
 	d.sizeHint, d.consumed = 1<<40, 1_000
-	if got := d.spansAhead(100); got != 1600 {
-		t.Errorf("spansAhead with an estimate of 10^11 spans = %g, want 1600 (8 × the capacity)", got)
+	if got := d.stringsAhead(100); got != 1600 {
+		t.Errorf("stringsAhead with an estimate of 10^11 spans = %d, want 1600 (8 × the capacity)", got)
 	}
 	// Without an estimate: the room the slice has.
 	d.sizeHint = 0
-	if got := d.spansAhead(100); got != 100 {
-		t.Errorf("spansAhead without an estimate = %g, want 100", got)
+	if got := d.stringsAhead(100); got != 100 {
+		t.Errorf("stringsAhead without an estimate = %d, want 100", got)
 	}
 }
 
@@ -68,16 +64,6 @@ func TestJSONLinesSpanCapacity(t *testing.T) {
 	}
 	if c := cap(tr.Spans); c > n+n/8 {
 		t.Errorf("span slice capacity %d for %d spans, want at most %d (the estimate's sixteenth and some)", c, n, n+n/8)
-	}
-	// The span events and extras grow with the slice, to what the input is
-	// estimated to hold at their rate so far, where they doubled.
-	for _, c := range []struct {
-		name   string
-		n, cap int
-	}{{"events", len(tr.SpanEvents), cap(tr.SpanEvents)}, {"extras", len(tr.SpanExtras), cap(tr.SpanExtras)}} {
-		if c.n == 0 || c.cap > c.n+c.n/8 {
-			t.Errorf("span %s: capacity %d for %d, want at most %d", c.name, c.cap, c.n, c.n+c.n/8)
-		}
 	}
 }
 
