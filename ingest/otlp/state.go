@@ -107,7 +107,7 @@ func (d *state) warnf(code, format string, args ...any) {
 // strCacheSize is the number of entries of the direct-mapped string cache.
 // Attribute keys, span names and most string values repeat from span to span,
 // so a small cache answers most lookups with one hash of a few loads and one
-// comparison, before the intern table's map is consulted.
+// comparison, before the string table (ingest.Strings) is consulted.
 const strCacheSize = 1 << strCacheBits
 
 const strCacheBits = 10
@@ -323,14 +323,19 @@ func (d *state) arenaCapacity() int {
 // spans the slice has room for or, more, the spans the input is estimated
 // to hold still — bounded, as spanCapacity bounds the slice, by eight times
 // the slice's capacity, since an estimate from small early records may be
-// far too high.
+// far too high. Nor more than eight times the strings this state brought
+// (at least 1,024): the room is the whole trace's, and a state that
+// decodes one payload of a capture into a trace already full of spans
+// (record's decoder) would otherwise take the rate of its first span, which
+// may hold a thousand new strings, for all of it.
 func (d *state) stringsAhead(room int) int {
-	perSpan := float64(d.t.Strings.Len()-d.strings0) / float64(d.spans)
+	brought := d.t.Strings.Len() - d.strings0
+	perSpan := float64(brought) / float64(d.spans)
 	more := float64(room)
 	if est, ok := d.spansEstimate(); ok {
 		more = max(more, min(est-float64(d.spans), float64(8*cap(d.t.Spans))))
 	}
-	return int(perSpan * more)
+	return int(min(perSpan*more, float64(8*max(brought, 1024))))
 }
 
 // spanCapacity is the capacity to grow the full span slice to. append grows a

@@ -40,6 +40,21 @@ func TestStringsAheadBounded(t *testing.T) {
 	if got := d.stringsAhead(100); got != 100 {
 		t.Errorf("stringsAhead without an estimate = %d, want 100", got)
 	}
+	// One payload of a capture decoded into a trace already holding a
+	// million spans (record's decoder: a state a payload): its first span
+	// brought 5,000 new strings, and the trace has room for a million more.
+	// The rate of that one span is not the trace's: at most eight times
+	// what the state brought, where it asked for 5 × 10⁹ (80 GB of list).
+	big := ingest.New()
+	p := newState(big, 0)
+	for i := range 5000 {
+		big.Strings.Intern("attr-" + strconv.Itoa(i))
+	}
+	big.Spans = make([]ingest.Span, 1<<20, 1<<21)
+	p.spans = 1
+	if got := p.stringsAhead(1 << 20); got != 8*5000 {
+		t.Errorf("stringsAhead of a payload's first span = %d, want %d (8 × the strings it brought)", got, 8*5000)
+	}
 }
 
 // A JSON Lines input's span slice grows, as a framed file's does, to the
