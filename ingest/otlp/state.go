@@ -301,8 +301,9 @@ func (d *state) appendSpan(sp *ingest.Span) {
 // arenaCapacity is the capacity to grow the attribute arena to: room, at
 // the rate of attributes a span brought so far, for the spans the span
 // slice has room for or, more, the spans the input is estimated to hold
-// (bounded as spanCapacity bounds the slice), so that the arena grows with
-// the spans, in as few steps; never less than doubling.
+// (bounded as spanCapacity bounds the slice, and by eight times the
+// attributes this state brought, as stringsAhead is), so that the arena
+// grows with the spans, in as few steps; never less than doubling.
 func (d *state) arenaCapacity() int {
 	a := d.t.AttrArena
 	c := max(2*cap(a), 4096)
@@ -313,7 +314,8 @@ func (d *state) arenaCapacity() int {
 			est += float64(len(d.t.Spans) - d.spans) // and those of other inputs
 			spans = max(spans, min(est, float64(8*cap(d.t.Spans))))
 		}
-		c = max(c, len(a)+int(perSpan*(spans-float64(len(d.t.Spans))))+spanAttrsFree)
+		ahead := min(perSpan*(spans-float64(len(d.t.Spans))), float64(8*max(len(a)-d.attrs0, 4096)))
+		c = max(c, len(a)+int(ahead)+spanAttrsFree)
 	}
 	return c
 }

@@ -164,3 +164,19 @@ func TestInternCopiesARecurringStringOnce(t *testing.T) {
 		t.Errorf("the slab holds %d bytes after 2,000 lookups of %q and %q, want the %d of their first copies", got, a, b, used)
 	}
 }
+
+// The attribute arena's growth is bounded as the string table's is: one
+// payload of a capture decoded into a trace already full of spans, whose
+// first span brought 1,000 attributes, makes room for at most eight times
+// them beyond doubling, not 1,000 for every span the trace has room for.
+func TestArenaCapacityOfAPayload(t *testing.T) {
+	tr := ingest.New()
+	tr.Spans = make([]ingest.Span, 1<<20, 1<<21)
+	tr.AttrArena = make([]ingest.Attr, 1<<16)
+	d := newState(tr, 0)
+	tr.AttrArena = append(tr.AttrArena, make([]ingest.Attr, 1000)...)
+	d.spans = 1
+	if got, most := d.arenaCapacity(), 2*cap(tr.AttrArena)+8*1000*2+spanAttrsFree; got > most {
+		t.Errorf("arenaCapacity of a payload's first span = %d, want at most %d", got, most)
+	}
+}
