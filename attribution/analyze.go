@@ -268,7 +268,7 @@ func Analyze(t *ingest.Trace, opts Options) *Result {
 	}
 	res.plausibility(t, ix, cands, &tally.implausible)
 	sortTPOT(tally.tpot)
-	sm := newSummarizer(res, tally.tpot, opts.SLO)
+	sm := newSummarizer(res, tally.tpot, tally.itls, opts.SLO)
 	res.Overall = sm.all("all")
 	res.tenants, res.models = tally.tenants.gs, tally.models.gs
 	res.ByTenant = sm.groupBy(res.tenants)
@@ -444,14 +444,13 @@ type summaryRow struct {
 	itlEnd int
 }
 
-func newSummarizer(res *Result, tpot tpotOrder, slo SLO) *summarizer {
+// newSummarizer reads the requests of res into rows; itls is how many
+// inter-token latencies they have (requestTally counts them as the
+// requests are built: a walk of its own here read every request again).
+func newSummarizer(res *Result, tpot tpotOrder, itls int, slo SLO) *summarizer {
 	reqs := res.Requests
 	sm := &summarizer{reqs: reqs, tpot: tpot, slo: slo, rows: make([]summaryRow, len(reqs))}
-	gaps := 0
-	for i := range reqs {
-		gaps += max(0, int(reqs[i].tokens.Len)-1)
-	}
-	sm.itls = make([]float64, 0, gaps)
+	sm.itls = make([]float64, 0, itls)
 	for i := range reqs {
 		r := &reqs[i]
 		tokens := res.TokenTimes(r)
@@ -505,6 +504,7 @@ func groupRequests(res *Result, key func(*Result, *Request) string) groups {
 type requestTally struct {
 	stages      stageSums
 	tpot        tpotOrder // in request order, until sortTPOT
+	itls        int       // the requests' inter-token latencies, for newSummarizer
 	e2e         e2eTally
 	implausible implausibleTally
 	// tenants and models number the requests' tenants and models in order
@@ -520,6 +520,7 @@ func newRequestTally(n int) *requestTally {
 // add tallies request i, r, just built from a.
 func (y *requestTally) add(i int, r *Request, a *requestArena) {
 	y.stages.add(r)
+	y.itls += max(0, int(r.tokens.Len)-1)
 	if v := r.TPOT; !math.IsNaN(v) {
 		y.tpot = append(y.tpot, tpotSample{v, int32(i)})
 	}
@@ -825,10 +826,15 @@ type stageSums struct {
 }
 
 func (s *stageSums) add(r *Request) {
+	// The request's total is summed apart and added once: added to
+	// s.total stage by stage, each addition waited for the last one's
+	// store (a tenth of Analyze's walk of the requests).
+	var total int64
 	for st, v := range r.Stages {
 		s.sums[st] += v
-		s.total += v
+		total += v
 	}
+	s.total += total
 }
 
 // totals are the stages' totals and shares.

@@ -74,26 +74,50 @@ func edgeName(st Stage, start bool) string {
 	return st.String()
 }
 
-// appendLikelyMissing appends to out the canonical stages between before
-// and after that the request does not have.
-func appendLikelyMissing(out []Stage, r *Request, before, after Stage) []Stage {
+// canonicalPos is each stage's place in canonicalOrder, −1 for a stage not
+// in it.
+var canonicalPos = func() (pos [NumStages]int8) {
+	for st := range pos {
+		pos[st] = -1
+	}
+	for i, st := range canonicalOrder {
+		pos[st] = int8(i)
+	}
+	return pos
+}()
+
+// missingBetween returns the canonical stages between before and after
+// that the request does not have, as a set (bit st for stage st): where
+// the request has inference, prefill and decode are not missing. A set,
+// not a list, and the places read from a table: blindSpots asks for every
+// gap of every request, and the list, with a search of canonicalOrder for
+// each place, was half its walk.
+func missingBetween(r *Request, before, after Stage) uint32 {
 	pos := func(st Stage, dflt int) int {
 		if st == StageInference {
 			st = StagePrefill
 		}
-		if i := slices.Index(canonicalOrder, st); i >= 0 {
-			return i
+		if p := canonicalPos[st]; p >= 0 {
+			return int(p)
 		}
 		return dflt
 	}
-	lo := pos(before, -1)
-	hi := pos(after, len(canonicalOrder))
-	if after == StageInference {
-		hi = pos(StagePrefill, hi)
+	var between uint32
+	for i, hi := pos(before, -1)+1, pos(after, len(canonicalOrder)); i < hi; i++ {
+		between |= 1 << canonicalOrder[i]
 	}
-	for i := lo + 1; i < hi; i++ {
-		st := canonicalOrder[i]
-		if !r.Has(st) && !(r.Has(StageInference) && (st == StagePrefill || st == StageDecode)) {
+	have := uint32(r.present)
+	if r.Has(StageInference) {
+		have |= 1<<StagePrefill | 1<<StageDecode
+	}
+	return between &^ have
+}
+
+// stageList lists the stages of set (missingBetween's) in canonical order.
+func stageList(set uint32) []Stage {
+	var out []Stage
+	for _, st := range canonicalOrder {
+		if set&(1<<st) != 0 {
 			out = append(out, st)
 		}
 	}
@@ -122,42 +146,38 @@ func blindSpots(t *ingest.Trace, res *Result) BlindSpots {
 		likely []Stage
 		where  []locCount
 	}
-	// A group's key: the set of missing stages (likely lists them in
-	// canonical order, so the set is the list), or where the gap lies when
-	// none is missing.
-	type groupKey struct {
-		missing uint32 // bit st: stage st
-		at      loc    // when missing is 0
-	}
-	groups := map[groupKey]*acc{}
+	// A group's place in groups: the set of missing stages (missingBetween;
+	// likely lists them in canonical order), or when none is missing, after
+	// those sets, where the gap lies.
+	// An array indexed by the key, not a map: hashing a struct key cost a
+	// quarter of the walk.
+	const stages = int(NumStages)
+	var groups [1<<stages + stages*stages]*acc
 	var outside acc
 	var seen []*acc // the groups the request's gaps have joined
-	// The last gap's group, often the next one's: a map lookup a gap was
-	// a third of the walk.
-	var lastKey groupKey
-	var lastAcc *acc
-	var likely []Stage
+	// withTime counts the requests with time in each stage, for
+	// breakpoints: counted here, where the requests are read anyway.
+	var withTime [NumStages]int
 	for i := range reqs {
 		r := &reqs[i]
 		total += r.End - r.Arrival
 		other += r.Stages[StageOther]
+		for st, v := range r.Stages {
+			if v > 0 {
+				withTime[st]++
+			}
+		}
 		seen = seen[:0]
 		for _, g := range res.Gaps(r) {
-			likely = appendLikelyMissing(likely[:0], r, g.Before, g.After)
-			var key groupKey
-			for _, st := range likely {
-				key.missing |= 1 << st
+			missing := missingBetween(r, g.Before, g.After)
+			key := 1<<stages + int(g.Before)*stages + int(g.After)
+			if missing != 0 {
+				key = int(missing)
 			}
-			if len(likely) == 0 {
-				key.at = loc{g.Before, g.After}
-			}
-			a := lastAcc
-			if a == nil || key != lastKey {
-				if a = groups[key]; a == nil {
-					a = &acc{likely: slices.Clip(slices.Clone(likely))}
-					groups[key] = a
-				}
-				lastKey, lastAcc = key, a
+			a := groups[key]
+			if a == nil {
+				a = &acc{likely: stageList(missing)}
+				groups[key] = a
 			}
 			a.ns += g.To - g.From
 			at, found := loc{g.Before, g.After}, false
@@ -186,6 +206,9 @@ func blindSpots(t *ingest.Trace, res *Result) BlindSpots {
 	}
 	bs.UnexplainedMs = float64(other) / 1e6
 	for _, a := range groups {
+		if a == nil {
+			continue
+		}
 		var at loc
 		best := -1
 		for _, w := range a.where {
@@ -223,7 +246,7 @@ func blindSpots(t *ingest.Trace, res *Result) BlindSpots {
 		}
 		bs.Gaps = append(bs.Gaps, gs)
 	}
-	// A total order: the groups come from a map, and groups that differ
+	// A total order: groups that differ
 	// only in their missing stages have the same total and edges.
 	slices.SortFunc(bs.Gaps, func(a, b GapSummary) int {
 		return cmp.Or(cmp.Compare(b.TotalMs, a.TotalMs), cmp.Compare(a.Before, b.Before), cmp.Compare(a.After, b.After),
@@ -236,7 +259,7 @@ func blindSpots(t *ingest.Trace, res *Result) BlindSpots {
 			bs.Outside.Share = float64(outside.ns) / float64(total)
 		}
 	}
-	bs.Breakpoints = breakpoints(t, reqs)
+	bs.Breakpoints = breakpoints(t, &withTime)
 	if len(bs.Gaps) > 0 {
 		bs.Largest = &bs.Gaps[0]
 	}
@@ -270,7 +293,10 @@ var lifecycle = []struct {
 	{name: "egress", names: []string{"egress", "http send", "http_send", "send_response"}},
 }
 
-func breakpoints(t *ingest.Trace, reqs []Request) []Breakpoint {
+// breakpoints says which lifecycle breakpoints the trace shows: by its
+// spans' names or attributes, or, for a breakpoint that is a stage, by the
+// requests with time in it (withTime, by stage).
+func breakpoints(t *ingest.Trace, withTime *[NumStages]int) []Breakpoint {
 	out := make([]Breakpoint, len(lifecycle))
 	attrIDs := make([][]ingest.StrID, len(lifecycle))
 	for i, bp := range lifecycle {
@@ -321,26 +347,11 @@ func breakpoints(t *ingest.Trace, reqs []Request) []Breakpoint {
 		}
 	}
 	// Stages carried as attributes (vLLM's latencies) count as coverage too:
-	// the requests are read once for all such breakpoints (they are large).
-	var staged []int
+	// each request with time in the stage.
 	for i, bp := range lifecycle {
-		if out[i].Spans == 0 && bp.staged {
-			staged = append(staged, i)
-		}
-	}
-	if len(staged) > 0 {
-		for r := range reqs {
-			st := &reqs[r].Stages
-			for _, i := range staged {
-				if st[lifecycle[i].stage] > 0 {
-					out[i].Spans++
-				}
-			}
-		}
-		for _, i := range staged {
-			if out[i].Spans > 0 {
-				out[i].Via = "request attributes"
-			}
+		if out[i].Spans == 0 && bp.staged && withTime[bp.stage] > 0 {
+			out[i].Spans = withTime[bp.stage]
+			out[i].Via = "request attributes"
 		}
 	}
 	for i := range out {

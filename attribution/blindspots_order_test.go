@@ -27,3 +27,47 @@ func TestBlindSpotsGapOrderDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// appendLikelyMissingList is how blindSpots listed a gap's missing stages
+// before missingBetween: a search of canonicalOrder for each end, then the
+// stages between them the request lacks.
+func appendLikelyMissingList(out []Stage, r *Request, before, after Stage) []Stage {
+	pos := func(st Stage, dflt int) int {
+		if st == StageInference {
+			st = StagePrefill
+		}
+		if i := slices.Index(canonicalOrder, st); i >= 0 {
+			return i
+		}
+		return dflt
+	}
+	lo := pos(before, -1)
+	hi := pos(after, len(canonicalOrder))
+	if after == StageInference {
+		hi = pos(StagePrefill, hi)
+	}
+	for i := lo + 1; i < hi; i++ {
+		st := canonicalOrder[i]
+		if !r.Has(st) && !(r.Has(StageInference) && (st == StagePrefill || st == StageDecode)) {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// TestMissingBetween: for every pair of gap ends and every set of stages
+// a request can show, missingBetween's set, listed, is the list of the
+// stages missing there.
+func TestMissingBetween(t *testing.T) {
+	for present := range uint16(1 << NumStages) {
+		r := &Request{present: present}
+		for before := range NumStages {
+			for after := range NumStages {
+				want := appendLikelyMissingList(nil, r, before, after)
+				if got := stageList(missingBetween(r, before, after)); !slices.Equal(got, want) {
+					t.Fatalf("present %08b, gap %s → %s: missing %v, want %v", present, before, after, got, want)
+				}
+			}
+		}
+	}
+}

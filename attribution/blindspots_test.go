@@ -66,3 +66,33 @@ func TestBlindSpotsCallerSeesMore(t *testing.T) {
 		t.Fatalf("largest %+v, ingress %+v", bs.Largest, bs.Breakpoints[0])
 	}
 }
+
+// TestBreakpointsFromRequestAttributes: a breakpoint no span shows is
+// covered by the requests with time in its stage, counted one a request
+// (blindSpots counts them in its walk of the requests, for breakpoints).
+func TestBreakpointsFromRequestAttributes(t *testing.T) {
+	b := newBuilder()
+	res := b.resource("vllm")
+	// Three vLLM requests with their latencies as attributes; the third
+	// waited no time in the queue.
+	for tr, queue := range []float64{0.05, 0.02, 0} {
+		off := int64(tr+1) * 1000 * ms
+		b.span(byte(tr+1), ingest.SpanID{}, res, "llm_request", off, off+600*ms, "gen_ai.latency.e2e", 0.6, "gen_ai.latency.time_to_first_token", 0.1,
+			"gen_ai.latency.time_in_queue", queue, "gen_ai.latency.time_in_model_prefill", 0.05, "gen_ai.latency.time_in_model_decode", 0.5)
+	}
+	got := map[string]Breakpoint{}
+	for _, bp := range b.analyze(DefaultOptions).BlindSpots.Breakpoints {
+		got[bp.Name] = bp
+	}
+	for name, want := range map[string]Breakpoint{
+		"queue":     {Name: "queue", Spans: 2, Via: "request attributes", Covered: true},
+		"prefill":   {Name: "prefill", Spans: 3, Via: "request attributes", Covered: true},
+		"decode":    {Name: "decode", Spans: 3, Via: "request attributes", Covered: true},
+		"tokenize":  {Name: "tokenize"},
+		"streaming": {Name: "streaming"},
+	} {
+		if got[name] != want {
+			t.Errorf("breakpoint %s = %+v, want %+v", name, got[name], want)
+		}
+	}
+}

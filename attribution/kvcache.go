@@ -136,14 +136,22 @@ func kvCache(res *Result, steps []Step, engines []Engine, tenants, models groups
 	hitTTFT, missTTFT := make([]float64, 0, hits), make([]float64, 0, known-hits)
 	var cachedTok, inputTok int64
 	byModel := carveByGroup(make([]int, known), perModel) // by model number, its requests that report the cache
+	// Each model's and tenant's requests and hits, counted in this walk;
+	// their inflated hits once the requests are flagged (kvGroups).
+	modelKV, tenantKV := make([]KVGroup, len(models.names)), make([]KVGroup, len(tenants.names))
 	for i := range reqs {
 		r := &reqs[i]
 		if !r.CacheKnown {
 			continue
 		}
 		kv.Requests++
+		gm, gt := &modelKV[models.of[i]], &tenantKV[tenants.of[i]]
+		gm.Requests++
+		gt.Requests++
 		pre := float64(r.Stages[StagePrefill])
 		if r.CacheHit {
+			gm.Hits++
+			gt.Hits++
 			kv.Hits++
 			hitPrefill = append(hitPrefill, pre)
 			hitTTFT = appendKnown(hitTTFT, r.TTFT)
@@ -239,29 +247,22 @@ func kvCache(res *Result, steps []Step, engines []Engine, tenants, models groups
 	}
 	slices.SortFunc(kv.Inflated, func(a, b InflatedHit) int { return cmp.Compare(a.ID, b.ID) })
 	kv.EffectiveHitShare = float64(kv.Hits-len(kv.Inflated)) / float64(kv.Requests)
-	kv.ByModel = kvGroups(reqs, inflated, models)
-	kv.ByTenant = kvGroups(reqs, inflated, tenants)
+	for i := range inflated {
+		if reqs[i].CacheKnown {
+			modelKV[models.of[i]].Inflated++
+			tenantKV[tenants.of[i]].Inflated++
+		}
+	}
+	kv.ByModel = kvGroups(modelKV, models)
+	kv.ByTenant = kvGroups(tenantKV, tenants)
 	return kv
 }
 
-// kvGroups counts the hits of each group's requests that report the cache;
-// groups with none are left out.
-func kvGroups(reqs []Request, inflated map[int]bool, gs groups) []KVGroup {
-	groups := make([]KVGroup, len(gs.names))
-	for i := range reqs {
-		r := &reqs[i]
-		if !r.CacheKnown {
-			continue
-		}
-		g := &groups[gs.of[i]]
-		g.Requests++
-		if r.CacheHit {
-			g.Hits++
-		}
-		if inflated[i] {
-			g.Inflated++
-		}
-	}
+// kvGroups names the groups of gs whose requests report the cache, groups
+// counted by group number (kvCache counts them in its walk of the
+// requests, where each walk of its own read them all again), and sorts
+// them by name; groups with none are left out.
+func kvGroups(groups []KVGroup, gs groups) []KVGroup {
 	out := make([]KVGroup, 0, len(groups))
 	for n, g := range groups {
 		if g.Requests == 0 {

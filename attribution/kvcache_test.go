@@ -3,6 +3,7 @@ package attribution
 import (
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/llmprof/llmprof/ingest"
@@ -18,8 +19,14 @@ func TestInflatedHitsFlagged(t *testing.T) {
 		tr++
 		start := int64(tr) * 10_000 * ms
 		prefill := 2*ms + int64(prefillTokens)*20_000 + int64(rng.IntN(200_000)) // 20 µs/token + noise
+		// Tenant t1 has half the misses and the genuine hits, t2 the other
+		// misses and the inflated hits.
+		tenant := "t1"
+		if strings.HasPrefix(id, "inflated") || id == "miss" && tr%2 == 0 {
+			tenant = "t2"
+		}
 		r := b.span(tr, ingest.SpanID{}, res, "llm.request", start, start+prefill+50*ms,
-			"llm.request.id", id, "llm.input_length", input, "llm.model_id", "m")
+			"llm.request.id", id, "llm.input_length", input, "llm.model_id", "m", "llm.tenant", tenant)
 		kv := b.span(tr, r, res, "llm.kv_cache.lookup", start, start+ms)
 		for i := range b.t.Spans {
 			if b.t.Spans[i].ID == kv {
@@ -43,6 +50,9 @@ func TestInflatedHitsFlagged(t *testing.T) {
 		wantInflated = append(wantInflated, id)
 		add(id, in, in*8/10, in, true) // reported hit, full recompute
 	}
+	// A request that does not report the cache: its tenant and model are
+	// left out of the groups.
+	b.span(200, ingest.SpanID{}, res, "llm.request", 0, 60*ms, "llm.request.id", "no-cache", "llm.model_id", "m2", "llm.tenant", "t3")
 	kv := b.analyze(DefaultOptions).KVCache
 	if kv == nil || kv.Requests != 65 || kv.Hits != 25 {
 		t.Fatalf("kv = %+v", kv)
@@ -57,6 +67,11 @@ func TestInflatedHitsFlagged(t *testing.T) {
 	}
 	if kv.Checked != 25 || kv.EffectiveHitShare != 20.0/65 {
 		t.Fatalf("checked %d, effective share %v", kv.Checked, kv.EffectiveHitShare)
+	}
+	wantModels := []KVGroup{{Name: "m", Requests: 65, Hits: 25, HitShare: 25.0 / 65, Inflated: 5}}
+	wantTenants := []KVGroup{{Name: "t1", Requests: 40, Hits: 20, HitShare: 0.5}, {Name: "t2", Requests: 25, Hits: 5, HitShare: 0.2, Inflated: 5}}
+	if !slices.Equal(kv.ByModel, wantModels) || !slices.Equal(kv.ByTenant, wantTenants) {
+		t.Fatalf("by model %+v\nwant %+v\nby tenant %+v\nwant %+v", kv.ByModel, wantModels, kv.ByTenant, wantTenants)
 	}
 }
 

@@ -326,3 +326,46 @@ func TestGoodput(t *testing.T) {
 		t.Fatalf("goodput = %+v", g)
 	}
 }
+
+// TestStageTotalsOfRequests: the run's stage totals are the sums of its
+// requests' stages, each share its total over the sum of all stages (the
+// requests' E2E), which stageSums tallies as the requests are built.
+func TestStageTotalsOfRequests(t *testing.T) {
+	b := newBuilder()
+	res := b.resource("engine")
+	for tr, d := range []struct{ queue, prefill, decode, end int64 }{{3, 10, 40, 100}, {0, 20, 70, 80}, {5, 5, 9, 30}} {
+		off := int64(tr) * 1000 * ms
+		r := b.span(byte(tr+1), ingest.SpanID{}, res, "llm.request", off, off+d.end*ms, "llm.request.id", string(rune('a'+tr)))
+		b.span(byte(tr+1), r, res, "llm.queue", off+d.queue*ms, off+d.prefill*ms)
+		b.span(byte(tr+1), r, res, "llm.prefill", off+d.prefill*ms, off+d.decode*ms)
+		b.span(byte(tr+1), r, res, "llm.decode", off+d.decode*ms, off+d.end*ms-2*ms)
+	}
+	out := b.analyze(DefaultOptions)
+	var sums [NumStages]int64
+	var total int64
+	for i := range out.Requests {
+		for st, v := range out.Requests[i].Stages {
+			sums[st] += v
+			total += v
+		}
+	}
+	if total != 210*ms {
+		t.Fatalf("requests' stages add up to %d ns, want the E2E sum %d", total, 210*ms)
+	}
+	got := map[string]StageTotal{}
+	for _, s := range out.Stages {
+		got[s.Name] = s
+	}
+	for st := Stage(0); st < NumStages; st++ {
+		if st == StageInference {
+			continue
+		}
+		want := StageTotal{Name: st.String(), TotalMs: float64(sums[st]) / 1e6, Share: float64(sums[st]) / float64(total)}
+		if got[st.String()] != want {
+			t.Errorf("stage %s: %+v, want %+v", st, got[st.String()], want)
+		}
+	}
+	if _, ok := got["inference"]; ok {
+		t.Errorf("inference listed with no time in it: %+v", out.Stages)
+	}
+}

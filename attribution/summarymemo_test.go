@@ -42,7 +42,7 @@ func TestSummaryOfSameRequestsReused(t *testing.T) {
 		t.Fatalf("tenant 0 holds %d of %d requests: the test needs a proper subset", len(some), len(every))
 	}
 
-	sm := newSummarizer(res, tpot, opts.SLO)
+	sm := newSummarizer(res, tpot, itlCount(res), opts.SLO)
 	overall := sm.all("all")
 	first := sm.summarize("first", some, someTPOT)
 	for _, tc := range []struct {
@@ -55,7 +55,7 @@ func TestSummaryOfSameRequestsReused(t *testing.T) {
 		{"the same subset", some, someTPOT, first},
 	} {
 		got := sm.summarize("again", tc.idx, tc.tpot)
-		want := newSummarizer(res, tpot, opts.SLO).summarizeNew("again", tc.idx, tc.tpot)
+		want := newSummarizer(res, tpot, itlCount(res), opts.SLO).summarizeNew("again", tc.idx, tc.tpot)
 		if want.Goodput == nil {
 			t.Fatal("no goodput: the test does not cover its copy")
 		}
@@ -83,4 +83,28 @@ func sortedTPOT(reqs []Request) tpotOrder {
 	}
 	sortTPOT(o)
 	return o
+}
+
+// itlCount is how many inter-token latencies the requests of res have, as
+// requestTally counts them for newSummarizer.
+func itlCount(res *Result) int {
+	n := 0
+	for i := range res.Requests {
+		n += len(res.ITLs(&res.Requests[i]))
+	}
+	return n
+}
+
+// TestTallyCountsITLs: the tally counts the inter-token latencies the
+// summarizer's array is made for, as the requests are built.
+func TestTallyCountsITLs(t *testing.T) {
+	res := Analyze(synthtrace.WithGPU(t, stallingRun(t), true), DefaultOptions)
+	y := newRequestTally(len(res.Requests))
+	a := requestArena{labels: res.labels, tokens: res.tokenTimes}
+	for i := range res.Requests {
+		y.add(i, &res.Requests[i], &a)
+	}
+	if want := itlCount(res); y.itls != want || want == 0 {
+		t.Fatalf("tally counts %d inter-token latencies, the requests have %d", y.itls, want)
+	}
 }

@@ -2,6 +2,7 @@ package compare_test
 
 import (
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -37,6 +38,9 @@ func TestFromAttribution(t *testing.T) {
 	if len(got.ITL) != itl {
 		t.Fatalf("%d ITLs, want %d", len(got.ITL), itl)
 	}
+	if cap(got.ITL) != itl {
+		t.Errorf("the ITLs' array holds %d, made for %d: not made to size from the overall summary", itl, cap(got.ITL))
+	}
 	all := make([][attribution.NumBuckets]int64, len(res.Requests))
 	first := make([][attribution.NumBuckets]int64, len(res.Requests))
 	res.EachToken(func(tb *attribution.TokenBreakdown) {
@@ -67,5 +71,55 @@ func TestFromAttribution(t *testing.T) {
 	}
 	if checked == 0 {
 		t.Fatal("no token bucket to check")
+	}
+}
+
+// TestFromAttributionModels: the run's models are its requests' distinct
+// models, sorted, however the requests interleave them (FromAttribution
+// remembers the last few it added, and keeps them all in a map).
+func TestFromAttributionModels(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		models []string // the requests', in order
+		want   []string
+	}{
+		{"one", []string{"a", "a", "a"}, []string{"a"}},
+		{"two interleaved", []string{"b", "a", "b", "b", "a"}, []string{"a", "b"}},
+		{"more than remembered", []string{"f", "e", "d", "c", "b", "a", "f", "a", "g", "e", "h", "a"}, []string{"a", "b", "c", "d", "e", "f", "g", "h"}},
+		{"empty and unknown", []string{"", "x", ""}, []string{"", "x"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := &attribution.Result{}
+			for i, m := range tc.models {
+				res.AddRequest(attribution.Request{Arrival: int64(i), End: int64(i) + 10, InputTokens: -1, OutputTokens: -1}, attribution.Labels{Model: m})
+			}
+			if got := compare.FromAttribution(res).Models; !slices.Equal(got, tc.want) {
+				t.Errorf("models %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestFromAttributionArrivals: arrivals are from the earliest request,
+// whether the requests come in arrival order (Analyze's) or not.
+func TestFromAttributionArrivals(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		arrivals []int64
+		want     []float64
+	}{
+		{"in order", []int64{3e6, 5e6, 9e6}, []float64{0, 2, 6}},
+		{"an earlier one later", []int64{5e6, 3e6, 9e6}, []float64{2, 0, 6}},
+		{"the earliest last", []int64{5e6, 9e6, 1e6}, []float64{4, 8, 0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := &attribution.Result{}
+			for _, a := range tc.arrivals {
+				res.AddRequest(attribution.Request{Arrival: a, End: a + 10, InputTokens: -1, OutputTokens: -1}, attribution.Labels{Model: "m"})
+			}
+			if got := compare.FromAttribution(res).ArrivalMS; !slices.Equal(got, compare.Series(tc.want)) {
+				t.Errorf("arrivals %v ms, want %v", got, tc.want)
+			}
+		})
 	}
 }

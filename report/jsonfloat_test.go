@@ -1,6 +1,8 @@
 package report
 
 import (
+	"bytes"
+	"encoding/json"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -41,6 +43,48 @@ func TestAppendShortestG(t *testing.T) {
 		check(float64(rng.IntN(2_000_000)))
 		check(math.Float64frombits(rng.Uint64()))
 		check(rng.Float64() * math.Pow(10, float64(rng.IntN(14)-6)))
+	}
+}
+
+// TestSeriesAtEveryDepth: a series writes what encoding/json writes at
+// every depth, its separator stored whole (16 bytes at most: in six objects
+// or fewer) or appended (deeper), across the writer's flushes.
+func TestSeriesAtEveryDepth(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	series := compare.Series{0, math.Copysign(0, -1), math.NaN(), math.Inf(-1), 1e21, 5e-324, 12.345678, 1.0 / 3}
+	for range 30_000 {
+		series = append(series, float64(rng.Int64N(1e10))/1e6, float64(rng.Int64N(1e10))/1e6/float64(2+rng.IntN(400)), 0)
+	}
+	for depth := range 12 {
+		var v any = series
+		for range depth {
+			v = map[string]any{"k": v}
+		}
+		var want bytes.Buffer
+		enc := json.NewEncoder(&want)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(v); err != nil {
+			t.Fatal(err)
+		}
+		var got bytes.Buffer
+		w := newJSONWriter()
+		w.out = &got
+		for range depth {
+			w.beginObject()
+			w.key("k")
+		}
+		w.series(series)
+		for range depth {
+			w.endObject()
+		}
+		got.Write(append(w.b, '\n'))
+		if !bytes.Equal(got.Bytes(), want.Bytes()) {
+			i := 0
+			for i < got.Len() && i < want.Len() && got.Bytes()[i] == want.Bytes()[i] {
+				i++
+			}
+			t.Fatalf("depth %d: differs from encoding/json at byte %d: %.80q, want %.80q", depth, i, got.Bytes()[i:], want.Bytes()[i:])
+		}
 	}
 }
 
