@@ -401,6 +401,8 @@ type regressScratch struct {
 	// kept holds what outlives a target until judge: the pairs'
 	// exposures and the rows' latencies, which shareAt reads.
 	kept keptTable
+	// lag is the lag models' fits' memory (lagInput.fits).
+	lag lagScratch
 }
 
 // reserve sizes the buffers for the largest target at once, n rows and k
