@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	"github.com/llmprof/llmprof/attribution"
-	"github.com/llmprof/llmprof/internal/spill"
 )
 
 // FromAttribution converts an attributed run into the observations diff
@@ -15,25 +14,11 @@ import (
 // be explained by the buckets that moved.
 func FromAttribution(res *attribution.Result) Run {
 	n := len(res.Requests)
-	var stageName [attribution.NumStages]string
-	var stageHas [attribution.NumStages]bool
-	var stages [attribution.NumStages]Series // run.Stages' series, once made
-	present := 0
-	for st := attribution.Stage(0); st < attribution.NumStages; st++ {
-		stageName[st], stageHas[st] = st.String(), stagePresent(res, st)
-		if stageHas[st] {
-			present++
-		}
-	}
-	// The seven per-request series and the stages present are carved from
-	// one table (seriesTable).
-	tab := seriesTable{n: n}
-	tab.reserve(7 + present)
 	run := Run{
 		DurationMS: res.Overall.Duration * 1e3,
 		Requests:   n,
-		TTFT:       tab.take(1), TPOT: tab.take(1), E2E: tab.take(1), Queue: tab.take(1),
-		OutputTokens: tab.take(1), InputTokens: tab.take(1), ArrivalMS: tab.take(1),
+		TTFT:       make(Series, n), TPOT: make(Series, n), E2E: make(Series, n), Queue: make(Series, n),
+		OutputTokens: make(Series, n), InputTokens: make(Series, n), ArrivalMS: make(Series, n),
 		Stages: map[string]Series{},
 	}
 	// The requests' models: a map, and the last few added, which a run's
@@ -49,6 +34,12 @@ func FromAttribution(res *attribution.Result) Run {
 		models[m] = true
 		recent[nRecent%len(recent)] = m
 		nRecent++
+	}
+	var stageName [attribution.NumStages]string
+	var stageHas [attribution.NumStages]bool
+	var stages [attribution.NumStages]Series // run.Stages' series, once made
+	for st := attribution.Stage(0); st < attribution.NumStages; st++ {
+		stageName[st], stageHas[st] = st.String(), stagePresent(res, st)
 	}
 	// The gaps and their counts go into arrays made to size once: regrown
 	// request by request, they left garbage the collector then chased.
@@ -100,9 +91,7 @@ func FromAttribution(res *attribution.Result) Run {
 				continue
 			}
 			if stages[st] == nil {
-				// A stage with time that stagePresent did not see
-				// has a table of its own.
-				stages[st] = tab.take(1)
+				stages[st] = make(Series, n)
 				run.Stages[stageName[st]] = stages[st]
 			}
 			stages[st][i] = float64(r.Stages[st]) / 1e6
@@ -137,16 +126,7 @@ func FromAttribution(res *attribution.Result) Run {
 					continue // the series' zero, when there is one
 				}
 				if all[b] == nil {
-					// A table for this request's buckets not yet made,
-					// both series of each: their first request makes
-					// them all, in a run of one kind of request.
-					fresh := 0
-					for _, c := range bs[j:] {
-						if all[c] == nil {
-							fresh++
-						}
-					}
-					all[b], first[b] = tab.take(2*fresh), tab.take(0)
+					all[b], first[b] = make(Series, n), make(Series, n)
 				}
 				used[b] = used[b] || a != 0
 				all[b][i] = float64(a) / 1e6
@@ -160,45 +140,6 @@ func FromAttribution(res *attribution.Result) Run {
 		}
 	}
 	return run
-}
-
-// seriesTable hands out Series of n values each from tables of several
-// (spill.Make), rather than one make each: on the 100 MiB OTLP dump of
-// docs/otlp.md the run's 21 series were 25 MB of the 130 MB allocated an
-// analyze, each below the size a table spills from (internal/spill), on
-// the heap that the memory budget holds at its ceiling. As one spill table
-// they leave the heap under the budget, and the collections they caused.
-// The series a table holds are disjoint, each capped at n (an append to
-// one moves it, rather than writing into the next), and start 16 bytes
-// aligned as a series of its own would (alignedFloats in causal/regress.go
-// says why sums need that). Values not written read as zeros, as make's.
-type seriesTable struct {
-	buf  []float64
-	used int // series handed out of buf
-	n    int
-}
-
-// reserve makes a table for k series more, where take then carves them;
-// what the last table had left is not used.
-func (t *seriesTable) reserve(k int) {
-	t.buf, t.used = spill.Make[float64](k*t.stride()), 0
-}
-
-// stride is a series' place in a table: n rounded up to an even count.
-func (t *seriesTable) stride() int { return t.n + t.n%2 }
-
-// take returns the table's next series; when the table has fewer than k
-// left (none, for k of 0 or 1), a new table of k series (one at least) is
-// reserved first.
-func (t *seriesTable) take(k int) Series {
-	k = max(k, 1)
-	at := t.used * t.stride()
-	if len(t.buf) == 0 || at+(k-1)*t.stride()+t.n > len(t.buf) {
-		t.reserve(k)
-		at = 0
-	}
-	t.used++
-	return Series(t.buf[at : at+t.n : at+t.n])
 }
 
 // stagePresent reports whether any request of the run has time in st, so

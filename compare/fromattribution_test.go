@@ -1,17 +1,13 @@
 package compare_test
 
 import (
-	"maps"
 	"math"
 	"slices"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/llmprof/llmprof/attribution"
 	"github.com/llmprof/llmprof/compare"
-	"github.com/llmprof/llmprof/internal/spill"
-	"github.com/llmprof/llmprof/internal/spill/spilltest"
 	"github.com/llmprof/llmprof/internal/synthtrace"
 	"github.com/llmprof/llmprof/synth"
 )
@@ -125,55 +121,5 @@ func TestFromAttributionArrivals(t *testing.T) {
 				t.Errorf("arrivals %v ms, want %v", got, tc.want)
 			}
 		})
-	}
-}
-
-// TestFromAttributionSeriesTable: the per-request series are carved from
-// spill tables while spilling is on (not a heap slice each), and each is
-// its own: n values, capped at n, 16 bytes aligned, and a write to one
-// changes no other.
-func TestFromAttributionSeriesTable(t *testing.T) {
-	run, err := synth.Generate(synth.DefaultConfig(3, 4*time.Second))
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := attribution.Analyze(synthtrace.WithGPU(t, run, true), attribution.Options{})
-	n := len(res.Requests)
-	spilltest.Enable(t)
-	spill.Budget(8 << 10) // tables of 1 KiB and more in files
-	before := spill.Read().Mapped
-	got := compare.FromAttribution(res)
-	series := []compare.Series{got.TTFT, got.TPOT, got.E2E, got.Queue, got.OutputTokens, got.InputTokens, got.ArrivalMS}
-	for _, m := range []map[string]compare.Series{got.Stages, got.Tokens, got.FirstToken} {
-		for _, k := range slices.Sorted(maps.Keys(m)) {
-			series = append(series, m[k])
-		}
-	}
-	if len(got.Tokens) == 0 || len(got.Stages) == 0 {
-		t.Fatalf("%d stages, %d token buckets: nothing carved beyond the seven", len(got.Stages), len(got.Tokens))
-	}
-	if mapped := spill.Read().Mapped - before; mapped < int64(8*n*len(series)) {
-		t.Errorf("%d bytes mapped for %d series of %d requests: not carved from spill tables", mapped, len(series), n)
-	}
-	want := make([][]float64, len(series))
-	for k, s := range series {
-		if len(s) != n || cap(s) != n {
-			t.Fatalf("series %d: len %d cap %d, want %d", k, len(s), cap(s), n)
-		}
-		if p := uintptr(unsafe.Pointer(unsafe.SliceData(s))); p%16 != 0 {
-			t.Errorf("series %d starts at %#x, not 16 bytes aligned", k, p)
-		}
-		want[k] = slices.Clone(s)
-	}
-	for k, s := range series {
-		for i := range s {
-			s[i] = float64(-1 - k)
-		}
-		want[k] = slices.Clone(s)
-		for j, o := range series {
-			if !slices.EqualFunc(o, want[j], func(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }) {
-				t.Fatalf("writing series %d changed series %d", k, j)
-			}
-		}
 	}
 }
