@@ -3,11 +3,14 @@ package causal_test
 import (
 	"math"
 	"os"
+	"runtime"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/llmprof/llmprof/attribution"
 	"github.com/llmprof/llmprof/causal"
+	"github.com/llmprof/llmprof/ingest"
 	"github.com/llmprof/llmprof/internal/synthtrace"
 	"github.com/llmprof/llmprof/synth"
 )
@@ -136,6 +139,40 @@ func TestSynthInterferenceRecovered(t *testing.T) {
 		}
 		if (p.Source == "D" || p.Target == "D") && !p.Isolated {
 			t.Errorf("%s → %s: D is on another GPU, the pair must be marked isolated", p.Source, p.Target)
+		}
+	}
+}
+
+// A request's device is that of the first of its steps whose first GPU op
+// has one, its batch size the mean of its steps' sizes, and FromAttribution
+// allocates the request table alone (the walk of the steps sums, counts and
+// keeps devices in it, where three arrays beside it were made).
+func TestFromAttributionDevicesInTable(t *testing.T) {
+	tr := &ingest.Trace{GPUOps: []ingest.GPUOp{{Device: -1}, {Device: 2}, {Device: 5}}}
+	res := &attribution.Result{Steps: []attribution.Step{
+		{Size: 1, Requests: []int32{0}, Ops: []int32{0}},
+		{Size: 2, Requests: []int32{0, 1}, Ops: []int32{1}},
+		{Size: 6, Requests: []int32{0, 1}, Ops: []int32{2}},
+		{Size: 3, Requests: []int32{2}},
+	}}
+	const n = 2000
+	for i := range n {
+		res.AddRequest(attribution.Request{Arrival: int64(i), End: int64(i) + 1, InputTokens: 9}, attribution.Labels{ID: "r", Tenant: "A"})
+	}
+	causal.FromAttribution(res, tr) // the tenant's name, once
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	got := causal.FromAttribution(res, tr)
+	runtime.ReadMemStats(&after)
+	if b, most := after.TotalAlloc-before.TotalAlloc, uint64(unsafe.Sizeof(causal.Request{}))*n+4096; b > most {
+		t.Errorf("%d bytes allocated for %d requests, want at most %d (the table)", b, n, most)
+	}
+	for i, want := range []struct {
+		device int16
+		batch  float64
+	}{{2, 3}, {2, 4}, {-1, 3}, {-1, 0}} {
+		if got[i].Device != want.device || got[i].BatchSize != want.batch || got[i].InputTokens != 9 {
+			t.Errorf("request %d: device %d batch %v input %d, want %d %v 9", i, got[i].Device, got[i].BatchSize, got[i].InputTokens, want.device, want.batch)
 		}
 	}
 }

@@ -151,7 +151,7 @@ func fitLaid(sub []kernelRow, groups int, lay laidOverlaps, o KernelOptions, pla
 		return f
 	}
 	f.beta, f.se, f.coefDF = make([]float64, k), make([]float64, k), make([]int, k)
-	// fitColumns may have dropped collinear columns: index the kept ones.
+	// fitRowMajor may have dropped collinear columns: index the kept ones.
 	fitIndex := make([]int, len(gn.kept))
 	next := 0
 	for c := range gn.kept {

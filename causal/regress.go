@@ -401,6 +401,8 @@ type regressScratch struct {
 	// kept holds what outlives a target until judge: the pairs'
 	// exposures and the rows' latencies, which shareAt reads.
 	kept keptTable
+	// lag is the lag models' fits' memory (lagInput.fits).
+	lag lagScratch
 }
 
 // reserve sizes the buffers for the largest target at once, n rows and k
@@ -763,17 +765,12 @@ func columnsInto(cols [][]float64, buf []float64) *mat.Dense {
 	return mat.NewDense(n, k, data)
 }
 
-// fitColumns fits y on the columns, leaving out those that add no
+// fitColumnsReusing fits y on the columns, leaving out those that add no
 // direction to the earlier ones; keep says which were used. The full design
 // is tried first, so the Gram–Schmidt screen runs only when the QR reports
-// collinearity.
-func fitColumns(cols [][]float64, y []float64) (*olsFit, []bool, error) {
-	return fitColumnsReusing(cols, y, nil)
-}
-
-// fitColumnsReusing is fitColumns building its design and scaled copy in
-// sc's buffers (nil: new ones). The fit's x is then sc's memory: valid
-// until the next fit with sc.
+// collinearity. It builds its design and scaled copy in sc's buffers (nil:
+// new ones): the fit's x is then sc's memory, valid until the next fit with
+// sc.
 func fitColumnsReusing(cols [][]float64, y []float64, sc *olsScratch) (*olsFit, []bool, error) {
 	if sc == nil {
 		sc = &olsScratch{}

@@ -63,15 +63,18 @@ func (t *Trace) checkSpanIDs() {
 	// The first span of each ID, keyed by the 8-byte span ID alone (a fast
 	// map), and the first of each (trace, span ID) pair whose span ID an
 	// earlier span of another trace holds.
-	seen := make(map[SpanID]int, withID)
+	// Its values are int32 (a span ID's 8 bytes align to one): a slot of
+	// 12 bytes, not 16, a quarter less of the 4.5 MB the map took on the
+	// 100 MiB OTLP dump of docs/otlp.md.
+	seen := make(map[SpanID]int32, withID)
 	other := map[key]int{}
 	lookup := func(tr TraceID, id SpanID) (int, bool) {
 		j, ok := seen[id]
 		if !ok || t.Spans[j].TraceID == tr {
-			return j, ok
+			return int(j), ok
 		}
-		j, ok = other[key{tr, id}]
-		return j, ok
+		k, ok := other[key{tr, id}]
+		return k, ok
 	}
 	// Exact copies (same IDs, name and times: a file given twice, or
 	// concatenated dumps) are one warning per source with a count, not one
@@ -84,8 +87,8 @@ func (t *Trace) checkSpanIDs() {
 		}
 		// The span ID is looked up once, whether to find a duplicate or
 		// to learn where the span goes if new.
-		j, taken := seen[s.ID]
-		dup := taken
+		first, taken := seen[s.ID]
+		j, dup := int(first), taken
 		if taken && t.Spans[j].TraceID != s.TraceID {
 			j, dup = other[key{s.TraceID, s.ID}]
 		}
@@ -102,7 +105,7 @@ func (t *Trace) checkSpanIDs() {
 		if taken {
 			other[key{s.TraceID, s.ID}] = i
 		} else {
-			seen[s.ID] = i
+			seen[s.ID] = int32(i)
 		}
 	}
 	for _, src := range slices.Sorted(maps.Keys(exact)) {

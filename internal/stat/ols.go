@@ -53,6 +53,14 @@ type OLS struct {
 // same Scratch).
 type Scratch struct {
 	scaled, rhs []float64
+	// work is LAPACK's workspace, of the size its query asks (Geqrf's,
+	// then Ormqr's): kept from fit to fit, where each fit made both
+	// anew (Ormqr's, 33 KB for any design, was 4.4 MB of the 130 MB an
+	// analyze of the 100 MiB OTLP dump of docs/otlp.md allocated, once
+	// causal's lag fits keep their Scratch too, causal/lag.go's
+	// lagScratch). Its contents are LAPACK's to write before it reads
+	// them.
+	work []float64
 	// Spilled makes the buffers spill tables (GrowSpilled: off the heap
 	// while spilling is on), for a caller that gives them back with Free
 	// once it is done with its last fit.
@@ -94,6 +102,13 @@ func (sc *Scratch) Release(buf []float64) {
 	if sc.Spilled {
 		spill.Free(buf)
 	}
+}
+
+// workspace is sc's LAPACK workspace at n floats, grown (on the heap: it
+// is small) when it holds fewer.
+func (sc *Scratch) workspace(n int) []float64 {
+	sc.work = Grow(sc.work, n)
+	return sc.work
 }
 
 // Grow is buf[:n] where buf holds n, else a new slice: its contents are
@@ -148,9 +163,9 @@ func FitOLS(x *mat.Dense, y []float64, sc *Scratch) (*OLS, error) {
 	}
 	qr := blas64.General{Rows: n, Cols: k, Stride: k, Data: scaled}
 	tau := make([]float64, k)
-	work := []float64{0}
-	lapack64.Geqrf(qr, tau, work, -1)
-	work = make([]float64, int(work[0]))
+	var query [1]float64
+	lapack64.Geqrf(qr, tau, query[:], -1)
+	work := sc.workspace(int(query[0]))
 	lapack64.Geqrf(qr, tau, work, len(work))
 	r := blas64.Triangular{Uplo: blas.Upper, Diag: blas.NonUnit, N: k, Stride: k, Data: scaled}
 	cond := 1 / lapack64.Trcon(mat.CondNorm, r, make([]float64, 3*k), make([]int, k))
@@ -161,9 +176,8 @@ func FitOLS(x *mat.Dense, y []float64, sc *Scratch) (*OLS, error) {
 	sc.rhs = sc.Grow(sc.rhs, n)
 	copy(sc.rhs, y)
 	rhs := blas64.General{Rows: n, Cols: 1, Stride: 1, Data: sc.rhs}
-	work = work[:1]
-	lapack64.Ormqr(blas.Left, blas.Trans, qr, tau, rhs, work, -1)
-	work = make([]float64, int(work[0]))
+	lapack64.Ormqr(blas.Left, blas.Trans, qr, tau, rhs, query[:], -1)
+	work = sc.workspace(int(query[0]))
 	lapack64.Ormqr(blas.Left, blas.Trans, qr, tau, rhs, work, len(work))
 	if !lapack64.Trtrs(blas.NoTrans, r, rhs) {
 		return nil, fmt.Errorf("ols: %v: %w", mat.Condition(math.Inf(1)), ErrCollinear)
