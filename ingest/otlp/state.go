@@ -301,20 +301,28 @@ func (d *state) appendSpan(sp *ingest.Span) {
 // arenaCapacity is the capacity to grow the attribute arena to: room, at
 // the rate of attributes a span brought so far, for the spans the span
 // slice has room for or, more, the spans the input is estimated to hold
-// (bounded as spanCapacity bounds the slice, and by eight times the
-// attributes this state brought, as stringsAhead is), so that the arena
-// grows with the spans, in as few steps; never less than doubling.
+// (bounded as spanCapacity bounds the slice), so that the arena grows with
+// the spans, in as few steps; never less than doubling. Without an
+// estimate (a capture's payload, decoded into a trace that may already be
+// full of spans: record's decoder) the slice's room is the whole trace's,
+// not this state's, and the room made is at most eight times the
+// attributes this state brought (at least 4,096), as stringsAhead's is.
 func (d *state) arenaCapacity() int {
 	a := d.t.AttrArena
 	c := max(2*cap(a), 4096)
 	if d.spans > 0 {
-		perSpan := float64(len(a)-d.attrs0) / float64(d.spans)
+		brought := len(a) - d.attrs0
+		perSpan := float64(brought) / float64(d.spans)
 		spans := float64(cap(d.t.Spans))
-		if est, ok := d.spansEstimate(); ok {
+		est, ok := d.spansEstimate()
+		if ok {
 			est += float64(len(d.t.Spans) - d.spans) // and those of other inputs
 			spans = max(spans, min(est, float64(8*cap(d.t.Spans))))
 		}
-		ahead := min(perSpan*(spans-float64(len(d.t.Spans))), float64(8*max(len(a)-d.attrs0, 4096)))
+		ahead := perSpan * (spans - float64(len(d.t.Spans)))
+		if !ok {
+			ahead = min(ahead, float64(8*max(brought, 4096)))
+		}
 		c = max(c, len(a)+int(ahead)+spanAttrsFree)
 	}
 	return c
@@ -325,19 +333,21 @@ func (d *state) arenaCapacity() int {
 // spans the slice has room for or, more, the spans the input is estimated
 // to hold still — bounded, as spanCapacity bounds the slice, by eight times
 // the slice's capacity, since an estimate from small early records may be
-// far too high. Nor more than eight times the strings this state brought
-// (at least 1,024): the room is the whole trace's, and a state that
-// decodes one payload of a capture into a trace already full of spans
-// (record's decoder) would otherwise take the rate of its first span, which
-// may hold a thousand new strings, for all of it.
+// far too high. Without an estimate the room is the whole trace's (see
+// arenaCapacity), and the strings made room for are at most eight times
+// those this state brought (at least 1,024): a capture's payload whose first
+// span held thousands of new strings would otherwise take that span's rate
+// for every span the trace has room for.
 func (d *state) stringsAhead(room int) int {
 	brought := d.t.Strings.Len() - d.strings0
 	perSpan := float64(brought) / float64(d.spans)
 	more := float64(room)
-	if est, ok := d.spansEstimate(); ok {
-		more = max(more, min(est-float64(d.spans), float64(8*cap(d.t.Spans))))
+	est, ok := d.spansEstimate()
+	if !ok {
+		return int(min(perSpan*more, float64(8*max(brought, 1024))))
 	}
-	return int(min(perSpan*more, float64(8*max(brought, 1024))))
+	more = max(more, min(est-float64(d.spans), float64(8*cap(d.t.Spans))))
+	return int(perSpan * more)
 }
 
 // spanCapacity is the capacity to grow the full span slice to. append grows a

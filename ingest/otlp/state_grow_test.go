@@ -166,17 +166,34 @@ func TestInternCopiesARecurringStringOnce(t *testing.T) {
 }
 
 // The attribute arena's growth is bounded as the string table's is: one
-// payload of a capture decoded into a trace already full of spans, whose
-// first span brought 1,000 attributes, makes room for at most eight times
-// them beyond doubling, not 1,000 for every span the trace has room for.
+// payload of a capture (no size estimate) decoded into a trace already
+// full of spans, whose first span brought 1,000 attributes, makes room for
+// at most eight times them (at least 4,096) beyond what the arena holds,
+// not 1,000 for every span the trace has room for.
 func TestArenaCapacityOfAPayload(t *testing.T) {
 	tr := ingest.New()
 	tr.Spans = make([]ingest.Span, 1<<20, 1<<21)
-	tr.AttrArena = make([]ingest.Attr, 1<<16)
+	tr.AttrArena = make([]ingest.Attr, 100_000, 100_000)
 	d := newState(tr, 0)
 	tr.AttrArena = append(tr.AttrArena, make([]ingest.Attr, 1000)...)
+	tr.AttrArena = tr.AttrArena[:len(tr.AttrArena):len(tr.AttrArena)]
 	d.spans = 1
-	if got, most := d.arenaCapacity(), 2*cap(tr.AttrArena)+8*1000*2+spanAttrsFree; got > most {
+	got := d.arenaCapacity()
+	if most := max(2*cap(tr.AttrArena), len(tr.AttrArena)+8*4096+spanAttrsFree); got > most {
 		t.Errorf("arenaCapacity of a payload's first span = %d, want at most %d", got, most)
+	}
+	// A file's decode, with an estimate, is not held to that bound: 1,000
+	// spans of 15 attributes read from a sixteenth of a file grow the arena
+	// to the whole file's 16,000 spans' worth (plus a sixteenth) at once,
+	// where eight times the 15,000 attributes would leave it to double
+	// late and end up to half empty.
+	file := ingest.New()
+	f := newState(file, 0)
+	file.Spans = make([]ingest.Span, 1000, 4096)
+	file.AttrArena = make([]ingest.Attr, 15_000, 15_000)
+	f.spans = 1000
+	f.sizeHint, f.consumed = 16<<20, 1<<20
+	if got, want := f.arenaCapacity(), 15*17_000; got < want {
+		t.Errorf("arenaCapacity of a file with 17,000 spans estimated = %d, want at least %d", got, want)
 	}
 }
