@@ -28,14 +28,8 @@ func TestFitOLSResidualsInScratch(t *testing.T) {
 	if _, err := FitOLS(x, y, &sc); err != nil {
 		t.Fatal(err)
 	}
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	f, err := FitOLS(x, y, &sc)
-	runtime.ReadMemStats(&after)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := after.TotalAlloc - before.TotalAlloc; got > 64<<10 {
+	f, got := fitAllocating(t, x, y, &sc)
+	if got > 64<<10 {
 		t.Errorf("a fit with a warm Scratch allocated %d bytes, want under 64 KiB (a residual a row is %d)", got, 8*n)
 	}
 	for i := range n {
@@ -158,14 +152,8 @@ func TestFitOLSKeepsWorkspace(t *testing.T) {
 	if _, err := FitOLS(wide, wideY, &sc); err != nil {
 		t.Fatal(err)
 	}
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	got, err := FitOLS(x, y, &sc)
-	runtime.ReadMemStats(&after)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if b := after.TotalAlloc - before.TotalAlloc; b > 16<<10 {
+	got, b := fitAllocating(t, x, y, &sc)
+	if b > 16<<10 {
 		t.Errorf("a fit with a warm Scratch allocated %d bytes, want under 16 KiB", b)
 	}
 	want, err := FitOLS(x, y, nil)
@@ -180,4 +168,18 @@ func TestFitOLSKeepsWorkspace(t *testing.T) {
 	if got.RSS != want.RSS || got.Cond != want.Cond {
 		t.Errorf("RSS %v cond %v with the kept workspace, %v %v with a new one", got.RSS, got.Cond, want.RSS, want.Cond)
 	}
+}
+
+// fitAllocating fits y on x with sc and returns the fit and the bytes the
+// fit allocated.
+func fitAllocating(t *testing.T, x *mat.Dense, y []float64, sc *Scratch) (*OLS, uint64) {
+	t.Helper()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f, err := FitOLS(x, y, sc)
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f, after.TotalAlloc - before.TotalAlloc
 }
