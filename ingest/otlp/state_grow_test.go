@@ -173,7 +173,7 @@ func TestInternCopiesARecurringStringOnce(t *testing.T) {
 func TestArenaCapacityOfAPayload(t *testing.T) {
 	tr := ingest.New()
 	tr.Spans = make([]ingest.Span, 1<<20, 1<<21)
-	tr.AttrArena = make([]ingest.Attr, 100_000, 100_000)
+	tr.AttrArena = make([]ingest.Attr, 100_000)
 	d := newState(tr, 0)
 	tr.AttrArena = append(tr.AttrArena, make([]ingest.Attr, 1000)...)
 	tr.AttrArena = tr.AttrArena[:len(tr.AttrArena):len(tr.AttrArena)]
@@ -190,7 +190,7 @@ func TestArenaCapacityOfAPayload(t *testing.T) {
 	file := ingest.New()
 	f := newState(file, 0)
 	file.Spans = make([]ingest.Span, 1000, 4096)
-	file.AttrArena = make([]ingest.Attr, 15_000, 15_000)
+	file.AttrArena = make([]ingest.Attr, 15_000)
 	f.spans = 1000
 	f.sizeHint, f.consumed = 16<<20, 1<<20
 	if got, want := f.arenaCapacity(), 15*17_000; got < want {
