@@ -60,17 +60,6 @@ type rowScratch struct {
 // time (a table of 512 KiB at most).
 const maxLogMemo = 1 << 16
 
-// value is c.value(r), with the length controls' logarithms from sc.logs.
-func (sc *rowScratch) value(c Control, r *Request) (float64, bool) {
-	switch c {
-	case ControlInputLength:
-		return sc.logOf(r.InputTokens), r.InputTokens > 0
-	case ControlOutputLength:
-		return sc.logOf(r.OutputTokens), r.OutputTokens > 0
-	}
-	return c.value(r)
-}
-
 // logOf is math.Log(float64(n)), computed once for each count below
 // maxLogMemo.
 func (sc *rowScratch) logOf(n int) float64 {
@@ -155,7 +144,7 @@ func collectRows(reqs []*Request, m Metric, controls []Control, sc *rowScratch) 
 		ctrl := rows.controlsOf(&o)
 		ok := true
 		for j, c := range used {
-			if ctrl[j], ok = sc.value(c, r); !ok {
+			if ctrl[j], ok = c.value(r, sc.logOf); !ok {
 				break
 			}
 		}

@@ -217,29 +217,26 @@ func (c *Control) UnmarshalText(b []byte) error {
 // AllControls is the default set of controls.
 var AllControls = []Control{ControlBatchSize, ControlInputLength, ControlOutputLength}
 
-// value returns the request's value of control c; ok is false when unknown.
-func (c Control) value(r *Request) (float64, bool) {
+// value returns the request's value of control c, the lengths' through
+// logOf (logCount, or collectRows' memo of it); ok is false when unknown.
+func (c Control) value(r *Request, logOf func(int) float64) (float64, bool) {
 	switch c {
 	case ControlBatchSize:
 		return r.BatchSize, r.BatchSize > 0 && !math.IsInf(r.BatchSize, 0)
 	case ControlInputLength:
-		return math.Log(float64(r.InputTokens)), r.InputTokens > 0
+		return logOf(r.InputTokens), r.InputTokens > 0
 	case ControlOutputLength:
-		return math.Log(float64(r.OutputTokens)), r.OutputTokens > 0
+		return logOf(r.OutputTokens), r.OutputTokens > 0
 	}
 	return 0, false
 }
 
+// logCount is a token count's logarithm, as the length controls take it.
+func logCount(n int) float64 { return math.Log(float64(n)) }
+
 // known is value's ok, without computing the value (a logarithm for the
 // lengths).
 func (c Control) known(r *Request) bool {
-	switch c {
-	case ControlBatchSize:
-		return r.BatchSize > 0 && !math.IsInf(r.BatchSize, 0)
-	case ControlInputLength:
-		return r.InputTokens > 0
-	case ControlOutputLength:
-		return r.OutputTokens > 0
-	}
-	return false
+	_, ok := c.value(r, func(int) float64 { return 0 })
+	return ok
 }

@@ -98,21 +98,6 @@ func TestVariationProblemMatchesMinMax(t *testing.T) {
 	}
 }
 
-// known is value's ok for every control, on known, unknown and infinite
-// values.
-func TestControlKnownMatchesValue(t *testing.T) {
-	for _, r := range []Request{
-		{}, {BatchSize: 3, InputTokens: 10, OutputTokens: 5}, {BatchSize: math.Inf(1), InputTokens: -1},
-		{BatchSize: -2, OutputTokens: 1}, {BatchSize: math.NaN()}, {BatchSize: math.Inf(-1)},
-	} {
-		for c := Control(0); int(c) < len(controlNames)+1; c++ {
-			if _, ok := c.value(&r); ok != c.known(&r) {
-				t.Errorf("%v of %+v: known %v, value's ok %v", c, r, c.known(&r), ok)
-			}
-		}
-	}
-}
-
 // mode counts small values in an array and larger ones in a map, and gives
 // what counting every value in a map gives: the most common non-negative
 // value, the smallest on ties, −1 for none.
@@ -253,7 +238,7 @@ func TestCollectRowsMatchesPassPerControl(t *testing.T) {
 			vals := make([]float64, len(used))
 			ok := true
 			for j, c := range used {
-				if vals[j], ok = c.value(r); !ok {
+				if vals[j], ok = c.value(r, logCount); !ok {
 					break
 				}
 			}
@@ -341,10 +326,10 @@ func TestExpm1x3MatchesExpm1(t *testing.T) {
 	}
 }
 
-// rowScratch.value is Control.value to the bit, computed or from the
-// table of logarithms, for every control and for lengths around the
+// Control.value through rowScratch.logOf is Control.value through
+// math.Log to the bit, computed or from the table of logarithms, for every control and for lengths around the
 // table's bounds (none, one, negative, its last and past it).
-func TestRowScratchValueMatchesControl(t *testing.T) {
+func TestRowScratchLogsMatchLog(t *testing.T) {
 	var sc rowScratch
 	lengths := []int{-3, 0, 1, 2, 3, 1023, 1024, 1025, 70_000, maxLogMemo - 1, maxLogMemo, maxLogMemo + 1, 1 << 40}
 	rng := rand.New(rand.NewPCG(4, 4))
@@ -355,8 +340,8 @@ func TestRowScratchValueMatchesControl(t *testing.T) {
 		for _, n := range lengths {
 			r := &Request{InputTokens: n, OutputTokens: n + 1, BatchSize: float64(n) / 3}
 			for _, c := range AllControls {
-				got, gotOK := sc.value(c, r)
-				want, wantOK := c.value(r)
+				got, gotOK := c.value(r, sc.logOf)
+				want, wantOK := c.value(r, logCount)
 				if math.Float64bits(got) != math.Float64bits(want) || gotOK != wantOK {
 					t.Fatalf("pass %d, length %d, %s: %v %v, Control.value %v %v", pass, n, c, got, gotOK, want, wantOK)
 				}
