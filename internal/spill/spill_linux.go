@@ -63,7 +63,9 @@ func refusal(fs uint32) string {
 // mapFile makes a deleted file of size bytes in dir and maps it. The file's
 // blocks are allocated first (fallocate): a page of a sparse file written
 // through a mapping when the disk is full is a SIGBUS, not an error, so a
-// file system that cannot reserve them gets no table.
+// file system that cannot reserve them gets no table. Then its zeros are
+// written (writeZeros), so that the mapping's pages are in the page cache,
+// ready to map, before the table is touched.
 func mapFile(dir string, size int64) (mapping, error) {
 	f, err := os.CreateTemp(dir, "llmprof-spill-*")
 	if err != nil {
@@ -81,6 +83,9 @@ func mapFile(dir string, size int64) (mapping, error) {
 	if err := unix.Fallocate(int(f.Fd()), 0, 0, size); err != nil {
 		return mapping{}, fmt.Errorf("reserving %d bytes in %s: %w", size, dir, err)
 	}
+	if err := writeZeros(f, 0, size); err != nil {
+		return mapping{}, fmt.Errorf("writing %d bytes in %s: %w", size, dir, err)
+	}
 	mem, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
 		return mapping{}, err
@@ -90,16 +95,20 @@ func mapFile(dir string, size int64) (mapping, error) {
 }
 
 // grow is the mapping at size bytes (more than its length), its bytes kept:
-// the file's new blocks are reserved first (fallocate, as mapFile's), then
-// the mapping is moved or extended to the new size (mremap), its page table
-// entries with it, so that no page written is faulted in again or copied.
-// On an error the mapping is as it was.
+// the file's new blocks are reserved and their zeros written first
+// (fallocate and writeZeros, as mapFile's), then the mapping is moved or
+// extended to the new size (mremap), its page table entries with it, so
+// that no page written is faulted in again or copied. On an error the
+// mapping is as it was.
 func (m mapping) grow(size int64) (mapping, error) {
 	if m.f == nil || size <= int64(len(m.mem)) {
 		return m, fmt.Errorf("spill: cannot grow a mapping of %d bytes to %d", len(m.mem), size)
 	}
 	old := int64(len(m.mem))
 	if err := unix.Fallocate(int(m.f.Fd()), 0, old, size-old); err != nil {
+		return m, err
+	}
+	if err := writeZeros(m.f, old, size); err != nil {
 		return m, err
 	}
 	mem, err := unix.Mremap(m.mem, int(size), unix.MREMAP_MAYMOVE)
@@ -110,6 +119,48 @@ func (m mapping) grow(size int64) (mapping, error) {
 	}
 	return mapping{mem, m.f}, nil
 }
+
+// writeZeros writes zeros over bytes from to to of f, zeroBlock at a time,
+// through the page cache (pwrite), so that the file's pages there are in
+// it, written, before the mapping touches them. Only mapped pages count in
+// the resident set, and none is mapped here.
+//
+// A reserved block not written yet (fallocate's "unwritten" extent) made the
+// first touch of each page a trip through the file system: the fault read
+// the pages around it in (page_cache_ra_order, ext4_mpage_readpages: new
+// folios, each block looked up, the folio zeroed), and the first write to a
+// page prepared its buffers again (ext4_page_mkwrite, block_page_mkwrite:
+// blocks looked up, new ones zeroed). And readahead made its folios as
+// small as the touches were scattered, so a table read out of order was
+// faulted in, dropped by the governor and faulted in again a few pages at
+// a time. A write does that work for a whole block at once, and a fault then
+// maps a folio already there, whole. On the 100 MiB OTLP dump of
+// docs/otlp.md, analyze's page faults halved, its CPU fell by about a tenth
+// and its sys time by a third; on bench/scale.sh's 112 MB run its CPU by an
+// eighth and its sys time by half; no higher a peak RSS on either
+// (docs/design.md, "Spilling", has the figures). What it costs besides: a
+// table's room never touched is written too, and the whole table is in the
+// page cache, dirty, from the start (not resident memory; under a cgroup
+// limit, which counts the page cache, it is written back as the touched
+// pages would be).
+//
+// The page cache makes a file's folios the size of the write that creates
+// them, and a fault maps the whole folio, so zeroBlock's size is how much of
+// the table a touch makes resident: 2 MiB writes (the largest folio) cost
+// the same CPU but raised the 100 MiB dump's peak by 2-3 MiB, 64 KiB ones
+// saved nothing more.
+func writeZeros(f *os.File, from, to int64) error {
+	for off := from; off < to; off += int64(len(zeroBlock)) {
+		if _, err := f.WriteAt(zeroBlock[:min(int64(len(zeroBlock)), to-off)], off); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// zeroBlock is the zeros writeZeros writes: never written itself, its pages
+// read as the kernel's shared zero page, so it costs no resident memory.
+var zeroBlock [256 << 10]byte
 
 // drop takes n bytes of the mapping from off out of the process. For a
 // shared file mapping MADV_DONTNEED only removes the page table entries: on

@@ -1,11 +1,16 @@
 package spill
 
 import (
+	"bufio"
+	"fmt"
+	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -189,4 +194,97 @@ func TestGrowExtendsASpilledTableInPlace(t *testing.T) {
 	if Read().Mapped != 0 {
 		t.Errorf("%d bytes still mapped after both tables were given back", Read().Mapped)
 	}
+}
+
+// A table's pages are in the page cache, zeros written, when Slice gives
+// it and when Grow extends it (writeZeros): the first touch of a page maps
+// it rather than reading it in through the file system. None of it is
+// mapped into the process, so none counts in the resident set, until it is
+// touched.
+func TestSpillFilesAreWrittenBeforeTouched(t *testing.T) {
+	release, err := Enable(t.TempDir())
+	if err != nil {
+		t.Skipf("spilling is not possible here: %v", err)
+	}
+	defer release()
+	Budget(1 << 40)
+	table := Slice[byte](MinBytes)
+	if Read().Mapped != MinBytes {
+		t.Fatalf("%d bytes mapped, want the table's %d in a spill file", Read().Mapped, MinBytes)
+	}
+	// check looks at mem, a table's room not touched yet, in a mapping
+	// whose pages touched so far are touched KiB.
+	check := func(what string, mem []byte, touched int) {
+		t.Helper()
+		if cached, pages := cachedPages(t, mem); cached != pages {
+			t.Errorf("%s: %d of %d pages in the page cache, want all", what, cached, pages)
+		}
+		if rss := mappedRss(t, mem); rss != touched {
+			t.Errorf("%s: %d KiB of its mapping resident, want the %d KiB touched", what, rss, touched)
+		}
+		for i := 0; i < len(mem); i += 4096 {
+			if mem[i] != 0 {
+				t.Fatalf("%s: byte %d is %d, want zero", what, i, mem[i])
+			}
+		}
+	}
+	check("a new table", table[:cap(table)], 0) // reads every page
+	table = append(table, 1)
+	grown := Grow(table, 2*MinBytes)
+	if cap(grown) != 2*MinBytes || Read().Mapped != 2*MinBytes {
+		t.Fatalf("Grow: capacity %d, %d bytes mapped; want the table grown in place to %d", cap(grown), Read().Mapped, 2*MinBytes)
+	}
+	check("a grown table's new room", grown[MinBytes:cap(grown)], MinBytes>>10)
+	if grown[0] != 1 {
+		t.Errorf("Grow lost the byte written")
+	}
+	Free(grown)
+}
+
+// cachedPages counts mem's pages that are in the page cache (mincore: for
+// a shared file mapping, whether the file's page is cached, mapped or not),
+// and its pages.
+func cachedPages(t *testing.T, mem []byte) (cached, pages int) {
+	t.Helper()
+	page := os.Getpagesize()
+	vec := make([]byte, (len(mem)+page-1)/page)
+	_, _, errno := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(unsafe.SliceData(mem))), uintptr(len(mem)), uintptr(unsafe.Pointer(unsafe.SliceData(vec))))
+	if errno != 0 {
+		t.Fatalf("mincore: %v", errno)
+	}
+	for _, v := range vec {
+		cached += int(v & 1)
+	}
+	return cached, len(vec)
+}
+
+// mappedRss is the resident KiB of the mapping that starts at or holds
+// mem's first byte (/proc/self/smaps).
+func mappedRss(t *testing.T, mem []byte) int {
+	t.Helper()
+	f, err := os.Open("/proc/self/smaps")
+	if err != nil {
+		t.Skipf("no /proc/self/smaps: %v", err)
+	}
+	defer f.Close()
+	at := uintptr(unsafe.Pointer(unsafe.SliceData(mem)))
+	in := false
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		var lo, hi uintptr
+		if n, _ := fmt.Sscanf(line, "%x-%x ", &lo, &hi); n == 2 {
+			in = lo <= at && at < hi
+			continue
+		}
+		if rest, ok := strings.CutPrefix(line, "Rss:"); ok && in {
+			kb, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")))
+			if err != nil {
+				t.Fatalf("smaps: %q: %v", line, err)
+			}
+			return kb
+		}
+	}
+	t.Fatalf("no mapping holds %#x in /proc/self/smaps", at)
+	return 0
 }
