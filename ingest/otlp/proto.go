@@ -1,9 +1,11 @@
 package otlp
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 
 	"github.com/llmprof/llmprof/ingest"
@@ -612,11 +614,16 @@ func (d *state) protoSpanAttr(b []byte) error {
 			slot.key = cachedStr{d.t.Str(k), k}
 		}
 	}
-	if v, ok := d.scalarValue(val, slot); ok {
-		d.spanAttrs = append(d.spanAttrs, ingest.NewAttr(k, v))
-		return nil
+	var v ingest.Value
+	if len(val) == 9 && val[0] == 0x21 {
+		// A double, a latency or a ratio: most numeric attributes. Read
+		// here, without scalarValue's call.
+		v = ingest.DoubleValue(math.Float64frombits(binary.LittleEndian.Uint64(val[1:])))
+	} else if v, ok = d.scalarValue(val, slot); !ok {
+		return d.appendAnyValue(k, val, &d.spanAttrs, 0)
 	}
-	return d.appendAnyValue(k, val, &d.spanAttrs, 0)
+	d.spanAttrs = append(d.spanAttrs, ingest.NewAttr(k, v))
+	return nil
 }
 
 // attrSlot remembers the key and string value last seen at one attribute
