@@ -341,9 +341,16 @@ func (d *state) protoSpan(b []byte) error {
 	sp := ingest.Span{Resource: -1, Scope: -1}
 	p := pbuf{b: b}
 	for p.more() {
-		num, typ, ok := p.tag()
-		if !ok {
-			return fmt.Errorf("malformed span field key at byte %d", p.i)
+		// Every field of a span has a one-byte key: read it here rather
+		// than through tag's call to varint.
+		num, typ := uint64(p.b[p.i]>>3), int(p.b[p.i]&7)
+		if p.b[p.i] < 0x80 {
+			p.i++
+		} else {
+			var ok bool
+			if num, typ, ok = p.tag(); !ok {
+				return fmt.Errorf("malformed span field key at byte %d", p.i)
+			}
 		}
 		switch num {
 		case 1, 2, 4: // trace_id, span_id, parent_span_id
@@ -590,7 +597,10 @@ func (d *state) protoKeyValue(b []byte, dst *[]ingest.Attr, depth int) error {
 // attribute key; a few kinds at a time) each position remembers the last key
 // and string value seen there: a match costs one comparison and no hashing.
 func (d *state) protoSpanAttr(b []byte) error {
-	key, val, ok := splitKeyValue(b)
+	key, val, ok := splitValueKey(b)
+	if !ok {
+		key, val, ok = splitKeyValue(b)
+	}
 	if !ok {
 		var err error
 		if key, val, err = splitKeyValueSlow(b); err != nil {
@@ -645,6 +655,20 @@ func (d *state) findSlotSet(key []byte) int {
 	}
 	d.slotVictim = (d.slotVictim + 1) % slotSetCount
 	return d.slotVictim
+}
+
+// splitValueKey is splitKeyValue's usual case, small enough to inline: the
+// value first then the key, as the collector writes them, both lengths one
+// byte. ok is false for anything else (splitKeyValue reads it then).
+func splitValueKey(b []byte) (key, val []byte, ok bool) {
+	if len(b) < 4 || b[0] != 0x12 {
+		return nil, nil, false
+	}
+	i := 2 + int(b[1])
+	if i+2 > len(b) || b[i] != 0x0a || (b[1]|b[i+1]) >= 0x80 || i+2+int(b[i+1]) != len(b) {
+		return nil, nil, false
+	}
+	return b[i+2:], b[2:i], true
 }
 
 // splitKeyValue is the fast path of a KeyValue: exactly a key (field 1) and
