@@ -341,8 +341,9 @@ func (d *state) protoSpan(b []byte) error {
 	sp := ingest.Span{Resource: -1, Scope: -1}
 	p := pbuf{b: b}
 	for p.more() {
-		// Every field of a span has a one-byte key: read it here rather
-		// than through tag's call to varint.
+		// Every field of a span has a one-byte key, and most a one-byte
+		// length: both are read here rather than through calls to tag
+		// and bytes (neither varint nor bytes inlines).
 		num, typ := uint64(p.b[p.i]>>3), int(p.b[p.i]&7)
 		if p.b[p.i] < 0x80 {
 			p.i++
@@ -352,10 +353,18 @@ func (d *state) protoSpan(b []byte) error {
 				return fmt.Errorf("malformed span field key at byte %d", p.i)
 			}
 		}
+		var v []byte // the content of a length-delimited field
+		if typ == wireBytes {
+			var ok bool
+			if v, ok = p.shortBytes(); !ok {
+				if v, ok = p.bytes(); !ok {
+					return malformed("span", num)
+				}
+			}
+		}
 		switch num {
 		case 1, 2, 4: // trace_id, span_id, parent_span_id
-			v, ok := p.bytes()
-			if !ok || typ != wireBytes {
+			if typ != wireBytes {
 				return malformed("span", num)
 			}
 			switch num {
@@ -367,64 +376,49 @@ func (d *state) protoSpan(b []byte) error {
 				d.protoID(sp.Parent[:], v, "parent_span_id")
 			}
 		case 5: // name
-			v, ok := p.bytes()
-			if !ok || typ != wireBytes {
+			if typ != wireBytes {
 				return malformed("span", num)
 			}
 			sp.Name = d.intern(v)
 		case 6: // kind
-			v, ok := p.varint()
+			x, ok := p.varint()
 			if !ok || typ != wireVarint {
 				return malformed("span", num)
 			}
-			sp.Kind = d.spanKind(int64(v))
+			sp.Kind = d.spanKind(int64(x))
 		case 7, 8: // start_time_unix_nano, end_time_unix_nano
 			if typ != wireFixed64 {
 				return malformed("span", num)
 			}
-			v, ok := p.fixed64()
+			x, ok := p.fixed64()
 			if !ok {
 				return malformed("span", num)
 			}
 			if num == 7 {
-				sp.Start = int64(v)
+				sp.Start = int64(x)
 			} else {
-				sp.End = int64(v)
+				sp.End = int64(x)
 			}
-		case 9: // attributes
-			v, ok := p.bytes()
-			if !ok || typ != wireBytes {
+		case 9, 11, 13, 15: // attributes, events, links, status
+			if typ != wireBytes {
 				return malformed("span", num)
 			}
-			if err := d.protoSpanAttr(v); err != nil {
-				return err
+			var err error
+			switch num {
+			case 9:
+				err = d.protoSpanAttr(v)
+			case 11:
+				err = d.protoEvent(v)
+			case 13:
+				err = d.protoLink(v)
+			default:
+				err = d.protoStatus(v, &sp)
 			}
-		case 11: // events
-			v, ok := p.bytes()
-			if !ok || typ != wireBytes {
-				return malformed("span", num)
-			}
-			if err := d.protoEvent(v); err != nil {
-				return err
-			}
-		case 13: // links
-			v, ok := p.bytes()
-			if !ok || typ != wireBytes {
-				return malformed("span", num)
-			}
-			if err := d.protoLink(v); err != nil {
-				return err
-			}
-		case 15: // status
-			v, ok := p.bytes()
-			if !ok || typ != wireBytes {
-				return malformed("span", num)
-			}
-			if err := d.protoStatus(v, &sp); err != nil {
+			if err != nil {
 				return err
 			}
 		default:
-			if !p.skip(typ) {
+			if typ != wireBytes && !p.skip(typ) { // a length-delimited one is read
 				return malformed("span", num)
 			}
 		}

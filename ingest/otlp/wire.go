@@ -76,6 +76,18 @@ func (p *pbuf) bytes() ([]byte, bool) {
 	return p.bytesSlow()
 }
 
+// shortBytes is bytes for a length under 128, small enough to inline; for
+// anything else ok is false and the reader has not moved (bytes then reads
+// it, or fails as it would have).
+func (p *pbuf) shortBytes() ([]byte, bool) {
+	i := p.i
+	if i >= len(p.b) || p.b[i] >= 0x80 || int(p.b[i]) > len(p.b)-i-1 {
+		return nil, false
+	}
+	p.i = i + 1 + int(p.b[i])
+	return p.b[i+1 : p.i], true
+}
+
 // bytesSlow is bytes for a length of more than one byte.
 func (p *pbuf) bytesSlow() ([]byte, bool) {
 	n, ok := p.varint()

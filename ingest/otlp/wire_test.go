@@ -7,9 +7,10 @@ import (
 	"testing"
 )
 
-// pbuf.bytes reads a one-byte length inline: it must agree with reading the
-// length as a varint (bytesSlow), in what it returns and in where it
-// leaves the reader, a failed read included (warnings name that offset).
+// pbuf.bytes reads a one-byte length inline, and shortBytes reads only
+// those: they must agree with reading the length as a varint (bytesSlow),
+// in what they return and in where they leave the reader, a failed read
+// included (warnings name that offset).
 func TestPbufBytesAgreesWithSlow(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for n := 0; n < 100000; n++ {
@@ -26,6 +27,12 @@ func TestPbufBytesAgreesWithSlow(t *testing.T) {
 		want, okSlow := slow.bytesSlow()
 		if okFast != okSlow || !bytes.Equal(got, want) || fast.i != slow.i {
 			t.Fatalf("% x from %d: bytes() = % x, %v at %d; bytesSlow() = % x, %v at %d", b, start, got, okFast, fast.i, want, okSlow, slow.i)
+		}
+		// shortBytes reads what bytes does where it reads at all, and
+		// otherwise leaves the reader where it was.
+		short := pbuf{b: b, i: start}
+		if got, ok := short.shortBytes(); ok && (!okSlow || !bytes.Equal(got, want) || short.i != slow.i) || !ok && short.i != start {
+			t.Fatalf("% x from %d: shortBytes() = % x, %v at %d; bytesSlow() = % x, %v at %d", b, start, got, ok, short.i, want, okSlow, slow.i)
 		}
 	}
 }
