@@ -3,9 +3,11 @@ package otlp_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"unicode/utf16"
 
@@ -77,8 +79,24 @@ func FuzzOTLP(f *testing.F) {
 			if len(fromFile.Spans) != len(fromStream.Spans) {
 				t.Fatalf("%d spans from the file, %d from the stream", len(fromFile.Spans), len(fromStream.Spans))
 			}
+			// Read in place (a framed file is mapped) or through a
+			// buffer, the same bytes are the same trace, warnings
+			// included (less the input's name).
+			if a, b := dumpData(t, fromFile), dumpData(t, fromStream); a != b {
+				t.Fatalf("the file decodes otherwise than the stream:\nfile:\n%.2000s\nstream:\n%.2000s", a, b)
+			}
 		}
 	})
+}
+
+// dumpData is the trace's dump and its warnings without the input's name.
+func dumpData(t *testing.T, tr *ingest.Trace) string {
+	var b strings.Builder
+	b.WriteString(dump(t, tr, ingest.DumpOptions{}))
+	for _, w := range tr.Warnings.List {
+		fmt.Fprintf(&b, "%s: %s: %s (%d more)\n", w.Pos, w.Code, w.Msg, w.More)
+	}
+	return b.String()
 }
 
 // utf16LE is b as UTF-16LE text after a byte-order mark.

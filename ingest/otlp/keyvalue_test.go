@@ -70,12 +70,47 @@ func TestSplitKeyValueAgreesWithSlow(t *testing.T) {
 			b[rng.IntN(len(b))] = byte(rng.IntN(256))
 		}
 		key, val, ok := splitKeyValue(b)
+		if vkey, vval, vok := splitValueKey(b); vok && (!ok || !bytes.Equal(vkey, key) || !bytes.Equal(vval, val)) {
+			t.Fatalf("% x: splitValueKey %q, %q; splitKeyValue %q, %q, %v", b, vkey, vval, key, val, ok)
+		}
 		if !ok {
 			continue
 		}
 		skey, sval, err := splitKeyValueSlow(b)
 		if err != nil || !bytes.Equal(skey, key) || !bytes.Equal(sval, val) {
 			t.Fatalf("% x: fast %q, %q; slow %q, %q, %v", b, key, val, skey, sval, err)
+		}
+	}
+}
+
+// splitValueKey, protoSpanAttr's inline case, reads the value-first pairs
+// with one-byte lengths as splitKeyValue does, and nothing else: not the
+// key first, not a longer length, not a key length byte with its
+// continuation bit set whose value happens to match the bytes left.
+func TestSplitValueKey(t *testing.T) {
+	field := func(b []byte, num protowire.Number, v string) []byte {
+		b = protowire.AppendTag(b, num, protowire.BytesType)
+		return protowire.AppendString(b, v)
+	}
+	for _, n := range []int{0, 1, 5, 127} {
+		k, v := strings.Repeat("k", n), strings.Repeat("v", 127-n)
+		b := field(field(nil, 2, v), 1, k)
+		if key, val, ok := splitValueKey(b); !ok || string(key) != k || string(val) != v {
+			t.Errorf("value first, %d-byte key: %q, %q, %v", n, trim(key), trim(val), ok)
+		}
+	}
+	for name, b := range map[string][]byte{
+		"key first":          field(field(nil, 1, "k"), 2, "v"),
+		"128-byte key":       field(field(nil, 2, "v"), 1, strings.Repeat("k", 128)),
+		"128-byte value":     field(field(nil, 2, strings.Repeat("v", 128)), 1, "k"),
+		"continuation bit":   append([]byte{0x12, 0x01, 'v', 0x0a, 0x80}, strings.Repeat("k", 128)...),
+		"value alone":        field(nil, 2, "v"),
+		"a byte left over":   append(field(field(nil, 2, "v"), 1, "k"), 0),
+		"the key cut short":  field(field(nil, 2, "v"), 1, "key")[:7],
+		"an unknown field 3": field(field(nil, 2, "v"), 3, "k"),
+	} {
+		if key, val, ok := splitValueKey(b); ok {
+			t.Errorf("%s: read as %q, %q", name, trim(key), trim(val))
 		}
 	}
 }

@@ -1,9 +1,11 @@
 package otlp
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 
 	"github.com/llmprof/llmprof/ingest"
@@ -339,14 +341,30 @@ func (d *state) protoSpan(b []byte) error {
 	sp := ingest.Span{Resource: -1, Scope: -1}
 	p := pbuf{b: b}
 	for p.more() {
-		num, typ, ok := p.tag()
-		if !ok {
-			return fmt.Errorf("malformed span field key at byte %d", p.i)
+		// Every field of a span has a one-byte key, and most a one-byte
+		// length: both are read here rather than through calls to tag
+		// and bytes (neither varint nor bytes inlines).
+		num, typ := uint64(p.b[p.i]>>3), int(p.b[p.i]&7)
+		if p.b[p.i] < 0x80 {
+			p.i++
+		} else {
+			var ok bool
+			if num, typ, ok = p.tag(); !ok {
+				return fmt.Errorf("malformed span field key at byte %d", p.i)
+			}
+		}
+		var v []byte // the content of a length-delimited field
+		if typ == wireBytes {
+			var ok bool
+			if v, ok = p.shortBytes(); !ok {
+				if v, ok = p.bytes(); !ok {
+					return malformed("span", num)
+				}
+			}
 		}
 		switch num {
 		case 1, 2, 4: // trace_id, span_id, parent_span_id
-			v, ok := p.bytes()
-			if !ok || typ != wireBytes {
+			if typ != wireBytes {
 				return malformed("span", num)
 			}
 			switch num {
@@ -358,64 +376,49 @@ func (d *state) protoSpan(b []byte) error {
 				d.protoID(sp.Parent[:], v, "parent_span_id")
 			}
 		case 5: // name
-			v, ok := p.bytes()
-			if !ok || typ != wireBytes {
+			if typ != wireBytes {
 				return malformed("span", num)
 			}
 			sp.Name = d.intern(v)
 		case 6: // kind
-			v, ok := p.varint()
+			x, ok := p.varint()
 			if !ok || typ != wireVarint {
 				return malformed("span", num)
 			}
-			sp.Kind = d.spanKind(int64(v))
+			sp.Kind = d.spanKind(int64(x))
 		case 7, 8: // start_time_unix_nano, end_time_unix_nano
 			if typ != wireFixed64 {
 				return malformed("span", num)
 			}
-			v, ok := p.fixed64()
+			x, ok := p.fixed64()
 			if !ok {
 				return malformed("span", num)
 			}
 			if num == 7 {
-				sp.Start = int64(v)
+				sp.Start = int64(x)
 			} else {
-				sp.End = int64(v)
+				sp.End = int64(x)
 			}
-		case 9: // attributes
-			v, ok := p.bytes()
-			if !ok || typ != wireBytes {
+		case 9, 11, 13, 15: // attributes, events, links, status
+			if typ != wireBytes {
 				return malformed("span", num)
 			}
-			if err := d.protoSpanAttr(v); err != nil {
-				return err
+			var err error
+			switch num {
+			case 9:
+				err = d.protoSpanAttr(v)
+			case 11:
+				err = d.protoEvent(v)
+			case 13:
+				err = d.protoLink(v)
+			default:
+				err = d.protoStatus(v, &sp)
 			}
-		case 11: // events
-			v, ok := p.bytes()
-			if !ok || typ != wireBytes {
-				return malformed("span", num)
-			}
-			if err := d.protoEvent(v); err != nil {
-				return err
-			}
-		case 13: // links
-			v, ok := p.bytes()
-			if !ok || typ != wireBytes {
-				return malformed("span", num)
-			}
-			if err := d.protoLink(v); err != nil {
-				return err
-			}
-		case 15: // status
-			v, ok := p.bytes()
-			if !ok || typ != wireBytes {
-				return malformed("span", num)
-			}
-			if err := d.protoStatus(v, &sp); err != nil {
+			if err != nil {
 				return err
 			}
 		default:
-			if !p.skip(typ) {
+			if typ != wireBytes && !p.skip(typ) { // a length-delimited one is read
 				return malformed("span", num)
 			}
 		}
@@ -588,7 +591,10 @@ func (d *state) protoKeyValue(b []byte, dst *[]ingest.Attr, depth int) error {
 // attribute key; a few kinds at a time) each position remembers the last key
 // and string value seen there: a match costs one comparison and no hashing.
 func (d *state) protoSpanAttr(b []byte) error {
-	key, val, ok := splitKeyValue(b)
+	key, val, ok := splitValueKey(b)
+	if !ok {
+		key, val, ok = splitKeyValue(b)
+	}
 	if !ok {
 		var err error
 		if key, val, err = splitKeyValueSlow(b); err != nil {
@@ -612,11 +618,16 @@ func (d *state) protoSpanAttr(b []byte) error {
 			slot.key = cachedStr{d.t.Str(k), k}
 		}
 	}
-	if v, ok := d.scalarValue(val, slot); ok {
-		d.spanAttrs = append(d.spanAttrs, ingest.NewAttr(k, v))
-		return nil
+	var v ingest.Value
+	if len(val) == 9 && val[0] == 0x21 {
+		// A double, a latency or a ratio: most numeric attributes. Read
+		// here, without scalarValue's call.
+		v = ingest.DoubleValue(math.Float64frombits(binary.LittleEndian.Uint64(val[1:])))
+	} else if v, ok = d.scalarValue(val, slot); !ok {
+		return d.appendAnyValue(k, val, &d.spanAttrs, 0)
 	}
-	return d.appendAnyValue(k, val, &d.spanAttrs, 0)
+	d.spanAttrs = append(d.spanAttrs, ingest.NewAttr(k, v))
+	return nil
 }
 
 // attrSlot remembers the key and string value last seen at one attribute
@@ -638,6 +649,20 @@ func (d *state) findSlotSet(key []byte) int {
 	}
 	d.slotVictim = (d.slotVictim + 1) % slotSetCount
 	return d.slotVictim
+}
+
+// splitValueKey is splitKeyValue's usual case, small enough to inline: the
+// value first then the key, as the collector writes them, both lengths one
+// byte. ok is false for anything else (splitKeyValue reads it then).
+func splitValueKey(b []byte) (key, val []byte, ok bool) {
+	if len(b) < 4 || b[0] != 0x12 {
+		return nil, nil, false
+	}
+	i := 2 + int(b[1])
+	if i+2 > len(b) || b[i] != 0x0a || (b[1]|b[i+1]) >= 0x80 || i+2+int(b[i+1]) != len(b) {
+		return nil, nil, false
+	}
+	return b[i+2:], b[2:i], true
 }
 
 // splitKeyValue is the fast path of a KeyValue: exactly a key (field 1) and

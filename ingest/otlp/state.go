@@ -238,8 +238,12 @@ func (d *state) pend(attrs []ingest.Attr) ingest.AttrRange {
 const spanAttrsFree = 64
 
 // arenaTail is the trace's AttrTail: free space for minFree attributes,
-// the arena grown to arenaCapacity when it has less.
+// the arena grown to arenaCapacity when it has less. The capacity, an
+// estimate in floating point, is worked out only then, not at every span.
 func (d *state) arenaTail(minFree int) []ingest.Attr {
+	if a := d.t.AttrArena; cap(a)-len(a) >= minFree {
+		return a[len(a):]
+	}
 	return d.t.AttrTail(minFree, d.arenaCapacity())
 }
 

@@ -2,6 +2,7 @@ package otlp
 
 import (
 	"bufio"
+	"encoding/binary"
 	"errors"
 	"io"
 	"math"
@@ -61,6 +62,34 @@ func (p *pbuf) tag() (num uint64, typ int, ok bool) {
 
 // bytes reads a length-delimited field's content (a view of the input).
 func (p *pbuf) bytes() ([]byte, bool) {
+	// A length under 128, one byte, is the usual case: read here, without
+	// varint's call (neither it nor bytes inlines).
+	if i := p.i; i < len(p.b) && p.b[i] < 0x80 {
+		n := int(p.b[i])
+		p.i = i + 1
+		if n > len(p.b)-p.i {
+			return nil, false // past the length, as bytesSlow leaves it
+		}
+		p.i += n
+		return p.b[i+1 : p.i], true
+	}
+	return p.bytesSlow()
+}
+
+// shortBytes is bytes for a length under 128, small enough to inline; for
+// anything else ok is false and the reader has not moved (bytes then reads
+// it, or fails as it would have).
+func (p *pbuf) shortBytes() ([]byte, bool) {
+	i := p.i
+	if i >= len(p.b) || p.b[i] >= 0x80 || int(p.b[i]) > len(p.b)-i-1 {
+		return nil, false
+	}
+	p.i = i + 1 + int(p.b[i])
+	return p.b[i+1 : p.i], true
+}
+
+// bytesSlow is bytes for a length of more than one byte.
+func (p *pbuf) bytesSlow() ([]byte, bool) {
 	n, ok := p.varint()
 	if !ok || n > uint64(len(p.b)-p.i) {
 		return nil, false
@@ -74,10 +103,9 @@ func (p *pbuf) fixed64() (uint64, bool) {
 	if len(p.b)-p.i < 8 {
 		return 0, false
 	}
-	b := p.b[p.i : p.i+8]
+	v := binary.LittleEndian.Uint64(p.b[p.i:])
 	p.i += 8
-	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
-		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56, true
+	return v, true
 }
 
 // skip passes over a field of the given wire type.
