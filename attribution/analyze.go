@@ -268,7 +268,7 @@ func Analyze(t *ingest.Trace, opts Options) *Result {
 	}
 	res.plausibility(t, ix, cands, &tally.implausible)
 	sortTPOT(tally.tpot)
-	sm := newSummarizer(res, tally.tpot, tally.itls, opts.SLO)
+	sm := newSummarizer(res, tally.rows, tally.tpot, tally.itls, opts.SLO)
 	res.Overall = sm.all("all")
 	res.tenants, res.models = tally.tenants.gs, tally.models.gs
 	res.ByTenant = sm.groupBy(res.tenants)
@@ -282,9 +282,9 @@ func Analyze(t *ingest.Trace, opts Options) *Result {
 	if len(t.GPUOps) > 0 && !opts.RequestsOnly {
 		res.GPU = analyzeGPU(t, opts.GPU, launchCalls(), gpuHosts(t, opts.Alignment))
 	}
-	res.KVCache = kvCache(res, res.Steps, res.Engines, res.tenants, res.models)
+	res.KVCache = kvCache(res, tally.kv, res.Steps, res.Engines, res.tenants, res.models)
 	res.alignmentCaveats(t, opts.Alignment)
-	res.BlindSpots = blindSpots(t, res)
+	res.BlindSpots = tally.blind.spots(t)
 	res.ModelEvents = modelEvents(t, k, res)
 	if opts.RequestsOnly {
 		return res
@@ -439,27 +439,26 @@ type summaryRow struct {
 	arrival, end     int64
 	// in and out are the request's input and output tokens, 0 when unknown.
 	in, out int64
+	// tokens are the request's token times (Result.TokenTimes), from which
+	// newSummarizer reads its inter-token latencies.
+	tokens extent
 	// itlEnd is where the request's inter-token latencies end in itls
 	// (they start where the previous request's end).
 	itlEnd int
 }
 
-// newSummarizer reads the requests of res into rows; itls is how many
-// inter-token latencies they have (requestTally counts them as the
-// requests are built: a walk of its own here read every request again).
-func newSummarizer(res *Result, tpot tpotOrder, itls int, slo SLO) *summarizer {
-	reqs := res.Requests
-	sm := &summarizer{reqs: reqs, tpot: tpot, slo: slo, rows: make([]summaryRow, len(reqs))}
+// newSummarizer makes the summarizer of the requests of res from their
+// rows, which requestTally writes as it builds them: a walk of its own here
+// read every request again (264 bytes each). itls is how many inter-token
+// latencies they have; they are read from res's token table, in request
+// order.
+func newSummarizer(res *Result, rows []summaryRow, tpot tpotOrder, itls int, slo SLO) *summarizer {
+	sm := &summarizer{reqs: res.Requests, tpot: tpot, slo: slo, rows: rows}
 	sm.itls = make([]float64, 0, itls)
-	for i := range reqs {
-		r := &reqs[i]
-		tokens := res.TokenTimes(r)
+	for i := range rows {
+		tokens := in(res.tokenTimes, rows[i].tokens)
 		for k := 1; k < len(tokens); k++ {
 			sm.itls = append(sm.itls, float64(tokens[k]-tokens[k-1]))
-		}
-		sm.rows[i] = summaryRow{
-			ttft: r.TTFT, e2e: r.E2E, queue: r.Queue, arrival: r.Arrival, end: r.End,
-			in: int64(max(r.InputTokens, 0)), out: int64(max(r.OutputTokens, 0)), itlEnd: len(sm.itls),
 		}
 	}
 	return sm
@@ -498,13 +497,18 @@ func groupRequests(res *Result, key func(*Result, *Request) string) groups {
 // requestTally gathers what the run's summaries read of every request as
 // each is built, while buildRequest's writes are still in the cache: the
 // stage totals, the known TPOTs, the E2E attributes, the implausible token
-// gaps, and each request's tenant and model group. Each was a walk of its
+// gaps, each request's tenant and model group, the summarizer's rows, the
+// blind spots' gaps and the prefix cache's rows. Each was a walk of its
 // own over every request (a Request is 264 bytes; 11.7 MB of them on the
 // 30 MiB OTLP dump).
 type requestTally struct {
 	stages      stageSums
 	tpot        tpotOrder // in request order, until sortTPOT
 	itls        int       // the requests' inter-token latencies, for newSummarizer
+	rows        []summaryRow
+	blind       blindTally
+	kv          []kvRow // of the requests that report the prefix cache
+	n           int     // the requests to tally
 	e2e         e2eTally
 	implausible implausibleTally
 	// tenants and models number the requests' tenants and models in order
@@ -514,18 +518,30 @@ type requestTally struct {
 }
 
 func newRequestTally(n int) *requestTally {
-	return &requestTally{tpot: make(tpotOrder, 0, n), tenants: newGrouper(n), models: newGrouper(n)}
+	return &requestTally{tpot: make(tpotOrder, 0, n), rows: make([]summaryRow, n), n: n, tenants: newGrouper(n), models: newGrouper(n)}
 }
 
 // add tallies request i, r, just built from a.
 func (y *requestTally) add(i int, r *Request, a *requestArena) {
 	y.stages.add(r)
 	y.itls += max(0, int(r.tokens.Len)-1)
+	y.rows[i] = summaryRow{
+		ttft: r.TTFT, e2e: r.E2E, queue: r.Queue, arrival: r.Arrival, end: r.End,
+		in: int64(max(r.InputTokens, 0)), out: int64(max(r.OutputTokens, 0)), tokens: r.tokens, itlEnd: y.itls,
+	}
 	if v := r.TPOT; !math.IsNaN(v) {
 		y.tpot = append(y.tpot, tpotSample{v, int32(i)})
 	}
 	y.e2e.add(r)
 	y.implausible.add(r, in(a.tokens, r.tokens))
+	y.blind.add(r, in(a.gaps, r.gaps))
+	if r.CacheKnown {
+		if len(y.kv) == cap(y.kv) {
+			// To the size the rows so far foretell, not twice it.
+			y.kv = slices.Grow(y.kv, max(foretell(len(y.kv), i+1, y.n)-len(y.kv), 1))
+		}
+		y.kv = append(y.kv, kvRowOf(i, r))
+	}
 	// Labels, not their strings: a label seen before has its group, and
 	// only a new one's string is read and numbered (two labels of one
 	// string share its group).

@@ -93,3 +93,40 @@ func TestModelReloadDelaysRequestsInFlight(t *testing.T) {
 		t.Fatalf("events = %+v", evs)
 	}
 }
+
+// TestKVRowsTallied: the tally keeps a row for each request that reports
+// the prefix cache, in request order, with its figures, as the rows grow
+// past the size the first requests foretold.
+func TestKVRowsTallied(t *testing.T) {
+	b := newBuilder()
+	res := b.resource("engine")
+	known := 0
+	for i := range 300 {
+		start := int64(i+1) * 1000 * ms
+		attrs := []any{"llm.request.id", "r", "llm.input_length", 100 + i}
+		// None of the first 50 reports the cache, then every third.
+		if i >= 50 && i%3 == 0 {
+			attrs = append(attrs, "llm.kv_cache.hit", i%2 == 0, "llm.kv_cache.hit_tokens", i)
+			known++
+		}
+		r := b.span(byte(i%250+1), ingest.SpanID{}, res, "llm.request", start, start+100*ms, attrs...)
+		b.span(byte(i%250+1), r, res, "llm.prefill", start+ms, start+ms+int64(i)*ms/10)
+	}
+	out := b.analyze(DefaultOptions)
+	var want []kvRow
+	for i := range out.Requests {
+		if r := &out.Requests[i]; r.CacheKnown {
+			want = append(want, kvRow{req: int32(i), hit: r.CacheHit, prefill: r.Stages[StagePrefill], ttft: r.TTFT, input: r.InputTokens, cached: r.CachedTokens})
+		}
+	}
+	if len(want) != known || out.KVCache == nil || out.KVCache.Requests != known {
+		t.Fatalf("%d requests report the cache, want %d (kv %+v)", len(want), known, out.KVCache)
+	}
+	got := tallyOf(out).kv
+	if !slices.EqualFunc(got, want, func(a, b kvRow) bool {
+		return a.req == b.req && a.hit == b.hit && a.prefill == b.prefill && a.input == b.input && a.cached == b.cached &&
+			(a.ttft == b.ttft || a.ttft != a.ttft && b.ttft != b.ttft)
+	}) {
+		t.Errorf("rows %+v\nwant %+v", got, want)
+	}
+}
