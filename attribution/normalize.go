@@ -260,8 +260,8 @@ func (k *keyCache) first(attrs []ingest.Attr, keys *keyList) (string, ingest.Val
 					return pk.name, v, true
 				}
 			} else if p := k.rec[pk.at]; p > 0 {
-				v, _ := ingest.Get(attrs[p-1:p], pk.id)
-				return pk.name, v, true
+				// index put there the first attribute of the key.
+				return pk.name, attrs[p-1].Value(), true
 			}
 		}
 		return "", ingest.Value{}, false
