@@ -393,7 +393,7 @@ func floatKey(v float64) uint64 {
 // after another, in scratch arrays it keeps: a distribution reads and
 // reorders its values and keeps none of them. It reads each request once,
 // into a row of what the summaries need (rows, itls): the groups then walk
-// those, not the requests (264 bytes each).
+// those, not the requests (256 bytes each).
 type summarizer struct {
 	reqs []Request
 	rows []summaryRow
@@ -442,14 +442,16 @@ type summaryRow struct {
 	// tokens are the request's token times (Result.TokenTimes), from which
 	// newSummarizer reads its inter-token latencies.
 	tokens extent
-	// itlEnd is where the request's inter-token latencies end in itls
-	// (they start where the previous request's end).
-	itlEnd int
+	// itls are where the request's inter-token latencies lie in the
+	// summarizer's itls (the ITLs are fewer than the tokens, whose
+	// extents are 32-bit): a row holds both ends, so that a group's walk
+	// reads no other request's row.
+	itls extent
 }
 
 // newSummarizer makes the summarizer of the requests of res from their
 // rows, which requestTally writes as it builds them: a walk of its own here
-// read every request again (264 bytes each). itls is how many inter-token
+// read every request again (256 bytes each). itls is how many inter-token
 // latencies they have; they are read from res's token table, in request
 // order.
 func newSummarizer(res *Result, rows []summaryRow, tpot tpotOrder, itls int, slo SLO) *summarizer {
@@ -499,7 +501,7 @@ func groupRequests(res *Result, key func(*Result, *Request) string) groups {
 // stage totals, the known TPOTs, the E2E attributes, the implausible token
 // gaps, each request's tenant and model group, the summarizer's rows, the
 // blind spots' gaps and the prefix cache's rows. Each was a walk of its
-// own over every request (a Request is 264 bytes; 11.7 MB of them on the
+// own over every request (a Request was 264 bytes; 11.7 MB of them on the
 // 30 MiB OTLP dump).
 type requestTally struct {
 	stages      stageSums
@@ -524,10 +526,11 @@ func newRequestTally(n int) *requestTally {
 // add tallies request i, r, just built from a.
 func (y *requestTally) add(i int, r *Request, a *requestArena) {
 	y.stages.add(r)
+	itls := y.itls
 	y.itls += max(0, int(r.tokens.Len)-1)
 	y.rows[i] = summaryRow{
 		ttft: r.TTFT, e2e: r.E2E, queue: r.Queue, arrival: r.Arrival, end: r.End,
-		in: int64(max(r.InputTokens, 0)), out: int64(max(r.OutputTokens, 0)), tokens: r.tokens, itlEnd: y.itls,
+		in: int64(max(r.InputTokens, 0)), out: int64(max(r.OutputTokens, 0)), tokens: r.tokens, itls: extentOf(itls, y.itls),
 	}
 	if v := r.TPOT; !math.IsNaN(v) {
 		y.tpot = append(y.tpot, tpotSample{v, int32(i)})
@@ -694,11 +697,9 @@ func (sm *summarizer) summarizeNew(name string, idx []int32, tpot []float64) Sum
 		ttft = appendKnown(ttft, r.ttft)
 		e2e = appendKnown(e2e, r.e2e)
 		queue = appendKnown(queue, r.queue)
-		from := 0
-		if i > 0 {
-			from = sm.rows[i-1].itlEnd
+		if r.itls.Len > 0 {
+			itl = append(itl, in(sm.itls, r.itls)...)
 		}
-		itl = append(itl, sm.itls[from:r.itlEnd]...)
 		first, last = min(first, r.arrival), max(last, r.end)
 		s.InputTokens += r.in
 		s.OutputTokens += r.out

@@ -255,7 +255,7 @@ func kvCache(res *Result, rows []kvRow, steps []Step, engines []Engine, tenants,
 }
 
 // kvRow is what kvCache reads of a request that reports the prefix cache
-// (Request.CacheKnown), 40 bytes of its 264: requestTally keeps one for
+// (Request.CacheKnown), 40 bytes of its 256: requestTally keeps one for
 // each as the requests are built, where kvCache's walks read the requests
 // again, every one twice (a count, then the sums) and those that report
 // the cache twice more, after the memory budget had dropped the table's

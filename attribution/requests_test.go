@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/llmprof/llmprof/ingest"
 )
@@ -367,5 +368,18 @@ func TestStageTotalsOfRequests(t *testing.T) {
 	}
 	if _, ok := got["inference"]; ok {
 		t.Errorf("inference listed with no time in it: %+v", out.Stages)
+	}
+}
+
+// TestRequestSize: a Request fills four cache lines exactly (the fields
+// ordered so that no word is half padding), and a byte holds every stage's
+// bit of present and fromSpans.
+func TestRequestSize(t *testing.T) {
+	if n := unsafe.Sizeof(Request{}); n != 256 {
+		t.Errorf("a Request is %d bytes, want 256", n)
+	}
+	var r Request
+	if bits := int(unsafe.Sizeof(r.present)) * 8; bits < int(NumStages) {
+		t.Errorf("present has %d bits for %d stages", bits, NumStages)
 	}
 }

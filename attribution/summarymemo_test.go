@@ -116,7 +116,7 @@ func summarizerOf(res *Result, tpot tpotOrder, slo SLO) *summarizer {
 // TestSummarizerRows: the summarizer's rows, which the tally writes as the
 // requests are built, hold each request's figures, and its inter-token
 // latencies are the requests' own (Result.ITLs), request after request,
-// each row's ending where its request's do.
+// each row's extent of them its request's.
 func TestSummarizerRows(t *testing.T) {
 	res := Analyze(synthtrace.WithGPU(t, stallingRun(t), true), DefaultOptions)
 	sm := summarizerOf(res, sortedTPOT(res.Requests), SLO{})
@@ -127,16 +127,17 @@ func TestSummarizerRows(t *testing.T) {
 	known := 0
 	for i := range res.Requests {
 		r := &res.Requests[i]
+		from := len(itls)
 		for _, d := range res.ITLs(r) {
 			itls = append(itls, float64(d))
 		}
 		want := summaryRow{ttft: r.TTFT, e2e: r.E2E, queue: r.Queue, arrival: r.Arrival, end: r.End,
-			in: int64(max(r.InputTokens, 0)), out: int64(max(r.OutputTokens, 0)), tokens: r.tokens, itlEnd: len(itls)}
+			in: int64(max(r.InputTokens, 0)), out: int64(max(r.OutputTokens, 0)), tokens: r.tokens, itls: extentOf(from, len(itls))}
 		got := sm.rows[i]
 		same := func(a, b float64) bool { return a == b || math.IsNaN(a) && math.IsNaN(b) }
 		if !same(got.ttft, want.ttft) || !same(got.e2e, want.e2e) || !same(got.queue, want.queue) ||
 			got.arrival != want.arrival || got.end != want.end || got.in != want.in || got.out != want.out ||
-			got.tokens != want.tokens || got.itlEnd != want.itlEnd {
+			got.tokens != want.tokens || got.itls != want.itls {
 			t.Fatalf("request %d: row %+v, want %+v", i, got, want)
 		}
 		if !math.IsNaN(r.TTFT) {
