@@ -329,13 +329,26 @@ func breakpoints(t *ingest.Trace, withTime *[NumStages]int) []Breakpoint {
 		}
 	}
 	nameHit := map[ingest.StrID]int{} // span name → breakpoint index+1 (0: none)
+	// recent holds names looked up in nameHit at their hash, with their
+	// hit plus one (0: empty): a run's spans have a few names, and a
+	// lookup here is most of a span's work.
+	var recent [64]struct {
+		name ingest.StrID
+		hit  int
+	}
 	for si := range t.Spans {
 		s := &t.Spans[si]
 		if s.Origin != ingest.OriginOTLP {
 			continue
 		}
-		hit, ok := nameHit[s.Name]
+		c := &recent[uint32(s.Name)*0x9E3779B1>>26]
+		hit, ok := c.hit-1, c.hit > 0 && c.name == s.Name
 		if !ok {
+			hit, ok = nameHit[s.Name]
+		}
+		if ok {
+			c.name, c.hit = s.Name, hit+1
+		} else {
 			lower := strings.ToLower(t.Str(s.Name))
 			for i, bp := range lifecycle {
 				if strings.Contains(lower, "detokeniz") {

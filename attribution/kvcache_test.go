@@ -130,3 +130,24 @@ func TestKVRowsTallied(t *testing.T) {
 		t.Errorf("rows %+v\nwant %+v", got, want)
 	}
 }
+
+// TestModelEventsByName: the events are the spans named llm.model.load,
+// unload or reload, of each kind, in span order; a span whose name only
+// starts so, or that an attribute value spells, is none.
+func TestModelEventsByName(t *testing.T) {
+	b := newBuilder()
+	res := b.resource("engine")
+	b.span(1, ingest.SpanID{}, res, "llm.model.unload", 100*ms, 200*ms, "llm.model_id", "m")
+	b.span(2, ingest.SpanID{}, res, "llm.model.warmup", 300*ms, 400*ms, "llm.model_id", "llm.model.reload")
+	b.span(3, ingest.SpanID{}, res, "llm.model.load", 500*ms, 900*ms, "llm.model_id", "m")
+	b.span(4, ingest.SpanID{}, res, "llm.model.loaded", 1000*ms, 1100*ms)
+	b.span(5, ingest.SpanID{}, res, "llm.request", 600*ms, 1200*ms, "llm.model_id", "m")
+	evs := b.analyze(DefaultOptions).ModelEvents
+	var got []string
+	for _, ev := range evs {
+		got = append(got, ev.Kind+"@"+ev.Model)
+	}
+	if want := []string{"unload@m", "load@m"}; !slices.Equal(got, want) {
+		t.Fatalf("events %v, want %v", got, want)
+	}
+}

@@ -2,6 +2,7 @@ package attribution
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -49,6 +50,21 @@ var (
 var durationStrings = map[string]bool{
 	"queue_time": true, "inference_time": true, "validation_time": true,
 	"total_time": true, "time_per_token": true,
+}
+
+// spanNameIDs returns the IDs of the names the trace holds, in the order
+// given, each once. A trace holds each string once (ingest.Strings), so a
+// span has one of the names iff its name's ID is among them: a walk of the
+// spans for a few names compares IDs, where reading each span's name and
+// hashing it or matching a prefix cost more than the rest of the walk.
+func spanNameIDs(t *ingest.Trace, names ...string) []ingest.StrID {
+	var ids []ingest.StrID
+	for _, name := range names {
+		if id, ok := t.Strings.Lookup(name); ok && id != 0 && !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	return ids
 }
 
 // Stage names of request spans (llm.* conventions and SGLang's RequestStage
