@@ -154,6 +154,44 @@ type keyCache struct {
 	tableState int8
 	rec        []int32
 	indexed    []ingest.Attr
+
+	// services are each resource's service name (keyService), read once:
+	// every request reads its own resource's, and its ancestors' (a run
+	// has a few resources, its spans many).
+	services []resourceService
+}
+
+// resourceService is a resource's service name, as str reads it (name, once
+// named is set) and as label reads it for the labeler of (lbl, once of is
+// set).
+type resourceService struct {
+	name  string
+	named bool
+	lbl   label
+	of    *labeler
+}
+
+// service returns resource res's entry, its name read.
+func (k *keyCache) service(res int32) *resourceService {
+	if k.services == nil {
+		k.services = make([]resourceService, len(k.t.Resources))
+	}
+	c := &k.services[res]
+	if !c.named {
+		c.name, _ = k.str(k.t.Resources[res].Attrs, keyService)
+		c.named = true
+	}
+	return c
+}
+
+// serviceLabel is label of resource res's service name for l.
+func (k *keyCache) serviceLabel(res int32, l *labeler) label {
+	c := k.service(res)
+	if c.of != l {
+		c.lbl, _ = k.label(k.t.Resources[res].Attrs, keyService, l)
+		c.of = l
+	}
+	return c.lbl
 }
 
 // presentKey is a name of a keyList that the trace holds; at is its place in

@@ -861,15 +861,16 @@ func buildRequest(r *Request, t *ingest.Trace, ix *spanIndex, k *keyCache, i int
 		}
 	}
 	ttftAttr, hasTTFT := k.duration(attrs, keyTTFT)
-	if e2e, ok := k.duration(attrs, keyE2E); ok {
-		r.E2EAttr = float64(e2e)
+	e2eAttr, hasE2E := k.duration(attrs, keyE2E)
+	if hasE2E {
+		r.E2EAttr = float64(e2eAttr)
 	}
 	spanStaged := len(ivs) > 0
 	var anchorFirst, anchorLast int64
 	if spanStaged {
 		disagreements = r.crossCheck(k, attrs, ivs)
 	} else {
-		ivs, anchorFirst, anchorLast = r.attributeStages(k, attrs, ttftAttr, hasTTFT, ivs)
+		ivs, anchorFirst, anchorLast = r.attributeStages(k, attrs, ttftAttr, hasTTFT, e2eAttr, hasE2E, ivs)
 	}
 	prefillEnd, hasPrefillSpan := stageEnd(ivs, StagePrefill)
 	decodeEnd, hasDecodeSpan := stageEnd(ivs, StageDecode)
@@ -1140,8 +1141,7 @@ func serviceOf(t *ingest.Trace, k *keyCache, i int) string {
 	if s.Resource < 0 || int(s.Resource) >= len(t.Resources) {
 		return ""
 	}
-	v, _ := k.str(t.Resources[s.Resource].Attrs, keyService)
-	return v
+	return k.service(s.Resource).name
 }
 
 // tenantOf resolves the request's tenant: the configured key (or the default
@@ -1167,8 +1167,7 @@ func tenantOf(t *ingest.Trace, ix *spanIndex, k *keyCache, i int, opts *Options,
 			}
 		}
 		if s := &t.Spans[n]; s.Resource >= 0 && int(s.Resource) < len(t.Resources) {
-			v, _ := k.label(t.Resources[s.Resource].Attrs, keyService, l)
-			return v
+			return k.serviceLabel(s.Resource, l)
 		}
 		return 0
 	}
