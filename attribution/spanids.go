@@ -52,33 +52,31 @@ func (t *spanIDTable) home(key uint64) uint64 {
 	return x >> t.shift
 }
 
-// putFirst returns the span of key and true when the table has one, else
-// puts span there and returns it and false. key must not be 0, and the
-// table must hold fewer keys than it was made for.
-func (t *spanIDTable) putFirst(key uint64, span int32) (int32, bool) {
+// slot returns the slot of key: its own, or the empty one where it would
+// go. key must not be 0, and the table must hold fewer keys than it was
+// made for (an empty slot ends every probe).
+func (t *spanIDTable) slot(key uint64) *spanIDSlot {
 	mask := uint64(len(t.slots) - 1)
 	for h := t.home(key); ; h = (h + 1) & mask {
-		s := &t.slots[h]
-		if s.id == key {
-			return s.span, true
-		}
-		if s.id == 0 {
-			s.id, s.span = key, span
-			return span, false
+		if s := &t.slots[h]; s.id == key || s.id == 0 {
+			return s
 		}
 	}
 }
 
+// putFirst returns the span of key and true when the table has one, else
+// puts span there and returns it and false (key not 0).
+func (t *spanIDTable) putFirst(key uint64, span int32) (int32, bool) {
+	s := t.slot(key)
+	if s.id == key {
+		return s.span, true
+	}
+	s.id, s.span = key, span
+	return span, false
+}
+
 // get returns the span of key (not 0), if the table has one.
 func (t *spanIDTable) get(key uint64) (int32, bool) {
-	mask := uint64(len(t.slots) - 1)
-	for h := t.home(key); ; h = (h + 1) & mask {
-		s := &t.slots[h]
-		if s.id == key {
-			return s.span, true
-		}
-		if s.id == 0 {
-			return 0, false
-		}
-	}
+	s := t.slot(key)
+	return s.span, s.id == key
 }
