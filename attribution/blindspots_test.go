@@ -111,6 +111,20 @@ func TestBlindSpotsTalliedAsBuilt(t *testing.T) {
 		if want := blindSpots(tr, res); !reflect.DeepEqual(res.BlindSpots, want) {
 			t.Errorf("tallied %+v\nwalked %+v", res.BlindSpots, want)
 		}
+		if i > 0 {
+			continue
+		}
+		// Each breakpoint counts the spans whose names show it, one a span
+		// (the names repeat from span to span: breakpoints' cache of them).
+		spans := map[string]int{}
+		for _, bp := range res.BlindSpots.Breakpoints {
+			spans[bp.Name] = bp.Spans
+		}
+		for name, want := range map[string]int{"ingress": 6, "queue": 14, "prefill": 14, "decode": 7, "streaming": 0} {
+			if spans[name] != want {
+				t.Errorf("breakpoint %s: %d spans, want %d", name, spans[name], want)
+			}
+		}
 	}
 }
 
