@@ -268,7 +268,7 @@ func Analyze(t *ingest.Trace, opts Options) *Result {
 	}
 	res.plausibility(t, ix, cands, &tally.implausible)
 	sortTPOT(tally.tpot)
-	sm := newSummarizer(res, tally.tpot, tally.itls, opts.SLO)
+	sm := newSummarizer(res, tally.rows, tally.tpot, tally.itls, opts.SLO)
 	res.Overall = sm.all("all")
 	res.tenants, res.models = tally.tenants.gs, tally.models.gs
 	res.ByTenant = sm.groupBy(res.tenants)
@@ -282,9 +282,9 @@ func Analyze(t *ingest.Trace, opts Options) *Result {
 	if len(t.GPUOps) > 0 && !opts.RequestsOnly {
 		res.GPU = analyzeGPU(t, opts.GPU, launchCalls(), gpuHosts(t, opts.Alignment))
 	}
-	res.KVCache = kvCache(res, res.Steps, res.Engines, res.tenants, res.models)
+	res.KVCache = kvCache(res, tally.kv, res.Steps, res.Engines, res.tenants, res.models)
 	res.alignmentCaveats(t, opts.Alignment)
-	res.BlindSpots = blindSpots(t, res)
+	res.BlindSpots = tally.blind.spots(t)
 	res.ModelEvents = modelEvents(t, k, res)
 	if opts.RequestsOnly {
 		return res
@@ -393,7 +393,7 @@ func floatKey(v float64) uint64 {
 // after another, in scratch arrays it keeps: a distribution reads and
 // reorders its values and keeps none of them. It reads each request once,
 // into a row of what the summaries need (rows, itls): the groups then walk
-// those, not the requests (264 bytes each).
+// those, not the requests (256 bytes each).
 type summarizer struct {
 	reqs []Request
 	rows []summaryRow
@@ -439,27 +439,28 @@ type summaryRow struct {
 	arrival, end     int64
 	// in and out are the request's input and output tokens, 0 when unknown.
 	in, out int64
-	// itlEnd is where the request's inter-token latencies end in itls
-	// (they start where the previous request's end).
-	itlEnd int
+	// tokens are the request's token times (Result.TokenTimes), from which
+	// newSummarizer reads its inter-token latencies.
+	tokens extent
+	// itls are where the request's inter-token latencies lie in the
+	// summarizer's itls (the ITLs are fewer than the tokens, whose
+	// extents are 32-bit): a row holds both ends, so that a group's walk
+	// reads no other request's row.
+	itls extent
 }
 
-// newSummarizer reads the requests of res into rows; itls is how many
-// inter-token latencies they have (requestTally counts them as the
-// requests are built: a walk of its own here read every request again).
-func newSummarizer(res *Result, tpot tpotOrder, itls int, slo SLO) *summarizer {
-	reqs := res.Requests
-	sm := &summarizer{reqs: reqs, tpot: tpot, slo: slo, rows: make([]summaryRow, len(reqs))}
+// newSummarizer makes the summarizer of the requests of res from their
+// rows, which requestTally writes as it builds them: a walk of its own here
+// read every request again (256 bytes each). itls is how many inter-token
+// latencies they have; they are read from res's token table, in request
+// order.
+func newSummarizer(res *Result, rows []summaryRow, tpot tpotOrder, itls int, slo SLO) *summarizer {
+	sm := &summarizer{reqs: res.Requests, tpot: tpot, slo: slo, rows: rows}
 	sm.itls = make([]float64, 0, itls)
-	for i := range reqs {
-		r := &reqs[i]
-		tokens := res.TokenTimes(r)
+	for i := range rows {
+		tokens := in(res.tokenTimes, rows[i].tokens)
 		for k := 1; k < len(tokens); k++ {
 			sm.itls = append(sm.itls, float64(tokens[k]-tokens[k-1]))
-		}
-		sm.rows[i] = summaryRow{
-			ttft: r.TTFT, e2e: r.E2E, queue: r.Queue, arrival: r.Arrival, end: r.End,
-			in: int64(max(r.InputTokens, 0)), out: int64(max(r.OutputTokens, 0)), itlEnd: len(sm.itls),
 		}
 	}
 	return sm
@@ -498,13 +499,18 @@ func groupRequests(res *Result, key func(*Result, *Request) string) groups {
 // requestTally gathers what the run's summaries read of every request as
 // each is built, while buildRequest's writes are still in the cache: the
 // stage totals, the known TPOTs, the E2E attributes, the implausible token
-// gaps, and each request's tenant and model group. Each was a walk of its
-// own over every request (a Request is 264 bytes; 11.7 MB of them on the
+// gaps, each request's tenant and model group, the summarizer's rows, the
+// blind spots' gaps and the prefix cache's rows. Each was a walk of its
+// own over every request (a Request was 264 bytes; 11.7 MB of them on the
 // 30 MiB OTLP dump).
 type requestTally struct {
 	stages      stageSums
 	tpot        tpotOrder // in request order, until sortTPOT
 	itls        int       // the requests' inter-token latencies, for newSummarizer
+	rows        []summaryRow
+	blind       blindTally
+	kv          []kvRow // of the requests that report the prefix cache
+	n           int     // the requests to tally
 	e2e         e2eTally
 	implausible implausibleTally
 	// tenants and models number the requests' tenants and models in order
@@ -514,18 +520,31 @@ type requestTally struct {
 }
 
 func newRequestTally(n int) *requestTally {
-	return &requestTally{tpot: make(tpotOrder, 0, n), tenants: newGrouper(n), models: newGrouper(n)}
+	return &requestTally{tpot: make(tpotOrder, 0, n), rows: make([]summaryRow, n), n: n, tenants: newGrouper(n), models: newGrouper(n)}
 }
 
 // add tallies request i, r, just built from a.
 func (y *requestTally) add(i int, r *Request, a *requestArena) {
 	y.stages.add(r)
+	itls := y.itls
 	y.itls += max(0, int(r.tokens.Len)-1)
+	y.rows[i] = summaryRow{
+		ttft: r.TTFT, e2e: r.E2E, queue: r.Queue, arrival: r.Arrival, end: r.End,
+		in: int64(max(r.InputTokens, 0)), out: int64(max(r.OutputTokens, 0)), tokens: r.tokens, itls: extentOf(itls, y.itls),
+	}
 	if v := r.TPOT; !math.IsNaN(v) {
 		y.tpot = append(y.tpot, tpotSample{v, int32(i)})
 	}
 	y.e2e.add(r)
 	y.implausible.add(r, in(a.tokens, r.tokens))
+	y.blind.add(r, in(a.gaps, r.gaps))
+	if r.CacheKnown {
+		if len(y.kv) == cap(y.kv) {
+			// To the size the rows so far foretell, not twice it.
+			y.kv = slices.Grow(y.kv, max(foretell(len(y.kv), i+1, y.n)-len(y.kv), 1))
+		}
+		y.kv = append(y.kv, kvRowOf(i, r))
+	}
 	// Labels, not their strings: a label seen before has its group, and
 	// only a new one's string is read and numbered (two labels of one
 	// string share its group).
@@ -678,11 +697,9 @@ func (sm *summarizer) summarizeNew(name string, idx []int32, tpot []float64) Sum
 		ttft = appendKnown(ttft, r.ttft)
 		e2e = appendKnown(e2e, r.e2e)
 		queue = appendKnown(queue, r.queue)
-		from := 0
-		if i > 0 {
-			from = sm.rows[i-1].itlEnd
+		if r.itls.Len > 0 {
+			itl = append(itl, in(sm.itls, r.itls)...)
 		}
-		itl = append(itl, sm.itls[from:r.itlEnd]...)
 		first, last = min(first, r.arrival), max(last, r.end)
 		s.InputTokens += r.in
 		s.OutputTokens += r.out

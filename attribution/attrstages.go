@@ -32,8 +32,10 @@ import (
 // from the start, as TGI measures them.
 //
 // It also returns the first and last token times the anchors give (0 when
-// unknown). The intervals are appended to ivs.
-func (r *Request) attributeStages(k *keyCache, attrs []ingest.Attr, ttft int64, hasTTFT bool, ivs []interval) (_ []interval, first, last int64) {
+// unknown). The intervals are appended to ivs. ttft and e2e are the
+// request's TTFT and e2e attributes (keyTTFT, keyE2E), which the caller has
+// read.
+func (r *Request) attributeStages(k *keyCache, attrs []ingest.Attr, ttft int64, hasTTFT bool, e2e int64, hasE2E bool, ivs []interval) (_ []interval, first, last int64) {
 	add := func(st Stage, from, to int64) {
 		if to >= from {
 			ivs = append(ivs, interval{st, from, to})
@@ -42,7 +44,6 @@ func (r *Request) attributeStages(k *keyCache, attrs []ingest.Attr, ttft int64, 
 	queue, hasQueue := k.duration(attrs, keyQueue)
 	prefill, hasPrefill := k.duration(attrs, keyPrefil)
 	decode, hasDecode := k.duration(attrs, keyDecode)
-	e2e, hasE2E := k.duration(attrs, keyE2E)
 
 	anchored := false
 	switch {

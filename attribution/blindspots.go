@@ -127,85 +127,105 @@ func stageList(set uint32) []Stage {
 // blindSpots computes the section from the attributed requests and the
 // trace's span names.
 func blindSpots(t *ingest.Trace, res *Result) BlindSpots {
-	reqs := res.Requests
-	var bs BlindSpots
-	var total, other int64
-	// Gaps are grouped by the stages missing there (what would explain
-	// them), or by where they lie when nothing is missing; a group reports
-	// its most common location.
-	type loc struct{ before, after Stage }
-	// where counts the group's gaps at each location: a list, searched,
-	// for the few a group has (a map's hashing per gap cost more).
-	type locCount struct {
-		at loc
-		n  int
+	var b blindTally
+	for i := range res.Requests {
+		r := &res.Requests[i]
+		b.add(r, res.Gaps(r))
 	}
-	type acc struct {
-		ns     int64
-		reqs   int
-		likely []Stage
-		where  []locCount
-	}
+	return b.spots(t)
+}
+
+// Gaps are grouped by the stages missing there (what would explain them),
+// or by where they lie when nothing is missing; a group reports its most
+// common location.
+type gapLoc struct{ before, after Stage }
+
+// gapLocCount counts a group's gaps at one location: a group keeps a list,
+// searched, for the few it has (a map's hashing per gap cost more).
+type gapLocCount struct {
+	at gapLoc
+	n  int
+}
+
+type gapAcc struct {
+	ns     int64
+	reqs   int
+	likely []Stage
+	where  []gapLocCount
+}
+
+// blindTally gathers what blindSpots reads of each request: Analyze adds
+// each as it is built (requestTally), while its fields and gaps are still
+// in the cache, where a walk of its own read every request again.
+type blindTally struct {
+	total, other int64
 	// A group's place in groups: the set of missing stages (missingBetween;
 	// likely lists them in canonical order), or when none is missing, after
-	// those sets, where the gap lies.
-	// An array indexed by the key, not a map: hashing a struct key cost a
-	// quarter of the walk.
-	const stages = int(NumStages)
-	var groups [1<<stages + stages*stages]*acc
-	var outside acc
-	var seen []*acc // the groups the request's gaps have joined
+	// those sets, where the gap lies. An array indexed by the key, not a
+	// map: hashing a struct key cost a quarter of the walk.
+	groups  [1<<int(NumStages) + int(NumStages)*int(NumStages)]*gapAcc
+	outside gapAcc
+	seen    []*gapAcc // the groups the request's gaps have joined
 	// withTime counts the requests with time in each stage, for
 	// breakpoints: counted here, where the requests are read anyway.
-	var withTime [NumStages]int
-	for i := range reqs {
-		r := &reqs[i]
-		total += r.End - r.Arrival
-		other += r.Stages[StageOther]
-		for st, v := range r.Stages {
-			if v > 0 {
-				withTime[st]++
-			}
-		}
-		seen = seen[:0]
-		for _, g := range res.Gaps(r) {
-			missing := missingBetween(r, g.Before, g.After)
-			key := 1<<stages + int(g.Before)*stages + int(g.After)
-			if missing != 0 {
-				key = int(missing)
-			}
-			a := groups[key]
-			if a == nil {
-				a = &acc{likely: stageList(missing)}
-				groups[key] = a
-			}
-			a.ns += g.To - g.From
-			at, found := loc{g.Before, g.After}, false
-			for j := range a.where {
-				if a.where[j].at == at {
-					a.where[j].n++
-					found = true
-					break
-				}
-			}
-			if !found {
-				a.where = append(a.where, locCount{at, 1})
-			}
-			if !slices.Contains(seen, a) {
-				a.reqs++
-				seen = append(seen, a)
-			}
-		}
-		if r.CallerExtra > 0 {
-			outside.ns += r.CallerExtra
-			outside.reqs++
+	withTime [NumStages]int
+}
+
+// add tallies request r, its gaps gaps.
+func (b *blindTally) add(r *Request, gaps []Gap) {
+	const stages = int(NumStages)
+	b.total += r.End - r.Arrival
+	b.other += r.Stages[StageOther]
+	for st, v := range r.Stages {
+		if v > 0 {
+			b.withTime[st]++
 		}
 	}
+	b.seen = b.seen[:0]
+	for _, g := range gaps {
+		missing := missingBetween(r, g.Before, g.After)
+		key := 1<<stages + int(g.Before)*stages + int(g.After)
+		if missing != 0 {
+			key = int(missing)
+		}
+		a := b.groups[key]
+		if a == nil {
+			a = &gapAcc{likely: stageList(missing)}
+			b.groups[key] = a
+		}
+		a.ns += g.To - g.From
+		at, found := gapLoc{g.Before, g.After}, false
+		for j := range a.where {
+			if a.where[j].at == at {
+				a.where[j].n++
+				found = true
+				break
+			}
+		}
+		if !found {
+			a.where = append(a.where, gapLocCount{at, 1})
+		}
+		if !slices.Contains(b.seen, a) {
+			a.reqs++
+			b.seen = append(b.seen, a)
+		}
+	}
+	if r.CallerExtra > 0 {
+		b.outside.ns += r.CallerExtra
+		b.outside.reqs++
+	}
+}
+
+// spots is the section of the requests tallied and the trace's span names.
+func (b *blindTally) spots(t *ingest.Trace) BlindSpots {
+	var bs BlindSpots
+	total, other, outside := b.total, b.other, &b.outside
+	type loc = gapLoc
 	if total > 0 {
 		bs.UnexplainedShare = float64(other) / float64(total)
 	}
 	bs.UnexplainedMs = float64(other) / 1e6
-	for _, a := range groups {
+	for _, a := range b.groups {
 		if a == nil {
 			continue
 		}
@@ -260,7 +280,7 @@ func blindSpots(t *ingest.Trace, res *Result) BlindSpots {
 			bs.Outside.Share = float64(outside.ns) / float64(total)
 		}
 	}
-	bs.Breakpoints = breakpoints(t, &withTime)
+	bs.Breakpoints = breakpoints(t, &b.withTime)
 	if len(bs.Gaps) > 0 {
 		bs.Largest = &bs.Gaps[0]
 	}
@@ -309,13 +329,26 @@ func breakpoints(t *ingest.Trace, withTime *[NumStages]int) []Breakpoint {
 		}
 	}
 	nameHit := map[ingest.StrID]int{} // span name → breakpoint index+1 (0: none)
+	// recent holds names looked up in nameHit at their hash, with their
+	// hit plus one (0: empty): a run's spans have a few names, and a
+	// lookup here is most of a span's work.
+	var recent [64]struct {
+		name ingest.StrID
+		hit  int
+	}
 	for si := range t.Spans {
 		s := &t.Spans[si]
 		if s.Origin != ingest.OriginOTLP {
 			continue
 		}
-		hit, ok := nameHit[s.Name]
+		c := &recent[uint32(s.Name)*0x9E3779B1>>26]
+		hit, ok := c.hit-1, c.hit > 0 && c.name == s.Name
 		if !ok {
+			hit, ok = nameHit[s.Name]
+		}
+		if ok {
+			c.name, c.hit = s.Name, hit+1
+		} else {
 			lower := strings.ToLower(t.Str(s.Name))
 			for i, bp := range lifecycle {
 				if strings.Contains(lower, "detokeniz") {

@@ -59,7 +59,8 @@ func appendLikelyMissingList(out []Stage, r *Request, before, after Stage) []Sta
 // a request can show, missingBetween's set, listed, is the list of the
 // stages missing there.
 func TestMissingBetween(t *testing.T) {
-	for present := range uint16(1 << NumStages) {
+	for p := range 1 << NumStages {
+		present := uint8(p)
 		r := &Request{present: present}
 		for before := range NumStages {
 			for after := range NumStages {

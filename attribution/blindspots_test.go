@@ -2,10 +2,12 @@ package attribution
 
 import (
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/internal/synthtrace"
 )
 
 func TestBlindSpotsNameMissingStages(t *testing.T) {
@@ -95,4 +97,59 @@ func TestBreakpointsFromRequestAttributes(t *testing.T) {
 			t.Errorf("breakpoint %s = %+v, want %+v", name, got[name], want)
 		}
 	}
+}
+
+// TestBlindSpotsTalliedAsBuilt: Analyze tallies the blind spots as it
+// builds each request (requestTally); they are what a walk of the built
+// requests and their gaps finds.
+func TestBlindSpotsTalliedAsBuilt(t *testing.T) {
+	for i, tr := range []*ingest.Trace{mixedStagesRun(), synthtrace.WithGPU(t, stallingRun(t), true)} {
+		res := Analyze(tr, DefaultOptions)
+		if bs := res.BlindSpots; i == 0 && (len(bs.Gaps) < 2 || bs.Outside == nil) {
+			t.Fatalf("too few gaps: the test covers little (%+v)", bs)
+		}
+		if want := blindSpots(tr, res); !reflect.DeepEqual(res.BlindSpots, want) {
+			t.Errorf("tallied %+v\nwalked %+v", res.BlindSpots, want)
+		}
+		if i > 0 {
+			continue
+		}
+		// Each breakpoint counts the spans whose names show it, one a span
+		// (the names repeat from span to span: breakpoints' cache of them).
+		spans := map[string]int{}
+		for _, bp := range res.BlindSpots.Breakpoints {
+			spans[bp.Name] = bp.Spans
+		}
+		for name, want := range map[string]int{"ingress": 6, "queue": 14, "prefill": 14, "decode": 7, "streaming": 0} {
+			if spans[name] != want {
+				t.Errorf("breakpoint %s: %d spans, want %d", name, spans[name], want)
+			}
+		}
+	}
+}
+
+// mixedStagesRun is requests of two conventions, some with stage spans
+// that leave gaps and a caller's span around one.
+func mixedStagesRun() *ingest.Trace {
+	b := newBuilder()
+	engine := b.resource("engine")
+	for tr := byte(1); tr <= 20; tr++ {
+		off := int64(tr) * 1000 * ms
+		if tr%3 == 0 {
+			client := b.span(tr, ingest.SpanID{}, b.resource("app"), "POST /v1/chat/completions", off, off+900*ms)
+			b.span(tr, client, b.resource("vllm"), "llm_request", off+100*ms, off+800*ms, "gen_ai.latency.e2e", 0.7,
+				"gen_ai.latency.time_to_first_token", 0.1, "gen_ai.latency.time_in_queue", 0.02*float64(tr%4),
+				"gen_ai.latency.time_in_model_prefill", 0.05, "gen_ai.latency.time_in_model_decode", 0.5)
+			continue
+		}
+		r := b.span(tr, ingest.SpanID{}, engine, "llm.request", off, off+100*ms, "llm.request.id", "r")
+		b.span(tr, r, engine, "llm.queue", off+int64(tr%4)*ms, off+10*ms)
+		b.span(tr, r, engine, "llm.prefill", off+10*ms, off+40*ms)
+		if tr%2 == 0 {
+			b.span(tr, r, engine, "llm.decode", off+45*ms, off+93*ms)
+		}
+		b.span(tr, r, engine, "llm.detokenize", off+93*ms, off+95*ms)
+	}
+	b.t.Validate()
+	return b.t
 }

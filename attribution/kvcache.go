@@ -114,59 +114,54 @@ func cacheInfo(t *ingest.Trace, ix *spanIndex, k *keyCache, i int, desc []int, r
 // its cached length. A hit is judged only when the saving the fit predicts
 // exceeds twice the misses' median absolute residual.
 // tenants and models number the requests' tenants and models.
-func kvCache(res *Result, steps []Step, engines []Engine, tenants, models groups) *KVCache {
+func kvCache(res *Result, rows []kvRow, steps []Step, engines []Engine, tenants, models groups) *KVCache {
 	reqs := res.Requests
 	kv := &KVCache{}
 	verdict := stepAccounting(reqs, steps, engines)
 	// Counted first, so that the lists below are made to size: grown by
 	// append, they left as much again in garbage (1 MB a run on the
 	// 30 MiB OTLP dump).
-	known, hits := 0, 0
+	hits := 0
 	perModel := make([]int32, len(models.names))
-	for i := range reqs {
-		if r := &reqs[i]; r.CacheKnown {
-			known++
-			perModel[models.of[i]]++
-			if r.CacheHit {
-				hits++
-			}
+	for _, q := range rows {
+		perModel[models.of[q.req]]++
+		if q.hit {
+			hits++
 		}
 	}
+	known := len(rows)
 	hitPrefill, missPrefill := make([]float64, 0, hits), make([]float64, 0, known-hits)
 	hitTTFT, missTTFT := make([]float64, 0, hits), make([]float64, 0, known-hits)
 	var cachedTok, inputTok int64
-	byModel := carveByGroup(make([]int, known), perModel) // by model number, its requests that report the cache
+	byModel := carveByGroup(make([]int, known), perModel) // by model number, its rows
 	// Each model's and tenant's requests and hits, counted in this walk;
 	// their inflated hits once the requests are flagged (the loop over
 	// inflated below).
 	modelKV, tenantKV := make([]KVGroup, len(models.names)), make([]KVGroup, len(tenants.names))
-	for i := range reqs {
-		r := &reqs[i]
-		if !r.CacheKnown {
-			continue
-		}
+	for j := range rows {
+		q := &rows[j]
 		kv.Requests++
-		gm, gt := &modelKV[models.of[i]], &tenantKV[tenants.of[i]]
+		gm, gt := &modelKV[models.of[q.req]], &tenantKV[tenants.of[q.req]]
 		gm.Requests++
 		gt.Requests++
-		pre := float64(r.Stages[StagePrefill])
-		if r.CacheHit {
+		pre := float64(q.prefill)
+		if q.hit {
 			gm.Hits++
 			gt.Hits++
 			kv.Hits++
 			hitPrefill = append(hitPrefill, pre)
-			hitTTFT = appendKnown(hitTTFT, r.TTFT)
+			hitTTFT = appendKnown(hitTTFT, q.ttft)
 		} else {
 			missPrefill = append(missPrefill, pre)
-			missTTFT = appendKnown(missTTFT, r.TTFT)
+			missTTFT = appendKnown(missTTFT, q.ttft)
 		}
-		if r.CachedTokens > 0 && r.InputTokens > 0 {
-			cachedTok += int64(r.CachedTokens)
+		if q.cached > 0 && q.input > 0 {
+			cachedTok += int64(q.cached)
 		}
-		if r.InputTokens > 0 {
-			inputTok += int64(r.InputTokens)
+		if q.input > 0 {
+			inputTok += int64(q.input)
 		}
-		byModel[models.of[i]] = append(byModel[models.of[i]], i)
+		byModel[models.of[q.req]] = append(byModel[models.of[q.req]], j)
 	}
 	if kv.Requests == 0 {
 		return nil
@@ -206,11 +201,11 @@ func kvCache(res *Result, steps []Step, engines []Engine, tenants, models groups
 	for _, g := range order {
 		m, idx := models.names[g], byModel[g]
 		var xs, ys []float64
-		for _, i := range idx {
-			r := &reqs[i]
-			if !r.CacheHit && r.InputTokens > 0 && r.Stages[StagePrefill] > 0 {
-				xs = append(xs, float64(r.InputTokens))
-				ys = append(ys, float64(r.Stages[StagePrefill]))
+		for _, j := range idx {
+			q := &rows[j]
+			if !q.hit && q.input > 0 && q.prefill > 0 {
+				xs = append(xs, float64(q.input))
+				ys = append(ys, float64(q.prefill))
 			}
 		}
 		if len(xs) < 10 {
@@ -228,21 +223,21 @@ func kvCache(res *Result, steps []Step, engines []Engine, tenants, models groups
 		}
 		slices.Sort(res)
 		mad := Percentile(res, 50)
-		for _, i := range idx {
-			r := &reqs[i]
-			if _, decided := verdict[i]; decided || !r.CacheHit || r.CachedTokens <= 0 || r.InputTokens <= 0 || r.Stages[StagePrefill] <= 0 {
+		for _, j := range idx {
+			q := &rows[j]
+			if _, decided := verdict[int(q.req)]; decided || !q.hit || q.cached <= 0 || q.input <= 0 || q.prefill <= 0 {
 				continue
 			}
-			saving := b * float64(r.CachedTokens)
+			saving := b * float64(q.cached)
 			if saving <= 2*mad {
 				continue
 			}
 			kv.Checked++
 			kv.ByTiming++
-			expHit := a + b*float64(r.InputTokens-r.CachedTokens)
-			expMiss := a + b*float64(r.InputTokens)
-			if float64(r.Stages[StagePrefill]) > (expHit+expMiss)/2 {
-				flag(i, "timing", expHit, expMiss)
+			expHit := a + b*float64(q.input-q.cached)
+			expMiss := a + b*float64(q.input)
+			if float64(q.prefill) > (expHit+expMiss)/2 {
+				flag(int(q.req), "timing", expHit, expMiss)
 			}
 		}
 	}
@@ -257,6 +252,25 @@ func kvCache(res *Result, steps []Step, engines []Engine, tenants, models groups
 	kv.ByModel = kvGroups(modelKV, models)
 	kv.ByTenant = kvGroups(tenantKV, tenants)
 	return kv
+}
+
+// kvRow is what kvCache reads of a request that reports the prefix cache
+// (Request.CacheKnown), 40 bytes of its 256: requestTally keeps one for
+// each as the requests are built, where kvCache's walks read the requests
+// again, every one twice (a count, then the sums) and those that report
+// the cache twice more, after the memory budget had dropped the table's
+// pages (internal/spill).
+type kvRow struct {
+	req           int32 // the request's index
+	hit           bool  // Request.CacheHit
+	prefill       int64 // Request.Stages[StagePrefill]
+	ttft          float64
+	input, cached int // Request.InputTokens, CachedTokens
+}
+
+// kvRowOf is the row of request i, r.
+func kvRowOf(i int, r *Request) kvRow {
+	return kvRow{req: int32(i), hit: r.CacheHit, prefill: r.Stages[StagePrefill], ttft: r.TTFT, input: r.InputTokens, cached: r.CachedTokens}
 }
 
 // kvGroups names the groups of gs whose requests report the cache, groups

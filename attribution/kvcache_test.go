@@ -93,3 +93,61 @@ func TestModelReloadDelaysRequestsInFlight(t *testing.T) {
 		t.Fatalf("events = %+v", evs)
 	}
 }
+
+// TestKVRowsTallied: the tally keeps a row for each request that reports
+// the prefix cache, in request order, with its figures, as the rows grow
+// past the size the first requests foretold.
+func TestKVRowsTallied(t *testing.T) {
+	b := newBuilder()
+	res := b.resource("engine")
+	known := 0
+	for i := range 300 {
+		start := int64(i+1) * 1000 * ms
+		attrs := []any{"llm.request.id", "r", "llm.input_length", 100 + i}
+		// None of the first 50 reports the cache, then every third.
+		if i >= 50 && i%3 == 0 {
+			attrs = append(attrs, "llm.kv_cache.hit", i%2 == 0, "llm.kv_cache.hit_tokens", i)
+			known++
+		}
+		r := b.span(byte(i%250+1), ingest.SpanID{}, res, "llm.request", start, start+100*ms, attrs...)
+		b.span(byte(i%250+1), r, res, "llm.prefill", start+ms, start+ms+int64(i)*ms/10)
+	}
+	out := b.analyze(DefaultOptions)
+	var want []kvRow
+	for i := range out.Requests {
+		if r := &out.Requests[i]; r.CacheKnown {
+			want = append(want, kvRow{req: int32(i), hit: r.CacheHit, prefill: r.Stages[StagePrefill], ttft: r.TTFT, input: r.InputTokens, cached: r.CachedTokens})
+		}
+	}
+	if len(want) != known || out.KVCache == nil || out.KVCache.Requests != known {
+		t.Fatalf("%d requests report the cache, want %d (kv %+v)", len(want), known, out.KVCache)
+	}
+	got := tallyOf(out).kv
+	if !slices.EqualFunc(got, want, func(a, b kvRow) bool {
+		return a.req == b.req && a.hit == b.hit && a.prefill == b.prefill && a.input == b.input && a.cached == b.cached &&
+			(a.ttft == b.ttft || a.ttft != a.ttft && b.ttft != b.ttft)
+	}) {
+		t.Errorf("rows %+v\nwant %+v", got, want)
+	}
+}
+
+// TestModelEventsByName: the events are the spans named llm.model.load,
+// unload or reload, of each kind, in span order; a span whose name only
+// starts so, or that an attribute value spells, is none.
+func TestModelEventsByName(t *testing.T) {
+	b := newBuilder()
+	res := b.resource("engine")
+	b.span(1, ingest.SpanID{}, res, "llm.model.unload", 100*ms, 200*ms, "llm.model_id", "m")
+	b.span(2, ingest.SpanID{}, res, "llm.model.warmup", 300*ms, 400*ms, "llm.model_id", "llm.model.reload")
+	b.span(3, ingest.SpanID{}, res, "llm.model.load", 500*ms, 900*ms, "llm.model_id", "m")
+	b.span(4, ingest.SpanID{}, res, "llm.model.loaded", 1000*ms, 1100*ms)
+	b.span(5, ingest.SpanID{}, res, "llm.request", 600*ms, 1200*ms, "llm.model_id", "m")
+	evs := b.analyze(DefaultOptions).ModelEvents
+	var got []string
+	for _, ev := range evs {
+		got = append(got, ev.Kind+"@"+ev.Model)
+	}
+	if want := []string{"unload@m", "load@m"}; !slices.Equal(got, want) {
+		t.Fatalf("events %v, want %v", got, want)
+	}
+}

@@ -33,15 +33,18 @@ var keyModelID = keys("llm.model_id")
 func modelEvents(t *ingest.Trace, k *keyCache, res *Result) []ModelEvent {
 	reqs := res.Requests
 	var out []ModelEvent
+	// The events' names the trace holds, by ID (the trace holds each
+	// string once): a trace with none has no span to look at.
+	ids := spanNameIDs(t, "llm.model.load", "llm.model.unload", "llm.model.reload")
+	if len(ids) == 0 {
+		return nil
+	}
 	for i := range t.Spans {
 		s := &t.Spans[i]
-		if s.Origin != ingest.OriginOTLP {
+		if s.Origin != ingest.OriginOTLP || !slices.Contains(ids, s.Name) {
 			continue
 		}
-		kind, ok := strings.CutPrefix(t.Str(s.Name), "llm.model.")
-		if !ok || (kind != "load" && kind != "unload" && kind != "reload") {
-			continue
-		}
+		kind := strings.TrimPrefix(t.Str(s.Name), "llm.model.")
 		model, _ := k.str(t.SpanAttrs(s), keyModelID)
 		ev := ModelEvent{Kind: kind, Model: model, StartNs: s.Start, EndNs: s.End, Ms: float64(s.End-s.Start) / 1e6, AddedTTFTMs: Float(math.NaN())}
 		var hit, rest []float64

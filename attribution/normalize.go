@@ -2,6 +2,7 @@ package attribution
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -49,6 +50,21 @@ var (
 var durationStrings = map[string]bool{
 	"queue_time": true, "inference_time": true, "validation_time": true,
 	"total_time": true, "time_per_token": true,
+}
+
+// spanNameIDs returns the IDs of the names the trace holds, in the order
+// given, each once. A trace holds each string once (ingest.Strings), so a
+// span has one of the names iff its name's ID is among them: a walk of the
+// spans for a few names compares IDs, where reading each span's name and
+// hashing it or matching a prefix cost more than the rest of the walk.
+func spanNameIDs(t *ingest.Trace, names ...string) []ingest.StrID {
+	var ids []ingest.StrID
+	for _, name := range names {
+		if id, ok := t.Strings.Lookup(name); ok && id != 0 && !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	return ids
 }
 
 // Stage names of request spans (llm.* conventions and SGLang's RequestStage
@@ -138,6 +154,44 @@ type keyCache struct {
 	tableState int8
 	rec        []int32
 	indexed    []ingest.Attr
+
+	// services are each resource's service name (keyService), read once:
+	// every request reads its own resource's, and its ancestors' (a run
+	// has a few resources, its spans many).
+	services []resourceService
+}
+
+// resourceService is a resource's service name, as str reads it (name, once
+// named is set) and as label reads it for the labeler of (lbl, once of is
+// set).
+type resourceService struct {
+	name  string
+	named bool
+	lbl   label
+	of    *labeler
+}
+
+// service returns resource res's entry, its name read.
+func (k *keyCache) service(res int32) *resourceService {
+	if k.services == nil {
+		k.services = make([]resourceService, len(k.t.Resources))
+	}
+	c := &k.services[res]
+	if !c.named {
+		c.name, _ = k.str(k.t.Resources[res].Attrs, keyService)
+		c.named = true
+	}
+	return c
+}
+
+// serviceLabel is label of resource res's service name for l.
+func (k *keyCache) serviceLabel(res int32, l *labeler) label {
+	c := k.service(res)
+	if c.of != l {
+		c.lbl, _ = k.label(k.t.Resources[res].Attrs, keyService, l)
+		c.of = l
+	}
+	return c.lbl
 }
 
 // presentKey is a name of a keyList that the trace holds; at is its place in
@@ -260,8 +314,8 @@ func (k *keyCache) first(attrs []ingest.Attr, keys *keyList) (string, ingest.Val
 					return pk.name, v, true
 				}
 			} else if p := k.rec[pk.at]; p > 0 {
-				v, _ := ingest.Get(attrs[p-1:p], pk.id)
-				return pk.name, v, true
+				// index put there the first attribute of the key.
+				return pk.name, attrs[p-1].Value(), true
 			}
 		}
 		return "", ingest.Value{}, false

@@ -2,6 +2,7 @@ package attribution
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -71,17 +72,21 @@ func tpotSource(r *Request) string {
 // IDs (SGLang slices exported without their context) leaves the stages to
 // the request's latency attributes, which may tell another story.
 func (res *Result) unlinkedStageSpans(t *ingest.Trace, ix *spanIndex, reqs requestSpans) {
+	// The stage names the trace holds, by ID: a span is named one iff its
+	// name's ID is among them (the trace holds each string once), and a
+	// trace with none has no span to look at.
+	ids := spanNameIDs(t, slices.Collect(maps.Keys(stageSpanNames))...)
+	if len(ids) == 0 {
+		return
+	}
 	names := map[string]int{}
 	n := 0
 	for i := range t.Spans {
 		s := &t.Spans[i]
-		if s.Origin != ingest.OriginOTLP {
+		if s.Origin != ingest.OriginOTLP || !slices.Contains(ids, s.Name) {
 			continue
 		}
 		name := t.Str(s.Name)
-		if _, ok := stageSpanNames[name]; !ok {
-			continue
-		}
 		linked := false
 		for p, ok, depth := i, true, 0; ok && !linked && depth < 10_000; depth++ { // depth: parent cycles
 			if p, ok = ix.parent(p); ok {

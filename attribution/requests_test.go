@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/llmprof/llmprof/ingest"
 )
@@ -367,5 +368,51 @@ func TestStageTotalsOfRequests(t *testing.T) {
 	}
 	if _, ok := got["inference"]; ok {
 		t.Errorf("inference listed with no time in it: %+v", out.Stages)
+	}
+}
+
+// TestRequestSize: a Request fills four cache lines exactly (the fields
+// ordered so that no word is half padding), and a byte holds every stage's
+// bit of present and fromSpans.
+func TestRequestSize(t *testing.T) {
+	if n := unsafe.Sizeof(Request{}); n != 256 {
+		t.Errorf("a Request is %d bytes, want 256", n)
+	}
+	var r Request
+	if bits := int(unsafe.Sizeof(r.present)) * 8; bits < int(NumStages) {
+		t.Errorf("present has %d bits for %d stages", bits, NumStages)
+	}
+}
+
+// TestServiceMemo: a resource's service name, read once, is what reading
+// its attributes gives, as a string and as a label of each labeler asked,
+// for a resource with a service name, one with none, and one whose name is
+// no string.
+func TestServiceMemo(t *testing.T) {
+	b := newBuilder()
+	b.resource("app")
+	b.t.Resources = append(b.t.Resources, ingest.Resource{})
+	b.t.Resources = append(b.t.Resources, ingest.Resource{Attrs: []ingest.Attr{b.attr("service.name", 7)}})
+	b.resource("vllm")
+	k := newKeyCache(b.t)
+	fresh := newKeyCache(b.t)
+	l1, l2 := &labeler{t: b.t}, &labeler{t: b.t}
+	for range 2 { // the second time from the memo
+		for res := range b.t.Resources {
+			attrs := b.t.Resources[res].Attrs
+			want, _ := fresh.str(attrs, keyService)
+			if got := k.service(int32(res)).name; got != want {
+				t.Errorf("resource %d: service %q, want %q", res, got, want)
+			}
+			for _, l := range []*labeler{l1, l2, l1} {
+				want, _ := fresh.label(attrs, keyService, l)
+				if got := k.serviceLabel(int32(res), l); got != want || l.str(got) != l.str(want) {
+					t.Errorf("resource %d: label %d (%q), want %d (%q)", res, got, l.str(got), want, l.str(want))
+				}
+			}
+		}
+	}
+	if k.service(3).name != "vllm" || k.service(2).name != "7" || k.service(1).name != "" {
+		t.Errorf("services %q, %q, %q", k.service(3).name, k.service(2).name, k.service(1).name)
 	}
 }

@@ -16,7 +16,8 @@ func TestStageOnlyBuckets(t *testing.T) {
 			t.Errorf("stage %v's bucket %v is not in stageOnlyBuckets", Stage(st), b)
 		}
 	}
-	for present := range uint16(1) << NumStages {
+	for p := range 1 << NumStages {
+		present := uint8(p)
 		before, after := (&Request{present: present}).uncoveredBuckets()
 		if !has(before) || !has(after) {
 			t.Errorf("present %b: uncoveredBuckets %v, %v not in stageOnlyBuckets", present, before, after)

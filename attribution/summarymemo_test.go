@@ -42,7 +42,7 @@ func TestSummaryOfSameRequestsReused(t *testing.T) {
 		t.Fatalf("tenant 0 holds %d of %d requests: the test needs a proper subset", len(some), len(every))
 	}
 
-	sm := newSummarizer(res, tpot, itlCount(res), opts.SLO)
+	sm := summarizerOf(res, tpot, opts.SLO)
 	overall := sm.all("all")
 	first := sm.summarize("first", some, someTPOT)
 	for _, tc := range []struct {
@@ -55,7 +55,7 @@ func TestSummaryOfSameRequestsReused(t *testing.T) {
 		{"the same subset", some, someTPOT, first},
 	} {
 		got := sm.summarize("again", tc.idx, tc.tpot)
-		want := newSummarizer(res, tpot, itlCount(res), opts.SLO).summarizeNew("again", tc.idx, tc.tpot)
+		want := summarizerOf(res, tpot, opts.SLO).summarizeNew("again", tc.idx, tc.tpot)
 		if want.Goodput == nil {
 			t.Fatal("no goodput: the test does not cover its copy")
 		}
@@ -93,6 +93,63 @@ func itlCount(res *Result) int {
 		n += len(res.ITLs(&res.Requests[i]))
 	}
 	return n
+}
+
+// tallyOf tallies the built requests of res as Analyze does while it
+// builds them.
+func tallyOf(res *Result) *requestTally {
+	y := newRequestTally(len(res.Requests))
+	a := requestArena{labels: res.labels, tokens: res.tokenTimes, gaps: res.gaps, segs: res.segs}
+	for i := range res.Requests {
+		y.add(i, &res.Requests[i], &a)
+	}
+	return y
+}
+
+// summarizerOf is the summarizer Analyze makes for res, its known TPOTs
+// tpot, sorted.
+func summarizerOf(res *Result, tpot tpotOrder, slo SLO) *summarizer {
+	y := tallyOf(res)
+	return newSummarizer(res, y.rows, tpot, y.itls, slo)
+}
+
+// TestSummarizerRows: the summarizer's rows, which the tally writes as the
+// requests are built, hold each request's figures, and its inter-token
+// latencies are the requests' own (Result.ITLs), request after request,
+// each row's extent of them its request's.
+func TestSummarizerRows(t *testing.T) {
+	res := Analyze(synthtrace.WithGPU(t, stallingRun(t), true), DefaultOptions)
+	sm := summarizerOf(res, sortedTPOT(res.Requests), SLO{})
+	if len(sm.rows) != len(res.Requests) {
+		t.Fatalf("%d rows for %d requests", len(sm.rows), len(res.Requests))
+	}
+	var itls []float64
+	known := 0
+	for i := range res.Requests {
+		r := &res.Requests[i]
+		from := len(itls)
+		for _, d := range res.ITLs(r) {
+			itls = append(itls, float64(d))
+		}
+		want := summaryRow{ttft: r.TTFT, e2e: r.E2E, queue: r.Queue, arrival: r.Arrival, end: r.End,
+			in: int64(max(r.InputTokens, 0)), out: int64(max(r.OutputTokens, 0)), tokens: r.tokens, itls: extentOf(from, len(itls))}
+		got := sm.rows[i]
+		same := func(a, b float64) bool { return a == b || math.IsNaN(a) && math.IsNaN(b) }
+		if !same(got.ttft, want.ttft) || !same(got.e2e, want.e2e) || !same(got.queue, want.queue) ||
+			got.arrival != want.arrival || got.end != want.end || got.in != want.in || got.out != want.out ||
+			got.tokens != want.tokens || got.itls != want.itls {
+			t.Fatalf("request %d: row %+v, want %+v", i, got, want)
+		}
+		if !math.IsNaN(r.TTFT) {
+			known++
+		}
+	}
+	if len(itls) == 0 || known == 0 {
+		t.Fatal("no inter-token latencies or TTFTs: the test covers nothing")
+	}
+	if !reflect.DeepEqual(sm.itls, itls) {
+		t.Errorf("the summarizer's %d inter-token latencies differ from the requests' %d", len(sm.itls), len(itls))
+	}
 }
 
 // TestTallyCountsITLs: the tally counts the inter-token latencies the
