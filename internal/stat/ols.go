@@ -144,6 +144,13 @@ func GrowSpilled(buf []float64, n int) []float64 {
 // Cond and SolveVecTo call them (the same digits) but on the scaled copy
 // itself: mat.QR copies the n×k matrix again and the right-hand side twice,
 // n·(k+2) floats a fit, on the kernel view's designs of a million rows.
+// Up to maxFusedQR columns (and a finite y) Geqrf and Ormqr are
+// householderQR and applyQT (qr.go), gonum's unblocked routines with the
+// same operations on a column-major scaled copy, to the bit
+// (TestHouseholderQRMatchesGonum); on the tenant regression's designs of
+// the 100 MiB OTLP dump of docs/otlp.md (74,000 rows by 8 columns) they
+// take 0.55× gonum's time, whose Dnrm2, Dscal and Ormqr walked down the
+// row-major matrix's columns a cache line an element.
 func FitOLS(x *mat.Dense, y []float64, sc *Scratch) (*OLS, error) {
 	if sc == nil {
 		sc = &Scratch{}
@@ -158,34 +165,59 @@ func FitOLS(x *mat.Dense, y []float64, sc *Scratch) (*OLS, error) {
 	norms := make([]float64, k)
 	sc.scaled = sc.Grow(sc.scaled, n*k)
 	scaled := sc.scaled
-	if j := unitColumns(x.RawMatrix(), scaled, norms); j >= 0 {
-		return nil, fmt.Errorf("ols: column %d is zero or not finite: %w", j, ErrCollinear)
-	}
-	qr := blas64.General{Rows: n, Cols: k, Stride: k, Data: scaled}
 	tau := make([]float64, k)
 	var query [1]float64
-	lapack64.Geqrf(qr, tau, query[:], -1)
-	work := sc.workspace(int(query[0]))
-	lapack64.Geqrf(qr, tau, work, len(work))
-	r := blas64.Triangular{Uplo: blas.Upper, Diag: blas.NonUnit, N: k, Stride: k, Data: scaled}
+	// householderQR is gonum's Geqrf and Ormqr to the bit on finite
+	// values (a NaN's sign and payload may differ), which the scaled
+	// design always is; it takes the scaled design column-major.
+	fused := k <= maxFusedQR && finite(y)
+	// rdata is R, k×k row-major in its upper triangle.
+	var rdata []float64
+	if fused {
+		if j := unitColumnsT(x.RawMatrix(), scaled, norms); j >= 0 {
+			return nil, fmt.Errorf("ols: column %d is zero or not finite: %w", j, ErrCollinear)
+		}
+		householderQR(scaled, n, k, tau, sc.workspace(k))
+		rdata = make([]float64, k*k)
+		for i := range k {
+			for j := i; j < k; j++ {
+				rdata[i*k+j] = scaled[j*n+i]
+			}
+		}
+	} else {
+		if j := unitColumns(x.RawMatrix(), scaled, norms); j >= 0 {
+			return nil, fmt.Errorf("ols: column %d is zero or not finite: %w", j, ErrCollinear)
+		}
+		qr := blas64.General{Rows: n, Cols: k, Stride: k, Data: scaled}
+		lapack64.Geqrf(qr, tau, query[:], -1)
+		work := sc.workspace(int(query[0]))
+		lapack64.Geqrf(qr, tau, work, len(work))
+		rdata = scaled[:k*k]
+	}
+	r := blas64.Triangular{Uplo: blas.Upper, Diag: blas.NonUnit, N: k, Stride: k, Data: rdata}
 	cond := 1 / lapack64.Trcon(mat.CondNorm, r, make([]float64, 3*k), make([]int, k))
 	if cond > maxCond || math.IsNaN(cond) {
 		return nil, fmt.Errorf("ols: condition number %.3g: %w", cond, ErrCollinear)
 	}
 	// β of the scaled design: Qᵀy, then R⁻¹ of its first k entries.
 	sc.rhs = sc.Grow(sc.rhs, n)
-	copy(sc.rhs, y)
 	rhs := blas64.General{Rows: n, Cols: 1, Stride: 1, Data: sc.rhs}
-	lapack64.Ormqr(blas.Left, blas.Trans, qr, tau, rhs, query[:], -1)
-	work = sc.workspace(int(query[0]))
-	lapack64.Ormqr(blas.Left, blas.Trans, qr, tau, rhs, work, len(work))
+	copy(sc.rhs, y)
+	if fused {
+		applyQT(scaled, n, k, tau, sc.rhs)
+	} else {
+		qr := blas64.General{Rows: n, Cols: k, Stride: k, Data: scaled}
+		lapack64.Ormqr(blas.Left, blas.Trans, qr, tau, rhs, query[:], -1)
+		work := sc.workspace(int(query[0]))
+		lapack64.Ormqr(blas.Left, blas.Trans, qr, tau, rhs, work, len(work))
+	}
 	if !lapack64.Trtrs(blas.NoTrans, r, rhs) {
 		return nil, fmt.Errorf("ols: %v: %w", mat.Condition(math.Inf(1)), ErrCollinear)
 	}
 	rk := mat.NewTriDense(k, mat.Upper, nil)
 	for i := 0; i < k; i++ {
 		for j := i; j < k; j++ {
-			rk.SetTri(i, j, scaled[i*k+j])
+			rk.SetTri(i, j, rdata[i*k+j])
 		}
 	}
 	var rinv mat.TriDense
@@ -195,7 +227,7 @@ func FitOLS(x *mat.Dense, y []float64, sc *Scratch) (*OLS, error) {
 	f := &OLS{N: n, K: k, X: x, Y: y, Beta: make([]float64, k), Cond: cond, MinPivot: math.Inf(1)}
 	for j := range f.Beta {
 		f.Beta[j] = sc.rhs[j] / norms[j]
-		f.MinPivot = math.Min(f.MinPivot, math.Abs(scaled[j*k+j]))
+		f.MinPivot = math.Min(f.MinPivot, math.Abs(rdata[j*k+j]))
 	}
 	// (X'X)⁻¹ = D⁻¹ R⁻¹ R⁻ᵀ D⁻¹ with D the column norms.
 	f.XtXInv = mat.NewSymDense(k, nil)
@@ -221,6 +253,16 @@ func FitOLS(x *mat.Dense, y []float64, sc *Scratch) (*OLS, error) {
 		f.RSS += f.Resid[i] * f.Resid[i]
 	}
 	return f, nil
+}
+
+// finite reports whether every element of x is finite.
+func finite(x []float64) bool {
+	for _, v := range x {
+		if v-v != 0 { // NaN or ±Inf
+			return false
+		}
+	}
+	return true
 }
 
 // unitColumns writes x's columns divided by their Euclidean norms into
@@ -252,6 +294,35 @@ func unitColumns(x blas64.General, scaled, norms []float64) int {
 		row, out := x.Data[i*x.Stride:][:len(norms)], scaled[i*k:][:len(norms)]
 		for j, v := range row {
 			out[j] = v / norms[j]
+		}
+	}
+	return -1
+}
+
+// unitColumnsT is unitColumns writing scaled column-major (column j at
+// scaled[j·n:(j+1)·n]), as householderQR takes it: the same norms, summed
+// the same way, and the same quotients.
+func unitColumnsT(x blas64.General, scaled, norms []float64) int {
+	n, k := x.Rows, x.Cols
+	norms = norms[:k]
+	clear(norms)
+	for i := 0; i < n; i++ {
+		row := x.Data[i*x.Stride:][:len(norms)]
+		for j, v := range row {
+			norms[j] += v * v
+		}
+	}
+	for j, ss := range norms {
+		norms[j] = math.Sqrt(ss)
+		if norms[j] == 0 || math.IsNaN(norms[j]) || math.IsInf(norms[j], 0) {
+			return j
+		}
+	}
+	scaled = scaled[:n*k]
+	for i := 0; i < n; i++ {
+		row := x.Data[i*x.Stride:][:len(norms)]
+		for j, v := range row {
+			scaled[j*n+i] = v / norms[j]
 		}
 	}
 	return -1
