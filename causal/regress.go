@@ -766,7 +766,7 @@ func fitColumnsReusing(cols [][]float64, y []float64, sc *olsScratch) (*olsFit, 
 	}
 	sc.growDesign(len(cols) * len(cols[0]))
 	columnsInto(cols, sc.design)
-	return fitRowMajor(sc.design, len(cols), y, sc)
+	return fitDesignColumns(sc.design, cols, len(cols), y, sc)
 }
 
 // fitRowMajor is fitColumnsReusing of a design already laid out in
@@ -774,12 +774,26 @@ func fitColumnsReusing(cols [][]float64, y []float64, sc *olsScratch) (*olsFit, 
 // residualized columns there directly). The columns are taken apart only
 // when the QR reports collinearity.
 func fitRowMajor(design []float64, k int, y []float64, sc *olsScratch) (*olsFit, []bool, error) {
+	return fitDesignColumns(design, nil, k, y, sc)
+}
+
+// fitDesignColumns is fitRowMajor of a design whose columns are also cols (nil:
+// taken from the design when needed), from which stat.FitOLSColumns makes
+// its scaled copy.
+func fitDesignColumns(design []float64, cols [][]float64, k int, y []float64, sc *olsScratch) (*olsFit, []bool, error) {
 	n := len(y)
 	keep := make([]bool, k)
 	for j := range keep {
 		keep[j] = true
 	}
-	fit, err := stat.FitOLS(mat.NewDense(n, k, design[:n*k]), y, &sc.fit)
+	x := mat.NewDense(n, k, design[:n*k])
+	var fit *stat.OLS
+	var err error
+	if cols != nil {
+		fit, err = stat.FitOLSColumns(x, cols, y, &sc.fit)
+	} else {
+		fit, err = stat.FitOLS(x, y, &sc.fit)
+	}
 	if err != nil && errors.Is(err, stat.ErrCollinear) {
 		cols := make([][]float64, k)
 		for j := range cols {
@@ -789,7 +803,8 @@ func fitRowMajor(design []float64, k int, y []float64, sc *olsScratch) (*olsFit,
 			}
 		}
 		keep = independent(cols, 1e-8)
-		fit, err = stat.FitOLS(columnsInto(pick(cols, keep), sc.design), y, &sc.fit)
+		kept := pick(cols, keep)
+		fit, err = stat.FitOLSColumns(columnsInto(kept, sc.design), kept, y, &sc.fit)
 	}
 	if err != nil {
 		return nil, keep, err

@@ -152,6 +152,21 @@ func GrowSpilled(buf []float64, n int) []float64 {
 // take 0.55× gonum's time, whose Dnrm2, Dscal and Ormqr walked down the
 // row-major matrix's columns a cache line an element.
 func FitOLS(x *mat.Dense, y []float64, sc *Scratch) (*OLS, error) {
+	return fitOLS(x, nil, y, sc)
+}
+
+// FitOLSColumns is FitOLS of x given also as its columns, cols[j] column
+// j of x (the same values): where FitOLS factors a column-major scaled
+// copy (householderQR) it is made from the columns, without reading x
+// twice more row by row.
+func FitOLSColumns(x *mat.Dense, cols [][]float64, y []float64, sc *Scratch) (*OLS, error) {
+	if _, k := x.Dims(); len(cols) != k {
+		return nil, fmt.Errorf("ols: %d columns given for a design of %d", len(cols), k)
+	}
+	return fitOLS(x, cols, y, sc)
+}
+
+func fitOLS(x *mat.Dense, cols [][]float64, y []float64, sc *Scratch) (*OLS, error) {
 	if sc == nil {
 		sc = &Scratch{}
 	}
@@ -170,11 +185,17 @@ func FitOLS(x *mat.Dense, y []float64, sc *Scratch) (*OLS, error) {
 	// householderQR is gonum's Geqrf and Ormqr to the bit on finite
 	// values (a NaN's sign and payload may differ), which the scaled
 	// design always is; it takes the scaled design column-major.
-	fused := k <= maxFusedQR && finite(y)
+	fused := k <= fusedQRWidth && finite(y)
 	// rdata is R, k×k row-major in its upper triangle.
 	var rdata []float64
 	if fused {
-		if j := unitColumnsT(x.RawMatrix(), scaled, norms); j >= 0 {
+		j := -1
+		if cols != nil {
+			j = unitColumnsOf(cols, scaled, norms)
+		} else {
+			j = unitColumnsT(x.RawMatrix(), scaled, norms)
+		}
+		if j >= 0 {
 			return nil, fmt.Errorf("ols: column %d is zero or not finite: %w", j, ErrCollinear)
 		}
 		householderQR(scaled, n, k, tau, sc.workspace(k))
@@ -255,6 +276,10 @@ func FitOLS(x *mat.Dense, y []float64, sc *Scratch) (*OLS, error) {
 	return f, nil
 }
 
+// fusedQRWidth is the widest design FitOLS factors by householderQR:
+// maxFusedQR, or 0 for the tests that compare it with gonum's routines.
+var fusedQRWidth = maxFusedQR
+
 // finite reports whether every element of x is finite.
 func finite(x []float64) bool {
 	for _, v := range x {
@@ -323,6 +348,38 @@ func unitColumnsT(x blas64.General, scaled, norms []float64) int {
 		row := x.Data[i*x.Stride:][:len(norms)]
 		for j, v := range row {
 			scaled[j*n+i] = v / norms[j]
+		}
+	}
+	return -1
+}
+
+// unitColumnsOf is unitColumnsT of the design whose columns are cols:
+// each norm sums its column's squares from the first row down, as
+// unitColumns does, and each column is scaled in one pass down it.
+func unitColumnsOf(cols [][]float64, scaled, norms []float64) int {
+	k := len(cols)
+	n := len(cols[0])
+	norms = norms[:k]
+	for j, c := range cols {
+		ss := 0.0
+		for _, v := range c[:n] {
+			ss += v * v
+		}
+		norms[j] = math.Sqrt(ss)
+		if norms[j] == 0 || math.IsNaN(norms[j]) || math.IsInf(norms[j], 0) {
+			return j
+		}
+	}
+	for j, c := range cols {
+		out, nj := scaled[j*n:(j+1)*n], norms[j]
+		// A value the same to the bit as the row before's has the same
+		// quotient: the constant column divides once.
+		last, q := uint64(0), 0/nj
+		for i, v := range c[:len(out)] {
+			if b := math.Float64bits(v); b != last || i == 0 {
+				last, q = b, v/nj
+			}
+			out[i] = q
 		}
 	}
 	return -1

@@ -220,6 +220,70 @@ func TestFitOLSFailureKeepsResiduals(t *testing.T) {
 	}
 }
 
+// sameFit reports how two fits of the same data differ to the bit, or "".
+func sameFit(a, b *OLS) string {
+	switch {
+	case sameBits(a.Beta, b.Beta) >= 0:
+		return fmt.Sprintf("beta %v, %v", a.Beta, b.Beta)
+	case sameBits(a.Resid, b.Resid) >= 0:
+		return fmt.Sprintf("residual %d", sameBits(a.Resid, b.Resid))
+	case sameBits(a.XtXInv.RawSymmetric().Data, b.XtXInv.RawSymmetric().Data) >= 0:
+		return "(X'X)⁻¹"
+	case sameBits([]float64{a.RSS, a.Cond, a.MinPivot}, []float64{b.RSS, b.Cond, b.MinPivot}) >= 0:
+		return fmt.Sprintf("RSS, cond, min pivot %v %v %v, %v %v %v", a.RSS, a.Cond, a.MinPivot, b.RSS, b.Cond, b.MinPivot)
+	}
+	return ""
+}
+
+// TestFitOLSFusedMatchesGonum checks FitOLS and FitOLSColumns, which
+// factor by householderQR, against FitOLS through gonum's Geqrf and
+// Ormqr (fusedQRWidth 0), every figure to the bit, on the finite designs
+// of qrCases with a constant column added.
+func TestFitOLSFusedMatchesGonum(t *testing.T) {
+	fitted := 0
+	for _, c := range qrCases() {
+		if c.nonFinite {
+			continue
+		}
+		n, k := c.m+1, c.k+1
+		x := make([]float64, n*k)
+		cols := make([][]float64, k)
+		for j := range cols {
+			cols[j] = make([]float64, n)
+		}
+		for i := range n {
+			x[i*k], cols[0][i] = 1, 1
+			for j := 1; j < k; j++ {
+				v := c.a[(i%c.m)*c.k+j-1] + float64(i)*1e-3*float64(j)
+				x[i*k+j], cols[j][i] = v, v
+			}
+		}
+		y := append(append([]float64(nil), c.y...), 0.5)
+		fusedQRWidth = 0
+		want, wantErr := FitOLS(mat.NewDense(n, k, x), y, nil)
+		fusedQRWidth = maxFusedQR
+		got, gotErr := FitOLS(mat.NewDense(n, k, x), y, nil)
+		gotCols, gotColsErr := FitOLSColumns(mat.NewDense(n, k, x), cols, y, nil)
+		if (wantErr != nil) != (gotErr != nil) || (wantErr != nil) != (gotColsErr != nil) {
+			t.Errorf("%s: errors %v, %v, gonum's %v", c.name, gotErr, gotColsErr, wantErr)
+			continue
+		}
+		if wantErr != nil {
+			continue
+		}
+		fitted++
+		if d := sameFit(got, want); d != "" {
+			t.Errorf("%s: FitOLS differs from gonum's: %s", c.name, d)
+		}
+		if d := sameFit(gotCols, want); d != "" {
+			t.Errorf("%s: FitOLSColumns differs from gonum's: %s", c.name, d)
+		}
+	}
+	if fitted < 40 {
+		t.Errorf("only %d of the designs fitted", fitted)
+	}
+}
+
 func BenchmarkHouseholderQR(b *testing.B) {
 	for _, m := range []int{7400, 74000} {
 		k := 8
