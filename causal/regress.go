@@ -296,10 +296,9 @@ func requestRegression(target string, m Metric, rows targetRows, load *Load, o O
 	}
 	// CV3 by default; CV1 only when leaving a cluster out is singular.
 	seKind := SEClusterJackknife
-	cov, g, ok := fit.clusterJackknife(groups)
+	cov, g, ok := fit.clusterJackknifeOrCR1(groups)
 	if !ok {
 		seKind = SEClusterCR1
-		cov, g = fit.cluster(groups)
 	}
 	naive := fit.Classical()
 	seCl, seNaive := se(cov), se(naive)

@@ -480,6 +480,31 @@ func (f *OLS) Cluster(groups []int, factor SmallSample) (*mat.SymDense, int) {
 // dropping some cluster leaves a singular design (the caller falls back to
 // CV1).
 func (f *OLS) ClusterJackknife(groups []int) (v *mat.SymDense, g int, ok bool) {
+	v, _, g, ok = f.clusterJackknife(groups, StataCR1, false)
+	return v, g, ok
+}
+
+// ClusterJackknifeOrCR1 is ClusterJackknife, and where it is not ok
+// (leaving some cluster out is singular) Cluster(groups, factor) instead,
+// from the clusters' scores the jackknife summed (the same sums in the
+// same order): ok says which it is.
+func (f *OLS) ClusterJackknifeOrCR1(groups []int, factor SmallSample) (v *mat.SymDense, g int, ok bool) {
+	var cr1 *mat.SymDense
+	v, cr1, g, ok = f.clusterJackknife(groups, factor, true)
+	if !ok {
+		return cr1, g, false
+	}
+	return v, g, true
+}
+
+// clusterJackknife is ClusterJackknife and, where it is not ok and
+// fallback, Cluster(groups, factor) from the scores it summed (cr1).
+//
+// A cluster's X'X and score take two of its rows at a time where they
+// are next to each other, each sum the first row's product and then the
+// second's: the order a row at a time takes, with each sum read and
+// written once for two rows.
+func (f *OLS) clusterJackknife(groups []int, factor SmallSample, fallback bool) (v, cr1 *mat.SymDense, g int, ok bool) {
 	k := f.K
 	type part struct {
 		xtx   []float64
@@ -489,7 +514,7 @@ func (f *OLS) ClusterJackknife(groups []int) (v *mat.SymDense, g int, ok bool) {
 	var order []int
 	xtx := make([]float64, k*k)
 	var p *part
-	for i := 0; i < f.N; i++ {
+	for i := 0; i < f.N; {
 		// Rows of one cluster often come in a run (time blocks): look the
 		// cluster up only when the label changes.
 		if i == 0 || groups[i] != groups[i-1] {
@@ -504,22 +529,58 @@ func (f *OLS) ClusterJackknife(groups []int) (v *mat.SymDense, g int, ok bool) {
 		row := f.X.RawRowView(i)[:k]
 		e := f.Resid[i]
 		score := p.score[:len(row)]
+		if i+1 < f.N && groups[i+1] == groups[i] {
+			row1 := f.X.RawRowView(i + 1)[:len(row)]
+			e1 := f.Resid[i+1]
+			for a, ra := range row {
+				ra1 := row1[a]
+				sa := score[a]
+				sa += ra * e
+				sa += ra1 * e1
+				score[a] = sa
+				// Row a of the cluster's X'X from its diagonal on, and
+				// the rows' entries it is multiplied by, as slices of
+				// one length: no bounds check in the loop.
+				rb, rb1 := row[a:], row1[a:]
+				xtx := p.xtx[a*k+a:][:len(rb)]
+				rb1 = rb1[:len(rb)]
+				for b, v := range rb {
+					t := xtx[b]
+					t += ra * v
+					t += ra1 * rb1[b]
+					xtx[b] = t
+				}
+			}
+			i += 2
+			continue
+		}
 		for a, ra := range row {
 			score[a] += ra * e
-			// Row a of the cluster's X'X from its diagonal on, and the
-			// row's entries it is multiplied by, as slices of one length:
-			// no bounds check in the loop, where each entry took three.
 			rb := row[a:]
 			xtx := p.xtx[a*k+a:][:len(rb)]
 			for b, v := range rb {
 				xtx[b] += ra * v
 			}
 		}
+		i++
 	}
 	for _, label := range order { // in a fixed order: the same inputs, the same digits
 		for a := range xtx {
 			xtx[a] += parts[label].xtx[a]
 		}
+	}
+	// fail is the jackknife's answer where some cluster cannot be left
+	// out, with CR1 from the scores where asked for (Cluster's meat).
+	fail := func() (v, cr1 *mat.SymDense, g int, ok bool) {
+		if !fallback {
+			return nil, nil, len(order), false
+		}
+		meat := mat.NewSymDense(k, nil)
+		for _, label := range order {
+			meat.SymRankOne(meat, 1, mat.NewVecDense(k, parts[label].score))
+		}
+		g = len(order)
+		return nil, f.sandwich(meat, f.clusterFactor(factor, g)), g, false
 	}
 	acc := mat.NewSymDense(k, nil)
 	a := mat.NewSymDense(k, nil)
@@ -533,16 +594,16 @@ func (f *OLS) ClusterJackknife(groups []int) (v *mat.SymDense, g int, ok bool) {
 			}
 		}
 		if !ch.Factorize(a) {
-			return nil, len(order), false
+			return fail()
 		}
 		if err := ch.SolveVecTo(&d, mat.NewVecDense(k, p.score)); err != nil {
-			return nil, len(order), false
+			return fail()
 		}
 		acc.SymRankOne(acc, 1, &d)
 	}
 	g = len(order)
 	acc.ScaleSym(float64(g-1)/float64(g), acc)
-	return acc, g, true
+	return acc, nil, g, true
 }
 
 // NeweyWest is the Newey–West (1987, Econometrica 55:703) HAC covariance with
