@@ -569,7 +569,23 @@ func share(lat, x []float64, base, beta float64) float64 {
 func shares3(rows []obs, x []float64, base, b1, b2, b3 float64) (s1, s2, s3 float64) {
 	var n1, n2, n3, den float64
 	x = x[:len(rows)]
-	for i := range rows {
+	// Two rows a step (expm1x6), each sum taking the first row's term and
+	// then the second's.
+	i := 0
+	for ; i+1 < len(rows); i += 2 {
+		lat, d := rows[i].lat, x[i]-base
+		latB, dB := rows[i+1].lat, x[i+1]-base
+		e1, e2, e3, f1, f2, f3 := expm1x6(-b1*d, -b2*d, -b3*d, -b1*dB, -b2*dB, -b3*dB)
+		n1 += lat * -e1
+		n2 += lat * -e2
+		n3 += lat * -e3
+		den += lat
+		n1 += latB * -f1
+		n2 += latB * -f2
+		n3 += latB * -f3
+		den += latB
+	}
+	if i < len(rows) {
 		lat, d := rows[i].lat, x[i]-base
 		e1, e2, e3 := expm1x3(-b1*d, -b2*d, -b3*d)
 		n1 += lat * -e1
