@@ -113,7 +113,11 @@ func householderQR(a []float64, m, k int, tau, w []float64) {
 		for ; j+3 <= lastCol; j += 4 {
 			reflect4(col(j)[i:last+1], col(j + 1)[i:last+1], col(j + 2)[i:last+1], col(j + 3)[i:last+1], v, negTau, w[j:j+4])
 		}
-		for ; j <= lastCol; j++ {
+		if j+1 <= lastCol {
+			reflect2(col(j)[i:last+1], col(j + 1)[i:last+1], v, negTau, w[j], w[j+1])
+			j += 2
+		}
+		if j <= lastCol {
 			reflect(col(j)[i:last+1], v, negTau, w[j])
 		}
 	}
@@ -207,6 +211,21 @@ func reflect4(c0, c1, c2, c3, v []float64, negTau float64, w []float64) {
 		c1[r] += w1 * t
 		c2[r] += w2 * t
 		c3[r] += w3 * t
+	}
+}
+
+// reflect2 is reflect of two columns, side by side.
+func reflect2(c0, c1, v []float64, negTau, w0, w1 float64) {
+	n := len(v) + 1
+	c0, c1 = c0[:n], c1[:n]
+	t := negTau * 1
+	c0[0] += w0 * t
+	c1[0] += w1 * t
+	c0, c1 = c0[1:], c1[1:]
+	for r, vr := range v {
+		t := negTau * vr
+		c0[r] += w0 * t
+		c1[r] += w1 * t
 	}
 }
 
