@@ -281,27 +281,46 @@ func (l *Load) exposure(k int, w window) float64 {
 // exposuresInto sets xs[j][r] to Exposure(ks[j], rows[r].start,
 // rows[r].end), placing each window on the grid once for all the tenants
 // rather than once per tenant (two integer and two float divisions a
-// window: most of an exposure's work).
+// window: most of an exposure's work), and, where spreads is not nil,
+// spreads[j] to xs[j]'s (spreadOf: its bounds, as it is written, where
+// variationProblem read all of it again).
 //
 // A window with both ends inside the grid, most of them, takes cumAt's
 // in-grid case for every tenant without deciding it again for each: the
 // same two lookups, product and sum at each end, the same digits.
-func (l *Load) exposuresInto(ks []int, rows []obs, xs [][]float64) {
+func (l *Load) exposuresInto(ks []int, rows []obs, xs [][]float64, spreads []spread) {
 	if l.cum == nil {
 		l.finish()
+	}
+	if spreads != nil {
+		for j := range ks {
+			spreads[j] = newSpread()
+		}
 	}
 	for r := range rows {
 		w := l.Grid.window(rows[r].start, rows[r].end)
 		if w.point || w.from.bin < 0 || w.to.bin >= l.Grid.N {
 			for j, k := range ks {
 				xs[j][r] = l.exposure(k, w)
+				if spreads != nil {
+					spreads[j].add(xs[j][r])
+				}
 			}
 			continue
 		}
 		from, ff, to, tf := w.from.bin, w.from.frac, w.to.bin, w.to.frac
+		if spreads == nil {
+			for j, k := range ks {
+				cum, v := l.cum[k], l.Values[k]
+				xs[j][r] = ((cum[to] + tf*v[to]) - (cum[from] + ff*v[from])) * w.width / w.length
+			}
+			continue
+		}
 		for j, k := range ks {
 			cum, v := l.cum[k], l.Values[k]
-			xs[j][r] = ((cum[to] + tf*v[to]) - (cum[from] + ff*v[from])) * w.width / w.length
+			x := ((cum[to] + tf*v[to]) - (cum[from] + ff*v[from])) * w.width / w.length
+			xs[j][r] = x
+			spreads[j].add(x)
 		}
 	}
 }

@@ -215,11 +215,12 @@ func requestRegression(target string, m Metric, rows targetRows, load *Load, o O
 	for i := range sources {
 		xs[i] = all[i*n : (i+1)*n : (i+1)*n]
 	}
-	load.exposuresInto(sources, rows.obs, xs)
+	spreads := make([]spread, len(sources))
+	load.exposuresInto(sources, rows.obs, xs, spreads)
 	for i, k := range sources {
 		colOf[i] = -1
 		x := xs[i]
-		if reason := variationProblem(x, load.Tenants[k], target, m, load.Kind); reason != "" {
+		if reason := spreads[i].problem(load.Tenants[k], target, m, load.Kind); reason != "" {
 			pairs[i] = notEstimable(load.Tenants[k], target, m, reason)
 			pairs[i].Requests = n
 			continue
@@ -522,26 +523,53 @@ func failOpen(pairs []*Pair, sources []int, load *Load, target string, m Metric,
 // variationProblem says why a source's exposure cannot carry a coefficient,
 // or "" when it can.
 func variationProblem(x []float64, source, target string, m Metric, kind LoadKind) string {
-	// Plain comparisons rather than math.Min and math.Max, whose NaN and
-	// signed-zero handling made this a tenth of the regression's time: a NaN
-	// (which made both bounds NaN, and neither case below true) returns "",
-	// and the sign of a zero bound changes neither case.
-	lo, hi := math.Inf(1), math.Inf(-1)
+	return spreadOf(x).problem(source, target, m, kind)
+}
+
+// spread is what variationProblem reads of a sample: its least and
+// greatest values by plain comparisons in the sample's order, and whether
+// it holds a NaN. Plain comparisons rather than math.Min and math.Max,
+// whose NaN and signed-zero handling made this a tenth of the regression's
+// time: a NaN (which made both bounds NaN, and neither case of problem
+// true) gives "", and the sign of a zero bound changes neither case.
+type spread struct {
+	lo, hi float64
+	nan    bool
+}
+
+func newSpread() spread { return spread{lo: math.Inf(1), hi: math.Inf(-1)} }
+
+// add takes v, the sample's next value, into s.
+func (s *spread) add(v float64) {
+	if v != v {
+		s.nan = true
+	}
+	if v < s.lo {
+		s.lo = v
+	}
+	if v > s.hi {
+		s.hi = v
+	}
+}
+
+// spreadOf is the spread of x.
+func spreadOf(x []float64) spread {
+	s := newSpread()
 	for _, v := range x {
-		if v != v {
-			return ""
-		}
-		if v < lo {
-			lo = v
-		}
-		if v > hi {
-			hi = v
-		}
+		s.add(v)
+	}
+	return s
+}
+
+// problem is variationProblem's answer for a sample of spread s.
+func (s spread) problem(source, target string, m Metric, kind LoadKind) string {
+	if s.nan {
+		return ""
 	}
 	switch {
-	case hi <= 0:
+	case s.hi <= 0:
 		return fmt.Sprintf("%s had no %s load during %s's %s windows", source, kind, target, m)
-	case hi-lo <= 1e-9*math.Max(1, math.Abs(hi)):
+	case s.hi-s.lo <= 1e-9*math.Max(1, math.Abs(s.hi)):
 		return fmt.Sprintf("%s's %s load did not vary during %s's %s windows", source, kind, target, m)
 	}
 	return ""
