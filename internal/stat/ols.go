@@ -145,7 +145,7 @@ func GrowSpilled(buf []float64, n int) []float64 {
 // itself: mat.QR copies the n×k matrix again and the right-hand side twice,
 // n·(k+2) floats a fit, on the kernel view's designs of a million rows.
 // Up to maxFusedQR columns (and a finite y) Geqrf and Ormqr are
-// householderQR and applyQT (qr.go), gonum's unblocked routines with the
+// householderQR (qr.go), gonum's unblocked routines with the
 // same operations on a column-major scaled copy, to the bit
 // (TestHouseholderQRMatchesGonum); on the tenant regression's designs of
 // the 100 MiB OTLP dump of docs/otlp.md (74,000 rows by 8 columns) they
@@ -198,7 +198,11 @@ func fitOLS(x *mat.Dense, cols [][]float64, y []float64, sc *Scratch) (*OLS, err
 		if j >= 0 {
 			return nil, fmt.Errorf("ols: column %d is zero or not finite: %w", j, ErrCollinear)
 		}
-		householderQR(scaled, n, k, tau, sc.workspace(k))
+		// Qᵀy in the same passes, in the right-hand side's memory (the
+		// residuals of the fit before are gone then, fitted or not).
+		sc.rhs = sc.Grow(sc.rhs, n)
+		copy(sc.rhs, y)
+		householderQR(scaled, n, k, tau, sc.rhs, sc.workspace(k))
 		rdata = make([]float64, k*k)
 		for i := range k {
 			for j := i; j < k; j++ {
@@ -221,17 +225,16 @@ func fitOLS(x *mat.Dense, cols [][]float64, y []float64, sc *Scratch) (*OLS, err
 		return nil, fmt.Errorf("ols: condition number %.3g: %w", cond, ErrCollinear)
 	}
 	// β of the scaled design: Qᵀy, then R⁻¹ of its first k entries.
-	sc.rhs = sc.Grow(sc.rhs, n)
-	rhs := blas64.General{Rows: n, Cols: 1, Stride: 1, Data: sc.rhs}
-	copy(sc.rhs, y)
-	if fused {
-		applyQT(scaled, n, k, tau, sc.rhs)
-	} else {
+	if !fused {
+		sc.rhs = sc.Grow(sc.rhs, n)
+		copy(sc.rhs, y)
+		rhs := blas64.General{Rows: n, Cols: 1, Stride: 1, Data: sc.rhs}
 		qr := blas64.General{Rows: n, Cols: k, Stride: k, Data: scaled}
 		lapack64.Ormqr(blas.Left, blas.Trans, qr, tau, rhs, query[:], -1)
 		work := sc.workspace(int(query[0]))
 		lapack64.Ormqr(blas.Left, blas.Trans, qr, tau, rhs, work, len(work))
 	}
+	rhs := blas64.General{Rows: n, Cols: 1, Stride: 1, Data: sc.rhs}
 	if !lapack64.Trtrs(blas.NoTrans, r, rhs) {
 		return nil, fmt.Errorf("ols: %v: %w", mat.Condition(math.Inf(1)), ErrCollinear)
 	}

@@ -13,8 +13,10 @@ const qrSafmin = 0x1p-1022 / 0x1p-53
 
 // householderQR is gonum's lapack64.Geqrf of a (m×k, k ≤ maxFusedQR <
 // m) into its Householder reflectors and R, with tau their scalars,
-// the same operations in the same order on every element, so the same
-// bits (applyQT is the Ormqr that follows it). a is
+// followed, where y is not nil, by lapack64.Ormqr(Left, Trans) of those
+// reflectors on the column y (m long), which then holds Qᵀ of what it
+// held: the same operations in the same order on every element, so the
+// same bits. a is
 // column-major here (column j is a[j·m:(j+1)·m]), where gonum's is
 // row-major: the factor is the same matrix, each element computed alike.
 //
@@ -22,21 +24,28 @@ const qrSafmin = 0x1p-1022 / 0x1p-53
 // diagonal by Dnrm2's scaled sums, β, τ and the column scaled by 1/(α−β):
 // v, with v_i = 1) and Dlarf's application to the columns right of it
 // (w = Cᵀv by Dgemv, then C −= τ v wᵀ by Dger, over the rows up to v's
-// last nonzero element and the columns up to C's last nonzero one). Each
-// of w's sums runs over the rows in
-// order from 0, as gonum's GemvT (internal/asm/f64, and its Go version)
+// last nonzero element and the columns up to C's last nonzero one);
+// Dorm2r applies reflector i to y the same way once a is factored, and
+// since nothing after step i changes v_i, τ_i or the rows of y it reads,
+// it is applied at step i here, y one more column beside C's. Each of w's
+// sums runs over the rows in order from 0, as gonum's GemvT (internal/asm/f64, and its Go version)
 // adds them, each of Dger's products is the one it forms, and each element
 // is updated once a reflector. What differs is the order among
 // independent elements: gonum sweeps the row-major matrix a row at a
 // time, where Dnrm2, Dscal and Ormqr's products walk down its columns (a
 // cache line for each element); here each of those walks is down a
-// contiguous column, and w's sums run four columns side by side.
+// contiguous column, and w's sums run four columns side by side (y's,
+// alone in a pass of its own, waited on each addition before the next).
 //
 // w is scratch of k floats at least.
-func householderQR(a []float64, m, k int, tau, w []float64) {
+func householderQR(a []float64, m, k int, tau, y, w []float64) {
 	a = a[:m*k]
 	w = w[:k]
+	if y != nil {
+		y = y[:m]
+	}
 	col := func(j int) []float64 { return a[j*m : (j+1)*m : (j+1)*m] }
+	var colsBuf [maxFusedQR][]float64
 	for i := 0; i < k; i++ {
 		ci := col(i)
 		alpha := ci[i]
@@ -97,51 +106,41 @@ func householderQR(a []float64, m, k int, tau, w []float64) {
 				}
 			}
 		}
+		// The columns reflector i applies to, and y where Dorm2r's Dlarf
+		// would apply it (Iladlc of its one column: a nonzero element in
+		// those rows).
+		cs := colsBuf[:0]
+		for j := i + 1; j <= lastCol; j++ {
+			cs = append(cs, col(j)[i:last+1])
+		}
+		if y != nil {
+			if yi := y[i : last+1]; yi[0] != 0 || yi[len(yi)-1] != 0 || anyNonzero(yi) {
+				cs = append(cs, yi)
+			}
+		}
+		ws := w[:len(cs)]
+		j := 0
+		for ; j+4 <= len(cs); j += 4 {
+			ws[j], ws[j+1], ws[j+2], ws[j+3] = project4(cs[j], cs[j+1], cs[j+2], cs[j+3], v)
+		}
+		if j+2 <= len(cs) {
+			ws[j], ws[j+1] = project2(cs[j], cs[j+1], v)
+			j += 2
+		}
+		if j < len(cs) {
+			ws[j] = project(cs[j], v)
+		}
 		negTau := -t
-		j := i + 1
-		for ; j+3 <= lastCol; j += 4 {
-			w[j], w[j+1], w[j+2], w[j+3] = project4(col(j)[i:last+1], col(j + 1)[i:last+1], col(j + 2)[i:last+1], col(j + 3)[i:last+1], v)
+		j = 0
+		for ; j+4 <= len(cs); j += 4 {
+			reflect4(cs[j], cs[j+1], cs[j+2], cs[j+3], v, negTau, ws[j:j+4])
 		}
-		if j+1 <= lastCol {
-			w[j], w[j+1] = project2(col(j)[i:last+1], col(j + 1)[i:last+1], v)
+		if j+2 <= len(cs) {
+			reflect2(cs[j], cs[j+1], v, negTau, ws[j], ws[j+1])
 			j += 2
 		}
-		if j <= lastCol {
-			w[j] = project(col(j)[i:last+1], v)
-		}
-		j = i + 1
-		for ; j+3 <= lastCol; j += 4 {
-			reflect4(col(j)[i:last+1], col(j + 1)[i:last+1], col(j + 2)[i:last+1], col(j + 3)[i:last+1], v, negTau, w[j:j+4])
-		}
-		if j+1 <= lastCol {
-			reflect2(col(j)[i:last+1], col(j + 1)[i:last+1], v, negTau, w[j], w[j+1])
-			j += 2
-		}
-		if j <= lastCol {
-			reflect(col(j)[i:last+1], v, negTau, w[j])
-		}
-	}
-}
-
-// applyQT is gonum's lapack64.Ormqr(Left, Trans) on the column y (m long)
-// of the reflectors householderQR left in a and tau (its Dorm2r: reflector
-// i by Dlarf, over the rows up to v's last nonzero element, when y has a
-// nonzero element there), in the order and with the operations Ormqr
-// takes; v is contiguous in the column-major a.
-func applyQT(a []float64, m, k int, tau, y []float64) {
-	y = y[:m]
-	for i := range k {
-		if tau[i] == 0 {
-			continue
-		}
-		ci := a[i*m : (i+1)*m]
-		last := m - 1
-		for last > i && ci[last] == 0 {
-			last--
-		}
-		if yi := y[i : last+1]; yi[0] != 0 || yi[len(yi)-1] != 0 || anyNonzero(yi) {
-			v := ci[i+1 : last+1]
-			reflect(yi, v, -tau[i], project(yi, v))
+		if j < len(cs) {
+			reflect(cs[j], v, negTau, ws[j])
 		}
 	}
 }
