@@ -47,9 +47,10 @@ const controlCoverage = 0.9
 // (requestRegression's lat). Its controls are a part of the regression's
 // table (regressScratch.reserve), given back with it.
 type rowScratch struct {
-	base []*Request
 	obs  []obs
 	ctrl []float64
+	// oks says, beside ctrl's values, whether each is known.
+	oks []bool
 	// logs[n] is math.Log(n) for the token counts n seen so far (0: not
 	// yet computed, or n = 1), which the length controls take: a count
 	// recurs over the requests, and over the metrics of one request.
@@ -85,26 +86,30 @@ func (sc *rowScratch) logOf(n int) float64 {
 // their controls are a part of the regression's table
 // (regressScratch.reserve), which also dies with regressScratch.free.
 //
-// The requests are read twice, where the usable ones were read once for
-// each control and once more for their latencies and windows: the first
-// pass keeps each usable request's latency and window as its row and
-// counts the controls it knows, the second fills the controls in and
-// leaves out the rows without every one used.
+// The requests are read once, where the usable ones were read once for
+// each control and once more for their latencies and windows, then twice:
+// the pass keeps each usable request's latency and window as its row and
+// every control's value and whether it is known, side by side in the
+// rows' controls (a request's line of memory read once, the rest read in
+// order from the table); a pass over those fills the rows' controls in
+// place with the ones used and leaves out the rows without every one.
 func collectRows(reqs []*Request, m Metric, controls []Control, sc *rowScratch) (targetRows, []string) {
 	if sc == nil {
 		sc = &rowScratch{}
 	}
 	var notes []string
-	base := stat.Grow(sc.base, len(reqs))[:0]
 	all := stat.Grow(sc.obs, len(reqs))[:0]
+	nc := len(controls)
+	vals := stat.Grow(sc.ctrl, len(reqs)*nc)
+	oks := stat.Grow(sc.oks, len(reqs)*nc)
 	// How many usable requests know each control, in an array on the
 	// stack while the controls are few.
 	var counts [8]int
 	known := counts[:0]
-	if len(controls) > len(counts) {
-		known = make([]int, 0, len(controls))
+	if nc > len(counts) {
+		known = make([]int, 0, nc)
 	}
-	known = known[:len(controls)]
+	known = known[:nc]
 	for _, r := range reqs {
 		lat, ok := r.Latency(m)
 		if !ok {
@@ -114,43 +119,49 @@ func collectRows(reqs []*Request, m Metric, controls []Control, sc *rowScratch) 
 		if !ok || lat <= 0 {
 			continue
 		}
-		base = append(base, r)
+		at := len(all) * nc
 		all = append(all, obs{lat: float64(lat), start: s, end: e})
+		rv, rk := vals[at:at+nc], oks[at:at+nc]
 		for j, c := range controls {
-			if c.known(r) {
+			if rv[j], rk[j] = c.value(r, sc.logOf); rk[j] {
 				known[j]++
 			}
 		}
 	}
 	var used []Control
+	var usedAt [8]int
+	at := usedAt[:0]
 	for j, c := range controls {
 		switch {
-		case len(base) == 0:
-		case float64(known[j]) >= controlCoverage*float64(len(base)):
+		case len(all) == 0:
+		case float64(known[j]) >= controlCoverage*float64(len(all)):
 			used = append(used, c)
+			at = append(at, j)
 		default:
-			notes = append(notes, fmt.Sprintf("control %s known for only %d of %d requests; not used", c, known[j], len(base)))
+			notes = append(notes, fmt.Sprintf("control %s known for only %d of %d requests; not used", c, known[j], len(all)))
 		}
 	}
 	// The rows and their controls in two buffers, not one per request; a
 	// row kept is moved to the end of those before it, never past its own
-	// place.
-	rows := targetRows{controls: used, obs: all[:0], ctrl: stat.Grow(sc.ctrl, len(base)*len(used))}
-	sc.base, sc.obs, sc.ctrl = base, all, rows.ctrl
+	// place, and its controls used likewise: the u-th of a kept row is
+	// written at or before where its value was (the u-th used is the j-th
+	// control, j ≥ u), never over one not yet read.
+	rows := targetRows{controls: used, obs: all[:0], ctrl: vals}
+	sc.obs, sc.ctrl, sc.oks = all, vals, oks
 	dropped := 0
-	for i, r := range base {
+	for i := range all {
 		o := all[i]
-		o.y, o.ctrl = math.Log(o.lat), len(rows.obs)*len(used)
-		ctrl := rows.controlsOf(&o)
 		ok := true
-		for j, c := range used {
-			if ctrl[j], ok = c.value(r, sc.logOf); !ok {
-				break
-			}
+		for _, j := range at {
+			ok = ok && oks[i*nc+j]
 		}
 		if !ok {
 			dropped++
 			continue
+		}
+		o.y, o.ctrl = math.Log(o.lat), len(rows.obs)*len(used)
+		for u, j := range at {
+			vals[o.ctrl+u] = vals[i*nc+j]
 		}
 		rows.obs = append(rows.obs, o)
 	}
@@ -407,7 +418,7 @@ func (sc *regressScratch) reserve(n, k, controls int, rsc *rowScratch) {
 	part := func(i, width int) []float64 { return sc.floats[i*stride : i*stride+width*n : i*stride+width*n] }
 	sc.one, sc.y, sc.quiet, sc.durations, sc.ctrl = part(0, 1), part(1, 1), part(2, 1), part(3, 1), part(4, controls)
 	sc.groups, sc.lens = stat.Grow(sc.groups, n), stat.Grow(sc.lens, n)
-	rsc.base, rsc.obs, rsc.ctrl = stat.Grow(rsc.base, n), stat.Grow(rsc.obs, n), part(4+controls, controls)
+	rsc.obs, rsc.ctrl, rsc.oks = stat.Grow(rsc.obs, n), part(4+controls, controls), stat.Grow(rsc.oks, n*controls)
 }
 
 // free gives back the spill tables (spill.Free): nothing may read what a
