@@ -653,18 +653,18 @@ func requestLoad(kind LoadKind, reqs []Request, grid Grid, span func(*Request) (
 	// Each request's tenant is looked up once, in the walk that finds
 	// the names: of holds its number there, index that name's place in
 	// the load (a search of the sorted names per request was half of this
-	// function's time); the map only where the tenant changes from the
-	// request before.
+	// function's time); the numbers (tenantSlots) only where the tenant
+	// changes from the request before.
 	names := make([]string, 0, 8)
-	number := map[Tenant]int32{}
+	var number tenantSlots
 	of := make([]int32, len(reqs))
 	last, g := Tenant(0), int32(-1)
 	for i := range reqs {
 		if tn := reqs[i].Tenant; tn != last || g < 0 {
 			var ok bool
-			if g, ok = number[tn]; !ok {
+			if g, ok = number.get(tn); !ok {
 				g = int32(len(names))
-				number[tn] = g
+				number.set(tn, g)
 				names = append(names, tn.String())
 			}
 			last = tn
