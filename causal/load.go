@@ -267,6 +267,31 @@ func (g Grid) window(start, end int64) window {
 	return window{from: g.place(start), to: g.place(end), width: float64(g.Width), length: float64(end - start)}
 }
 
+// placer is Grid.place remembering the bin it last placed a time in
+// inside the grid, [lo, hi): a time there takes that bin without the
+// division Grid.Bin takes.
+type placer struct {
+	g      Grid
+	bin    int
+	lo, hi int64
+}
+
+// place is p.g.place(t).
+func (p *placer) place(t int64) gridPlace {
+	g := p.g
+	if t <= g.Origin {
+		return gridPlace{bin: -1}
+	}
+	if t >= g.End() {
+		return gridPlace{bin: g.N}
+	}
+	if t < p.lo || t >= p.hi {
+		p.bin = g.Bin(t)
+		p.lo, p.hi = g.Start(p.bin), g.Start(p.bin+1)
+	}
+	return gridPlace{p.bin, float64(t-p.lo) / float64(g.Width)}
+}
+
 // exposure is tenant k's load averaged over w (Exposure).
 func (l *Load) exposure(k int, w window) float64 {
 	if w.point {
@@ -297,8 +322,16 @@ func (l *Load) exposuresInto(ks []int, rows []obs, xs [][]float64, spreads []spr
 			spreads[j] = newSpread()
 		}
 	}
+	// The rows come mostly in time order: each end is placed on the grid
+	// by the bin the row before's was in where it falls in it too.
+	from, to := placer{g: l.Grid}, placer{g: l.Grid}
 	for r := range rows {
-		w := l.Grid.window(rows[r].start, rows[r].end)
+		var w window
+		if start, end := rows[r].start, rows[r].end; end <= start {
+			w = l.Grid.window(start, end)
+		} else {
+			w = window{from: from.place(start), to: to.place(end), width: float64(l.Grid.Width), length: float64(end - start)}
+		}
 		if w.point || w.from.bin < 0 || w.to.bin >= l.Grid.N {
 			for j, k := range ks {
 				xs[j][r] = l.exposure(k, w)

@@ -1,8 +1,10 @@
 package causal
 
 import (
+	"cmp"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -182,6 +184,18 @@ func TestExposuresIntoMatchesExposure(t *testing.T) {
 		for r, o := range rows {
 			if got, want := xs[j][r], l.Exposure(k, o.start, o.end); math.Float64bits(got) != math.Float64bits(want) {
 				t.Fatalf("tenant %d, window [%d, %d]: exposuresInto %v, Exposure %v", k, o.start, o.end, got, want)
+			}
+		}
+	}
+	// In time order, where each end mostly falls in the bin of the row
+	// before's (exposuresInto's placer keeps it).
+	sorted := slices.Clone(rows)
+	slices.SortFunc(sorted, func(a, b obs) int { return cmp.Compare(a.start, b.start) })
+	l.exposuresInto(ks, sorted, xs, nil)
+	for j, k := range ks {
+		for r, o := range sorted {
+			if got, want := xs[j][r], l.Exposure(k, o.start, o.end); math.Float64bits(got) != math.Float64bits(want) {
+				t.Fatalf("in time order, tenant %d, window [%d, %d]: exposuresInto %v, Exposure %v", k, o.start, o.end, got, want)
 			}
 		}
 	}

@@ -260,14 +260,22 @@ func requestRegression(target string, m Metric, rows targetRows, load *Load, o O
 	groups := sc.groups
 	// The rows come mostly in time order: the set is consulted only where
 	// the cluster changes from the row before.
+	// A row's cluster is the row before's where its start falls in that
+	// cluster's span too, without floorDiv's division.
 	distinct := map[int]bool{}
+	var lo, hi int64
+	g := 0
 	for r := range rows.obs {
-		groups[r] = int(floorDiv(rows.obs[r].start, width))
+		if start := rows.obs[r].start; r == 0 || start < lo || start >= hi {
+			q := floorDiv(start, width)
+			g, lo, hi = int(q), q*width, (q+1)*width
+		}
+		groups[r] = g
 		if r == 0 || groups[r] != groups[r-1] {
 			distinct[groups[r]] = true
 		}
 	}
-	g := len(distinct)
+	g = len(distinct)
 	k := len(cols)
 	switch {
 	case n < o.MinRequests:
