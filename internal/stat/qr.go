@@ -16,9 +16,9 @@ const qrSafmin = 0x1p-1022 / 0x1p-53
 // followed, where y is not nil, by lapack64.Ormqr(Left, Trans) of those
 // reflectors on the column y (m long), which then holds Qᵀ of what it
 // held: the same operations in the same order on every element, so the
-// same bits. a is
-// column-major here (column j is a[j·m:(j+1)·m]), where gonum's is
-// row-major: the factor is the same matrix, each element computed alike.
+// same bits. a is column-major here (column j is a[j·m:(j+1)·m]), where
+// gonum's is row-major: the factor is the same matrix, each element
+// computed alike.
 //
 // Reflector i is Dlarfg's of column i (the 2-norm of the column below the
 // diagonal by Dnrm2's scaled sums, β, τ and the column scaled by 1/(α−β):
@@ -28,14 +28,15 @@ const qrSafmin = 0x1p-1022 / 0x1p-53
 // Dorm2r applies reflector i to y the same way once a is factored, and
 // since nothing after step i changes v_i, τ_i or the rows of y it reads,
 // it is applied at step i here, y one more column beside C's. Each of w's
-// sums runs over the rows in order from 0, as gonum's GemvT (internal/asm/f64, and its Go version)
-// adds them, each of Dger's products is the one it forms, and each element
-// is updated once a reflector. What differs is the order among
-// independent elements: gonum sweeps the row-major matrix a row at a
-// time, where Dnrm2, Dscal and Ormqr's products walk down its columns (a
-// cache line for each element); here each of those walks is down a
-// contiguous column, and w's sums run four columns side by side (y's,
-// alone in a pass of its own, waited on each addition before the next).
+// sums runs over the rows in order from 0, as gonum's GemvT
+// (internal/asm/f64, and its Go version) adds them, each of Dger's
+// products is the one it forms, and each element is updated once a
+// reflector. What differs is the order among independent elements: gonum
+// sweeps the row-major matrix a row at a time, where Dnrm2, Dscal and
+// Ormqr's products walk down its columns (a cache line for each element);
+// here each of those walks is down a contiguous column, and w's sums run
+// up to four columns side by side (y's among them, where Ormqr's pass for
+// y alone waited on each addition before the next).
 //
 // w is scratch of k floats at least.
 func householderQR(a []float64, m, k int, tau, y, w []float64) {
