@@ -298,6 +298,7 @@ func groupByTenant(reqs []Request) (groups [][]*Request, group map[Tenant]int, b
 	// docs/otlp.md.
 	var counts []int
 	group = map[Tenant]int{}
+	var slots tenantSlots // group's numbers, read without hashing
 	last, at := Tenant(0), -1
 	for i := range reqs {
 		r := &reqs[i]
@@ -306,13 +307,14 @@ func groupByTenant(reqs []Request) (groups [][]*Request, group map[Tenant]int, b
 			continue
 		}
 		if r.Tenant != last {
-			g, ok := group[r.Tenant]
+			g, ok := slots.get(r.Tenant)
 			if !ok {
-				g = len(counts)
-				group[r.Tenant] = g
+				g = int32(len(counts))
+				slots.set(r.Tenant, g)
+				group[r.Tenant] = int(g)
 				counts = append(counts, 0)
 			}
-			last, at = r.Tenant, g
+			last, at = r.Tenant, int(g)
 		}
 		counts[at]++
 	}
@@ -328,7 +330,8 @@ func groupByTenant(reqs []Request) (groups [][]*Request, group map[Tenant]int, b
 			continue
 		}
 		if r.Tenant != last {
-			last, at = r.Tenant, group[r.Tenant]
+			g, _ := slots.get(r.Tenant)
+			last, at = r.Tenant, int(g)
 		}
 		groups[at] = append(groups[at], r)
 	}

@@ -1,6 +1,7 @@
 package causal
 
 import (
+	"math/rand/v2"
 	"runtime"
 	"slices"
 	"testing"
@@ -60,5 +61,42 @@ func TestGroupByTenant(t *testing.T) {
 	_ = append(groups[0], &reqs[0])
 	if groups[1][0] != next {
 		t.Error("an append to the first group wrote into the second")
+	}
+}
+
+// tenantSlots gives each Tenant the slot it was set, below its array's
+// bound and past it (the map), and none to a Tenant never set; and
+// groupByTenant groups Tenants past the array as those in it.
+func TestTenantSlotsMatchesMap(t *testing.T) {
+	var s tenantSlots
+	want := map[Tenant]int32{}
+	rng := rand.New(rand.NewPCG(4, 4))
+	for i := range 2000 {
+		tn := Tenant(rng.IntN(600))
+		if _, ok := want[tn]; ok {
+			continue
+		}
+		want[tn] = int32(i)
+		s.set(tn, int32(i))
+	}
+	for tn := range Tenant(700) {
+		got, ok := s.get(tn)
+		w, wok := want[tn]
+		if ok != wok || ok && got != w {
+			t.Fatalf("tenant %d: slot %d %v, set %d %v", tn, got, ok, w, wok)
+		}
+	}
+	reqs := make([]Request, 900)
+	for i := range reqs {
+		reqs[i].Tenant = Tenant(1 + (i*37)%450) // 450 tenants, two requests each
+	}
+	groups, group, bad := groupByTenant(reqs)
+	if bad != 0 || len(groups) != 450 || len(group) != 450 {
+		t.Fatalf("%d groups, %d named, %d bad; want 450, 450, 0", len(groups), len(group), bad)
+	}
+	for tn, g := range group {
+		if len(groups[g]) != 2 || groups[g][0].Tenant != tn || groups[g][1].Tenant != tn {
+			t.Errorf("tenant %d: group %d holds %d requests", tn, g, len(groups[g]))
+		}
 	}
 }

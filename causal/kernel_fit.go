@@ -421,10 +421,9 @@ func (f *kernelFit) clusterErrors(fit *olsFit, sub []kernelRow, keep []bool, o K
 	for a := range binOf {
 		labels[a] = int(binOf[a]) / b
 	}
-	cov, g, ok := fit.clusterJackknife(labels)
+	cov, g, ok := fit.clusterJackknifeOrCR1(labels)
 	f.kind = SEClusterJackknife
 	if !ok {
-		cov, g = fit.cluster(labels)
 		f.kind = SEClusterCR1
 	}
 	f.blocks = g

@@ -267,6 +267,31 @@ func (g Grid) window(start, end int64) window {
 	return window{from: g.place(start), to: g.place(end), width: float64(g.Width), length: float64(end - start)}
 }
 
+// placer is Grid.place remembering the bin it last placed a time in
+// inside the grid, [lo, hi): a time there takes that bin without the
+// division Grid.Bin takes.
+type placer struct {
+	g      Grid
+	bin    int
+	lo, hi int64
+}
+
+// place is p.g.place(t).
+func (p *placer) place(t int64) gridPlace {
+	g := p.g
+	if t <= g.Origin {
+		return gridPlace{bin: -1}
+	}
+	if t >= g.End() {
+		return gridPlace{bin: g.N}
+	}
+	if t < p.lo || t >= p.hi {
+		p.bin = g.Bin(t)
+		p.lo, p.hi = g.Start(p.bin), g.Start(p.bin+1)
+	}
+	return gridPlace{p.bin, float64(t-p.lo) / float64(g.Width)}
+}
+
 // exposure is tenant k's load averaged over w (Exposure).
 func (l *Load) exposure(k int, w window) float64 {
 	if w.point {
@@ -281,27 +306,54 @@ func (l *Load) exposure(k int, w window) float64 {
 // exposuresInto sets xs[j][r] to Exposure(ks[j], rows[r].start,
 // rows[r].end), placing each window on the grid once for all the tenants
 // rather than once per tenant (two integer and two float divisions a
-// window: most of an exposure's work).
+// window: most of an exposure's work), and, where spreads is not nil,
+// spreads[j] to xs[j]'s (spreadOf: its bounds, as it is written, where
+// variationProblem read all of it again).
 //
 // A window with both ends inside the grid, most of them, takes cumAt's
 // in-grid case for every tenant without deciding it again for each: the
 // same two lookups, product and sum at each end, the same digits.
-func (l *Load) exposuresInto(ks []int, rows []obs, xs [][]float64) {
+func (l *Load) exposuresInto(ks []int, rows []obs, xs [][]float64, spreads []spread) {
 	if l.cum == nil {
 		l.finish()
 	}
+	if spreads != nil {
+		for j := range ks {
+			spreads[j] = newSpread()
+		}
+	}
+	// The rows come mostly in time order: each end is placed on the grid
+	// by the bin the row before's was in where it falls in it too.
+	from, to := placer{g: l.Grid}, placer{g: l.Grid}
 	for r := range rows {
-		w := l.Grid.window(rows[r].start, rows[r].end)
+		var w window
+		if start, end := rows[r].start, rows[r].end; end <= start {
+			w = l.Grid.window(start, end)
+		} else {
+			w = window{from: from.place(start), to: to.place(end), width: float64(l.Grid.Width), length: float64(end - start)}
+		}
 		if w.point || w.from.bin < 0 || w.to.bin >= l.Grid.N {
 			for j, k := range ks {
 				xs[j][r] = l.exposure(k, w)
+				if spreads != nil {
+					spreads[j].add(xs[j][r])
+				}
 			}
 			continue
 		}
 		from, ff, to, tf := w.from.bin, w.from.frac, w.to.bin, w.to.frac
+		if spreads == nil {
+			for j, k := range ks {
+				cum, v := l.cum[k], l.Values[k]
+				xs[j][r] = ((cum[to] + tf*v[to]) - (cum[from] + ff*v[from])) * w.width / w.length
+			}
+			continue
+		}
 		for j, k := range ks {
 			cum, v := l.cum[k], l.Values[k]
-			xs[j][r] = ((cum[to] + tf*v[to]) - (cum[from] + ff*v[from])) * w.width / w.length
+			x := ((cum[to] + tf*v[to]) - (cum[from] + ff*v[from])) * w.width / w.length
+			xs[j][r] = x
+			spreads[j].add(x)
 		}
 	}
 }
@@ -634,18 +686,18 @@ func requestLoad(kind LoadKind, reqs []Request, grid Grid, span func(*Request) (
 	// Each request's tenant is looked up once, in the walk that finds
 	// the names: of holds its number there, index that name's place in
 	// the load (a search of the sorted names per request was half of this
-	// function's time); the map only where the tenant changes from the
-	// request before.
+	// function's time); the numbers (tenantSlots) only where the tenant
+	// changes from the request before.
 	names := make([]string, 0, 8)
-	number := map[Tenant]int32{}
+	var number tenantSlots
 	of := make([]int32, len(reqs))
 	last, g := Tenant(0), int32(-1)
 	for i := range reqs {
 		if tn := reqs[i].Tenant; tn != last || g < 0 {
 			var ok bool
-			if g, ok = number[tn]; !ok {
+			if g, ok = number.get(tn); !ok {
 				g = int32(len(names))
-				number[tn] = g
+				number.set(tn, g)
 				names = append(names, tn.String())
 			}
 			last = tn

@@ -1,8 +1,10 @@
 package causal
 
 import (
+	"cmp"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -177,12 +179,46 @@ func TestExposuresIntoMatchesExposure(t *testing.T) {
 		obs{start: g.Start(7) + 5, end: g.Start(7) + 5}, obs{start: -5e9, end: -5e9}, obs{start: g.End(), end: g.End() + 1})
 	ks := []int{2, 0}
 	xs := [][]float64{make([]float64, len(rows)), make([]float64, len(rows))}
-	l.exposuresInto(ks, rows, xs)
+	l.exposuresInto(ks, rows, xs, nil)
 	for j, k := range ks {
 		for r, o := range rows {
 			if got, want := xs[j][r], l.Exposure(k, o.start, o.end); math.Float64bits(got) != math.Float64bits(want) {
 				t.Fatalf("tenant %d, window [%d, %d]: exposuresInto %v, Exposure %v", k, o.start, o.end, got, want)
 			}
+		}
+	}
+	// In time order, where each end mostly falls in the bin of the row
+	// before's (exposuresInto's placer keeps it).
+	sorted := slices.Clone(rows)
+	slices.SortFunc(sorted, func(a, b obs) int { return cmp.Compare(a.start, b.start) })
+	l.exposuresInto(ks, sorted, xs, nil)
+	for j, k := range ks {
+		for r, o := range sorted {
+			if got, want := xs[j][r], l.Exposure(k, o.start, o.end); math.Float64bits(got) != math.Float64bits(want) {
+				t.Fatalf("in time order, tenant %d, window [%d, %d]: exposuresInto %v, Exposure %v", k, o.start, o.end, got, want)
+			}
+		}
+	}
+	// With the spreads: the same exposures, and each tenant's spread what
+	// variationProblem's pass over them finds; a NaN in one tenant's load.
+	l.Values[1][20] = math.NaN()
+	l.Prepare()
+	ks = []int{2, 0, 1}
+	xs = [][]float64{make([]float64, len(rows)), make([]float64, len(rows)), make([]float64, len(rows))}
+	spreads := make([]spread, len(ks))
+	l.exposuresInto(ks, rows, xs, spreads)
+	for j, k := range ks {
+		for r, o := range rows {
+			if got, want := xs[j][r], l.Exposure(k, o.start, o.end); math.Float64bits(got) != math.Float64bits(want) {
+				t.Fatalf("with spreads, tenant %d, window [%d, %d]: exposuresInto %v, Exposure %v", k, o.start, o.end, got, want)
+			}
+		}
+		got, want := spreads[j], spreadOf(xs[j])
+		if math.Float64bits(got.lo) != math.Float64bits(want.lo) || math.Float64bits(got.hi) != math.Float64bits(want.hi) || got.nan != want.nan {
+			t.Errorf("tenant %d: spread %+v, of its exposures %+v", k, got, want)
+		}
+		if want.nan != (k == 1) {
+			t.Errorf("tenant %d: NaN in its exposures %v", k, want.nan)
 		}
 	}
 }

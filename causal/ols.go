@@ -26,15 +26,16 @@ func newOLSFit(f *stat.OLS) *olsFit {
 	return &olsFit{OLS: f, k: f.K, x: f.X, beta: f.Beta, resid: f.Resid}
 }
 
-// cluster is CR1 with Stata's small-sample factor, the fallback when CV3
-// cannot drop a cluster.
-func (f *olsFit) cluster(groups []int) (*mat.SymDense, int) {
-	return f.Cluster(groups, stat.StataCR1)
-}
-
 // clusterJackknife is CV3, the request and kernel regressions' default.
 func (f *olsFit) clusterJackknife(groups []int) (*mat.SymDense, int, bool) {
 	return f.ClusterJackknife(groups)
+}
+
+// clusterJackknifeOrCR1 is clusterJackknife, or where it is not ok CR1
+// with Stata's small-sample factor (the fallback when CV3 cannot drop a
+// cluster), from the clusters' scores the jackknife summed.
+func (f *olsFit) clusterJackknifeOrCR1(groups []int) (*mat.SymDense, int, bool) {
+	return f.ClusterJackknifeOrCR1(groups, stat.StataCR1)
 }
 
 // olsScratch is memory one fit after another reuses: the design

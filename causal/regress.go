@@ -47,9 +47,10 @@ const controlCoverage = 0.9
 // (requestRegression's lat). Its controls are a part of the regression's
 // table (regressScratch.reserve), given back with it.
 type rowScratch struct {
-	base []*Request
 	obs  []obs
 	ctrl []float64
+	// oks says, beside ctrl's values, whether each is known.
+	oks []bool
 	// logs[n] is math.Log(n) for the token counts n seen so far (0: not
 	// yet computed, or n = 1), which the length controls take: a count
 	// recurs over the requests, and over the metrics of one request.
@@ -85,26 +86,30 @@ func (sc *rowScratch) logOf(n int) float64 {
 // their controls are a part of the regression's table
 // (regressScratch.reserve), which also dies with regressScratch.free.
 //
-// The requests are read twice, where the usable ones were read once for
-// each control and once more for their latencies and windows: the first
-// pass keeps each usable request's latency and window as its row and
-// counts the controls it knows, the second fills the controls in and
-// leaves out the rows without every one used.
+// The requests are read once, where the usable ones were read once for
+// each control and once more for their latencies and windows, then twice:
+// the pass keeps each usable request's latency and window as its row and
+// every control's value and whether it is known, side by side in the
+// rows' controls (a request's line of memory read once, the rest read in
+// order from the table); a pass over those fills the rows' controls in
+// place with the ones used and leaves out the rows without every one.
 func collectRows(reqs []*Request, m Metric, controls []Control, sc *rowScratch) (targetRows, []string) {
 	if sc == nil {
 		sc = &rowScratch{}
 	}
 	var notes []string
-	base := stat.Grow(sc.base, len(reqs))[:0]
 	all := stat.Grow(sc.obs, len(reqs))[:0]
+	nc := len(controls)
+	vals := stat.Grow(sc.ctrl, len(reqs)*nc)
+	oks := stat.Grow(sc.oks, len(reqs)*nc)
 	// How many usable requests know each control, in an array on the
 	// stack while the controls are few.
 	var counts [8]int
 	known := counts[:0]
-	if len(controls) > len(counts) {
-		known = make([]int, 0, len(controls))
+	if nc > len(counts) {
+		known = make([]int, 0, nc)
 	}
-	known = known[:len(controls)]
+	known = known[:nc]
 	for _, r := range reqs {
 		lat, ok := r.Latency(m)
 		if !ok {
@@ -114,43 +119,49 @@ func collectRows(reqs []*Request, m Metric, controls []Control, sc *rowScratch) 
 		if !ok || lat <= 0 {
 			continue
 		}
-		base = append(base, r)
+		at := len(all) * nc
 		all = append(all, obs{lat: float64(lat), start: s, end: e})
+		rv, rk := vals[at:at+nc], oks[at:at+nc]
 		for j, c := range controls {
-			if c.known(r) {
+			if rv[j], rk[j] = c.value(r, sc.logOf); rk[j] {
 				known[j]++
 			}
 		}
 	}
 	var used []Control
+	var usedAt [8]int
+	at := usedAt[:0]
 	for j, c := range controls {
 		switch {
-		case len(base) == 0:
-		case float64(known[j]) >= controlCoverage*float64(len(base)):
+		case len(all) == 0:
+		case float64(known[j]) >= controlCoverage*float64(len(all)):
 			used = append(used, c)
+			at = append(at, j)
 		default:
-			notes = append(notes, fmt.Sprintf("control %s known for only %d of %d requests; not used", c, known[j], len(base)))
+			notes = append(notes, fmt.Sprintf("control %s known for only %d of %d requests; not used", c, known[j], len(all)))
 		}
 	}
 	// The rows and their controls in two buffers, not one per request; a
 	// row kept is moved to the end of those before it, never past its own
-	// place.
-	rows := targetRows{controls: used, obs: all[:0], ctrl: stat.Grow(sc.ctrl, len(base)*len(used))}
-	sc.base, sc.obs, sc.ctrl = base, all, rows.ctrl
+	// place, and its controls used likewise: the u-th of a kept row is
+	// written at or before where its value was (the u-th used is the j-th
+	// control, j ≥ u), never over one not yet read.
+	rows := targetRows{controls: used, obs: all[:0], ctrl: vals}
+	sc.obs, sc.ctrl, sc.oks = all, vals, oks
 	dropped := 0
-	for i, r := range base {
+	for i := range all {
 		o := all[i]
-		o.y, o.ctrl = math.Log(o.lat), len(rows.obs)*len(used)
-		ctrl := rows.controlsOf(&o)
 		ok := true
-		for j, c := range used {
-			if ctrl[j], ok = c.value(r, sc.logOf); !ok {
-				break
-			}
+		for _, j := range at {
+			ok = ok && oks[i*nc+j]
 		}
 		if !ok {
 			dropped++
 			continue
+		}
+		o.y, o.ctrl = math.Log(o.lat), len(rows.obs)*len(used)
+		for u, j := range at {
+			vals[o.ctrl+u] = vals[i*nc+j]
 		}
 		rows.obs = append(rows.obs, o)
 	}
@@ -215,11 +226,12 @@ func requestRegression(target string, m Metric, rows targetRows, load *Load, o O
 	for i := range sources {
 		xs[i] = all[i*n : (i+1)*n : (i+1)*n]
 	}
-	load.exposuresInto(sources, rows.obs, xs)
+	spreads := make([]spread, len(sources))
+	load.exposuresInto(sources, rows.obs, xs, spreads)
 	for i, k := range sources {
 		colOf[i] = -1
 		x := xs[i]
-		if reason := variationProblem(x, load.Tenants[k], target, m, load.Kind); reason != "" {
+		if reason := spreads[i].problem(load.Tenants[k], target, m, load.Kind); reason != "" {
 			pairs[i] = notEstimable(load.Tenants[k], target, m, reason)
 			pairs[i].Requests = n
 			continue
@@ -248,14 +260,22 @@ func requestRegression(target string, m Metric, rows targetRows, load *Load, o O
 	groups := sc.groups
 	// The rows come mostly in time order: the set is consulted only where
 	// the cluster changes from the row before.
+	// A row's cluster is the row before's where its start falls in that
+	// cluster's span too, without floorDiv's division.
 	distinct := map[int]bool{}
+	var lo, hi int64
+	g := 0
 	for r := range rows.obs {
-		groups[r] = int(floorDiv(rows.obs[r].start, width))
+		if start := rows.obs[r].start; r == 0 || start < lo || start >= hi {
+			q := floorDiv(start, width)
+			g, lo, hi = int(q), q*width, (q+1)*width
+		}
+		groups[r] = g
 		if r == 0 || groups[r] != groups[r-1] {
 			distinct[groups[r]] = true
 		}
 	}
-	g := len(distinct)
+	g = len(distinct)
 	k := len(cols)
 	switch {
 	case n < o.MinRequests:
@@ -296,10 +316,9 @@ func requestRegression(target string, m Metric, rows targetRows, load *Load, o O
 	}
 	// CV3 by default; CV1 only when leaving a cluster out is singular.
 	seKind := SEClusterJackknife
-	cov, g, ok := fit.clusterJackknife(groups)
+	cov, g, ok := fit.clusterJackknifeOrCR1(groups)
 	if !ok {
 		seKind = SEClusterCR1
-		cov, g = fit.cluster(groups)
 	}
 	naive := fit.Classical()
 	seCl, seNaive := se(cov), se(naive)
@@ -407,7 +426,7 @@ func (sc *regressScratch) reserve(n, k, controls int, rsc *rowScratch) {
 	part := func(i, width int) []float64 { return sc.floats[i*stride : i*stride+width*n : i*stride+width*n] }
 	sc.one, sc.y, sc.quiet, sc.durations, sc.ctrl = part(0, 1), part(1, 1), part(2, 1), part(3, 1), part(4, controls)
 	sc.groups, sc.lens = stat.Grow(sc.groups, n), stat.Grow(sc.lens, n)
-	rsc.base, rsc.obs, rsc.ctrl = stat.Grow(rsc.base, n), stat.Grow(rsc.obs, n), part(4+controls, controls)
+	rsc.obs, rsc.ctrl, rsc.oks = stat.Grow(rsc.obs, n), part(4+controls, controls), stat.Grow(rsc.oks, n*controls)
 }
 
 // free gives back the spill tables (spill.Free): nothing may read what a
@@ -523,26 +542,53 @@ func failOpen(pairs []*Pair, sources []int, load *Load, target string, m Metric,
 // variationProblem says why a source's exposure cannot carry a coefficient,
 // or "" when it can.
 func variationProblem(x []float64, source, target string, m Metric, kind LoadKind) string {
-	// Plain comparisons rather than math.Min and math.Max, whose NaN and
-	// signed-zero handling made this a tenth of the regression's time: a NaN
-	// (which made both bounds NaN, and neither case below true) returns "",
-	// and the sign of a zero bound changes neither case.
-	lo, hi := math.Inf(1), math.Inf(-1)
+	return spreadOf(x).problem(source, target, m, kind)
+}
+
+// spread is what variationProblem reads of a sample: its least and
+// greatest values by plain comparisons in the sample's order, and whether
+// it holds a NaN. Plain comparisons rather than math.Min and math.Max,
+// whose NaN and signed-zero handling made this a tenth of the regression's
+// time: a NaN (which made both bounds NaN, and neither case of problem
+// true) gives "", and the sign of a zero bound changes neither case.
+type spread struct {
+	lo, hi float64
+	nan    bool
+}
+
+func newSpread() spread { return spread{lo: math.Inf(1), hi: math.Inf(-1)} }
+
+// add takes v, the sample's next value, into s.
+func (s *spread) add(v float64) {
+	if v != v {
+		s.nan = true
+	}
+	if v < s.lo {
+		s.lo = v
+	}
+	if v > s.hi {
+		s.hi = v
+	}
+}
+
+// spreadOf is the spread of x.
+func spreadOf(x []float64) spread {
+	s := newSpread()
 	for _, v := range x {
-		if v != v {
-			return ""
-		}
-		if v < lo {
-			lo = v
-		}
-		if v > hi {
-			hi = v
-		}
+		s.add(v)
+	}
+	return s
+}
+
+// problem is variationProblem's answer for a sample of spread s.
+func (s spread) problem(source, target string, m Metric, kind LoadKind) string {
+	if s.nan {
+		return ""
 	}
 	switch {
-	case hi <= 0:
+	case s.hi <= 0:
 		return fmt.Sprintf("%s had no %s load during %s's %s windows", source, kind, target, m)
-	case hi-lo <= 1e-9*math.Max(1, math.Abs(hi)):
+	case s.hi-s.lo <= 1e-9*math.Max(1, math.Abs(s.hi)):
 		return fmt.Sprintf("%s's %s load did not vary during %s's %s windows", source, kind, target, m)
 	}
 	return ""
@@ -570,7 +616,23 @@ func share(lat, x []float64, base, beta float64) float64 {
 func shares3(rows []obs, x []float64, base, b1, b2, b3 float64) (s1, s2, s3 float64) {
 	var n1, n2, n3, den float64
 	x = x[:len(rows)]
-	for i := range rows {
+	// Two rows a step (expm1x6), each sum taking the first row's term and
+	// then the second's.
+	i := 0
+	for ; i+1 < len(rows); i += 2 {
+		lat, d := rows[i].lat, x[i]-base
+		latB, dB := rows[i+1].lat, x[i+1]-base
+		e1, e2, e3, f1, f2, f3 := expm1x6(-b1*d, -b2*d, -b3*d, -b1*dB, -b2*dB, -b3*dB)
+		n1 += lat * -e1
+		n2 += lat * -e2
+		n3 += lat * -e3
+		den += lat
+		n1 += latB * -f1
+		n2 += latB * -f2
+		n3 += latB * -f3
+		den += latB
+	}
+	if i < len(rows) {
 		lat, d := rows[i].lat, x[i]-base
 		e1, e2, e3 := expm1x3(-b1*d, -b2*d, -b3*d)
 		n1 += lat * -e1
@@ -645,7 +707,8 @@ const bracketSample = 1024
 // bracketOrderStats is orderStats by a bracket drawn from a sample (the
 // idea of Floyd and Rivest's SELECT, CACM 18:165, 1975): the sample's
 // elements bracketSample·i/n ± 24 ranks apart, about 3.4 standard
-// deviations of that rank for the 5th percentile, bound x₍ᵢ₎, and one pass
+// deviations of that rank for the 5th percentile (selected in the sample:
+// sorting it was half of this function's time), bound x₍ᵢ₎, and one pass
 // over x counts the elements below the bracket, keeps the largest of them
 // and copies those inside it to buf, where x₍ᵢ₎ is selected among a few
 // percent of x. Order statistics are values, the same however they are
@@ -661,9 +724,13 @@ func bracketOrderStats(x, buf []float64, i int) (xi, prev float64, ok bool) {
 	for j := range sample {
 		sample[j] = x[j*n/bracketSample]
 	}
-	slices.Sort(sample)
+	// The sample's two order statistics by selection, not a sort: the
+	// second among the elements from the first's place on, which are
+	// the sample's of those ranks.
 	r := i * bracketSample / n
-	lo, hi := sample[max(0, r-margin)], sample[min(bracketSample-1, r+margin)]
+	a, b := max(0, r-margin), min(bracketSample-1, r+margin)
+	lo := stat.Select(sample, a)
+	hi := stat.Select(sample[a:], b-a)
 	below, in := 0, 0
 	maxBelow := math.Inf(-1)
 	for _, v := range x {
@@ -766,7 +833,7 @@ func fitColumnsReusing(cols [][]float64, y []float64, sc *olsScratch) (*olsFit, 
 	}
 	sc.growDesign(len(cols) * len(cols[0]))
 	columnsInto(cols, sc.design)
-	return fitRowMajor(sc.design, len(cols), y, sc)
+	return fitDesignColumns(sc.design, cols, len(cols), y, sc)
 }
 
 // fitRowMajor is fitColumnsReusing of a design already laid out in
@@ -774,12 +841,26 @@ func fitColumnsReusing(cols [][]float64, y []float64, sc *olsScratch) (*olsFit, 
 // residualized columns there directly). The columns are taken apart only
 // when the QR reports collinearity.
 func fitRowMajor(design []float64, k int, y []float64, sc *olsScratch) (*olsFit, []bool, error) {
+	return fitDesignColumns(design, nil, k, y, sc)
+}
+
+// fitDesignColumns is fitRowMajor of a design whose columns are also cols (nil:
+// taken from the design when needed), from which stat.FitOLSColumns makes
+// its scaled copy.
+func fitDesignColumns(design []float64, cols [][]float64, k int, y []float64, sc *olsScratch) (*olsFit, []bool, error) {
 	n := len(y)
 	keep := make([]bool, k)
 	for j := range keep {
 		keep[j] = true
 	}
-	fit, err := stat.FitOLS(mat.NewDense(n, k, design[:n*k]), y, &sc.fit)
+	x := mat.NewDense(n, k, design[:n*k])
+	var fit *stat.OLS
+	var err error
+	if cols != nil {
+		fit, err = stat.FitOLSColumns(x, cols, y, &sc.fit)
+	} else {
+		fit, err = stat.FitOLS(x, y, &sc.fit)
+	}
 	if err != nil && errors.Is(err, stat.ErrCollinear) {
 		cols := make([][]float64, k)
 		for j := range cols {
@@ -789,7 +870,8 @@ func fitRowMajor(design []float64, k int, y []float64, sc *olsScratch) (*olsFit,
 			}
 		}
 		keep = independent(cols, 1e-8)
-		fit, err = stat.FitOLS(columnsInto(pick(cols, keep), sc.design), y, &sc.fit)
+		kept := pick(cols, keep)
+		fit, err = stat.FitOLSColumns(columnsInto(kept, sc.design), kept, y, &sc.fit)
 	}
 	if err != nil {
 		return nil, keep, err

@@ -240,3 +240,35 @@ func (c Control) known(r *Request) bool {
 	_, ok := c.value(r, func(int) float64 { return 0 })
 	return ok
 }
+
+// tenantSlots numbers the tenants of a walk of requests (0, 1, … as they
+// are first met): the numbers of the first Tenants in an array, TenantOf
+// numbering names densely from 1, the rest in a map. Consecutive requests
+// change tenant often (their arrivals interleave), and the array is read
+// where a map was hashed each time.
+type tenantSlots struct {
+	small [256]int32 // the slot + 1; 0 for none yet
+	big   map[Tenant]int32
+}
+
+// get returns t's slot, or ok false when it has none.
+func (s *tenantSlots) get(t Tenant) (slot int32, ok bool) {
+	if int(t) < len(s.small) {
+		v := s.small[t]
+		return v - 1, v != 0
+	}
+	slot, ok = s.big[t]
+	return slot, ok
+}
+
+// set gives t the slot.
+func (s *tenantSlots) set(t Tenant, slot int32) {
+	if int(t) < len(s.small) {
+		s.small[t] = slot + 1
+		return
+	}
+	if s.big == nil {
+		s.big = map[Tenant]int32{}
+	}
+	s.big[t] = slot
+}

@@ -286,10 +286,10 @@ func TestCollectRowsMatchesPassPerControl(t *testing.T) {
 	}
 }
 
-// expm1x3 is math.Expm1 of each argument to the bit: on arguments spread
-// over Expm1's primary range (three at a time there, its own path), at and
-// around that range's ends, and beyond them in any lane (math.Expm1 for
-// all three).
+// expm1x3 and expm1x6 are math.Expm1 of each argument to the bit: on
+// arguments spread over Expm1's primary range (three or six at a time
+// there, their own path), at and around that range's ends, and beyond
+// them in any lane (math.Expm1 for all).
 func TestExpm1x3MatchesExpm1(t *testing.T) {
 	const ln2Half, tiny = 3.46573590279972654709e-01, 1.0 / (1 << 54)
 	edges := []float64{0, math.Copysign(0, -1), tiny, math.Nextafter(tiny, 0), math.Nextafter(tiny, 1), ln2Half,
@@ -320,9 +320,23 @@ func TestExpm1x3MatchesExpm1(t *testing.T) {
 			}
 		}
 	}
+	check6 := func(x [6]float64) {
+		var got [6]float64
+		got[0], got[1], got[2], got[3], got[4], got[5] = expm1x6(x[0], x[1], x[2], x[3], x[4], x[5])
+		for i := range x {
+			if want := math.Expm1(x[i]); math.Float64bits(got[i]) != math.Float64bits(want) {
+				t.Fatalf("expm1x6%v lane %d = %v (%#x), math.Expm1 %v (%#x)", x, i, got[i], math.Float64bits(got[i]), want, math.Float64bits(want))
+			}
+		}
+	}
 	for range 200_000 {
 		check([3]float64{primary(), primary(), primary()})
 		check([3]float64{draw(), draw(), draw()})
+		check6([6]float64{primary(), primary(), primary(), primary(), primary(), primary()})
+		// One lane drawn anywhere, the others in the primary range.
+		lanes := [6]float64{primary(), primary(), primary(), primary(), primary(), primary()}
+		lanes[rng.IntN(6)] = draw()
+		check6(lanes)
 	}
 }
 
@@ -416,6 +430,11 @@ func TestBracketOrderStatsMatchesSort(t *testing.T) {
 			buf := make([]float64, n)
 			xi, prev, ok := bracketOrderStats(x, buf, i)
 			if !ok {
+				if continuous := trial%5 != 2 && trial%5 != 3; continuous && trial%4 == 0 && i == max(0, int(math.Ceil(0.05*float64(n)))-1) {
+					// The bracket drawn from the sample's order statistics
+					// holds the 5th percentile of values in no order.
+					t.Errorf("trial %d, n %d: the bracket missed the 5th percentile of unordered distinct values", trial, n)
+				}
 				refused++
 				continue
 			}

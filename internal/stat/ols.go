@@ -144,7 +144,29 @@ func GrowSpilled(buf []float64, n int) []float64 {
 // Cond and SolveVecTo call them (the same digits) but on the scaled copy
 // itself: mat.QR copies the n×k matrix again and the right-hand side twice,
 // n·(k+2) floats a fit, on the kernel view's designs of a million rows.
+// Up to maxFusedQR columns (and a finite y) Geqrf and Ormqr are
+// householderQR (qr.go), gonum's unblocked routines with the
+// same operations on a column-major scaled copy, to the bit
+// (TestHouseholderQRMatchesGonum); on the tenant regression's designs of
+// the 100 MiB OTLP dump of docs/otlp.md (74,000 rows by 8 columns) they
+// take 0.55× gonum's time, whose Dnrm2, Dscal and Ormqr walked down the
+// row-major matrix's columns a cache line an element.
 func FitOLS(x *mat.Dense, y []float64, sc *Scratch) (*OLS, error) {
+	return fitOLS(x, nil, y, sc)
+}
+
+// FitOLSColumns is FitOLS of x given also as its columns, cols[j] column
+// j of x (the same values): where FitOLS factors a column-major scaled
+// copy (householderQR) it is made from the columns, without reading x
+// twice more row by row.
+func FitOLSColumns(x *mat.Dense, cols [][]float64, y []float64, sc *Scratch) (*OLS, error) {
+	if _, k := x.Dims(); len(cols) != k {
+		return nil, fmt.Errorf("ols: %d columns given for a design of %d", len(cols), k)
+	}
+	return fitOLS(x, cols, y, sc)
+}
+
+func fitOLS(x *mat.Dense, cols [][]float64, y []float64, sc *Scratch) (*OLS, error) {
 	if sc == nil {
 		sc = &Scratch{}
 	}
@@ -158,34 +180,68 @@ func FitOLS(x *mat.Dense, y []float64, sc *Scratch) (*OLS, error) {
 	norms := make([]float64, k)
 	sc.scaled = sc.Grow(sc.scaled, n*k)
 	scaled := sc.scaled
-	if j := unitColumns(x.RawMatrix(), scaled, norms); j >= 0 {
-		return nil, fmt.Errorf("ols: column %d is zero or not finite: %w", j, ErrCollinear)
-	}
-	qr := blas64.General{Rows: n, Cols: k, Stride: k, Data: scaled}
 	tau := make([]float64, k)
 	var query [1]float64
-	lapack64.Geqrf(qr, tau, query[:], -1)
-	work := sc.workspace(int(query[0]))
-	lapack64.Geqrf(qr, tau, work, len(work))
-	r := blas64.Triangular{Uplo: blas.Upper, Diag: blas.NonUnit, N: k, Stride: k, Data: scaled}
+	// householderQR is gonum's Geqrf and Ormqr to the bit on finite
+	// values (a NaN's sign and payload may differ), which the scaled
+	// design always is; it takes the scaled design column-major.
+	fused := k <= fusedQRWidth && finite(y)
+	// rdata is R, k×k row-major in its upper triangle.
+	var rdata []float64
+	if fused {
+		j := -1
+		if cols != nil {
+			j = unitColumnsOf(cols, scaled, norms)
+		} else {
+			j = unitColumnsT(x.RawMatrix(), scaled, norms)
+		}
+		if j >= 0 {
+			return nil, fmt.Errorf("ols: column %d is zero or not finite: %w", j, ErrCollinear)
+		}
+		// Qᵀy in the same passes, in the right-hand side's memory (the
+		// residuals of the fit before are gone then, fitted or not).
+		sc.rhs = sc.Grow(sc.rhs, n)
+		copy(sc.rhs, y)
+		householderQR(scaled, n, k, tau, sc.rhs, sc.workspace(k))
+		rdata = make([]float64, k*k)
+		for i := range k {
+			for j := i; j < k; j++ {
+				rdata[i*k+j] = scaled[j*n+i]
+			}
+		}
+	} else {
+		if j := unitColumns(x.RawMatrix(), scaled, norms); j >= 0 {
+			return nil, fmt.Errorf("ols: column %d is zero or not finite: %w", j, ErrCollinear)
+		}
+		qr := blas64.General{Rows: n, Cols: k, Stride: k, Data: scaled}
+		lapack64.Geqrf(qr, tau, query[:], -1)
+		work := sc.workspace(int(query[0]))
+		lapack64.Geqrf(qr, tau, work, len(work))
+		rdata = scaled[:k*k]
+	}
+	r := blas64.Triangular{Uplo: blas.Upper, Diag: blas.NonUnit, N: k, Stride: k, Data: rdata}
 	cond := 1 / lapack64.Trcon(mat.CondNorm, r, make([]float64, 3*k), make([]int, k))
 	if cond > maxCond || math.IsNaN(cond) {
 		return nil, fmt.Errorf("ols: condition number %.3g: %w", cond, ErrCollinear)
 	}
 	// β of the scaled design: Qᵀy, then R⁻¹ of its first k entries.
-	sc.rhs = sc.Grow(sc.rhs, n)
-	copy(sc.rhs, y)
+	if !fused {
+		sc.rhs = sc.Grow(sc.rhs, n)
+		copy(sc.rhs, y)
+		rhs := blas64.General{Rows: n, Cols: 1, Stride: 1, Data: sc.rhs}
+		qr := blas64.General{Rows: n, Cols: k, Stride: k, Data: scaled}
+		lapack64.Ormqr(blas.Left, blas.Trans, qr, tau, rhs, query[:], -1)
+		work := sc.workspace(int(query[0]))
+		lapack64.Ormqr(blas.Left, blas.Trans, qr, tau, rhs, work, len(work))
+	}
 	rhs := blas64.General{Rows: n, Cols: 1, Stride: 1, Data: sc.rhs}
-	lapack64.Ormqr(blas.Left, blas.Trans, qr, tau, rhs, query[:], -1)
-	work = sc.workspace(int(query[0]))
-	lapack64.Ormqr(blas.Left, blas.Trans, qr, tau, rhs, work, len(work))
 	if !lapack64.Trtrs(blas.NoTrans, r, rhs) {
 		return nil, fmt.Errorf("ols: %v: %w", mat.Condition(math.Inf(1)), ErrCollinear)
 	}
 	rk := mat.NewTriDense(k, mat.Upper, nil)
 	for i := 0; i < k; i++ {
 		for j := i; j < k; j++ {
-			rk.SetTri(i, j, scaled[i*k+j])
+			rk.SetTri(i, j, rdata[i*k+j])
 		}
 	}
 	var rinv mat.TriDense
@@ -195,7 +251,7 @@ func FitOLS(x *mat.Dense, y []float64, sc *Scratch) (*OLS, error) {
 	f := &OLS{N: n, K: k, X: x, Y: y, Beta: make([]float64, k), Cond: cond, MinPivot: math.Inf(1)}
 	for j := range f.Beta {
 		f.Beta[j] = sc.rhs[j] / norms[j]
-		f.MinPivot = math.Min(f.MinPivot, math.Abs(scaled[j*k+j]))
+		f.MinPivot = math.Min(f.MinPivot, math.Abs(rdata[j*k+j]))
 	}
 	// (X'X)⁻¹ = D⁻¹ R⁻¹ R⁻ᵀ D⁻¹ with D the column norms.
 	f.XtXInv = mat.NewSymDense(k, nil)
@@ -221,6 +277,20 @@ func FitOLS(x *mat.Dense, y []float64, sc *Scratch) (*OLS, error) {
 		f.RSS += f.Resid[i] * f.Resid[i]
 	}
 	return f, nil
+}
+
+// fusedQRWidth is the widest design FitOLS factors by householderQR:
+// maxFusedQR, or 0 for the tests that compare it with gonum's routines.
+var fusedQRWidth = maxFusedQR
+
+// finite reports whether every element of x is finite.
+func finite(x []float64) bool {
+	for _, v := range x {
+		if v-v != 0 { // NaN or ±Inf
+			return false
+		}
+	}
+	return true
 }
 
 // unitColumns writes x's columns divided by their Euclidean norms into
@@ -252,6 +322,67 @@ func unitColumns(x blas64.General, scaled, norms []float64) int {
 		row, out := x.Data[i*x.Stride:][:len(norms)], scaled[i*k:][:len(norms)]
 		for j, v := range row {
 			out[j] = v / norms[j]
+		}
+	}
+	return -1
+}
+
+// unitColumnsT is unitColumns writing scaled column-major (column j at
+// scaled[j·n:(j+1)·n]), as householderQR takes it: the same norms, summed
+// the same way, and the same quotients.
+func unitColumnsT(x blas64.General, scaled, norms []float64) int {
+	n, k := x.Rows, x.Cols
+	norms = norms[:k]
+	clear(norms)
+	for i := 0; i < n; i++ {
+		row := x.Data[i*x.Stride:][:len(norms)]
+		for j, v := range row {
+			norms[j] += v * v
+		}
+	}
+	for j, ss := range norms {
+		norms[j] = math.Sqrt(ss)
+		if norms[j] == 0 || math.IsNaN(norms[j]) || math.IsInf(norms[j], 0) {
+			return j
+		}
+	}
+	scaled = scaled[:n*k]
+	for i := 0; i < n; i++ {
+		row := x.Data[i*x.Stride:][:len(norms)]
+		for j, v := range row {
+			scaled[j*n+i] = v / norms[j]
+		}
+	}
+	return -1
+}
+
+// unitColumnsOf is unitColumnsT of the design whose columns are cols:
+// each norm sums its column's squares from the first row down, as
+// unitColumns does, and each column is scaled in one pass down it.
+func unitColumnsOf(cols [][]float64, scaled, norms []float64) int {
+	k := len(cols)
+	n := len(cols[0])
+	norms = norms[:k]
+	for j, c := range cols {
+		ss := 0.0
+		for _, v := range c[:n] {
+			ss += v * v
+		}
+		norms[j] = math.Sqrt(ss)
+		if norms[j] == 0 || math.IsNaN(norms[j]) || math.IsInf(norms[j], 0) {
+			return j
+		}
+	}
+	for j, c := range cols {
+		out, nj := scaled[j*n:(j+1)*n], norms[j]
+		// A value the same to the bit as the row before's has the same
+		// quotient: the constant column divides once.
+		last, q := uint64(0), 0/nj
+		for i, v := range c[:len(out)] {
+			if b := math.Float64bits(v); b != last || i == 0 {
+				last, q = b, v/nj
+			}
+			out[i] = q
 		}
 	}
 	return -1
@@ -352,6 +483,31 @@ func (f *OLS) Cluster(groups []int, factor SmallSample) (*mat.SymDense, int) {
 // dropping some cluster leaves a singular design (the caller falls back to
 // CV1).
 func (f *OLS) ClusterJackknife(groups []int) (v *mat.SymDense, g int, ok bool) {
+	v, _, g, ok = f.clusterJackknife(groups, StataCR1, false)
+	return v, g, ok
+}
+
+// ClusterJackknifeOrCR1 is ClusterJackknife, and where it is not ok
+// (leaving some cluster out is singular) Cluster(groups, factor) instead,
+// from the clusters' scores the jackknife summed (the same sums in the
+// same order): ok says which it is.
+func (f *OLS) ClusterJackknifeOrCR1(groups []int, factor SmallSample) (v *mat.SymDense, g int, ok bool) {
+	var cr1 *mat.SymDense
+	v, cr1, g, ok = f.clusterJackknife(groups, factor, true)
+	if !ok {
+		return cr1, g, false
+	}
+	return v, g, true
+}
+
+// clusterJackknife is ClusterJackknife and, where it is not ok and
+// fallback, Cluster(groups, factor) from the scores it summed (cr1).
+//
+// A cluster's X'X and score take two of its rows at a time where they
+// are next to each other, each sum the first row's product and then the
+// second's: the order a row at a time takes, with each sum read and
+// written once for two rows.
+func (f *OLS) clusterJackknife(groups []int, factor SmallSample, fallback bool) (v, cr1 *mat.SymDense, g int, ok bool) {
 	k := f.K
 	type part struct {
 		xtx   []float64
@@ -361,7 +517,7 @@ func (f *OLS) ClusterJackknife(groups []int) (v *mat.SymDense, g int, ok bool) {
 	var order []int
 	xtx := make([]float64, k*k)
 	var p *part
-	for i := 0; i < f.N; i++ {
+	for i := 0; i < f.N; {
 		// Rows of one cluster often come in a run (time blocks): look the
 		// cluster up only when the label changes.
 		if i == 0 || groups[i] != groups[i-1] {
@@ -376,22 +532,58 @@ func (f *OLS) ClusterJackknife(groups []int) (v *mat.SymDense, g int, ok bool) {
 		row := f.X.RawRowView(i)[:k]
 		e := f.Resid[i]
 		score := p.score[:len(row)]
+		if i+1 < f.N && groups[i+1] == groups[i] {
+			row1 := f.X.RawRowView(i + 1)[:len(row)]
+			e1 := f.Resid[i+1]
+			for a, ra := range row {
+				ra1 := row1[a]
+				sa := score[a]
+				sa += ra * e
+				sa += ra1 * e1
+				score[a] = sa
+				// Row a of the cluster's X'X from its diagonal on, and
+				// the rows' entries it is multiplied by, as slices of
+				// one length: no bounds check in the loop.
+				rb, rb1 := row[a:], row1[a:]
+				xtx := p.xtx[a*k+a:][:len(rb)]
+				rb1 = rb1[:len(rb)]
+				for b, v := range rb {
+					t := xtx[b]
+					t += ra * v
+					t += ra1 * rb1[b]
+					xtx[b] = t
+				}
+			}
+			i += 2
+			continue
+		}
 		for a, ra := range row {
 			score[a] += ra * e
-			// Row a of the cluster's X'X from its diagonal on, and the
-			// row's entries it is multiplied by, as slices of one length:
-			// no bounds check in the loop, where each entry took three.
 			rb := row[a:]
 			xtx := p.xtx[a*k+a:][:len(rb)]
 			for b, v := range rb {
 				xtx[b] += ra * v
 			}
 		}
+		i++
 	}
 	for _, label := range order { // in a fixed order: the same inputs, the same digits
 		for a := range xtx {
 			xtx[a] += parts[label].xtx[a]
 		}
+	}
+	// fail is the jackknife's answer where some cluster cannot be left
+	// out, with CR1 from the scores where asked for (Cluster's meat).
+	fail := func() (v, cr1 *mat.SymDense, g int, ok bool) {
+		if !fallback {
+			return nil, nil, len(order), false
+		}
+		meat := mat.NewSymDense(k, nil)
+		for _, label := range order {
+			meat.SymRankOne(meat, 1, mat.NewVecDense(k, parts[label].score))
+		}
+		g = len(order)
+		return nil, f.sandwich(meat, f.clusterFactor(factor, g)), g, false
 	}
 	acc := mat.NewSymDense(k, nil)
 	a := mat.NewSymDense(k, nil)
@@ -405,16 +597,16 @@ func (f *OLS) ClusterJackknife(groups []int) (v *mat.SymDense, g int, ok bool) {
 			}
 		}
 		if !ch.Factorize(a) {
-			return nil, len(order), false
+			return fail()
 		}
 		if err := ch.SolveVecTo(&d, mat.NewVecDense(k, p.score)); err != nil {
-			return nil, len(order), false
+			return fail()
 		}
 		acc.SymRankOne(acc, 1, &d)
 	}
 	g = len(order)
 	acc.ScaleSym(float64(g-1)/float64(g), acc)
-	return acc, g, true
+	return acc, nil, g, true
 }
 
 // NeweyWest is the Newey–West (1987, Econometrica 55:703) HAC covariance with

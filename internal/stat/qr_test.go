@@ -1,0 +1,286 @@
+package stat
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/blas64"
+	"gonum.org/v1/gonum/lapack/lapack64"
+	"gonum.org/v1/gonum/mat"
+)
+
+// gonumQR is what FitOLS called before householderQR: Geqrf of a, then
+// Ormqr(Left, Trans) of its Q on y, in place.
+func gonumQR(a []float64, m, k int, tau, y []float64) {
+	qr := blas64.General{Rows: m, Cols: k, Stride: k, Data: a}
+	var query [1]float64
+	lapack64.Geqrf(qr, tau, query[:], -1)
+	work := make([]float64, int(query[0]))
+	lapack64.Geqrf(qr, tau, work, len(work))
+	rhs := blas64.General{Rows: m, Cols: 1, Stride: 1, Data: y}
+	lapack64.Ormqr(blas.Left, blas.Trans, qr, tau, rhs, query[:], -1)
+	work = make([]float64, int(query[0]))
+	lapack64.Ormqr(blas.Left, blas.Trans, qr, tau, rhs, work, len(work))
+}
+
+// sameBits reports the first index where a and b differ to the bit, any
+// NaN matching any other where nanAny.
+func sameBits(a, b []float64, nanAny ...bool) int {
+	for i := range a {
+		if len(nanAny) > 0 && nanAny[0] && math.IsNaN(a[i]) && math.IsNaN(b[i]) {
+			continue
+		}
+		if math.Float64bits(a[i]) != math.Float64bits(b[i]) {
+			return i
+		}
+	}
+	return -1
+}
+
+// qrCase is a design and response householderQR is checked on.
+type qrCase struct {
+	name string
+	m, k int
+	a, y []float64
+	// nonFinite marks a case whose NaNs may differ in their sign and
+	// payload (the order of an operation's operands picks them): FitOLS
+	// gives householderQR finite inputs only.
+	nonFinite bool
+}
+
+// qrCases are random designs and the shapes that take householderQR's
+// rare branches: zeros trailing a column (Dlarf's last row of v), whole
+// columns of zeros (τ = 0, Dlarf's last column), tiny columns (Dlarfg's
+// rescaling), signed zeros, repeated columns, a zero response and NaN.
+func qrCases() []qrCase {
+	rng := rand.New(rand.NewPCG(7, 32))
+	var cases []qrCase
+	add := func(name string, m, k int, fill func(a, y []float64)) {
+		a, y := make([]float64, m*k), make([]float64, m)
+		for i := range a {
+			a[i] = rng.NormFloat64()
+		}
+		for i := range y {
+			y[i] = rng.NormFloat64()
+		}
+		if fill != nil {
+			fill(a, y)
+		}
+		nonFinite := false
+		for _, v := range append(a[:len(a):len(a)], y...) {
+			nonFinite = nonFinite || math.IsNaN(v) || math.IsInf(v, 0)
+		}
+		cases = append(cases, qrCase{name, m, k, a, y, nonFinite})
+	}
+	for _, k := range []int{1, 2, 3, 5, 8, 9, 13, 32} {
+		for _, m := range []int{k + 1, k + 2, 2*k + 3, 100, 1001} {
+			add(fmt.Sprintf("random %dx%d", m, k), m, k, nil)
+		}
+	}
+	add("design-like", 5000, 8, func(a, _ []float64) {
+		for r := range 5000 {
+			a[r*8] = 1
+			for j := 1; j < 8; j++ {
+				a[r*8+j] = math.Abs(a[r*8+j]) * float64(j*j)
+			}
+		}
+	})
+	add("zeros trailing columns", 60, 5, func(a, _ []float64) {
+		for r := 40; r < 60; r++ {
+			for j := range 5 {
+				a[r*5+j] = 0
+			}
+		}
+	})
+	add("zeros trailing one column", 60, 5, func(a, _ []float64) {
+		for r := 30; r < 60; r++ {
+			a[r*5+1] = 0
+		}
+		for r := 10; r < 20; r++ {
+			a[r*5+1] = 0
+		}
+	})
+	add("zero column", 50, 4, func(a, _ []float64) {
+		for r := range 50 {
+			a[r*4+1] = 0
+		}
+	})
+	add("zero last columns", 50, 4, func(a, _ []float64) {
+		for r := range 50 {
+			a[r*4+2], a[r*4+3] = 0, math.Copysign(0, -1)
+		}
+	})
+	add("zero below the diagonal", 30, 3, func(a, _ []float64) {
+		for r := 1; r < 30; r++ {
+			a[r*3] = 0
+		}
+	})
+	add("last column zero but a corner", 40, 6, func(a, _ []float64) {
+		for r := range 40 {
+			a[r*6+5] = 0
+		}
+		a[17*6+5] = 2.5
+	})
+	add("tiny column", 40, 3, func(a, _ []float64) {
+		for r := range 40 {
+			a[r*3+1] *= 1e-305
+		}
+	})
+	add("tiny everything", 40, 3, func(a, y []float64) {
+		for i := range a {
+			a[i] *= 1e-310
+		}
+	})
+	add("signed zeros", 40, 4, func(a, y []float64) {
+		for r := range 40 {
+			if r%3 == 0 {
+				a[r*4+2] = math.Copysign(0, -1)
+				y[r] = math.Copysign(0, -1)
+			}
+		}
+	})
+	add("repeated column", 80, 4, func(a, _ []float64) {
+		for r := range 80 {
+			a[r*4+3] = a[r*4+1]
+		}
+	})
+	add("zero response", 50, 4, func(_, y []float64) { clear(y) })
+	add("response zero but its ends", 50, 4, func(_, y []float64) {
+		for r := 1; r < 49; r++ {
+			y[r] = 0
+		}
+	})
+	add("NaN", 30, 3, func(a, _ []float64) { a[12*3+1] = math.NaN() })
+	add("Inf", 30, 3, func(a, _ []float64) { a[12*3+2] = math.Inf(-1) })
+	return cases
+}
+
+// transpose returns the m×k row-major a column-major (or a k×m one
+// row-major).
+func transpose(a []float64, m, k int) []float64 {
+	t := make([]float64, len(a))
+	for i := range m {
+		for j := range k {
+			t[j*m+i] = a[i*k+j]
+		}
+	}
+	return t
+}
+
+// TestHouseholderQRMatchesGonum checks householderQR against gonum's
+// Geqrf and Ormqr, which FitOLS called before, to the bit: the factored
+// matrix, τ and Qᵀy.
+func TestHouseholderQRMatchesGonum(t *testing.T) {
+	for _, c := range qrCases() {
+		wantA, wantY, wantTau := append([]float64(nil), c.a...), append([]float64(nil), c.y...), make([]float64, c.k)
+		gonumQR(wantA, c.m, c.k, wantTau, wantY)
+		gotA, gotY, gotTau := transpose(c.a, c.m, c.k), append([]float64(nil), c.y...), make([]float64, c.k)
+		householderQR(gotA, c.m, c.k, gotTau, gotY, make([]float64, c.k))
+		gotA = transpose(gotA, c.k, c.m)
+		if i := sameBits(gotA, wantA, c.nonFinite); i >= 0 {
+			t.Errorf("%s: factor element (%d, %d) = %v, gonum %v", c.name, i/c.k, i%c.k, gotA[i], wantA[i])
+		}
+		if i := sameBits(gotTau, wantTau, c.nonFinite); i >= 0 {
+			t.Errorf("%s: tau[%d] = %v, gonum %v", c.name, i, gotTau[i], wantTau[i])
+		}
+		if i := sameBits(gotY, wantY, c.nonFinite); i >= 0 {
+			t.Errorf("%s: (Qᵀy)[%d] = %v, gonum %v", c.name, i, gotY[i], wantY[i])
+		}
+	}
+}
+
+// sameFit reports how two fits of the same data differ to the bit, or "".
+func sameFit(a, b *OLS) string {
+	switch {
+	case sameBits(a.Beta, b.Beta) >= 0:
+		return fmt.Sprintf("beta %v, %v", a.Beta, b.Beta)
+	case sameBits(a.Resid, b.Resid) >= 0:
+		return fmt.Sprintf("residual %d", sameBits(a.Resid, b.Resid))
+	case sameBits(a.XtXInv.RawSymmetric().Data, b.XtXInv.RawSymmetric().Data) >= 0:
+		return "(X'X)⁻¹"
+	case sameBits([]float64{a.RSS, a.Cond, a.MinPivot}, []float64{b.RSS, b.Cond, b.MinPivot}) >= 0:
+		return fmt.Sprintf("RSS, cond, min pivot %v %v %v, %v %v %v", a.RSS, a.Cond, a.MinPivot, b.RSS, b.Cond, b.MinPivot)
+	}
+	return ""
+}
+
+// TestFitOLSFusedMatchesGonum checks FitOLS and FitOLSColumns, which
+// factor by householderQR, against FitOLS through gonum's Geqrf and
+// Ormqr (fusedQRWidth 0), every figure to the bit, on the finite designs
+// of qrCases with a constant column added.
+func TestFitOLSFusedMatchesGonum(t *testing.T) {
+	fitted := 0
+	for _, c := range qrCases() {
+		if c.nonFinite {
+			continue
+		}
+		n, k := c.m+1, c.k+1
+		x := make([]float64, n*k)
+		cols := make([][]float64, k)
+		for j := range cols {
+			cols[j] = make([]float64, n)
+		}
+		for i := range n {
+			x[i*k], cols[0][i] = 1, 1
+			for j := 1; j < k; j++ {
+				v := c.a[(i%c.m)*c.k+j-1] + float64(i)*1e-3*float64(j)
+				x[i*k+j], cols[j][i] = v, v
+			}
+		}
+		y := append(append([]float64(nil), c.y...), 0.5)
+		fusedQRWidth = 0
+		want, wantErr := FitOLS(mat.NewDense(n, k, x), y, nil)
+		fusedQRWidth = maxFusedQR
+		got, gotErr := FitOLS(mat.NewDense(n, k, x), y, nil)
+		gotCols, gotColsErr := FitOLSColumns(mat.NewDense(n, k, x), cols, y, nil)
+		if (wantErr != nil) != (gotErr != nil) || (wantErr != nil) != (gotColsErr != nil) {
+			t.Errorf("%s: errors %v, %v, gonum's %v", c.name, gotErr, gotColsErr, wantErr)
+			continue
+		}
+		if wantErr != nil {
+			continue
+		}
+		fitted++
+		if d := sameFit(got, want); d != "" {
+			t.Errorf("%s: FitOLS differs from gonum's: %s", c.name, d)
+		}
+		if d := sameFit(gotCols, want); d != "" {
+			t.Errorf("%s: FitOLSColumns differs from gonum's: %s", c.name, d)
+		}
+	}
+	if fitted < 40 {
+		t.Errorf("only %d of the designs fitted", fitted)
+	}
+}
+
+func BenchmarkHouseholderQR(b *testing.B) {
+	for _, m := range []int{7400, 74000} {
+		k := 8
+		rng := rand.New(rand.NewPCG(3, 4))
+		a0, y0 := make([]float64, m*k), make([]float64, m)
+		for i := range a0 {
+			a0[i] = rng.NormFloat64()
+		}
+		for i := range y0 {
+			y0[i] = rng.NormFloat64()
+		}
+		a, y, tau, w := make([]float64, m*k), make([]float64, m), make([]float64, k), make([]float64, k)
+		b.Run(fmt.Sprintf("gonum/%dx%d", m, k), func(b *testing.B) {
+			for b.Loop() {
+				copy(a, a0)
+				copy(y, y0)
+				gonumQR(a, m, k, tau, y)
+			}
+		})
+		b.Run(fmt.Sprintf("fused/%dx%d", m, k), func(b *testing.B) {
+			for b.Loop() {
+				copy(a, a0)
+				copy(y, y0)
+				householderQR(a, m, k, tau, y, w)
+			}
+		})
+	}
+}
