@@ -768,7 +768,16 @@ func appendFewNanos(b []byte, n int64) []byte {
 // on).
 func appendCount(b []byte, x float64) []byte {
 	if n := int64(x); float64(n) == x && n >= 0 && n < 1e6 && (n > 0 || math.Float64bits(x) == 0) {
-		return appendUint(b, uint64(n))
+		// Its six digits, in one 8-byte store, leading zeros shifted
+		// out (all but the last digit's), as in appendMicros.
+		if cap(b)-len(b) < 8 {
+			b = slices.Grow(b, 8)
+		}
+		at := len(b)
+		d := sixDigits(uint32(n))
+		lead := min(bits.TrailingZeros64(d^sixZeros)/8, 5)
+		binary.LittleEndian.PutUint64(b[at:at+8], d>>(8*lead))
+		return b[:at+6-lead]
 	}
 	return appendShortestG(b, x)
 }
@@ -796,7 +805,7 @@ func appendShortestG(b []byte, v float64) []byte {
 	// time).
 	n := int64(a*1e6 + 0.5)
 	if float64(n)/1e6 != a {
-		return strconv.AppendFloat(b, v, 'g', -1, 64)
+		return appendShortestFixed(b, v)
 	}
 	if v < 0 {
 		n = -n
