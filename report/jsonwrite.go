@@ -603,67 +603,50 @@ func (w *jsonWriter) series(s compare.Series) {
 		w.null()
 		return
 	}
+	w.values(s, 1)
+}
+
+// column writes a column as series writes the Series it stands for
+// (TestColumnsWriteTheirRun checks the samples against FromAttribution's).
+func (w *jsonWriter) column(c *compare.Column) { w.values(c.Raw, c.Scale) }
+
+// values writes an array of raw/scale for each raw value, as series writes
+// them: a whole number of nanoseconds (scale 1e6) without the division
+// (appendNanosAsMs), a whole count (scale 1) as an integer (appendCount;
+// any other value there is appendShortestG's).
+func (w *jsonWriter) values(raw []float64, scale float64) {
 	w.beginArray()
-	if len(s) > 0 {
-		sep := w.startElements()
+	if len(raw) > 0 {
+		w.next()
+		// What goes before every element after the first: a comma, the
+		// newline and the indentation next wrote. The elements are
+		// appended to a local slice, handed back to w at each flush
+		// (series hold most of a large report's numbers).
+		var sepBuf [40]byte
+		sep := append(append(sepBuf[:0], ','), w.b[len(w.b)-(1+2*w.depth):]...)
+		// A separator of 16 bytes at most (depth 7, the series' own array
+		// counted: the report's samples are at 4) is written as one
+		// 16-byte store into room made beforehand, not copied by append's
+		// call of memmove (a tenth of the loop).
+		var sep16 [16]byte
+		short := len(sep) <= len(sep16)
+		copy(sep16[:], sep)
 		b := w.b
-		for i, v := range s {
+		for i, x := range raw {
 			switch {
 			case i == 0:
-			case sep.long == nil:
-				if cap(b)-len(b) < len(sep.sep16) {
-					b = slices.Grow(b, len(sep.sep16))
+			case short:
+				if cap(b)-len(b) < len(sep16) {
+					b = slices.Grow(b, len(sep16))
 				}
 				at := len(b)
-				*(*[16]byte)(b[at : at+16]) = sep.sep16
-				b = b[:at+sep.n]
+				*(*[16]byte)(b[at : at+16]) = sep16
+				b = b[:at+len(sep)]
 			default:
-				b = append(b, sep.long...)
+				b = append(b, sep...)
 			}
 			// Told apart by their bits: +0 is all zeros, NaN and the
 			// infinities have every exponent bit set.
-			switch u := math.Float64bits(v); {
-			case u == 0:
-				b = append(b, '0')
-			case u&expBits == expBits:
-				b = append(b, "null"...)
-			default:
-				b = appendShortestG(b, v)
-			}
-			if len(b) >= jsonChunk {
-				w.b = b
-				w.flush()
-				b = w.b
-			}
-		}
-		w.b = b
-	}
-	w.endArray()
-}
-
-// column writes a column as series writes the Series it stands for, each
-// raw value x as x/c.Scale: a whole number of nanoseconds without the
-// division (appendNanosAsMs), a whole count as an integer (appendCount).
-// TestColumnsWriteTheirRun checks the samples against FromAttribution's.
-func (w *jsonWriter) column(c *compare.Column) {
-	w.beginArray()
-	if len(c.Raw) > 0 {
-		sep := w.startElements()
-		b := w.b
-		scale := c.Scale
-		for i, x := range c.Raw {
-			switch {
-			case i == 0:
-			case sep.long == nil:
-				if cap(b)-len(b) < len(sep.sep16) {
-					b = slices.Grow(b, len(sep.sep16))
-				}
-				at := len(b)
-				*(*[16]byte)(b[at : at+16]) = sep.sep16
-				b = b[:at+sep.n]
-			default:
-				b = append(b, sep.long...)
-			}
 			switch u := math.Float64bits(x); {
 			case u == 0:
 				b = append(b, '0')
@@ -689,34 +672,6 @@ func (w *jsonWriter) column(c *compare.Column) {
 
 // expBits are a float64's exponent bits.
 const expBits = 0x7ff << 52
-
-// elementSep is what goes before every element of an array after the
-// first: a comma, the newline and the indentation next wrote. The
-// elements are appended to a local slice, handed back to w at each flush
-// (series hold most of a large report's numbers).
-type elementSep struct {
-	// A separator of 16 bytes at most (depth 7, the series' own array
-	// counted: the report's samples are at 4) is written as one 16-byte
-	// store into room made beforehand, not copied by append's call of
-	// memmove (a tenth of the loop); a longer one is appended from long.
-	sep16 [16]byte
-	n     int
-	long  []byte
-}
-
-// startElements starts the first element of the array just begun and
-// returns the separator of the others.
-func (w *jsonWriter) startElements() elementSep {
-	w.next()
-	indent := w.b[len(w.b)-(1+2*w.depth):]
-	sep := elementSep{n: 1 + len(indent)}
-	if sep.n > len(sep.sep16) {
-		sep.long = append([]byte{','}, indent...)
-	}
-	sep.sep16[0] = ','
-	copy(sep.sep16[1:], indent)
-	return sep
-}
 
 // appendNanosAsMs appends what appendShortestG(b, x/1e6) does, for x a
 // count of nanoseconds. Where x is a whole number under 2⁵³ in magnitude,
@@ -789,7 +744,8 @@ func appendCount(b []byte, x float64) []byte {
 // v's shortest representation ('g' writes it without an exponent there):
 // any other decimal as short differs from it by at least 10⁻⁶, far more than
 // the width of the interval that rounds to v (under 2.4·10⁻¹⁰ below 10⁶).
-// TestAppendShortestG checks it against strconv.
+// Any other v there (TPOT's quotients) is appendShortestFixed's, and v
+// outside it strconv's. TestAppendShortestG checks it against strconv.
 func appendShortestG(b []byte, v float64) []byte {
 	if v == 0 && !math.Signbit(v) { // the samples' most common value
 		return append(b, '0')
