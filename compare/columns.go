@@ -46,10 +46,8 @@ func ColumnsOf(res *attribution.Result) *Columns {
 	n := len(res.Requests)
 	var ttft, tpot, e2e, queue, outTokens, inTokens, arrival, itl, itlCounts []float64
 	if n > 0 {
-		// One array for the eight made whole here, first to last.
-		all := make([]float64, 8*n)
-		ttft, tpot, e2e, queue, outTokens, inTokens, arrival, itlCounts = all[:n:n], all[n:2*n:2*n], all[2*n:3*n:3*n],
-			all[3*n:4*n:4*n], all[4*n:5*n:5*n], all[5*n:6*n:6*n], all[6*n:7*n:7*n], all[7*n:]
+		ttft, tpot, e2e, queue = make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
+		outTokens, inTokens, arrival, itlCounts = make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
 	}
 	// Analyze's overall summary has counted the gaps (a Result built
 	// otherwise may not have: the array then grows).
