@@ -46,6 +46,107 @@ func TestAppendShortestG(t *testing.T) {
 	}
 }
 
+// TestAppendNanosAsMs: appendNanosAsMs(x) writes strconv's shortest 'g' of
+// x/1e6, for every whole count of nanoseconds from −200,000 to 200,000 (the
+// exponent forms under 100 ns and the edge at 100 included), at the edges of
+// its range (10¹² and 2⁵³) and on random draws: whole nanoseconds of every
+// magnitude to 10¹⁵, fractions (TPOT's quotients), and arbitrary doubles.
+// 200,000 draws of each kind (about a second of CPU); LLMPROF_LONG=1 draws
+// 3,000,000.
+func TestAppendNanosAsMs(t *testing.T) {
+	check := func(x float64) {
+		t.Helper()
+		want := strconv.AppendFloat(nil, x/1e6, 'g', -1, 64)
+		if got := appendNanosAsMs([]byte("x"), x); string(got[1:]) != string(want) {
+			t.Fatalf("appendNanosAsMs(%v) = %s, strconv %s", x, got[1:], want)
+		}
+	}
+	for ns := -200_000; ns <= 200_000; ns++ {
+		check(float64(ns))
+	}
+	for _, x := range []float64{math.Copysign(0, -1), 1e12, 1e12 - 1, 1e12 + 1, 999_999_999_999.5, 1 << 53, 1<<53 - 1, 1<<53 + 2, 1 << 62,
+		1 << 63, math.MaxInt64, 0.5, 99.5, 100.5, 1e-300, 5e-324, math.MaxFloat64, math.Inf(1), math.NaN()} {
+		check(x)
+		check(-x)
+	}
+	draws := 200_000
+	if os.Getenv("LLMPROF_LONG") != "" {
+		draws = 3_000_000
+	}
+	rng := rand.New(rand.NewPCG(12, 13))
+	for range draws {
+		ns := float64(rng.Int64N(int64(math.Pow(10, float64(1+rng.IntN(15))))))
+		check(ns)
+		check(-ns)
+		check(ns / float64(1+rng.IntN(1000)))
+		check(math.Float64frombits(rng.Uint64()))
+	}
+}
+
+// TestAppendCount: appendCount(x) writes strconv's shortest 'g' of x, for
+// every count to 1,050,000 and the values its fast path leaves out.
+func TestAppendCount(t *testing.T) {
+	check := func(x float64) {
+		t.Helper()
+		want := strconv.AppendFloat(nil, x, 'g', -1, 64)
+		if got := appendCount([]byte("x"), x); string(got[1:]) != string(want) {
+			t.Fatalf("appendCount(%v) = %s, strconv %s", x, got[1:], want)
+		}
+	}
+	for n := range 1_050_001 {
+		check(float64(n))
+	}
+	for _, x := range []float64{math.Copysign(0, -1), -1, -999_999, 0.5, 1e21, 1 << 63, math.Inf(-1), math.NaN()} {
+		check(x)
+	}
+}
+
+// TestAppendShortestFixed: appendShortestFixed writes strconv's shortest 'g'
+// across its range, 10⁻⁴ ≤ |v| < 10⁶: at its ends and at every power of two
+// in it (whose lower neighbour is nearer), with their neighbours; on the
+// neighbours of short decimals (k/10^j, where a shorter candidate lies near
+// an end of the interval); on TPOT-like quotients of nanoseconds; and on
+// doubles of random exponent and mantissa. 300,000 draws of each kind;
+// LLMPROF_LONG=1 draws 3,000,000.
+func TestAppendShortestFixed(t *testing.T) {
+	check := func(v float64) {
+		t.Helper()
+		if a := math.Abs(v); !(a >= 1e-4 && a < 1e6) {
+			return
+		}
+		want := strconv.AppendFloat(nil, v, 'g', -1, 64)
+		if got := appendShortestFixed([]byte("x"), v); string(got[1:]) != string(want) {
+			t.Fatalf("appendShortestFixed(%v) = %s, strconv %s", v, got[1:], want)
+		}
+	}
+	near := func(v float64) {
+		t.Helper()
+		check(v)
+		check(-v)
+		for _, w := range []float64{math.Nextafter(v, 0), math.Nextafter(v, math.Inf(1))} {
+			check(w)
+			check(-w)
+		}
+	}
+	near(1e-4)
+	near(1e6)
+	for e := -14; e <= 20; e++ {
+		near(math.Ldexp(1, e))
+	}
+	draws := 300_000
+	if os.Getenv("LLMPROF_LONG") != "" {
+		draws = 3_000_000
+	}
+	rng := rand.New(rand.NewPCG(14, 15))
+	for range draws {
+		j := rng.IntN(11)
+		near(float64(rng.Int64N(int64(math.Pow(10, float64(1+rng.IntN(10)))))) / math.Pow(10, float64(j)))
+		check(float64(rng.Int64N(1e13)) / float64(1+rng.IntN(2000)) / 1e6)
+		check(math.Ldexp(1+rng.Float64(), rng.IntN(35)-14))
+		check(math.Float64frombits(uint64(rng.IntN(1<<11))<<52 | rng.Uint64()>>12))
+	}
+}
+
 // TestSeriesAtEveryDepth: a series writes what encoding/json writes at
 // every depth, its separator stored whole (16 bytes at most: in six objects
 // or fewer) or appended (deeper), across the writer's flushes.
@@ -161,5 +262,55 @@ func BenchmarkAppendShortestG(b *testing.B) {
 		for _, v := range vs {
 			buf = appendShortestG(buf, v)
 		}
+	}
+}
+
+// BenchmarkJSONColumns writes columns of raw values shaped like the 100 MiB
+// OTLP dump's samples (docs/otlp.md): nanoseconds, a tenth unknown; stage
+// and token-bucket times, mostly zero; whole counts; TPOT's quotients.
+func BenchmarkJSONColumns(b *testing.B) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	const n = 44544
+	ns := func() float64 { return float64(rng.Int64N(1e10)) }
+	gen := []func() float64{
+		func() float64 {
+			if rng.IntN(10) == 0 {
+				return math.NaN()
+			}
+			return ns()
+		},
+		func() float64 {
+			if rng.IntN(3) > 0 {
+				return 0
+			}
+			return ns()
+		},
+		func() float64 { return float64(rng.IntN(4000)) },
+		func() float64 { return ns() / float64(2+rng.IntN(400)) },
+	}
+	var all []compare.Column
+	for k, copies := range []int{10, 8, 3, 1} {
+		for range copies {
+			c := compare.Column{Name: "x", Scale: 1e6, Raw: make([]float64, n)}
+			if k == 2 {
+				c.Scale = 1
+			}
+			for i := range c.Raw {
+				c.Raw[i] = gen[k]()
+			}
+			all = append(all, c)
+		}
+	}
+	w := newJSONWriter()
+	w.out = io.Discard
+	b.SetBytes(int64(n * len(all)))
+	for b.Loop() {
+		w.beginObject()
+		for i := range all {
+			w.key("x")
+			w.column(&all[i])
+		}
+		w.endObject()
+		w.b = w.b[:0]
 	}
 }

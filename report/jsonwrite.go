@@ -370,7 +370,10 @@ func (w *jsonWriter) report(r *Report) {
 	w.warnings(r.Warnings)
 	if r.Samples != nil {
 		w.key("samples")
-		w.samples(r.Samples)
+		w.samples(r.Samples, nil)
+	} else if r.columns != nil {
+		w.key("samples")
+		w.samples(&r.columns.Run, r.columns)
 	}
 	w.endObject()
 }
@@ -481,8 +484,10 @@ func (w *jsonWriter) summaryFields(s *attribution.Summary) {
 }
 
 // samples writes what compare.Run.MarshalJSON writes, indented: its schema
-// marker first, and strings escaped for HTML as json.Marshal does.
-func (w *jsonWriter) samples(r *compare.Run) {
+// marker first, and strings escaped for HTML as json.Marshal does. With c,
+// r is c.Run and the series are c's columns, written as the series
+// compare.FromAttribution would have made (TestColumnsWriteTheirRun).
+func (w *jsonWriter) samples(r *compare.Run, c *compare.Columns) {
 	w.beginObject()
 	w.key("schema")
 	w.str(compare.SamplesSchema, true)
@@ -507,6 +512,20 @@ func (w *jsonWriter) samples(r *compare.Run) {
 		w.str(r.SLO, true)
 	}
 	w.intField("good", int64(r.Good), true)
+	if c != nil {
+		w.columnFields(c)
+	} else {
+		w.seriesFields(r)
+	}
+	if r.TokensEstimated {
+		w.key("tokens_estimated")
+		w.bool(true)
+	}
+	w.endObject()
+}
+
+// seriesFields writes a Run's series, from ttft_ms to tenants_ms.
+func (w *jsonWriter) seriesFields(r *compare.Run) {
 	for _, s := range []struct {
 		key string
 		s   compare.Series
@@ -548,11 +567,33 @@ func (w *jsonWriter) samples(r *compare.Run) {
 		}
 		w.endObject()
 	}
-	if r.TokensEstimated {
-		w.key("tokens_estimated")
-		w.bool(true)
+}
+
+// columnFields writes what seriesFields writes of the Run c stands for:
+// the series in the same order (Columns keeps Run's, and its maps' in key
+// order), the maps left out when empty, tenants_ms null.
+func (w *jsonWriter) columnFields(c *compare.Columns) {
+	for i := range c.Series {
+		w.key(c.Series[i].Name)
+		w.column(&c.Series[i])
 	}
-	w.endObject()
+	for _, m := range []struct {
+		key string
+		m   []compare.Column
+	}{{"stages_ms", c.Stages}, {"tokens_ms", c.Tokens}, {"first_token_ms", c.FirstToken}} {
+		if len(m.m) == 0 {
+			continue
+		}
+		w.key(m.key)
+		w.beginObject()
+		for i := range m.m {
+			w.mapKey(m.m[i].Name, true)
+			w.column(&m.m[i])
+		}
+		w.endObject()
+	}
+	w.key("tenants_ms")
+	w.null()
 }
 
 // series writes what compare.Series.MarshalJSON writes, indented: shortest
@@ -562,8 +603,20 @@ func (w *jsonWriter) series(s compare.Series) {
 		w.null()
 		return
 	}
+	w.values(s, 1)
+}
+
+// column writes a column as series writes the Series it stands for
+// (TestColumnsWriteTheirRun checks the samples against FromAttribution's).
+func (w *jsonWriter) column(c *compare.Column) { w.values(c.Raw, c.Scale) }
+
+// values writes an array of raw/scale for each raw value, as series writes
+// them: a whole number of nanoseconds (scale 1e6) without the division
+// (appendNanosAsMs), a whole count (scale 1) as an integer (appendCount;
+// any other value there is appendShortestG's).
+func (w *jsonWriter) values(raw []float64, scale float64) {
 	w.beginArray()
-	if len(s) > 0 {
+	if len(raw) > 0 {
 		w.next()
 		// What goes before every element after the first: a comma, the
 		// newline and the indentation next wrote. The elements are
@@ -579,7 +632,7 @@ func (w *jsonWriter) series(s compare.Series) {
 		short := len(sep) <= len(sep16)
 		copy(sep16[:], sep)
 		b := w.b
-		for i, v := range s {
+		for i, x := range raw {
 			switch {
 			case i == 0:
 			case short:
@@ -594,13 +647,17 @@ func (w *jsonWriter) series(s compare.Series) {
 			}
 			// Told apart by their bits: +0 is all zeros, NaN and the
 			// infinities have every exponent bit set.
-			switch u := math.Float64bits(v); {
+			switch u := math.Float64bits(x); {
 			case u == 0:
 				b = append(b, '0')
 			case u&expBits == expBits:
 				b = append(b, "null"...)
+			case scale == 1e6:
+				b = appendNanosAsMs(b, x)
+			case scale == 1:
+				b = appendCount(b, x)
 			default:
-				b = appendShortestG(b, v)
+				b = appendShortestG(b, x/scale)
 			}
 			if len(b) >= jsonChunk {
 				w.b = b
@@ -616,6 +673,70 @@ func (w *jsonWriter) series(s compare.Series) {
 // expBits are a float64's exponent bits.
 const expBits = 0x7ff << 52
 
+// appendNanosAsMs appends what appendShortestG(b, x/1e6) does, for x a
+// count of nanoseconds. Where x is a whole number under 2⁵³ in magnitude,
+// float64(x) is x and x/1e6 the double nearest the decimal x/10⁶ (IEEE
+// division is correctly rounded), whose shortest digits are x's: any other
+// decimal of as few significant digits is a multiple of 10⁻⁶ too, so at
+// least 10⁻⁶ away, where the doubles that round to x/1e6 lie within 2⁻³³
+// of it (below 10⁶). So for 100 ≤ |x| < 10¹² (10⁻⁴ ≤ x/1e6 < 10⁶, 'g'
+// writes no exponent) they are the integer's digits with the point six
+// from the right, trailing zeros dropped (appendMicros), and under 100 ns
+// one or two digits and e-06 or e-05 (appendFewNanos): no division and no
+// check. +0 is "0". Anything else (−0, a fraction, NaN, …) goes to
+// appendShortestG. TestAppendNanosAsMs checks it against strconv.
+func appendNanosAsMs(b []byte, x float64) []byte {
+	n := int64(x)
+	sign := n >> 63 // −1 when negative, else 0
+	if m := uint64((n ^ sign) - sign); float64(n) == x && m < 1e12 {
+		switch {
+		case m >= 100:
+			return appendMicros(b, n)
+		case m > 0:
+			return appendFewNanos(b, n)
+		case math.Float64bits(x) == 0:
+			return append(b, '0')
+		}
+	}
+	return appendShortestG(b, x/1e6)
+}
+
+// appendFewNanos appends strconv's shortest 'g' of n/1e6 for 0 < |n| < 100:
+// "1e-06", "-5e-06", "1.2e-05", "9e-05".
+func appendFewNanos(b []byte, n int64) []byte {
+	if n < 0 {
+		b = append(b, '-')
+		n = -n
+	}
+	if n < 10 {
+		return append(b, byte('0'+n), 'e', '-', '0', '6')
+	}
+	b = append(b, byte('0'+n/10))
+	if d := n % 10; d != 0 {
+		b = append(b, '.', byte('0'+d))
+	}
+	return append(b, "e-05"...)
+}
+
+// appendCount appends what appendShortestG(b, x) does, a whole count
+// from 0 (+0) to 999,999 as its digits ('g' writes an exponent from 10⁶
+// on).
+func appendCount(b []byte, x float64) []byte {
+	if n := int64(x); float64(n) == x && n >= 0 && n < 1e6 && (n > 0 || math.Float64bits(x) == 0) {
+		// Its six digits, in one 8-byte store, leading zeros shifted
+		// out (all but the last digit's), as in appendMicros.
+		if cap(b)-len(b) < 8 {
+			b = slices.Grow(b, 8)
+		}
+		at := len(b)
+		d := sixDigits(uint32(n))
+		lead := min(bits.TrailingZeros64(d^sixZeros)/8, 5)
+		binary.LittleEndian.PutUint64(b[at:at+8], d>>(8*lead))
+		return b[:at+6-lead]
+	}
+	return appendShortestG(b, x)
+}
+
 // appendShortestG appends strconv.AppendFloat(b, v, 'g', -1, 64), the same
 // bytes, faster for the samples' usual values: milliseconds to the
 // nanosecond and whole counts. When v is the double nearest n/10⁶ for an
@@ -623,7 +744,8 @@ const expBits = 0x7ff << 52
 // v's shortest representation ('g' writes it without an exponent there):
 // any other decimal as short differs from it by at least 10⁻⁶, far more than
 // the width of the interval that rounds to v (under 2.4·10⁻¹⁰ below 10⁶).
-// TestAppendShortestG checks it against strconv.
+// Any other v there (TPOT's quotients) is appendShortestFixed's, and v
+// outside it strconv's. TestAppendShortestG checks it against strconv.
 func appendShortestG(b []byte, v float64) []byte {
 	if v == 0 && !math.Signbit(v) { // the samples' most common value
 		return append(b, '0')
@@ -639,21 +761,32 @@ func appendShortestG(b []byte, v float64) []byte {
 	// time).
 	n := int64(a*1e6 + 0.5)
 	if float64(n)/1e6 != a {
-		return strconv.AppendFloat(b, v, 'g', -1, 64)
+		return appendShortestFixed(b, v)
 	}
-	// At most 14 bytes: a sign, six integer digits (|v| < 10⁶, and n/10⁶
-	// too once the check above has passed), a point and six decimals;
-	// written in place, each six digits in one 8-byte store (16 bytes of
-	// room: the stores run past the digits kept).
+	if v < 0 {
+		n = -n
+	}
+	return appendMicros(b, n)
+}
+
+// appendMicros appends n/10⁶ for |n| < 10¹², its trailing zeros dropped,
+// as strconv's shortest 'g' writes the double nearest it for 0 and
+// 10² ≤ |n| (see appendShortestG): sign, integer part, and the decimals
+// that are not zero.
+func appendMicros(b []byte, n int64) []byte {
+	// At most 14 bytes: a sign, six integer digits, a point and six
+	// decimals; written in place, each six digits in one 8-byte store (16
+	// bytes of room: the stores run past the digits kept).
 	if cap(b)-len(b) < 16 {
 		b = slices.Grow(b, 16)
 	}
 	at := len(b)
 	out := b[at : at+16]
 	k := 0
-	if v < 0 {
+	if n < 0 {
 		out[0] = '-'
 		k = 1
+		n = -n
 	}
 	u, frac := uint32(uint64(n)/1e6), uint32(uint64(n)%1e6)
 	// The integer part's six digits, its leading zeros shifted out (all
@@ -676,8 +809,16 @@ func appendShortestG(b []byte, v float64) []byte {
 // the low six bytes of a little-endian word: the first digit in the lowest
 // byte, as an 8-byte store writes them in order.
 func sixDigits(x uint32) uint64 {
-	return uint64(digitPairs16[x/1e4]) | uint64(digitPairs16[x/100%100])<<16 | uint64(digitPairs16[x%100])<<32
+	return uint64(digitPairs16[x/1e4%100]) | uint64(digitQuads[x%1e4])<<16
 }
+
+// digitQuads are 0 to 9999 as four digits in a little-endian word.
+var digitQuads = func() (t [10000]uint32) {
+	for q := range t {
+		t[q] = uint32(digitPairs16[q/100]) | uint32(digitPairs16[q%100])<<16
+	}
+	return t
+}()
 
 // sixZeros is sixDigits(0): "000000".
 const sixZeros = 0x303030303030

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/llmprof/llmprof/compare"
 )
 
 // Names a user controls (tenants, models, kernels, spans) can be of any
@@ -153,6 +155,28 @@ func (r *Report) longNamesShown(out string, seen map[string]string) {
 	if json.Unmarshal(data, &v) != nil {
 		return
 	}
+	var samples any
+	if c := r.columns; r.Samples == nil && c != nil {
+		// The samples written from columns, which json.Marshal leaves
+		// out (Report.columns): the run's other fields, then the names
+		// of the series and of their maps.
+		if data, err = json.Marshal(c.Run); err != nil || json.Unmarshal(data, &samples) != nil {
+			return
+		}
+		var names []any
+		for _, m := range []struct {
+			key string
+			m   []compare.Column
+		}{{"", c.Series}, {"stages_ms", c.Stages}, {"tokens_ms", c.Tokens}, {"first_token_ms", c.FirstToken}} {
+			if len(m.m) > 0 && m.key != "" {
+				names = append(names, m.key)
+			}
+			for _, col := range m.m {
+				names = append(names, col.Name)
+			}
+		}
+		samples = []any{samples, names}
+	}
 	var walk func(any)
 	walk = func(v any) {
 		switch v := v.(type) {
@@ -173,6 +197,7 @@ func (r *Report) longNamesShown(out string, seen map[string]string) {
 		}
 	}
 	walk(v)
+	walk(samples)
 }
 
 // htmlLongNames is the page's list of the long names it shortened (esc

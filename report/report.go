@@ -61,6 +61,9 @@ type Report struct {
 	// Samples are the per-request observations `llmprof diff` compares, so
 	// that a saved analysis can be a diff baseline.
 	Samples *compare.Run `json:"samples,omitempty"`
+	// columns, when Samples is nil, are the samples as columns
+	// (Input.Columns), which WriteJSON writes as Samples.
+	columns *compare.Columns
 }
 
 // Source is one input file as the report lists it.
@@ -94,11 +97,15 @@ type Requests struct {
 
 // Input bundles the results a report is built from.
 type Input struct {
-	Version     string
-	Trace       *ingest.Trace
-	Align       *align.Result
-	Attr        *attribution.Result
-	Samples     *compare.Run
+	Version string
+	Trace   *ingest.Trace
+	Align   *align.Result
+	Attr    *attribution.Result
+	Samples *compare.Run
+	// Columns are the samples as columns (compare.ColumnsOf), written in
+	// the JSON report as Samples would be without being made whole: used
+	// when Samples is nil.
+	Columns     *compare.Columns
 	Tenants     *causal.Result
 	TenantsNote string
 	GPU         *attribution.GPU
@@ -161,6 +168,9 @@ func New(in Input) *Report {
 	}
 	r.Unrelated = unrelatedInputs(in)
 	r.Samples = in.Samples
+	if in.Samples == nil {
+		r.columns = in.Columns
+	}
 	r.Tenants, r.TenantsNote = in.Tenants, in.TenantsNote
 	r.GPU = in.GPU
 	r.Infrastructure = in.Signals

@@ -7,11 +7,12 @@ import (
 
 // Report is the analysis report of the run (what `analyze` renders as text,
 // JSON or HTML), stamped with the given llmprof version. Its samples are
-// the run as `diff` reads it back from a saved analysis.
+// the run as `diff` reads it back from a saved analysis
+// (compare.FromAttribution), as columns read from the requests as the JSON
+// report is written, never made whole (compare.ColumnsOf).
 func (a *Result) Report(version string) *report.Report {
 	res := a.Attr
-	samples := compare.FromAttribution(res)
-	return report.New(report.Input{Version: version, Trace: a.Trace, Align: a.Align, Attr: res, Samples: &samples,
+	return report.New(report.Input{Version: version, Trace: a.Trace, Align: a.Align, Attr: res, Columns: compare.ColumnsOf(res),
 		Tenants: a.Tenants, TenantsNote: a.TenantsNote, GPU: res.GPU, Signals: a.Signals, Sections: a.Sections})
 }
 
