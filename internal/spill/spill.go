@@ -196,14 +196,22 @@ func Slice[T any](n int) []T {
 	}
 	bytes := size * int64(n)
 	state.mu.Lock()
-	defer state.mu.Unlock()
-	if state.enabled == 0 || state.budget <= 0 || bytes < threshold(state.budget) {
+	spilling, dir := state.enabled > 0 && state.budget > 0 && bytes >= threshold(state.budget), state.dir
+	state.mu.Unlock()
+	if !spilling {
 		return make([]T, 0, n)
 	}
-	m, err := mapFile(state.dir, bytes)
+	// The file is made, reserved and written outside the lock (reserve).
+	m, err := mapFile(dir, bytes)
 	if err != nil {
 		// A full or unwritable spill directory costs memory, not the
 		// analysis: the table is made on the heap as without a budget.
+		return make([]T, 0, n)
+	}
+	state.mu.Lock()
+	defer state.mu.Unlock()
+	if state.enabled == 0 {
+		m.unmap() // spilling was turned off meanwhile
 		return make([]T, 0, n)
 	}
 	state.maps = append(state.maps, m)
@@ -254,22 +262,43 @@ func growMapped[T any](s []T, c int) ([]T, bool) {
 	if cap(s) == 0 || size == 0 || int64(c) > int64(math.MaxInt)/size {
 		return nil, false
 	}
+	// find is the table's mapping in state.maps, -1 for none (or a slice
+	// of the table, not the table). Called with state.mu held.
+	p := unsafe.Pointer(unsafe.SliceData(s[:1]))
+	find := func() int {
+		i := mappingOf(p)
+		if i < 0 || int64(len(state.maps[i].mem)) != int64(cap(s))*size {
+			return -1
+		}
+		return i
+	}
+	state.mu.Lock()
+	i := -1
+	if state.enabled > 0 {
+		i = find()
+	}
+	var m mapping
+	if i >= 0 {
+		m = state.maps[i]
+	}
+	state.mu.Unlock()
+	// The file grows outside the lock (reserve); only the owner of s
+	// grows or frees its mapping, so m is still s's mapping after it.
+	if i < 0 || m.reserve(int64(c)*size) != nil {
+		return nil, false
+	}
 	state.mu.Lock()
 	defer state.mu.Unlock()
 	if state.enabled == 0 {
 		return nil, false
 	}
-	i := mappingOf(unsafe.Pointer(unsafe.SliceData(s[:1])))
-	if i < 0 {
+	if i = find(); i < 0 {
 		return nil, false
 	}
-	m := state.maps[i]
-	if int64(len(m.mem)) != int64(cap(s))*size {
-		return nil, false // a slice of the table, not the table
-	}
-	// Under the lock: the governor finds its chunks in state.maps under
-	// it, so it never advises the range the mapping leaves.
-	grown, err := m.grow(int64(c) * size)
+	// The mapping moves under the lock: the governor finds its chunks in
+	// state.maps under it, so it never advises the range the mapping
+	// leaves.
+	grown, err := m.remap(int64(c) * size)
 	if err != nil {
 		return nil, false
 	}

@@ -80,11 +80,8 @@ func mapFile(dir string, size int64) (mapping, error) {
 	if err := os.Remove(f.Name()); err != nil {
 		return mapping{}, err
 	}
-	if err := unix.Fallocate(int(f.Fd()), 0, 0, size); err != nil {
-		return mapping{}, fmt.Errorf("reserving %d bytes in %s: %w", size, dir, err)
-	}
-	if err := writeZeros(f, 0, size); err != nil {
-		return mapping{}, fmt.Errorf("writing %d bytes in %s: %w", size, dir, err)
+	if err := reserve(f, 0, size); err != nil {
+		return mapping{}, fmt.Errorf("%s: %w", dir, err)
 	}
 	mem, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
@@ -94,23 +91,42 @@ func mapFile(dir string, size int64) (mapping, error) {
 	return mapping{mem, f}, nil
 }
 
-// grow is the mapping at size bytes (more than its length), its bytes kept:
-// the file's new blocks are reserved and their zeros written first
-// (fallocate and writeZeros, as mapFile's), then the mapping is moved or
-// extended to the new size (mremap), its page table entries with it, so
-// that no page written is faulted in again or copied. On an error the
-// mapping is as it was.
-func (m mapping) grow(size int64) (mapping, error) {
+// reserve readies bytes from to to of f for a mapping: their blocks are
+// allocated (fallocate) and their zeros written (writeZeros). It touches
+// only the file, so the package's lock need not be held: for a large table
+// it takes a while (the writes run at a few GB/s), and the governor takes
+// the lock at every tick.
+func reserve(f *os.File, from, to int64) error {
+	if reserving != nil {
+		reserving()
+	}
+	if err := unix.Fallocate(int(f.Fd()), 0, from, to-from); err != nil {
+		return fmt.Errorf("reserving %d bytes: %w", to-from, err)
+	}
+	if err := writeZeros(f, from, to); err != nil {
+		return fmt.Errorf("writing %d bytes: %w", to-from, err)
+	}
+	return nil
+}
+
+// reserving, when set (by a test), is called as reserve starts.
+var reserving func()
+
+// reserve readies the mapping's file for a mapping of size bytes (more than
+// its length): the new part's blocks reserved and zeros written (reserve).
+// The mapping is as it was; remap then extends it.
+func (m mapping) reserve(size int64) error {
 	if m.f == nil || size <= int64(len(m.mem)) {
-		return m, fmt.Errorf("spill: cannot grow a mapping of %d bytes to %d", len(m.mem), size)
+		return fmt.Errorf("spill: cannot grow a mapping of %d bytes to %d", len(m.mem), size)
 	}
-	old := int64(len(m.mem))
-	if err := unix.Fallocate(int(m.f.Fd()), 0, old, size-old); err != nil {
-		return m, err
-	}
-	if err := writeZeros(m.f, old, size); err != nil {
-		return m, err
-	}
+	return reserve(m.f, int64(len(m.mem)), size)
+}
+
+// remap is the mapping at size bytes, its file reserved that far (reserve),
+// its bytes kept: the mapping is moved or extended (mremap), its page table
+// entries with it, so that no page written is faulted in again or copied.
+// On an error the mapping is as it was.
+func (m mapping) remap(size int64) (mapping, error) {
 	mem, err := unix.Mremap(m.mem, int(size), unix.MREMAP_MAYMOVE)
 	if err != nil {
 		// The file keeps its reserved blocks past the mapping: the

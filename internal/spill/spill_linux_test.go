@@ -288,3 +288,35 @@ func mappedRss(t *testing.T, mem []byte) int {
 	t.Fatalf("no mapping holds %#x in /proc/self/smaps", at)
 	return 0
 }
+
+// A table's file is reserved and its zeros written without the package's
+// lock, which the governor takes at every tick: with it held, a 1 GiB
+// table kept the governor (and Read, Free, every other Slice) waiting for
+// seconds, while nothing could be dropped.
+func TestReserveRunsOutsideTheLock(t *testing.T) {
+	release, err := Enable(t.TempDir())
+	if err != nil {
+		t.Skipf("spilling is not possible here: %v", err)
+	}
+	defer release()
+	Budget(1 << 40)
+	var calls, locked int
+	reserving = func() {
+		calls++
+		if !state.mu.TryLock() {
+			locked++
+			return
+		}
+		state.mu.Unlock()
+	}
+	defer func() { reserving = nil }()
+	table := Slice[byte](MinBytes)
+	grown := Grow(table, 2*MinBytes)
+	if cap(grown) != 2*MinBytes || Read().Mapped != 2*MinBytes {
+		t.Fatalf("Grow: capacity %d, %d bytes mapped; want the table grown in place to %d", cap(grown), Read().Mapped, 2*MinBytes)
+	}
+	Free(grown)
+	if calls != 2 || locked != 0 {
+		t.Errorf("reserve ran %d times (want 2: Slice, Grow), %d of them with the lock held (want 0)", calls, locked)
+	}
+}

@@ -17,9 +17,10 @@ func usable(string) error {
 
 func mapFile(string, int64) (mapping, error) { return mapping{}, errors.ErrUnsupported }
 
-func (m mapping) grow(int64) (mapping, error) { return m, errors.ErrUnsupported }
-func (m mapping) drop(off, n int64)           {}
-func (m mapping) unmap()                      {}
+func (m mapping) reserve(int64) error          { return errors.ErrUnsupported }
+func (m mapping) remap(int64) (mapping, error) { return m, errors.ErrUnsupported }
+func (m mapping) drop(off, n int64)            {}
+func (m mapping) unmap()                       {}
 
 type resident struct{}
 
