@@ -150,9 +150,25 @@ type byteFrames struct {
 	b    []byte
 	i    int
 	done func(off int)
+	// readable, if set, says how many of the n bytes at an offset of b can
+	// be read (mappedFile.readable: a file cut short under its mapping); b
+	// is cut there, as if the file ended there.
+	readable func(off, n int) int
+}
+
+// within cuts b at the first byte of the next n that cannot be read.
+func (f *byteFrames) within(n int) {
+	n = min(n, len(f.b)-f.i)
+	if f.readable == nil || n <= 0 {
+		return
+	}
+	if got := f.readable(f.i, n); got < n {
+		f.b = f.b[:f.i+got]
+	}
 }
 
 func (f *byteFrames) header(hdr *[4]byte) (int, error) {
+	f.within(len(hdr))
 	n := copy(hdr[:], f.b[f.i:])
 	f.i += n
 	switch {
@@ -165,6 +181,10 @@ func (f *byteFrames) header(hdr *[4]byte) (int, error) {
 }
 
 func (f *byteFrames) record(n int) ([]byte, error) {
+	if n < 0 {
+		return nil, bufio.ErrNegativeCount // a length past int on a 32-bit system
+	}
+	f.within(n)
 	if left := len(f.b) - f.i; n > left {
 		b := f.b[f.i:]
 		f.i = len(f.b)
@@ -185,6 +205,10 @@ func (f *byteFrames) release() {
 }
 
 func (f *byteFrames) discard(n int) (int, error) {
+	if n < 0 {
+		return 0, bufio.ErrNegativeCount
+	}
+	f.within(n)
 	if left := len(f.b) - f.i; n > left {
 		f.i = len(f.b)
 		return left, io.EOF

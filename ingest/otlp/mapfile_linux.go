@@ -20,6 +20,10 @@ import (
 // it is unmapped when the decode ends.
 type mappedFile struct {
 	data []byte
+	// f is the file, kept open to ask its size (readable); fd is its
+	// descriptor.
+	f  *os.File
+	fd int
 	// dropped is the offset below which the pages were given back.
 	dropped int
 }
@@ -29,38 +33,56 @@ type mappedFile struct {
 // input was recognized by; nil otherwise (the input is then read as a
 // stream, as before).
 func mapInput(in *ingest.Input) *mappedFile {
-	if in.Stream || in.Compression != ingest.CompressionNone || in.Encoding != ingest.EncodingUTF8 {
+	path, ok := in.InPlace()
+	if !ok {
 		return nil
 	}
-	path, done, err := in.LocalFile()
-	if err != nil {
-		return nil
-	}
-	defer done()
 	f, err := os.Open(path)
 	if err != nil {
 		return nil
 	}
-	defer f.Close() // the mapping outlives the descriptor
 	st, err := f.Stat()
 	if err != nil || !st.Mode().IsRegular() || st.Size() <= 0 || st.Size() > math.MaxInt {
+		f.Close()
 		return nil
 	}
-	data, err := unix.Mmap(int(f.Fd()), 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED)
+	// The head is read from the file, not the mapping: a file cut short
+	// since the Stat would make a read of the mapping fault here, outside
+	// guard.
+	head := make([]byte, len(in.Head))
+	if n, _ := f.ReadAt(head, 0); n < len(head) || !bytes.Equal(head, in.Head) {
+		f.Close()
+		return nil // the file changed since it was recognized
+	}
+	fd := int(f.Fd())
+	data, err := unix.Mmap(fd, 0, int(st.Size()), unix.PROT_READ, unix.MAP_SHARED)
 	if err != nil {
+		f.Close()
 		return nil
 	}
-	m := &mappedFile{data: data}
-	if !bytes.HasPrefix(data, in.Head) {
-		m.close() // the file changed since it was recognized
-		return nil
-	}
-	return m
+	return &mappedFile{data: data, f: f, fd: fd}
 }
 
 // frames reads the mapping's records, giving back the pages of those
 // decoded as it goes.
-func (m *mappedFile) frames() frames { return &byteFrames{b: m.data, done: m.drop} }
+func (m *mappedFile) frames() frames {
+	return &byteFrames{b: m.data, done: m.drop, readable: m.readable}
+}
+
+// readable returns how many of the n bytes at off can be read: all of
+// them, unless the file was cut short under the mapping (logrotate's
+// copytruncate, an exporter restarted), when it is the bytes before its new
+// end; a read of a page past it would fault. It asks the file's size
+// (fstat) once a record, so that a record cut short is found before any of
+// it is decoded, as the stream reader finds it (readFramed's "truncated"
+// warning, every record before it kept).
+func (m *mappedFile) readable(off, n int) int {
+	var st unix.Stat_t
+	if err := unix.Fstat(m.fd, &st); err != nil || st.Size >= int64(off+n) {
+		return n
+	}
+	return max(int(st.Size)-off, 0)
+}
 
 // dropStep is how far the decode gets past the pages last given back
 // before it gives back the next ones.
@@ -85,11 +107,19 @@ func (m *mappedFile) close() {
 		_ = unix.Munmap(m.data)
 		m.data = nil
 	}
+	if m.f != nil {
+		m.f.Close()
+		m.f = nil
+	}
 }
 
-// errShrank is what a decode of a mapping returns when the file was cut
-// short under it.
-var errShrank = errors.New("the file was truncated while it was read")
+// errShrank is what a decode of a mapping returns when a page of it could
+// not be read in the middle of a record: the file was cut short under it
+// after readable had asked its size for that record (a rare race: the record's
+// spans decoded so far must not be kept, so the whole input fails), or its
+// file system could not read the page (an I/O error, a network file
+// system).
+var errShrank = errors.New("the file was truncated or could not be read while it was decoded")
 
 // guard runs decode, turning the fault of a read past the end of a file
 // that another process truncated after it was mapped (SIGBUS) into
