@@ -1,6 +1,7 @@
 package attribution
 
 import (
+	"math"
 	"testing"
 
 	"github.com/llmprof/llmprof/internal/spill"
@@ -62,11 +63,11 @@ func TestBucketSumsSparse(t *testing.T) {
 				}
 				s.set(i, bs, &all, &first)
 			}
-			if c.wide != nil && len(s.sets) != 256 && c.name != "stages" {
-				t.Errorf("%d bucket sets numbered, want all 256", len(s.sets))
+			if c.wide != nil && len(s.sets) != math.MaxUint8 && c.name != "stages" {
+				t.Errorf("%d bucket sets numbered, want all %d", len(s.sets), math.MaxUint8)
 			}
 			// Packed: two sums a nonzero bucket, but for the requests
-			// past the 255th set, kept over every bucket.
+			// past the 255th set (numbers 0 to 254), kept over every bucket.
 			if c.name == "stages" && len(s.vals) != 2*nonzero {
 				t.Errorf("%d sums kept, want %d", len(s.vals), 2*nonzero)
 			}

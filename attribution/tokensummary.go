@@ -199,10 +199,17 @@ type bucketSums struct {
 	refs []bucketRef
 	vals []int64
 	// sets are the distinct sets of buckets the requests have sums in,
-	// by number (sets[0] is empty, sets[1] every bucket), each in bucket
+	// by number (sets[0] is empty, sets[1] every bucket; 255 at most), each in bucket
 	// order; number finds a set's number by its mask (bit b: bucket b).
 	sets   [][]Bucket
 	number map[uint32]uint8
+	// recent holds a mask and its set's number at the mask's hash (the
+	// number+1; 0: empty), asked before number: a run's requests have a
+	// few sets, interleaved.
+	recent [64]struct {
+		mask uint32
+		k    uint8
+	}
 }
 
 type bucketRef struct {
@@ -224,9 +231,13 @@ func (s *bucketSums) set(i int, bs []Bucket, all, first *[NumBuckets]int64) {
 			mask |= 1 << b
 		}
 	}
-	k, ok := s.number[mask]
+	c := &s.recent[mask*0x9E3779B1>>26]
+	k, ok := c.k-1, c.k > 0 && c.mask == mask
 	if !ok {
-		if len(s.sets) <= math.MaxUint8 {
+		k, ok = s.number[mask]
+	}
+	if !ok {
+		if len(s.sets) < math.MaxUint8 {
 			k = uint8(len(s.sets))
 			var set []Bucket
 			for b := range NumBuckets {
@@ -240,6 +251,7 @@ func (s *bucketSums) set(i int, bs []Bucket, all, first *[NumBuckets]int64) {
 			k = 1 // no number left for another set: every bucket
 		}
 	}
+	c.mask, c.k = mask, k+1
 	set := s.sets[k]
 	n := len(set)
 	if n == 0 {
