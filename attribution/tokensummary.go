@@ -6,8 +6,6 @@ import (
 	"math"
 	"slices"
 	"time"
-
-	"github.com/llmprof/llmprof/internal/spill"
 )
 
 // TokenSummary aggregates the token breakdowns of a run. The breakdowns
@@ -165,9 +163,10 @@ func (res *Result) TokenBuckets(i int, dst *RequestBuckets) bool {
 }
 
 // TokenBucketSums are request i's summed token buckets as TokenBuckets
-// sets them, in the buckets its tokens can have time in: bucket bs[j] has
+// sets them, in the buckets where either is not zero: bucket bs[j] has
 // All sum all[j] and First sum first[j], and every bucket outside bs zero
-// in both (bs is empty when the run has no token breakdown). For a walk of
+// in both (bs is empty when the run has no token breakdown, or the request
+// no token time). For a walk of
 // every request that would otherwise read and clear every bucket of each.
 // The slices are the Result's: read, not written.
 func (res *Result) TokenBucketSums(i int) (bs []Bucket, all, first []int64) {
@@ -178,83 +177,113 @@ func (res *Result) TokenBucketSums(i int) (bs []Bucket, all, first []int64) {
 	return bs, all, first
 }
 
-// bucketSums holds every request's RequestBuckets in the buckets its tokens
-// can have time in (tokenWalker.stageRuns's six for a request summed by
-// stages, all 20 for the others): 96 bytes a request of an OTLP-only run
-// instead of 320, first written, page by page, at a cost the run's CPU
-// profile showed (2% of an OTLP analyze).
+// bucketSums holds every request's RequestBuckets in the buckets where
+// they are not zero: a request's sums are its nonzero buckets' All sums then
+// their First sums, packed one request after another in one table, and the
+// request's set of those buckets, by number. Of the 148 k requests of
+// docs/otlp.md's 100 MiB dump a quarter have no token sums and the rest 1 to
+// 4 nonzero buckets of the six stageRuns sums (3.6 values a request, 4.3 MB
+// in all); stored whole, every bucket tokenWalker.stageRuns sums, they were
+// 14 MB, the part past the first request of each width made and zeroed up
+// front (a spill file's pages are written before they are mapped:
+// internal/spill's writeZeros) and every one of them first written here.
 //
-// The chunks are spill tables (spill.Make: ordinary slices when spilling is
-// off), each sized for every request still to come, so that a run's sums
-// are one table, off the heap under a memory budget once it is large
-// (internal/spill): in chunks of 256 KB, each below the size a table
-// spills from, they were 13 MB of the 58 MB peak live heap of an analyze
-// of docs/otlp.md's 100 MiB dump, which the collector marked again at
-// each of its collections while the heap stood at its ceiling
-// (docs/design.md, "Spilling"). The Result holds them to the end, when
-// spilling's release unmaps them.
+// The table grows as the requests are set, to the size the requests so far
+// foretell (roomAhead): while spilling is on it is a spill table (off the
+// heap the collector marks, grown in its file, not copied) from the start.
+// The Result holds it to the end, when spilling's release unmaps it.
 type bucketSums struct {
-	// refs[i] places request i's sums: its buckets' All sums then their
-	// First sums, at vals[chunk][at:], n of each; n 0 when it has none.
+	// refs[i] places request i's sums at vals[at:]: n All sums then n
+	// First sums, n the length of its set; set 0 (the empty set) when it
+	// has none.
 	refs []bucketRef
-	// vals are the chunks: the first holds every request as wide as the
-	// first, a second (when one did not fit) the rest at the widest, so
-	// that a run whose requests have one width has one chunk, allocated
-	// once, not regrown, and any other two; no request's sums straddle
-	// two.
-	vals [][]int64
-	used int // of the last chunk
+	vals []int64
+	// sets are the distinct sets of buckets the requests have sums in,
+	// by number (sets[0] is empty, sets[1] every bucket; 255 at most), each in bucket
+	// order; number finds a set's number by its mask (bit b: bucket b).
+	sets   [][]Bucket
+	number map[uint32]uint8
+	// recent holds a mask and its set's number at the mask's hash (the
+	// number+1; 0: empty), asked before number: a run's requests have a
+	// few sets, interleaved.
+	recent [64]struct {
+		mask uint32
+		k    uint8
+	}
 }
 
 type bucketRef struct {
-	at    uint32
-	chunk uint16
-	n     uint8
+	at  uint32
+	set uint8
 }
 
 func newBucketSums(n int) bucketSums {
-	return bucketSums{refs: make([]bucketRef, n)}
+	return bucketSums{refs: make([]bucketRef, n), sets: [][]Bucket{nil, allBuckets[:]}, number: map[uint32]uint8{0: 0, 1<<NumBuckets - 1: 1}}
 }
 
-// set stores request i's sums over the buckets bs (each bucket outside bs
-// zero in both). The requests come in order (summarizeTokens).
+// set stores request i's sums over the buckets bs, every bucket outside bs
+// zero in both: it keeps those of bs where either sum is not zero. The
+// requests come in order (summarizeTokens).
 func (s *bucketSums) set(i int, bs []Bucket, all, first *[NumBuckets]int64) {
-	n := 2 * len(bs)
+	var mask uint32
+	for _, b := range bs {
+		if all[b] != 0 || first[b] != 0 {
+			mask |= 1 << b
+		}
+	}
+	c := &s.recent[mask*0x9E3779B1>>26]
+	k, ok := c.k-1, c.k > 0 && c.mask == mask
+	if !ok {
+		k, ok = s.number[mask]
+	}
+	if !ok {
+		if len(s.sets) < math.MaxUint8 {
+			k = uint8(len(s.sets))
+			var set []Bucket
+			for b := range NumBuckets {
+				if mask&(1<<b) != 0 {
+					set = append(set, b)
+				}
+			}
+			s.sets = append(s.sets, set)
+			s.number[mask] = k
+		} else {
+			k = 1 // no number left for another set: every bucket
+		}
+	}
+	c.mask, c.k = mask, k+1
+	set := s.sets[k]
+	n := len(set)
 	if n == 0 {
 		s.refs[i] = bucketRef{}
 		return
 	}
-	if len(s.vals) == 0 || s.used+n > len(s.vals[len(s.vals)-1]) {
-		// The first chunk holds every request as wide as the first; a
-		// second, every request left at the widest.
-		width := n
-		if len(s.vals) > 0 {
-			width = 2 * int(NumBuckets)
-		}
-		s.vals, s.used = append(s.vals, spill.Make[int64](max(len(s.refs)-i, 1)*width)), 0
+	at := len(s.vals)
+	if at+2*n > math.MaxUint32 {
+		panic(fmt.Sprintf("attribution: %d token sums, past the 2³² a request's place can reach", at+2*n))
 	}
-	c := s.vals[len(s.vals)-1][s.used : s.used+n]
-	for j, b := range bs {
-		c[j], c[len(bs)+j] = all[b], first[b]
+	s.vals = roomAhead(s.vals, 2*n, i, len(s.refs))
+	for _, b := range set {
+		s.vals = append(s.vals, all[b])
 	}
-	s.refs[i] = bucketRef{at: uint32(s.used), chunk: uint16(len(s.vals) - 1), n: uint8(len(bs))}
-	s.used += n
+	for _, b := range set {
+		s.vals = append(s.vals, first[b])
+	}
+	s.refs[i] = bucketRef{at: uint32(at), set: k}
 }
 
 // of returns request i's All and First sums over the buckets bs.
 func (s *bucketSums) of(i int) (all, first []int64, bs []Bucket) {
 	r := s.refs[i]
-	if r.n == 0 {
+	bs = s.sets[r.set]
+	n := uint32(len(bs))
+	if n == 0 {
 		return nil, nil, nil
 	}
-	c := s.vals[r.chunk][r.at:]
-	bs = allBuckets[:]
-	if int(r.n) == len(stageOnlyBuckets) {
-		bs = stageOnlyBuckets[:]
-	}
+	c := s.vals[r.at:]
 	// Capped: an append to one must not write into the other, or into the
 	// next request's.
-	return c[:r.n:r.n], c[r.n : 2*r.n : 2*r.n], bs
+	return c[:n:n], c[n : 2*n : 2*n], bs
 }
 
 // all returns request i's All sum of bucket b.
