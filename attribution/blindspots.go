@@ -124,17 +124,6 @@ func stageList(set uint32) []Stage {
 	return out
 }
 
-// blindSpots computes the section from the attributed requests and the
-// trace's span names.
-func blindSpots(t *ingest.Trace, res *Result) BlindSpots {
-	var b blindTally
-	for i := range res.Requests {
-		r := &res.Requests[i]
-		b.add(r, res.Gaps(r))
-	}
-	return b.spots(t)
-}
-
 // Gaps are grouped by the stages missing there (what would explain them),
 // or by where they lie when nothing is missing; a group reports its most
 // common location.

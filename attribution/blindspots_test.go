@@ -99,6 +99,18 @@ func TestBreakpointsFromRequestAttributes(t *testing.T) {
 	}
 }
 
+// blindSpots computes the section from the attributed requests and the
+// trace's span names in a walk of its own: the oracle of what Analyze tallies
+// as it builds each request (requestTally feeds blindTally).
+func blindSpots(t *ingest.Trace, res *Result) BlindSpots {
+	var b blindTally
+	for i := range res.Requests {
+		r := &res.Requests[i]
+		b.add(r, res.Gaps(r))
+	}
+	return b.spots(t)
+}
+
 // TestBlindSpotsTalliedAsBuilt: Analyze tallies the blind spots as it
 // builds each request (requestTally); they are what a walk of the built
 // requests and their gaps finds.

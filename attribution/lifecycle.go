@@ -33,8 +33,8 @@ var keyModelID = keys("llm.model_id")
 func modelEvents(t *ingest.Trace, k *keyCache, res *Result) []ModelEvent {
 	reqs := res.Requests
 	var out []ModelEvent
-	// The events' names the trace holds, by ID (the trace holds each
-	// string once): a trace with none has no span to look at.
+	// The events' names the trace holds, by ID (spanNameIDs): a trace
+	// with none has no span to look at.
 	ids := spanNameIDs(t, "llm.model.load", "llm.model.unload", "llm.model.reload")
 	if len(ids) == 0 {
 		return nil

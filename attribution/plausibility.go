@@ -72,9 +72,8 @@ func tpotSource(r *Request) string {
 // IDs (SGLang slices exported without their context) leaves the stages to
 // the request's latency attributes, which may tell another story.
 func (res *Result) unlinkedStageSpans(t *ingest.Trace, ix *spanIndex, reqs requestSpans) {
-	// The stage names the trace holds, by ID: a span is named one iff its
-	// name's ID is among them (the trace holds each string once), and a
-	// trace with none has no span to look at.
+	// The stage names the trace holds, by ID (spanNameIDs): a trace with
+	// none has no span to look at.
 	ids := spanNameIDs(t, slices.Collect(maps.Keys(stageSpanNames))...)
 	if len(ids) == 0 {
 		return
