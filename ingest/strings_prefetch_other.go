@@ -5,5 +5,5 @@ package ingest
 import "unsafe"
 
 // prefetch is a hint that this architecture goes without
-// (prefetch_amd64.s has the one amd64 has).
+// (strings_prefetch_amd64.s has the one amd64 has).
 func prefetch(unsafe.Pointer) {}
