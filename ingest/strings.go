@@ -69,10 +69,35 @@ func (s *Strings) InternBytesWith(b []byte, keep func([]byte) string) StrID {
 	if len(b) == 0 {
 		return 0
 	}
-	// A view of b, only compared and hashed here, never kept: what the
-	// table keeps is keep's copy.
+	return s.InternHashed(b, s.HashBytes(b), keep)
+}
+
+// HashBytes is the hash of b that InternHashed and Prefetch take.
+func (s *Strings) HashBytes(b []byte) uint32 {
+	return s.hash(unsafe.String(unsafe.SliceData(b), len(b)))
+}
+
+// Prefetch starts to bring into the cache the slot where a string whose
+// hash is h is looked for first, without waiting for it: a decoder that
+// knows a string it will intern some work later (the OTLP decoder, a
+// span's request ID, interned at the span's end) issues it then, and the
+// probe, a cache miss in a table of a few MB, finds the slot there. It is a
+// hint only: no string is added, and a table that grows meanwhile is only
+// probed where it is.
+func (s *Strings) Prefetch(h uint32) {
+	if len(s.slots) > 0 {
+		prefetch(unsafe.Pointer(&s.slots[int(h)&(len(s.slots)-1)]))
+	}
+}
+
+// InternHashed is InternBytesWith for a b whose hash, h, HashBytes gave.
+func (s *Strings) InternHashed(b []byte, h uint32, keep func([]byte) string) StrID {
+	if len(b) == 0 {
+		return 0
+	}
+	// A view of b, only compared here, never kept: what the table keeps
+	// is keep's copy.
 	v := unsafe.String(unsafe.SliceData(b), len(b))
-	h := s.hash(v)
 	id, i := s.find(v, h)
 	if id != 0 {
 		return id

@@ -3,6 +3,7 @@ package ingest
 import (
 	"fmt"
 	"reflect"
+	"strconv"
 	"testing"
 )
 
@@ -141,5 +142,26 @@ func TestStringsEqualForTheSameStrings(t *testing.T) {
 	}
 	if !reflect.DeepEqual(a, b) {
 		t.Errorf("tables of the same 1,000 strings in the same order differ")
+	}
+}
+
+// InternHashed, given HashBytes's hash, interns as Intern does, and
+// Prefetch, a hint, changes nothing, on an empty table or a full one.
+func TestInternHashedAgreesWithIntern(t *testing.T) {
+	a, b := NewStrings(), NewStrings()
+	b.Prefetch(b.HashBytes([]byte("x")))
+	for i := range 5000 {
+		v := strconv.Itoa(i % 3000)
+		h := b.HashBytes([]byte(v))
+		b.Prefetch(h)
+		if got, want := b.InternHashed([]byte(v), h, func(p []byte) string { return string(p) }), a.Intern(v); got != want {
+			t.Fatalf("InternHashed(%q) = %d, Intern = %d", v, got, want)
+		}
+	}
+	if id := b.InternHashed(nil, b.HashBytes(nil), nil); id != 0 {
+		t.Errorf("InternHashed of the empty string = %d, want 0", id)
+	}
+	if !reflect.DeepEqual(a, b) {
+		t.Error("the tables differ")
 	}
 }

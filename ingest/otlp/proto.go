@@ -423,6 +423,9 @@ func (d *state) protoSpan(b []byte) error {
 			}
 		}
 	}
+	if d.later.on {
+		d.internLater()
+	}
 	d.appendSpan(&sp)
 	return nil
 }
@@ -754,7 +757,9 @@ func splitKeyValueSlow(b []byte) (key, val []byte, err error) {
 
 // scalarValue is the fast path of an AnyValue holding exactly one string,
 // int, double or bool. slot, if not nil, remembers the last string value at
-// this attribute position.
+// this attribute position, that of a span's own attribute, which the caller
+// appends at spanAttrs[len(spanAttrs)]: a string value new to the slot may be
+// interned later (slotValue).
 func (d *state) scalarValue(val []byte, slot *attrSlot) (ingest.Value, bool) {
 	if len(val) < 2 {
 		return ingest.Value{}, false
@@ -770,12 +775,14 @@ func (d *state) scalarValue(val []byte, slot *attrSlot) (ingest.Value, bool) {
 		}
 		s := val[1+k:]
 		if slot != nil {
-			if slot.val.s == string(s) && len(s) > 0 {
+			switch {
+			case len(s) == 0:
+				slot.val = cachedStr{}
+				return ingest.StringValue(0), true
+			case slot.val.s == string(s):
 				return ingest.StringValue(slot.val.id), true
 			}
-			id := d.intern(s)
-			slot.val = cachedStr{d.t.Str(id), id}
-			return ingest.StringValue(id), true
+			return d.slotValue(s, slot), true
 		}
 		return ingest.StringValue(d.intern(s)), true
 	case 0x18: // int_value

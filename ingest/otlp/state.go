@@ -32,6 +32,7 @@ type state struct {
 	slotSets   [slotSetCount]slotSet // see protoSpanAttr
 	slotSet    int                   // the set of the span being decoded
 	slotVictim int
+	later      laterStr // see slotValue
 
 	attrSlab slab[ingest.Attr]
 	strBytes strSlab // the bytes of the strings intern adds
@@ -119,10 +120,22 @@ type cachedStr struct {
 
 // intern returns the StrID of b, interning it in the trace's table.
 func (d *state) intern(b []byte) ingest.StrID {
-	n := len(b)
-	if n == 0 {
+	if len(b) == 0 {
 		return 0
 	}
+	e := d.cached(b)
+	if e.s == string(b) {
+		return e.id
+	}
+	if d.later.on {
+		d.internLater()
+	}
+	return d.internTable(b, e, d.t.Strings.HashBytes(b))
+}
+
+// cached returns the entry of the direct-mapped cache where b would be.
+func (d *state) cached(b []byte) *cachedStr {
+	n := len(b)
 	var h uint64
 	if n >= 8 {
 		h = binary.LittleEndian.Uint64(b) ^ binary.LittleEndian.Uint64(b[n-8:])*0x9E3779B97F4A7C15
@@ -132,15 +145,17 @@ func (d *state) intern(b []byte) ingest.StrID {
 		}
 	}
 	h = (h ^ uint64(n)) * 0xff51afd7ed558ccd
-	e := &d.strs[h>>(64-strCacheBits)]
-	if e.s == string(b) {
-		return e.id
-	}
+	return &d.strs[h>>(64-strCacheBits)]
+}
+
+// internTable interns b, whose hash in the table is h and whose entry of
+// the cache is e, in the trace's table.
+func (d *state) internTable(b []byte, e *cachedStr, h uint32) ingest.StrID {
 	// The copy into the slab is made only for a new string: one that
 	// recurs and misses the cache (its slot taken by another) must not be
 	// copied at each occurrence, which the slab would keep to the end.
 	n0 := d.t.Strings.Len()
-	id := d.t.Strings.InternBytesWith(b, d.strBytes.str)
+	id := d.t.Strings.InternHashed(b, h, d.strBytes.str)
 	// A string seen for the first time is likely unique (an ID): it does not
 	// evict a cached one. One that recurs is cached when it is seen again.
 	if int(id) < n0 || e.s == "" {
@@ -149,8 +164,76 @@ func (d *state) intern(b []byte) ingest.StrID {
 	return id
 }
 
+// laterStr is a span attribute's string value whose interning waits until
+// the span's end (see slotValue).
+type laterStr struct {
+	on   bool
+	h    uint32 // its hash in the string table
+	attr int    // the index of its attribute in spanAttrs
+	b    []byte
+	e    *cachedStr
+	slot *attrSlot
+}
+
+// slotValue returns the value of a span attribute whose string value s
+// (not empty) differs from the one its slot remembers, and which is to be
+// appended at spanAttrs[len(spanAttrs)]. A value that misses the cache too
+// is most often new to the trace (a request ID, one a span): its lookup in
+// the string table, a cache miss in a table of a few MB, is the decode's
+// one stall a span. So the string's slot in the table is fetched ahead
+// (Strings.Prefetch) and the value interned later, when the rest of the
+// span has been decoded (internLater), the attribute appended meanwhile
+// with a placeholder that internLater replaces.
+//
+// Strings get their IDs in the order they are first interned, and the IDs
+// are kept as they were: a string is interned later only while no other
+// reaches the table. Any other lookup that misses the cache (intern,
+// internString) interns the waiting one first, and so do the span's end
+// (protoSpan, before appendSpan) and its being dropped (resetSpan), so
+// that the table receives the same strings in the same order, and the
+// caches the same entries, as when each was interned where it was read.
+// Nothing reads a span's attributes before its end.
+func (d *state) slotValue(s []byte, slot *attrSlot) ingest.Value {
+	e := d.cached(s)
+	if e.s == string(s) {
+		slot.val = cachedStr{d.t.Strings.Get(e.id), e.id}
+		return ingest.StringValue(e.id)
+	}
+	if internNow {
+		id := d.intern(s)
+		slot.val = cachedStr{d.t.Strings.Get(id), id}
+		return ingest.StringValue(id)
+	}
+	if d.later.on {
+		d.internLater()
+	}
+	h := d.t.Strings.HashBytes(s)
+	d.t.Strings.Prefetch(h)
+	d.later = laterStr{on: true, h: h, attr: len(d.spanAttrs), b: s, e: e, slot: slot}
+	return ingest.StringValue(0)
+}
+
+// internNow, which only tests set, has slotValue intern each string where
+// it is read, as the decode did before it waited: the decode whose string
+// table the waiting one must match (TestLaterStringKeepsIDs).
+var internNow bool
+
+// internLater interns the string value slotValue left waiting, and puts
+// its ID in its attribute and its slot.
+func (d *state) internLater() {
+	l := &d.later
+	id := d.internTable(l.b, l.e, l.h)
+	l.slot.val = cachedStr{d.t.Strings.Get(id), id}
+	a := &d.spanAttrs[l.attr]
+	*a = ingest.NewAttr(a.Key, ingest.StringValue(id))
+	*l = laterStr{}
+}
+
 // internString is intern for a string.
 func (d *state) internString(s string) ingest.StrID {
+	if d.later.on {
+		d.internLater()
+	}
 	return d.t.Strings.Intern(s)
 }
 
@@ -384,6 +467,9 @@ func (d *state) spansEstimate() (float64, bool) {
 
 // resetSpan clears the scratch slices after a span that was not kept.
 func (d *state) resetSpan() {
+	if d.later.on {
+		d.internLater()
+	}
 	d.spanAttrs, d.events, d.links, d.pending = nil, d.events[:0], d.links[:0], d.pending[:0]
 	d.eventAttrs, d.linkAttrs = d.eventAttrs[:0], d.linkAttrs[:0]
 }
