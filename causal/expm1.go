@@ -1,4 +1,4 @@
-//go:build !s390x
+//go:build amd64 && !amd64.v3
 
 package causal
 
@@ -14,8 +14,11 @@ import "math"
 // reductions, ran one after the other (a third less time for shares3 in a
 // benchmark of 74,000 rows). The steps are Go's own (math/expm1.go: the
 // constants and the order of every operation), so the values are the
-// same; any other argument sends all three to math.Expm1. On s390x, whose
-// math.Expm1 is assembly, expm1_s390x.go calls it always.
+// same; any other argument sends all three to math.Expm1. The same
+// digits need the same roundings: neither this copy nor math/expm1.go may
+// be compiled with fused multiply-adds, which amd64 below GOAMD64=v3 never
+// forms; elsewhere (s390x's math.Expm1 is assembly besides)
+// expm1_fused.go calls math.Expm1 always.
 func expm1x3(x1, x2, x3 float64) (float64, float64, float64) {
 	const (
 		ln2Half = 3.46573590279972654709e-01  // 0x3fd62e42fefa39ef

@@ -671,6 +671,10 @@ func residualizeGroup(vs [][]float64, basis [][]float64) {
 // turn, v −= (v·q) q. Each subtraction runs in the loop that forms the next
 // product, which changes the passes over memory but not a single operation
 // or its order (the digits are those of the two loops written apart).
+// Each product is rounded before it is added or subtracted (float64(x*y):
+// no fused multiply-add, which GOAMD64=v3 and arm64 builds would otherwise
+// form where the compiler chooses), so that residualize2, residualize4,
+// dot and the loops written apart agree to the bit on every platform.
 func residualize(v []float64, basis [][]float64) {
 	n := len(basis)
 	if n == 0 {
@@ -681,14 +685,14 @@ func residualize(v []float64, basis [][]float64) {
 		q, next := basis[s%n][:len(v)], basis[(s+1)%n][:len(v)]
 		e := 0.0
 		for a := range v {
-			v[a] -= d * q[a]
-			e += v[a] * next[a]
+			v[a] -= float64(d * q[a])
+			e += float64(v[a] * next[a])
 		}
 		d = e
 	}
 	q := basis[n-1][:len(v)]
 	for a := range v {
-		v[a] -= d * q[a]
+		v[a] -= float64(d * q[a])
 	}
 }
 
@@ -704,24 +708,24 @@ func residualize2(v0, v1 []float64, basis [][]float64) {
 	q := basis[0][:l]
 	var d0, d1 float64
 	for a := range v0 {
-		d0 += v0[a] * q[a]
-		d1 += v1[a] * q[a]
+		d0 += float64(v0[a] * q[a])
+		d1 += float64(v1[a] * q[a])
 	}
 	for s := 0; s < 2*n-1; s++ {
 		q, next := basis[s%n][:l], basis[(s+1)%n][:l]
 		var e0, e1 float64
 		for a := range v0 {
-			v0[a] -= d0 * q[a]
-			e0 += v0[a] * next[a]
-			v1[a] -= d1 * q[a]
-			e1 += v1[a] * next[a]
+			v0[a] -= float64(d0 * q[a])
+			e0 += float64(v0[a] * next[a])
+			v1[a] -= float64(d1 * q[a])
+			e1 += float64(v1[a] * next[a])
 		}
 		d0, d1 = e0, e1
 	}
 	q = basis[n-1][:l]
 	for a := range v0 {
-		v0[a] -= d0 * q[a]
-		v1[a] -= d1 * q[a]
+		v0[a] -= float64(d0 * q[a])
+		v1[a] -= float64(d1 * q[a])
 	}
 }
 
@@ -737,32 +741,32 @@ func residualize4(v0, v1, v2, v3 []float64, basis [][]float64) {
 	q := basis[0][:l]
 	var d0, d1, d2, d3 float64
 	for a := range v0 {
-		d0 += v0[a] * q[a]
-		d1 += v1[a] * q[a]
-		d2 += v2[a] * q[a]
-		d3 += v3[a] * q[a]
+		d0 += float64(v0[a] * q[a])
+		d1 += float64(v1[a] * q[a])
+		d2 += float64(v2[a] * q[a])
+		d3 += float64(v3[a] * q[a])
 	}
 	for s := 0; s < 2*n-1; s++ {
 		q, next := basis[s%n][:l], basis[(s+1)%n][:l]
 		var e0, e1, e2, e3 float64
 		for a := range v0 {
-			v0[a] -= d0 * q[a]
-			e0 += v0[a] * next[a]
-			v1[a] -= d1 * q[a]
-			e1 += v1[a] * next[a]
-			v2[a] -= d2 * q[a]
-			e2 += v2[a] * next[a]
-			v3[a] -= d3 * q[a]
-			e3 += v3[a] * next[a]
+			v0[a] -= float64(d0 * q[a])
+			e0 += float64(v0[a] * next[a])
+			v1[a] -= float64(d1 * q[a])
+			e1 += float64(v1[a] * next[a])
+			v2[a] -= float64(d2 * q[a])
+			e2 += float64(v2[a] * next[a])
+			v3[a] -= float64(d3 * q[a])
+			e3 += float64(v3[a] * next[a])
 		}
 		d0, d1, d2, d3 = e0, e1, e2, e3
 	}
 	q = basis[n-1][:l]
 	for a := range v0 {
-		v0[a] -= d0 * q[a]
-		v1[a] -= d1 * q[a]
-		v2[a] -= d2 * q[a]
-		v3[a] -= d3 * q[a]
+		v0[a] -= float64(d0 * q[a])
+		v1[a] -= float64(d1 * q[a])
+		v2[a] -= float64(d2 * q[a])
+		v3[a] -= float64(d3 * q[a])
 	}
 }
 

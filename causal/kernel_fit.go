@@ -101,14 +101,16 @@ func (l laidOverlaps) varies(j int) bool {
 }
 
 // denominator is form's denominator (stretchForm.denominator) of layout
-// entry i.
+// entry i. Here and there each term is rounded before it is added
+// (float64: no fused multiply-add), so that the two agree to the bit
+// wherever the compiler would fuse one and not the other.
 func (l laidOverlaps) denominator(form stretchForm, stretch []float64, i int) float64 {
 	if l.step == nil {
 		return form.denominator(stretch, l.x, i)
 	}
 	den := 1.0
 	for j := range l.x {
-		den += form.sign() * stretch[j] * l.at(j, i)
+		den += float64(form.sign() * stretch[j] * l.at(j, i))
 	}
 	return den
 }
@@ -286,7 +288,7 @@ func gaussNewton(plan *withinPlan, sub []kernelRow, lay laidOverlaps, groups int
 				if st >= 0 {
 					x = lay.step[j][st]
 				}
-				den += form.sign() * gn.stretch[j] * x
+				den += float64(form.sign() * gn.stretch[j] * x)
 			}
 			if den <= 0 {
 				return false
@@ -549,7 +551,7 @@ func (f stretchForm) sign() float64 {
 func (f stretchForm) denominator(stretch []float64, x [][]float64, i int) float64 {
 	den := 1.0
 	for j := range x {
-		den += f.sign() * stretch[j] * x[j][i]
+		den += float64(f.sign() * stretch[j] * x[j][i])
 	}
 	return den
 }

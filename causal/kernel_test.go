@@ -306,7 +306,7 @@ func referenceWithin(rows []kernelRow, groups int, use batchUse, cols [][]float6
 				for _, q := range basis {
 					d := dot(v, q)
 					for a := range v {
-						v[a] -= d * q[a]
+						v[a] -= float64(d * q[a])
 					}
 				}
 			}

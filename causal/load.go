@@ -247,7 +247,7 @@ func (l *Load) cumAt(k int, p gridPlace) float64 {
 	case p.bin >= l.Grid.N:
 		return l.cum[k][l.Grid.N]
 	}
-	return l.cum[k][p.bin] + p.frac*l.Values[k][p.bin]
+	return l.cum[k][p.bin] + float64(p.frac*l.Values[k][p.bin])
 }
 
 // window is an exposure window [start, end] placed on a grid, once for
@@ -345,13 +345,13 @@ func (l *Load) exposuresInto(ks []int, rows []obs, xs [][]float64, spreads []spr
 		if spreads == nil {
 			for j, k := range ks {
 				cum, v := l.cum[k], l.Values[k]
-				xs[j][r] = ((cum[to] + tf*v[to]) - (cum[from] + ff*v[from])) * w.width / w.length
+				xs[j][r] = ((cum[to] + float64(tf*v[to])) - (cum[from] + float64(ff*v[from]))) * w.width / w.length
 			}
 			continue
 		}
 		for j, k := range ks {
 			cum, v := l.cum[k], l.Values[k]
-			x := ((cum[to] + tf*v[to]) - (cum[from] + ff*v[from])) * w.width / w.length
+			x := ((cum[to] + float64(tf*v[to])) - (cum[from] + float64(ff*v[from]))) * w.width / w.length
 			xs[j][r] = x
 			spreads[j].add(x)
 		}

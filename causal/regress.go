@@ -604,7 +604,7 @@ func pct(beta, step float64) float64 { return 100 * math.Expm1(beta*step) }
 func share(lat, x []float64, base, beta float64) float64 {
 	num, den := 0.0, 0.0
 	for i := range lat {
-		num += lat[i] * -math.Expm1(-beta*(x[i]-base))
+		num += float64(lat[i] * -math.Expm1(-beta*(x[i]-base)))
 		den += lat[i]
 	}
 	return num / den
@@ -612,7 +612,9 @@ func share(lat, x []float64, base, beta float64) float64 {
 
 // shares3 is share at three coefficients in one pass over the rows: each
 // sum takes the same terms in the same order as share's, so the same value
-// (expm1x3 is math.Expm1's, three at a time).
+// (expm1x3 is math.Expm1's, three at a time). Here and in share each term
+// is rounded before it is added (float64: no fused multiply-add), so that
+// the two agree wherever the compiler would fuse one and not the other.
 func shares3(rows []obs, x []float64, base, b1, b2, b3 float64) (s1, s2, s3 float64) {
 	var n1, n2, n3, den float64
 	x = x[:len(rows)]
@@ -623,21 +625,21 @@ func shares3(rows []obs, x []float64, base, b1, b2, b3 float64) (s1, s2, s3 floa
 		lat, d := rows[i].lat, x[i]-base
 		latB, dB := rows[i+1].lat, x[i+1]-base
 		e1, e2, e3, f1, f2, f3 := expm1x6(-b1*d, -b2*d, -b3*d, -b1*dB, -b2*dB, -b3*dB)
-		n1 += lat * -e1
-		n2 += lat * -e2
-		n3 += lat * -e3
+		n1 += float64(lat * -e1)
+		n2 += float64(lat * -e2)
+		n3 += float64(lat * -e3)
 		den += lat
-		n1 += latB * -f1
-		n2 += latB * -f2
-		n3 += latB * -f3
+		n1 += float64(latB * -f1)
+		n2 += float64(latB * -f2)
+		n3 += float64(latB * -f3)
 		den += latB
 	}
 	if i < len(rows) {
 		lat, d := rows[i].lat, x[i]-base
 		e1, e2, e3 := expm1x3(-b1*d, -b2*d, -b3*d)
-		n1 += lat * -e1
-		n2 += lat * -e2
-		n3 += lat * -e3
+		n1 += float64(lat * -e1)
+		n2 += float64(lat * -e2)
+		n3 += float64(lat * -e3)
 		den += lat
 	}
 	return n1 / den, n2 / den, n3 / den
@@ -882,7 +884,7 @@ func fitDesignColumns(design []float64, cols [][]float64, k int, y []float64, sc
 func dot(a, b []float64) float64 {
 	s := 0.0
 	for i := range a {
-		s += a[i] * b[i]
+		s += float64(a[i] * b[i])
 	}
 	return s
 }

@@ -22,9 +22,9 @@ func clusterJackknifeRowByRow(f *OLS, groups []int) (*mat.SymDense, int, bool) {
 		p, s := xtxs[groups[i]], scores[groups[i]]
 		row, e := f.X.RawRowView(i), f.Resid[i]
 		for a := range k {
-			s[a] += row[a] * e
+			s[a] += float64(row[a] * e)
 			for b := a; b < k; b++ {
-				p[a*k+b] += row[a] * row[b]
+				p[a*k+b] += float64(row[a] * row[b])
 			}
 		}
 	}

@@ -50,7 +50,7 @@ type OLS struct {
 // the design, which the QR factorization overwrites in place, and the
 // right-hand side the solve overwrites, which then holds the fit's
 // residuals (OLS.Resid is that memory: valid until the next fit with the
-// same Scratch).
+// same Scratch, whether that fit succeeds or fails).
 type Scratch struct {
 	scaled, rhs []float64
 	// work is LAPACK's workspace, of the size its query asks (Geqrf's,
@@ -160,8 +160,15 @@ func FitOLS(x *mat.Dense, y []float64, sc *Scratch) (*OLS, error) {
 // copy (householderQR) it is made from the columns, without reading x
 // twice more row by row.
 func FitOLSColumns(x *mat.Dense, cols [][]float64, y []float64, sc *Scratch) (*OLS, error) {
-	if _, k := x.Dims(); len(cols) != k {
+	n, k := x.Dims()
+	if len(cols) != k {
 		return nil, fmt.Errorf("ols: %d columns given for a design of %d", len(cols), k)
+	}
+	// unitColumnsOf lays the scaled copy out by the columns' length.
+	for j, c := range cols {
+		if len(c) != n {
+			return nil, fmt.Errorf("ols: column %d has %d rows for a design of %d", j, len(c), n)
+		}
 	}
 	return fitOLS(x, cols, y, sc)
 }
@@ -309,7 +316,7 @@ func unitColumns(x blas64.General, scaled, norms []float64) int {
 	for i := 0; i < n; i++ {
 		row := x.Data[i*x.Stride:][:len(norms)]
 		for j, v := range row {
-			norms[j] += v * v
+			norms[j] += float64(v * v)
 		}
 	}
 	for j, ss := range norms {
@@ -329,7 +336,10 @@ func unitColumns(x blas64.General, scaled, norms []float64) int {
 
 // unitColumnsT is unitColumns writing scaled column-major (column j at
 // scaled[j·n:(j+1)·n]), as householderQR takes it: the same norms, summed
-// the same way, and the same quotients.
+// the same way, and the same quotients. Here, in unitColumns and in
+// unitColumnsOf each square is rounded before it is added (float64(v*v):
+// no fused multiply-add), so that the three agree wherever the compiler
+// would fuse one loop and not another.
 func unitColumnsT(x blas64.General, scaled, norms []float64) int {
 	n, k := x.Rows, x.Cols
 	norms = norms[:k]
@@ -337,7 +347,7 @@ func unitColumnsT(x blas64.General, scaled, norms []float64) int {
 	for i := 0; i < n; i++ {
 		row := x.Data[i*x.Stride:][:len(norms)]
 		for j, v := range row {
-			norms[j] += v * v
+			norms[j] += float64(v * v)
 		}
 	}
 	for j, ss := range norms {
@@ -366,7 +376,7 @@ func unitColumnsOf(cols [][]float64, scaled, norms []float64) int {
 	for j, c := range cols {
 		ss := 0.0
 		for _, v := range c[:n] {
-			ss += v * v
+			ss += float64(v * v)
 		}
 		norms[j] = math.Sqrt(ss)
 		if norms[j] == 0 || math.IsNaN(norms[j]) || math.IsInf(norms[j], 0) {
@@ -460,7 +470,7 @@ func (f *OLS) Cluster(groups []int, factor SmallSample) (*mat.SymDense, int) {
 		e := f.Resid[i]
 		row := f.X.RawRowView(i)[:len(s)]
 		for j, x := range row {
-			s[j] += x * e
+			s[j] += float64(x * e)
 		}
 	}
 	meat := mat.NewSymDense(f.K, nil)
@@ -506,7 +516,10 @@ func (f *OLS) ClusterJackknifeOrCR1(groups []int, factor SmallSample) (v *mat.Sy
 // A cluster's X'X and score take two of its rows at a time where they
 // are next to each other, each sum the first row's product and then the
 // second's: the order a row at a time takes, with each sum read and
-// written once for two rows.
+// written once for two rows. Each product is rounded before it is added
+// (float64(x*y), never a fused multiply-add), here and in Cluster, so
+// that the two-row and one-row loops and Cluster's scores are the same
+// sums on a compiler that fuses (GOAMD64=v3, arm64) too.
 func (f *OLS) clusterJackknife(groups []int, factor SmallSample, fallback bool) (v, cr1 *mat.SymDense, g int, ok bool) {
 	k := f.K
 	type part struct {
@@ -538,8 +551,8 @@ func (f *OLS) clusterJackknife(groups []int, factor SmallSample, fallback bool) 
 			for a, ra := range row {
 				ra1 := row1[a]
 				sa := score[a]
-				sa += ra * e
-				sa += ra1 * e1
+				sa += float64(ra * e)
+				sa += float64(ra1 * e1)
 				score[a] = sa
 				// Row a of the cluster's X'X from its diagonal on, and
 				// the rows' entries it is multiplied by, as slices of
@@ -549,8 +562,8 @@ func (f *OLS) clusterJackknife(groups []int, factor SmallSample, fallback bool) 
 				rb1 = rb1[:len(rb)]
 				for b, v := range rb {
 					t := xtx[b]
-					t += ra * v
-					t += ra1 * rb1[b]
+					t += float64(ra * v)
+					t += float64(ra1 * rb1[b])
 					xtx[b] = t
 				}
 			}
@@ -558,11 +571,11 @@ func (f *OLS) clusterJackknife(groups []int, factor SmallSample, fallback bool) 
 			continue
 		}
 		for a, ra := range row {
-			score[a] += ra * e
+			score[a] += float64(ra * e)
 			rb := row[a:]
 			xtx := p.xtx[a*k+a:][:len(rb)]
 			for b, v := range rb {
-				xtx[b] += ra * v
+				xtx[b] += float64(ra * v)
 			}
 		}
 		i++

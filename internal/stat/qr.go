@@ -38,6 +38,15 @@ const qrSafmin = 0x1p-1022 / 0x1p-53
 // up to four columns side by side (y's among them, where Ormqr's pass for
 // y alone waited on each addition before the next).
 //
+// Every product added to a sum is rounded before the addition
+// (float64(x*y), which the Go spec says the compiler may not fuse into
+// one FMA): gonum's amd64 assembly multiplies and adds apart, and a
+// compiler that fuses (GOAMD64=v3, arm64, ppc64le, s390x) would round
+// once where it rounds twice. So the bits are gonum's amd64 ones on every
+// platform; gonum's own Go kernels, which it builds elsewhere
+// (internal/asm/f64's noasm files), may fuse and then differ in the last
+// digits (TestHouseholderQRMatchesGonum says which it compares with).
+//
 // w is scratch of k floats at least.
 func householderQR(a []float64, m, k int, tau, y, w []float64) {
 	a = a[:m*k]
@@ -151,10 +160,10 @@ func householderQR(a []float64, m, k int, tau, y, w []float64) {
 func project(c, v []float64) float64 {
 	c = c[:len(v)+1]
 	acc := 0.0
-	acc += 1 * c[0]
+	acc += float64(1 * c[0])
 	c = c[1:]
 	for r, vr := range v {
-		acc += vr * c[r]
+		acc += float64(vr * c[r])
 	}
 	return acc
 }
@@ -164,16 +173,16 @@ func project4(c0, c1, c2, c3, v []float64) (float64, float64, float64, float64) 
 	n := len(v) + 1
 	c0, c1, c2, c3 = c0[:n], c1[:n], c2[:n], c3[:n]
 	a0, a1, a2, a3 := 0.0, 0.0, 0.0, 0.0
-	a0 += 1 * c0[0]
-	a1 += 1 * c1[0]
-	a2 += 1 * c2[0]
-	a3 += 1 * c3[0]
+	a0 += float64(1 * c0[0])
+	a1 += float64(1 * c1[0])
+	a2 += float64(1 * c2[0])
+	a3 += float64(1 * c3[0])
 	c0, c1, c2, c3 = c0[1:], c1[1:], c2[1:], c3[1:]
 	for r, vr := range v {
-		a0 += vr * c0[r]
-		a1 += vr * c1[r]
-		a2 += vr * c2[r]
-		a3 += vr * c3[r]
+		a0 += float64(vr * c0[r])
+		a1 += float64(vr * c1[r])
+		a2 += float64(vr * c2[r])
+		a3 += float64(vr * c3[r])
 	}
 	return a0, a1, a2, a3
 }
@@ -183,12 +192,12 @@ func project2(c0, c1, v []float64) (float64, float64) {
 	n := len(v) + 1
 	c0, c1 = c0[:n], c1[:n]
 	a0, a1 := 0.0, 0.0
-	a0 += 1 * c0[0]
-	a1 += 1 * c1[0]
+	a0 += float64(1 * c0[0])
+	a1 += float64(1 * c1[0])
 	c0, c1 = c0[1:], c1[1:]
 	for r, vr := range v {
-		a0 += vr * c0[r]
-		a1 += vr * c1[r]
+		a0 += float64(vr * c0[r])
+		a1 += float64(vr * c1[r])
 	}
 	return a0, a1
 }
@@ -200,17 +209,17 @@ func reflect4(c0, c1, c2, c3, v []float64, negTau float64, w []float64) {
 	c0, c1, c2, c3 = c0[:n], c1[:n], c2[:n], c3[:n]
 	w0, w1, w2, w3 := w[0], w[1], w[2], w[3]
 	t := negTau * 1
-	c0[0] += w0 * t
-	c1[0] += w1 * t
-	c2[0] += w2 * t
-	c3[0] += w3 * t
+	c0[0] += float64(w0 * t)
+	c1[0] += float64(w1 * t)
+	c2[0] += float64(w2 * t)
+	c3[0] += float64(w3 * t)
 	c0, c1, c2, c3 = c0[1:], c1[1:], c2[1:], c3[1:]
 	for r, vr := range v {
 		t := negTau * vr
-		c0[r] += w0 * t
-		c1[r] += w1 * t
-		c2[r] += w2 * t
-		c3[r] += w3 * t
+		c0[r] += float64(w0 * t)
+		c1[r] += float64(w1 * t)
+		c2[r] += float64(w2 * t)
+		c3[r] += float64(w3 * t)
 	}
 }
 
@@ -219,13 +228,13 @@ func reflect2(c0, c1, v []float64, negTau, w0, w1 float64) {
 	n := len(v) + 1
 	c0, c1 = c0[:n], c1[:n]
 	t := negTau * 1
-	c0[0] += w0 * t
-	c1[0] += w1 * t
+	c0[0] += float64(w0 * t)
+	c1[0] += float64(w1 * t)
 	c0, c1 = c0[1:], c1[1:]
 	for r, vr := range v {
 		t := negTau * vr
-		c0[r] += w0 * t
-		c1[r] += w1 * t
+		c0[r] += float64(w0 * t)
+		c1[r] += float64(w1 * t)
 	}
 }
 
@@ -233,10 +242,10 @@ func reflect2(c0, c1, v []float64, negTau, w0, w1 float64) {
 // after it.
 func reflect(c, v []float64, negTau, wj float64) {
 	c = c[:len(v)+1]
-	c[0] += wj * (negTau * 1)
+	c[0] += float64(wj * (negTau * 1))
 	c = c[1:]
 	for r, vr := range v {
-		c[r] += wj * (negTau * vr)
+		c[r] += float64(wj * (negTau * vr))
 	}
 }
 
@@ -265,7 +274,8 @@ func l2normOf(x []float64) float64 {
 
 // l2norm is Dnrm2's running scaled sum of squares (gonum's
 // internal/asm/f64 L2NormInc: scale the largest |x| so far, sumsq the sum
-// of (|x|/scale)², one division an element). It is a value, added to by
+// of (|x|/scale)², one division an element, each square rounded before
+// it is added, as its amd64 assembly does). It is a value, added to by
 // add, so that a loop keeps it in registers.
 type l2norm struct {
 	scale, sumsq float64
@@ -285,11 +295,11 @@ func (s l2norm) add(v float64) l2norm {
 	}
 	if s.scale < absxi {
 		q := s.scale / absxi
-		s.sumsq = 1 + s.sumsq*q*q
+		s.sumsq = 1 + float64(s.sumsq*q*q)
 		s.scale = absxi
 	} else {
 		q := absxi / s.scale
-		s.sumsq += q * q
+		s.sumsq += float64(q * q)
 	}
 	return s
 }

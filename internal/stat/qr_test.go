@@ -26,6 +26,132 @@ func gonumQR(a []float64, m, k int, tau, y []float64) {
 	lapack64.Ormqr(blas.Left, blas.Trans, qr, tau, rhs, work, len(work))
 }
 
+// unfusedQR is gonumQR written out: Geqrf's unblocked Dgeqr2 (Dlarfg, then
+// Dlarf on the columns right of the reflector) and Ormqr's Dorm2r (Dlarf
+// on y, reflector by reflector) on the row-major a, as lapack/gonum
+// spells them, with gonum's amd64 BLAS kernels' arithmetic: L2NormInc's
+// scaled sum, each product rounded before it is added (float64(x*y)),
+// GemvT's sums over the rows in order, Ger's (−τ·v_r)·w_j. It is the
+// reference householderQR is held to on every platform; where gonum's
+// kernels are that assembly (gonumUnfused), it is checked against gonum
+// to the bit as well.
+func unfusedQR(a []float64, m, k int, tau, y []float64) {
+	work := make([]float64, k)
+	dscal := func(alpha float64, x []float64, n, inc int) {
+		for i := range n {
+			if alpha == 0 {
+				x[i*inc] = 0
+			} else {
+				x[i*inc] *= alpha
+			}
+		}
+	}
+	dnrm2 := func(x []float64, n, inc int) float64 {
+		if n == 1 {
+			return math.Abs(x[0])
+		}
+		scale, ssq := 0.0, 1.0
+		for i := range n {
+			v := x[i*inc]
+			if v == 0 {
+				continue
+			}
+			absxi := math.Abs(v)
+			if math.IsNaN(absxi) {
+				return math.NaN()
+			}
+			if scale < absxi {
+				s := scale / absxi
+				ssq = 1 + float64(ssq*s*s)
+				scale = absxi
+			} else {
+				s := absxi / scale
+				ssq += float64(s * s)
+			}
+		}
+		if math.IsInf(scale, 1) {
+			return math.Inf(1)
+		}
+		return scale * math.Sqrt(ssq)
+	}
+	// dlarf applies I − τ v vᵀ from the left to the mv×nc matrix c (row
+	// stride ldc), v's elements v[r·ldv].
+	dlarf := func(mv, nc int, v []float64, ldv int, t float64, c []float64, ldc int) {
+		if t == 0 {
+			return
+		}
+		lastv := mv - 1
+		for lastv >= 0 && v[lastv*ldv] == 0 {
+			lastv--
+		}
+		lastc := -1
+		for j := nc - 1; j >= 0 && lastc < 0; j-- {
+			for r := 0; r <= lastv; r++ {
+				if c[r*ldc+j] != 0 {
+					lastc = j
+					break
+				}
+			}
+		}
+		if lastv < 0 || lastc < 0 {
+			return
+		}
+		w := work[:lastc+1]
+		clear(w)
+		for r := 0; r <= lastv; r++ {
+			for j := range w {
+				w[j] += float64(v[r*ldv] * c[r*ldc+j])
+			}
+		}
+		for r := 0; r <= lastv; r++ {
+			tv := -t * v[r*ldv]
+			for j := range w {
+				c[r*ldc+j] += float64(tv * w[j])
+			}
+		}
+	}
+	for i := range k {
+		// Dlarfg(m−i, a[i][i], a[i+1:][i]).
+		alpha, beta, t := a[i*k+i], a[i*k+i], 0.0
+		if n := m - i; n > 1 {
+			x := a[(i+1)*k+i:]
+			if xnorm := dnrm2(x, n-1, k); xnorm != 0 {
+				beta = -math.Copysign(math.Hypot(alpha, xnorm), alpha)
+				knt := 0
+				if math.Abs(beta) < qrSafmin {
+					for {
+						knt++
+						dscal(1/qrSafmin, x, n-1, k)
+						beta *= 1 / qrSafmin
+						alpha *= 1 / qrSafmin
+						if math.Abs(beta) >= qrSafmin {
+							break
+						}
+					}
+					beta = -math.Copysign(math.Hypot(alpha, dnrm2(x, n-1, k)), alpha)
+				}
+				t = (beta - alpha) / beta
+				dscal(1/(alpha-beta), x, n-1, k)
+				for range knt {
+					beta *= qrSafmin
+				}
+			}
+		}
+		a[i*k+i], tau[i] = beta, t
+		if i < k-1 {
+			a[i*k+i] = 1
+			dlarf(m-i, k-i-1, a[i*k+i:], k, t, a[i*k+i+1:], k)
+			a[i*k+i] = beta
+		}
+	}
+	for i := range k {
+		aii := a[i*k+i]
+		a[i*k+i] = 1
+		dlarf(m-i, 1, a[i*k+i:], k, tau[i], y[i:], 1)
+		a[i*k+i] = aii
+	}
+}
+
 // sameBits reports the first index where a and b differ to the bit, any
 // NaN matching any other where nanAny.
 func sameBits(a, b []float64, nanAny ...bool) int {
@@ -170,24 +296,45 @@ func transpose(a []float64, m, k int) []float64 {
 	return t
 }
 
-// TestHouseholderQRMatchesGonum checks householderQR against gonum's
-// Geqrf and Ormqr, which FitOLS called before, to the bit: the factored
-// matrix, τ and Qᵀy.
+// TestHouseholderQRMatchesGonum checks householderQR against unfusedQR,
+// gonum's Geqrf and Ormqr written out without fused multiply-adds, to the
+// bit (the factored matrix, τ and Qᵀy), and, where gonum's BLAS kernels
+// are its amd64 assembly (gonumUnfused), both against gonum's Geqrf and
+// Ormqr themselves, which FitOLS called before. Elsewhere gonum's Go
+// kernels may fuse (internal/asm/f64's noasm files) and differ from both
+// in the last digits; householderQR does not (its float64(x*y)), so its
+// bits are gonum's amd64 ones on every platform.
 func TestHouseholderQRMatchesGonum(t *testing.T) {
+	if !gonumUnfused {
+		t.Log("gonum's BLAS kernels are its Go versions here (they may fuse): householderQR is compared with unfusedQR only")
+	}
 	for _, c := range qrCases() {
 		wantA, wantY, wantTau := append([]float64(nil), c.a...), append([]float64(nil), c.y...), make([]float64, c.k)
-		gonumQR(wantA, c.m, c.k, wantTau, wantY)
+		unfusedQR(wantA, c.m, c.k, wantTau, wantY)
+		if gonumUnfused {
+			gA, gY, gTau := append([]float64(nil), c.a...), append([]float64(nil), c.y...), make([]float64, c.k)
+			gonumQR(gA, c.m, c.k, gTau, gY)
+			if i := sameBits(wantA, gA, c.nonFinite); i >= 0 {
+				t.Errorf("%s: unfusedQR's factor element (%d, %d) = %v, gonum %v", c.name, i/c.k, i%c.k, wantA[i], gA[i])
+			}
+			if i := sameBits(wantTau, gTau, c.nonFinite); i >= 0 {
+				t.Errorf("%s: unfusedQR's tau[%d] = %v, gonum %v", c.name, i, wantTau[i], gTau[i])
+			}
+			if i := sameBits(wantY, gY, c.nonFinite); i >= 0 {
+				t.Errorf("%s: unfusedQR's (Qᵀy)[%d] = %v, gonum %v", c.name, i, wantY[i], gY[i])
+			}
+		}
 		gotA, gotY, gotTau := transpose(c.a, c.m, c.k), append([]float64(nil), c.y...), make([]float64, c.k)
 		householderQR(gotA, c.m, c.k, gotTau, gotY, make([]float64, c.k))
 		gotA = transpose(gotA, c.k, c.m)
 		if i := sameBits(gotA, wantA, c.nonFinite); i >= 0 {
-			t.Errorf("%s: factor element (%d, %d) = %v, gonum %v", c.name, i/c.k, i%c.k, gotA[i], wantA[i])
+			t.Errorf("%s: factor element (%d, %d) = %v, unfusedQR %v", c.name, i/c.k, i%c.k, gotA[i], wantA[i])
 		}
 		if i := sameBits(gotTau, wantTau, c.nonFinite); i >= 0 {
-			t.Errorf("%s: tau[%d] = %v, gonum %v", c.name, i, gotTau[i], wantTau[i])
+			t.Errorf("%s: tau[%d] = %v, unfusedQR %v", c.name, i, gotTau[i], wantTau[i])
 		}
 		if i := sameBits(gotY, wantY, c.nonFinite); i >= 0 {
-			t.Errorf("%s: (Qᵀy)[%d] = %v, gonum %v", c.name, i, gotY[i], wantY[i])
+			t.Errorf("%s: (Qᵀy)[%d] = %v, unfusedQR %v", c.name, i, gotY[i], wantY[i])
 		}
 	}
 }
@@ -210,8 +357,14 @@ func sameFit(a, b *OLS) string {
 // TestFitOLSFusedMatchesGonum checks FitOLS and FitOLSColumns, which
 // factor by householderQR, against FitOLS through gonum's Geqrf and
 // Ormqr (fusedQRWidth 0), every figure to the bit, on the finite designs
-// of qrCases with a constant column added.
+// of qrCases with a constant column added; FitOLSColumns against FitOLS
+// on every platform, the two against gonum's where its kernels do not
+// fuse (gonumUnfused; elsewhere TestHouseholderQRMatchesGonum holds the
+// QR to unfusedQR).
 func TestFitOLSFusedMatchesGonum(t *testing.T) {
+	if !gonumUnfused {
+		t.Log("gonum's BLAS kernels are its Go versions here (they may fuse): FitOLSColumns is compared with FitOLS only")
+	}
 	fitted := 0
 	for _, c := range qrCases() {
 		if c.nonFinite {
@@ -244,6 +397,12 @@ func TestFitOLSFusedMatchesGonum(t *testing.T) {
 			continue
 		}
 		fitted++
+		if d := sameFit(gotCols, got); d != "" {
+			t.Errorf("%s: FitOLSColumns differs from FitOLS: %s", c.name, d)
+		}
+		if !gonumUnfused {
+			continue
+		}
 		if d := sameFit(got, want); d != "" {
 			t.Errorf("%s: FitOLS differs from gonum's: %s", c.name, d)
 		}
@@ -282,5 +441,52 @@ func BenchmarkHouseholderQR(b *testing.B) {
 				householderQR(a, m, k, tau, y, w)
 			}
 		})
+	}
+}
+
+// TestFitOLSColumnsChecksLengths: FitOLSColumns lays its scaled copy out by
+// the columns' length, so a column longer or shorter than the design is an
+// error, not a fit of misplaced rows (or an index out of range).
+func TestFitOLSColumnsChecksLengths(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	n, k := 40, 3
+	x := make([]float64, n*k)
+	cols := make([][]float64, k)
+	for j := range cols {
+		cols[j] = make([]float64, n+5)
+	}
+	for i := range n {
+		for j := range k {
+			v := rng.NormFloat64()
+			x[i*k+j], cols[j][i] = v, v
+		}
+	}
+	y := make([]float64, n)
+	for i := range y {
+		y[i] = rng.NormFloat64()
+	}
+	for _, tc := range []struct {
+		name string
+		cols [][]float64
+	}{
+		{"a short column", [][]float64{cols[0][:n], cols[1][:n-1], cols[2][:n]}},
+		{"long columns", [][]float64{cols[0], cols[1], cols[2]}},
+	} {
+		var err error
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					err = fmt.Errorf("panic: %v", r)
+					t.Errorf("%s: %v", tc.name, err)
+				}
+			}()
+			_, err = FitOLSColumns(mat.NewDense(n, k, x), tc.cols, y, nil)
+		}()
+		if err == nil {
+			t.Errorf("%s: no error", tc.name)
+		}
+	}
+	if _, err := FitOLSColumns(mat.NewDense(n, k, x), [][]float64{cols[0][:n], cols[1][:n], cols[2][:n]}, y, nil); err != nil {
+		t.Errorf("columns of the design's length: %v", err)
 	}
 }
