@@ -39,12 +39,8 @@ func framedFile() []byte {
 	return otlptest.Frame(payloads...)
 }
 
-// decodeFileAndStream decodes data as a file (Decode, which maps a framed
-// file where it can) and as a stream (DecodeReader, which reads it through
-// a buffer) and fails unless both give the same trace: the same dump,
-// sources and warnings included, and the same source metadata (records,
-// payload kinds). It returns the file's.
-func decodeFileAndStream(t *testing.T, dec *Decoder, data []byte) *ingest.Trace {
+// dumpFile writes data to a file of its own and returns its path and input.
+func dumpFile(t *testing.T, data []byte) (string, *ingest.Input) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "dump.pb")
 	if err := os.WriteFile(path, data, 0o600); err != nil {
@@ -54,6 +50,30 @@ func decodeFileAndStream(t *testing.T, dec *Decoder, data []byte) *ingest.Trace 
 	if err != nil {
 		t.Fatal(err)
 	}
+	return path, in
+}
+
+// mappedDump writes data to a file of its own and maps it as Decode does,
+// returns its path, and fails unless it is mapped (Linux maps a regular
+// framed file).
+func mappedDump(t *testing.T, data []byte) (string, *mappedFile) {
+	t.Helper()
+	path, in := dumpFile(t, data)
+	m := mapInput(in)
+	if m == nil {
+		t.Fatal("a regular framed file is not mapped")
+	}
+	return path, m
+}
+
+// decodeFileAndStream decodes data as a file (Decode, which maps a framed
+// file where it can) and as a stream (DecodeReader, which reads it through
+// a buffer) and fails unless both give the same trace: the same dump,
+// sources and warnings included, and the same source metadata (records,
+// payload kinds). It returns the file's.
+func decodeFileAndStream(t *testing.T, dec *Decoder, data []byte) *ingest.Trace {
+	t.Helper()
+	path, in := dumpFile(t, data)
 	fromFile := ingest.New()
 	fromFile.Sources = []ingest.Source{{Path: path, Format: "otlp"}}
 	if err := dec.Decode(context.Background(), in, fromFile); err != nil {
@@ -89,18 +109,7 @@ func dumpTrace(t *testing.T, tr *ingest.Trace, opts ingest.DumpOptions) string {
 func TestFramedFileMatchesStream(t *testing.T) {
 	data := framedFile()
 	if runtime.GOOS == "linux" {
-		path := filepath.Join(t.TempDir(), "dump.pb")
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		in, err := ingest.NewInput(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := mapInput(in)
-		if m == nil {
-			t.Fatal("a regular framed file is not mapped")
-		}
+		_, m := mappedDump(t, data)
 		m.close()
 	}
 	second := 4 + int(binary.BigEndian.Uint32(data))

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -19,24 +18,13 @@ import (
 func TestMappedFileTruncatedUnderTheDecode(t *testing.T) {
 	data := framedFile()
 	for _, cut := range []int{8192, 1 << 20, 1<<20 + 1001, len(data) - 2} {
-		path := filepath.Join(t.TempDir(), "dump.pb")
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		in, err := ingest.NewInput(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m := mapInput(in)
-		if m == nil {
-			t.Fatal("a regular framed file is not mapped")
-		}
+		path, m := mappedDump(t, data)
 		if err := os.Truncate(path, int64(cut)); err != nil {
 			t.Fatal(err)
 		}
 		tr := ingest.New()
 		tr.Sources = []ingest.Source{{Path: path, Format: "otlp"}}
-		err = m.guard(func() error {
+		err := m.guard(func() error {
 			return (&Decoder{}).decode(context.Background(), nil, formFramed, tr, 0, int64(len(data)), m.frames())
 		})
 		m.close()
@@ -69,18 +57,7 @@ func warningKinds(t *ingest.Trace) string {
 // than the process crashing, and no half-decoded record is kept.
 func TestMappedFileTruncatedInTheRace(t *testing.T) {
 	data := framedFile()
-	path := filepath.Join(t.TempDir(), "dump.pb")
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	in, err := ingest.NewInput(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := mapInput(in)
-	if m == nil {
-		t.Fatal("a regular framed file is not mapped")
-	}
+	path, m := mappedDump(t, data)
 	defer m.close()
 	if err := os.Truncate(path, 8192); err != nil {
 		t.Fatal(err)
@@ -89,7 +66,7 @@ func TestMappedFileTruncatedInTheRace(t *testing.T) {
 	frames.readable = func(_, n int) int { return n } // the size as it was before the cut
 	tr := ingest.New()
 	tr.Sources = []ingest.Source{{Path: path, Format: "otlp"}}
-	err = m.guard(func() error {
+	err := m.guard(func() error {
 		return (&Decoder{}).decode(context.Background(), nil, formFramed, tr, 0, int64(len(data)), frames)
 	})
 	if !errors.Is(err, errShrank) {

@@ -312,8 +312,25 @@ func finite(x []float64) bool {
 func unitColumns(x blas64.General, scaled, norms []float64) int {
 	n, k := x.Rows, x.Cols
 	norms = norms[:k]
-	clear(norms)
+	if j := columnNorms(x, norms); j >= 0 {
+		return j
+	}
 	for i := 0; i < n; i++ {
+		row, out := x.Data[i*x.Stride:][:len(norms)], scaled[i*k:][:len(norms)]
+		for j, v := range row {
+			out[j] = v / norms[j]
+		}
+	}
+	return -1
+}
+
+// columnNorms writes the Euclidean norm of each of x's columns to norms
+// (its length is x's columns), summing each column's squares from the first
+// row down in one pass over the rows, and returns the first column whose
+// norm is zero or not finite, or -1.
+func columnNorms(x blas64.General, norms []float64) int {
+	clear(norms)
+	for i := 0; i < x.Rows; i++ {
 		row := x.Data[i*x.Stride:][:len(norms)]
 		for j, v := range row {
 			norms[j] += float64(v * v)
@@ -323,12 +340,6 @@ func unitColumns(x blas64.General, scaled, norms []float64) int {
 		norms[j] = math.Sqrt(ss)
 		if norms[j] == 0 || math.IsNaN(norms[j]) || math.IsInf(norms[j], 0) {
 			return j
-		}
-	}
-	for i := 0; i < n; i++ {
-		row, out := x.Data[i*x.Stride:][:len(norms)], scaled[i*k:][:len(norms)]
-		for j, v := range row {
-			out[j] = v / norms[j]
 		}
 	}
 	return -1
@@ -343,18 +354,8 @@ func unitColumns(x blas64.General, scaled, norms []float64) int {
 func unitColumnsT(x blas64.General, scaled, norms []float64) int {
 	n, k := x.Rows, x.Cols
 	norms = norms[:k]
-	clear(norms)
-	for i := 0; i < n; i++ {
-		row := x.Data[i*x.Stride:][:len(norms)]
-		for j, v := range row {
-			norms[j] += float64(v * v)
-		}
-	}
-	for j, ss := range norms {
-		norms[j] = math.Sqrt(ss)
-		if norms[j] == 0 || math.IsNaN(norms[j]) || math.IsInf(norms[j], 0) {
-			return j
-		}
+	if j := columnNorms(x, norms); j >= 0 {
+		return j
 	}
 	scaled = scaled[:n*k]
 	for i := 0; i < n; i++ {
