@@ -272,7 +272,9 @@ func TestRecordKilledTakesGrandchildren(t *testing.T) {
 	}
 	dir := t.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run", "^TestHelperRecorder$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "LLMPROF_TEST_RECORDER_DIR="+dir)
+	// The recorder's own temporary directories go under dir: killed, it
+	// cannot remove them, and this test's cleanup removes dir.
+	cmd.Env = append(os.Environ(), "LLMPROF_TEST_RECORDER_DIR="+dir, "TMPDIR="+dir)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {

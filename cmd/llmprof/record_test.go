@@ -248,7 +248,11 @@ func TestMain(m *testing.M) {
 		os.Unsetenv(name)
 		otlpclient.Main(os.Args[1:])
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if smallRun.dir != "" {
+		os.RemoveAll(smallRun.dir) // smallDemo's run, shared by the tests
+	}
+	os.Exit(code)
 }
 
 // sentSpan mirrors internal/otlpclient's SentSpan.
