@@ -474,12 +474,18 @@ func (f *OLS) Cluster(groups []int, factor SmallSample) (*mat.SymDense, int) {
 			s[j] += float64(x * e)
 		}
 	}
+	return f.cr1(len(order), func(c int) []float64 { return scores[order[c]] }, factor), len(order)
+}
+
+// cr1 is Cluster's covariance from the g clusters' scores (score(c), in
+// the clusters' order of first appearance): the meat Σ s_c s_c', each
+// added in turn, in the sandwich with the small-sample factor.
+func (f *OLS) cr1(g int, score func(c int) []float64, factor SmallSample) *mat.SymDense {
 	meat := mat.NewSymDense(f.K, nil)
-	for _, g := range order {
-		meat.SymRankOne(meat, 1, mat.NewVecDense(f.K, scores[g]))
+	for c := range g {
+		meat.SymRankOne(meat, 1, mat.NewVecDense(f.K, score(c)))
 	}
-	g := len(order)
-	return f.sandwich(meat, f.clusterFactor(factor, g)), g
+	return f.sandwich(meat, f.clusterFactor(factor, g))
 }
 
 // ClusterJackknife is the leave-one-cluster-out covariance CV3
@@ -592,12 +598,8 @@ func (f *OLS) clusterJackknife(groups []int, factor SmallSample, fallback bool) 
 		if !fallback {
 			return nil, nil, len(order), false
 		}
-		meat := mat.NewSymDense(k, nil)
-		for _, label := range order {
-			meat.SymRankOne(meat, 1, mat.NewVecDense(k, parts[label].score))
-		}
 		g = len(order)
-		return nil, f.sandwich(meat, f.clusterFactor(factor, g)), g, false
+		return nil, f.cr1(g, func(c int) []float64 { return parts[order[c]].score }, factor), g, false
 	}
 	acc := mat.NewSymDense(k, nil)
 	a := mat.NewSymDense(k, nil)
