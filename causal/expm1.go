@@ -4,6 +4,18 @@ package causal
 
 import "math"
 
+// The constants of math/expm1.go's primary range, which expm1x3 and
+// expm1x6 use as it does.
+const (
+	expm1Ln2Half = 3.46573590279972654709e-01  // 0x3fd62e42fefa39ef
+	expm1Tiny    = 1.0 / (1 << 54)             // 2**-54
+	expm1Q1      = -3.33333333333331316428e-02 // 0xBFA11111111110F4
+	expm1Q2      = 1.58730158725481460165e-03  // 0x3F5A01A019FE5585
+	expm1Q3      = -7.93650757867487942473e-05 // 0xBF14CE199EAADBB7
+	expm1Q4      = 4.00821782732936239552e-06  // 0x3ED0CFCA86E65239
+	expm1Q5      = -2.01099218183624371326e-07 // 0xBE8AFDB76E09C32D
+)
+
 // expm1x3 is math.Expm1 of each of its three arguments, to the bit, for
 // shares3, which takes three a row of every pair. When all three are in
 // Expm1's primary range, |x| in [2⁻⁵⁴, ln 2 / 2] (β × load differences
@@ -20,24 +32,15 @@ import "math"
 // forms; elsewhere (s390x's math.Expm1 is assembly besides)
 // expm1_fused.go calls math.Expm1 always.
 func expm1x3(x1, x2, x3 float64) (float64, float64, float64) {
-	const (
-		ln2Half = 3.46573590279972654709e-01  // 0x3fd62e42fefa39ef
-		tiny    = 1.0 / (1 << 54)             // 2**-54
-		q1      = -3.33333333333331316428e-02 // 0xBFA11111111110F4
-		q2      = 1.58730158725481460165e-03  // 0x3F5A01A019FE5585
-		q3      = -7.93650757867487942473e-05 // 0xBF14CE199EAADBB7
-		q4      = 4.00821782732936239552e-06  // 0x3ED0CFCA86E65239
-		q5      = -2.01099218183624371326e-07 // 0xBE8AFDB76E09C32D
-	)
 	a1, a2, a3 := math.Abs(x1), math.Abs(x2), math.Abs(x3)
-	if !(a1 >= tiny && a1 <= ln2Half && a2 >= tiny && a2 <= ln2Half && a3 >= tiny && a3 <= ln2Half) { // NaN too
+	if !(a1 >= expm1Tiny && a1 <= expm1Ln2Half && a2 >= expm1Tiny && a2 <= expm1Ln2Half && a3 >= expm1Tiny && a3 <= expm1Ln2Half) { // NaN too
 		return math.Expm1(x1), math.Expm1(x2), math.Expm1(x3)
 	}
 	hfx1, hfx2, hfx3 := 0.5*x1, 0.5*x2, 0.5*x3
 	hxs1, hxs2, hxs3 := x1*hfx1, x2*hfx2, x3*hfx3
-	r1 := 1 + hxs1*(q1+hxs1*(q2+hxs1*(q3+hxs1*(q4+hxs1*q5))))
-	r2 := 1 + hxs2*(q1+hxs2*(q2+hxs2*(q3+hxs2*(q4+hxs2*q5))))
-	r3 := 1 + hxs3*(q1+hxs3*(q2+hxs3*(q3+hxs3*(q4+hxs3*q5))))
+	r1 := 1 + hxs1*(expm1Q1+hxs1*(expm1Q2+hxs1*(expm1Q3+hxs1*(expm1Q4+hxs1*expm1Q5))))
+	r2 := 1 + hxs2*(expm1Q1+hxs2*(expm1Q2+hxs2*(expm1Q3+hxs2*(expm1Q4+hxs2*expm1Q5))))
+	r3 := 1 + hxs3*(expm1Q1+hxs3*(expm1Q2+hxs3*(expm1Q3+hxs3*(expm1Q4+hxs3*expm1Q5))))
 	t1, t2, t3 := 3-r1*hfx1, 3-r2*hfx2, 3-r3*hfx3
 	e1 := hxs1 * ((r1 - t1) / (6.0 - x1*t1))
 	e2 := hxs2 * ((r2 - t2) / (6.0 - x2*t2))
@@ -52,27 +55,18 @@ func expm1x3(x1, x2, x3 float64) (float64, float64, float64) {
 // values; any argument outside the primary range sends all six to
 // math.Expm1.
 func expm1x6(x1, x2, x3, x4, x5, x6 float64) (float64, float64, float64, float64, float64, float64) {
-	const (
-		ln2Half = 3.46573590279972654709e-01  // 0x3fd62e42fefa39ef
-		tiny    = 1.0 / (1 << 54)             // 2**-54
-		q1      = -3.33333333333331316428e-02 // 0xBFA11111111110F4
-		q2      = 1.58730158725481460165e-03  // 0x3F5A01A019FE5585
-		q3      = -7.93650757867487942473e-05 // 0xBF14CE199EAADBB7
-		q4      = 4.00821782732936239552e-06  // 0x3ED0CFCA86E65239
-		q5      = -2.01099218183624371326e-07 // 0xBE8AFDB76E09C32D
-	)
 	a1, a2, a3, a4, a5, a6 := math.Abs(x1), math.Abs(x2), math.Abs(x3), math.Abs(x4), math.Abs(x5), math.Abs(x6)
-	if !(a1 >= tiny && a1 <= ln2Half && a2 >= tiny && a2 <= ln2Half && a3 >= tiny && a3 <= ln2Half && a4 >= tiny && a4 <= ln2Half && a5 >= tiny && a5 <= ln2Half && a6 >= tiny && a6 <= ln2Half) { // NaN too
+	if !(a1 >= expm1Tiny && a1 <= expm1Ln2Half && a2 >= expm1Tiny && a2 <= expm1Ln2Half && a3 >= expm1Tiny && a3 <= expm1Ln2Half && a4 >= expm1Tiny && a4 <= expm1Ln2Half && a5 >= expm1Tiny && a5 <= expm1Ln2Half && a6 >= expm1Tiny && a6 <= expm1Ln2Half) { // NaN too
 		return math.Expm1(x1), math.Expm1(x2), math.Expm1(x3), math.Expm1(x4), math.Expm1(x5), math.Expm1(x6)
 	}
 	hfx1, hfx2, hfx3, hfx4, hfx5, hfx6 := 0.5*x1, 0.5*x2, 0.5*x3, 0.5*x4, 0.5*x5, 0.5*x6
 	hxs1, hxs2, hxs3, hxs4, hxs5, hxs6 := x1*hfx1, x2*hfx2, x3*hfx3, x4*hfx4, x5*hfx5, x6*hfx6
-	r1 := 1 + hxs1*(q1+hxs1*(q2+hxs1*(q3+hxs1*(q4+hxs1*q5))))
-	r2 := 1 + hxs2*(q1+hxs2*(q2+hxs2*(q3+hxs2*(q4+hxs2*q5))))
-	r3 := 1 + hxs3*(q1+hxs3*(q2+hxs3*(q3+hxs3*(q4+hxs3*q5))))
-	r4 := 1 + hxs4*(q1+hxs4*(q2+hxs4*(q3+hxs4*(q4+hxs4*q5))))
-	r5 := 1 + hxs5*(q1+hxs5*(q2+hxs5*(q3+hxs5*(q4+hxs5*q5))))
-	r6 := 1 + hxs6*(q1+hxs6*(q2+hxs6*(q3+hxs6*(q4+hxs6*q5))))
+	r1 := 1 + hxs1*(expm1Q1+hxs1*(expm1Q2+hxs1*(expm1Q3+hxs1*(expm1Q4+hxs1*expm1Q5))))
+	r2 := 1 + hxs2*(expm1Q1+hxs2*(expm1Q2+hxs2*(expm1Q3+hxs2*(expm1Q4+hxs2*expm1Q5))))
+	r3 := 1 + hxs3*(expm1Q1+hxs3*(expm1Q2+hxs3*(expm1Q3+hxs3*(expm1Q4+hxs3*expm1Q5))))
+	r4 := 1 + hxs4*(expm1Q1+hxs4*(expm1Q2+hxs4*(expm1Q3+hxs4*(expm1Q4+hxs4*expm1Q5))))
+	r5 := 1 + hxs5*(expm1Q1+hxs5*(expm1Q2+hxs5*(expm1Q3+hxs5*(expm1Q4+hxs5*expm1Q5))))
+	r6 := 1 + hxs6*(expm1Q1+hxs6*(expm1Q2+hxs6*(expm1Q3+hxs6*(expm1Q4+hxs6*expm1Q5))))
 	t1, t2, t3, t4, t5, t6 := 3-r1*hfx1, 3-r2*hfx2, 3-r3*hfx3, 3-r4*hfx4, 3-r5*hfx5, 3-r6*hfx6
 	e1 := hxs1 * ((r1 - t1) / (6.0 - x1*t1))
 	e2 := hxs2 * ((r2 - t2) / (6.0 - x2*t2))
