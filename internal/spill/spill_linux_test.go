@@ -320,3 +320,115 @@ func TestReserveRunsOutsideTheLock(t *testing.T) {
 		t.Errorf("reserve ran %d times (want 2: Slice, Grow), %d of them with the lock held (want 0)", calls, locked)
 	}
 }
+
+// TestMappedCountsPresentPages: the governor's count of a mapping's pages
+// mapped now, by unit, through PAGEMAP_SCAN and through the page map's
+// entries, is what was touched since the mapping was made or dropped.
+func TestMappedCountsPresentPages(t *testing.T) {
+	release, err := Enable(t.TempDir())
+	if err != nil {
+		t.Skipf("spilling is not possible here: %v", err)
+	}
+	defer release()
+	Budget(1 << 40) // the governor never passes
+	page := os.Getpagesize()
+	table := Make[byte](2 * MinBytes)
+	units := len(table) / unit
+	// Unit 0 whole, unit 1 from its third page, one page of unit 3, and
+	// unit 5 touched and then dropped (as a pass drops it).
+	for i := 0; i < unit; i += page {
+		table[i]++
+	}
+	for i := unit + 2*page; i < 2*unit; i += page {
+		table[i]++
+	}
+	table[3*unit+7*page]++
+	for i := 5 * unit; i < 6*unit; i += page {
+		table[i]++
+	}
+	state.mu.Lock()
+	state.maps[mappingOf(unsafe.Pointer(unsafe.SliceData(table)))].drop(5*unit, unit)
+	state.mu.Unlock()
+	// A touch may map the pages of its folio around it (a read fault
+	// maps the folio whole): what is mapped is what smaps says, and in
+	// the units touched and not dropped only.
+	total := mappedRss(t, table) << 10
+	var first []int32
+	for _, scan := range []bool{true, false} {
+		r := newResident()
+		r.scan = scan
+		got := make([]int32, units)
+		ok := r.mapped(table, unit, got)
+		r.close()
+		if !ok {
+			t.Skipf("no page map to read (scan %v)", scan)
+		}
+		var sum int
+		for u, k := range got {
+			sum += int(k) * page
+			if touched := u <= 1 || u == 3; touched != (k > 0) || k > int32(unit/page) {
+				t.Errorf("scan %v: unit %d has %d pages mapped", scan, u, k)
+			}
+		}
+		if got[0] != int32(unit/page) || sum != total {
+			t.Errorf("scan %v: %d pages of unit 0 and %d bytes in all mapped, want %d and %d (smaps)", scan, got[0], sum, unit/page, total)
+		}
+		if first != nil && !slices.Equal(got, first) {
+			t.Errorf("the page map's entries say %v, PAGEMAP_SCAN %v", got, first)
+		}
+		first = got
+	}
+	Free(table)
+}
+
+// TestPassDropsTheLongestMappedFirst: a pass takes out the units that have
+// stayed mapped since an earlier pass before those mapped since the last,
+// whatever the order of the mappings, and no more of them than it needs.
+// The round of the mappings it replaced began with the first mapped.
+func TestPassDropsTheLongestMappedFirst(t *testing.T) {
+	release, err := Enable(t.TempDir())
+	if err != nil {
+		t.Skipf("spilling is not possible here: %v", err)
+	}
+	defer release()
+	Budget(1 << 40) // the running governor never passes
+	page := os.Getpagesize()
+	touch := func(b []byte) {
+		for i := 0; i < len(b); i += page {
+			b[i]++
+		}
+	}
+	const n = 2 * MinBytes
+	hot, cold := Make[byte](n), Make[byte](n)
+	touch(cold)
+	g := newGovernor()
+	defer g.rss.close()
+	if !g.rss.mapped(cold, unit, make([]int32, n/unit)) {
+		t.Skip("no page map to read")
+	}
+	cur := g.rss.read()
+	g.pass(cur, cur) // nothing to drop; the cold table's units are found
+	touch(hot)
+	cur = g.rss.read()
+	g.pass(cur, cur-n/2)
+	if kb := mappedRss(t, hot); kb != n>>10 {
+		t.Errorf("the table touched since the last pass has %d KiB mapped, want all %d", kb, n>>10)
+	}
+	if kb := mappedRss(t, cold); kb != n>>11 {
+		t.Errorf("the table mapped since the pass before has %d KiB mapped, want the half the pass did not need (%d)", kb, n>>11)
+	}
+	// Touched again, the units just dropped go last at the next pass:
+	// after the cold table's other half (found at three passes) and the
+	// hot table (two).
+	touch(cold)
+	cur = g.rss.read()
+	g.pass(cur, cur-n/2-n/4)
+	if kb := mappedRss(t, hot); kb != (n-n/4)>>10 {
+		t.Errorf("after a third pass: the table found at two passes has %d KiB mapped, want %d", kb, (n-n/4)>>10)
+	}
+	if kb := mappedRss(t, cold); kb != n>>11 {
+		t.Errorf("after a third pass: the other table has %d KiB mapped, want the half mapped again since the last pass (%d)", kb, n>>11)
+	}
+	Free(hot)
+	Free(cold)
+}
