@@ -11,9 +11,7 @@
 // process's resident memory; when it passes the budget it takes the mapped
 // pages out of the process (madvise MADV_DONTNEED, which for a shared file
 // mapping keeps every byte written: the pages stay in the page cache or go
-// to the file; mapping.drop), those that have stayed mapped longest first
-// and those mapped again since its last look last (governor.pass), and the
-// next access maps them in again. That
+// to the file; mapping.drop), and the next access maps them in again. That
 // frees nothing by itself: it keeps the resident set within the budget as
 // far as the tables can, and leaves their pages unmapped in the page cache,
 // where reclaim need not unmap them first. So the tables' size need not be
@@ -40,7 +38,6 @@
 package spill
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"reflect"
@@ -370,9 +367,10 @@ func hasPointers(t reflect.Type) bool {
 
 // govern keeps the resident memory within the budget until stop closes:
 // every tick it reads the resident set and, above the high mark (the budget
-// less the room pacing keeps for the next rise), takes pages of the
-// mappings out of the process until it is back below the low mark (an
-// eighth under the high mark): those mapped longest first (governor.pass).
+// less the room pacing keeps for the next rise), takes the mappings' pages
+// out of the process one chunk at a time, in turn, until it is back below
+// the low mark (an eighth under the high mark), so that the pages most
+// recently used are the last to go.
 //
 // When the rest of the process is over the budget on its own, no pass gets
 // under it, and every tick takes out again the pages the analysis is using:
@@ -385,10 +383,12 @@ func hasPointers(t reflect.Type) bool {
 // show, and up to 8 ticks saved nothing on the rewrite (1.73 times).
 func govern(stop <-chan struct{}, done chan<- struct{}) {
 	defer close(done)
-	g := newGovernor()
-	defer g.rss.close()
+	rss := newResident()
+	defer rss.close()
 	t := time.NewTicker(tick)
 	defer t.Stop()
+	var cursor int64 // position over all mappings, in bytes, of the next chunk
+	var pace pacing
 	for {
 		select {
 		case <-stop:
@@ -402,174 +402,42 @@ func govern(stop <-chan struct{}, done chan<- struct{}) {
 			// No reading this tick (Free may have given back every
 			// table): the next rise is measured from the next one's,
 			// not from one ticks ago, over which the heap grew.
-			g.pace.last = 0
+			pace.last = 0
 			continue
 		}
-		cur := g.rss.read()
-		high, low := g.pace.marks(cur, budget)
+		cur := rss.read()
+		high, low := pace.marks(cur, budget)
 		if cur <= high {
 			continue
 		}
-		cur = g.pass(cur, low)
-		g.pace.dropped(cur)
+		for advised, total := int64(0), int64(1); cur > low && advised < total; {
+			// Each chunk is found and dropped under the lock: Free
+			// may have unmapped a table since the last.
+			state.mu.Lock()
+			maps := state.maps
+			total = 0
+			for _, m := range maps {
+				total += int64(len(m.mem))
+			}
+			if total == 0 {
+				state.mu.Unlock()
+				break
+			}
+			at := cursor % total
+			m, off := locate(maps, at)
+			n := min(int64(chunk), int64(len(m.mem))-off)
+			m.drop(off, n)
+			state.stats.DroppedBytes += n
+			state.mu.Unlock()
+			advised += n
+			cursor = at + n
+			cur = rss.read()
+		}
+		pace.dropped(cur)
 		state.mu.Lock()
 		state.stats.Drops++
 		state.mu.Unlock()
 	}
-}
-
-// A governor is govern's state from tick to tick.
-type governor struct {
-	rss  *resident
-	pace pacing
-	// tables are the mappings as the passes found them, by the address
-	// of their first byte.
-	tables map[uintptr]*table
-	passes uint64
-	// cursor is sweep's position over all mappings, in bytes, of the
-	// next chunk.
-	cursor int64
-	// Scratch, kept from pass to pass.
-	pages []int32
-	cands []candidate
-}
-
-// A table is what the passes found of one mapping.
-type table struct {
-	length int
-	// age is, for each unit of the mapping, the number of passes in a
-	// row that found it mapped: 0 when the last did not, or dropped it;
-	// 1 when its pages came back since the last pass.
-	age []uint16
-	// seen is the last pass that found the mapping.
-	seen uint64
-}
-
-// A candidate is a unit found mapped at a pass: m is its mapping's index
-// in state.maps, u the unit's, bytes how much of it is mapped.
-type candidate struct {
-	m, u  int
-	age   uint16
-	bytes int64
-}
-
-func newGovernor() *governor {
-	return &governor{rss: newResident(), tables: map[uintptr]*table{}}
-}
-
-// unit is how much of a mapping a pass judges and drops as one: a spill
-// file's page cache folio (writeZeros' zeroBlock), which a read fault maps
-// in whole.
-const unit = 256 << 10
-
-// pass takes mapped pages out of the process until the resident set, cur
-// now, is at or below low, and returns it after. It asks which units of
-// each mapping are mapped now (resident.mapped) and drops those mapped for
-// the most passes in a row first, unit by unit: a unit the last pass
-// dropped, or never found mapped, and that is mapped again has been
-// touched since, and goes last, after every unit that has stayed mapped
-// since an earlier pass (the pages of a table decoded minutes ago go before
-// those of the table a fit reads now). The round of the mappings by a
-// cursor (sweep), as before, where the page map cannot be read.
-//
-// A pass drops no more than it must: the units of a mapping that it does
-// not need stay mapped. It cannot tell a unit's pages read since the last
-// pass from those read long ago (the page map says which are mapped, not
-// which were touched); see docs/design.md, "Which pages go", for what that
-// order gained and what did not.
-func (g *governor) pass(cur, low int64) int64 {
-	state.mu.Lock()
-	g.passes++
-	maps := state.maps
-	g.cands = g.cands[:0]
-	for i, m := range maps {
-		n := (len(m.mem) + unit - 1) / unit
-		if cap(g.pages) < n {
-			g.pages = make([]int32, n)
-		}
-		pages := g.pages[:n]
-		if !g.rss.mapped(m.mem, unit, pages) {
-			state.mu.Unlock()
-			return g.sweep(cur, low)
-		}
-		at := uintptr(unsafe.Pointer(unsafe.SliceData(m.mem)))
-		t := g.tables[at]
-		if t == nil || t.length != len(m.mem) {
-			t = &table{length: len(m.mem), age: make([]uint16, n)}
-			g.tables[at] = t
-		}
-		t.seen = g.passes
-		for u, k := range pages {
-			if k == 0 {
-				t.age[u] = 0
-				continue
-			}
-			t.age[u] = min(t.age[u], math.MaxUint16-1) + 1
-			g.cands = append(g.cands, candidate{m: i, u: u, age: t.age[u], bytes: int64(k) * g.rss.page})
-		}
-	}
-	for at, t := range g.tables {
-		if t.seen != g.passes {
-			delete(g.tables, at) // freed (or moved by Grow)
-		}
-	}
-	slices.SortStableFunc(g.cands, func(a, b candidate) int { return cmp.Compare(b.age, a.age) })
-	k := 0
-	for need := cur - low; k < len(g.cands) && need > 0; k++ {
-		need -= g.cands[k].bytes
-	}
-	victims := g.cands[:k]
-	slices.SortFunc(victims, func(a, b candidate) int { return cmp.Or(cmp.Compare(a.m, b.m), cmp.Compare(a.u, b.u)) })
-	// Units next to each other in a mapping go in one call.
-	for i := 0; i < len(victims); {
-		j := i + 1
-		for j < len(victims) && victims[j].m == victims[i].m && victims[j].u == victims[j-1].u+1 {
-			j++
-		}
-		m := maps[victims[i].m]
-		off := int64(victims[i].u) * unit
-		n := min(int64(victims[j-1].u+1)*unit, int64(len(m.mem))) - off
-		m.drop(off, n)
-		state.stats.DroppedBytes += n
-		t := g.tables[uintptr(unsafe.Pointer(unsafe.SliceData(m.mem)))]
-		for _, v := range victims[i:j] {
-			t.age[v.u] = 0
-		}
-		i = j
-	}
-	state.mu.Unlock()
-	return g.rss.read()
-}
-
-// sweep is a pass where the page map cannot be read: it takes the
-// mappings' pages out one chunk at a time, in turn, until the resident set,
-// cur now, is at or below low, so that the pages most recently used are
-// the last to go.
-func (g *governor) sweep(cur, low int64) int64 {
-	for advised, total := int64(0), int64(1); cur > low && advised < total; {
-		// Each chunk is found and dropped under the lock: Free
-		// may have unmapped a table since the last.
-		state.mu.Lock()
-		maps := state.maps
-		total = 0
-		for _, m := range maps {
-			total += int64(len(m.mem))
-		}
-		if total == 0 {
-			state.mu.Unlock()
-			break
-		}
-		at := g.cursor % total
-		m, off := locate(maps, at)
-		n := min(int64(chunk), int64(len(m.mem))-off)
-		m.drop(off, n)
-		state.stats.DroppedBytes += n
-		state.mu.Unlock()
-		advised += n
-		g.cursor = at + n
-		cur = g.rss.read()
-	}
-	return cur
 }
 
 // pacing keeps the governor's marks below the budget by as much as the
@@ -608,7 +476,7 @@ func (p *pacing) marks(cur, budget int64) (high, low int64) {
 // next tick's rise is measured.
 func (p *pacing) dropped(cur int64) { p.last = cur }
 
-// chunk is how much of a mapping sweep drops at a time.
+// chunk is how much of a mapping the governor drops at a time.
 const chunk = 32 << 20
 
 // locate finds the mapping that holds byte at of all mappings laid end to

@@ -2,11 +2,9 @@ package spill
 
 import (
 	"bytes"
-	"encoding/binary"
 	"fmt"
 	"os"
 	"strconv"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -211,104 +209,11 @@ type resident struct {
 	f    *os.File
 	page int64
 	buf  [128]byte
-	// pagemap is /proc/self/pagemap (nil where it cannot be opened),
-	// entries mapped's buffer for it.
-	pagemap *os.File
-	entries []byte
-	// scan: PAGEMAP_SCAN has not failed yet; regions is its buffer.
-	scan    bool
-	regions []pageRegion
 }
 
 func newResident() *resident {
 	f, _ := os.Open("/proc/self/statm")
-	pm, _ := os.Open("/proc/self/pagemap")
-	return &resident{f: f, page: int64(os.Getpagesize()), pagemap: pm, scan: true}
-}
-
-// mapped counts, for each part of size bytes of mem in turn, its pages
-// mapped into the process now. It asks the page map for the ranges of
-// present pages (the PAGEMAP_SCAN ioctl of /proc/self/pagemap, Linux 6.7
-// on: the ranges only, where reading the map's entries copied 8 bytes a
-// page, 0.2-1.3 ms for 128 MiB against 0.03 ms), or, where the ioctl is
-// refused, reads the entries' present bit (bit 63). False when neither can
-// be read.
-func (r *resident) mapped(mem []byte, size int, counts []int32) bool {
-	if r.pagemap == nil {
-		return false
-	}
-	clear(counts)
-	if len(mem) == 0 {
-		return true
-	}
-	if r.scan {
-		if r.scanned(mem, size, counts) {
-			return true
-		}
-		r.scan = false
-		clear(counts)
-	}
-	page := int(r.page)
-	n := (len(mem) + page - 1) / page
-	if cap(r.entries) < 8*n {
-		r.entries = make([]byte, 8*n)
-	}
-	e := r.entries[:8*n]
-	first := int64(uintptr(unsafe.Pointer(unsafe.SliceData(mem))) / uintptr(page))
-	if k, _ := r.pagemap.ReadAt(e, 8*first); k != len(e) {
-		return false
-	}
-	per := size / page
-	for i := range n {
-		counts[i/per] += int32(binary.LittleEndian.Uint64(e[8*i:]) >> 63)
-	}
-	return true
-}
-
-// pmScanArg is the kernel's struct pm_scan_arg (include/uapi/linux/fs.h),
-// pageRegion its struct page_region.
-type pmScanArg struct {
-	size, flags, start, end, walkEnd, vec, vecLen, maxPages       uint64
-	categoryInverted, categoryMask, categoryAnyofMask, returnMask uint64
-}
-
-type pageRegion struct{ start, end, categories uint64 }
-
-const (
-	// pagemapScan is PAGEMAP_SCAN, _IOWR('f', 16, struct pm_scan_arg).
-	pagemapScan = 3<<30 | uint(unsafe.Sizeof(pmScanArg{}))<<16 | 'f'<<8 | 16
-	// pageIsPresent is PAGE_IS_PRESENT.
-	pageIsPresent = 1 << 3
-)
-
-// scanned is mapped through PAGEMAP_SCAN; false where the ioctl fails.
-func (r *resident) scanned(mem []byte, size int, counts []int32) bool {
-	if r.regions == nil {
-		r.regions = make([]pageRegion, 512)
-	}
-	base := uint64(uintptr(unsafe.Pointer(unsafe.SliceData(mem))))
-	end := base + uint64(len(mem))
-	for at := base; at < end; {
-		arg := pmScanArg{
-			size: uint64(unsafe.Sizeof(pmScanArg{})), start: at, end: end,
-			vec: uint64(uintptr(unsafe.Pointer(unsafe.SliceData(r.regions)))), vecLen: uint64(len(r.regions)),
-			categoryMask: pageIsPresent, returnMask: pageIsPresent,
-		}
-		n, _, errno := unix.Syscall(unix.SYS_IOCTL, r.pagemap.Fd(), uintptr(pagemapScan), uintptr(unsafe.Pointer(&arg)))
-		if errno != 0 || arg.walkEnd <= at {
-			return false
-		}
-		for _, g := range r.regions[:n] {
-			for p := g.start; p < g.end; {
-				u := (p - base) / uint64(size)
-				next := min(base+(u+1)*uint64(size), g.end)
-				counts[u] += int32((next - p) / uint64(r.page))
-				p = next
-			}
-		}
-		at = arg.walkEnd
-	}
-	return true
+	return &resident{f: f, page: int64(os.Getpagesize())}
 }
 
 // read returns the resident bytes, 0 when they cannot be read.
@@ -335,8 +240,5 @@ func (r *resident) read() int64 {
 func (r *resident) close() {
 	if r.f != nil {
 		r.f.Close()
-	}
-	if r.pagemap != nil {
-		r.pagemap.Close()
 	}
 }

@@ -22,9 +22,8 @@ func (m mapping) remap(int64) (mapping, error) { return m, errors.ErrUnsupported
 func (m mapping) drop(off, n int64)            {}
 func (m mapping) unmap()                       {}
 
-type resident struct{ page int64 }
+type resident struct{}
 
-func newResident() *resident                       { return &resident{} }
-func (*resident) read() int64                      { return 0 }
-func (*resident) mapped([]byte, int, []int32) bool { return false }
-func (*resident) close()                           {}
+func newResident() *resident  { return &resident{} }
+func (*resident) read() int64 { return 0 }
+func (*resident) close()      {}
