@@ -108,10 +108,9 @@ type Result struct {
 	tokenSums bucketSums      // per request, from summarizeTokens
 	// labels hold the requests' strings (ID, Tenant, Model, Finish).
 	labels labeler
-	// tokenTimes, gaps and segs are the tables of what the requests hold
-	// out of line (Request.tokens, gaps, segs).
+	// tokenTimes and segs are the tables of what the requests hold out of
+	// line (Request.tokens, segs).
 	tokenTimes []int64
-	gaps       []Gap
 	segs       []StageSegment
 	// tenants and models number the requests' tenants and models.
 	tenants, models groups
@@ -256,7 +255,7 @@ func Analyze(t *ingest.Trace, opts Options) *Result {
 		tally.add(j, r, &arena)
 	}
 	res.labels = arena.labels
-	res.tokenTimes, res.gaps, res.segs = arena.tokens, arena.gaps, arena.segs
+	res.tokenTimes, res.segs = arena.tokens, arena.segs
 	for rank, n := range perRank {
 		if n > 0 {
 			res.Styles[byRank[rank]] = n
@@ -535,9 +534,9 @@ func (y *requestTally) add(i int, r *Request, a *requestArena) {
 	if v := r.TPOT; !math.IsNaN(v) {
 		y.tpot = append(y.tpot, tpotSample{v, int32(i)})
 	}
-	y.e2e.add(r)
+	y.e2e.add(r, a.e2eAttr)
 	y.implausible.add(r, in(a.tokens, r.tokens))
-	y.blind.add(r, in(a.gaps, r.gaps))
+	y.blind.add(r, a.gaps, a.callerExtra)
 	if r.CacheKnown {
 		if len(y.kv) == cap(y.kv) {
 			// To the size the rows so far foretell, not twice it.

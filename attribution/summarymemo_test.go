@@ -96,12 +96,17 @@ func itlCount(res *Result) int {
 }
 
 // tallyOf tallies the built requests of res as Analyze does while it
-// builds them.
+// builds them, what no Request keeps read again (Result.Gaps,
+// Result.e2eAttr, callerExtra).
 func tallyOf(res *Result) *requestTally {
 	y := newRequestTally(len(res.Requests))
-	a := requestArena{labels: res.labels, tokens: res.tokenTimes, gaps: res.gaps, segs: res.segs}
+	a := requestArena{labels: res.labels, tokens: res.tokenTimes, segs: res.segs}
+	t := res.trace
+	ix, k := newSpanIndex(t), newKeyCache(t)
 	for i := range res.Requests {
-		y.add(i, &res.Requests[i], &a)
+		r := &res.Requests[i]
+		a.gaps, a.e2eAttr, a.callerExtra = res.Gaps(r), res.e2eAttr(r), callerExtra(t, ix, k, r.Span)
+		y.add(i, r, &a)
 	}
 	return y
 }
