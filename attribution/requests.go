@@ -254,14 +254,14 @@ func newSpanIndex(t *ingest.Trace) *spanIndex {
 	// trace and span ID whose span ID byID holds for another trace. Span
 	// IDs are random 64-bit numbers, so other is almost always empty and
 	// a lookup hashes 8 bytes, not 24.
-	byID := newSpanIDTable(withID)
+	byID := ingest.NewSpanIDTable(withID)
 	var other map[spanKey]int32
 	for i := range t.Spans {
 		s := &t.Spans[i]
 		if s.Origin != ingest.OriginOTLP || s.ID.IsZero() {
 			continue
 		}
-		j, seen := byID.putFirst(spanIDKey(s.ID), int32(i))
+		j, seen := byID.PutFirst(s.ID, int32(i))
 		switch {
 		case !seen:
 			// The first of its ID: put.
@@ -283,7 +283,7 @@ func newSpanIndex(t *ingest.Trace) *spanIndex {
 		if s.Parent.IsZero() {
 			continue
 		}
-		j, ok := byID.get(spanIDKey(s.Parent))
+		j, ok := byID.Get(s.Parent)
 		if ok && t.Spans[j].TraceID != s.TraceID {
 			j, ok = other[spanKey{s.TraceID, s.Parent}]
 		}
