@@ -432,10 +432,11 @@ func (sm *summarizer) earlier(name string, idx []int32) (Summary, bool) {
 	return Summary{}, false
 }
 
-// summaryRow is what a request adds to its groups' summaries.
+// summaryRow is what a request adds to its groups' summaries: 64 bytes,
+// one cache line (its E2E is end − arrival, Request.E2E, not kept twice).
 type summaryRow struct {
-	ttft, e2e, queue float64 // NaN when unknown
-	arrival, end     int64
+	ttft, queue  float64 // NaN when unknown
+	arrival, end int64
 	// in and out are the request's input and output tokens, 0 when unknown.
 	in, out int64
 	// tokens are the request's token times (Result.TokenTimes), from which
@@ -528,7 +529,7 @@ func (y *requestTally) add(i int, r *Request, a *requestArena) {
 	itls := y.itls
 	y.itls += max(0, int(r.tokens.Len)-1)
 	y.rows[i] = summaryRow{
-		ttft: r.TTFT, e2e: r.E2E, queue: r.Queue, arrival: r.Arrival, end: r.End,
+		ttft: r.TTFT, queue: r.Queue, arrival: r.Arrival, end: r.End,
 		in: int64(max(r.InputTokens, 0)), out: int64(max(r.OutputTokens, 0)), tokens: r.tokens, itls: extentOf(itls, y.itls),
 	}
 	if v := r.TPOT; !math.IsNaN(v) {
@@ -694,7 +695,7 @@ func (sm *summarizer) summarizeNew(name string, idx []int32, tpot []float64) Sum
 	add := func(i int) {
 		r := &sm.rows[i]
 		ttft = appendKnown(ttft, r.ttft)
-		e2e = appendKnown(e2e, r.e2e)
+		e2e = append(e2e, float64(r.end-r.arrival)) // Request.E2E, never NaN
 		queue = appendKnown(queue, r.queue)
 		if r.itls.Len > 0 {
 			itl = append(itl, in(sm.itls, r.itls)...)

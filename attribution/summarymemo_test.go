@@ -136,11 +136,11 @@ func TestSummarizerRows(t *testing.T) {
 		for _, d := range res.ITLs(r) {
 			itls = append(itls, float64(d))
 		}
-		want := summaryRow{ttft: r.TTFT, e2e: r.E2E, queue: r.Queue, arrival: r.Arrival, end: r.End,
+		want := summaryRow{ttft: r.TTFT, queue: r.Queue, arrival: r.Arrival, end: r.End,
 			in: int64(max(r.InputTokens, 0)), out: int64(max(r.OutputTokens, 0)), tokens: r.tokens, itls: extentOf(from, len(itls))}
 		got := sm.rows[i]
 		same := func(a, b float64) bool { return a == b || math.IsNaN(a) && math.IsNaN(b) }
-		if !same(got.ttft, want.ttft) || !same(got.e2e, want.e2e) || !same(got.queue, want.queue) ||
+		if !same(got.ttft, want.ttft) || float64(got.end-got.arrival) != r.E2E || !same(got.queue, want.queue) ||
 			got.arrival != want.arrival || got.end != want.end || got.in != want.in || got.out != want.out ||
 			got.tokens != want.tokens || got.itls != want.itls {
 			t.Fatalf("request %d: row %+v, want %+v", i, got, want)
