@@ -126,8 +126,9 @@ type Request struct {
 	// and queue stages' bounds is one field (queueFrom). The request
 	// table is a spill file past the budget (internal/spill), where each
 	// of its pages is zeroed, faulted in and, after the governor drops
-	// it, faulted in again at every walk: 256 bytes a request were 37 MiB
-	// of it on the 100 MiB OTLP dump (docs/otlp.md).
+	// it, faulted in again at every walk: 256 bytes a request made it
+	// 36.2 MiB on the 100 MiB OTLP dump, 216 make it 30.6 MiB (docs/otlp.md,
+	// the seventeenth pass).
 	Source ingest.SourceID
 	// CacheKnown says whether the input reports the prefix cache for this
 	// request, CacheHit what it reports (CachedTokens below).
@@ -576,7 +577,7 @@ type requestArena struct {
 	desc, stack []int
 	// gaps are the current request's gaps (Result.Gaps), e2eAttr its e2e
 	// attribute (vLLM's gen_ai.latency.e2e: arrival to the frontend's
-	// receipt of the final batch; NaN when absent, Result.e2eAttr), and
+	// receipt of the final batch; NaN when absent), and
 	// callerExtra how much longer the calling service's span (the nearest
 	// ancestor from another service) lasted than the request, time the
 	// request span does not see (0 without a caller span).
