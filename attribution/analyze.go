@@ -108,10 +108,9 @@ type Result struct {
 	tokenSums bucketSums      // per request, from summarizeTokens
 	// labels hold the requests' strings (ID, Tenant, Model, Finish).
 	labels labeler
-	// tokenTimes, gaps and segs are the tables of what the requests hold
-	// out of line (Request.tokens, gaps, segs).
+	// tokenTimes and segs are the tables of what the requests hold out of
+	// line (Request.tokens, segs).
 	tokenTimes []int64
-	gaps       []Gap
 	segs       []StageSegment
 	// tenants and models number the requests' tenants and models.
 	tenants, models groups
@@ -256,7 +255,7 @@ func Analyze(t *ingest.Trace, opts Options) *Result {
 		tally.add(j, r, &arena)
 	}
 	res.labels = arena.labels
-	res.tokenTimes, res.gaps, res.segs = arena.tokens, arena.gaps, arena.segs
+	res.tokenTimes, res.segs = arena.tokens, arena.segs
 	for rank, n := range perRank {
 		if n > 0 {
 			res.Styles[byRank[rank]] = n
@@ -433,10 +432,11 @@ func (sm *summarizer) earlier(name string, idx []int32) (Summary, bool) {
 	return Summary{}, false
 }
 
-// summaryRow is what a request adds to its groups' summaries.
+// summaryRow is what a request adds to its groups' summaries: 64 bytes,
+// one cache line (its E2E is end − arrival, Request.E2E, not kept twice).
 type summaryRow struct {
-	ttft, e2e, queue float64 // NaN when unknown
-	arrival, end     int64
+	ttft, queue  float64 // NaN when unknown
+	arrival, end int64
 	// in and out are the request's input and output tokens, 0 when unknown.
 	in, out int64
 	// tokens are the request's token times (Result.TokenTimes), from which
@@ -529,15 +529,15 @@ func (y *requestTally) add(i int, r *Request, a *requestArena) {
 	itls := y.itls
 	y.itls += max(0, int(r.tokens.Len)-1)
 	y.rows[i] = summaryRow{
-		ttft: r.TTFT, e2e: r.E2E, queue: r.Queue, arrival: r.Arrival, end: r.End,
+		ttft: r.TTFT, queue: r.Queue, arrival: r.Arrival, end: r.End,
 		in: int64(max(r.InputTokens, 0)), out: int64(max(r.OutputTokens, 0)), tokens: r.tokens, itls: extentOf(itls, y.itls),
 	}
 	if v := r.TPOT; !math.IsNaN(v) {
 		y.tpot = append(y.tpot, tpotSample{v, int32(i)})
 	}
-	y.e2e.add(r)
+	y.e2e.add(r, a.e2eAttr)
 	y.implausible.add(r, in(a.tokens, r.tokens))
-	y.blind.add(r, in(a.gaps, r.gaps))
+	y.blind.add(r, a.gaps, a.callerExtra)
 	if r.CacheKnown {
 		if len(y.kv) == cap(y.kv) {
 			// To the size the rows so far foretell, not twice it.
@@ -695,7 +695,7 @@ func (sm *summarizer) summarizeNew(name string, idx []int32, tpot []float64) Sum
 	add := func(i int) {
 		r := &sm.rows[i]
 		ttft = appendKnown(ttft, r.ttft)
-		e2e = appendKnown(e2e, r.e2e)
+		e2e = append(e2e, float64(r.end-r.arrival)) // Request.E2E, never NaN
 		queue = appendKnown(queue, r.queue)
 		if r.itls.Len > 0 {
 			itl = append(itl, in(sm.itls, r.itls)...)

@@ -227,16 +227,17 @@ type e2eTally struct {
 	span, attr []float64 // of the requests whose two differ
 }
 
-func (y *e2eTally) add(r *Request) {
-	if math.IsNaN(r.E2EAttr) {
+// add tallies request r, its e2e attribute attr (NaN when absent).
+func (y *e2eTally) add(r *Request, attr float64) {
+	if math.IsNaN(attr) {
 		return
 	}
 	y.n.Attribute = keyE2E.names[0]
 	y.n.WithAttribute++
-	if math.Abs(r.E2E-r.E2EAttr) > float64(disagreeFloor) {
+	if math.Abs(r.E2E-attr) > float64(disagreeFloor) {
 		y.n.Differ++
 		y.span = append(y.span, r.E2E)
-		y.attr = append(y.attr, r.E2EAttr)
+		y.attr = append(y.attr, attr)
 	}
 }
 

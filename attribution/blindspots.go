@@ -160,8 +160,9 @@ type blindTally struct {
 	withTime [NumStages]int
 }
 
-// add tallies request r, its gaps gaps.
-func (b *blindTally) add(r *Request, gaps []Gap) {
+// add tallies request r, its gaps gaps and its caller's extra time
+// callerExtra (requestArena.callerExtra).
+func (b *blindTally) add(r *Request, gaps []Gap, callerExtra int64) {
 	const stages = int(NumStages)
 	b.total += r.End - r.Arrival
 	b.other += r.Stages[StageOther]
@@ -199,8 +200,8 @@ func (b *blindTally) add(r *Request, gaps []Gap) {
 			b.seen = append(b.seen, a)
 		}
 	}
-	if r.CallerExtra > 0 {
-		b.outside.ns += r.CallerExtra
+	if callerExtra > 0 {
+		b.outside.ns += callerExtra
 		b.outside.reqs++
 	}
 }

@@ -99,14 +99,20 @@ func TestBreakpointsFromRequestAttributes(t *testing.T) {
 	}
 }
 
-// blindSpots computes the section from the attributed requests and the
-// trace's span names in a walk of its own: the oracle of what Analyze tallies
-// as it builds each request (requestTally feeds blindTally).
+// blindSpots computes the section from the attributed requests, their
+// callers' extra time read again from the trace, and the trace's span
+// names in a walk of its own: the oracle of what Analyze tallies as it
+// builds each request (requestTally feeds blindTally).
 func blindSpots(t *ingest.Trace, res *Result) BlindSpots {
 	var b blindTally
+	ix, k := newSpanIndex(t), newKeyCache(t)
 	for i := range res.Requests {
 		r := &res.Requests[i]
-		b.add(r, res.Gaps(r))
+		var extra int64
+		if r.Span < len(t.Spans) {
+			extra = callerExtra(t, ix, k, r.Span)
+		}
+		b.add(r, res.Gaps(r), extra)
 	}
 	return b.spots(t)
 }

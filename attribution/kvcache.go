@@ -77,8 +77,10 @@ type InflatedHit struct {
 	ExpectedMissMs Float `json:"expected_miss_ms"`
 }
 
-// cacheInfo reads a request's cache facts; cached = −1 when unknown.
-func cacheInfo(t *ingest.Trace, ix *spanIndex, k *keyCache, i int, desc []int, r *Request) (hit bool, known bool, cached int) {
+// cacheInfo reads a request's cache facts, of its span i, descendants desc,
+// prompt length input (−1 when unknown) and cache hit ratio attribute ratio
+// (NaN when absent); cached = −1 when unknown.
+func cacheInfo(t *ingest.Trace, k *keyCache, i int, desc []int, input int, ratio float64) (hit bool, known bool, cached int) {
 	cached = -1
 	read := func(attrs []ingest.Attr) {
 		if _, v, ok := k.first(attrs, keyKVHit); ok && v.Kind() == ingest.KindBool {
@@ -97,10 +99,10 @@ func cacheInfo(t *ingest.Trace, ix *spanIndex, k *keyCache, i int, desc []int, r
 			read(t.SpanAttrs(&t.Spans[d]))
 		}
 	}
-	if !known && !math.IsNaN(r.CacheHitRatio) {
-		hit, known = r.CacheHitRatio > 0, true
-		if r.InputTokens > 0 {
-			cached = int(math.Round(r.CacheHitRatio * float64(r.InputTokens)))
+	if !known && !math.IsNaN(ratio) {
+		hit, known = ratio > 0, true
+		if input > 0 {
+			cached = int(math.Round(ratio * float64(input)))
 		}
 	}
 	return hit, known, cached

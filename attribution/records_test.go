@@ -27,8 +27,8 @@ func TestRecordsHoldNoPointers(t *testing.T) {
 	}
 }
 
-// While spilling is on, the requests and their tables of token times, gaps
-// and stage segments are each in a spill file (spill.Free gives its bytes
+// While spilling is on, the requests and their tables of token times and
+// stage segments are each in a spill file (spill.Free gives its bytes
 // back), and they are the ones made on the heap. The llmprof spans have
 // token events and no gaps, vLLM's server spans gaps and no token events.
 func TestRequestTablesSpill(t *testing.T) {
@@ -39,12 +39,12 @@ func TestRequestTablesSpill(t *testing.T) {
 		has   []string // the tables that must not be empty
 	}{
 		{"llmprof spans", synth.StyleLLM, []string{"requests", "token times", "stage segments"}},
-		{"vllm server", synth.StyleVLLMServer, []string{"requests", "gaps", "stage segments"}},
+		{"vllm server", synth.StyleVLLMServer, []string{"requests", "stage segments"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tr := synthtrace.Decode(t, run, tc.style, synth.JSONLines, "trace.jsonl")
 			tables := func(res *Result) string {
-				return fmt.Sprintf("%v %v %v %v", res.Requests, res.tokenTimes, res.gaps, res.segs)
+				return fmt.Sprintf("%v %v %v", res.Requests, res.tokenTimes, res.segs)
 			}
 			want := tables(Analyze(tr, DefaultOptions))
 
@@ -62,7 +62,6 @@ func TestRequestTablesSpill(t *testing.T) {
 			}{
 				{"requests", len(res.Requests), unsafe.Sizeof(Request{}), func() { spill.Free(res.Requests) }},
 				{"token times", len(res.tokenTimes), unsafe.Sizeof(int64(0)), func() { spill.Free(res.tokenTimes) }},
-				{"gaps", len(res.gaps), unsafe.Sizeof(Gap{}), func() { spill.Free(res.gaps) }},
 				{"stage segments", len(res.segs), unsafe.Sizeof(StageSegment{}), func() { spill.Free(res.segs) }},
 			} {
 				if tab.n == 0 {

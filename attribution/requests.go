@@ -118,10 +118,17 @@ type Request struct {
 	// stage st. A byte each holds every stage (TestRequestSize).
 	present, fromSpans uint8
 	// Source, the cache's two flags and the bytes above fill one word
-	// after the labels: a Request is 256 bytes, four cache lines, where
-	// two half-empty words made it 264, a table's requests straddling
-	// five lines in turn (and 3% more pages to fault in, page by page,
-	// where the table is a spill file: internal/spill).
+	// after the labels, where two half-empty words made a Request 8 bytes
+	// longer. A Request is 216 bytes (TestRequestSize): what only its
+	// build and tally read (the e2e attribute, the caller's extra time,
+	// the cache hit ratio) is not kept, its gaps are derived from its
+	// segments (Result.Gaps), and the token sums' one use of the tokenize
+	// and queue stages' bounds is one field (queueFrom). The request
+	// table is a spill file past the budget (internal/spill), where each
+	// of its pages is zeroed, faulted in and, after the governor drops
+	// it, faulted in again at every walk: 256 bytes a request made it
+	// 36.2 MiB on the 100 MiB OTLP dump, 216 make it 30.6 MiB (docs/otlp.md,
+	// the seventeenth pass).
 	Source ingest.SourceID
 	// CacheKnown says whether the input reports the prefix cache for this
 	// request, CacheHit what it reports (CachedTokens below).
@@ -147,28 +154,22 @@ type Request struct {
 	TPOT  float64
 	E2E   float64
 	Queue float64
-	// E2EAttr is the server's own e2e attribute (vLLM's gen_ai.latency.e2e:
-	// arrival to the frontend's receipt of the final batch), NaN when absent.
-	// E2E is always the span duration, which the stages partition.
-	E2EAttr float64
 
 	// Stages partition E2E: their sum equals End − Arrival exactly.
 	Stages [NumStages]int64
-	// gaps locate the time in StageOther (Result.Gaps).
-	gaps extent
 	// segs are the stretches of the request each stage owns after
 	// partition (StageOther left out), disjoint and in time order
-	// (Result.segments).
+	// (Result.segments). Its gaps, the stretches between them, are
+	// derived (Result.Gaps).
 	segs extent
-	// TokenizeEnd and QueueEnd are where the tokenize and queue stages end,
-	// QueueStart where the queue starts (0 when the input has no such stage).
-	TokenizeEnd, QueueStart, QueueEnd int64
-	// CallerExtra is how much longer the calling service's span (the nearest
-	// ancestor from another service) lasted than this request: time the
-	// request span does not see. 0 without a caller span.
-	CallerExtra int64
-
-	CacheHitRatio float64 // NaN when unknown
+	// QueueEnd is where the queue stage ends (0 when the input has no
+	// queue stage).
+	QueueEnd int64
+	// queueFrom is where the token sums' queue bucket may start before a
+	// request's first engine step (tokenWalker.gap): the later of the
+	// tokenize stage's end and the queue stage's start, 0 when the input
+	// has neither.
+	queueFrom int64
 	// CachedTokens is how many prompt tokens the input says were cached
 	// (−1 when unknown).
 	CachedTokens int
@@ -254,14 +255,14 @@ func newSpanIndex(t *ingest.Trace) *spanIndex {
 	// trace and span ID whose span ID byID holds for another trace. Span
 	// IDs are random 64-bit numbers, so other is almost always empty and
 	// a lookup hashes 8 bytes, not 24.
-	byID := newSpanIDTable(withID)
+	byID := ingest.NewSpanIDTable(withID)
 	var other map[spanKey]int32
 	for i := range t.Spans {
 		s := &t.Spans[i]
 		if s.Origin != ingest.OriginOTLP || s.ID.IsZero() {
 			continue
 		}
-		j, seen := byID.putFirst(spanIDKey(s.ID), int32(i))
+		j, seen := byID.PutFirst(s.ID, int32(i))
 		switch {
 		case !seen:
 			// The first of its ID: put.
@@ -283,7 +284,7 @@ func newSpanIndex(t *ingest.Trace) *spanIndex {
 		if s.Parent.IsZero() {
 			continue
 		}
-		j, ok := byID.get(spanIDKey(s.Parent))
+		j, ok := byID.Get(s.Parent)
 		if ok && t.Spans[j].TraceID != s.TraceID {
 			j, ok = other[spanKey{s.TraceID, s.Parent}]
 		}
@@ -565,15 +566,24 @@ func findRequests(t *ingest.Trace, ix *spanIndex, k *keyCache) (requestSpans, in
 }
 
 // requestArena holds what buildRequest keeps of the requests out of line,
-// the tables that become the Result's (token times, gaps, stage segments,
-// each request's a range of them: none holds a pointer), and its scratch
-// for the walk of a request's subtree.
+// the tables that become the Result's (token times and stage segments,
+// each request's a range of them: none holds a pointer), its scratch for
+// the walk of a request's subtree, and the facts of the request just built
+// that its tally reads and no Request keeps.
 type requestArena struct {
 	tokens []int64
-	gaps   []Gap
 	segs   []StageSegment
 	// desc and stack are the current request's descendants and their walk.
 	desc, stack []int
+	// gaps are the current request's gaps (Result.Gaps), e2eAttr its e2e
+	// attribute (vLLM's gen_ai.latency.e2e: arrival to the frontend's
+	// receipt of the final batch; NaN when absent), and
+	// callerExtra how much longer the calling service's span (the nearest
+	// ancestor from another service) lasted than the request, time the
+	// request span does not see (0 without a caller span).
+	gaps        []Gap
+	e2eAttr     float64
+	callerExtra int64
 	// labels are the requests' strings.
 	labels labeler
 	// done of total requests are built: the tables grow to the size
@@ -657,8 +667,8 @@ func roomFor[T any](table []T, n, least int) []T {
 // the input has per-token events (nil otherwise).
 func (res *Result) TokenTimes(r *Request) []int64 { return in(res.tokenTimes, r.tokens) }
 
-// Gaps locate the time in the request's StageOther.
-func (res *Result) Gaps(r *Request) []Gap { return in(res.gaps, r.gaps) }
+// Gaps locate the time in the request's StageOther, in time order.
+func (res *Result) Gaps(r *Request) []Gap { return gapsOf(nil, r.Arrival, r.End, res.segments(r)) }
 
 // segments are the stretches of the request each stage owns.
 func (res *Result) segments(r *Request) []StageSegment { return in(res.segs, r.segs) }
@@ -740,7 +750,7 @@ func buildRequest(r *Request, t *ingest.Trace, ix *spanIndex, k *keyCache, i int
 		Span: i, Source: s.Source, rank: rank,
 		Arrival: s.Start, End: s.End,
 		InputTokens: -1, OutputTokens: -1,
-		TTFT: math.NaN(), TPOT: math.NaN(), Queue: math.NaN(), CacheHitRatio: math.NaN(), E2EAttr: math.NaN(),
+		TTFT: math.NaN(), TPOT: math.NaN(), Queue: math.NaN(),
 	}
 	r.E2E = float64(r.End - r.Arrival)
 	a.desc = ix.appendDescendants(a.desc[:0], i, &a.stack)
@@ -758,12 +768,13 @@ func buildRequest(r *Request, t *ingest.Trace, ix *spanIndex, k *keyCache, i int
 		r.model = l.unknown()
 	}
 	r.tenant = tenantOf(t, ix, k, i, opts, l)
-	r.CallerExtra = callerExtra(t, ix, k, i)
+	a.callerExtra = callerExtra(t, ix, k, i)
 	if n, ok := k.count(attrs, keyInputTokens); ok {
 		r.InputTokens = n
 	}
+	cacheHitRatio := math.NaN()
 	if f, ok := k.float(attrs, keyCacheRatio); ok {
-		r.CacheHitRatio = f
+		cacheHitRatio = f
 	}
 	if fin, ok := k.label(attrs, keyFinish, l); ok {
 		r.finish = fin
@@ -862,8 +873,9 @@ func buildRequest(r *Request, t *ingest.Trace, ix *spanIndex, k *keyCache, i int
 	}
 	ttftAttr, hasTTFT := k.duration(attrs, keyTTFT)
 	e2eAttr, hasE2E := k.duration(attrs, keyE2E)
+	a.e2eAttr = math.NaN()
 	if hasE2E {
-		r.E2EAttr = float64(e2eAttr)
+		a.e2eAttr = float64(e2eAttr)
 	}
 	spanStaged := len(ivs) > 0
 	var anchorFirst, anchorLast int64
@@ -929,17 +941,17 @@ func buildRequest(r *Request, t *ingest.Trace, ix *spanIndex, k *keyCache, i int
 		}
 	}
 
-	r.CacheHit, r.CacheKnown, r.CachedTokens = cacheInfo(t, ix, k, i, desc, r)
-	r.TokenizeEnd, _ = stageEnd(ivs, StageTokenize)
+	r.CacheHit, r.CacheKnown, r.CachedTokens = cacheInfo(t, k, i, desc, r.InputTokens, cacheHitRatio)
+	tokenizeEnd, _ := stageEnd(ivs, StageTokenize)
 	r.QueueEnd, _ = stageEnd(ivs, StageQueue)
-	r.QueueStart = stageStart(ivs, StageQueue)
+	r.queueFrom = max(tokenizeEnd, stageStart(ivs, StageQueue))
 	// A request's claims cut it into at most 2·len(ivs)+1 stretches, the
 	// owned ones and the gaps among them.
 	a.segs = roomAhead(a.segs, 2*len(ivs)+1, a.done, a.total)
-	a.gaps = roomAhead(a.gaps, len(ivs)+2, a.done, a.total)
-	gapsFrom, segsFrom := len(a.gaps), len(a.segs)
-	a.gaps, a.segs, problems = partitionInto(&r.Stages, r.Arrival, r.End, ivs, problems, a.gaps, a.segs)
-	r.gaps, r.segs = extentOf(gapsFrom, len(a.gaps)), extentOf(segsFrom, len(a.segs))
+	segsFrom := len(a.segs)
+	a.segs, problems = partitionInto(&r.Stages, r.Arrival, r.End, ivs, problems, a.segs)
+	r.segs = extentOf(segsFrom, len(a.segs))
+	a.gaps = gapsOf(a.gaps[:0], r.Arrival, r.End, a.segs[segsFrom:])
 	for _, iv := range ivs {
 		r.present |= 1 << iv.stage
 	}
@@ -1016,16 +1028,16 @@ type Gap struct {
 // the stages' segments in time order (other left out).
 func partition(from, to int64, ivs []interval, problems []string) ([NumStages]int64, []Gap, []StageSegment, []string) {
 	var out [NumStages]int64
-	gaps, owned, problems := partitionInto(&out, from, to, ivs, problems, nil, nil)
-	return out, gaps, owned, problems
+	owned, problems := partitionInto(&out, from, to, ivs, problems, nil)
+	return out, gapsOf(nil, from, to, owned), owned, problems
 }
 
-// partitionInto is partition, the stages' time added to out (zero: a
-// request's, written in place rather than copied back), its gaps and
-// segments appended to the tables gaps and owned (room), which it returns.
-func partitionInto(out *[NumStages]int64, from, to int64, ivs []interval, problems []string, gaps []Gap, owned []StageSegment) ([]Gap, []StageSegment, []string) {
+// partitionInto is partition without the gaps, the stages' time added to
+// out (zero: a request's, written in place rather than copied back), the
+// segments appended to the table owned (room), which it returns.
+func partitionInto(out *[NumStages]int64, from, to int64, ivs []interval, problems []string, owned []StageSegment) ([]StageSegment, []string) {
 	if to <= from {
-		return gaps, owned, problems
+		return owned, problems
 	}
 	const slack = 1_000_000
 	// Sweep over the claims' boundaries (a request has a few: the buffers
@@ -1100,23 +1112,38 @@ func partitionInto(out *[NumStages]int64, from, to int64, ivs []interval, proble
 			nOwned++
 		}
 	}
-	owned, gaps = room(owned, nOwned), room(gaps, len(segs)-nOwned)
-	for i, sg := range segs {
+	owned = room(owned, nOwned)
+	for _, sg := range segs {
 		out[sg.stage] += sg.to - sg.from
 		if sg.stage != StageOther {
 			owned = append(owned, StageSegment{sg.stage, sg.from, sg.to})
-			continue
 		}
-		g := Gap{From: sg.from, To: sg.to, Before: StageOther, After: StageOther}
-		if i > 0 {
-			g.Before = segs[i-1].stage
-		}
-		if i+1 < len(segs) {
-			g.After = segs[i+1].stage
-		}
-		gaps = append(gaps, g)
 	}
-	return gaps, owned, problems
+	return owned, problems
+}
+
+// gapsOf appends to out the gaps of [from, to) whose owned segments are
+// owned (partitionInto's: disjoint, in time order, inside [from, to)),
+// the stretches between them, each with the stages on either side
+// (StageOther at from or to), and returns it. partitionInto's segments
+// tile [from, to) with no two neighbours of one stage (adjacent stretches
+// of one owner are merged), so these are exactly its StageOther
+// stretches: a request keeps its segments alone, not its gaps too.
+func gapsOf(out []Gap, from, to int64, owned []StageSegment) []Gap {
+	if to <= from {
+		return out
+	}
+	at, before := from, StageOther
+	for _, sg := range owned {
+		if sg.From > at {
+			out = append(out, Gap{From: at, To: sg.From, Before: before, After: sg.Stage})
+		}
+		at, before = sg.To, sg.Stage
+	}
+	if to > at {
+		out = append(out, Gap{From: at, To: to, Before: before, After: StageOther})
+	}
+	return out
 }
 
 func fmtOutside(iv interval, from, to int64) string {

@@ -371,12 +371,16 @@ func TestStageTotalsOfRequests(t *testing.T) {
 	}
 }
 
-// TestRequestSize: a Request fills four cache lines exactly (the fields
-// ordered so that no word is half padding), and a byte holds every stage's
-// bit of present and fromSpans.
+// TestRequestSize: a Request is 216 bytes (the fields ordered so that no
+// word is half padding; docs/otlp.md, the seventeenth pass), its summary
+// row one cache line, and a byte holds every stage's bit of present and
+// fromSpans.
 func TestRequestSize(t *testing.T) {
-	if n := unsafe.Sizeof(Request{}); n != 256 {
-		t.Errorf("a Request is %d bytes, want 256", n)
+	if n := unsafe.Sizeof(Request{}); n != 216 {
+		t.Errorf("a Request is %d bytes, want 216", n)
+	}
+	if n := unsafe.Sizeof(summaryRow{}); n != 64 {
+		t.Errorf("a summaryRow is %d bytes, want 64, a cache line", n)
 	}
 	var r Request
 	if bits := int(unsafe.Sizeof(r.present)) * 8; bits < int(NumStages) {

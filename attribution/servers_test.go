@@ -41,7 +41,7 @@ func TestVLLM029AttributeAnchors(t *testing.T) {
 		{"ttft", r.TTFT, float64(115_546 * us)},
 		{"tpot", r.TPOT, float64(138_305*us) / 7},
 		{"e2e (span)", r.E2E, float64(254_922 * us)},
-		{"e2e attribute", r.E2EAttr, float64(253_597 * us)},
+		{"e2e attribute", res.e2eAttr(&r), float64(253_597 * us)},
 		{"queue", r.Queue, 54_600},
 	} {
 		if !near(m.got, m.want) {

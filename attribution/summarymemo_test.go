@@ -96,12 +96,17 @@ func itlCount(res *Result) int {
 }
 
 // tallyOf tallies the built requests of res as Analyze does while it
-// builds them.
+// builds them, what no Request keeps read again (Result.Gaps,
+// Result.e2eAttr, callerExtra).
 func tallyOf(res *Result) *requestTally {
 	y := newRequestTally(len(res.Requests))
-	a := requestArena{labels: res.labels, tokens: res.tokenTimes, gaps: res.gaps, segs: res.segs}
+	a := requestArena{labels: res.labels, tokens: res.tokenTimes, segs: res.segs}
+	t := res.trace
+	ix, k := newSpanIndex(t), newKeyCache(t)
 	for i := range res.Requests {
-		y.add(i, &res.Requests[i], &a)
+		r := &res.Requests[i]
+		a.gaps, a.e2eAttr, a.callerExtra = res.Gaps(r), res.e2eAttr(r), callerExtra(t, ix, k, r.Span)
+		y.add(i, r, &a)
 	}
 	return y
 }
@@ -131,11 +136,11 @@ func TestSummarizerRows(t *testing.T) {
 		for _, d := range res.ITLs(r) {
 			itls = append(itls, float64(d))
 		}
-		want := summaryRow{ttft: r.TTFT, e2e: r.E2E, queue: r.Queue, arrival: r.Arrival, end: r.End,
+		want := summaryRow{ttft: r.TTFT, queue: r.Queue, arrival: r.Arrival, end: r.End,
 			in: int64(max(r.InputTokens, 0)), out: int64(max(r.OutputTokens, 0)), tokens: r.tokens, itls: extentOf(from, len(itls))}
 		got := sm.rows[i]
 		same := func(a, b float64) bool { return a == b || math.IsNaN(a) && math.IsNaN(b) }
-		if !same(got.ttft, want.ttft) || !same(got.e2e, want.e2e) || !same(got.queue, want.queue) ||
+		if !same(got.ttft, want.ttft) || float64(got.end-got.arrival) != r.E2E || !same(got.queue, want.queue) ||
 			got.arrival != want.arrival || got.end != want.end || got.in != want.in || got.out != want.out ||
 			got.tokens != want.tokens || got.itls != want.itls {
 			t.Fatalf("request %d: row %+v, want %+v", i, got, want)

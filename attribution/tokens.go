@@ -633,7 +633,7 @@ func (w *tokenWalker) gap(r *Request, x, y, firstSched int64, engineSteps []int,
 		pre := min(y, firstSched)
 		// Before the queue (tokenize, or time the input does not name) is
 		// other; the queue bucket starts where the queue stage does.
-		tok := overlap(x, pre, r.Arrival, max(r.TokenizeEnd, r.QueueStart))
+		tok := overlap(x, pre, r.Arrival, r.queueFrom)
 		out[BucketOther] += tok
 		out[BucketQueue] += pre - x - tok
 		x = pre

@@ -37,8 +37,8 @@ func TestSynthTruthVLLMServerStyle(t *testing.T) {
 		if ttft := q.TTFT() + lagFirst; !close(r.TTFT, float64(ttft)) {
 			t.Fatalf("%s: ttft %v, truth %d (first token %d after arrival, then a %d ns hop)", q.ID, r.TTFT, ttft, q.TTFT(), lagFirst)
 		}
-		if r.E2E != float64(q.VLLMServerEnd()-q.Arrival) || !close(r.E2EAttr, float64(q.LastToken()+lagLast-q.Arrival)) {
-			t.Fatalf("%s: e2e %v (attribute %v)", q.ID, r.E2E, r.E2EAttr)
+		if e2eAttr := attribution.E2EAttr(res, r); r.E2E != float64(q.VLLMServerEnd()-q.Arrival) || !close(e2eAttr, float64(q.LastToken()+lagLast-q.Arrival)) {
+			t.Fatalf("%s: e2e %v (attribute %v)", q.ID, r.E2E, e2eAttr)
 		}
 		for st, want := range map[attribution.Stage]int64{attribution.StageQueue: q.Queue(), attribution.StagePrefill: q.Prefill(), attribution.StageDecode: q.Decode()} {
 			if math.Abs(float64(r.Stages[st]-want)) > 2 {

@@ -1,9 +1,16 @@
-package attribution
+package ingest
 
 import (
+	"encoding/binary"
 	"math/rand/v2"
 	"testing"
 )
+
+// spanIDOf is the span ID whose table key is k.
+func spanIDOf(k uint64) (id SpanID) {
+	binary.LittleEndian.PutUint64(id[:], k)
+	return id
+}
 
 // TestSpanIDTable: the table finds the span first put for each key and no
 // span for a key never put, as a map does, for random keys and for keys
@@ -21,12 +28,12 @@ func TestSpanIDTable(t *testing.T) {
 		{"strided", func(i int) uint64 { return uint64(i+1) * 0x10001 << 8 }},
 	} {
 		for _, n := range []int{1, 15, 16, 1000, 50_000} {
-			tab := newSpanIDTable(n)
+			tab := NewSpanIDTable(n)
 			want := map[uint64]int32{}
 			keys := make([]uint64, 0, n)
 			for i := 0; len(want) < n; i++ {
 				k := tc.key(i)
-				got, seen := tab.putFirst(k, int32(i))
+				got, seen := tab.PutFirst(spanIDOf(k), int32(i))
 				first, had := want[k]
 				if seen != had || had && got != first || !had && got != int32(i) {
 					t.Fatalf("%s, %d keys: put %#x as %d: got %d, %v; want the first %d, %v", tc.name, n, k, i, got, seen, first, had)
@@ -36,12 +43,12 @@ func TestSpanIDTable(t *testing.T) {
 					keys = append(keys, k)
 				}
 				// Again: the first stays.
-				if got, seen := tab.putFirst(k, -1); !seen || got != want[k] {
+				if got, seen := tab.PutFirst(spanIDOf(k), -1); !seen || got != want[k] {
 					t.Fatalf("%s: put %#x again: got %d, %v; want %d", tc.name, k, got, seen, want[k])
 				}
 			}
 			for _, k := range keys {
-				if got, ok := tab.get(k); !ok || got != want[k] {
+				if got, ok := tab.Get(spanIDOf(k)); !ok || got != want[k] {
 					t.Fatalf("%s, %d keys: get %#x = %d, %v; want %d", tc.name, n, k, got, ok, want[k])
 				}
 			}
@@ -50,9 +57,12 @@ func TestSpanIDTable(t *testing.T) {
 				if _, put := want[k]; put {
 					continue
 				}
-				if got, ok := tab.get(k); ok {
+				if got, ok := tab.Get(spanIDOf(k)); ok {
 					t.Fatalf("%s, %d keys: get %#x never put = %d", tc.name, n, k, got)
 				}
+			}
+			if got, ok := tab.Get(SpanID{}); ok {
+				t.Fatalf("%s, %d keys: get of the zero ID = %d", tc.name, n, got)
 			}
 		}
 	}
