@@ -70,7 +70,7 @@ func TestJSONLinesSpanCapacity(t *testing.T) {
 	data := otlptest.JSONLines(batches)
 	tr := ingest.New()
 	tr.Sources = []ingest.Source{{Path: "spans.jsonl"}}
-	if err := (&Decoder{}).decode(context.Background(), bufio.NewReader(bytes.NewReader(data)), formJSONLines, tr, 0, int64(len(data)), nil); err != nil {
+	if err := (&Decoder{}).decode(context.Background(), bufio.NewReader(bytes.NewReader(data)), formJSONLines, tr, 0, int64(len(data))); err != nil {
 		t.Fatal(err)
 	}
 	n := len(tr.Spans)
