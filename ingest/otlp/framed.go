@@ -13,7 +13,7 @@ import (
 // a 4-byte big-endian length and a payload (protobuf or JSON, each optionally
 // its own zstd frame). A truncated last record is a warning; every record
 // before it is kept.
-func (d *state) readFramed(ctx context.Context, r frames, limit int64) error {
+func (d *state) readFramed(ctx context.Context, r *bufferedFrames, limit int64) error {
 	var (
 		hdr      [4]byte
 		payloads = map[string]int{}
@@ -96,33 +96,22 @@ func (d *state) readFramed(ctx context.Context, r frames, limit int64) error {
 // exporter does not write empty batches, and zero fill reads as nothing else.
 const maxEmptyRecords = 64
 
-// frames is where readFramed takes its records from: a stream (bufferedFrames)
-// or the bytes of a whole file (byteFrames, over a mapping of it). Each
-// method reports the end of the input as io.ReadFull does.
-type frames interface {
-	// header reads a record's 4-byte header: n bytes, io.EOF when none
-	// was left, io.ErrUnexpectedEOF when fewer than 4.
-	header(hdr *[4]byte) (n int, err error)
-	// record returns the next n bytes, valid until release; less (what
-	// was left) with io.EOF or io.ErrUnexpectedEOF at the end of the input.
-	record(n int) ([]byte, error)
-	// release says the decoder is done with the record's bytes.
-	release()
-	// discard skips n bytes; got is less, with an error, at the end of the
-	// input.
-	discard(n int) (got int, err error)
-}
-
-// bufferedFrames reads records from a stream. A record that fits the read
-// buffer is decoded where it lies; a larger one is copied into buf.
+// bufferedFrames reads a framed input's records from a stream. A record
+// that fits the read buffer is decoded where it lies; a larger one is
+// copied into buf. Each method reports the end of the input as io.ReadFull
+// does.
 type bufferedFrames struct {
 	r      *bufio.Reader
 	buf    []byte
 	peeked int // the bytes of the record in r's buffer, to discard on release
 }
 
-func (f *bufferedFrames) header(hdr *[4]byte) (int, error) { return io.ReadFull(f.r, hdr[:]) }
+// header reads a record's 4-byte header: n bytes, io.EOF when none was
+// left, io.ErrUnexpectedEOF when fewer than 4.
+func (f *bufferedFrames) header(hdr *[4]byte) (n int, err error) { return io.ReadFull(f.r, hdr[:]) }
 
+// record returns the next n bytes, valid until release; less (what was
+// left) with io.EOF or io.ErrUnexpectedEOF at the end of the input.
 func (f *bufferedFrames) record(n int) ([]byte, error) {
 	if n <= f.r.Size() {
 		b, err := f.r.Peek(n)
@@ -136,83 +125,12 @@ func (f *bufferedFrames) record(n int) ([]byte, error) {
 	return f.buf[:got], err
 }
 
+// release says the decoder is done with the record's bytes.
 func (f *bufferedFrames) release() {
 	f.r.Discard(f.peeked)
 	f.peeked = 0
 }
 
-func (f *bufferedFrames) discard(n int) (int, error) { return f.r.Discard(n) }
-
-// byteFrames reads records from a byte slice holding the whole input: no
-// copy at all. done, if set, is told the offset up to which the bytes are
-// no longer needed after each record (mappedFile drops those pages).
-type byteFrames struct {
-	b    []byte
-	i    int
-	done func(off int)
-	// readable, if set, says how many of the n bytes at an offset of b can
-	// be read (mappedFile.readable: a file cut short under its mapping); b
-	// is cut there, as if the file ended there.
-	readable func(off, n int) int
-}
-
-// within cuts b at the first byte of the next n that cannot be read.
-func (f *byteFrames) within(n int) {
-	n = min(n, len(f.b)-f.i)
-	if f.readable == nil || n <= 0 {
-		return
-	}
-	if got := f.readable(f.i, n); got < n {
-		f.b = f.b[:f.i+got]
-	}
-}
-
-func (f *byteFrames) header(hdr *[4]byte) (int, error) {
-	f.within(len(hdr))
-	n := copy(hdr[:], f.b[f.i:])
-	f.i += n
-	switch {
-	case n == len(hdr):
-		return n, nil
-	case n == 0:
-		return 0, io.EOF
-	}
-	return n, io.ErrUnexpectedEOF
-}
-
-func (f *byteFrames) record(n int) ([]byte, error) {
-	if n < 0 {
-		return nil, bufio.ErrNegativeCount // a length past int on a 32-bit system
-	}
-	f.within(n)
-	if left := len(f.b) - f.i; n > left {
-		b := f.b[f.i:]
-		f.i = len(f.b)
-		if left == 0 {
-			return b, io.EOF
-		}
-		return b, io.ErrUnexpectedEOF
-	}
-	b := f.b[f.i : f.i+n]
-	f.i += n
-	return b, nil
-}
-
-func (f *byteFrames) release() {
-	if f.done != nil {
-		f.done(f.i)
-	}
-}
-
-func (f *byteFrames) discard(n int) (int, error) {
-	if n < 0 {
-		return 0, bufio.ErrNegativeCount
-	}
-	f.within(n)
-	if left := len(f.b) - f.i; n > left {
-		f.i = len(f.b)
-		return left, io.EOF
-	}
-	f.i += n
-	return n, nil
-}
+// discard skips n bytes; got is less, with an error, at the end of the
+// input.
+func (f *bufferedFrames) discard(n int) (got int, err error) { return f.r.Discard(n) }

@@ -7,7 +7,6 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,8 +16,8 @@ import (
 )
 
 // framedFile is a framed dump of several records of every payload kind
-// (protobuf, JSON, protobuf in a zstd frame), over 2 MiB, so that a mapping
-// of it gives pages back (dropStep) as it is decoded.
+// (protobuf, JSON, protobuf in a zstd frame), over 2 MiB: more than the
+// read buffer holds (readBufSize).
 func framedFile() []byte {
 	g := &otlptest.Synthetic{Seed: 3, Spans: 256}
 	var payloads [][]byte
@@ -53,22 +52,8 @@ func dumpFile(t *testing.T, data []byte) (string, *ingest.Input) {
 	return path, in
 }
 
-// mappedDump writes data to a file of its own and maps it as Decode does,
-// returns its path, and fails unless it is mapped (Linux maps a regular
-// framed file).
-func mappedDump(t *testing.T, data []byte) (string, *mappedFile) {
-	t.Helper()
-	path, in := dumpFile(t, data)
-	m := mapInput(in)
-	if m == nil {
-		t.Fatal("a regular framed file is not mapped")
-	}
-	return path, m
-}
-
-// decodeFileAndStream decodes data as a file (Decode, which maps a framed
-// file where it can) and as a stream (DecodeReader, which reads it through
-// a buffer) and fails unless both give the same trace: the same dump,
+// decodeFileAndStream decodes data as a file (Decode) and as a stream
+// (DecodeReader, which sniffs it from its own buffer) and fails unless both give the same trace: the same dump,
 // sources and warnings included, and the same source metadata (records,
 // payload kinds). It returns the file's.
 func decodeFileAndStream(t *testing.T, dec *Decoder, data []byte) *ingest.Trace {
@@ -103,15 +88,10 @@ func dumpTrace(t *testing.T, tr *ingest.Trace, opts ingest.DumpOptions) string {
 	return buf.String()
 }
 
-// A framed file read in place (a mapping, on Linux) decodes exactly as the
-// same bytes streamed through the read buffer, whole and cut short
-// anywhere: in a record's header, in its payload, at its end.
+// A framed file decodes exactly as the same bytes streamed, whole and cut
+// short anywhere: in a record's header, in its payload, at its end.
 func TestFramedFileMatchesStream(t *testing.T) {
 	data := framedFile()
-	if runtime.GOOS == "linux" {
-		_, m := mappedDump(t, data)
-		m.close()
-	}
 	second := 4 + int(binary.BigEndian.Uint32(data))
 	for _, n := range []int{len(data), len(data) - 1, second + 2, second + 4, second + 100, 7} {
 		t.Run(strconv.Itoa(n), func(t *testing.T) {
@@ -126,8 +106,7 @@ func TestFramedFileMatchesStream(t *testing.T) {
 	}
 }
 
-// A record too large for the limit is skipped in a mapped file as in a
-// stream, and so is the rest of one cut short by the end of the file.
+// A record too large for the limit is skipped in a file as in a stream, and so is the rest of one cut short by the end of the file.
 func TestFramedFileTooLargeRecord(t *testing.T) {
 	small := otlptest.Proto((&otlptest.Synthetic{Seed: 5, Spans: 8}).Next())
 	big := bytes.Repeat([]byte{0x0a}, len(small)+1000)

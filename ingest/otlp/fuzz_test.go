@@ -79,9 +79,9 @@ func FuzzOTLP(f *testing.F) {
 			if len(fromFile.Spans) != len(fromStream.Spans) {
 				t.Fatalf("%d spans from the file, %d from the stream", len(fromFile.Spans), len(fromStream.Spans))
 			}
-			// Read in place (a framed file is mapped) or through a
-			// buffer, the same bytes are the same trace, warnings
-			// included (less the input's name).
+			// Read from a file or from a stream, the same bytes are
+			// the same trace, warnings included (less the input's
+			// name).
 			if a, b := dumpData(t, fromFile), dumpData(t, fromStream); a != b {
 				t.Fatalf("the file decodes otherwise than the stream:\nfile:\n%.2000s\nstream:\n%.2000s", a, b)
 			}

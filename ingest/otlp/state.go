@@ -28,7 +28,7 @@ type state struct {
 	// none), added to the position of warnings about it.
 	off int64
 
-	strs       [strCacheSize]cachedStr
+	strs       [strCacheSize]cacheEntry
 	slotSets   [slotSetCount]slotSet // see protoSpanAttr
 	slotSet    int                   // the set of the span being decoded
 	slotVictim int
@@ -118,23 +118,37 @@ type cachedStr struct {
 	id ingest.StrID
 }
 
+// cacheEntry is an entry of the direct-mapped cache: a string, its ID and
+// its tag, more bits of the hash that picked the entry (cached), in what
+// was the entry's padding. A string that misses is most often one new to
+// the trace (a request ID, one a span) whose entry holds another of its
+// length, interned long before and no longer in the processor's cache:
+// the tags differ, and the comparison that would have waited for that
+// string's bytes to learn so is not made.
+type cacheEntry struct {
+	s   string
+	id  ingest.StrID
+	tag uint32
+}
+
 // intern returns the StrID of b, interning it in the trace's table.
 func (d *state) intern(b []byte) ingest.StrID {
 	if len(b) == 0 {
 		return 0
 	}
-	e := d.cached(b)
-	if e.s == string(b) {
+	e, tag := d.cached(b)
+	if e.tag == tag && e.s == string(b) {
 		return e.id
 	}
 	if d.later.on {
 		d.internLater()
 	}
-	return d.internTable(b, e, d.t.Strings.HashBytes(b))
+	return d.internTable(b, e, tag, d.t.Strings.HashBytes(b))
 }
 
-// cached returns the entry of the direct-mapped cache where b would be.
-func (d *state) cached(b []byte) *cachedStr {
+// cached returns the entry of the direct-mapped cache where b would be,
+// and the tag b's entry holds when it is b's.
+func (d *state) cached(b []byte) (*cacheEntry, uint32) {
 	n := len(b)
 	var h uint64
 	if n >= 8 {
@@ -145,12 +159,12 @@ func (d *state) cached(b []byte) *cachedStr {
 		}
 	}
 	h = (h ^ uint64(n)) * 0xff51afd7ed558ccd
-	return &d.strs[h>>(64-strCacheBits)]
+	return &d.strs[h>>(64-strCacheBits)], uint32(h >> (32 - strCacheBits))
 }
 
 // internTable interns b, whose hash in the table is h and whose entry of
-// the cache is e, in the trace's table.
-func (d *state) internTable(b []byte, e *cachedStr, h uint32) ingest.StrID {
+// the cache is e (tag its tag), in the trace's table.
+func (d *state) internTable(b []byte, e *cacheEntry, tag, h uint32) ingest.StrID {
 	// The copy into the slab is made only for a new string: one that
 	// recurs and misses the cache (its slot taken by another) must not be
 	// copied at each occurrence, which the slab would keep to the end.
@@ -159,7 +173,7 @@ func (d *state) internTable(b []byte, e *cachedStr, h uint32) ingest.StrID {
 	// A string seen for the first time is likely unique (an ID): it does not
 	// evict a cached one. One that recurs is cached when it is seen again.
 	if int(id) < n0 || e.s == "" {
-		e.s, e.id = d.t.Strings.Get(id), id
+		*e = cacheEntry{d.t.Strings.Get(id), id, tag}
 	}
 	return id
 }
@@ -169,9 +183,10 @@ func (d *state) internTable(b []byte, e *cachedStr, h uint32) ingest.StrID {
 type laterStr struct {
 	on   bool
 	h    uint32 // its hash in the string table
+	tag  uint32 // its tag in the cache
 	attr int    // the index of its attribute in spanAttrs
 	b    []byte
-	e    *cachedStr
+	e    *cacheEntry
 	slot *attrSlot
 }
 
@@ -194,8 +209,8 @@ type laterStr struct {
 // caches the same entries, as when each was interned where it was read.
 // Nothing reads a span's attributes before its end.
 func (d *state) slotValue(s []byte, slot *attrSlot) ingest.Value {
-	e := d.cached(s)
-	if e.s == string(s) {
+	e, tag := d.cached(s)
+	if e.tag == tag && e.s == string(s) {
 		slot.val = cachedStr{d.t.Strings.Get(e.id), e.id}
 		return ingest.StringValue(e.id)
 	}
@@ -209,7 +224,7 @@ func (d *state) slotValue(s []byte, slot *attrSlot) ingest.Value {
 	}
 	h := d.t.Strings.HashBytes(s)
 	d.t.Strings.Prefetch(h)
-	d.later = laterStr{on: true, h: h, attr: len(d.spanAttrs), b: s, e: e, slot: slot}
+	d.later = laterStr{on: true, h: h, tag: tag, attr: len(d.spanAttrs), b: s, e: e, slot: slot}
 	return ingest.StringValue(0)
 }
 
@@ -222,7 +237,7 @@ var internNow bool
 // its ID in its attribute and its slot.
 func (d *state) internLater() {
 	l := &d.later
-	id := d.internTable(l.b, l.e, l.h)
+	id := d.internTable(l.b, l.e, l.tag, l.h)
 	l.slot.val = cachedStr{d.t.Strings.Get(id), id}
 	a := &d.spanAttrs[l.attr]
 	*a = ingest.NewAttr(a.Key, ingest.StringValue(id))

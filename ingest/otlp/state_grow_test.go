@@ -70,7 +70,7 @@ func TestJSONLinesSpanCapacity(t *testing.T) {
 	data := otlptest.JSONLines(batches)
 	tr := ingest.New()
 	tr.Sources = []ingest.Source{{Path: "spans.jsonl"}}
-	if err := (&Decoder{}).decode(context.Background(), bufio.NewReader(bytes.NewReader(data)), formJSONLines, tr, 0, int64(len(data)), nil); err != nil {
+	if err := (&Decoder{}).decode(context.Background(), bufio.NewReader(bytes.NewReader(data)), formJSONLines, tr, 0, int64(len(data))); err != nil {
 		t.Fatal(err)
 	}
 	n := len(tr.Spans)
@@ -129,8 +129,8 @@ func TestInternCopiesARecurringStringOnce(t *testing.T) {
 	d := newState(tr, 0)
 	// Two strings of one cache slot: interned in turn, each evicts the
 	// other, so every lookup misses the cache.
-	slot := func(s string) *cachedStr {
-		d.strs = [strCacheSize]cachedStr{}
+	slot := func(s string) *cacheEntry {
+		d.strs = [strCacheSize]cacheEntry{}
 		d.intern([]byte(s))
 		for i := range d.strs {
 			if d.strs[i].s == s {
@@ -140,7 +140,7 @@ func TestInternCopiesARecurringStringOnce(t *testing.T) {
 		return nil
 	}
 	var a, b string
-	seen := map[*cachedStr]string{}
+	seen := map[*cacheEntry]string{}
 	for i := 0; b == ""; i++ {
 		s := "model-" + strconv.Itoa(i)
 		e := slot(s)
@@ -152,7 +152,7 @@ func TestInternCopiesARecurringStringOnce(t *testing.T) {
 		}
 		seen[e] = s
 	}
-	d.strs = [strCacheSize]cachedStr{}
+	d.strs = [strCacheSize]cacheEntry{}
 	d.intern([]byte(a))
 	d.intern([]byte(b))
 	used := len(d.strBytes.bytes.buf)
