@@ -5,6 +5,7 @@ import (
 
 	"github.com/llmprof/llmprof/attribution"
 	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/internal/spill"
 )
 
 // FromAttribution converts attribution's requests into the regression's
@@ -33,19 +34,14 @@ func FromAttributionServed(res *attribution.Result, t *ingest.Trace) ([]Request,
 // requests' order as ServedTenants adds them.
 func fromAttribution(res *attribution.Result, t *ingest.Trace, served *servedTally) []Request {
 	n := len(res.Requests)
-	// The table is on the heap, never a spill file: the regression reads
-	// it again and again (each target's requests for each metric,
-	// collectRows; the groups, the placements, the load), and spilled,
-	// the governor took its pages out between those passes, which faulted
-	// them back in (docs/otlp.md, "Seventeenth pass"); its 64 bytes a
-	// request are a third of the report's samples' (compare.ColumnsOf),
-	// which are on the heap too. The steps' walk sums each request's batch sizes in its
+	// The table is a spill file past the budget (a Request holds no
+	// pointer). The steps' walk sums each request's batch sizes in its
 	// BatchSize, counts them in its InputTokens and keeps its device + 1
 	// in its Device (0, the table's zero, for none yet), where three
 	// arrays beside the table were 2.6 MB allocated on the 100 MiB OTLP
 	// dump of docs/otlp.md; the walk of the requests then writes each
 	// whole.
-	out := make([]Request, n)
+	out := spill.Make[Request](n)
 	for si := range res.Steps {
 		s := &res.Steps[si]
 		dev := int16(-1)

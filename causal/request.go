@@ -12,10 +12,9 @@ import (
 // directly. Times are ns on the reference clock. A zero count or duration
 // means "unknown".
 //
-// A Request holds no pointer (TestRequestHoldsNoPointers), so that the
-// collector need not scan FromAttribution's table of them, one per
-// request (on the heap: see FromAttribution), and a spill file could hold
-// one (internal/spill). Its tenant is
+// A Request holds no pointer (TestRequestHoldsNoPointers), so that
+// FromAttribution's table of them, one per request, can live in a spill
+// file (internal/spill) and the collector need not scan it. Its tenant is
 // a Tenant, a number; the request's ID, which nothing here reads, is
 // attribution's (attribution.Result.ID of the request at the same index).
 //
