@@ -401,10 +401,15 @@ func summarize(byTenant map[string][]*Request, load *Load, mapping *TenantMap) [
 
 // tenantPlacement is the most common device and MIG instance among a
 // tenant's requests; either one unknown there is taken from the tenant's
-// processes in the mapping.
+// processes in the mapping. The requests' devices and instances are counted
+// in one walk of them (a line of the request table each, read once).
 func tenantPlacement(reqs []*Request, name string, mapping *TenantMap) (int16, int16) {
-	dev := mode(len(reqs), func(i int) int16 { return reqs[i].Device })
-	inst := mode(len(reqs), func(i int) int16 { return reqs[i].Instance })
+	var devs, insts modeCount
+	for _, r := range reqs {
+		devs.add(r.Device)
+		insts.add(r.Instance)
+	}
+	dev, inst := devs.mode(), insts.mode()
 	if mapping != nil && (dev < 0 || inst < 0) {
 		var mdevs, minsts []int16
 		for _, e := range mapping.Entries {
@@ -424,32 +429,47 @@ func tenantPlacement(reqs []*Request, name string, mapping *TenantMap) (int16, i
 }
 
 // mode is the most common non-negative value of at(0) … at(n−1) (the
-// smallest on ties), or −1. Devices and instances are small numbers, counted
-// in an array: a tenant's every request is counted, twice.
+// smallest on ties), or −1.
 func mode(n int, at func(int) int16) int16 {
-	var small [64]int
-	var large map[int16]int
+	var c modeCount
 	for i := range n {
-		switch v := at(i); {
-		case v < 0:
-		case int(v) < len(small):
-			small[v]++
-		default:
-			if large == nil {
-				large = map[int16]int{}
-			}
-			large[v]++
-		}
+		c.add(at(i))
 	}
+	return c.mode()
+}
+
+// modeCount counts values for mode. Devices and instances are small
+// numbers, counted in an array.
+type modeCount struct {
+	small [64]int
+	large map[int16]int
+}
+
+// add counts v; a negative v is not counted.
+func (c *modeCount) add(v int16) {
+	switch {
+	case v < 0:
+	case int(v) < len(c.small):
+		c.small[v]++
+	default:
+		if c.large == nil {
+			c.large = map[int16]int{}
+		}
+		c.large[v]++
+	}
+}
+
+// mode is the most common value counted (the smallest on ties), or −1.
+func (c *modeCount) mode() int16 {
 	best, bestN := int16(-1), 0
-	for v, c := range small { // ascending: a tie keeps the smaller
-		if c > bestN {
-			best, bestN = int16(v), c
+	for v, n := range c.small { // ascending: a tie keeps the smaller
+		if n > bestN {
+			best, bestN = int16(v), n
 		}
 	}
-	for v, c := range large {
-		if c > bestN || (c == bestN && v < best) {
-			best, bestN = v, c
+	for v, n := range c.large {
+		if n > bestN || (n == bestN && v < best) {
+			best, bestN = v, n
 		}
 	}
 	return best

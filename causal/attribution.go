@@ -15,6 +15,24 @@ import (
 // trace attribution ran on) is given; MIG instances are not known at this
 // level and stay −1.
 func FromAttribution(res *attribution.Result, t *ingest.Trace) []Request {
+	return fromAttribution(res, t, nil)
+}
+
+// FromAttributionServed is FromAttribution(res, t) and ServedTenants(t,
+// res) from one walk of the requests, where each read every request (and
+// ServedTenants its span) again: on the 100 MiB OTLP dump of docs/otlp.md
+// a table of 38 MB, the walk a cache miss or more a request. t must not be
+// nil.
+func FromAttributionServed(res *attribution.Result, t *ingest.Trace) ([]Request, map[uint32][]string) {
+	served := newServedTally(t)
+	reqs := fromAttribution(res, t, served)
+	return reqs, served.finish(res)
+}
+
+// fromAttribution is FromAttribution; with served, each request's tenant
+// is also added to its span's process (servedTally.request), in the
+// requests' order as ServedTenants adds them.
+func fromAttribution(res *attribution.Result, t *ingest.Trace, served *servedTally) []Request {
 	n := len(res.Requests)
 	// The table is a spill file past the budget (a Request holds no
 	// pointer). The steps' walk sums each request's batch sizes in its
@@ -57,6 +75,9 @@ func FromAttribution(res *attribution.Result, t *ingest.Trace) []Request {
 				tenant[name] = tn
 			}
 			last = name
+		}
+		if served != nil {
+			served.request(r.Span, last)
 		}
 		sum, count, device := out[i].BatchSize, out[i].InputTokens, out[i].Device-1
 		q := Request{

@@ -28,63 +28,92 @@ const sharedNameTenants = 4
 // of those requests: the process.pid of the resource that emitted the
 // request span, and the pid of the engine whose steps batched it. The
 // tenant is the request's, as attribution named it (--tenant-key), so GPU
-// work and requests carry the same names.
+// work and requests carry the same names. FromAttributionServed finds the
+// same in FromAttribution's walk of the requests.
 func ServedTenants(t *ingest.Trace, att *attribution.Result) map[uint32][]string {
-	out := map[uint32][]string{}
-	// Consecutive requests mostly repeat the pair just added (one engine's
-	// steps, one resource's spans): that one is skipped without a lookup.
-	var lastPid uint32
-	var lastTenant string
-	add := func(pid uint32, tenant string) {
-		if pid == 0 || tenant == "" || (pid == lastPid && tenant == lastTenant) {
-			return
-		}
-		lastPid, lastTenant = pid, tenant
-		if !slices.Contains(out[pid], tenant) {
-			out[pid] = append(out[pid], tenant)
-		}
-	}
 	if att == nil {
-		return out
+		return map[uint32][]string{}
 	}
-	// Each resource's pid is read once, not once a request: resourcePid[ri]
-	// is pid+1, 0 while not yet read (a pid of 0 or none adds nothing).
-	resourcePid := make([]int64, len(t.Resources))
+	s := newServedTally(t)
 	for i := range att.Requests {
 		r := &att.Requests[i]
-		if r.Span < 0 || r.Span >= len(t.Spans) {
-			continue
-		}
-		ri := t.Spans[r.Span].Resource
-		if ri < 0 || int(ri) >= len(t.Resources) {
-			continue
-		}
-		if resourcePid[ri] == 0 {
-			resourcePid[ri] = 1
-			if v, ok := t.Attr(t.Resources[ri].Attrs, "process.pid"); ok {
-				if pid, ok := pidValue(t, v); ok {
-					resourcePid[ri] = int64(pid) + 1
-				}
+		s.request(r.Span, att.Tenant(r))
+	}
+	return s.finish(att)
+}
+
+// servedTally gathers ServedTenants' map: request adds each request's
+// resource's pid (in the requests' order), finish the steps' engines' and
+// sorts each pid's tenants.
+type servedTally struct {
+	t   *ingest.Trace
+	out map[uint32][]string
+	// Consecutive requests mostly repeat the pair just added (one engine's
+	// steps, one resource's spans): that one is skipped without a lookup.
+	lastPid    uint32
+	lastTenant string
+	// Each resource's pid is read once, not once a request: resourcePid[ri]
+	// is pid+1, 0 while not yet read (a pid of 0 or none adds nothing).
+	resourcePid []int64
+}
+
+func newServedTally(t *ingest.Trace) *servedTally {
+	return &servedTally{t: t, out: map[uint32][]string{}, resourcePid: make([]int64, len(t.Resources))}
+}
+
+// add lists tenant among pid's.
+func (s *servedTally) add(pid uint32, tenant string) {
+	if pid == 0 || tenant == "" || (pid == s.lastPid && tenant == s.lastTenant) {
+		return
+	}
+	s.lastPid, s.lastTenant = pid, tenant
+	if !slices.Contains(s.out[pid], tenant) {
+		s.out[pid] = append(s.out[pid], tenant)
+	}
+}
+
+// request adds the tenant of a request whose span is t.Spans[span] to the
+// pid of the span's resource.
+func (s *servedTally) request(span int, tenant string) {
+	t := s.t
+	if span < 0 || span >= len(t.Spans) {
+		return
+	}
+	ri := t.Spans[span].Resource
+	if ri < 0 || int(ri) >= len(t.Resources) {
+		return
+	}
+	if s.resourcePid[ri] == 0 {
+		s.resourcePid[ri] = 1
+		if v, ok := t.Attr(t.Resources[ri].Attrs, "process.pid"); ok {
+			if pid, ok := pidValue(t, v); ok {
+				s.resourcePid[ri] = int64(pid) + 1
 			}
 		}
-		add(uint32(resourcePid[ri]-1), att.Tenant(r))
 	}
+	s.add(uint32(s.resourcePid[ri]-1), tenant)
+}
+
+// finish adds the tenants of each step's requests to its engine's pid,
+// after every request's (request), and returns the map, each pid's
+// tenants sorted.
+func (s *servedTally) finish(att *attribution.Result) map[uint32][]string {
 	for si := range att.Steps {
-		s := &att.Steps[si]
-		if s.Engine < 0 || s.Engine >= len(att.Engines) {
+		st := &att.Steps[si]
+		if st.Engine < 0 || st.Engine >= len(att.Engines) {
 			continue
 		}
-		pid := att.Engines[s.Engine].Pid
-		for _, ri := range s.Requests {
+		pid := att.Engines[st.Engine].Pid
+		for _, ri := range st.Requests {
 			if ri >= 0 && int(ri) < len(att.Requests) {
-				add(pid, att.Tenant(&att.Requests[ri]))
+				s.add(pid, att.Tenant(&att.Requests[ri]))
 			}
 		}
 	}
-	for pid := range out {
-		slices.Sort(out[pid])
+	for pid := range s.out {
+		slices.Sort(s.out[pid])
 	}
-	return out
+	return s.out
 }
 
 // Members are the tenants a mapped name stands for: a shared source's

@@ -145,10 +145,10 @@ func tenantRegression(t *ingest.Trace, att *attribution.Result, opts Options) (*
 	if opts.TenantKey != "" {
 		keys = append([]string{opts.TenantKey}, keys...)
 	}
-	reqs := causal.FromAttribution(att, t)
 	// A process is named after the tenants of the requests it serves (the
 	// same --tenant-key names both sides); several make a shared source.
-	tm := causal.MapTenants(t, causal.MapOptions{Override: to.Pids, Keys: keys, Served: causal.ServedTenants(t, att)})
+	reqs, served := causal.FromAttributionServed(att, t)
+	tm := causal.MapTenants(t, causal.MapOptions{Override: to.Pids, Keys: keys, Served: served})
 	load, err := causal.BuildLoad(t, reqs, tm, lo)
 	if err != nil {
 		return nil, "tenant regression not run: " + err.Error(), nil
