@@ -47,7 +47,7 @@ func TestFillDesignMatchesApply(t *testing.T) {
 				vals[c][a] = byRow[c][p.order[i]]
 			}
 			return true
-		}, nil, y, design)
+		}, nil, y, design, nil)
 		if !ok {
 			t.Fatalf("%d columns: fill stopped", ncol)
 		}
@@ -63,7 +63,7 @@ func TestFillDesignMatchesApply(t *testing.T) {
 		}
 	}
 	calls := 0
-	if p.fillDesign(2, func(int, int, [][]float64) bool { calls++; return calls < 10 }, nil, make([]float64, p.kept), make([]float64, p.kept)) || calls != 10 {
+	if p.fillDesign(2, func(int, int, [][]float64) bool { calls++; return calls < 10 }, nil, make([]float64, p.kept), make([]float64, p.kept), nil) || calls != 10 {
 		t.Errorf("a fill that stops at its 10th row: %d calls", calls)
 	}
 }

@@ -256,10 +256,20 @@ func gaussNewton(plan *withinPlan, sub []kernelRow, lay laidOverlaps, groups int
 	}
 	// The log durations of the kept rows in the plan's order, read in order
 	// each step (the rows lie scattered in it), as their overlaps are laid.
+	// They are taken from the rows in the rows' order, into the response's
+	// memory (free until the first step fills it), and gathered from there
+	// into the plan's: the rows are a spill table four times the size, whose
+	// pages a read in the plan's order touched again and again, each time
+	// faulting back in what the spill governor had taken out (docs/tenants.md,
+	// "What the kernel view costs").
+	yy := spill.Make[float64](n)
 	yp := spill.Make[float64](n)
 	defer spill.Free(yp)
-	for i, r := range plan.order {
-		yp[i] = sub[r].logDur()
+	for a, r := range keptRows(plan.keep) {
+		yy[a] = sub[r].logDur()
+	}
+	for i, a := range plan.dest {
+		yp[i] = yy[a]
 	}
 	// Each step's columns of the i-th of the plan's rows, the a-th of its
 	// group: its overlaps read straight from the layout, or (SpecStep)
@@ -308,7 +318,6 @@ func gaussNewton(plan *withinPlan, sub []kernelRow, lay laidOverlaps, groups int
 	}
 	// The response and the steps' designs, in spill tables that the
 	// caller gives back (stretchFit.free): only the last step's fit is kept.
-	yy := spill.Make[float64](n)
 	sc := &olsScratch{fit: stat.Scratch{Spilled: true}}
 	gn.sc, gn.yy = sc, yy
 	const diverged = "the stretch model diverged (a source's overlap shortens kernels to nothing)"
@@ -327,7 +336,7 @@ func gaussNewton(plan *withinPlan, sub []kernelRow, lay laidOverlaps, groups int
 			}
 		}
 		sc.growDesign(n * nx)
-		ok := plan.fillDesign(1+nx, fill, weight, yy, sc.design)
+		ok := plan.fillDesign(1+nx, fill, weight, yy, sc.design, sc.fit.Staging(n*nx))
 		if !ok {
 			return gn, diverged
 		}

@@ -85,6 +85,17 @@ func (sc *Scratch) FreeScaled() {
 	sc.scaled = nil
 }
 
+// Staging is the memory of the column-scaled copy the next fit makes,
+// grown to n floats (in a spill table where sc is Spilled), lent to the
+// caller until that fit: FitOLS of an n×k design writes all of its first
+// n·k floats before it reads one, so a caller may stage that fit's design
+// there on its way to the matrix (causal's kernel fit, withinPlan.fillDesign
+// in causal/kernel_design.go).
+func (sc *Scratch) Staging(n int) []float64 {
+	sc.scaled = sc.Grow(sc.scaled, n)
+	return sc.scaled
+}
+
 // Grow is the package's Grow, or GrowSpilled for a Spilled scratch: the
 // scratch's own buffers grow so, and a caller's that live and go with them
 // (causal's design matrix) may too, given back with Release.
