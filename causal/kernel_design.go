@@ -642,8 +642,11 @@ func (p *withinPlan) apply(cols, outs [][]float64) {
 // them there group by group kept every page of it in use for the whole
 // fill, each faulted back in as often as the spill governor took it out in
 // the meantime (docs/tenants.md, "What the kernel view costs"). The values
-// and products are the same.
-func (p *withinPlan) fillDesign(ncol int, fill func(i, a int, vals [][]float64) bool, weight, y, design, stage []float64) bool {
+// and products are the same. Where squares is not nil (ncol − 1 floats),
+// each design column's sum of squares is summed there as a band is
+// written, over its rows in order (stat.Scratch.Squares: the sums the fit
+// would take in a pass of its own over the design).
+func (p *withinPlan) fillDesign(ncol int, fill func(i, a int, vals [][]float64) bool, weight, y, design, stage, squares []float64) bool {
 	buf := make([][]float64, ncol)
 	for c := range buf {
 		buf[c] = make([]float64, p.longest)
@@ -691,6 +694,7 @@ func (p *withinPlan) fillDesign(ncol int, fill func(i, a int, vals [][]float64) 
 		next[g] = s.from
 	}
 	band := max(1, designBand/(8*max(k, 1)))
+	clear(squares)
 	for end := band; ; end += band {
 		for g, s := range p.segs {
 			i := next[g]
@@ -711,6 +715,14 @@ func (p *withinPlan) fillDesign(ncol int, fill func(i, a int, vals [][]float64) 
 				}
 			}
 			next[g] = i
+		}
+		if squares != nil && k > 0 {
+			rows := design[(end-band)*k : min(end, n)*k]
+			for d := 0; d+k <= len(rows); d += k {
+				for c, v := range rows[d : d+k] {
+					squares[c] += float64(v * v)
+				}
+			}
 		}
 		if end >= n {
 			break

@@ -268,6 +268,16 @@ func qrCases() []qrCase {
 			}
 		}
 	})
+	add("last element underflows once scaled", 40, 3, func(a, y []float64) {
+		// Column 0 ones but its last row, the least subnormal: scaled by
+		// 1/(α−β) (below 1/2) it becomes zero, and Dlarf's rows end a
+		// row earlier than the column's last nonzero element says.
+		for r := range 40 {
+			a[r*3] = 1
+		}
+		a[39*3] = 5e-324
+		y[39] = 0
+	})
 	add("repeated column", 80, 4, func(a, _ []float64) {
 		for r := range 80 {
 			a[r*4+3] = a[r*4+1]
