@@ -242,7 +242,7 @@ func fitOLS(x *mat.Dense, cols [][]float64, y []float64, sc *Scratch) (*OLS, err
 		// residuals of the fit before are gone then, fitted or not).
 		sc.rhs = sc.Grow(sc.rhs, n)
 		copy(sc.rhs, y)
-		householderQRFrom(scaled, n, k, tau, sc.rhs, sc.workspace(k), norm0, have0)
+		householderQRFrom(scaled, n, k, tau, sc.rhs, sc.workspace(k), norm0, have0, false)
 		rdata = make([]float64, k*k)
 		for i := range k {
 			for j := i; j < k; j++ {

@@ -59,13 +59,17 @@ const qrSafmin = 0x1p-1022 / 0x1p-53
 // column's last nonzero element into zero (an underflow: Dlarf's rows end
 // earlier then), w is formed again over the rows it should be.
 func householderQR(a []float64, m, k int, tau, y, w []float64) {
-	householderQRFrom(a, m, k, tau, y, w, l2norm{}, false)
+	householderQRFrom(a, m, k, tau, y, w, l2norm{}, false, true)
 }
 
 // householderQRFrom is householderQR given, where have0, the 2-norm of
 // column 0 below its diagonal (l2normOf of a[1:m], as unitColumnsT sums it
-// while it writes the column).
-func householderQRFrom(a []float64, m, k int, tau, y, w []float64, norm0 l2norm, have0 bool) {
+// while it writes the column). Where lastV is false the last reflector's
+// vector is not stored: its column below the diagonal keeps what it held
+// (the reflector is applied to y all the same, each v_r formed as it is
+// read, the same product), for a caller that reads R and Qᵀy alone
+// (FitOLS), so that the column is read twice and not written.
+func householderQRFrom(a []float64, m, k int, tau, y, w []float64, norm0 l2norm, have0, lastV bool) {
 	a = a[:m*k]
 	w = w[:k]
 	if y != nil {
@@ -137,12 +141,33 @@ func householderQRFrom(a []float64, m, k int, tau, y, w []float64, norm0 l2norm,
 		for last > i && ci[last] == 0 {
 			last--
 		}
+		cs, lastCol := reflected(a, m, k, i, last, y, colsBuf[:0])
+		if scaleLater && !lastV && i == k-1 && len(cs) == 1 {
+			// y alone, and v not kept: each v_r formed where it is read.
+			x := ci[i+1 : last+1]
+			w[0] = projectScaledKeep(cs[0], x, pending)
+			if last > i && float64(x[len(x)-1]*pending) == 0 {
+				// The underflow below: scale and take the general way.
+				scale(ci[i+1:], pending)
+				for last > i && ci[last] == 0 {
+					last--
+				}
+				cs, _ = reflected(a, m, k, i, last, y, colsBuf[:0])
+				projectAll(cs, ci[i+1:last+1], w[:len(cs)])
+				v := ci[i+1 : last+1]
+				for j := range cs {
+					reflect(cs[j], v, -t, w[j])
+				}
+				continue
+			}
+			reflectScaled(cs[0], x, pending, -t, w[0])
+			continue
+		}
 		if scaleLater {
 			// The rows past the last nonzero one are zeros: their scaling
 			// (to zeros of either sign) reads nothing else.
 			scale(ci[last+1:], pending)
 		}
-		cs, lastCol := reflected(a, m, k, i, last, y, colsBuf[:0])
 		ws := w[:len(cs)]
 		if scaleLater {
 			projectScaling(cs, ci[i+1:last+1], pending, ws)
@@ -278,6 +303,30 @@ func projectScaled(c, v []float64, f float64) float64 {
 		acc += float64(vr * c[r])
 	}
 	return acc
+}
+
+// projectScaledKeep is projectScaled leaving v as it was.
+func projectScaledKeep(c, v []float64, f float64) float64 {
+	c = c[:len(v)+1]
+	acc := 0.0
+	acc += float64(1 * c[0])
+	c = c[1:]
+	for r, x := range v {
+		vr := x * f
+		acc += float64(vr * c[r])
+	}
+	return acc
+}
+
+// reflectScaled is reflect with v_r = v[r]·f formed as it is read.
+func reflectScaled(c, v []float64, f, negTau, wj float64) {
+	c = c[:len(v)+1]
+	c[0] += float64(wj * (negTau * 1))
+	c = c[1:]
+	for r, x := range v {
+		vr := x * f
+		c[r] += float64(wj * (negTau * vr))
+	}
 }
 
 // project2Scaled is projectScaled of two columns, side by side.
