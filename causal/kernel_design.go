@@ -231,7 +231,6 @@ func newSelectedPlan(rows []kernelRow, sel []bool, groups int, use batchUse, ful
 		count[g] += count[g-1]
 	}
 	all := spill.Make[int32](n)
-	defer spill.Free(all)
 	// With controls, each member's step beside it (allSteps), taken in the
 	// same pass over the rows in their order: the sequences of steps, the
 	// bases' logs and ctlStep read them group by group, where a read of the
@@ -241,7 +240,6 @@ func newSelectedPlan(rows []kernelRow, sel []bool, groups int, use batchUse, ful
 	var allSteps []int32
 	if use.measures() > 0 {
 		allSteps = spill.Make[int32](n)
-		defer spill.Free(allSteps)
 	}
 	for r := range rows {
 		if !in(r) {
@@ -370,6 +368,18 @@ func newSelectedPlan(rows []kernelRow, sel []bool, groups int, use batchUse, ful
 			p.keep[r] = true
 		}
 	}
+	// The members and their steps go before the destinations come: ctlStep
+	// is taken from the steps first, so that the two tables are not held
+	// beside pos and dest.
+	if p.ctl != nil && slices.ContainsFunc(p.segs, func(s withinSeg) bool { return s.basis == nil }) {
+		p.ctlStep = spill.Make[int32](len(p.order))
+		for _, s := range p.segs {
+			copy(p.ctlStep[s.from:s.to], memberSteps(int(s.group)))
+		}
+	}
+	spill.Free(allSteps)
+	spill.Free(all)
+	all, allSteps = nil, nil
 	pos := spill.Make[int32](len(rows))
 	defer spill.Free(pos)
 	for r := range rows {
@@ -383,12 +393,6 @@ func newSelectedPlan(rows []kernelRow, sel []bool, groups int, use batchUse, ful
 	p.dest = spill.Make[int32](len(p.order))
 	for i, r := range p.order {
 		p.dest[i] = pos[r]
-	}
-	if p.ctl != nil && slices.ContainsFunc(p.segs, func(s withinSeg) bool { return s.basis == nil }) {
-		p.ctlStep = spill.Make[int32](len(p.order))
-		for _, s := range p.segs {
-			copy(p.ctlStep[s.from:s.to], memberSteps(int(s.group)))
-		}
 	}
 	return p
 }
