@@ -231,20 +231,40 @@ func newSelectedPlan(rows []kernelRow, sel []bool, groups int, use batchUse, ful
 		count[g] += count[g-1]
 	}
 	all := spill.Make[int32](n)
-	defer spill.Free(all)
+	// With controls, each member's step beside it (allSteps), taken in the
+	// same pass over the rows in their order: the sequences of steps, the
+	// bases' logs and ctlStep read them group by group, where a read of the
+	// rows themselves (a spill table 8 times the size) in that order touched
+	// each of its pages again and again (docs/tenants.md, "What the kernel
+	// view costs").
+	var allSteps []int32
+	if use.measures() > 0 {
+		allSteps = spill.Make[int32](n)
+	}
 	for r := range rows {
 		if !in(r) {
 			continue
 		}
 		g := rows[r].group
 		all[count[g]] = int32(r)
+		if allSteps != nil {
+			allSteps[count[g]] = rows[r].step
+		}
 		count[g]++
 	}
-	members := func(g int) []int32 {
+	span := func(g int) (int, int) {
 		if g == 0 {
-			return all[:count[0]]
+			return 0, count[0]
 		}
-		return all[count[g-1]:count[g]]
+		return count[g-1], count[g]
+	}
+	members := func(g int) []int32 {
+		from, to := span(g)
+		return all[from:to]
+	}
+	memberSteps := func(g int) []int32 {
+		from, to := span(g)
+		return allSteps[from:to]
 	}
 	if m := use.measures(); m > 0 {
 		p.ctl = make([][]float64, m)
@@ -280,8 +300,8 @@ func newSelectedPlan(rows []kernelRow, sel []bool, groups int, use batchUse, ful
 		if p.ctl == nil {
 			key = binary.LittleEndian.AppendUint32(key, uint32(len(m)))
 		} else {
-			for _, r := range m {
-				key = binary.LittleEndian.AppendUint32(key, uint32(rows[r].step))
+			for _, st := range memberSteps(g) {
+				key = binary.LittleEndian.AppendUint32(key, uint32(st))
 			}
 		}
 		s, ok := index[string(key)]
@@ -307,8 +327,8 @@ func newSelectedPlan(rows []kernelRow, sel []bool, groups int, use batchUse, ful
 			m := members(q.group)
 			logs = growColumns(logs, len(p.ctl), len(m))
 			for c, lc := range p.ctl {
-				for a, r := range m {
-					logs[c][a] = lc[rows[r].step]
+				for a, st := range memberSteps(q.group) {
+					logs[c][a] = lc[st]
 				}
 			}
 			var basis [][]float64
@@ -348,6 +368,18 @@ func newSelectedPlan(rows []kernelRow, sel []bool, groups int, use batchUse, ful
 			p.keep[r] = true
 		}
 	}
+	// The members and their steps go before the destinations come: ctlStep
+	// is taken from the steps first, so that the two tables are not held
+	// beside pos and dest.
+	if p.ctl != nil && slices.ContainsFunc(p.segs, func(s withinSeg) bool { return s.basis == nil }) {
+		p.ctlStep = spill.Make[int32](len(p.order))
+		for _, s := range p.segs {
+			copy(p.ctlStep[s.from:s.to], memberSteps(int(s.group)))
+		}
+	}
+	spill.Free(allSteps)
+	spill.Free(all)
+	all, allSteps = nil, nil
 	pos := spill.Make[int32](len(rows))
 	defer spill.Free(pos)
 	for r := range rows {
@@ -361,12 +393,6 @@ func newSelectedPlan(rows []kernelRow, sel []bool, groups int, use batchUse, ful
 	p.dest = spill.Make[int32](len(p.order))
 	for i, r := range p.order {
 		p.dest[i] = pos[r]
-	}
-	if p.ctl != nil && slices.ContainsFunc(p.segs, func(s withinSeg) bool { return s.basis == nil }) {
-		p.ctlStep = spill.Make[int32](len(p.order))
-		for i, r := range p.order {
-			p.ctlStep[i] = rows[r].step
-		}
 	}
 	return p
 }
@@ -419,13 +445,22 @@ func (p *withinPlan) layout(rows []kernelRow, set overlapSet) laidOverlaps {
 
 // layoutSteps is each row's step in the plan's layout (laidOverlaps.stepOf),
 // a table (spill.Slice) the caller gives back.
+//
+// The kept rows' steps are read in the rows' order (keptRows) and gathered
+// into the plan's (dest): a read of the rows in the plan's order touched
+// each page of theirs (a spill table) again and again.
 func (p *withinPlan) layoutSteps(rows []kernelRow) []int32 {
-	steps := spill.Slice[int32](len(p.order) + len(p.dropped))
-	for _, r := range p.order {
-		steps = append(steps, rows[r].step)
+	steps := spill.Make[int32](len(p.order) + len(p.dropped))
+	byRow := spill.Make[int32](len(p.order))
+	for a, r := range keptRows(p.keep) {
+		byRow[a] = rows[r].step
 	}
-	for _, r := range p.dropped {
-		steps = append(steps, rows[r].step)
+	for i, a := range p.dest {
+		steps[i] = byRow[a]
+	}
+	spill.Free(byRow)
+	for q, r := range p.dropped {
+		steps[len(p.order)+q] = rows[r].step
 	}
 	return steps
 }
@@ -603,14 +638,30 @@ func (p *withinPlan) apply(cols, outs [][]float64) {
 // weight held for every row. Only one group's columns are held at a time,
 // not those of every row (and one group's basis, where the plan does not
 // hold it).
-func (p *withinPlan) fillDesign(ncol int, fill func(i, a int, vals [][]float64) bool, weight, y, design []float64) bool {
+//
+// The design's columns go first to stage (kept·(ncol − 1) floats, nil: made
+// here), one column after another in the plan's order, and from there to
+// the design a band of its rows at a time (designBand): each group's rows
+// lie all over the design, a spill table on a large target, and writing
+// them there group by group kept every page of it in use for the whole
+// fill, each faulted back in as often as the spill governor took it out in
+// the meantime (docs/tenants.md, "What the kernel view costs"). The values
+// and products are the same. Where squares is not nil (ncol − 1 floats),
+// each design column's sum of squares is summed there as a band is
+// written, over its rows in order (stat.Scratch.Squares: the sums the fit
+// would take in a pass of its own over the design).
+func (p *withinPlan) fillDesign(ncol int, fill func(i, a int, vals [][]float64) bool, weight, y, design, stage, squares []float64) bool {
 	buf := make([][]float64, ncol)
 	for c := range buf {
 		buf[c] = make([]float64, p.longest)
 	}
 	var bases, logs [][]float64
 	vs := make([][]float64, ncol)
-	k := ncol - 1
+	k, n := ncol-1, p.kept
+	if stage == nil {
+		stage = make([]float64, n*k)
+	}
+	stage = stage[:n*k]
 	for _, s := range p.segs {
 		m := s.to - s.from
 		for c := range vs {
@@ -627,27 +678,66 @@ func (p *withinPlan) fillDesign(ncol int, fill func(i, a int, vals [][]float64) 
 			basis, bases = p.groupBasis(logs, m, bases)
 		}
 		residualizeGroup(vs, basis)
+		for c := 1; c < ncol; c++ {
+			copy(stage[(c-1)*n+s.from:(c-1)*n+s.to], vs[c])
+		}
 		if weight == nil {
 			for a, d := range p.dest[s.from:s.to] {
 				y[d] = vs[0][a]
-				row := design[int(d)*k : int(d)*k+k]
-				for c := range row {
-					row[c] = vs[c+1][a]
-				}
 			}
 			continue
 		}
 		w := weight[s.group]
 		for a, d := range p.dest[s.from:s.to] {
 			y[d] = vs[0][a] * w
-			row := design[int(d)*k : int(d)*k+k]
-			for c := range row {
-				row[c] = vs[c+1][a] * w
+		}
+	}
+	// Each group's next row to write (an index into the plan's order).
+	next := make([]int, len(p.segs))
+	for g, s := range p.segs {
+		next[g] = s.from
+	}
+	band := max(1, designBand/(8*max(k, 1)))
+	clear(squares)
+	for end := band; ; end += band {
+		for g, s := range p.segs {
+			i := next[g]
+			if weight == nil {
+				for ; i < s.to && int(p.dest[i]) < end; i++ {
+					row := design[int(p.dest[i])*k:][:k]
+					for c := range row {
+						row[c] = stage[c*n+i]
+					}
+				}
+			} else {
+				w := weight[s.group]
+				for ; i < s.to && int(p.dest[i]) < end; i++ {
+					row := design[int(p.dest[i])*k:][:k]
+					for c := range row {
+						row[c] = stage[c*n+i] * w
+					}
+				}
 			}
+			next[g] = i
+		}
+		if squares != nil && k > 0 {
+			rows := design[(end-band)*k : min(end, n)*k]
+			for d := 0; d+k <= len(rows); d += k {
+				for c, v := range rows[d : d+k] {
+					squares[c] += float64(v * v)
+				}
+			}
+		}
+		if end >= n {
+			break
 		}
 	}
 	return true
 }
+
+// designBand is the bytes of the design fillDesign writes at a time: 64
+// pages, so that each is written in one short burst.
+const designBand = 256 << 10
 
 // residualizeGroup residualizes each of one group's columns in place on
 // its basis. Four columns at a time: their products are independent chains

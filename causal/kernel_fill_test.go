@@ -42,14 +42,26 @@ func TestFillDesignMatchesApply(t *testing.T) {
 		}
 		p.apply(in, outs)
 		y, design := make([]float64, p.kept), make([]float64, p.kept*(ncol-1))
+		squares := make([]float64, ncol-1)
 		ok := p.fillDesign(ncol, func(i, a int, vals [][]float64) bool {
 			for c := range vals {
 				vals[c][a] = byRow[c][p.order[i]]
 			}
 			return true
-		}, nil, y, design)
+		}, nil, y, design, nil, squares)
 		if !ok {
 			t.Fatalf("%d columns: fill stopped", ncol)
+		}
+		// The sums of squares, as stat's columnNorms sums them.
+		for c := range squares {
+			want := 0.0
+			for i := 0; i < p.kept; i++ {
+				v := design[i*(ncol-1)+c]
+				want += float64(v * v)
+			}
+			if math.Float64bits(squares[c]) != math.Float64bits(want) {
+				t.Fatalf("%d columns: column %d's sum of squares %v, want %v", ncol, c+1, squares[c], want)
+			}
 		}
 		for i := 0; i < p.kept; i++ {
 			if math.Float64bits(y[i]) != math.Float64bits(outs[0][i]) {
@@ -63,7 +75,7 @@ func TestFillDesignMatchesApply(t *testing.T) {
 		}
 	}
 	calls := 0
-	if p.fillDesign(2, func(int, int, [][]float64) bool { calls++; return calls < 10 }, nil, make([]float64, p.kept), make([]float64, p.kept)) || calls != 10 {
+	if p.fillDesign(2, func(int, int, [][]float64) bool { calls++; return calls < 10 }, nil, make([]float64, p.kept), make([]float64, p.kept), nil, nil) || calls != 10 {
 		t.Errorf("a fill that stops at its 10th row: %d calls", calls)
 	}
 }

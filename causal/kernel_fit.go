@@ -256,10 +256,20 @@ func gaussNewton(plan *withinPlan, sub []kernelRow, lay laidOverlaps, groups int
 	}
 	// The log durations of the kept rows in the plan's order, read in order
 	// each step (the rows lie scattered in it), as their overlaps are laid.
+	// They are taken from the rows in the rows' order, into the response's
+	// memory (free until the first step fills it), and gathered from there
+	// into the plan's: the rows are a spill table four times the size, whose
+	// pages a read in the plan's order touched again and again, each time
+	// faulting back in what the spill governor had taken out (docs/tenants.md,
+	// "What the kernel view costs").
+	yy := spill.Make[float64](n)
 	yp := spill.Make[float64](n)
 	defer spill.Free(yp)
-	for i, r := range plan.order {
-		yp[i] = sub[r].logDur()
+	for a, r := range keptRows(plan.keep) {
+		yy[a] = sub[r].logDur()
+	}
+	for i, a := range plan.dest {
+		yp[i] = yy[a]
 	}
 	// Each step's columns of the i-th of the plan's rows, the a-th of its
 	// group: its overlaps read straight from the layout, or (SpecStep)
@@ -308,8 +318,12 @@ func gaussNewton(plan *withinPlan, sub []kernelRow, lay laidOverlaps, groups int
 	}
 	// The response and the steps' designs, in spill tables that the
 	// caller gives back (stretchFit.free): only the last step's fit is kept.
-	yy := spill.Make[float64](n)
-	sc := &olsScratch{fit: stat.Scratch{Spilled: true}}
+	// Each step's fit takes its design's sums of squares from fillDesign,
+	// which sums them as it writes the design, and leaves its residuals
+	// to setResid: only the first step's (identitySigmas) and the last's
+	// (clusterErrors) are read.
+	sc := &olsScratch{fit: stat.Scratch{Spilled: true, DeferResid: true}}
+	squares := make([]float64, nx)
 	gn.sc, gn.yy = sc, yy
 	const diverged = "the stretch model diverged (a source's overlap shortens kernels to nothing)"
 	var weight []float64
@@ -327,10 +341,11 @@ func gaussNewton(plan *withinPlan, sub []kernelRow, lay laidOverlaps, groups int
 			}
 		}
 		sc.growDesign(n * nx)
-		ok := plan.fillDesign(1+nx, fill, weight, yy, sc.design)
+		ok := plan.fillDesign(1+nx, fill, weight, yy, sc.design, sc.fit.Staging(n*nx), squares)
 		if !ok {
 			return gn, diverged
 		}
+		sc.fit.Squares = squares
 		var err error
 		gn.fit, gn.kept, err = fitRowMajor(sc.design, nx, yy, sc)
 		if err != nil {
@@ -342,7 +357,8 @@ func gaussNewton(plan *withinPlan, sub []kernelRow, lay laidOverlaps, groups int
 			// whose time depends on what the trace cannot see (attention on
 			// the context length) count for less than ones the identity and
 			// batch pin down. The clustered errors stay valid for any weights.
-			sigma := identitySigmas(sub, plan.keep, gn.fit.resid, groups)
+			setResid(gn.fit)
+			sigma := identitySigmas(plan, gn.fit.resid, groups)
 			weight = groupWeights(sigma)
 			gn.first = &firstStep{sigma: sigma}
 		}
@@ -353,7 +369,15 @@ func gaussNewton(plan *withinPlan, sub []kernelRow, lay laidOverlaps, groups int
 			gn.first.stretch = slices.Clone(gn.stretch)
 		}
 	}
+	setResid(gn.fit)
 	return gn, ""
+}
+
+// setResid gives f its residuals, which a fit with stat.Scratch's
+// DeferResid leaves for when they are read (stat.OLS.SetResid).
+func setResid(f *olsFit) {
+	f.SetResid()
+	f.resid = f.Resid
 }
 
 // step adds the last fit's coefficients to the stretches and returns the
@@ -466,18 +490,25 @@ func (f *kernelFit) clusterErrors(fit *olsFit, sub []kernelRow, keep []bool, o K
 // Rows come by start (the kernel view's always do), so the bins are
 // numbered as they come; rows out of order take the general way, a sort of
 // the bins. The bin numbers are a table (spill.Slice) the caller gives back.
+//
+// The first kept row's start is the least where rows come by start, and
+// is taken for it in the one pass that numbers the bins; a row that starts
+// before it sends the rows the general way too.
 func scoreBins(sub []kernelRow, keep []bool, n int, bin int64) ([]int32, int) {
 	t0 := int64(math.MaxInt64)
-	for _, r := range keptRows(keep) {
-		t0 = min(t0, sub[r].start)
-	}
 	binOf := spill.Make[int32](n)
 	bins := 0
 	last := int64(-1)
 	for a, r := range keptRows(keep) {
+		if a == 0 {
+			t0 = sub[r].start
+		}
 		b := (sub[r].start - t0) / bin
-		if b < last {
+		if sub[r].start < t0 || b < last {
 			spill.Free(binOf)
+			for _, r := range keptRows(keep) {
+				t0 = min(t0, sub[r].start)
+			}
 			return scoreBinsSorted(sub, keep, n, bin, t0)
 		}
 		if b != last {
@@ -575,15 +606,20 @@ func minEffectP(b, se, delta float64, df int) float64 {
 }
 
 // identitySigmas is σ_g of each identity, the root mean squared residual
-// of its rows of sub that keep keeps (the median σ where a group has too
-// few rows or no residual at all).
-func identitySigmas(sub []kernelRow, keep []bool, resid []float64, groups int) []float64 {
+// of its rows plan keeps (the median σ where a group has too few rows or
+// no residual at all). resid is by kept row in the rows' order; each
+// group's rows are read from the plan's span of it (dest: in the rows'
+// order too), so each sum is over its rows in the same order as a pass
+// over the rows gives them, without reading the rows (a spill table).
+func identitySigmas(plan *withinPlan, resid []float64, groups int) []float64 {
 	ss := make([]float64, groups)
 	n := make([]int, groups)
-	for a, r := range keptRows(keep) {
-		g := sub[r].group
-		ss[g] += resid[a] * resid[a]
-		n[g]++
+	for _, s := range plan.segs {
+		g := s.group
+		for _, a := range plan.dest[s.from:s.to] {
+			ss[g] += resid[a] * resid[a]
+			n[g]++
+		}
 	}
 	sigma := make([]float64, groups)
 	var all []float64

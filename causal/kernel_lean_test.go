@@ -127,7 +127,7 @@ func TestFillWeightedMatchesWeightingAfter(t *testing.T) {
 		weight[g] = 1 / (0.05 + rng.Float64())
 	}
 	y, design := make([]float64, p.kept), make([]float64, p.kept*(ncol-1))
-	p.fillDesign(ncol, fill, nil, y, design)
+	p.fillDesign(ncol, fill, nil, y, design, nil, nil)
 	// Each kept row's group, in row order.
 	groupOf := make([]int32, 0, p.kept)
 	for r := range rows {
@@ -142,7 +142,7 @@ func TestFillWeightedMatchesWeightingAfter(t *testing.T) {
 		}
 	}
 	gy, gd := make([]float64, p.kept), make([]float64, p.kept*(ncol-1))
-	p.fillDesign(ncol, fill, weight, gy, gd)
+	p.fillDesign(ncol, fill, weight, gy, gd, nil, nil)
 	for a := range y {
 		if math.Float64bits(y[a]) != math.Float64bits(gy[a]) {
 			t.Fatalf("row %d: response %v, weighted after %v", a, gy[a], y[a])

@@ -44,6 +44,8 @@ type OLS struct {
 	// columns: its square is the smallest Cholesky pivot of their Gram
 	// matrix, the test of a normal-equations solver.
 	MinPivot float64
+	// rhs is the memory Resid takes (SetResid).
+	rhs []float64
 }
 
 // Scratch is memory one fit after another reuses: the column-scaled copy of
@@ -65,6 +67,18 @@ type Scratch struct {
 	// while spilling is on), for a caller that gives them back with Free
 	// once it is done with its last fit.
 	Spilled bool
+	// Squares, when not nil, are the next fit's design's sums of squares
+	// by column, as columnNorms sums them (each column's from its first
+	// row down, each square rounded before it is added), summed by the
+	// caller as it wrote the design: FitOLS takes its norms from them
+	// rather than from a pass of its own over the design, and sets
+	// Squares to nil.
+	Squares []float64
+	// DeferResid makes FitOLS leave a fit's Resid nil and its RSS 0 for
+	// (*OLS).SetResid to fill, in the same memory, if the caller needs
+	// them: a fit whose residuals nothing reads (a Gauss–Newton step's,
+	// causal/kernel_fit.go) saves a pass over its design.
+	DeferResid bool
 }
 
 // Free gives back the buffers of a Spilled scratch (spill.Free; nothing
@@ -83,6 +97,17 @@ func (sc *Scratch) Free() {
 func (sc *Scratch) FreeScaled() {
 	sc.Release(sc.scaled)
 	sc.scaled = nil
+}
+
+// Staging is the memory of the column-scaled copy the next fit makes,
+// grown to n floats (in a spill table where sc is Spilled), lent to the
+// caller until that fit: FitOLS of an n×k design writes all of its first
+// n·k floats before it reads one, so a caller may stage that fit's design
+// there on its way to the matrix (causal's kernel fit, withinPlan.fillDesign
+// in causal/kernel_design.go).
+func (sc *Scratch) Staging(n int) []float64 {
+	sc.scaled = sc.Grow(sc.scaled, n)
+	return sc.scaled
 }
 
 // Grow is the package's Grow, or GrowSpilled for a Spilled scratch: the
@@ -177,6 +202,8 @@ func fitOLS(x *mat.Dense, cols [][]float64, y []float64, sc *Scratch) (*OLS, err
 	if sc == nil {
 		sc = &Scratch{}
 	}
+	squares := sc.Squares
+	sc.Squares = nil
 	n, k := x.Dims()
 	if n != len(y) {
 		return nil, fmt.Errorf("ols: %d rows but %d responses", n, len(y))
@@ -185,6 +212,9 @@ func fitOLS(x *mat.Dense, cols [][]float64, y []float64, sc *Scratch) (*OLS, err
 		return nil, fmt.Errorf("ols: %d observations for %d parameters", n, k)
 	}
 	norms := make([]float64, k)
+	if squares != nil && len(squares) != k {
+		return nil, fmt.Errorf("ols: %d sums of squares for %d columns", len(squares), k)
+	}
 	sc.scaled = sc.Grow(sc.scaled, n*k)
 	scaled := sc.scaled
 	tau := make([]float64, k)
@@ -197,10 +227,13 @@ func fitOLS(x *mat.Dense, cols [][]float64, y []float64, sc *Scratch) (*OLS, err
 	var rdata []float64
 	if fused {
 		j := -1
+		var norm0 l2norm
+		have0 := false
 		if cols != nil {
 			j = unitColumnsOf(cols, scaled, norms)
 		} else {
-			j = unitColumnsT(x.RawMatrix(), scaled, norms)
+			j, norm0 = unitColumnsT(x.RawMatrix(), squares, scaled, norms)
+			have0 = true
 		}
 		if j >= 0 {
 			return nil, fmt.Errorf("ols: column %d is zero or not finite: %w", j, ErrCollinear)
@@ -209,7 +242,7 @@ func fitOLS(x *mat.Dense, cols [][]float64, y []float64, sc *Scratch) (*OLS, err
 		// residuals of the fit before are gone then, fitted or not).
 		sc.rhs = sc.Grow(sc.rhs, n)
 		copy(sc.rhs, y)
-		householderQR(scaled, n, k, tau, sc.rhs, sc.workspace(k))
+		householderQRFrom(scaled, n, k, tau, sc.rhs, sc.workspace(k), norm0, have0, false)
 		rdata = make([]float64, k*k)
 		for i := range k {
 			for j := i; j < k; j++ {
@@ -271,9 +304,25 @@ func fitOLS(x *mat.Dense, cols [][]float64, y []float64, sc *Scratch) (*OLS, err
 			f.XtXInv.SetSym(i, j, s/(norms[i]*norms[j]))
 		}
 	}
-	// The residuals take the right-hand side's memory, of which only the
-	// first k entries (read into Beta above) were still needed.
-	f.Resid = sc.rhs[:n]
+	f.rhs = sc.rhs[:n]
+	if !sc.DeferResid {
+		f.SetResid()
+	}
+	return f, nil
+}
+
+// SetResid sets Resid and RSS, which FitOLS leaves unset where its
+// Scratch says DeferResid, from X, Y and Beta. The residuals take the
+// right-hand side's memory, of which only the first k entries (read into
+// Beta) were still needed: SetResid may be called until the next fit with
+// the same Scratch, and once.
+func (f *OLS) SetResid() {
+	if f.Resid != nil {
+		return
+	}
+	n, k, x, y := f.N, f.K, f.X, f.Y
+	f.Resid = f.rhs
+	f.rhs = nil
 	for i := 0; i < n; i++ {
 		row := x.RawRowView(i)
 		fit := 0.0
@@ -283,7 +332,6 @@ func fitOLS(x *mat.Dense, cols [][]float64, y []float64, sc *Scratch) (*OLS, err
 		f.Resid[i] = y[i] - fit
 		f.RSS += f.Resid[i] * f.Resid[i]
 	}
-	return f, nil
 }
 
 // fusedQRWidth is the widest design FitOLS factors by householderQR:
@@ -336,6 +384,12 @@ func columnNorms(x blas64.General, norms []float64) int {
 			norms[j] += float64(v * v)
 		}
 	}
+	return rootsOf(norms)
+}
+
+// rootsOf replaces each sum of squares in norms by its square root, and
+// returns the first column whose norm is zero or not finite, or -1.
+func rootsOf(norms []float64) int {
 	for j, ss := range norms {
 		norms[j] = math.Sqrt(ss)
 		if norms[j] == 0 || math.IsNaN(norms[j]) || math.IsInf(norms[j], 0) {
@@ -347,24 +401,36 @@ func columnNorms(x blas64.General, norms []float64) int {
 
 // unitColumnsT is unitColumns writing scaled column-major (column j at
 // scaled[j·n:(j+1)·n]), as householderQR takes it: the same norms, summed
-// the same way, and the same quotients. Here, in unitColumns and in
-// unitColumnsOf each square is rounded before it is added (float64(v*v):
-// no fused multiply-add), so that the three agree wherever the compiler
-// would fuse one loop and not another.
-func unitColumnsT(x blas64.General, scaled, norms []float64) int {
+// the same way (or given as their squares, Scratch.Squares), and the same
+// quotients. Here, in unitColumns and in unitColumnsOf each square is
+// rounded before it is added (float64(v*v): no fused multiply-add), so
+// that the three agree wherever the compiler would fuse one loop and not
+// another. It also returns the 2-norm's running sum (l2norm) of column 0
+// as scaled from its second row on, which householderQR's first reflector
+// would otherwise take in a pass of its own.
+func unitColumnsT(x blas64.General, squares, scaled, norms []float64) (int, l2norm) {
 	n, k := x.Rows, x.Cols
 	norms = norms[:k]
-	if j := columnNorms(x, norms); j >= 0 {
-		return j
+	if squares != nil {
+		copy(norms, squares)
+		if j := rootsOf(norms); j >= 0 {
+			return j, l2norm{}
+		}
+	} else if j := columnNorms(x, norms); j >= 0 {
+		return j, l2norm{}
 	}
 	scaled = scaled[:n*k]
+	nrm := newL2norm()
 	for i := 0; i < n; i++ {
 		row := x.Data[i*x.Stride:][:len(norms)]
 		for j, v := range row {
 			scaled[j*n+i] = v / norms[j]
 		}
+		if i > 0 {
+			nrm = nrm.add(scaled[i])
+		}
 	}
-	return -1
+	return -1, nrm
 }
 
 // unitColumnsOf is unitColumnsT of the design whose columns are cols:

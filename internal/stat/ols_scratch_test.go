@@ -183,3 +183,67 @@ func fitAllocating(t *testing.T, x *mat.Dense, y []float64, sc *Scratch) (*OLS, 
 	}
 	return f, after.TotalAlloc - before.TotalAlloc
 }
+
+// A fit given its design's sums of squares (Scratch.Squares) and leaving
+// its residuals for later (DeferResid, SetResid) is the plain fit to the
+// bit: coefficients, inverse, condition and residuals; a fit given sums of
+// squares of another width fails, and the next fit does not read them.
+func TestFitOLSSquaresAndDeferredResid(t *testing.T) {
+	rng := rand.New(rand.NewPCG(6, 1))
+	for _, k := range []int{1, 2, 3, 5} {
+		const n = 3000
+		data := make([]float64, n*k)
+		y := make([]float64, n)
+		for i := range data {
+			data[i] = rng.NormFloat64() * float64(1+i%k)
+		}
+		for i := range y {
+			y[i] = data[i*k] + rng.NormFloat64()
+		}
+		x := mat.NewDense(n, k, data)
+		want, err := FitOLS(x, y, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		squares := make([]float64, k)
+		for i := range n {
+			for j, v := range data[i*k : (i+1)*k] {
+				squares[j] += float64(v * v)
+			}
+		}
+		sc := Scratch{Squares: squares, DeferResid: true}
+		got, err := FitOLS(x, y, &sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sc.Squares != nil || got.Resid != nil || got.RSS != 0 {
+			t.Fatalf("k=%d: Squares left %v, Resid before SetResid %v, RSS %v", k, sc.Squares, got.Resid != nil, got.RSS)
+		}
+		got.SetResid()
+		for j := range k {
+			if math.Float64bits(got.Beta[j]) != math.Float64bits(want.Beta[j]) {
+				t.Fatalf("k=%d: β[%d] %v, want %v", k, j, got.Beta[j], want.Beta[j])
+			}
+			for l := range k {
+				if math.Float64bits(got.XtXInv.At(j, l)) != math.Float64bits(want.XtXInv.At(j, l)) {
+					t.Fatalf("k=%d: (X'X)⁻¹[%d,%d] differs", k, j, l)
+				}
+			}
+		}
+		if got.Cond != want.Cond || math.Float64bits(got.RSS) != math.Float64bits(want.RSS) {
+			t.Fatalf("k=%d: cond %v, RSS %v; want %v, %v", k, got.Cond, got.RSS, want.Cond, want.RSS)
+		}
+		for i := range n {
+			if math.Float64bits(got.Resid[i]) != math.Float64bits(want.Resid[i]) {
+				t.Fatalf("k=%d: residual %d %v, want %v", k, i, got.Resid[i], want.Resid[i])
+			}
+		}
+		sc.Squares = make([]float64, k+1)
+		if _, err := FitOLS(x, y, &sc); err == nil {
+			t.Errorf("k=%d: %d sums of squares for %d columns: no error", k, k+1, k)
+		}
+		if sc.Squares != nil {
+			t.Errorf("k=%d: a failed fit left its sums of squares for the next", k)
+		}
+	}
+}

@@ -48,7 +48,28 @@ const qrSafmin = 0x1p-1022 / 0x1p-53
 // digits (TestHouseholderQRMatchesGonum says which it compares with).
 //
 // w is scratch of k floats at least.
+//
+// Passes over the columns are shared where the values and the order of
+// every operation stay the same (docs/tenants.md, "What the kernel view
+// costs"): reflector i's scaling of its column is done in the pass that
+// forms w from it, each v_r scaled, stored and multiplied in turn; and the
+// 2-norm reflector i+1 takes of column i+1 below its diagonal is summed in
+// reflector i's pass that writes that column (the rows it leaves alone
+// after), in the rows' order as l2normOf sums it. Where scaling turns the
+// column's last nonzero element into zero (an underflow: Dlarf's rows end
+// earlier then), w is formed again over the rows it should be.
 func householderQR(a []float64, m, k int, tau, y, w []float64) {
+	householderQRFrom(a, m, k, tau, y, w, l2norm{}, false, true)
+}
+
+// householderQRFrom is householderQR given, where have0, the 2-norm of
+// column 0 below its diagonal (l2normOf of a[1:m], as unitColumnsT sums it
+// while it writes the column). Where lastV is false the last reflector's
+// vector is not stored: its column below the diagonal keeps what it held
+// (the reflector is applied to y all the same, each v_r formed as it is
+// read, the same product), for a caller that reads R and Qᵀy alone
+// (FitOLS), so that the column is read twice and not written.
+func householderQRFrom(a []float64, m, k int, tau, y, w []float64, norm0 l2norm, have0, lastV bool) {
 	a = a[:m*k]
 	w = w[:k]
 	if y != nil {
@@ -56,14 +77,27 @@ func householderQR(a []float64, m, k int, tau, y, w []float64) {
 	}
 	col := func(j int) []float64 { return a[j*m : (j+1)*m : (j+1)*m] }
 	var colsBuf [maxFusedQR][]float64
+	// next is column i's norm below its diagonal, where the pass before
+	// summed it (haveNext).
+	next, haveNext := norm0, have0
 	for i := 0; i < k; i++ {
 		ci := col(i)
 		alpha := ci[i]
 		beta, t := alpha, 0.0
+		// pending is the factor column i below its diagonal is yet to be
+		// scaled by (Dlarfg's Dscal), in the pass that projects on it.
+		pending, scaleLater := 0.0, false
+		have := haveNext
+		haveNext = false
 		if m-i > 1 {
 			// Dlarfg(m−i, α, a[i+1:, i]).
 			x := ci[i+1:]
-			xnorm := l2normOf(x)
+			var xnorm float64
+			if have {
+				xnorm = next.norm()
+			} else {
+				xnorm = l2normOf(x)
+			}
 			if xnorm != 0 {
 				beta = -math.Copysign(math.Hypot(alpha, xnorm), alpha)
 				knt := 0
@@ -82,7 +116,11 @@ func householderQR(a []float64, m, k int, tau, y, w []float64) {
 					beta = -math.Copysign(math.Hypot(alpha, xnorm), alpha)
 				}
 				t = (beta - alpha) / beta
-				scale(x, 1/(alpha-beta))
+				if f := 1 / (alpha - beta); knt == 0 && f != 0 {
+					pending, scaleLater = f, true
+				} else {
+					scale(x, f)
+				}
 				for range knt {
 					beta *= qrSafmin
 				}
@@ -91,57 +129,86 @@ func householderQR(a []float64, m, k int, tau, y, w []float64) {
 		ci[i] = beta
 		tau[i] = t
 		if t == 0 {
+			if scaleLater {
+				scale(ci[i+1:], pending)
+			}
 			continue // H_i is the identity: Dlarf does nothing
 		}
-		// Dlarf's rows: i to v's last nonzero element.
+		// Dlarf's rows: i to v's last nonzero element (of the column as it
+		// is before its scaling where that is pending: the same but for an
+		// underflow, which the projection below looks for).
 		last := m - 1
 		for last > i && ci[last] == 0 {
 			last--
 		}
-		v := ci[i+1 : last+1]
-		// Dlarf's columns: up to the last one with a nonzero element in
-		// those rows (Iladlc).
-		lastCol := i
-		if i < k-1 {
-			if c := col(k - 1); c[i] != 0 || c[last] != 0 {
-				lastCol = k - 1
-			} else {
-				for r := i; r <= last; r++ {
-					for j := k - 1; j > lastCol; j-- {
-						if col(j)[r] != 0 {
-							lastCol = j
-							break
-						}
-					}
+		cs, lastCol := reflected(a, m, k, i, last, y, colsBuf[:0])
+		if scaleLater && !lastV && i == k-1 && len(cs) == 1 {
+			// y alone, and v not kept: each v_r formed where it is read.
+			x := ci[i+1 : last+1]
+			w[0] = projectScaledKeep(cs[0], x, pending)
+			if last > i && float64(x[len(x)-1]*pending) == 0 {
+				// The underflow below: scale and take the general way.
+				scale(ci[i+1:], pending)
+				for last > i && ci[last] == 0 {
+					last--
 				}
+				cs, _ = reflected(a, m, k, i, last, y, colsBuf[:0])
+				projectAll(cs, ci[i+1:last+1], w[:len(cs)])
+				v := ci[i+1 : last+1]
+				for j := range cs {
+					reflect(cs[j], v, -t, w[j])
+				}
+				continue
 			}
+			reflectScaled(cs[0], x, pending, -t, w[0])
+			continue
 		}
-		// The columns reflector i applies to, and y where Dorm2r's Dlarf
-		// would apply it (Iladlc of its one column: a nonzero element in
-		// those rows).
-		cs := colsBuf[:0]
-		for j := i + 1; j <= lastCol; j++ {
-			cs = append(cs, col(j)[i:last+1])
-		}
-		if y != nil {
-			if yi := y[i : last+1]; yi[0] != 0 || yi[len(yi)-1] != 0 || anyNonzero(yi) {
-				cs = append(cs, yi)
-			}
+		if scaleLater {
+			// The rows past the last nonzero one are zeros: their scaling
+			// (to zeros of either sign) reads nothing else.
+			scale(ci[last+1:], pending)
 		}
 		ws := w[:len(cs)]
-		j := 0
-		for ; j+4 <= len(cs); j += 4 {
-			ws[j], ws[j+1], ws[j+2], ws[j+3] = project4(cs[j], cs[j+1], cs[j+2], cs[j+3], v)
+		if scaleLater {
+			projectScaling(cs, ci[i+1:last+1], pending, ws)
+			if last > i && ci[last] == 0 {
+				// Scaled, the last nonzero element underflowed: Dlarf's rows
+				// (and so its columns, and whether y is one) end earlier.
+				for last > i && ci[last] == 0 {
+					last--
+				}
+				cs, lastCol = reflected(a, m, k, i, last, y, colsBuf[:0])
+				ws = w[:len(cs)]
+				projectAll(cs, ci[i+1:last+1], ws)
+			}
+		} else {
+			projectAll(cs, ci[i+1:last+1], ws)
 		}
-		if j+2 <= len(cs) {
-			ws[j], ws[j+1] = project2(cs[j], cs[j+1], v)
-			j += 2
-		}
-		if j < len(cs) {
-			ws[j] = project(cs[j], v)
-		}
+		v := ci[i+1 : last+1]
 		negTau := -t
-		j = 0
+		j := 0
+		if lastCol > i && m-(i+1) > 1 {
+			// Column i+1 is cs[0] (its rows i to last): its norm below its
+			// diagonal, for reflector i+1, is summed as it is written (its
+			// rows from i+2 on), then over the rows past last, which
+			// reflector i leaves alone.
+			var nrm l2norm
+			switch {
+			case len(cs) >= 4:
+				nrm = reflect4Norm(cs[0], cs[1], cs[2], cs[3], v, negTau, ws[:4])
+				j = 4
+			case len(cs) >= 2:
+				nrm = reflect2Norm(cs[0], cs[1], v, negTau, ws[0], ws[1])
+				j = 2
+			default:
+				nrm = reflectNorm(cs[0], v, negTau, ws[0])
+				j = 1
+			}
+			for _, x := range col(i + 1)[max(last+1, i+2):] {
+				nrm = nrm.add(x)
+			}
+			next, haveNext = nrm, true
+		}
 		for ; j+4 <= len(cs); j += 4 {
 			reflect4(cs[j], cs[j+1], cs[j+2], cs[j+3], v, negTau, ws[j:j+4])
 		}
@@ -153,6 +220,216 @@ func householderQR(a []float64, m, k int, tau, y, w []float64) {
 			reflect(cs[j], v, negTau, ws[j])
 		}
 	}
+}
+
+// reflected is the columns reflector i (of rows i to last) applies to,
+// appended to cs: a's columns right of i up to the last one with a
+// nonzero element in those rows (Dlarf's Iladlc), then y where Dorm2r's
+// Dlarf would apply it (Iladlc of its one column: a nonzero element in
+// those rows), each as its rows i to last; and the last of a's columns
+// among them (i: none).
+func reflected(a []float64, m, k, i, last int, y []float64, cs [][]float64) ([][]float64, int) {
+	col := func(j int) []float64 { return a[j*m : (j+1)*m : (j+1)*m] }
+	lastCol := i
+	if i < k-1 {
+		if c := col(k - 1); c[i] != 0 || c[last] != 0 {
+			lastCol = k - 1
+		} else {
+			for r := i; r <= last; r++ {
+				for j := k - 1; j > lastCol; j-- {
+					if col(j)[r] != 0 {
+						lastCol = j
+						break
+					}
+				}
+			}
+		}
+	}
+	for j := i + 1; j <= lastCol; j++ {
+		cs = append(cs, col(j)[i:last+1])
+	}
+	if y != nil {
+		if yi := y[i : last+1]; yi[0] != 0 || yi[len(yi)-1] != 0 || anyNonzero(yi) {
+			cs = append(cs, yi)
+		}
+	}
+	return cs, lastCol
+}
+
+// projectAll is w = Csᵀv (Dlarf's Dgemv), up to four columns side by side.
+func projectAll(cs [][]float64, v, ws []float64) {
+	j := 0
+	for ; j+4 <= len(cs); j += 4 {
+		ws[j], ws[j+1], ws[j+2], ws[j+3] = project4(cs[j], cs[j+1], cs[j+2], cs[j+3], v)
+	}
+	if j+2 <= len(cs) {
+		ws[j], ws[j+1] = project2(cs[j], cs[j+1], v)
+		j += 2
+	}
+	if j < len(cs) {
+		ws[j] = project(cs[j], v)
+	}
+}
+
+// projectScaling is projectAll of v once scaled by f (Dscal: each element
+// multiplied and stored), scaled in the pass that projects the first
+// columns on it (each column's sum is its own: which columns go side by
+// side changes no digit).
+func projectScaling(cs [][]float64, v []float64, f float64, ws []float64) {
+	switch len(cs) {
+	case 0:
+		scale(v, f)
+	case 1:
+		ws[0] = projectScaled(cs[0], v, f)
+	case 2, 3:
+		ws[0], ws[1] = project2Scaled(cs[0], cs[1], v, f)
+		projectAll(cs[2:], v, ws[2:])
+	default:
+		ws[0], ws[1], ws[2], ws[3] = project4Scaled(cs[0], cs[1], cs[2], cs[3], v, f)
+		projectAll(cs[4:], v, ws[4:])
+	}
+}
+
+// projectScaled is project of c on v scaled by f, v scaled in place as
+// it is read (scale's product).
+func projectScaled(c, v []float64, f float64) float64 {
+	c = c[:len(v)+1]
+	acc := 0.0
+	acc += float64(1 * c[0])
+	c = c[1:]
+	for r := range v {
+		vr := v[r] * f
+		v[r] = vr
+		acc += float64(vr * c[r])
+	}
+	return acc
+}
+
+// projectScaledKeep is projectScaled leaving v as it was.
+func projectScaledKeep(c, v []float64, f float64) float64 {
+	c = c[:len(v)+1]
+	acc := 0.0
+	acc += float64(1 * c[0])
+	c = c[1:]
+	for r, x := range v {
+		vr := x * f
+		acc += float64(vr * c[r])
+	}
+	return acc
+}
+
+// reflectScaled is reflect with v_r = v[r]·f formed as it is read.
+func reflectScaled(c, v []float64, f, negTau, wj float64) {
+	c = c[:len(v)+1]
+	c[0] += float64(wj * (negTau * 1))
+	c = c[1:]
+	for r, x := range v {
+		vr := x * f
+		c[r] += float64(wj * (negTau * vr))
+	}
+}
+
+// project2Scaled is projectScaled of two columns, side by side.
+func project2Scaled(c0, c1, v []float64, f float64) (float64, float64) {
+	n := len(v) + 1
+	c0, c1 = c0[:n], c1[:n]
+	a0, a1 := 0.0, 0.0
+	a0 += float64(1 * c0[0])
+	a1 += float64(1 * c1[0])
+	c0, c1 = c0[1:], c1[1:]
+	for r := range v {
+		vr := v[r] * f
+		v[r] = vr
+		a0 += float64(vr * c0[r])
+		a1 += float64(vr * c1[r])
+	}
+	return a0, a1
+}
+
+// project4Scaled is projectScaled of four columns, side by side.
+func project4Scaled(c0, c1, c2, c3, v []float64, f float64) (float64, float64, float64, float64) {
+	n := len(v) + 1
+	c0, c1, c2, c3 = c0[:n], c1[:n], c2[:n], c3[:n]
+	a0, a1, a2, a3 := 0.0, 0.0, 0.0, 0.0
+	a0 += float64(1 * c0[0])
+	a1 += float64(1 * c1[0])
+	a2 += float64(1 * c2[0])
+	a3 += float64(1 * c3[0])
+	c0, c1, c2, c3 = c0[1:], c1[1:], c2[1:], c3[1:]
+	for r := range v {
+		vr := v[r] * f
+		v[r] = vr
+		a0 += float64(vr * c0[r])
+		a1 += float64(vr * c1[r])
+		a2 += float64(vr * c2[r])
+		a3 += float64(vr * c3[r])
+	}
+	return a0, a1, a2, a3
+}
+
+// reflectNorm is reflect, returning the 2-norm's running sum (l2norm) of
+// c's elements from its third on (the column's rows below the next
+// reflector's diagonal) as written.
+func reflectNorm(c, v []float64, negTau, wj float64) l2norm {
+	c = c[:len(v)+1]
+	c[0] += float64(wj * (negTau * 1))
+	c = c[1:]
+	nrm := newL2norm()
+	for r, vr := range v {
+		u := c[r] + float64(wj*(negTau*vr))
+		c[r] = u
+		if r > 0 {
+			nrm = nrm.add(u)
+		}
+	}
+	return nrm
+}
+
+// reflect2Norm is reflect2 with reflectNorm's sum of its first column.
+func reflect2Norm(c0, c1, v []float64, negTau, w0, w1 float64) l2norm {
+	n := len(v) + 1
+	c0, c1 = c0[:n], c1[:n]
+	t := negTau * 1
+	c0[0] += float64(w0 * t)
+	c1[0] += float64(w1 * t)
+	c0, c1 = c0[1:], c1[1:]
+	nrm := newL2norm()
+	for r, vr := range v {
+		t := negTau * vr
+		u := c0[r] + float64(w0*t)
+		c0[r] = u
+		c1[r] += float64(w1 * t)
+		if r > 0 {
+			nrm = nrm.add(u)
+		}
+	}
+	return nrm
+}
+
+// reflect4Norm is reflect4 with reflectNorm's sum of its first column.
+func reflect4Norm(c0, c1, c2, c3, v []float64, negTau float64, w []float64) l2norm {
+	n := len(v) + 1
+	c0, c1, c2, c3 = c0[:n], c1[:n], c2[:n], c3[:n]
+	w0, w1, w2, w3 := w[0], w[1], w[2], w[3]
+	t := negTau * 1
+	c0[0] += float64(w0 * t)
+	c1[0] += float64(w1 * t)
+	c2[0] += float64(w2 * t)
+	c3[0] += float64(w3 * t)
+	c0, c1, c2, c3 = c0[1:], c1[1:], c2[1:], c3[1:]
+	nrm := newL2norm()
+	for r, vr := range v {
+		t := negTau * vr
+		u := c0[r] + float64(w0*t)
+		c0[r] = u
+		c1[r] += float64(w1 * t)
+		c2[r] += float64(w2 * t)
+		c3[r] += float64(w3 * t)
+		if r > 0 {
+			nrm = nrm.add(u)
+		}
+	}
+	return nrm
 }
 
 // project is Dgemv's Σ_r v_r c_r (Trans, one column) with v_0 = 1 and

@@ -268,6 +268,22 @@ func qrCases() []qrCase {
 			}
 		}
 	})
+	add("last element underflows once scaled", 40, 3, func(a, y []float64) {
+		// Column 0 ones but its last row, the least subnormal: scaled by
+		// 1/(α−β) (below 1/2) it becomes zero, and Dlarf's rows end a
+		// row earlier than the column's last nonzero element says.
+		for r := range 40 {
+			a[r*3] = 1
+		}
+		a[39*3] = 5e-324
+		y[39] = 0
+	})
+	add("one column whose last element underflows once scaled", 40, 1, func(a, _ []float64) {
+		for r := range 40 {
+			a[r] = 1
+		}
+		a[39] = 5e-324
+	})
 	add("repeated column", 80, 4, func(a, _ []float64) {
 		for r := range 80 {
 			a[r*4+3] = a[r*4+1]
@@ -335,6 +351,23 @@ func TestHouseholderQRMatchesGonum(t *testing.T) {
 		}
 		if i := sameBits(gotY, wantY, c.nonFinite); i >= 0 {
 			t.Errorf("%s: (Qᵀy)[%d] = %v, unfusedQR %v", c.name, i, gotY[i], wantY[i])
+		}
+		// Without the last reflector's vector stored (FitOLS's way): the
+		// same τ, Qᵀy and factor but below the last column's diagonal.
+		gotA, gotY, gotTau = transpose(c.a, c.m, c.k), append([]float64(nil), c.y...), make([]float64, c.k)
+		householderQRFrom(gotA, c.m, c.k, gotTau, gotY, make([]float64, c.k), l2norm{}, false, false)
+		gotA = transpose(gotA, c.k, c.m)
+		for r := c.k; r < c.m; r++ {
+			gotA[r*c.k+c.k-1] = wantA[r*c.k+c.k-1]
+		}
+		if i := sameBits(gotA, wantA, c.nonFinite); i >= 0 {
+			t.Errorf("%s, last vector not kept: factor element (%d, %d) = %v, unfusedQR %v", c.name, i/c.k, i%c.k, gotA[i], wantA[i])
+		}
+		if i := sameBits(gotTau, wantTau, c.nonFinite); i >= 0 {
+			t.Errorf("%s, last vector not kept: tau[%d] = %v, unfusedQR %v", c.name, i, gotTau[i], wantTau[i])
+		}
+		if i := sameBits(gotY, wantY, c.nonFinite); i >= 0 {
+			t.Errorf("%s, last vector not kept: (Qᵀy)[%d] = %v, unfusedQR %v", c.name, i, gotY[i], wantY[i])
 		}
 	}
 }
