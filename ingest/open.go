@@ -135,28 +135,17 @@ func (in *Input) Close() error {
 // of a compressed or streamed input.
 const DefaultSpoolMax = 64 << 30
 
-// InPlace returns the path of the file whose bytes are the input's content
-// as they are (not a stream, not compressed, not transcoded), so that a
-// decoder may read or map the file itself; ok is false when the content
-// must be read through Open (or copied by LocalFile).
-func (in *Input) InPlace() (path string, ok bool) {
-	if in.Stream || in.Compression != CompressionNone || in.Encoding != EncodingUTF8 {
-		return "", false
-	}
-	if in.local != "" {
-		return in.local, true
-	}
-	return in.Path, true
-}
-
 // LocalFile returns the path of a regular, uncompressed file holding the
 // input's content, for a decoder that needs one (SQLite cannot read a
 // stream): the file itself, or a temporary copy, at most the spool bound
 // (DefaultSpoolMax unless OpenOptions.MaxSpoolBytes says otherwise), that
 // done removes.
 func (in *Input) LocalFile() (path string, done func(), err error) {
-	if path, ok := in.InPlace(); ok {
-		return path, func() {}, nil
+	if !in.Stream && in.Compression == CompressionNone && in.Encoding == EncodingUTF8 {
+		if in.local != "" {
+			return in.local, func() {}, nil
+		}
+		return in.Path, func() {}, nil
 	}
 	limit := in.spoolMax
 	if limit <= 0 {
