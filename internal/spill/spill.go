@@ -95,6 +95,9 @@ type Stats struct {
 	// process, DroppedBytes the bytes of mappings it advised away.
 	Drops        int
 	DroppedBytes int64
+	// ProgramDrops counts the times it took the program's own pages out
+	// (program, programEvery).
+	ProgramDrops int
 }
 
 // Enable turns spilling on, with dir as the spill directory (the system's
@@ -389,6 +392,8 @@ func govern(stop <-chan struct{}, done chan<- struct{}) {
 	defer t.Stop()
 	var cursor int64 // position over all mappings, in bytes, of the next chunk
 	var pace pacing
+	prog := programPages()
+	var progDropped time.Time
 	for {
 		select {
 		case <-stop:
@@ -433,9 +438,21 @@ func govern(stop <-chan struct{}, done chan<- struct{}) {
 			cursor = at + n
 			cur = rss.read()
 		}
+		progDrop := cur > low && time.Since(progDropped) >= programEvery
+		if progDrop {
+			// Every table's pages have been advised away this tick and
+			// the process is still over: the program's are file pages
+			// too.
+			prog.drop()
+			progDropped = time.Now()
+			cur = rss.read()
+		}
 		pace.dropped(cur)
 		state.mu.Lock()
 		state.stats.Drops++
+		if progDrop {
+			state.stats.ProgramDrops++
+		}
 		state.mu.Unlock()
 	}
 }
@@ -475,6 +492,11 @@ func (p *pacing) marks(cur, budget int64) (high, low int64) {
 // dropped notes the resident set after the tick's drops, from which the
 // next tick's rise is measured.
 func (p *pacing) dropped(cur int64) { p.last = cur }
+
+// programEvery is the least time between two drops of the program's pages
+// (program): the code and data the analysis is running are faulted in
+// again after each, a folio at a time.
+const programEvery = 100 * time.Millisecond
 
 // chunk is how much of a mapping the governor drops at a time.
 const chunk = 32 << 20

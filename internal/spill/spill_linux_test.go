@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"os"
+	"reflect"
 	"runtime"
 	"slices"
 	"strconv"
@@ -262,12 +263,18 @@ func cachedPages(t *testing.T, mem []byte) (cached, pages int) {
 // mem's first byte (/proc/self/smaps).
 func mappedRss(t *testing.T, mem []byte) int {
 	t.Helper()
+	return rssAt(t, uintptr(unsafe.Pointer(unsafe.SliceData(mem))))
+}
+
+// rssAt is the resident KiB of the mapping that holds address at
+// (/proc/self/smaps).
+func rssAt(t *testing.T, at uintptr) int {
+	t.Helper()
 	f, err := os.Open("/proc/self/smaps")
 	if err != nil {
 		t.Skipf("no /proc/self/smaps: %v", err)
 	}
 	defer f.Close()
-	at := uintptr(unsafe.Pointer(unsafe.SliceData(mem)))
 	in := false
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
@@ -318,5 +325,100 @@ func TestReserveRunsOutsideTheLock(t *testing.T) {
 	Free(grown)
 	if calls != 2 || locked != 0 {
 		t.Errorf("reserve ran %d times (want 2: Slice, Grow), %d of them with the lock held (want 0)", calls, locked)
+	}
+}
+
+// The program's droppable pages are the executable's mappings that are not
+// writable and that the process has not written: not a writable one, not
+// one with anonymous (written) pages, not another file's.
+func TestParseProgram(t *testing.T) {
+	const exe = "/usr/local/bin/llmprof"
+	smaps := `00400000-00402000 r--p 00000000 fe:00 99 /usr/local/bin/llmprof
+Rss:                   8 kB
+Anonymous:             0 kB
+00402000-01429000 r-xp 00002000 fe:00 99 /usr/local/bin/llmprof
+Size:              16540 kB
+Rss:               10268 kB
+Anonymous:             0 kB
+01429000-02435000 r--p 01029000 fe:00 99 /usr/local/bin/llmprof
+Anonymous:             0 kB
+02435000-02436000 r--p 02034000 fe:00 99 /usr/local/bin/llmprof
+Anonymous:             4 kB
+02436000-0250b000 rw-p 02035000 fe:00 99 /usr/local/bin/llmprof
+Anonymous:           232 kB
+0250b000-0260b000 rw-p 00000000 00:00 0
+Anonymous:          1024 kB
+7f0000000000-7f0000100000 r-xp 00000000 fe:00 12 /usr/lib/libc.so.6
+Anonymous:             0 kB
+7f0000200000-7f0000300000 r-xp 00000000 fe:00 99 /usr/local/bin/llmprof (deleted)
+Anonymous:             0 kB
+`
+	got := parseProgram([]byte(smaps), exe)
+	want := [][2]uintptr{{0x400000, 0x402000}, {0x402000, 0x1429000}, {0x1429000, 0x2435000}}
+	if !slices.Equal(got.spans, want) {
+		t.Errorf("parseProgram: spans %x, want %x", got.spans, want)
+	}
+}
+
+// Dropping the program's pages takes the test binary's own code and
+// constants out of its page tables: counted from /proc/self/pagemap (a
+// page table entry's present bit) into buffers made before, so that little
+// runs between the drop and the count to map pages in again.
+func TestProgramPagesDrop(t *testing.T) {
+	p := programPages()
+	here := reflect.ValueOf(TestProgramPagesDrop).Pointer()
+	if !slices.ContainsFunc(p.spans, func(s [2]uintptr) bool { return s[0] <= here && here < s[1] }) {
+		t.Fatalf("programPages: spans %x, none holds this test's code at %#x", p.spans, here)
+	}
+	pm, err := os.Open("/proc/self/pagemap")
+	if err != nil {
+		t.Skipf("no /proc/self/pagemap: %v", err)
+	}
+	defer pm.Close()
+	page := uintptr(os.Getpagesize())
+	bufs := make([][]byte, len(p.spans))
+	for i, s := range p.spans {
+		bufs[i] = make([]byte, 8*((s[1]-s[0])/page))
+	}
+	present := func() (n int) {
+		for i, s := range p.spans {
+			if _, err := pm.ReadAt(bufs[i], int64(s[0]/page*8)); err != nil {
+				t.Fatalf("pagemap: %v", err)
+			}
+			for j := 0; j < len(bufs[i]); j += 8 {
+				n += int(bufs[i][j+7] >> 7) // bit 63: present
+			}
+		}
+		return n
+	}
+	before := present()
+	p.drop()
+	after := present()
+	t.Logf("program pages mapped: %d before the drop, %d after", before, after)
+	if after >= before/2 {
+		t.Errorf("program pages mapped: %d after the drop, %d before; want under half", after, before)
+	}
+}
+
+// Over the budget with every table's pages out, the governor takes the
+// program's out too, at most once each programEvery.
+func TestGovernorDropsProgramPages(t *testing.T) {
+	if len(programPages().spans) == 0 {
+		t.Skip("no program mappings found in /proc/self/smaps")
+	}
+	release, err := Enable(t.TempDir())
+	if err != nil {
+		t.Skipf("spilling is not possible here: %v", err)
+	}
+	defer release()
+	Budget(1 << 20) // below what the test binary holds before any table
+	start := time.Now()
+	table := Slice[byte](MinBytes)
+	time.Sleep(3 * programEvery)
+	st := Read()
+	elapsed := time.Since(start)
+	Free(table)
+	if most := int(elapsed/programEvery) + 1; st.ProgramDrops < 1 || st.ProgramDrops > most {
+		t.Errorf("%d drops of the program's pages in %v over the budget, want 1 to %d (one each %v at most)", st.ProgramDrops, elapsed, most, programEvery)
 	}
 }
