@@ -475,17 +475,21 @@ type pacing struct {
 const riseDecay = 512
 
 // marks returns, for the resident set cur read at this tick, the mark past
-// which the governor drops pages (the budget less the rise: at least a
-// sixteenth of it, for the first rise, which no tick has seen, and at most
-// a quarter) and the mark it drops them down to (an eighth of the budget
-// lower).
+// which the governor drops pages (the budget less the rise: at least an
+// eighth of it, and at most a quarter) and the mark it drops them down to
+// (an eighth of the budget lower).
+//
+// The least room is for the rises no tick has seen yet. At a sixteenth, an
+// analyze of bench/scale.sh's 112 MB run peaked at 105-111 MiB against its
+// 106.9 MiB input (budget); at an eighth, 99-106 MiB, the CPU within the
+// runs' spread (docs/design.md, "The program's pages", has the figures).
 func (p *pacing) marks(cur, budget int64) (high, low int64) {
 	p.rise -= p.rise / riseDecay
 	if p.last > 0 && cur-p.last > p.rise {
 		p.rise = cur - p.last
 	}
 	p.last = cur
-	high = budget - min(max(p.rise, budget/16), budget/4)
+	high = budget - min(max(p.rise, budget/8), budget/4)
 	return high, high - budget/8
 }
 

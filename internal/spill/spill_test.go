@@ -312,28 +312,28 @@ func TestFreeUnmapsOnlyItsTable(t *testing.T) {
 }
 
 // TestPacingLeavesRoomForTheLastRise: after the resident set rose by r
-// between two ticks, the governor drops from r under the budget (at least a
-// sixteenth, at most a quarter of it), to an eighth lower; the room shrinks
+// between two ticks, the governor drops from r under the budget (at least an
+// eighth, at most a quarter of it), to an eighth lower; the room shrinks
 // again as ticks pass without such a rise, and drops do not count as one.
 func TestPacingLeavesRoomForTheLastRise(t *testing.T) {
 	const budget = 800 << 20
 	var p pacing
-	if high, low := p.marks(500<<20, budget); high != budget-budget/16 || low != high-budget/8 {
-		t.Fatalf("first tick: marks %d, %d MiB; want a sixteenth under the budget and an eighth under that", high>>20, low>>20)
+	if high, low := p.marks(500<<20, budget); high != budget-budget/8 || low != high-budget/8 {
+		t.Fatalf("first tick: marks %d, %d MiB; want an eighth under the budget and an eighth under that", high>>20, low>>20)
 	}
-	high, low := p.marks(560<<20, budget) // rose 60 MiB in one tick
-	if high != budget-60<<20 || low != high-budget/8 {
-		t.Errorf("after a 60 MiB rise: marks %d, %d MiB; want %d, %d", high>>20, low>>20, (budget-60<<20)>>20, (budget-60<<20-budget/8)>>20)
+	high, low := p.marks(650<<20, budget) // rose 150 MiB in one tick
+	if high != budget-150<<20 || low != high-budget/8 {
+		t.Errorf("after a 150 MiB rise: marks %d, %d MiB; want %d, %d", high>>20, low>>20, (budget-150<<20)>>20, (budget-150<<20-budget/8)>>20)
 	}
 	p.dropped(400 << 20)
-	if high, _ := p.marks(410<<20, budget); high != budget-(60<<20-60<<20/riseDecay) {
-		t.Errorf("a smaller rise after a drop: high %d, want the 60 MiB rise decayed one tick", high)
+	if high, _ := p.marks(410<<20, budget); high != budget-(150<<20-150<<20/riseDecay) {
+		t.Errorf("a smaller rise after a drop: high %d, want the 150 MiB rise decayed one tick", high)
 	}
 	for range 4000 {
 		p.marks(410<<20, budget)
 	}
-	if high, _ := p.marks(410<<20, budget); high != budget-budget/16 {
-		t.Errorf("after 8 s without a rise: high %d MiB, want a sixteenth under the budget again", high>>20)
+	if high, _ := p.marks(410<<20, budget); high != budget-budget/8 {
+		t.Errorf("after 8 s without a rise: high %d MiB, want an eighth under the budget again", high>>20)
 	}
 	p.marks(900<<20, budget) // a rise of 490 MiB: the room is capped
 	if high, _ := p.marks(900<<20, budget); high != budget-budget/4 {
