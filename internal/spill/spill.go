@@ -48,25 +48,31 @@ import (
 )
 
 // MinBytes is the size from which Slice puts a table in a file whatever
-// the budget; a table of an eighth of the budget or more goes there too
+// the budget; a table of a 32nd of the budget or more goes there too
 // (threshold). Below both the mapping's own cost (a file, system calls,
 // faults) is not worth the memory.
 const MinBytes = 4 << 20
 
-// threshold is the smallest table Slice puts in a file under budget.
+// threshold is the smallest table Slice puts in a file under budget: a
+// 32nd of the budget, at most MinBytes.
 //
-// A lower one at small budgets, a 64th of the budget, was tried: on a
-// 112 MB run (bench/scale.sh's run-60s-n1, budget 112 MB) it put 92 tables
-// in files instead of 35 and took the tenant fit's columns of 1-4 MB off
-// the heap (peak live heap 49 MB against 61-63, bench/heapprof -spill), but
-// its CPU rose by 22% (user+sys, median of four runs, load 5-7: 9.2 s
-// against 7.5 s) and by 28% under --memory-limit at 0.8 times the input
-// (10.1 s against 7.9 s), for a peak RSS of 159 MB against 163 MB and of
-// 133 MB against 145 MB: on such a run the heap and the binary are the
-// whole budget, the governor takes the tables' pages out at every tick,
-// and a column the fit reads over and over is faulted in again each time
-// (the mappings themselves, fallocate and munmap, cost under 0.1 s).
-func threshold(budget int64) int64 { return min(MinBytes, max(budget/8, 1)) }
+// It was an eighth, and a 64th was tried then and dropped: on a 112 MB run
+// (bench/scale.sh's run-60s-n1, budget 112 MB) a 64th put 92 tables in
+// files instead of 35 and took the tenant fit's columns of 1-4 MB off the
+// heap (peak live heap 49 MB against 61-63, bench/heapprof -spill), but its
+// CPU rose by 22% and by 28% under --memory-limit at 0.8 times the input,
+// for a peak RSS of 159 MB against 163 MB and of 133 MB against 145 MB: the
+// heap and the binary's pages were the whole budget, the governor took the
+// tables' pages out at every tick, and a column the fit reads over and over
+// was faulted in again each time. Since the governor takes the program's
+// own pages out too (program, in spill_linux.go), there is room: under
+// --memory-limit at 0.8 times the same run's input (85.5 MiB) a 32nd peaked
+// at 86.0-88.8 MiB against 94.0-96.0 MiB for an eighth, at 11.9-12.7 s of
+// CPU against 11.7-13.7 s; at the default budget 103-111 MiB against
+// 104-120 MiB, 8.5-9.9 s against 10.0-11.2 s (3 interleaved rounds each,
+// at nice -15 beside a loaded machine); a 64th 81.6-88.6 MiB under the
+// limit, at 12.3-12.9 s. Budgets from 128 MiB are unchanged (MinBytes).
+func threshold(budget int64) int64 { return min(MinBytes, max(budget/32, 1)) }
 
 // tick is how often the governor reads the resident memory.
 const tick = 2 * time.Millisecond

@@ -89,16 +89,16 @@ func TestSliceOnTheHeap(t *testing.T) {
 	if s := Slice[rec](MinBytes / recSize); cap(s) != MinBytes/recSize || Read().Mapped != MinBytes {
 		t.Errorf("at MinBytes with a budget: cap %d, mapped %d, want %d in a file", cap(s), Read().Mapped, MinBytes)
 	}
-	// Under a small budget, a table of an eighth of it is large.
-	Budget(1 << 20)
+	// Under a small budget, a table of a 32nd of it is large.
+	Budget(4 << 20)
 	before := Read().Mapped
 	_ = Slice[rec](1<<17/recSize - 1)
 	if got := Read().Mapped; got != before {
-		t.Errorf("under a 1 MiB budget a table under 128 KiB was mapped")
+		t.Errorf("under a 4 MiB budget a table under 128 KiB was mapped")
 	}
 	_ = Slice[rec](1 << 17 / recSize)
 	if got := Read().Mapped - before; got != 1<<17 {
-		t.Errorf("under a 1 MiB budget a 128 KiB table: mapped %d bytes, want 131072", got)
+		t.Errorf("under a 4 MiB budget a 128 KiB table: mapped %d bytes, want 131072", got)
 	}
 }
 
