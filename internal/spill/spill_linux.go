@@ -253,10 +253,10 @@ func (r *resident) close() {
 // and the next instruction or constant read from one maps it in again.
 //
 // They are a third of what an analysis of bench/scale.sh's 112 MB run holds
-// resident: 33 MiB of its ~100 (10 MiB of code, 15 MiB of constant data —
-// type data, the function tables the collector and the stack walks read —
-// and the rest of the runtime's pages), mapped by the first pass that runs
-// them and kept, while the kernel fit that is running needs a fraction.
+// resident: 33 MiB of its ~100 (code up to 16 MiB, constant data 15 MiB —
+// type data, the function tables the collector and the stack walks read),
+// mapped by the first pass that runs them and kept, while the kernel fit
+// running at the end needs a part.
 // Dropped, they came back to 21–22 MiB (code 7–8 MiB, constants 7–14 MiB:
 // a fault maps the page cache's whole folio, up to 2 MiB), and the room
 // went to the spilled tables.
@@ -287,10 +287,12 @@ func parseProgram(smaps []byte, exe string) program {
 		if len(f) == 0 {
 			continue
 		}
-		if lo, hi, ok := bytes.Cut(f[0], []byte{'-'}); ok && len(f) >= 5 {
-			// A mapping's header: range perms offset dev inode [path].
+		if lo, hi, ok := bytes.Cut(f[0], []byte{'-'}); ok && len(f) >= 5 && len(f[1]) == 4 {
+			// A mapping's header: range perms offset dev inode [path],
+			// the path the rest of the line (it may hold spaces; a file
+			// replaced since it was mapped ends in " (deleted)").
 			take = false
-			if len(f) != 6 || string(f[5]) != exe || len(f[1]) != 4 || f[1][1] != '-' {
+			if f[1][1] != '-' || string(pathOf(line)) != exe {
 				continue
 			}
 			a, err1 := strconv.ParseUint(string(lo), 16, 64)
@@ -309,6 +311,21 @@ func parseProgram(smaps []byte, exe string) program {
 		}
 	}
 	return p
+}
+
+// pathOf is the path of an smaps or maps header line: what follows its
+// fifth field, without the spaces around it.
+func pathOf(line []byte) []byte {
+	rest := line
+	for range 5 {
+		rest = bytes.TrimLeft(rest, " ")
+		i := bytes.IndexByte(rest, ' ')
+		if i < 0 {
+			return nil
+		}
+		rest = rest[i:]
+	}
+	return bytes.TrimSpace(rest)
 }
 
 // drop takes the program's pages out of the process.

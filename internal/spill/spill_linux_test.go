@@ -359,6 +359,13 @@ Anonymous:             0 kB
 	if !slices.Equal(got.spans, want) {
 		t.Errorf("parseProgram: spans %x, want %x", got.spans, want)
 	}
+	// A path with spaces is the rest of the header line.
+	const spaced = "/home/a user/go/bin/llmprof"
+	smaps = "00402000-01429000 r-xp 00002000 fe:00 99                         " + spaced + "\nAnonymous:             0 kB\n" +
+		"01429000-02435000 r--p 01029000 fe:00 99 /home/a\nAnonymous:             0 kB\n"
+	if got := parseProgram([]byte(smaps), spaced); !slices.Equal(got.spans, [][2]uintptr{{0x402000, 0x1429000}}) {
+		t.Errorf("parseProgram of %q: spans %x, want the one mapping of it", spaced, got.spans)
+	}
 }
 
 // Dropping the program's pages takes the test binary's own code and
