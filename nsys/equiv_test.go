@@ -7,11 +7,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"hash"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/llmprof/llmprof/ingest"
@@ -33,8 +33,8 @@ func canonicalHash(t *testing.T, path string, dec Decoder) string {
 // traceHash is canonicalHash of a model already decoded from path.
 func traceHash(t *testing.T, tr *ingest.Trace, path string) string {
 	t.Helper()
-	var b bytes.Buffer
-	if err := tr.Dump(&b, ingest.DumpOptions{Sources: true, Warnings: true}); err != nil {
+	w := &canonWriter{h: sha256.New(), cut: []byte(filepath.Dir(path) + string(filepath.Separator))}
+	if err := tr.Dump(w, ingest.DumpOptions{Sources: true, Warnings: true}); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range tr.Sources {
@@ -44,13 +44,36 @@ func traceHash(t *testing.T, tr *ingest.Trace, path string) string {
 		}
 		slices.Sort(keys)
 		for _, k := range keys {
-			fmt.Fprintf(&b, "meta %q=%q\n", k, s.Meta[k])
+			fmt.Fprintf(w, "meta %q=%q\n", k, s.Meta[k])
 		}
 	}
-	fmt.Fprintf(&b, "devices %+v\nprocesses %+v\nthreads %+v\n", tr.Devices, tr.Processes, tr.Threads)
-	canon := strings.ReplaceAll(b.String(), filepath.Dir(path)+string(filepath.Separator), "")
-	sum := sha256.Sum256([]byte(canon))
-	return hex.EncodeToString(sum[:])
+	fmt.Fprintf(w, "devices %+v\nprocesses %+v\nthreads %+v\n", tr.Devices, tr.Processes, tr.Threads)
+	w.flush()
+	return hex.EncodeToString(w.h.Sum(nil))
+}
+
+// canonWriter hashes what is written to it with every occurrence of cut
+// removed, a line at a time: the hash of the whole text so cut, without
+// holding it (a real export's Dump is tens of MB). cut holds no newline, so
+// no occurrence spans two lines.
+type canonWriter struct {
+	h       hash.Hash
+	cut     []byte
+	pending []byte
+}
+
+func (w *canonWriter) Write(p []byte) (int, error) {
+	w.pending = append(w.pending, p...)
+	if i := bytes.LastIndexByte(w.pending, '\n'); i >= 0 {
+		w.h.Write(bytes.ReplaceAll(w.pending[:i+1], w.cut, nil))
+		w.pending = append(w.pending[:0], w.pending[i+1:]...)
+	}
+	return len(p), nil
+}
+
+func (w *canonWriter) flush() {
+	w.h.Write(bytes.ReplaceAll(w.pending, w.cut, nil))
+	w.pending = w.pending[:0]
 }
 
 // realHashes are the canonical hashes of the real exports of

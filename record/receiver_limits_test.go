@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
@@ -100,29 +101,43 @@ func heapPeak() (stop func() uint64) {
 // stays within its budget (the heap, measured, within budget plus the test's
 // own overhead), and requests beyond it are told to retry (429 with
 // Retry-After) or refused as too large, never served by allocating more.
+// The plain run scales the default limits, the bombs and the slack down by
+// 4 (a 64 MiB budget, 16 MiB bodies, 25 MiB bombs: 1.5 s of CPU against
+// 6 s, most of it page faults); LLMPROF_LONG=1 runs them at full size.
 func TestReceiverBombsStayInBudget(t *testing.T) {
 	if testing.Short() {
 		t.Skip("allocates and decompresses a few GB")
 	}
+	scale := int64(4)
+	if os.Getenv("LLMPROF_LONG") != "" {
+		scale = 1
+	}
 	lim := defaultReceiverLimits
+	lim.budget /= scale
+	lim.maxPayload /= scale
 	lim.budgetWait = 200 * time.Millisecond // refuse sooner: the test is about memory
 	r := startLimitedReceiver(t, lim, (&sinkRecorder{}).sink)
+	size := int((100 << 20) / scale)
+	window := func(w int64) int { return int(w / scale) }
 	bombs := []struct {
 		name, encoding string
 		body           []byte
 	}{
-		// 7 KB that declare a 512 MiB window (the bomb): refused
-		// from the header, nothing allocated.
-		{"zstd, 512 MiB window", "zstd", zstdBomb(t, 100<<20, 512<<20)},
-		// A 64 MiB window, allowed and charged: a few at a time.
-		{"zstd, 64 MiB window", "zstd", zstdBomb(t, 100<<20, 64<<20)},
-		// An 8 MiB window expanding to 100 MiB: cut at 64 MiB.
-		{"zstd, 8 MiB window", "zstd", zstdBomb(t, 100<<20, 8<<20)},
-		{"gzip", "gzip", gzipBomb(t, 100<<20)},
+		// 7 KB that declare a 512 MiB window (the bomb, at full
+		// size; 128 MiB at a quarter): refused from the header, nothing
+		// allocated.
+		{"zstd, window 8× the largest body", "zstd", zstdBomb(t, size, window(512<<20))},
+		// A window the size of the largest body, allowed and charged: a
+		// few at a time.
+		{"zstd, window of the largest body", "zstd", zstdBomb(t, size, window(64<<20))},
+		// A window an eighth of that expanding to 1.56× the largest body:
+		// cut there.
+		{"zstd, small window", "zstd", zstdBomb(t, size, window(8<<20))},
+		{"gzip", "gzip", gzipBomb(t, size)},
 	}
 	// Let the GC chase the heap down to the budget: memory held beyond it
 	// (not garbage waiting for a collection) then shows up as a peak over it.
-	slack := uint64(96 << 20)
+	slack := uint64(96<<20) / uint64(scale)
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(lim.budget + int64(slack)))
 	runtime.GC()
 	base := liveHeap()

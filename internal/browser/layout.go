@@ -74,21 +74,23 @@ var layoutAttrRE = func(name string) *regexp.Regexp {
 // CheckLayout loads page (the bytes of an HTML file) with the layout check
 // appended, and returns its findings. It fails when the check did not run.
 func CheckLayout(ctx context.Context, bin string, page []byte, dir string) (*Layout, error) {
-	_, lay, err := LoadWithLayout(ctx, bin, page, dir)
+	_, lay, err := LoadWithLayout(ctx, bin, page, dir, nil)
 	return lay, err
 }
 
-// LoadWithLayout is Load and CheckLayout in one start of the browser: page
-// (the bytes of an HTML file) with the layout check appended, written into
-// dir and loaded; the Page's DOM carries the check's attributes besides the
-// page's own.
-func LoadWithLayout(ctx context.Context, bin string, page []byte, dir string) (*Page, *Layout, error) {
+// LoadWithLayout is Load and CheckLayout in one start of the browser, and
+// the screenshot shot when it is not nil: page (the bytes of an HTML file)
+// with the layout check appended, written into dir and loaded; the Page's
+// DOM carries the check's attributes besides the page's own. The check
+// compares texts in their charts' own coordinates, so the viewport a
+// screenshot asks for does not change what it finds.
+func LoadWithLayout(ctx context.Context, bin string, page []byte, dir string, shot *Screenshot) (*Page, *Layout, error) {
 	path := filepath.Join(dir, "layout-check.html")
 	withCheck := strings.Replace(string(page), "</body>", layoutScript+"</body>", 1)
 	if err := os.WriteFile(path, []byte(withCheck), 0o644); err != nil {
 		return nil, nil, err
 	}
-	p, err := Load(ctx, bin, path)
+	p, err := loadShot(ctx, bin, path, shot)
 	if err != nil {
 		return nil, nil, err
 	}

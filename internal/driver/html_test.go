@@ -127,27 +127,47 @@ func kernelColumn(t *testing.T, dom string, col int) []string {
 // rendered DOM, recorded no error, and the console is silent. It also takes
 // a screenshot, with the kernels sorted by the clicks below
 // ($LLMPROF_SCREENSHOT_DIR keeps it; scripts/html-screenshot.sh takes one of
-// the page as it opens). Two starts of the browser, each about 0.65 s of CPU.
+// the page as it opens). One start of the browser for all of it, about
+// 0.65 s of CPU (2.6–3 s on a guest where process starts are dear).
 func TestAnalyzeHTMLInBrowser(t *testing.T) {
 	bin, err := browser.Find()
 	if err != nil {
 		t.Skip("browser test skipped: ", err)
 	}
 	_, page := analyzeDemoHTML(t)
-	// The page and, in the same start of the browser, the layout check
-	// (below).
-	p, lay, err := browser.LoadWithLayout(context.Background(), bin, page, t.TempDir())
+	// Sorting: after the page's own script, a script clicks the
+	// top-kernels table's "count" header once (descending) and keeps the
+	// table so sorted in a <template>, then clicks the "kernel" header
+	// (descending by name). The layout check runs after it (it reads the
+	// charts, which the clicks leave alone), and the screenshot is of the
+	// page so sorted.
+	const click = `<script>
+var th = function(n) { return document.querySelector("table.kernels thead th:nth-child(" + n + ")"); };
+th(3).click();
+var kept = document.createElement("template");
+kept.id = "sorted-by-count";
+kept.innerHTML = document.querySelector("table.kernels").outerHTML;
+document.body.append(kept);
+th(1).click();
+</script></body>`
+	dir := os.Getenv("LLMPROF_SCREENSHOT_DIR")
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	png := filepath.Join(dir, "analyze-demo.png")
+	sorted := bytes.Replace(page, []byte("</body>"), []byte(click), 1)
+	sp, lay, err := browser.LoadWithLayout(context.Background(), bin, sorted, t.TempDir(), &browser.Screenshot{Path: png, Width: 1280, Height: 2400})
 	if err != nil {
 		t.Fatal(err)
 	}
-	attr := func(name string) string { return browser.HTMLAttr(p.DOM, name) }
+	attr := func(name string) string { return browser.HTMLAttr(sp.DOM, name) }
 	if attr("data-rendered") != "true" {
-		t.Fatalf("the page's script did not finish (no data-rendered on <html>); log:\n%s", p.Log)
+		t.Fatalf("the page's script did not finish (no data-rendered on <html>); log:\n%s", sp.Log)
 	}
 	if n := attr("data-errors"); n != "" {
 		t.Errorf("the page recorded %s error(s)", n)
 	}
-	if msgs := p.ConsoleMessages(); len(msgs) > 0 {
+	if msgs := sp.ConsoleMessages(); len(msgs) > 0 {
 		t.Errorf("the page logged to the console:\n%s", strings.Join(msgs, "\n"))
 	}
 	want := len(browser.SVGCharts(t, page))
@@ -155,7 +175,7 @@ func TestAnalyzeHTMLInBrowser(t *testing.T) {
 	if got != want || got == 0 {
 		t.Errorf("the browser found %d charts, the page has %d", got, want)
 	}
-	if n := strings.Count(p.DOM, "<svg"); n != want {
+	if n := strings.Count(sp.DOM, "<svg"); n != want {
 		t.Errorf("rendered DOM has %d <svg> elements, want %d", n, want)
 	}
 	t.Logf("script done %s ms after navigation start", attr("data-render-ms"))
@@ -169,33 +189,6 @@ func TestAnalyzeHTMLInBrowser(t *testing.T) {
 		t.Errorf("two legend entries drawn alike: %s", c)
 	}
 
-	// Sorting: a copy of the page, after its own script, clicks the
-	// top-kernels table's "count" header once (descending) and keeps the
-	// table so sorted in a <template>, then clicks the "kernel" header
-	// (descending by name): one start of the browser for both, which also
-	// takes the screenshot (of the page so sorted).
-	const click = `<script>
-var th = function(n) { return document.querySelector("table.kernels thead th:nth-child(" + n + ")"); };
-th(3).click();
-var kept = document.createElement("template");
-kept.id = "sorted-by-count";
-kept.innerHTML = document.querySelector("table.kernels").outerHTML;
-document.body.append(kept);
-th(1).click();
-</script></body>`
-	sorted := filepath.Join(t.TempDir(), "sorted.html")
-	if err := os.WriteFile(sorted, bytes.Replace(page, []byte("</body>"), []byte(click), 1), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	dir := os.Getenv("LLMPROF_SCREENSHOT_DIR")
-	if dir == "" {
-		dir = t.TempDir()
-	}
-	png := filepath.Join(dir, "analyze-demo.png")
-	sp, err := browser.LoadWithScreenshot(context.Background(), bin, sorted, png, 1280, 2400)
-	if err != nil {
-		t.Fatal(err)
-	}
 	byCount := strings.Index(sp.DOM, `<template id="sorted-by-count">`)
 	if byCount < 0 {
 		t.Fatalf("the click script did not run; log:\n%s", sp.Log)
