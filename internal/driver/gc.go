@@ -150,6 +150,18 @@ func (h *gcHold) ceiling(bytes int64) {
 	}
 }
 
+// budget sets what a run of input bytes keeps within: the heap's floor
+// (floor), the spill budget (spillBudget) and, while spilling, the heap's
+// ceiling under it (spillCeiling).
+func (h *gcHold) budget(input int64) {
+	h.floor(input)
+	b := spillBudget(input)
+	spill.Budget(b)
+	if spill.Active() {
+		h.ceiling(spillCeiling(b))
+	}
+}
+
 // release ends the hold; a second call does nothing.
 func (h *gcHold) release() {
 	h.once.Do(func() {

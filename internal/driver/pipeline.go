@@ -11,7 +11,6 @@ import (
 	"github.com/llmprof/llmprof/causal"
 	"github.com/llmprof/llmprof/ingest"
 	"github.com/llmprof/llmprof/internal/progress"
-	"github.com/llmprof/llmprof/internal/spill"
 	"github.com/llmprof/llmprof/report"
 	"github.com/llmprof/llmprof/signals"
 )
@@ -178,12 +177,7 @@ func openInputs(ctx context.Context, paths []string, opts Options, m *progress.M
 		for _, in := range ins {
 			total += in.Size
 		}
-		gc.floor(total)
-		budget := spillBudget(total)
-		spill.Budget(budget)
-		if spill.Active() {
-			gc.ceiling(spillCeiling(budget))
-		}
+		gc.budget(total)
 		if m != nil {
 			m.Inputs(len(ins), total)
 			m.Stage(progress.StageReading)

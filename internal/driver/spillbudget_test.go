@@ -1,7 +1,9 @@
 package driver
 
 import (
+	"io"
 	"os"
+	"reflect"
 	"runtime"
 	"runtime/debug"
 	"testing"
@@ -85,4 +87,31 @@ func floorNow() int64 {
 	pacer.mu.Lock()
 	defer pacer.mu.Unlock()
 	return pacer.floor()
+}
+
+// TestStatsSpillsPastItsBudget: stats keeps the budget analyze keeps for an
+// input of its size (gcHold.budget), so a large export's GPU ops go to a
+// spill file past it, and its report is the same as with no budget.
+func TestStatsSpillsPastItsBudget(t *testing.T) {
+	const demo = "../../testdata/demo/gpu.nsys.sqlite.gz"
+	ctx := t.Context()
+	free, err := Stats(ctx, "cuda_gpu_kern_sum", []string{demo}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spilltest.Enable(t)
+	// A limit under what the test binary holds: the budget is the limit,
+	// and a table of a 32nd of it goes to a file.
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(16 << 20))
+	spilled, err := Stats(ctx, "cuda_gpu_kern_sum", []string{demo}, io.Discard)
+	debug.SetMemoryLimit(1 << 40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := spill.Read(); st.Peak == 0 {
+		t.Errorf("stats of %s under a 16 MiB limit put no table in a spill file", demo)
+	}
+	if !reflect.DeepEqual(free.Files[0].Table, spilled.Files[0].Table) {
+		t.Errorf("stats of %s: the report under a 16 MiB limit differs from the one without", demo)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/llmprof/llmprof/ingest"
@@ -25,16 +26,32 @@ func Stats(ctx context.Context, name string, files []string, log io.Writer) (rep
 	dec := rep.Decoder(ropts)
 	out := report.Stats{Report: rep}
 	for _, path := range files {
-		t, err := decodeStatsInput(ctx, rep, dec, path)
+		f, err := statsFile(ctx, rep, ropts, dec, path)
 		if err != nil {
 			return out, err
 		}
-		for _, w := range t.Warnings.List {
+		for _, w := range f.Warnings {
 			fmt.Fprintln(log, "warning: "+w.String())
 		}
-		out.Files = append(out.Files, report.StatsFile{Path: path, Table: rep.Run(t, ropts), Warnings: t.Warnings.List})
+		out.Files = append(out.Files, f)
 	}
 	return out, nil
+}
+
+// statsFile is the report over one file, decoded and summarized under the
+// budget analyze keeps for an input of its size (gcHold.budget): past it
+// the GPU ops and API calls go to a spill file, as analyze's do.
+func statsFile(ctx context.Context, rep *nsys.Report, ropts nsys.ReportOptions, dec nsys.Decoder, path string) (report.StatsFile, error) {
+	gc := tightGC(runGCPercent)
+	defer gc.release()
+	if fi, err := os.Stat(path); err == nil {
+		gc.budget(fi.Size())
+	}
+	t, err := decodeStatsInput(ctx, rep, dec, path)
+	if err != nil {
+		return report.StatsFile{}, err
+	}
+	return report.StatsFile{Path: path, Table: rep.Run(t, ropts), Warnings: t.Warnings.List}, nil
 }
 
 // decodeStatsInput decodes one input of stats: an Nsight Systems export, or
