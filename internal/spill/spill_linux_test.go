@@ -422,11 +422,15 @@ func TestGovernorDropsProgramPages(t *testing.T) {
 	Budget(1 << 20) // below what the test binary holds before any table
 	start := time.Now()
 	table := Slice[byte](MinBytes)
-	time.Sleep(3 * programEvery)
+	defer Free(table)
+	// Two drops at least, however late the governor's ticks come on a
+	// loaded machine; a deadline, not a fixed sleep, bounds the wait.
 	st := Read()
+	for deadline := start.Add(30 * time.Second); st.ProgramDrops < 2 && time.Now().Before(deadline); st = Read() {
+		time.Sleep(tick)
+	}
 	elapsed := time.Since(start)
-	Free(table)
-	if most := int(elapsed/programEvery) + 1; st.ProgramDrops < 1 || st.ProgramDrops > most {
-		t.Errorf("%d drops of the program's pages in %v over the budget, want 1 to %d (one each %v at most)", st.ProgramDrops, elapsed, most, programEvery)
+	if most := int(elapsed/programEvery) + 1; st.ProgramDrops < 2 || st.ProgramDrops > most {
+		t.Errorf("%d drops of the program's pages in %v over the budget, want 2 to %d (one each %v at most)", st.ProgramDrops, elapsed, most, programEvery)
 	}
 }
