@@ -54,7 +54,27 @@ func globalTid(pid, tid uint32) int64 { return globalPid(pid) | int64(tid&0xFFFF
 // never opens a name someone else could have planted a link at, and its
 // journal stays beside it) and renamed into place, so a reader never sees
 // half an export.
-func WriteSQLite(path string, t *ingest.Trace, opts WriteOptions) (err error) {
+func WriteSQLite(path string, t *ingest.Trace, opts WriteOptions) error {
+	return WriteSQLiteParts(path, t, func(yield func(*ingest.Trace) error) error { return yield(t) }, opts)
+}
+
+// Parts gives a trace's CUDA API calls, spans and GPU ops in pieces: it
+// calls yield with each piece in turn and returns the first error yield
+// returns. Each piece is a trace of its own (its own strings and shapes);
+// its tables are in time order, and each table's pieces, one after another,
+// are the whole table in time order. It must give the same pieces each time
+// it is called.
+type Parts func(yield func(part *ingest.Trace) error) error
+
+// WriteSQLiteParts writes what WriteSQLite writes of a trace too large to
+// hold at once: head's devices, processes, threads, GPU metric samples and
+// memory events, and the CUDA API calls, NVTX ranges and GPU ops of parts
+// (head's own are not written). It reads parts once for the extent of the
+// times and once for each of the three tables; a piece need not outlive
+// its yield. WriteSQLite(path, t, opts) is WriteSQLiteParts with t its one
+// piece, and the same pieces concatenated write the same bytes as the one
+// trace they make.
+func WriteSQLiteParts(path string, head *ingest.Trace, parts Parts, opts WriteOptions) (err error) {
 	if fi, serr := os.Lstat(path); serr == nil && !fi.Mode().IsRegular() && fi.Mode()&os.ModeSymlink == 0 {
 		return fmt.Errorf("%s is not a regular file; an nsys export is written only as a file", path)
 	}
@@ -81,7 +101,7 @@ func WriteSQLite(path string, t *ingest.Trace, opts WriteOptions) (err error) {
 		}
 		err = os.Rename(tmp, path)
 	}()
-	w := &writer{conn: conn, t: t, opts: opts, strings: map[string]int64{}}
+	w := &writer{conn: conn, head: head, parts: parts, opts: opts, strings: map[string]int64{}}
 	if err := w.write(); err != nil {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
@@ -89,12 +109,19 @@ func WriteSQLite(path string, t *ingest.Trace, opts WriteOptions) (err error) {
 }
 
 type writer struct {
-	conn    *sqlite.Conn
-	t       *ingest.Trace
-	opts    WriteOptions
-	offset  int64 // subtracted from every time
-	strings map[string]int64
-	strIns  *inserter
+	conn *sqlite.Conn
+	// head holds the small tables; t is the piece of parts being written.
+	head  *ingest.Trace
+	parts Parts
+	t     *ingest.Trace
+	// What the pass for the extent counted: CUDA API calls, NVTX ranges
+	// and GPU ops of each kind.
+	apiCalls, nvtxRanges int
+	opKinds              [ingest.OpGraph + 1]int
+	opts                 WriteOptions
+	offset               int64 // subtracted from every time
+	strings              map[string]int64
+	strIns               *inserter
 }
 
 // inserter binds one row's parameters in order and inserts it.
@@ -183,7 +210,10 @@ func (w *writer) write() error {
 		PRAGMA cache_size = -65536; BEGIN`); err != nil {
 		return err
 	}
-	start, end := w.extent()
+	start, end, err := w.extent()
+	if err != nil {
+		return err
+	}
 	session := w.opts.SessionStart
 	if session == 0 {
 		session = start
@@ -191,7 +221,6 @@ func (w *writer) write() error {
 	if !w.opts.Normalized {
 		w.offset = session
 	}
-	var err error
 	if err = w.conn.Exec(ddlStringIds); err != nil {
 		return err
 	}
@@ -211,8 +240,9 @@ func (w *writer) write() error {
 	return w.conn.Exec("COMMIT")
 }
 
-// extent is the earliest start and latest end of the records written.
-func (w *writer) extent() (lo, hi int64) {
+// extent is the earliest start and latest end of the records written; it
+// counts the records of parts as it goes.
+func (w *writer) extent() (lo, hi int64, err error) {
 	first := true
 	see := func(s, e int64) {
 		if first {
@@ -220,24 +250,43 @@ func (w *writer) extent() (lo, hi int64) {
 		}
 		lo, hi = min(lo, s), max(hi, e)
 	}
-	for i := range w.t.Spans {
-		if s := &w.t.Spans[i]; s.Origin != ingest.OriginOTLP {
-			see(s.Start, s.End)
+	err = w.parts(func(t *ingest.Trace) error {
+		for i := range t.Spans {
+			if s := &t.Spans[i]; s.Origin != ingest.OriginOTLP {
+				see(s.Start, s.End)
+				if s.Origin == ingest.OriginNVTX {
+					w.nvtxRanges++
+				}
+			}
 		}
+		for i := range t.APICalls {
+			see(t.APICalls[i].Start, t.APICalls[i].End)
+		}
+		w.apiCalls += len(t.APICalls)
+		for i := range t.GPUOps {
+			see(t.GPUOps[i].Start, t.GPUOps[i].End)
+			if k := t.GPUOps[i].Kind; int(k) < len(w.opKinds) {
+				w.opKinds[k]++
+			}
+		}
+		return nil
+	})
+	for i := range w.head.Samples {
+		see(w.head.Samples[i].Time, w.head.Samples[i].Time)
 	}
-	for i := range w.t.APICalls {
-		see(w.t.APICalls[i].Start, w.t.APICalls[i].End)
+	for i := range w.head.MemoryEvents {
+		see(w.head.MemoryEvents[i].Time, w.head.MemoryEvents[i].Time)
 	}
-	for i := range w.t.GPUOps {
-		see(w.t.GPUOps[i].Start, w.t.GPUOps[i].End)
-	}
-	for i := range w.t.Samples {
-		see(w.t.Samples[i].Time, w.t.Samples[i].Time)
-	}
-	for i := range w.t.MemoryEvents {
-		see(w.t.MemoryEvents[i].Time, w.t.MemoryEvents[i].Time)
-	}
-	return lo, hi
+	return lo, hi, err
+}
+
+// each calls write with each piece of parts, as w.t.
+func (w *writer) each(write func() error) error {
+	return w.parts(func(t *ingest.Trace) error {
+		w.t = t
+		defer func() { w.t = nil }()
+		return write()
+	})
 }
 
 func (w *writer) writeMeta(session, duration int64) error {
@@ -334,7 +383,7 @@ func (w *writer) writeDevices() error {
 		return err
 	}
 	defer ins.close()
-	for _, d := range w.t.Devices {
+	for _, d := range w.head.Devices {
 		if err := ins.int(vmBits).int(int64(d.ID)).text(d.Name).int(int64(d.MemoryBytes)).int(int64(d.SMs)).text(d.UUID).int(int64(d.ID)).exec(); err != nil {
 			return err
 		}
@@ -351,7 +400,7 @@ func (w *writer) writeProcesses() error {
 		return err
 	}
 	defer ins.close()
-	for _, p := range w.t.Processes {
+	for _, p := range w.head.Processes {
 		if err := ins.int(globalPid(p.Pid)).int(int64(p.Pid)).text(p.Name).exec(); err != nil {
 			return err
 		}
@@ -368,7 +417,7 @@ func (w *writer) writeThreads() error {
 		return err
 	}
 	defer ins.close()
-	for _, th := range w.t.Threads {
+	for _, th := range w.head.Threads {
 		id, err := w.id(th.Name)
 		if err != nil {
 			return err
@@ -381,7 +430,7 @@ func (w *writer) writeThreads() error {
 }
 
 func (w *writer) writeAPI() error {
-	if len(w.t.APICalls) == 0 {
+	if w.apiCalls == 0 {
 		return nil
 	}
 	if err := w.conn.Exec(ddlRuntime); err != nil {
@@ -393,36 +442,32 @@ func (w *writer) writeAPI() error {
 		return err
 	}
 	defer ins.close()
-	names := map[ingest.StrID]int64{}
-	for i := range w.t.APICalls {
-		s := &w.t.APICalls[i]
-		nameID, ok := names[s.Name]
-		if !ok {
-			if nameID, err = w.id(w.t.Str(s.Name)); err != nil {
+	return w.each(func() error {
+		names := map[ingest.StrID]int64{}
+		for i := range w.t.APICalls {
+			s := &w.t.APICalls[i]
+			nameID, ok := names[s.Name]
+			if !ok {
+				if nameID, err = w.id(w.t.Str(s.Name)); err != nil {
+					return err
+				}
+				names[s.Name] = nameID
+			}
+			class := int64(0)
+			if s.Origin == ingest.OriginCUDADriver {
+				class = 1
+			}
+			if err := ins.int(w.rel(s.Start)).int(w.rel(s.End)).int(class).int(globalTid(s.Pid, s.Tid)).
+				intOrNull(int64(s.Correlation), s.Correlation != 0).int(nameID).int(int64(s.Return)).exec(); err != nil {
 				return err
 			}
-			names[s.Name] = nameID
 		}
-		class := int64(0)
-		if s.Origin == ingest.OriginCUDADriver {
-			class = 1
-		}
-		if err := ins.int(w.rel(s.Start)).int(w.rel(s.End)).int(class).int(globalTid(s.Pid, s.Tid)).
-			intOrNull(int64(s.Correlation), s.Correlation != 0).int(nameID).int(int64(s.Return)).exec(); err != nil {
-			return err
-		}
-	}
-	return nil
+		return nil
+	})
 }
 
 func (w *writer) writeNVTX() error {
-	n := 0
-	for i := range w.t.Spans {
-		if w.t.Spans[i].Origin == ingest.OriginNVTX {
-			n++
-		}
-	}
-	if n == 0 {
+	if w.nvtxRanges == 0 {
 		return nil
 	}
 	if err := w.conn.Exec(ddlNVTX); err != nil {
@@ -434,14 +479,22 @@ func (w *writer) writeNVTX() error {
 		return err
 	}
 	defer ins.close()
+	domains := map[domainKey]int64{}
+	return w.each(func() error { return w.writeNVTXPart(ins, domains) })
+}
+
+// domainKey is an NVTX domain: its name in a process.
+type domainKey struct {
+	pid  uint32
+	name string
+}
+
+// writeNVTXPart writes the NVTX ranges of w.t; domains numbers the domains
+// of every piece.
+func (w *writer) writeNVTXPart(ins *inserter, domains map[domainKey]int64) error {
 	key := func(name string) ingest.StrID { k, _ := w.t.Key(name); return k }
 	kType, kDomain, kCat, kPayload, kEndTid, kUnclosed :=
 		key("nvtx.type"), key("nvtx.domain"), key("nvtx.category"), key("nvtx.payload"), key("nvtx.end_tid"), key("nvtx.unclosed")
-	type domainKey struct {
-		pid  uint32
-		name string
-	}
-	domains := map[domainKey]int64{}
 	for i := range w.t.Spans {
 		s := &w.t.Spans[i]
 		if s.Origin != ingest.OriginNVTX {
@@ -541,12 +594,6 @@ func syncTypeOf(name string) int64 {
 }
 
 func (w *writer) writeGPUOps() error {
-	var counts [ingest.OpGraph + 1]int
-	for i := range w.t.GPUOps {
-		if k := w.t.GPUOps[i].Kind; int(k) < len(counts) {
-			counts[k]++
-		}
-	}
 	type table struct {
 		ddl, insert string
 		ins         *inserter
@@ -566,7 +613,7 @@ func (w *writer) writeGPUOps() error {
 			globalPid, graphId, graphExecId) VALUES (?, ?, ?, 1, ?, ?, ?, ?, ?)`, nil},
 	}
 	for k := range tables {
-		if counts[k] == 0 {
+		if w.opKinds[k] == 0 {
 			continue
 		}
 		if err := w.conn.Exec(tables[k].ddl); err != nil {
@@ -579,59 +626,61 @@ func (w *writer) writeGPUOps() error {
 		defer ins.close()
 		tables[k].ins = ins
 	}
-	names := map[ingest.StrID]int64{}
-	nameID := func(s ingest.StrID) (int64, error) {
-		if id, ok := names[s]; ok {
-			return id, nil
-		}
-		id, err := w.id(w.t.Str(s))
-		names[s] = id
-		return id, err
-	}
 	gridID := int64(0)
-	for i := range w.t.GPUOps {
-		o := &w.t.GPUOps[i]
-		sh := w.t.ShapeOf(o)
-		if int(o.Kind) >= len(tables) {
-			continue
-		}
-		ins := tables[o.Kind].ins
-		ins.int(w.rel(o.Start)).int(w.rel(o.End)).int(int64(o.Device)).int(int64(o.Stream)).
-			int(int64(o.Correlation)).int(globalPid(o.Pid))
-		switch o.Kind {
-		case ingest.OpKernel:
-			demangled, err := nameID(o.Name)
-			if err != nil {
-				return err
+	return w.each(func() error {
+		names := map[ingest.StrID]int64{}
+		nameID := func(s ingest.StrID) (int64, error) {
+			if id, ok := names[s]; ok {
+				return id, nil
 			}
-			short := demangled
-			if o.ShortName != 0 {
-				if short, err = nameID(o.ShortName); err != nil {
+			id, err := w.id(w.t.Str(s))
+			names[s] = id
+			return id, err
+		}
+		for i := range w.t.GPUOps {
+			o := &w.t.GPUOps[i]
+			sh := w.t.ShapeOf(o)
+			if int(o.Kind) >= len(tables) {
+				continue
+			}
+			ins := tables[o.Kind].ins
+			ins.int(w.rel(o.Start)).int(w.rel(o.End)).int(int64(o.Device)).int(int64(o.Stream)).
+				int(int64(o.Correlation)).int(globalPid(o.Pid))
+			switch o.Kind {
+			case ingest.OpKernel:
+				demangled, err := nameID(o.Name)
+				if err != nil {
 					return err
 				}
+				short := demangled
+				if o.ShortName != 0 {
+					if short, err = nameID(o.ShortName); err != nil {
+						return err
+					}
+				}
+				gridID++
+				ins.int(demangled).int(short).int(int64(sh.Grid[0])).int(int64(sh.Grid[1])).int(int64(sh.Grid[2])).
+					int(int64(sh.Block[0])).int(int64(sh.Block[1])).int(int64(sh.Block[2])).int(gridID).
+					intOrNull(int64(sh.GraphID), sh.GraphID != 0)
+			case ingest.OpMemcpy:
+				ins.int(int64(sh.Bytes)).int(copyKindOf(w.t.Str(o.Name), o.Copy))
+			case ingest.OpMemset:
+				ins.int(int64(sh.Bytes))
+			case ingest.OpSync:
+				ins.int(syncTypeOf(w.t.Str(o.Name)))
+			case ingest.OpGraph:
+				ins.int(int64(sh.GraphID)).int(int64(sh.GraphID))
 			}
-			gridID++
-			ins.int(demangled).int(short).int(int64(sh.Grid[0])).int(int64(sh.Grid[1])).int(int64(sh.Grid[2])).
-				int(int64(sh.Block[0])).int(int64(sh.Block[1])).int(int64(sh.Block[2])).int(gridID).
-				intOrNull(int64(sh.GraphID), sh.GraphID != 0)
-		case ingest.OpMemcpy:
-			ins.int(int64(sh.Bytes)).int(copyKindOf(w.t.Str(o.Name), o.Copy))
-		case ingest.OpMemset:
-			ins.int(int64(sh.Bytes))
-		case ingest.OpSync:
-			ins.int(syncTypeOf(w.t.Str(o.Name)))
-		case ingest.OpGraph:
-			ins.int(int64(sh.GraphID)).int(int64(sh.GraphID))
+			if err := ins.exec(); err != nil {
+				return fmt.Errorf("%s row: %w", o.Kind, err)
+			}
 		}
-		if err := ins.exec(); err != nil {
-			return fmt.Errorf("%s row: %w", o.Kind, err)
-		}
-	}
-	return nil
+		return nil
+	})
 }
 
 func (w *writer) writeMetrics() error {
-	if len(w.t.Samples) == 0 {
+	if len(w.head.Samples) == 0 {
 		return nil
 	}
 	if err := w.conn.Exec(ddlTargetGPUMetrics + ";" + ddlGPUMetrics); err != nil {
@@ -653,8 +702,8 @@ func (w *writer) writeMetrics() error {
 	}
 	ids := map[ingest.StrID]int64{}
 	declared := map[ref]bool{}
-	for i := range w.t.Samples {
-		s := &w.t.Samples[i]
+	for i := range w.head.Samples {
+		s := &w.head.Samples[i]
 		// The low byte of typeId is the GPU, as the decoder reads it.
 		typeID := int64(uint8(s.Device))
 		id, ok := ids[s.Metric]
@@ -664,7 +713,7 @@ func (w *writer) writeMetrics() error {
 		}
 		if r := (ref{typeID, s.Metric}); !declared[r] {
 			declared[r] = true
-			if err := info.int(typeID).text(fmt.Sprintf("GPU Metrics (GPU %d)", uint8(s.Device))).int(id).text(w.t.Str(s.Metric)).exec(); err != nil {
+			if err := info.int(typeID).text(fmt.Sprintf("GPU Metrics (GPU %d)", uint8(s.Device))).int(id).text(w.head.Str(s.Metric)).exec(); err != nil {
 				return err
 			}
 		}
@@ -676,7 +725,7 @@ func (w *writer) writeMetrics() error {
 }
 
 func (w *writer) writeMemory() error {
-	if len(w.t.MemoryEvents) == 0 {
+	if len(w.head.MemoryEvents) == 0 {
 		return nil
 	}
 	if err := w.conn.Exec(ddlMemoryUsage); err != nil {
@@ -688,8 +737,8 @@ func (w *writer) writeMemory() error {
 		return err
 	}
 	defer ins.close()
-	for i := range w.t.MemoryEvents {
-		e := &w.t.MemoryEvents[i]
+	for i := range w.head.MemoryEvents {
+		e := &w.head.MemoryEvents[i]
 		if err := ins.int(w.rel(e.Time)).int(globalPid(e.Pid)).int(int64(e.Device)).int(int64(e.Address)).int(int64(e.Bytes)).
 			int(int64(e.Kind)).int(int64(e.Op)).intOrNull(int64(e.Correlation), e.Correlation != 0).exec(); err != nil {
 			return err

@@ -134,6 +134,10 @@ func WriteDemo(o DemoOptions) error {
 	return nil
 }
 
+// demoGPUPiece is how much GPU time of the demo's nsys export is built at
+// once: about 330 k GPU ops of the demo's busiest engines, 16 MB.
+const demoGPUPiece = int64(20 * time.Second)
+
 // writeDemoGPU writes the GPU capture of o.NsysWindow, from a third of the
 // way into the run: PyTorch profiler traces with o.Kineto, else an Nsight
 // Systems export.
@@ -156,9 +160,20 @@ func writeDemoGPU(o DemoOptions, cfg synth.Config, run *synth.Run) error {
 		}
 		return nil
 	}
-	gpu := run.GPUTraceWindow(from, to)
+	// Written in pieces, so that hours of capture never sit in memory
+	// whole beside the simulation: the same bytes as the trace written
+	// whole (nsys.WriteSQLiteParts).
+	head, parts := run.GPUTraceParts(from, to, demoGPUPiece)
+	var ops, calls int
+	counted := func(yield func(*ingest.Trace) error) error {
+		ops, calls = 0, 0
+		return parts(func(p *ingest.Trace) error {
+			ops, calls = ops+len(p.GPUOps), calls+p.CPURecordCount()
+			return yield(p)
+		})
+	}
 	path := filepath.Join(o.Dir, "gpu.nsys.sqlite")
-	if err := nsys.WriteSQLite(path, gpu, nsys.WriteOptions{}); err != nil {
+	if err := nsys.WriteSQLiteParts(path, head, counted, nsys.WriteOptions{}); err != nil {
 		return err
 	}
 	if o.Gzip {
@@ -168,7 +183,7 @@ func writeDemoGPU(o DemoOptions, cfg synth.Config, run *synth.Run) error {
 		}
 	}
 	fmt.Fprintf(o.Log, "wrote %s: %s of GPU activity, %d GPU ops, %d CUDA calls and NVTX ranges\n",
-		path, o.NsysWindow, len(gpu.GPUOps), gpu.CPURecordCount())
+		path, o.NsysWindow, ops, calls)
 	return nil
 }
 
