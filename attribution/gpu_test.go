@@ -243,7 +243,7 @@ func TestAnalyzeGPUSynthTruth(t *testing.T) {
 	truth := map[string]string{}
 	var totals [NumKernelCategories]int64
 	for _, op := range run.Ops {
-		truth[op.Name] = op.Category.String()
+		truth[run.OpName(&op)] = op.Category.String()
 	}
 	cache := NewCategoryCache(tr)
 	for i := range tr.GPUOps {

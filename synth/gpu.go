@@ -79,13 +79,12 @@ type gpuBuilder struct {
 	t *ingest.Trace
 
 	launchK, graphLaunch, memcpyAsync, memsetAsync, syncName ingest.StrID
-	// A kernel's name and shape recur op after op: the last name and the
-	// last shape seen under each name ID skip the intern tables' hashing
-	// (a tenth of GPUTraceWindow's time) when they recur; the IDs are the
-	// ones the tables would give.
-	lastName   string
-	lastNameID ingest.StrID
-	lastShape  []shapeSeen
+	// A kernel's name and shape recur op after op: each name's ID, interned
+	// when the name first appears, and the last shape seen under each name
+	// ID skip the intern tables' hashing (a tenth of GPUTraceWindow's time)
+	// when they recur; the IDs are the ones the tables would give.
+	names     []ingest.StrID // by Op.NameID; 0 until interned
+	lastShape []shapeSeen
 }
 
 type shapeSeen struct {
@@ -166,11 +165,14 @@ func (b *gpuBuilder) step(si int32, jitter [2]int64) {
 				Pid: eng.Pid, Tid: eng.Tid, Correlation: corr, Origin: ingest.OriginCUDARuntime,
 			})
 		}
-		if op.Name != b.lastName || b.lastNameID == 0 {
-			b.lastName, b.lastNameID = op.Name, t.Strings.Intern(op.Name)
+		if int(op.NameID) >= len(b.names) {
+			b.names = append(b.names, make([]ingest.StrID, int(op.NameID)+1-len(b.names))...)
+		}
+		if b.names[op.NameID] == 0 {
+			b.names[op.NameID] = t.Strings.Intern(r.OpName(op))
 		}
 		g := ingest.GPUOp{
-			Start: ts(op.Start), End: ts(op.End), Name: b.lastNameID,
+			Start: ts(op.Start), End: ts(op.End), Name: b.names[op.NameID],
 			Stream: 7, Correlation: corr, Pid: eng.Pid, Device: int16(eng.Device),
 			Kind: kind, Copy: cp,
 		}

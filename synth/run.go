@@ -10,6 +10,10 @@ type Run struct {
 	Requests []Request
 	Steps    []Step
 	Ops      []Op
+	// OpNames are the ops' names (Op.NameID): kernel names as vLLM's
+	// profiles show them on Hopper, and the copies' and fills' as nsys
+	// names them.
+	OpNames []string
 	// End is when the last request finished.
 	End int64
 }
@@ -124,17 +128,20 @@ const (
 	Memset
 )
 
-// Op is one GPU operation with the CPU call that launched it.
+// Op is one GPU operation with the CPU call that launched it. It holds no
+// pointer (its name is an index), so that the collector never scans the
+// tens of millions a long run holds; 72 bytes.
 type Op struct {
-	Step     int
-	Name     string
-	Category ingest.KernelCategory
-	Kind     OpKind
+	Step int
+	// NameID is the op's name: Run.OpNames[NameID] (Run.OpName).
+	NameID      uint16
+	Category    ingest.KernelCategory
+	Kind        OpKind
+	Correlation uint32
 	// Start and End on the GPU; LaunchStart and LaunchEnd the CUDA API call
 	// on the engine thread.
 	Start, End             int64
 	LaunchStart, LaunchEnd int64
-	Correlation            uint32
 	Bytes                  uint64
 	// Interference is the part of the op's duration that other tenants'
 	// concurrent kernels added (Config.Interference, interference.go): its
@@ -143,6 +150,9 @@ type Op struct {
 	Interference  int64
 	GridX, BlockX uint32
 }
+
+// OpName is op's name.
+func (r *Run) OpName(op *Op) string { return r.OpNames[op.NameID] }
 
 // StepGPU summarizes a step's GPU time: per-category busy time, the idle
 // gaps between its ops, and its first and last op times.

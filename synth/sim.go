@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime/debug"
 	"slices"
+	"unsafe"
 
 	"github.com/llmprof/llmprof/ingest"
 )
@@ -16,7 +18,7 @@ func Generate(cfg Config) (*Run, error) {
 		return nil, err
 	}
 	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x6c6c6d70726f66)) // "llmprof"
-	run := &Run{Config: cfg}
+	run := &Run{Config: cfg, OpNames: slices.Clone(opNames[:])}
 	modelIndex := map[string]int{}
 	for i, m := range cfg.Models {
 		modelIndex[m.Name] = i
@@ -195,9 +197,9 @@ type engineSim struct {
 
 // opBuffer collects an engine's ops in chunks of a fixed size and hands
 // them over in one copy: appending to run.Ops one op at a time grew a slice
-// of millions of pointerful 104-byte ops by 1.25× a step, which copied each
-// op about four times, and the collector scanned every copy (70% of a
-// simulation's CPU).
+// of millions of ops (then pointerful and 104 bytes) by 1.25× a step, which
+// copied each op about four times, and the collector scanned every copy
+// (70% of a simulation's CPU).
 type opBuffer struct {
 	base   int // len(run.Ops) when the engine started
 	n      int
@@ -220,22 +222,39 @@ func (b *opBuffer) add(op Op) {
 
 // moveOps appends the buffers' ops to dst, whose length must be the first
 // buffer's base, each following buffer's base the end of the one before:
-// one allocation for all, so that no engine's ops are copied twice.
+// one allocation for all, so that no engine's ops are copied twice. Past
+// opRelease bytes of ops, the chunks copied are given back to the system
+// as it goes and at the end, so that the ops are not resident twice over
+// and the collector's next goal is set from the ops held once (ops hold no
+// pointer: each collection this takes marks only the rest of the run).
 func moveOps(dst []Op, bufs []*opBuffer) []Op {
 	n := 0
 	for _, b := range bufs {
 		n += b.n
 	}
 	dst = slices.Grow(dst, n)
+	size := int(unsafe.Sizeof(Op{}))
+	copied := 0
 	for _, b := range bufs {
 		for i, c := range b.chunks {
 			dst = append(dst, c...)
 			b.chunks[i] = nil
+			if copied += len(c); copied*size >= opRelease {
+				debug.FreeOSMemory()
+				copied = 0
+			}
 		}
 		b.chunks, b.n = nil, 0
 	}
+	if n*size >= opRelease {
+		debug.FreeOSMemory()
+	}
 	return dst
 }
+
+// opRelease is how many bytes of ops moveOps copies between two returns
+// of the chunks to the system (a 70 s demo run's).
+const opRelease = 128 << 20
 
 func (s *engineSim) simulate() {
 	s.generated = map[int]int{}
@@ -422,22 +441,41 @@ func (s *engineSim) step(start int64) int64 {
 	return st.End
 }
 
-// Kernel names as they appear in vLLM profiles on Hopper.
+// The ops' names: Op.NameID indexes Run.OpNames, which Generate starts as
+// opNames.
 const (
-	kGEMMqkv   = "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas"
-	kGEMMo     = "nvjet_hsh_256x128_64x4_1x2_h_bz_coopA_NTT"
-	kGEMMhead  = "cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64_64x4_tn_align8>"
-	kFlash     = "void flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, cutlass::bfloat16_t, Flash_kernel_traits<128, 128, 64, 4, cutlass::bfloat16_t>>, true, false, false, false, true, true, false, false>(flash::Flash_fwd_params)"
-	kPaged     = "void vllm::paged_attention_v2_kernel<__nv_bfloat16, __nv_bfloat16, 128, 16, 128, (vllm::Fp8KVCacheDataType)0, false, 512>(float*, float*, __nv_bfloat16*, __nv_bfloat16 const*, __nv_bfloat16 const*, __nv_bfloat16 const*, int, float, int const*, int const*, int, float const*, int, int, int, float const*, float const*)"
-	kRMSNorm   = "void vllm::fused_add_rms_norm_kernel<c10::BFloat16, 8>(c10::BFloat16*, c10::BFloat16*, c10::BFloat16 const*, float, int, int)"
-	kSiluMul   = "void vllm::act_and_mul_kernel<c10::BFloat16, &(c10::BFloat16 vllm::silu_kernel<c10::BFloat16>(c10::BFloat16 const&)), true>(c10::BFloat16*, c10::BFloat16 const*, int)"
-	kAllReduce = "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
-	kSoftmax   = "void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float, float, at::native::(anonymous namespace)::SoftMaxForwardEpilogue>(float*, float const*, int)"
-	kTopK      = "void at::native::sbtopk::gatherTopK<float, unsigned int, 2, false>(at::cuda::detail::TensorInfo<float, unsigned int>, unsigned int, unsigned int, bool, unsigned int, unsigned int, at::cuda::detail::TensorInfo<float, unsigned int>, unsigned int, at::cuda::detail::TensorInfo<long, unsigned int>, unsigned int)"
-	kHtoD      = "[CUDA memcpy Host-to-Device]"
-	kDtoH      = "[CUDA memcpy Device-to-Host]"
-	kMemset    = "[CUDA memset]"
+	kGEMMqkv uint16 = iota
+	kGEMMo
+	kGEMMhead
+	kFlash
+	kPaged
+	kRMSNorm
+	kSiluMul
+	kAllReduce
+	kSoftmax
+	kTopK
+	kHtoD
+	kDtoH
+	kMemset
 )
+
+// opNames are kernel names as they appear in vLLM profiles on Hopper, and
+// the copies' and fills' as nsys names them.
+var opNames = [...]string{
+	kGEMMqkv:   "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas",
+	kGEMMo:     "nvjet_hsh_256x128_64x4_1x2_h_bz_coopA_NTT",
+	kGEMMhead:  "cutlass::Kernel2<cutlass_80_tensorop_bf16_s16816gemm_relu_bf16_64x64_64x4_tn_align8>",
+	kFlash:     "void flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, cutlass::bfloat16_t, Flash_kernel_traits<128, 128, 64, 4, cutlass::bfloat16_t>>, true, false, false, false, true, true, false, false>(flash::Flash_fwd_params)",
+	kPaged:     "void vllm::paged_attention_v2_kernel<__nv_bfloat16, __nv_bfloat16, 128, 16, 128, (vllm::Fp8KVCacheDataType)0, false, 512>(float*, float*, __nv_bfloat16*, __nv_bfloat16 const*, __nv_bfloat16 const*, __nv_bfloat16 const*, int, float, int const*, int const*, int, float const*, int, int, int, float const*, float const*)",
+	kRMSNorm:   "void vllm::fused_add_rms_norm_kernel<c10::BFloat16, 8>(c10::BFloat16*, c10::BFloat16*, c10::BFloat16 const*, float, int, int)",
+	kSiluMul:   "void vllm::act_and_mul_kernel<c10::BFloat16, &(c10::BFloat16 vllm::silu_kernel<c10::BFloat16>(c10::BFloat16 const&)), true>(c10::BFloat16*, c10::BFloat16 const*, int)",
+	kAllReduce: "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+	kSoftmax:   "void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float, float, at::native::(anonymous namespace)::SoftMaxForwardEpilogue>(float*, float const*, int)",
+	kTopK:      "void at::native::sbtopk::gatherTopK<float, unsigned int, 2, false>(at::cuda::detail::TensorInfo<float, unsigned int>, unsigned int, unsigned int, bool, unsigned int, unsigned int, at::cuda::detail::TensorInfo<float, unsigned int>, unsigned int, at::cuda::detail::TensorInfo<long, unsigned int>, unsigned int)",
+	kHtoD:      "[CUDA memcpy Host-to-Device]",
+	kDtoH:      "[CUDA memcpy Device-to-Host]",
+	kMemset:    "[CUDA memset]",
+}
 
 // kernelPlan returns the step's ops in launch order with their durations in
 // End (Generate turns them into times). p prefill tokens, d decoding
@@ -448,13 +486,13 @@ func (s *engineSim) kernelPlan(p, d, np, batch, ctxDecode, sumSq int) []Op {
 	m := s.model
 	T := float64(p + d)
 	ops := s.plan[:0]
-	add := func(name string, cat ingest.KernelCategory, kind OpKind, ns float64, grid, block uint32, bytes uint64) {
+	add := func(name uint16, cat ingest.KernelCategory, kind OpKind, ns float64, grid, block uint32, bytes uint64) {
 		f := m.Speed
 		if c, ok := m.CategorySpeed[cat]; ok {
 			f *= c
 		}
 		dur := int64(ns * f * (0.95 + 0.1*s.rng.Float64()))
-		ops = append(ops, Op{Name: name, Category: cat, Kind: kind, End: max(dur, 1_000), GridX: grid, BlockX: block, Bytes: bytes})
+		ops = append(ops, Op{NameID: name, Category: cat, Kind: kind, End: max(dur, 1_000), GridX: grid, BlockX: block, Bytes: bytes})
 	}
 	add(kHtoD, ingest.CategoryMemcpy, MemcpyHtoD, 4_000+0.5*T, 0, 0, uint64(8*(p+d)))
 	gemm := func(factor float64) float64 { return factor * (60_000 + 900*T) }

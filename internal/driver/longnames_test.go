@@ -32,8 +32,8 @@ func longNamesRun(t *testing.T) (*Result, map[string]string) {
 		t.Fatal(err)
 	}
 	counts := map[string]int{}
-	for _, op := range run.Ops {
-		counts[op.Name]++
+	for i := range run.Ops {
+		counts[run.OpName(&run.Ops[i])]++
 	}
 	top := ""
 	for n, c := range counts {
@@ -41,9 +41,9 @@ func longNamesRun(t *testing.T) (*Result, map[string]string) {
 			top = n
 		}
 	}
-	for i := range run.Ops {
-		if run.Ops[i].Name == top {
-			run.Ops[i].Name = names["kernel"]
+	for i, n := range run.OpNames {
+		if n == top {
+			run.OpNames[i] = names["kernel"]
 		}
 	}
 	tr := synthtrace.WithGPU(t, run, true)
