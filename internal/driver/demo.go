@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -104,6 +105,12 @@ func WriteDemo(o DemoOptions) error {
 	if err != nil {
 		return err
 	}
+	// A long run's ops and tokens are most of the heap and live to the
+	// end, and what the writers allocate dies at once: the collector runs
+	// at a quarter of the live heap, not at all of it again (its marking
+	// skips the ops, which hold no pointer), so that hours of simulation
+	// fit beside their own live data.
+	defer debug.SetGCPercent(debug.SetGCPercent(demoGCPercent))
 	run, err := synth.Generate(cfg)
 	if err != nil {
 		return err
@@ -133,6 +140,9 @@ func WriteDemo(o DemoOptions) error {
 	}
 	return nil
 }
+
+// demoGCPercent is the collector's GOGC while the demo runs.
+const demoGCPercent = 25
 
 // demoGPUPiece is how much GPU time of the demo's nsys export is built at
 // once: about 330 k GPU ops of the demo's busiest engines, 16 MB.
