@@ -24,9 +24,9 @@
 #
 # Environment:
 #   BENCH_SIZES     run lengths (default "30s 60s 120s 240s": ~55 MB to
-#                   ~430 MB of input); each second of the demo is ~1.8 MB,
-#                   so "… 1500s 3000s" reaches 5 GB (needs ~10 min a size
-#                   to generate, and ~4× the input in memory today)
+#                   ~430 MB of input); each second of the demo is ~1.7 MB,
+#                   so "… 1500s 3000s" reaches 5.2 GB (the 3000 s run takes
+#                   ~4 min and ~11 GB of memory to generate)
 #   BENCH_COMMANDS  which of analyze tenants diff export stats (default all)
 #   BENCH_DIR       where runs go (default /tmp/llmprof-bench-scale)
 #   BENCH_FLAGS     extra flags for analyze, tenants, diff and export
@@ -86,7 +86,9 @@ for size in $sizes; do
 		stats) in=$(bytes "$run/gpu.nsys.sqlite"); cmd=("$bin" stats cuda_gpu_kern_sum "$run/gpu.nsys.sqlite") ;;
 		limited)
 			in=$(bytes "${inputs[@]}")
-			lim=$(awk -v i="$in" -v f="$limit" 'BEGIN { printf "%d", i * f }')
+			# %.0f, not %d: mawk's %d stops at 2^31 - 1 (a 5 GB run's
+			# limit came out 2.1 GB).
+			lim=$(awk -v i="$in" -v f="$limit" 'BEGIN { printf "%.0f", i * f }')
 			"$bin" analyze $flags --format json -o "$tmp/free.json" "$run" 2> /dev/null
 			cmd=("$bin" analyze $flags --format json -o "$tmp/limited.json" --memory-limit "${lim}B" "$run") ;;
 		*) echo "bench/scale.sh: unknown command $c" >&2; exit 2 ;;
