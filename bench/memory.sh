@@ -23,13 +23,16 @@ flag=--cuda-graphs
 dir=${BENCH_DIR:-/tmp/llmprof-bench-memory-$dur-g$graphs}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+. bench/lib.sh
 go build -o "$tmp/llmprof" ./cmd/llmprof
+settle "$tmp/llmprof"
 bins=("$tmp/llmprof")
 labels=("$(git rev-parse --short HEAD 2>/dev/null || echo this)")
 if [ -n "${BENCH_BASE:-}" ]; then
   mkdir "$tmp/base"
   git archive "$BENCH_BASE" | tar -x -C "$tmp/base"
   (cd "$tmp/base" && go build -o "$tmp/llmprof-base" ./cmd/llmprof)
+  settle "$tmp/llmprof-base"
   bins=("$tmp/llmprof-base" "${bins[@]}")
   labels=("$BENCH_BASE" "${labels[@]}")
 fi

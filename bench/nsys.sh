@@ -36,7 +36,9 @@ command -v sqlite3 >/dev/null || { echo "bench/nsys.sh: the sqlite3 shell is req
 [ -x /usr/bin/time ] || { echo "bench/nsys.sh: /usr/bin/time (GNU time) is required" >&2; exit 2; }
 mkdir -p "$dir"
 
+. bench/lib.sh
 go build -o "$dir/llmprof" ./cmd/llmprof
+settle "$dir/llmprof"
 go build -o "$dir/nsysgen" ./bench/nsysgen
 
 gen() { # gen KERNELS → path of the export, generated once

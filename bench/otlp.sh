@@ -35,7 +35,9 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 if [[ ${1:-} == analyze ]]; then
+	. bench/lib.sh
 	go build -o "$work/llmprof" ./cmd/llmprof
+	settle "$work/llmprof"
 	go build -o "$work/otlpmem" ./bench/otlpmem
 	go build -o "$work/otlpanalyze" ./bench/otlpanalyze
 	"$work/otlpmem" gen -dir "$work" -mb "$mb"
@@ -44,6 +46,7 @@ if [[ ${1:-} == analyze ]]; then
 		mkdir "$work/base"
 		git archive "$BENCH_BASE" | tar -x -C "$work/base"
 		(cd "$work/base" && go build -o "$work/llmprof-base" ./cmd/llmprof)
+		settle "$work/llmprof-base"
 		printf "\n%-12s %-10s %9s %9s %9s %9s\n" file binary "min cpu" "median" "min ×" "median ×"
 		for f in dump.pb dump.jsonl; do
 			: >"$work/rounds.txt"

@@ -26,7 +26,7 @@
 #   BENCH_SIZES     run lengths (default "30s 60s 120s 240s": ~55 MB to
 #                   ~430 MB of input); each second of the demo is ~1.7 MB,
 #                   so "… 1500s 3000s" reaches 5.2 GB (the 3000 s run takes
-#                   ~4 min and ~11 GB of memory to generate)
+#                   ~3 min and ~14 GB of memory to generate)
 #   BENCH_COMMANDS  which of analyze tenants diff export stats (default all)
 #   BENCH_DIR       where runs go (default /tmp/llmprof-bench-scale)
 #   BENCH_FLAGS     extra flags for analyze, tenants, diff and export
@@ -45,7 +45,9 @@ mkdir -p "$dir"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 bin="$tmp/llmprof"
+. bench/lib.sh
 go build -o "$bin" ./cmd/llmprof
+settle "$bin"
 
 # gen DURATION NOISE → the run's directory, generated once; its GPU op count
 # (from the demo's own summary) is kept beside it in ops.txt.
