@@ -109,8 +109,10 @@ func WriteDemo(o DemoOptions) error {
 	// end, and what the writers allocate dies at once: the collector runs
 	// at a quarter of the live heap, not at all of it again (its marking
 	// skips the ops, which hold no pointer), so that hours of simulation
-	// fit beside their own live data.
-	defer debug.SetGCPercent(debug.SetGCPercent(demoGCPercent))
+	// fit beside their own live data. A GOGC you set stands.
+	if os.Getenv("GOGC") == "" {
+		defer debug.SetGCPercent(debug.SetGCPercent(demoGCPercent))
+	}
 	run, err := synth.Generate(cfg)
 	if err != nil {
 		return err
