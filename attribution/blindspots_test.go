@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/llmprof/llmprof/ingest"
-	"github.com/llmprof/llmprof/internal/synthtrace"
 )
 
 func TestBlindSpotsNameMissingStages(t *testing.T) {
@@ -121,7 +120,7 @@ func blindSpots(t *ingest.Trace, res *Result) BlindSpots {
 // builds each request (requestTally); they are what a walk of the built
 // requests and their gaps finds.
 func TestBlindSpotsTalliedAsBuilt(t *testing.T) {
-	for i, tr := range []*ingest.Trace{mixedStagesRun(), synthtrace.WithGPU(t, stallingRun(t), true)} {
+	for i, tr := range []*ingest.Trace{mixedStagesRun(), stallingTrace(t)} {
 		res := Analyze(tr, DefaultOptions)
 		if bs := res.BlindSpots; i == 0 && (len(bs.Gaps) < 2 || bs.Outside == nil) {
 			t.Fatalf("too few gaps: the test covers little (%+v)", bs)

@@ -5,8 +5,6 @@ import (
 	"reflect"
 	"testing"
 	"time"
-
-	"github.com/llmprof/llmprof/internal/synthtrace"
 )
 
 // A group of the same requests as an earlier one (every request, as a run's
@@ -16,7 +14,7 @@ import (
 func TestSummaryOfSameRequestsReused(t *testing.T) {
 	opts := DefaultOptions
 	opts.SLO = SLO{TTFT: 200 * time.Millisecond, E2E: 2 * time.Second}
-	res := Analyze(synthtrace.WithGPU(t, stallingRun(t), true), opts)
+	res := Analyze(stallingTrace(t), opts)
 	tpot := sortedTPOT(res.Requests)
 	every := make([]int32, len(res.Requests))
 	everyTPOT := make([]float64, len(tpot))
@@ -123,7 +121,7 @@ func summarizerOf(res *Result, tpot tpotOrder, slo SLO) *summarizer {
 // latencies are the requests' own (Result.ITLs), request after request,
 // each row's extent of them its request's.
 func TestSummarizerRows(t *testing.T) {
-	res := Analyze(synthtrace.WithGPU(t, stallingRun(t), true), DefaultOptions)
+	res := Analyze(stallingTrace(t), DefaultOptions)
 	sm := summarizerOf(res, sortedTPOT(res.Requests), SLO{})
 	if len(sm.rows) != len(res.Requests) {
 		t.Fatalf("%d rows for %d requests", len(sm.rows), len(res.Requests))
@@ -160,7 +158,7 @@ func TestSummarizerRows(t *testing.T) {
 // TestTallyCountsITLs: the tally counts the inter-token latencies the
 // summarizer's array is made for, as the requests are built.
 func TestTallyCountsITLs(t *testing.T) {
-	res := Analyze(synthtrace.WithGPU(t, stallingRun(t), true), DefaultOptions)
+	res := Analyze(stallingTrace(t), DefaultOptions)
 	y := newRequestTally(len(res.Requests))
 	a := requestArena{labels: res.labels, tokens: res.tokenTimes}
 	for i := range res.Requests {

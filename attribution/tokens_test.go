@@ -75,14 +75,11 @@ func TestTokenBreakdownMatchesTruth(t *testing.T) {
 }
 
 func TestStallsFoundWhereInjected(t *testing.T) {
-	cfg := synth.DefaultConfig(12, 15*time.Second)
-	cfg.StallProbability = 0.01
-	cfg.StallNs = 80_000_000 // well above 3× any model's median inter-token latency
-	run, err := synth.Generate(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res := attribution.Analyze(decodeWithGPU(t, run, false), attribution.DefaultOptions)
+	// A 15 s run in which 1% of the steps stall for 80 ms, well above 3×
+	// any model's median inter-token latency (attribution's stallingRun,
+	// generated and decoded once for the package's tests).
+	run := attribution.StallingRun(t)
+	res := attribution.Analyze(attribution.StallingTrace(t), attribution.DefaultOptions)
 	// Every decode token emitted by a stalled step is a stall caused by idle
 	// GPU time (launches held back by the CPU) in that step. (Other stalls
 	// are real too: decode tokens held up by a long prefill in a mixed step

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llmprof/llmprof/ingest"
 	"github.com/llmprof/llmprof/internal/synthtrace"
 	"github.com/llmprof/llmprof/synth"
 )
@@ -15,7 +16,7 @@ import (
 // of adding every token to every group, and the stalls those of a second
 // walk (which it falls back to when it kept too many).
 func TestTokenSummaryPerRequestSums(t *testing.T) {
-	checkPerTokenSums(t, Analyze(synthtrace.WithGPU(t, stallingRun(t), true), DefaultOptions), 0)
+	checkPerTokenSums(t, Analyze(stallingTrace(t), DefaultOptions), 0)
 }
 
 // stallingRun is a simulated 15 s run in which 1% of the steps stall,
@@ -32,9 +33,28 @@ func stallingRun(t *testing.T) *synth.Run {
 var stallingRunOnce = sync.OnceValues(func() (*synth.Run, error) {
 	cfg := synth.DefaultConfig(12, 15*time.Second)
 	cfg.StallProbability = 0.01
-	cfg.StallNs = 80_000_000
+	cfg.StallNs = 80_000_000 // well above 3× any model's median inter-token latency
 	return synth.Generate(cfg)
 })
+
+// stallingTrace is stallingRun decoded with its GPU side (NVTX kept), once
+// for the tests that analyze it (six, TestStallsFoundWhereInjected among
+// them): Analyze leaves a trace as it found it, and each test still runs
+// its own analysis. The trace is read whole when decoded, so the first
+// test's temporary directory may go with that test.
+func stallingTrace(t *testing.T) *ingest.Trace {
+	t.Helper()
+	stallingTraceOnce.Do(func() { stallingTraceOnce.tr = synthtrace.WithGPU(t, stallingRun(t), true) })
+	if stallingTraceOnce.tr == nil {
+		t.Fatal("the stalling run's trace was not decoded (see the first test that read it)")
+	}
+	return stallingTraceOnce.tr
+}
+
+var stallingTraceOnce struct {
+	sync.Once
+	tr *ingest.Trace
+}
 
 // checkPerTokenSums checks summarizeTokens against every token of res added
 // to every group it belongs to, and its stalls (over the stall threshold;

@@ -113,6 +113,7 @@ type kernelTally struct {
 	seeds, found, within, covered int
 	rawZero                       int // null pairs with the classical p(s = 0) < 0.05
 	costWrong                     int // seeds whose per-request cost series are wrong
+	bandWrong                     int // seeds whose A → B interval is not its specification band
 	stretches                     []float64
 }
 
@@ -132,6 +133,11 @@ func (k *kernelTally) add(seed int64, res *causal.Result) {
 			}
 			if float64(p.CILowPct) <= 100*injectedStretch && 100*injectedStretch <= float64(p.CIHighPct) {
 				k.covered++
+			}
+			if !isBand(p) {
+				k.bandWrong++
+				k.lines = append(k.lines, fmt.Sprintf("seed %d: A → B interval [%+.2f, %+.2f] is not the band of the model's [%+.2f, %+.2f] and its specifications %v",
+					seed, float64(p.CILowPct), float64(p.CIHighPct), float64(p.ModelCILowPct), float64(p.ModelCIHighPct), p.Sensitivity))
 			}
 			k.lines = append(k.lines, fmt.Sprintf("seed %d: A → B %+.2f%% [%+.2f, %+.2f] q %.2g, %d kernels, %d blocks of %s",
 				seed, 100*s, float64(p.CILowPct), float64(p.CIHighPct), float64(p.Q), p.Kernels, p.Blocks, time.Duration(p.BlockNs)))
@@ -159,6 +165,20 @@ func (k *kernelTally) add(seed int64, res *causal.Result) {
 	if total <= 0 || cost["D"] != nil {
 		k.costWrong++
 	}
+}
+
+// isBand reports whether a pair's interval is its specification band
+// (kernel_fit.go): the least interval holding the model's own and every
+// other specification's, of which there must be some. Without the band the
+// model's interval alone misses the injected stretch under mechanisms it
+// does not assume (TestKernelMechanismsLong; seed 1's step-coincident run
+// gives +29.1 … +32.6% against 35%), which a plain go test no longer runs.
+func isBand(p causal.KernelPair) bool {
+	lo, hi := float64(p.ModelCILowPct), float64(p.ModelCIHighPct)
+	for _, sp := range p.Sensitivity {
+		lo, hi = math.Min(lo, float64(sp.CILowPct)), math.Max(hi, float64(sp.CIHighPct))
+	}
+	return len(p.Sensitivity) > 0 && float64(p.CILowPct) == lo && float64(p.CIHighPct) == hi
 }
 
 func (k *kernelTally) summary() string {
@@ -209,11 +229,13 @@ func kernelSweep(t *testing.T, seeds int, d time.Duration, light bool) *kernelTa
 
 // 30 s runs (a typical nsys capture): the kernel view finds the injected
 // A → B stretch, close to the truth, and no other link; no pair tests a
-// tenant against itself. TestKernelSynthLong is the 50-seed version. One
-// run in a plain go test, two under LLMPROF_LONG (the kernel view fits each
-// target three times for its specification band; TestKernelMechanismsQuick
-// adds two more runs). The one run still fails with the overlaps halved
-// (kernel_busy.go, overlapsOf: the stretch comes out +70%, outside ±15%).
+// tenant against itself, and the interval is the specification band
+// (isBand). TestKernelSynthLong is the 50-seed version. One run in a plain
+// go test, two under LLMPROF_LONG (the kernel view fits each target three
+// times for its specification band; TestKernelMechanismsQuick, behind
+// LLMPROF_LONG, adds two more runs). The one run still fails with the
+// overlaps halved (kernel_busy.go, overlapsOf: the stretch comes out +70%,
+// outside ±15%), and with the band left out (the model's interval alone).
 func TestKernelSynthQuick(t *testing.T) {
 	seeds := 1
 	if os.Getenv("LLMPROF_LONG") != "" {
@@ -227,8 +249,9 @@ func TestKernelSynthQuick(t *testing.T) {
 	if k.found != k.seeds || k.within != k.seeds {
 		t.Errorf("A → B found in %d and within ±15%% in %d of %d seeds", k.found, k.within, k.seeds)
 	}
-	if k.falseLinks > 1 || k.selfPairs > 0 || k.costWrong > 0 {
-		t.Errorf("%d false links, %d self-pairs, %d seeds with wrong request costs", k.falseLinks, k.selfPairs, k.costWrong)
+	if k.falseLinks > 1 || k.selfPairs > 0 || k.costWrong > 0 || k.bandWrong > 0 {
+		t.Errorf("%d false links, %d self-pairs, %d seeds with wrong request costs, %d whose interval is not the specification band",
+			k.falseLinks, k.selfPairs, k.costWrong, k.bandWrong)
 	}
 }
 

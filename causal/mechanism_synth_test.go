@@ -102,8 +102,14 @@ func mechanismSweep(t *testing.T, mc mechanismCase, d time.Duration, seeds int) 
 
 // One 30 s run under each of two mechanisms the kernel model does not
 // assume: the stretch is found, and its interval (the specification band)
-// covers the injected 35%. TestKernelMechanismsLong is the sweep.
+// covers the injected 35%. TestKernelMechanismsLong is the sweep. A
+// validation (2 s of CPU), behind LLMPROF_LONG since issue 32's cut of the
+// plain suite: the regression it caught there, an interval that is the
+// model's alone, fails TestKernelSynthQuick's band check (isBand).
 func TestKernelMechanismsQuick(t *testing.T) {
+	if os.Getenv("LLMPROF_LONG") == "" {
+		t.Skip("a validation under other interference mechanisms (two 30 s runs); set LLMPROF_LONG=1 to run it")
+	}
 	// Seed 1: under step-coincident stretch the model's own interval,
 	// +29.1 … +32.6%, misses 35% there.
 	for _, mc := range mechanismCases[:2] {

@@ -72,17 +72,18 @@ func TestRunLevelFourAgainstFourTwoRules(t *testing.T) {
 // unchanged runs) must stay within α/2 (Holm's family-wise level for
 // fails) plus Monte Carlo error, and power against a ×1.1 change under
 // "<+5%" is tabled (docs/diff.md). LLMPROF_LONG runs the whole grid at
-// 100 trials per cell (LLMPROF_RUNLEVEL_TRIALS sets another count); the
-// plain suite three cells at 6, .ci/run's plain form (LLMPROF_CI_HEAVY) at
-// 12. At 6 trials a cell may show no false fail (1 of 6 is over α/2 plus
-// two Monte Carlo errors) and its ×1.1 change must fail in every trial:
-// Welch's standard error a third of what it is (compare.go, welchMetric)
-// false-fails 1, 1 and 3 of the 6 trials of the three cells.
+// 100 trials per cell (LLMPROF_RUNLEVEL_TRIALS sets another count),
+// .ci/run's plain form (LLMPROF_CI_HEAVY) three cells at 12; a plain go
+// test skips it since issue 32's cut of the plain suite (it ran the three
+// cells at 6 trials, 1.4 s of CPU). Welch's standard error a third of what
+// it is (compare.go, welchMetric), which that form caught (1, 1 and 3
+// false fails of the 6 trials of the three cells), fails
+// TestRunLevelReplication in the plain suite too.
 func TestRunLevelGateErrorRates(t *testing.T) {
-	trials := 6
-	if os.Getenv("LLMPROF_CI_HEAVY") != "" {
-		trials = 12
+	if os.Getenv("LLMPROF_LONG") == "" && os.Getenv("LLMPROF_CI_HEAVY") == "" {
+		t.Skip("a Monte Carlo of the run-level gate's error rates; set LLMPROF_CI_HEAVY=1 (the plain form .ci/run runs) or LLMPROF_LONG=1 to run it")
 	}
+	trials := 12
 	cell := func(k, rules int) bool {
 		return (k == 2 && rules == 1) || (k == 4 && rules == 2) || (k == 5 && rules == 6)
 	}
