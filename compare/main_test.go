@@ -1,22 +1,15 @@
 package compare
 
 import (
-	"os"
-	"runtime/debug"
 	"testing"
+
+	"github.com/llmprof/llmprof/internal/testgc"
 )
 
-// TestMain runs the package's tests with the collector's target at 300%
-// unless $GOGC sets one: their simulated runs and bootstraps allocate
-// several gigabytes over a live heap of under 100 MB, and at the default
-// 100% the collections cost about 7% of the binary's CPU (15.9 s
-// against 14.8 s, medians of three alternated runs; peak RSS 447 MB
-// against 539 MB). No test here reads the heap or depends on when a
-// collection runs, and nothing the package imports sets a memory budget
-// in a test (internal/spill spills only under one).
-func TestMain(m *testing.M) {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(300)
-	}
-	os.Exit(m.Run())
-}
+// TestMain runs the package's tests at GOGC 300 unless $GOGC sets one: at
+// the default 100% the collections cost about 7% of the binary's CPU (15.9 s
+// against 14.8 s, medians of three alternated runs; peak RSS 447 MB against
+// 539 MB). No test here reads the heap or depends on when a collection
+// runs, and nothing the package imports sets a memory budget in a test
+// (internal/spill spills only under one).
+func TestMain(m *testing.M) { testgc.Main(m) }
