@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"time"
 
@@ -109,10 +108,11 @@ func WriteDemo(o DemoOptions) error {
 	// end, and what the writers allocate dies at once: the collector runs
 	// at a quarter of the live heap, not at all of it again (its marking
 	// skips the ops, which hold no pointer), so that hours of simulation
-	// fit beside their own live data. A GOGC you set stands.
-	if os.Getenv("GOGC") == "" {
-		defer debug.SetGCPercent(debug.SetGCPercent(demoGCPercent))
-	}
+	// fit beside their own live data. The pipeline's pacer does it
+	// (tightGC: a GOGC you set stands, and a short run's small heap is
+	// not collected below the pacer's floor).
+	gc := tightGC(demoGCPercent)
+	defer gc.release()
 	run, err := synth.Generate(cfg)
 	if err != nil {
 		return err
