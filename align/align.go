@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/internal/spill"
 )
 
 // Options tune Align. Start from DefaultOptions; the zero value is not
@@ -427,7 +428,12 @@ func (al *aligner) groupDomains() {
 			dm.lo, dm.hi = min(dm.lo, x), max(dm.hi, x)
 		}
 	}
+	// Each table is read once, in order: a spilled one's pages are dropped
+	// behind the pass when the process is over its memory budget
+	// (spill.Behind).
+	behind := spill.DropBehind(t.Spans)
 	for i := range t.Spans {
+		behind.Passed(i)
 		s := &t.Spans[i]
 		see(s.Source, s.Start, s.End)
 		if s.Origin == ingest.OriginOTLP {
@@ -436,10 +442,14 @@ func (al *aligner) groupDomains() {
 			}
 		}
 	}
+	behind = spill.DropBehind(t.APICalls)
 	for i := range t.APICalls {
+		behind.Passed(i)
 		see(t.APICalls[i].Source, t.APICalls[i].Start, t.APICalls[i].End)
 	}
+	behind = spill.DropBehind(t.GPUOps)
 	for i := range t.GPUOps {
+		behind.Passed(i)
 		see(t.GPUOps[i].Source, t.GPUOps[i].Start, t.GPUOps[i].End)
 	}
 	for i := range t.Samples {

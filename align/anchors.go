@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/internal/spill"
 	"github.com/llmprof/llmprof/internal/stat"
 )
 
@@ -199,7 +200,9 @@ func (al *aligner) findSequences() []sequence {
 		dom  int
 	}
 	nvtx := map[groupKey][]int32{}
+	behind := spill.DropBehind(t.Spans)
 	for i := range t.Spans {
+		behind.Passed(i)
 		if s := &t.Spans[i]; s.Origin == ingest.OriginNVTX {
 			k := groupKey{s.Name, al.dom(s.Source)}
 			nvtx[k] = append(nvtx[k], int32(i))
@@ -216,7 +219,9 @@ func (al *aligner) findSequences() []sequence {
 		return nil
 	}
 	otlp := map[groupKey][]int32{}
+	behind = spill.DropBehind(t.Spans)
 	for i := range t.Spans {
+		behind.Passed(i)
 		if s := &t.Spans[i]; s.Origin == ingest.OriginOTLP && names[s.Name] {
 			k := groupKey{s.Name, al.dom(s.Source)}
 			otlp[k] = append(otlp[k], int32(i))
@@ -275,7 +280,9 @@ func (al *aligner) findRPC() []pairRel {
 		span  ingest.SpanID
 	}
 	clients := map[key]int32{}
+	behind := spill.DropBehind(t.Spans)
 	for i := range t.Spans {
+		behind.Passed(i)
 		s := &t.Spans[i]
 		if s.Origin == ingest.OriginOTLP && s.Kind == ingest.SpanKindClient && !s.ID.IsZero() {
 			clients[key{s.TraceID, s.ID}] = int32(i)
@@ -285,7 +292,9 @@ func (al *aligner) findRPC() []pairRel {
 		return nil
 	}
 	var out []pairRel
+	behind = spill.DropBehind(t.Spans)
 	for i := range t.Spans {
+		behind.Passed(i)
 		s := &t.Spans[i]
 		if s.Origin != ingest.OriginOTLP || s.Kind != ingest.SpanKindServer || s.Parent.IsZero() {
 			continue
@@ -306,7 +315,9 @@ func (al *aligner) findLaunches() []pairRel {
 	t := al.t
 	hasAPI := callSources(t)
 	need := false
+	behind := spill.DropBehind(t.GPUOps)
 	for i := range t.GPUOps {
+		behind.Passed(i)
 		o := &t.GPUOps[i]
 		if o.Correlation != 0 && int(o.Source) < len(hasAPI) && !hasAPI[o.Source] {
 			need = true
@@ -334,7 +345,9 @@ func (al *aligner) findLaunches() []pairRel {
 // by SourceID.
 func callSources(t *ingest.Trace) []bool {
 	has := make([]bool, len(t.Sources))
+	behind := spill.DropBehind(t.APICalls)
 	for i := range t.APICalls {
+		behind.Passed(i)
 		if s := &t.APICalls[i]; s.Correlation != 0 && int(s.Source) < len(has) {
 			has[s.Source] = true
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/llmprof/llmprof/align"
 	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/internal/spill"
 )
 
 // devKey is a GPU's identity: the host (or capture) it belongs to, an index
@@ -96,7 +97,11 @@ func (m hostMap) label(host int) string {
 // list returns the hosts that hold GPU ops, with their input files.
 func (m hostMap) list(t *ingest.Trace) []GPUHost {
 	has := make([]bool, len(m.labels))
+	// One pass over the ops, dropping the pages passed when the process is
+	// over its memory budget (spill.Behind).
+	behind := spill.DropBehind(t.GPUOps)
 	for i := range t.GPUOps {
+		behind.Passed(i)
 		if h := m.of(t.GPUOps[i].Source); h >= 0 {
 			has[h] = true
 		}

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/internal/spill"
 )
 
 // OpsVia says how a step's GPU operations were found.
@@ -169,7 +170,12 @@ func stepOps(t *ingest.Trace, steps []Step, engines []Engine, launchCalls func()
 	// NVTX ranges that mirror a span, by the span's ID, and by step number.
 	bySpanID := map[ingest.SpanID]int{}
 	byStepNo := map[int64][]int{}
+	// The spans and the calls are read once each, in order, dropping the
+	// pages passed when the process is over its memory budget
+	// (spill.Behind).
+	behind := spill.DropBehind(t.Spans)
 	for i := range t.Spans {
+		behind.Passed(i)
 		s := &t.Spans[i]
 		if s.Origin != ingest.OriginNVTX {
 			continue
@@ -187,7 +193,9 @@ func stepOps(t *ingest.Trace, steps []Step, engines []Engine, launchCalls func()
 	// CUDA API calls per thread, by start; ops by (pid, correlation).
 	type thread struct{ pid, tid uint32 }
 	apis := map[thread][]int{}
+	behind = spill.DropBehind(t.APICalls)
 	for i := range t.APICalls {
+		behind.Passed(i)
 		if s := &t.APICalls[i]; s.Correlation != 0 {
 			k := thread{s.Pid, s.Tid}
 			apis[k] = append(apis[k], i)
@@ -209,6 +217,11 @@ func stepOps(t *ingest.Trace, steps []Step, engines []Engine, launchCalls func()
 		defer launched.free()
 	}
 	lists := chunks[int32]{next: len(t.GPUOps)}
+	// The steps come by start, and so, nearly, do the calls and ops they
+	// read: the pages before a step's first op and call are dropped when
+	// the process is over its memory budget (spill.Behind; one read again
+	// by a step that overlaps is faulted in again).
+	opsBehind, callsBehind := spill.DropBehind(t.GPUOps), spill.DropBehind(t.APICalls)
 	for si := range steps {
 		st := &steps[si]
 		span := &t.Spans[st.Span]
@@ -231,6 +244,9 @@ func stepOps(t *ingest.Trace, steps []Step, engines []Engine, launchCalls func()
 				return 1
 			})
 			calls := list[lo:]
+			if len(calls) > 0 {
+				callsBehind.Passed(calls[0])
+			}
 			for i, ai := range calls {
 				if t.APICalls[ai].Start > r.End {
 					calls = calls[:i]
@@ -248,6 +264,9 @@ func stepOps(t *ingest.Trace, steps []Step, engines []Engine, launchCalls func()
 			slices.SortFunc(ops, func(a, b int32) int {
 				return compareInt64(t.GPUOps[a].Start, t.GPUOps[b].Start)
 			})
+			if len(ops) > 0 {
+				opsBehind.Passed(int(ops[0]))
+			}
 			st.Ops = lists.keep(ops)
 			st.OpsVia = OpsNVTX
 			continue
@@ -259,6 +278,7 @@ func stepOps(t *ingest.Trace, steps []Step, engines []Engine, launchCalls func()
 			}
 			return 1
 		})
+		opsBehind.Passed(lo)
 		hi := lo
 		for hi < len(t.GPUOps) && t.GPUOps[hi].Start < st.End {
 			hi++

@@ -222,6 +222,9 @@ type tokenWalker struct {
 	// so that they are not allocated for every request.
 	tb  TokenBreakdown
 	run BucketShares
+	// opsBehind and partsBehind drop the pages of the ops and of the
+	// steps' parts that the walk has passed (passed).
+	opsBehind, partsBehind spill.Behind
 }
 
 type stepParts struct {
@@ -236,6 +239,7 @@ type stepParts struct {
 // are tables (spill.Slice) its caller gives back (free) once it has walked.
 func newTokenWalker(t *ingest.Trace, res *Result) *tokenWalker {
 	w := &tokenWalker{t: t, res: res, cats: NewCategoryCache(t), parts: spill.Make[stepParts](len(res.Steps))}
+	w.opsBehind, w.partsBehind = spill.DropBehind(t.GPUOps), spill.DropBehind(w.parts)
 	w.reqSteps = newRowLists(len(res.Requests), func(emit func(row, value int32)) {
 		for si := range res.Steps {
 			for _, r := range res.Steps[si].Requests {
@@ -244,6 +248,24 @@ func newTokenWalker(t *ingest.Trace, res *Result) *tokenWalker {
 		}
 	})
 	return w
+}
+
+// passed says the walk, which takes the requests by arrival, has come to
+// request ri. A request's steps start after it arrives, so the requests to
+// come read, nearly, only the steps from ri's first on and their ops: the
+// pages before them are dropped when the process is over its memory budget
+// (spill.Behind; a later request scheduled before ri was reads some again,
+// and they are faulted in again).
+func (w *tokenWalker) passed(ri int) {
+	steps := w.reqSteps.of(ri)
+	if len(steps) == 0 {
+		return
+	}
+	si := int(steps[0])
+	w.partsBehind.Passed(si)
+	if ops := w.res.Steps[si].Ops; len(ops) > 0 {
+		w.opsBehind.Passed(int(ops[0]))
+	}
 }
 
 // free gives back the walker's tables: nothing may use it afterwards.

@@ -136,6 +136,7 @@ func (res *Result) EachToken(fn func(*TokenBreakdown)) {
 	w := newTokenWalker(res.trace, res)
 	defer w.free()
 	for ri := range res.Requests {
+		w.passed(ri)
 		w.request(ri, fn)
 	}
 }
@@ -452,6 +453,7 @@ func summarizeTokens(res *Result, stall time.Duration) *TokenSummary {
 	if res.trace != nil {
 		w := newTokenWalker(res.trace, res)
 		for ri := range res.Requests {
+			w.passed(ri)
 			l := modelLimits[res.models.of[ri]]
 			if next = stageOnlyBuckets[:]; !w.stageRuns(ri, runs, l.ok, l.ns, token, run1, keep) {
 				next = allBuckets[:]

@@ -42,10 +42,18 @@ func fromAttribution(res *attribution.Result, t *ingest.Trace, served *servedTal
 	// dump of docs/otlp.md; the walk of the requests then writes each
 	// whole.
 	out := spill.Make[Request](n)
+	// One op a step, in the table's order: a read a page or two apart,
+	// which maps the whole table; its pages passed are dropped when the
+	// process is over its memory budget (spill.Behind).
+	var behind spill.Behind
+	if t != nil {
+		behind = spill.DropBehind(t.GPUOps)
+	}
 	for si := range res.Steps {
 		s := &res.Steps[si]
 		dev := int16(-1)
 		if t != nil && len(s.Ops) > 0 && int(s.Ops[0]) < len(t.GPUOps) {
+			behind.Passed(int(s.Ops[0]))
 			dev = t.GPUOps[s.Ops[0]].Device
 		}
 		for _, ri := range s.Requests {

@@ -393,8 +393,13 @@ func groupKernels(t *ingest.Trace, tm *TenantMap) tenantKernels {
 		name, ok := tm.ByPid[op.Pid]
 		return busyKey{name, op.Device}, ok && op.End > op.Start
 	}
+	// Both passes read the ops by start, nearly their order in the table:
+	// the pages passed are dropped when the process is over its memory
+	// budget (spill.Behind).
 	count := map[busyKey]int{}
+	behind := spill.DropBehind(t.GPUOps)
 	for _, i := range byStart {
+		behind.Passed(i)
 		if k, ok := keep(i); ok {
 			count[k]++
 		} else if _, mapped := tm.ByPid[t.GPUOps[i].Pid]; !mapped {
@@ -421,7 +426,9 @@ func groupKernels(t *ingest.Trace, tm *TenantMap) tenantKernels {
 		g.kernels[k] = g.all[at : at : at+count[k]]
 		at += count[k]
 	}
+	behind = spill.DropBehind(t.GPUOps)
 	for _, i := range byStart {
+		behind.Passed(i)
 		if k, ok := keep(i); ok {
 			g.kernels[k] = append(g.kernels[k], int32(i))
 		}

@@ -38,14 +38,19 @@ func (s *busySlice) next() (interval, bool) {
 // start order: an op that starts at or before the end of the interval being
 // built extends it, an empty one is skipped. Ties in start across lists
 // may come in any order; the union is the same set.
+//
+// The ops are read in start order, which is their order in the trace: the
+// pages of the table the merge has passed are dropped behind it when the
+// process is over its memory budget (spill.Behind).
 type busyMerge struct {
-	ops   []ingest.GPUOp
-	lists [][]int32
-	pos   []int
+	ops    []ingest.GPUOp
+	lists  [][]int32
+	pos    []int
+	behind spill.Behind
 }
 
 func newBusyMerge(ops []ingest.GPUOp, lists ...[]int32) *busyMerge {
-	return &busyMerge{ops: ops, lists: lists, pos: make([]int, len(lists))}
+	return &busyMerge{ops: ops, lists: lists, pos: make([]int, len(lists)), behind: spill.DropBehind(ops)}
 }
 
 // head is the list whose next op starts first (-1: all read).
@@ -70,7 +75,9 @@ func (m *busyMerge) next() (interval, bool) {
 		if l < 0 {
 			return cur, have
 		}
-		op := &m.ops[m.lists[l][m.pos[l]]]
+		k := m.lists[l][m.pos[l]]
+		m.behind.Passed(int(k))
+		op := &m.ops[k]
 		a, b := op.Start, op.End
 		if have && a > cur.end {
 			return cur, true

@@ -57,7 +57,13 @@ func kernelRows(t *ingest.Trace, idx []int32, stepOf []int32, steps []KernelStep
 	groupOf := map[identity]int{}
 	nth := map[stepName]int{}
 	haveSize, haveTok, haveCtx := 0, 0, 0
+	// The target's kernels come in the table's order: the pages of the ops
+	// and of their steps passed are dropped behind when the process is over
+	// its memory budget (spill.Behind).
+	opsBehind, stepsBehind := spill.DropBehind(t.GPUOps), spill.DropBehind(stepOf)
 	for _, i := range idx {
+		opsBehind.Passed(int(i))
+		stepsBehind.Passed(int(i))
 		op := &t.GPUOps[i]
 		r := kernelRow{op: i, start: op.Start, dur: op.End - op.Start, cat: cats.Of(op), step: stepOf[i]}
 		if s := stepOf[i]; s >= 0 {

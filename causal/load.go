@@ -460,7 +460,11 @@ func BusyLoad(ops []ingest.GPUOp, tenants *TenantMap, grid Grid) *Load {
 			*c = open{op.Start, op.End, true}
 		}
 	}
+	// The passes over the ops in order drop the pages they have passed
+	// when the process is over its memory budget (spill.Behind).
+	behind := spill.DropBehind(ops)
 	for i := range ops {
+		behind.Passed(i)
 		if ops[i].Kind != ingest.OpKernel || ops[i].End <= ops[i].Start {
 			continue
 		}
@@ -470,7 +474,9 @@ func BusyLoad(ops []ingest.GPUOp, tenants *TenantMap, grid Grid) *Load {
 		l.ObservedTo = max(l.ObservedTo, ops[i].End)
 	}
 	if kernelsSorted(ops) {
+		behind = spill.DropBehind(ops)
 		for i := range ops {
+			behind.Passed(i)
 			visit(&ops[i])
 		}
 	} else {
@@ -497,7 +503,9 @@ func BusyLoad(ops []ingest.GPUOp, tenants *TenantMap, grid Grid) *Load {
 // kernelsSorted reports whether the kernels among ops are in start order.
 func kernelsSorted(ops []ingest.GPUOp) bool {
 	last := int64(math.MinInt64)
+	behind := spill.DropBehind(ops)
 	for i := range ops {
+		behind.Passed(i)
 		if ops[i].Kind != ingest.OpKernel {
 			continue
 		}
@@ -522,14 +530,20 @@ func kernelsByStart(ops []ingest.GPUOp) []int {
 		start int64
 		i     int
 	}
+	// Two passes over the ops in order, each dropping the pages it has
+	// passed when the process is over its memory budget (spill.Behind).
 	n := 0
+	behind := spill.DropBehind(ops)
 	for i := range ops {
+		behind.Passed(i)
 		if ops[i].Kind == ingest.OpKernel {
 			n++
 		}
 	}
 	keys := spill.Slice[key](n)
+	behind = spill.DropBehind(ops)
 	for i := range ops {
+		behind.Passed(i)
 		if ops[i].Kind == ingest.OpKernel {
 			keys = append(keys, key{ops[i].Start, i})
 		}

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/llmprof/llmprof/internal/radix"
+	"github.com/llmprof/llmprof/internal/spill"
 )
 
 // LaunchCalls joins every GPU op to the CUDA API call that launched it: the
@@ -46,8 +47,12 @@ func (t *Trace) LaunchCalls() (calls []int32) {
 // process's correlation IDs: linear time, 16 bytes a call while sorting and
 // about 8 in the table, nothing per op, and never a map of every call.
 func (t *Trace) EachLaunch(fn func(op int32, group []int32)) {
+	// Each table is read in order, its pages passed dropped when the
+	// process is over its memory budget (spill.Behind).
 	nAPI := 0
+	behind := spill.DropBehind(t.APICalls)
 	for i := range t.APICalls {
+		behind.Passed(i)
 		if t.APICalls[i].Correlation != 0 {
 			nAPI++
 		}
@@ -56,7 +61,9 @@ func (t *Trace) EachLaunch(fn func(op int32, group []int32)) {
 		return
 	}
 	api := make([]radix.Keyed, 0, nAPI)
+	behind = spill.DropBehind(t.APICalls)
 	for i := range t.APICalls {
+		behind.Passed(i)
 		if c := &t.APICalls[i]; c.Correlation != 0 {
 			api = append(api, radix.Keyed{Key: launchKey(c.Pid, c.Correlation), Idx: int32(i)})
 		}
@@ -65,7 +72,9 @@ func (t *Trace) EachLaunch(fn func(op int32, group []int32)) {
 	ix := newLaunchIndex(api)
 	var group []int32
 	var last uint64 // the key group holds the calls of; 0 is no key
+	behind = spill.DropBehind(t.GPUOps)
 	for i := range t.GPUOps {
+		behind.Passed(i)
 		o := &t.GPUOps[i]
 		if o.Correlation == 0 {
 			continue

@@ -100,7 +100,7 @@ func main() {
 	}
 	fmt.Printf("peak live heap %.1f MB at %.1f s (of %.1f s); profile in %s\n", float64(s.peak)/1e6, s.at.Seconds(), time.Since(start).Seconds(), *out)
 	if *spilling {
-		fmt.Printf("spill files: at most %.1f MB at once, %d drops (%.1f MB advised away), %d of the program's pages\n", float64(spilled.Peak)/1e6, spilled.Drops, float64(spilled.DroppedBytes)/1e6, spilled.ProgramDrops)
+		fmt.Printf("spill files: at most %.1f MB at once, %d drops (%.1f MB advised away), %d of the program's pages, %d drops behind passes (%.1f MB)\n", float64(spilled.Peak)/1e6, spilled.Drops, float64(spilled.DroppedBytes)/1e6, spilled.ProgramDrops, spilled.BehindDrops, float64(spilled.BehindBytes)/1e6)
 	}
 }
 

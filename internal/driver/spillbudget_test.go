@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"bytes"
 	"io"
 	"os"
 	"reflect"
@@ -113,5 +114,35 @@ func TestStatsSpillsPastItsBudget(t *testing.T) {
 	}
 	if !reflect.DeepEqual(free.Files[0].Table, spilled.Files[0].Table) {
 		t.Errorf("stats of %s: the report under a 16 MiB limit differs from the one without", demo)
+	}
+}
+
+// TestPassesDropBehindUnderABudget: analyzed under a budget below what the
+// process holds, the demo's passes over its spilled tables drop the pages
+// behind them (spill.Behind: sortByTime, align, the steps, the token walk,
+// the tenant kernel view), and the report is the same bytes as without a
+// budget.
+func TestPassesDropBehindUnderABudget(t *testing.T) {
+	free := analyzeJSON(t, demoDir)
+	spilltest.Enable(t)
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(16 << 20))
+	a, err := Run(t.Context(), []string{demoDir}, Options{})
+	debug.SetMemoryLimit(1 << 40)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := spill.Read()
+	var b bytes.Buffer
+	if err := a.Report(testVersion).WriteJSON(&b); err != nil {
+		t.Fatal(err)
+	}
+	if st.Peak == 0 {
+		t.Skip("under a 16 MiB limit no table went to a spill file")
+	}
+	if st.BehindDrops == 0 || st.BehindBytes == 0 {
+		t.Errorf("under a 16 MiB limit the passes dropped nothing behind them (%d drops, %d bytes; the governor %d)", st.BehindDrops, st.BehindBytes, st.Drops)
+	}
+	if b.String() != free {
+		t.Errorf("the report under a 16 MiB limit, with the passes dropping behind them, differs from the one without")
 	}
 }

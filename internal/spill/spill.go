@@ -104,6 +104,10 @@ type Stats struct {
 	// ProgramDrops counts the times it took the program's own pages out
 	// (program, programEvery).
 	ProgramDrops int
+	// BehindDrops counts the times a pass took the pages behind it out
+	// (Behind), BehindBytes the bytes.
+	BehindDrops int
+	BehindBytes int64
 }
 
 // Enable turns spilling on, with dir as the spill directory (the system's
@@ -127,6 +131,8 @@ func Enable(dir string) (release func(), err error) {
 	state.enabled++
 	if state.enabled == 1 {
 		state.dir, state.budget, state.stats = dir, 0, Stats{}
+		behindDrops.Store(0)
+		behindBytes.Store(0)
 	}
 	var once sync.Once
 	return func() { once.Do(disable) }, nil
@@ -141,6 +147,7 @@ func disable() {
 	stop, done, maps := state.stop, state.done, state.maps
 	state.maps, state.budget, state.stats = nil, 0, Stats{}
 	state.stop, state.done = nil, nil
+	highMark.Store(0)
 	state.mu.Unlock()
 	// The governor may be waiting for the lock; it has stopped touching
 	// the mappings once done is closed.
@@ -180,7 +187,11 @@ func current() int64 {
 func Read() Stats {
 	state.mu.Lock()
 	defer state.mu.Unlock()
-	return state.stats
+	s := state.stats
+	if state.enabled > 0 {
+		s.BehindDrops, s.BehindBytes = int(behindDrops.Load()), behindBytes.Load()
+	}
+	return s
 }
 
 // Slice returns a slice of length 0 and capacity n. When spilling is on
@@ -414,10 +425,12 @@ func govern(stop <-chan struct{}, done chan<- struct{}) {
 			// table): the next rise is measured from the next one's,
 			// not from one ticks ago, over which the heap grew.
 			pace.last = 0
+			highMark.Store(0)
 			continue
 		}
 		cur := rss.read()
 		high, low := pace.marks(cur, budget)
+		highMark.Store(high)
 		if cur <= high {
 			continue
 		}

@@ -196,6 +196,21 @@ func (m mapping) drop(off, n int64) {
 	_ = unix.Madvise(m.mem[off:off+n], unix.MADV_DONTNEED)
 }
 
+// dropRange takes a range of a mapping, whole pages, out of the process,
+// as drop does.
+func dropRange(b []byte) { _ = unix.Madvise(b, unix.MADV_DONTNEED) }
+
+// pageSize is the system's page size: a drop takes whole pages.
+var pageSize = os.Getpagesize()
+
+// readResident reads the process's resident set now (resident.read), 0
+// when it cannot.
+func readResident() int64 {
+	r := newResident()
+	defer r.close()
+	return r.read()
+}
+
 func (m mapping) unmap() {
 	_ = unix.Munmap(m.mem)
 	if m.f != nil {

@@ -22,6 +22,11 @@ func (m mapping) remap(int64) (mapping, error) { return m, errors.ErrUnsupported
 func (m mapping) drop(off, n int64)            {}
 func (m mapping) unmap()                       {}
 
+func dropRange([]byte)    {}
+func readResident() int64 { return 0 }
+
+var pageSize = os.Getpagesize()
+
 type resident struct{}
 
 func newResident() *resident  { return &resident{} }
