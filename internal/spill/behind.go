@@ -1,6 +1,7 @@
 package spill
 
 import (
+	"math"
 	"sync/atomic"
 	"unsafe"
 )
@@ -47,7 +48,7 @@ func DropBehind[T any](s []T) Behind {
 	size := int(unsafe.Sizeof(*new(T)))
 	budget := current()
 	if cap(s) == 0 || size == 0 || budget <= 0 {
-		return Behind{next: maxInt}
+		return Behind{next: math.MaxInt}
 	}
 	p := uintptr(unsafe.Pointer(unsafe.SliceData(s[:1])))
 	state.mu.Lock()
@@ -62,15 +63,13 @@ func DropBehind[T any](s []T) Behind {
 	}
 	state.mu.Unlock()
 	if mem == nil {
-		return Behind{next: maxInt}
+		return Behind{next: math.MaxInt}
 	}
 	// Only the table's own bytes, cap(s) of them, are ever dropped.
 	end := min(len(mem), base+cap(s)*size)
 	step := max(behindStep(budget)/size, 1)
 	return Behind{mem: mem[:end], size: size, base: base, next: step, step: step}
 }
-
-const maxInt = int(^uint(0) >> 1)
 
 // Passed says the pass is at element i: elements before it are not read
 // again by this pass. Cheap enough for every element.
@@ -83,7 +82,7 @@ func (b *Behind) Passed(i int) {
 
 func (b *Behind) look(i int) {
 	if b.mem == nil {
-		b.next = maxInt
+		b.next = math.MaxInt
 		return
 	}
 	b.next = i + b.step
