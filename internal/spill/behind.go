@@ -50,16 +50,11 @@ func DropBehind[T any](s []T) Behind {
 	if cap(s) == 0 || size == 0 || budget <= 0 {
 		return Behind{next: math.MaxInt}
 	}
-	p := uintptr(unsafe.Pointer(unsafe.SliceData(s[:1])))
 	state.mu.Lock()
 	var mem []byte
-	base := 0
-	for _, m := range state.maps {
-		lo := uintptr(unsafe.Pointer(unsafe.SliceData(m.mem)))
-		if len(m.mem) > 0 && p >= lo && p < lo+uintptr(len(m.mem)) {
-			mem, base = m.mem, int(p-lo)
-			break
-		}
+	i, base := mappingHolding(unsafe.Pointer(unsafe.SliceData(s[:1])))
+	if i >= 0 {
+		mem = state.maps[i].mem
 	}
 	state.mu.Unlock()
 	if mem == nil {

@@ -333,9 +333,22 @@ func growMapped[T any](s []T, c int) ([]T, bool) {
 // mappingOf is the index in state.maps of the mapping whose first byte is
 // at p, -1 for none. Called with state.mu held.
 func mappingOf(p unsafe.Pointer) int {
-	return slices.IndexFunc(state.maps, func(m mapping) bool {
-		return len(m.mem) > 0 && unsafe.Pointer(unsafe.SliceData(m.mem)) == p
-	})
+	if i, off := mappingHolding(p); off == 0 {
+		return i
+	}
+	return -1
+}
+
+// mappingHolding is the index in state.maps of the mapping that holds the
+// byte at p and p's offset in it; -1 for none. Called with state.mu held.
+func mappingHolding(p unsafe.Pointer) (int, int) {
+	for i, m := range state.maps {
+		lo := uintptr(unsafe.Pointer(unsafe.SliceData(m.mem)))
+		if len(m.mem) > 0 && uintptr(p) >= lo && uintptr(p)-lo < uintptr(len(m.mem)) {
+			return i, int(uintptr(p) - lo)
+		}
+	}
+	return -1, 0
 }
 
 // Free unmaps the spill file that holds s, when s is a table Slice put in
