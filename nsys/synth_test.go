@@ -103,15 +103,20 @@ func TestWriteSQLitePartsSameBytes(t *testing.T) {
 	if n < 10 {
 		t.Fatalf("%d pieces; the test wants many", n)
 	}
-	a, err := os.ReadFile(whole)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(pieces)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(a, b) {
+	if a, b := readBoth(t, whole, pieces); !bytes.Equal(a, b) {
 		t.Fatalf("the export written in %d pieces (%d bytes) differs from the one written whole (%d bytes)", n, len(b), len(a))
 	}
+}
+
+// readBoth reads two files a test wrote.
+func readBoth(t *testing.T, x, y string) (a, b []byte) {
+	t.Helper()
+	a, err := os.ReadFile(x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err = os.ReadFile(y); err != nil {
+		t.Fatal(err)
+	}
+	return a, b
 }

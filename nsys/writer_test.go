@@ -3,7 +3,6 @@ package nsys
 import (
 	"bytes"
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -191,15 +190,7 @@ func TestWriteSQLitePartsHandTrace(t *testing.T) {
 	if err := WriteSQLiteParts(pieces, in, parts, WriteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	a, err := os.ReadFile(whole)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(pieces)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(a, b) {
+	if a, b := readBoth(t, whole, pieces); !bytes.Equal(a, b) {
 		t.Fatalf("the hand trace written in %d pieces (%d bytes) differs from it written whole (%d bytes)", n, len(b), len(a))
 	}
 }
