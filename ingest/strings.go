@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"hash/maphash"
+	"math"
 	"math/bits"
 	"unsafe"
 )
@@ -22,13 +23,40 @@ type StrID uint32
 // 32-bit hash, so that a new string is placed in the one probe that found it
 // absent, a slot whose hash differs is passed without reading its string,
 // and the table, holding no pointers, is not scanned by the collector.
+//
+// Nor is the list of strings: each ID's bytes are found by their chunk and
+// place in it (strRef), not by a string header, and the table copies a new
+// string's bytes into a chunk of its own. As headers, the 148,605 strings of
+// bench/otlp.sh's 100 MiB dump (its request IDs) were as many pointers that
+// every collection followed, nine collections a run under the spill budget
+// (docs/otlp.md, "Twenty-second pass").
 type Strings struct {
-	list []string
+	refs   []strRef
+	chunks [][]byte // the strings' bytes, appended to and never moved
+	// shared is 1 + the index in chunks of the chunk short strings are
+	// copied into now; 0 before the first.
+	shared int
 	// slots holds hash<<32 | ID for each string but the empty one, at the
 	// slot its hash's low bits pick or, taken, the next free one (linear
 	// probing); 0 is a free slot. It is never more than half full.
 	slots []uint64
 }
+
+// A strRef is where an ID's bytes are: n bytes from off in chunks[chunk],
+// or the whole chunk when n is ownChunk (a string of its own chunk, which
+// may be longer than a uint32 counts).
+type strRef struct{ chunk, off, n uint32 }
+
+// ownChunk is strRef.n for a string that is a whole chunk of its own.
+const ownChunk = math.MaxUint32
+
+// strChunk is the size of a chunk that strings share, and strOwn the length
+// from which a string gets a chunk of its own (so as not to leave most of a
+// chunk unused).
+const (
+	strChunk = 64 << 10
+	strOwn   = strChunk / 8
+)
 
 // stringsSeed hashes the strings of every table: random, so that no input
 // can choose strings that collide, and one for the process, so that two
@@ -40,7 +68,7 @@ var stringsSeed = maphash.MakeSeed()
 
 // NewStrings returns a table holding only the empty string.
 func NewStrings() *Strings {
-	return &Strings{list: []string{""}}
+	return &Strings{refs: []strRef{{}}}
 }
 
 // minSlots is the size of the first table.
@@ -56,20 +84,13 @@ func (s *Strings) Intern(v string) StrID {
 	return s.add(v, h, i)
 }
 
-// InternBytes is Intern for a byte slice; it allocates only when b is new.
+// InternBytes is Intern for a byte slice: b's bytes are copied only when
+// they are new, and the table is probed once.
 func (s *Strings) InternBytes(b []byte) StrID {
-	return s.InternBytesWith(b, func(b []byte) string { return string(b) })
-}
-
-// InternBytesWith is InternBytes with the string of a new b made by keep
-// (a decoder's slab of copies) rather than allocated on its own: keep is
-// called only when b is new, so a string that recurs is never copied
-// again, and the table is probed once.
-func (s *Strings) InternBytesWith(b []byte, keep func([]byte) string) StrID {
 	if len(b) == 0 {
 		return 0
 	}
-	return s.InternHashed(b, s.HashBytes(b), keep)
+	return s.InternHashed(b, s.HashBytes(b))
 }
 
 // HashBytes is the hash of b that InternHashed and Prefetch take.
@@ -90,19 +111,19 @@ func (s *Strings) Prefetch(h uint32) {
 	}
 }
 
-// InternHashed is InternBytesWith for a b whose hash, h, HashBytes gave.
-func (s *Strings) InternHashed(b []byte, h uint32, keep func([]byte) string) StrID {
+// InternHashed is InternBytes for a b whose hash, h, HashBytes gave.
+func (s *Strings) InternHashed(b []byte, h uint32) StrID {
 	if len(b) == 0 {
 		return 0
 	}
-	// A view of b, only compared here, never kept: what the table keeps
-	// is keep's copy.
+	// A view of b, only compared here, never kept: the table keeps a copy
+	// of its bytes (add).
 	v := unsafe.String(unsafe.SliceData(b), len(b))
 	id, i := s.find(v, h)
 	if id != 0 {
 		return id
 	}
-	return s.add(keep(b), h, i)
+	return s.add(v, h, i)
 }
 
 // Lookup returns the ID of v if v has been interned.
@@ -129,23 +150,42 @@ func (s *Strings) find(v string, h uint32) (StrID, int) {
 		if e == 0 {
 			return 0, i
 		}
-		if uint32(e>>32) == h && s.list[uint32(e)] == v {
+		if uint32(e>>32) == h && s.Get(StrID(uint32(e))) == v {
 			return StrID(uint32(e)), i
 		}
 	}
 }
 
-// add appends v, which hashes to h and which find placed at slot i, and
-// returns its ID.
+// add appends a copy of v, which hashes to h and which find placed at slot
+// i, and returns its ID.
 func (s *Strings) add(v string, h uint32, i int) StrID {
-	id := StrID(len(s.list))
-	s.list = append(s.list, v)
-	if 2*len(s.list) > len(s.slots) {
-		s.rehash(2 * len(s.list))
+	id := StrID(len(s.refs))
+	s.refs = append(s.refs, s.keep(v))
+	if 2*len(s.refs) > len(s.slots) {
+		s.rehash(2 * len(s.refs))
 		_, i = s.find(v, h)
 	}
 	s.slots[i] = uint64(h)<<32 | uint64(id)
 	return id
+}
+
+// keep copies v's bytes into the chunks, past every byte handed out before
+// (which are never written again), and returns where they are.
+func (s *Strings) keep(v string) strRef {
+	if len(v) >= strOwn {
+		s.chunks = append(s.chunks, []byte(v))
+		return strRef{chunk: uint32(len(s.chunks) - 1), n: ownChunk}
+	}
+	last := s.shared - 1
+	if last < 0 || cap(s.chunks[last])-len(s.chunks[last]) < len(v) {
+		s.chunks = append(s.chunks, make([]byte, 0, strChunk))
+		last = len(s.chunks) - 1
+		s.shared = last + 1
+	}
+	c := s.chunks[last]
+	off := len(c)
+	s.chunks[last] = append(c, v...)
+	return strRef{chunk: uint32(last), off: uint32(off), n: uint32(len(v))}
 }
 
 // rehash makes the table at least n slots (a power of two, never fewer than
@@ -173,28 +213,36 @@ func (s *Strings) rehash(n int) {
 // Get returns the string with the given ID. An ID the table never handed out
 // yields "" rather than a panic, so a corrupt model degrades visibly.
 func (s *Strings) Get(id StrID) string {
-	if int(id) >= len(s.list) {
+	if int(id) >= len(s.refs) {
 		return ""
 	}
-	return s.list[id]
+	r := s.refs[id]
+	if r.n == 0 {
+		return ""
+	}
+	c := s.chunks[r.chunk]
+	if r.n == ownChunk {
+		return unsafe.String(unsafe.SliceData(c), len(c))
+	}
+	return unsafe.String(&c[r.off], int(r.n))
 }
 
 // Len is the number of interned strings, the empty string included.
-func (s *Strings) Len() int { return len(s.list) }
+func (s *Strings) Len() int { return len(s.refs) }
 
 // Grow makes room for n more strings, so that interning them grows neither
-// the list nor the index step by step: a decoder that can tell how many
+// the references nor the index step by step: a decoder that can tell how many
 // strings are coming (the OTLP decoder, from the input's size) spares the
 // index's rehashing, which was 3% of an OTLP analyze whose every span holds
-// a new request ID. The list's capacity stands for the room made: a call
+// a new request ID. The references' capacity stands for the room made: a call
 // asking for no more than it holds does nothing.
 func (s *Strings) Grow(n int) {
-	want := len(s.list) + n
-	if n <= 0 || cap(s.list) >= want {
+	want := len(s.refs) + n
+	if n <= 0 || cap(s.refs) >= want {
 		return
 	}
-	list := make([]string, len(s.list), want)
-	copy(list, s.list)
-	s.list = list
+	refs := make([]strRef, len(s.refs), want)
+	copy(refs, s.refs)
+	s.refs = refs
 	s.rehash(2 * want)
 }

@@ -8,14 +8,14 @@ import (
 )
 
 // Grow keeps every ID, makes room that the next n strings fit in without
-// the list moving, and does nothing when asked for less than it has.
+// the references moving, and does nothing when asked for less than it has.
 func TestStringsGrow(t *testing.T) {
 	s := NewStrings()
 	for i := range 100 {
 		s.Intern(fmt.Sprint("a", i))
 	}
 	s.Grow(1000)
-	list := &s.list[:cap(s.list)][cap(s.list)-1]
+	refs := &s.refs[:cap(s.refs)][cap(s.refs)-1]
 	for i := range 100 {
 		if id, ok := s.Lookup(fmt.Sprint("a", i)); !ok || id != StrID(i+1) || s.Get(id) != fmt.Sprint("a", i) {
 			t.Fatalf("a%d: ID %d (%v) after Grow, want %d", i, id, ok, i+1)
@@ -26,15 +26,15 @@ func TestStringsGrow(t *testing.T) {
 			t.Fatalf("b%d: ID %d, want %d", i, id, 101+i)
 		}
 	}
-	if &s.list[:cap(s.list)][cap(s.list)-1] != list {
-		t.Errorf("the list moved while the %d strings Grow made room for were interned", 1000)
+	if &s.refs[:cap(s.refs)][cap(s.refs)-1] != refs {
+		t.Errorf("the references moved while the %d strings Grow made room for were interned", 1000)
 	}
-	n := cap(s.list)
+	n := cap(s.refs)
 	s.Grow(0)
 	s.Grow(-5)
-	s.Grow(cap(s.list) - len(s.list))
-	if cap(s.list) != n || s.Len() != 1101 {
-		t.Errorf("Grow within the room changed the table: cap %d (was %d), len %d", cap(s.list), n, s.Len())
+	s.Grow(cap(s.refs) - len(s.refs))
+	if cap(s.refs) != n || s.Len() != 1101 {
+		t.Errorf("Grow within the room changed the table: cap %d (was %d), len %d", cap(s.refs), n, s.Len())
 	}
 }
 
@@ -105,13 +105,14 @@ func TestStringsAgreeWithMap(t *testing.T) {
 	}
 }
 
-// InternBytesWith hashes and compares the caller's bytes in place but keeps
-// only keep's copy: bytes written over after the call change neither the
-// string nor what it is found by.
-func TestInternBytesWithKeepsTheCopy(t *testing.T) {
+// InternBytes hashes and compares the caller's bytes in place but keeps a
+// copy of them: bytes written over after the call change neither the
+// string nor what it is found by; nor do later strings, copied after it
+// into the same chunk, nor a long string's own chunk.
+func TestInternBytesKeepsACopy(t *testing.T) {
 	s := NewStrings()
 	b := []byte("req-0001")
-	id := s.InternBytesWith(b, func(b []byte) string { return string(b) })
+	id := s.InternBytes(b)
 	copy(b, "XXXX")
 	if got := s.Get(id); got != "req-0001" {
 		t.Fatalf("after the caller's bytes changed, Get = %q, want %q", got, "req-0001")
@@ -122,12 +123,81 @@ func TestInternBytesWithKeepsTheCopy(t *testing.T) {
 	if got := s.InternBytes(b); got == id {
 		t.Errorf("%q: the ID of %q", b, "req-0001")
 	}
-	if got := s.InternBytesWith(nil, func([]byte) string { t.Fatal("keep called for the empty string"); return "" }); got != 0 {
+	if got := s.InternBytes(nil); got != 0 {
 		t.Errorf("empty bytes: ID %d, want 0", got)
 	}
-	if got, ok := s.Lookup(""); !ok || got != 0 || s.Intern("") != 0 {
+	if got, ok := s.Lookup(""); !ok || got != 0 || s.Intern("") != 0 || s.Get(0) != "" {
 		t.Errorf(`Lookup("") = %d, %v; want 0, true`, got, ok)
 	}
+	// Enough short strings to fill several shared chunks, and long ones
+	// of their own between them, each read back after all were added.
+	long := make([]byte, strOwn)
+	want := map[StrID]string{id: "req-0001"}
+	for i := range 3 * strChunk / 8 {
+		v := []byte(fmt.Sprintf("%07d", i))
+		if i%5000 == 0 {
+			long[0] = byte('a' + i/5000)
+			v = long
+		}
+		want[s.InternBytes(v)] = string(v)
+		long[1] = 'z' // written over after the call
+	}
+	if len(s.chunks) < 4 {
+		t.Fatalf("%d chunks for %d bytes of strings, want several", len(s.chunks), 3*strChunk)
+	}
+	for id, v := range want {
+		if got := s.Get(id); got != v {
+			t.Fatalf("ID %d: %q, want %q", id, got, v)
+		}
+	}
+	if s.Get(StrID(s.Len())) != "" {
+		t.Error("an ID past the table is not the empty string")
+	}
+}
+
+// Adding a string allocates only for its chunk: a thousand new request IDs,
+// after Grow made room for their references and slots, cost a chunk or two.
+func TestInternAllocatesChunks(t *testing.T) {
+	s := NewStrings()
+	s.Grow(5000)
+	var buf []byte
+	next := 0
+	allocs := testing.AllocsPerRun(2, func() {
+		for range 1000 {
+			buf = strconv.AppendInt(append(buf[:0], "cmpl-0000-"...), int64(next), 10)
+			s.InternBytes(buf)
+			next++
+		}
+	})
+	if allocs > 2 {
+		t.Errorf("interning 1000 new strings: %.0f allocations, want at most 2 (chunks)", allocs)
+	}
+}
+
+// The table's references and slots hold no pointer, and it holds a pointer
+// a chunk, not a string: the collector does not walk its strings.
+func TestStringsHoldNoPointerAString(t *testing.T) {
+	for _, typ := range []reflect.Type{reflect.TypeFor[strRef](), reflect.TypeFor[uint64]()} {
+		if pointers(typ) {
+			t.Errorf("%v holds a pointer", typ)
+		}
+	}
+}
+
+func pointers(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Pointer, reflect.String, reflect.Slice, reflect.Map, reflect.Chan, reflect.Func, reflect.Interface, reflect.UnsafePointer:
+		return true
+	case reflect.Array:
+		return pointers(t.Elem())
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if pointers(t.Field(i).Type) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // Two tables that interned the same strings in the same order are equal
@@ -154,11 +224,11 @@ func TestInternHashedAgreesWithIntern(t *testing.T) {
 		v := strconv.Itoa(i % 3000)
 		h := b.HashBytes([]byte(v))
 		b.Prefetch(h)
-		if got, want := b.InternHashed([]byte(v), h, func(p []byte) string { return string(p) }), a.Intern(v); got != want {
+		if got, want := b.InternHashed([]byte(v), h), a.Intern(v); got != want {
 			t.Fatalf("InternHashed(%q) = %d, Intern = %d", v, got, want)
 		}
 	}
-	if id := b.InternHashed(nil, b.HashBytes(nil), nil); id != 0 {
+	if id := b.InternHashed(nil, b.HashBytes(nil)); id != 0 {
 		t.Errorf("InternHashed of the empty string = %d, want 0", id)
 	}
 	if !reflect.DeepEqual(a, b) {

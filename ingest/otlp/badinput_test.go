@@ -295,10 +295,11 @@ func TestDecodeCancelled(t *testing.T) {
 }
 
 // Keys and string values of every length around a varint's one-byte limit
-// (127, 128), its two-byte limit, and strSlabMax's (4096) are read whole,
+// (127, 128), its two-byte limit, and the string table's own-chunk length
+// (8192) are read whole,
 // on two spans so that the second meets the first's remembered slots.
 func TestAttributeLengths(t *testing.T) {
-	lengths := []int{1, 2, 126, 127, 128, 129, 300, 4095, 4096, 4097, 16383, 16384, 16385}
+	lengths := []int{1, 2, 126, 127, 128, 129, 300, 4095, 4096, 4097, 8191, 8192, 8193, 16383, 16384, 16385}
 	td := batch("lengths", 2, 1)
 	spans := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
 	for i := range spans.Len() {

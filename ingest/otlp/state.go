@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"math"
-	"unsafe"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -35,7 +34,6 @@ type state struct {
 	later      laterStr // see slotValue
 
 	attrSlab slab[ingest.Attr]
-	strBytes strSlab // the bytes of the strings intern adds
 
 	// Scratch slices a span is assembled in before its parts are kept.
 	spanAttrs, eventAttrs, linkAttrs []ingest.Attr
@@ -165,11 +163,11 @@ func (d *state) cached(b []byte) (*cacheEntry, uint32) {
 // internTable interns b, whose hash in the table is h and whose entry of
 // the cache is e (tag its tag), in the trace's table.
 func (d *state) internTable(b []byte, e *cacheEntry, tag, h uint32) ingest.StrID {
-	// The copy into the slab is made only for a new string: one that
-	// recurs and misses the cache (its slot taken by another) must not be
-	// copied at each occurrence, which the slab would keep to the end.
+	// The table copies only a new string's bytes: one that recurs and
+	// misses the cache (its slot taken by another) is not copied again at
+	// each occurrence.
 	n0 := d.t.Strings.Len()
-	id := d.t.Strings.InternHashed(b, h, d.strBytes.str)
+	id := d.t.Strings.InternHashed(b, h)
 	// A string seen for the first time is likely unique (an ID): it does not
 	// evict a cached one. One that recurs is cached when it is seen again.
 	if int(id) < n0 || e.s == "" {
@@ -283,31 +281,6 @@ func (s *slab[T]) carve(items []T) []T {
 	start := len(s.buf)
 	s.buf = append(s.buf, items...)
 	return s.buf[start:len(s.buf):len(s.buf)]
-}
-
-// strSlab holds the bytes of interned strings in a slab's chunks rather
-// than one allocation each: a trace interns a new string or two a span (its
-// request ID), and as separate objects they were as many allocations and as
-// many small objects for every collection to mark.
-type strSlab struct{ bytes slab[byte] }
-
-// strSlabMax is the longest string strSlab copies into its chunks; a longer
-// one is allocated on its own, so as not to leave a chunk's free space
-// unused.
-const strSlabMax = slabMax / 8
-
-// str returns a string holding b's bytes. The bytes are never written again
-// (carve hands out each part of a chunk once, and appends only past it), so
-// the string is as immutable as one that string(b) allocates.
-func (s *strSlab) str(b []byte) string {
-	if len(b) > strSlabMax {
-		return string(b)
-	}
-	c := s.bytes.carve(b)
-	if len(c) == 0 {
-		return ""
-	}
-	return unsafe.String(unsafe.SliceData(c), len(c))
 }
 
 // beginSpan readies the scratch slices for a new span. Its attributes are

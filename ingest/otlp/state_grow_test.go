@@ -82,11 +82,11 @@ func TestJSONLinesSpanCapacity(t *testing.T) {
 	}
 }
 
-// The strings intern adds are copied into strSlab's chunks, not allocated
-// one by one: a thousand new request IDs cost a few chunks (the string
-// table's room made beforehand), and each string keeps its bytes when the
-// input's buffer is overwritten and when later strings fill the chunk. A
-// string longer than strSlabMax is allocated on its own.
+// The strings intern adds are copied into the string table's chunks, not
+// allocated one by one: a thousand new request IDs cost a chunk or two (the
+// string table's room made beforehand), and each string keeps its bytes
+// when the input's buffer is overwritten and when later strings fill the
+// chunk. A long string gets a chunk of its own.
 func TestInternCopiesIntoChunks(t *testing.T) {
 	tr := ingest.New()
 	d := newState(tr, 0)
@@ -104,9 +104,9 @@ func TestInternCopiesIntoChunks(t *testing.T) {
 		}
 	})
 	if allocs > 10 {
-		t.Errorf("interning 1000 new strings: %.0f allocations, want at most 10 (chunks of strSlab)", allocs)
+		t.Errorf("interning 1000 new strings: %.0f allocations, want at most 10 (the table's chunks)", allocs)
 	}
-	long := bytes.Repeat([]byte("x"), strSlabMax+1)
+	long := bytes.Repeat([]byte("x"), 64<<10)
 	longID := d.intern(long)
 	long[0] = 'y'
 	for i := range next {
@@ -115,15 +115,15 @@ func TestInternCopiesIntoChunks(t *testing.T) {
 			t.Fatalf("string %q: interned as %q (found %v)", want, tr.Str(id), ok)
 		}
 	}
-	if got := tr.Str(longID); len(got) != strSlabMax+1 || got[0] != 'x' {
+	if got := tr.Str(longID); len(got) != 64<<10 || got[0] != 'x' {
 		t.Errorf("the long string changed with its input: starts %q, %d bytes", got[:1], len(got))
 	}
 }
 
 // A string that recurs but misses intern's cache, its slot taken by another
-// recurring string, is copied into the slab once, not at each occurrence:
-// two such strings alternating a thousand times leave the slab's chunk as
-// it was after their first two.
+// recurring string, is found in the table, not added (and copied) again:
+// two such strings alternating a thousand times leave the table as it was
+// after their first two, and allocate nothing.
 func TestInternCopiesARecurringStringOnce(t *testing.T) {
 	tr := ingest.New()
 	d := newState(tr, 0)
@@ -155,13 +155,16 @@ func TestInternCopiesARecurringStringOnce(t *testing.T) {
 	d.strs = [strCacheSize]cacheEntry{}
 	d.intern([]byte(a))
 	d.intern([]byte(b))
-	used := len(d.strBytes.bytes.buf)
-	for range 1000 {
-		d.intern([]byte(a))
-		d.intern([]byte(b))
-	}
-	if got := len(d.strBytes.bytes.buf); got != used {
-		t.Errorf("the slab holds %d bytes after 2,000 lookups of %q and %q, want the %d of their first copies", got, a, b, used)
+	used := tr.Strings.Len()
+	ba, bb := []byte(a), []byte(b)
+	allocs := testing.AllocsPerRun(10, func() {
+		for range 100 {
+			d.intern(ba)
+			d.intern(bb)
+		}
+	})
+	if got := tr.Strings.Len(); got != used || allocs != 0 {
+		t.Errorf("the table holds %d strings after 2,000 lookups of %q and %q, want the %d it had (%.0f allocations)", got, a, b, used, allocs)
 	}
 }
 
