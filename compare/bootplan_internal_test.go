@@ -3,6 +3,7 @@ package compare
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/llmprof/llmprof/internal/stat"
@@ -84,6 +85,8 @@ func TestBootPlanMatchesOneReplicateAtATime(t *testing.T) {
 			req[i] = math.NaN()
 		}
 	}
+	reqInf := slices.Clone(req)
+	reqInf[rng.IntN(units)] = math.Inf(1)
 	var tok, tokInf []float64
 	var unit []int32
 	for u := range units {
@@ -97,7 +100,7 @@ func TestBootPlanMatchesOneReplicateAtATime(t *testing.T) {
 			unit = append(unit, int32(u))
 		}
 	}
-	famReq, famTok, famInf := &Family{Kind: KindLatency}, &Family{Kind: KindLatency}, &Family{Kind: KindLatency}
+	famReq, famTok, famInf, famReqInf := &Family{Kind: KindLatency}, &Family{Kind: KindLatency}, &Family{Kind: KindLatency}, &Family{Kind: KindLatency}
 	plan := func() *bootPlan {
 		var b bootPlan
 		for _, s := range []spec{{name: "req.mean", fam: famReq, stat: StatMean}, {name: "req.p50", fam: famReq, q: 0.5}, {name: "req.p90", fam: famReq, q: 0.9}} {
@@ -107,7 +110,9 @@ func TestBootPlanMatchesOneReplicateAtATime(t *testing.T) {
 			b.addTokens(s, tok, unit)
 		}
 		b.addTokens(spec{name: "inf.mean", fam: famInf, stat: StatMean}, tokInf, unit)
+		b.add(spec{name: "reqInf.mean", fam: famReqInf, stat: StatMean}, reqInf)
 		b.addRatio("ratio", newRatioSeries(req, out))
+		b.addRatio("ratioInf", newRatioSeries(reqInf, out))
 		return &b
 	}
 	for _, block := range []int{1, 7} {

@@ -1404,6 +1404,10 @@ type planSeries struct {
 	// Prefix sums for block resamples (nil until needed).
 	sum   []float64
 	known []int32
+	// zeroed is values with 0 for NaN, when the series (of units) has a
+	// mean and every known value is finite: run sums a batch's means
+	// from it (meanSums); nil otherwise.
+	zeroed []float64
 }
 
 // unitGroup is values [start, end) of a token series, all of one unit.
@@ -1481,8 +1485,25 @@ func (b *bootPlan) run(n, block, reps int, seed uint64, stream string) map[strin
 			}
 		}
 	}
+	for i := range b.series {
+		ps := &b.series[i]
+		if ps.unit != nil || blocks || !slices.ContainsFunc(ps.stats, func(s spec) bool { return s.stat == StatMean }) ||
+			slices.ContainsFunc(ps.values, func(v float64) bool { return math.IsInf(v, 0) }) {
+			continue
+		}
+		ps.zeroed = make([]float64, len(ps.values))
+		for j, v := range ps.values {
+			if !math.IsNaN(v) {
+				ps.zeroed[j] = v
+			}
+		}
+	}
+	finiteRatio := make([]bool, len(b.ratios))
+	for i, pr := range b.ratios {
+		finiteRatio[i] = pr.r.finite()
+	}
 	// Replicates are drawn repBatch at a time, in the order one at a time
-	// would draw them, so that token series sum theirs together.
+	// would draw them, so that sums of a series over each run together.
 	var batch [repBatch][]int32
 	var drawn [repBatch][][2]int32 // the blocks of each resample
 	for r := range batch {
@@ -1502,6 +1523,9 @@ func (b *bootPlan) run(n, block, reps int, seed uint64, stream string) map[strin
 			summed := ps.unit != nil && ps.finite
 			if summed {
 				ps.tokenSums(&batch, &totals, &sums)
+			}
+			if ps.zeroed != nil {
+				sums = ps.meanSums(&batch)
 			}
 			for r := range nb {
 				rep, counts := rep0+r, batch[r]
@@ -1546,6 +1570,12 @@ func (b *bootPlan) run(n, block, reps int, seed uint64, stream string) map[strin
 						if total != 0 {
 							out[s.name][rep] = tokenSum / float64(total)
 						}
+					case s.stat == StatMean && ps.zeroed != nil:
+						// stat.ResampledMean's mean, from meanSums' sum
+						out[s.name][rep] = math.NaN()
+						if total != 0 {
+							out[s.name][rep] = tokenSum / float64(total)
+						}
 					case s.stat == StatMean:
 						out[s.name][rep] = stat.ResampledMean(ps.values, counts, total)
 					default:
@@ -1554,13 +1584,36 @@ func (b *bootPlan) run(n, block, reps int, seed uint64, stream string) map[strin
 				}
 			}
 		}
-		for r := range nb {
-			for _, pr := range b.ratios {
+		for i, pr := range b.ratios {
+			if finiteRatio[i] {
+				v := pr.r.resampledBatch(&batch)
+				copy(out[pr.name][rep0:rep0+nb], v[:nb])
+				continue
+			}
+			for r := range nb {
 				out[pr.name][rep0+r] = pr.r.resampled(batch[r])
 			}
 		}
 	}
 	return out
+}
+
+// meanSums is, for each of the batch's resamples, the sum
+// stat.ResampledMean divides by the resample's size: Σ count·value over the
+// known values, in value order, to the bit. zeroed's 0 for a NaN, and a
+// value whose unit was drawn 0 times, add ±0, which leave a sum that
+// starts at +0 as it was (as in tokenSums).
+func (ps *planSeries) meanSums(batch *[repBatch][]int32) [repBatch]float64 {
+	n := len(ps.zeroed)
+	c0, c1, c2, c3 := batch[0][:n], batch[1][:n], batch[2][:n], batch[3][:n]
+	var s0, s1, s2, s3 float64
+	for i, v := range ps.zeroed {
+		s0 += float64(c0[i]) * v
+		s1 += float64(c1[i]) * v
+		s2 += float64(c2[i]) * v
+		s3 += float64(c3[i]) * v
+	}
+	return [repBatch]float64{s0, s1, s2, s3}
 }
 
 // repBatch is how many replicates bootPlan.run draws before it reads
