@@ -1561,6 +1561,7 @@ func (b *bootPlan) run(n, block, reps int, seed uint64, stream string) map[strin
 				default:
 					total = ps.view.Total(ps.values, counts)
 				}
+				totals[r] = total
 				for _, s := range ps.stats {
 					switch {
 					case s.stat == StatMean && spans:
@@ -1578,9 +1579,20 @@ func (b *bootPlan) run(n, block, reps int, seed uint64, stream string) map[strin
 						}
 					case s.stat == StatMean:
 						out[s.name][rep] = stat.ResampledMean(ps.values, counts, total)
-					default:
+					case nb < repBatch:
 						out[s.name][rep] = ps.view.Quantile(counts, total, s.q)
 					}
+				}
+			}
+			if nb < repBatch {
+				continue
+			}
+			for _, s := range ps.stats {
+				if s.stat != StatMean {
+					// A token series' total counts its unknown values
+					// too (as its mean's does): sized only without them.
+					v := ps.view.QuantileBatch(&batch, &totals, s.q, ps.unit == nil || ps.noNaN)
+					copy(out[s.name][rep0:], v[:])
 				}
 			}
 		}
