@@ -53,6 +53,43 @@ func (r ratioSeries) resampled(counts []int32) float64 {
 	return a / b
 }
 
+// resampledBatch is resampled for each of a batch's resamples, to the bit,
+// when every known num and den is finite: a unit drawn 0 times then adds
+// 0·num and 0·den, ±0, which leave a sum that starts at +0 as it was (as
+// in planSeries.tokenSums), so the four replicates' sums run side by side
+// without a branch on the counts.
+func (r ratioSeries) resampledBatch(batch *[repBatch][]int32) [repBatch]float64 {
+	c0, c1, c2, c3 := batch[0], batch[1], batch[2], batch[3]
+	var a0, a1, a2, a3, b0, b1, b2, b3 float64
+	num, den := r.num[:len(r.units)], r.den[:len(r.units)]
+	for i, u := range r.units {
+		n, d := num[i], den[i]
+		f0, f1, f2, f3 := float64(c0[u]), float64(c1[u]), float64(c2[u]), float64(c3[u])
+		a0 += f0 * n
+		b0 += f0 * d
+		a1 += f1 * n
+		b1 += f1 * d
+		a2 += f2 * n
+		b2 += f2 * d
+		a3 += f3 * n
+		b3 += f3 * d
+	}
+	var out [repBatch]float64
+	for k, ab := range [repBatch][2]float64{{a0, b0}, {a1, b1}, {a2, b2}, {a3, b3}} {
+		out[k] = math.NaN()
+		if ab[1] != 0 {
+			out[k] = ab[0] / ab[1]
+		}
+	}
+	return out
+}
+
+// finite reports whether every known num and den is finite
+// (resampledBatch's premise).
+func (r ratioSeries) finite() bool {
+	return !slices.ContainsFunc(r.num, nonFinite) && !slices.ContainsFunc(r.den, nonFinite)
+}
+
 // bootDiff summarizes the replicate differences of one statistic between
 // the candidate and the baseline.
 type bootDiff struct {

@@ -1398,9 +1398,16 @@ type planSeries struct {
 	// noNaN says no value is NaN, so a replicate's token sum needs no
 	// test per value.
 	noNaN bool
+	// finite says every value is finite: a unit drawn 0 times then adds
+	// 0·v = ±0 to a sum, which leaves it as it was (tokenSums).
+	finite bool
 	// Prefix sums for block resamples (nil until needed).
 	sum   []float64
 	known []int32
+	// zeroed is values with 0 for NaN, when the series (of units) has a
+	// mean and every known value is finite: run sums a batch's means
+	// from it (meanSums); nil otherwise.
+	zeroed []float64
 }
 
 // unitGroup is values [start, end) of a token series, all of one unit.
@@ -1447,7 +1454,7 @@ func (b *bootPlan) addTokens(s spec, values []float64, unit []int32) {
 		}
 	}
 	b.series = append(b.series, planSeries{values: values, view: stat.NewSortedView(values).ByUnit(unit), stats: []spec{s}, unit: unit, groups: unitGroups(unit),
-		noNaN: !slices.ContainsFunc(values, math.IsNaN)})
+		noNaN: !slices.ContainsFunc(values, math.IsNaN), finite: !slices.ContainsFunc(values, nonFinite)})
 }
 
 func (b *bootPlan) addRatio(name string, r ratioSeries) {
@@ -1478,61 +1485,186 @@ func (b *bootPlan) run(n, block, reps int, seed uint64, stream string) map[strin
 			}
 		}
 	}
-	for rep := range reps {
-		counts := rs.Next()
+	for i := range b.series {
+		ps := &b.series[i]
+		if ps.unit != nil || blocks || !slices.ContainsFunc(ps.stats, func(s spec) bool { return s.stat == StatMean }) ||
+			slices.ContainsFunc(ps.values, func(v float64) bool { return math.IsInf(v, 0) }) {
+			continue
+		}
+		ps.zeroed = make([]float64, len(ps.values))
+		for j, v := range ps.values {
+			if !math.IsNaN(v) {
+				ps.zeroed[j] = v
+			}
+		}
+	}
+	finiteRatio := make([]bool, len(b.ratios))
+	for i, pr := range b.ratios {
+		finiteRatio[i] = pr.r.finite()
+	}
+	// Replicates are drawn repBatch at a time, in the order one at a time
+	// would draw them, so that sums of a series over each run together.
+	var batch [repBatch][]int32
+	var drawn [repBatch][][2]int32 // the blocks of each resample
+	for r := range batch {
+		batch[r] = make([]int32, n)
+	}
+	for rep0 := 0; rep0 < reps; rep0 += repBatch {
+		nb := min(repBatch, reps-rep0)
+		for r := range nb { // a short last batch leaves stale counts, whose sums are not read
+			copy(batch[r], rs.Next())
+			if blocks {
+				drawn[r] = append(drawn[r][:0], rs.Spans()...)
+			}
+		}
 		for _, ps := range b.series {
-			var total int
-			var blockAvg, tokenSum float64
-			spans := blocks && ps.unit == nil
-			switch {
-			case ps.unit != nil:
-				// Each value drawn as often as its unit: the size and
-				// the sum in one pass over the drawn units' values,
-				// added in value order as stat.ResampledMean adds them.
-				for _, g := range ps.groups {
-					c := counts[g.unit]
-					if c == 0 {
-						continue
-					}
-					total += int(c) * int(g.end-g.start)
-					if ps.noNaN {
+			var totals [repBatch]int
+			var sums [repBatch]float64
+			summed := ps.unit != nil && ps.finite
+			if summed {
+				ps.tokenSums(&batch, &totals, &sums)
+			}
+			if ps.zeroed != nil {
+				sums = ps.meanSums(&batch)
+			}
+			for r := range nb {
+				rep, counts := rep0+r, batch[r]
+				total, tokenSum := totals[r], sums[r]
+				var blockAvg float64
+				spans := blocks && ps.unit == nil
+				switch {
+				case summed:
+				case ps.unit != nil:
+					// Each value drawn as often as its unit: the size and
+					// the sum in one pass over the drawn units' values,
+					// added in value order as stat.ResampledMean adds them.
+					for _, g := range ps.groups {
+						c := counts[g.unit]
+						if c == 0 {
+							continue
+						}
+						total += int(c) * int(g.end-g.start)
+						if ps.noNaN {
+							for _, v := range ps.values[g.start:g.end] {
+								tokenSum += float64(c) * v
+							}
+							continue
+						}
 						for _, v := range ps.values[g.start:g.end] {
-							tokenSum += float64(c) * v
+							if !math.IsNaN(v) {
+								tokenSum += float64(c) * v
+							}
 						}
-						continue
 					}
-					for _, v := range ps.values[g.start:g.end] {
-						if !math.IsNaN(v) {
-							tokenSum += float64(c) * v
+				case spans:
+					blockAvg, total = stat.BlockMean(drawn[r], ps.sum, ps.known)
+				default:
+					total = ps.view.Total(ps.values, counts)
+				}
+				totals[r] = total
+				for _, s := range ps.stats {
+					switch {
+					case s.stat == StatMean && spans:
+						out[s.name][rep] = blockAvg
+					case s.stat == StatMean && ps.unit != nil:
+						out[s.name][rep] = math.NaN()
+						if total != 0 {
+							out[s.name][rep] = tokenSum / float64(total)
 						}
+					case s.stat == StatMean && ps.zeroed != nil:
+						// stat.ResampledMean's mean, from meanSums' sum
+						out[s.name][rep] = math.NaN()
+						if total != 0 {
+							out[s.name][rep] = tokenSum / float64(total)
+						}
+					case s.stat == StatMean:
+						out[s.name][rep] = stat.ResampledMean(ps.values, counts, total)
+					case nb < repBatch:
+						out[s.name][rep] = ps.view.Quantile(counts, total, s.q)
 					}
 				}
-			case spans:
-				blockAvg, total = stat.BlockMean(rs.Spans(), ps.sum, ps.known)
-			default:
-				total = ps.view.Total(ps.values, counts)
+			}
+			if nb < repBatch {
+				continue
 			}
 			for _, s := range ps.stats {
-				switch {
-				case s.stat == StatMean && spans:
-					out[s.name][rep] = blockAvg
-				case s.stat == StatMean && ps.unit != nil:
-					out[s.name][rep] = math.NaN()
-					if total != 0 {
-						out[s.name][rep] = tokenSum / float64(total)
-					}
-				case s.stat == StatMean:
-					out[s.name][rep] = stat.ResampledMean(ps.values, counts, total)
-				default:
-					out[s.name][rep] = ps.view.Quantile(counts, total, s.q)
+				if s.stat != StatMean {
+					// A token series' total counts its unknown values
+					// too (as its mean's does): sized only without them.
+					v := ps.view.QuantileBatch(&batch, &totals, s.q, ps.unit == nil || ps.noNaN)
+					copy(out[s.name][rep0:], v[:])
 				}
 			}
 		}
-		for _, pr := range b.ratios {
-			out[pr.name][rep] = pr.r.resampled(counts)
+		for i, pr := range b.ratios {
+			if finiteRatio[i] {
+				v := pr.r.resampledBatch(&batch)
+				copy(out[pr.name][rep0:rep0+nb], v[:nb])
+				continue
+			}
+			for r := range nb {
+				out[pr.name][rep0+r] = pr.r.resampled(batch[r])
+			}
 		}
 	}
 	return out
+}
+
+// meanSums is, for each of the batch's resamples, the sum
+// stat.ResampledMean divides by the resample's size: Σ count·value over the
+// known values, in value order, to the bit. zeroed's 0 for a NaN, and a
+// value whose unit was drawn 0 times, add ±0, which leave a sum that
+// starts at +0 as it was (as in tokenSums).
+func (ps *planSeries) meanSums(batch *[repBatch][]int32) [repBatch]float64 {
+	n := len(ps.zeroed)
+	c0, c1, c2, c3 := batch[0][:n], batch[1][:n], batch[2][:n], batch[3][:n]
+	var s0, s1, s2, s3 float64
+	for i, v := range ps.zeroed {
+		s0 += float64(c0[i]) * v
+		s1 += float64(c1[i]) * v
+		s2 += float64(c2[i]) * v
+		s3 += float64(c3[i]) * v
+	}
+	return [repBatch]float64{s0, s1, s2, s3}
+}
+
+// repBatch is how many replicates bootPlan.run draws before it reads
+// them. A replicate's token sum is one chain of additions, each waiting
+// for the one before; four replicates' chains, summed in one pass over
+// the values, run side by side.
+const repBatch = 4
+
+// tokenSums is a replicate's token count and sum for each of the batch's
+// resamples: as run adds them one replicate at a time (the drawn units'
+// values in value order, each times its unit's count), to the bit. A unit
+// that a replicate did not draw adds 0·v, ±0 for a finite v, which leaves
+// the sum as it was: a sum that starts at +0 is never −0 (x + y is −0
+// only when both are), and s + ±0 = s for any other s.
+func (ps *planSeries) tokenSums(batch *[repBatch][]int32, totals *[repBatch]int, sums *[repBatch]float64) {
+	c0, c1, c2, c3 := batch[0], batch[1], batch[2], batch[3]
+	var s0, s1, s2, s3 float64
+	var t0, t1, t2, t3 int
+	for _, g := range ps.groups {
+		u := g.unit
+		a, b, c, d := c0[u], c1[u], c2[u], c3[u]
+		if a|b|c|d == 0 {
+			continue
+		}
+		w := int(g.end - g.start)
+		t0 += int(a) * w
+		t1 += int(b) * w
+		t2 += int(c) * w
+		t3 += int(d) * w
+		fa, fb, fc, fd := float64(a), float64(b), float64(c), float64(d)
+		for _, v := range ps.values[g.start:g.end] {
+			s0 += fa * v
+			s1 += fb * v
+			s2 += fc * v
+			s3 += fd * v
+		}
+	}
+	*totals = [repBatch]int{t0, t1, t2, t3}
+	*sums = [repBatch]float64{s0, s1, s2, s3}
 }
 
 // identicalSides reports whether both sides hold the same runs, value for

@@ -32,10 +32,11 @@ func stddev(x []float64) float64 {
 	return math.Sqrt(s / float64(len(x)-1))
 }
 
-// sortedCopy returns x sorted ascending, leaving x alone.
+// sortedCopy returns x sorted ascending, leaving x alone: what
+// slices.Sort leaves, by a radix sort when x is long (stat.SortFloats).
 func sortedCopy(x []float64) []float64 {
 	s := slices.Clone(x)
-	slices.Sort(s)
+	stat.SortFloats(s)
 	return s
 }
 

@@ -53,7 +53,9 @@ func benchSamples(n int) ([]float64, []float64) {
 // BenchmarkSortedViewQuantile measures one bootstrap replicate's order
 // statistics as compare's bootstrap reads them (p50, p90, p99): of a
 // request series (2000 values) and of a token series read through its
-// requests' multiplicities (ByUnit: 2000 requests of 50 tokens each).
+// requests' multiplicities (ByUnit: 2000 requests of 50 tokens each);
+// "/4" four replicates' one at a time and "/batch4" the same four by
+// QuantileBatch.
 func BenchmarkSortedViewQuantile(b *testing.B) {
 	const units, per = 2000, 50
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -84,6 +86,30 @@ func BenchmarkSortedViewQuantile(b *testing.B) {
 			for b.Loop() {
 				for _, q := range []float64{0.5, 0.9, 0.99} {
 					tc.view.Quantile(counts, total, q)
+				}
+			}
+		})
+		// Four replicates a loop, read one at a time and as a batch.
+		rs := NewResampler(units, 1, 1, "bench")
+		var counts [4][]int32
+		var totals [4]int
+		for r := range counts {
+			counts[r] = slices.Clone(rs.Next())
+			totals[r] = tc.total(counts[r])
+		}
+		b.Run(tc.name+"/4", func(b *testing.B) {
+			for b.Loop() {
+				for _, q := range []float64{0.5, 0.9, 0.99} {
+					for r := range counts {
+						tc.view.Quantile(counts[r], totals[r], q)
+					}
+				}
+			}
+		})
+		b.Run(tc.name+"/batch4", func(b *testing.B) {
+			for b.Loop() {
+				for _, q := range []float64{0.5, 0.9, 0.99} {
+					tc.view.QuantileBatch(&counts, &totals, q, true)
 				}
 			}
 		})

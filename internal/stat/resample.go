@@ -209,11 +209,81 @@ func (s SortedView) Quantile(counts []int32, total int, q float64) float64 {
 	return Interpolate(a, b, h-float64(lo))
 }
 
+// QuantileBatch is Quantile for four resamples of the series at once,
+// out[r] = Quantile(counts[r], totals[r], q), bit for bit. It walks from
+// the end nearer to the first resample's position for the four together
+// (one read of the order for four resamples' counts, four sums side by
+// side) until one of them nears its position, and each finishes alone
+// from there.
+//
+// sized says each total is its resample's size on the view, the sum of its
+// counts over the view's order (Total's, or for a view by unit the sum
+// over its values of their units' counts). A position's order statistic is
+// then the value at the first index whose running sum from the bottom
+// exceeds it, which is the last whose running sum from the top exceeds
+// total−1 minus it: either end finds the same index, so a resample whose
+// nearer end is the other one (its size of another parity, at the median)
+// gets the same value. Without sized, four resamples whose nearer ends
+// differ are read one at a time.
+func (s SortedView) QuantileBatch(counts *[4][]int32, totals *[4]int, q float64, sized bool) [4]float64 {
+	var out [4]float64
+	var p, p2 [4]int
+	var frac [4]float64
+	for r, total := range totals {
+		if total == 0 {
+			for r := range out {
+				out[r] = s.Quantile(counts[r], totals[r], q)
+			}
+			return out
+		}
+		h := float64(total-1) * q
+		p[r] = int(math.Floor(h))
+		p2[r] = min(p[r]+1, total-1)
+		frac[r] = h - float64(p[r])
+	}
+	var i int
+	var cum [4]int
+	fromTop := p[0] >= totals[0]/2
+	for r := range p {
+		if !sized && (p[r] >= totals[r]/2) != fromTop {
+			for r := range out {
+				out[r] = s.Quantile(counts[r], totals[r], q)
+			}
+			return out
+		}
+	}
+	if fromTop {
+		var tp2 [4]int
+		for r := range tp2 {
+			tp2[r] = totals[r] - 1 - p2[r]
+		}
+		i, cum = cumPastDownBatch(s.order, counts, &tp2)
+	} else {
+		i, cum = cumPastBatch(s.order, counts, &p)
+	}
+	for r := range out {
+		a, b := s.orderPairFrom(counts[r], totals[r], p[r], p2[r], i, cum[r], fromTop)
+		out[r] = Interpolate(a, b, frac[r])
+	}
+	return out
+}
+
 // orderPair returns the resample's order statistics at 0-based positions p
 // ≤ p2, walking from the nearer end of the sorted sample.
 func (s SortedView) orderPair(counts []int32, total, p, p2 int) (float64, float64) {
 	if p < total/2 {
-		i, cum := cumPast(s.order, counts, p)
+		return s.orderPairFrom(counts, total, p, p2, 0, 0, false)
+	}
+	return s.orderPairFrom(counts, total, p, p2, len(s.order)-1, 0, true)
+}
+
+// orderPairFrom is orderPair walking from the bottom, or from the top, with
+// the walk already at index i with the sum cum of the counts it passed
+// (those before i from the bottom, those after i from the top), at most
+// the position it walks to.
+func (s SortedView) orderPairFrom(counts []int32, total, p, p2, i, cum int, fromTop bool) (float64, float64) {
+	if !fromTop {
+		i, cum := cumPastFrom(s.order, counts, p, i, cum)
 		if i == len(s.order) {
 			return 0, s.vals[len(s.vals)-1]
 		}
@@ -228,7 +298,7 @@ func (s SortedView) orderPair(counts []int32, total, p, p2 int) (float64, float6
 	}
 	// From the top: position p counts total−1−p from the largest.
 	tp, tp2 := total-1-p, total-1-p2 // tp2 ≤ tp
-	i, cum := cumPastDown(s.order, counts, tp2)
+	i, cum = cumPastDownFrom(s.order, counts, tp2, i, cum)
 	if i < 0 {
 		return s.vals[0], 0
 	}
@@ -242,11 +312,11 @@ func (s SortedView) orderPair(counts []int32, total, p, p2 int) (float64, float6
 	return s.vals[i], b
 }
 
-// cumPast walks order from the start, summing counts, to the first index
-// whose running sum exceeds p; it returns the index and that sum, or
-// len(order) when none does. Four at a time while the sum stays at most p.
-func cumPast(order []int32, counts []int32, p int) (int, int) {
-	cum, i := 0, 0
+// cumPastFrom walks order from index i, summing counts onto cum (the sum
+// of the counts before i), to the first index whose running sum exceeds
+// p; it returns the index and that sum, or len(order) when none does.
+// Four at a time while the sum stays at most p.
+func cumPastFrom(order []int32, counts []int32, p, i, cum int) (int, int) {
 	for ; i+4 <= len(order); i += 4 {
 		o := order[i : i+4 : i+4]
 		c := int(counts[o[0]]) + int(counts[o[1]]) + int(counts[o[2]]) + int(counts[o[3]])
@@ -263,10 +333,35 @@ func cumPast(order []int32, counts []int32, p int) (int, int) {
 	return i, cum
 }
 
-// cumPastDown is cumPast from the end: the last index (walking down) whose
-// running sum from the top exceeds p, or −1 when none does.
-func cumPastDown(order []int32, counts []int32, p int) (int, int) {
-	cum, i := 0, len(order)-1
+// cumPastBatch is cumPastFrom's walk of four at a time from the start,
+// for four resamples together, each with its own p: it stops at the first
+// four indexes that would take a sum past its p, and returns where it
+// stopped and the sums of the counts before it, for cumPastFrom to go on
+// from.
+func cumPastBatch(order []int32, counts *[4][]int32, p *[4]int) (int, [4]int) {
+	c0, c1, c2, c3 := counts[0], counts[1], counts[2], counts[3]
+	p0, p1, p2, p3 := p[0], p[1], p[2], p[3]
+	var s0, s1, s2, s3 int
+	i := 0
+	for ; i+4 <= len(order); i += 4 {
+		o := order[i : i+4 : i+4]
+		u0, u1, u2, u3 := o[0], o[1], o[2], o[3]
+		a := s0 + int(c0[u0]) + int(c0[u1]) + int(c0[u2]) + int(c0[u3])
+		b := s1 + int(c1[u0]) + int(c1[u1]) + int(c1[u2]) + int(c1[u3])
+		c := s2 + int(c2[u0]) + int(c2[u1]) + int(c2[u2]) + int(c2[u3])
+		d := s3 + int(c3[u0]) + int(c3[u1]) + int(c3[u2]) + int(c3[u3])
+		if a > p0 || b > p1 || c > p2 || d > p3 {
+			break
+		}
+		s0, s1, s2, s3 = a, b, c, d
+	}
+	return i, [4]int{s0, s1, s2, s3}
+}
+
+// cumPastDownFrom is cumPastFrom walking down from index i, cum the sum
+// of the counts after it: the last index whose running sum from the top
+// exceeds p, or −1 when none does.
+func cumPastDownFrom(order []int32, counts []int32, p, i, cum int) (int, int) {
 	for ; i >= 3; i -= 4 {
 		o := order[i-3 : i+1 : i+1]
 		c := int(counts[o[0]]) + int(counts[o[1]]) + int(counts[o[2]]) + int(counts[o[3]])
@@ -281,6 +376,27 @@ func cumPastDown(order []int32, counts []int32, p int) (int, int) {
 		}
 	}
 	return i, cum
+}
+
+// cumPastDownBatch is cumPastBatch from the end, for cumPastDownFrom.
+func cumPastDownBatch(order []int32, counts *[4][]int32, p *[4]int) (int, [4]int) {
+	c0, c1, c2, c3 := counts[0], counts[1], counts[2], counts[3]
+	p0, p1, p2, p3 := p[0], p[1], p[2], p[3]
+	var s0, s1, s2, s3 int
+	i := len(order) - 1
+	for ; i >= 3; i -= 4 {
+		o := order[i-3 : i+1 : i+1]
+		u0, u1, u2, u3 := o[0], o[1], o[2], o[3]
+		a := s0 + int(c0[u0]) + int(c0[u1]) + int(c0[u2]) + int(c0[u3])
+		b := s1 + int(c1[u0]) + int(c1[u1]) + int(c1[u2]) + int(c1[u3])
+		c := s2 + int(c2[u0]) + int(c2[u1]) + int(c2[u2]) + int(c2[u3])
+		d := s3 + int(c3[u0]) + int(c3[u1]) + int(c3[u2]) + int(c3[u3])
+		if a > p0 || b > p1 || c > p2 || d > p3 {
+			break
+		}
+		s0, s1, s2, s3 = a, b, c, d
+	}
+	return i, [4]int{s0, s1, s2, s3}
 }
 
 // PrefixSums returns the running sums of a series' known values and of

@@ -240,3 +240,66 @@ func TestSortedViewMatchesIndexSort(t *testing.T) {
 		}
 	}
 }
+
+// TestQuantileBatchMatchesQuantile: four resamples' quantiles read
+// together are Quantile's of each, bit for bit: of a series with unknowns
+// and ties (equal sizes), of tokens read through their units (sizes that
+// differ a replicate to the next, of both parities), of block resamples,
+// of a series short enough that a resample draws none of its known
+// values, and with totals that are not the resamples' sizes.
+func TestQuantileBatchMatchesQuantile(t *testing.T) {
+	rng := rand.New(rand.NewPCG(41, 42))
+	for trial := range 40 {
+		n := []int{3, 40, 517, 2000}[trial%4]
+		block := 1 + trial/4%3*4
+		values := make([]float64, n)
+		for i := range values {
+			values[i] = math.Round(100 * math.Exp(rng.NormFloat64()))
+			if rng.IntN(8) == 0 || n == 3 && i > 0 {
+				values[i] = math.NaN()
+			}
+		}
+		view := NewSortedView(values)
+		var tok []float64
+		var unit []int32
+		for u := range n {
+			for range rng.IntN(6) {
+				tok = append(tok, math.Round(10*math.Exp(rng.NormFloat64())))
+				unit = append(unit, int32(u))
+			}
+		}
+		byUnit := NewSortedView(tok).ByUnit(unit)
+		rs := NewResampler(n, block, uint64(trial), "batch")
+		for range 25 {
+			var counts [4][]int32
+			var totals, tokTotals [4]int
+			for r := range counts {
+				counts[r] = slices.Clone(rs.Next())
+				totals[r] = view.Total(values, counts[r])
+				for _, u := range unit {
+					tokTotals[r] += int(counts[r][u])
+				}
+			}
+			// Sizes that are not the resamples' (compare's token series
+			// with unknown values counts their units' unknowns too).
+			unsized := tokTotals
+			for r := range unsized {
+				unsized[r] += r
+			}
+			for _, q := range []float64{0, 0.01, 0.3, 0.5, 0.7, 0.9, 0.99, 1} {
+				for _, tc := range []struct {
+					v      SortedView
+					totals [4]int
+					sized  bool
+				}{{view, totals, true}, {byUnit, tokTotals, true}, {byUnit, unsized, false}} {
+					got := tc.v.QuantileBatch(&counts, &tc.totals, q, tc.sized)
+					for r := range got {
+						if want := tc.v.Quantile(counts[r], tc.totals[r], q); math.Float64bits(got[r]) != math.Float64bits(want) {
+							t.Fatalf("trial %d (n=%d, block %d) q=%v resample %d of totals %v: %v, want %v", trial, n, block, q, r, tc.totals, got[r], want)
+						}
+					}
+				}
+			}
+		}
+	}
+}

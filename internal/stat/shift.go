@@ -129,7 +129,9 @@ type diffSelector struct {
 	// matrix.
 	bandLo, bandHi int64
 	bandStart      [2][]int
-	rng            *rand.Rand
+	// padded is ys followed by bandWindow NaNs, for countBand.
+	padded []float64
+	rng    *rand.Rand
 }
 
 func newDiffSelector(xs, ys []float64) *diffSelector {
@@ -165,6 +167,92 @@ func (s *diffSelector) countBelow(t float64) (less, leq int64) {
 		leq += int64(b)
 	}
 	return less, leq
+}
+
+// countBand is countBelow for finite samples and a pivot t that is one of
+// the candidates, the differences in columns [lo[i], hi[i]): it fills
+// s.less and s.leq with what countBelow fills them with, and returns the
+// same sums. kth and bracket narrow the columns by pivots, dropping those
+// at or below a lower pivot and those at or above an upper one, so a
+// candidate lies strictly above every difference dropped below it, and
+// row i's counts for t are at least lo[i].
+//
+// Row i's counts are also at least row i−1's (x_i ≥ x_{i−1}), so every
+// column before start = max(lo[i], less[i−1]) is below t. countRow counts
+// from start by comparing a window of four columns at once, without a
+// branch on the comparisons: where fewer than four of them are ≤ t (all
+// but a few rows) the counts are start plus the window's. countBelow's
+// walk mispredicts where it stops, about once a row; here a row waits
+// for the one before it instead, so the rows are counted as two
+// interleaved halves, whose chains of rows overlap.
+func (s *diffSelector) countBand(t float64) (less, leq int64) {
+	if s.padded == nil {
+		// ys and NaNs past it: a window may reach past n2, and its
+		// differences there are NaN, neither < t nor ≤ t.
+		s.padded = append(slices.Clip(s.ys), make([]float64, 4)...)
+		for j := len(s.ys); j < len(s.padded); j++ {
+			s.padded[j] = math.NaN()
+		}
+	}
+	n1 := len(s.xs)
+	half := n1 / 2
+	ys, xs, lo := s.padded, s.xs[:n1], s.lo[:n1]
+	lessOut, leqOut := s.less[:n1], s.leq[:n1]
+	a, b := 0, 0 // the last less count of the first half's rows and of the second's
+	for i := range half {
+		j := half + i
+		x, y := xs[i], xs[j]
+		sa, sb := max(a, lo[i]), max(b, lo[j])
+		wa, wb := ys[sa:sa+4:sa+4], ys[sb:sb+4:sb+4]
+		da0, da1, da2, da3 := wa[0]-x, wa[1]-x, wa[2]-x, wa[3]-x
+		db0, db1, db2, db3 := wb[0]-y, wb[1]-y, wb[2]-y, wb[3]-y
+		a = sa + b2i(da0 < t) + b2i(da1 < t) + b2i(da2 < t) + b2i(da3 < t)
+		ea := sa + b2i(da0 <= t) + b2i(da1 <= t) + b2i(da2 <= t) + b2i(da3 <= t)
+		b = sb + b2i(db0 < t) + b2i(db1 < t) + b2i(db2 < t) + b2i(db3 < t)
+		eb := sb + b2i(db0 <= t) + b2i(db1 <= t) + b2i(db2 <= t) + b2i(db3 <= t)
+		if ea == sa+4 {
+			a, ea = walkRow(ys, x, t, a, ea)
+		}
+		if eb == sb+4 {
+			b, eb = walkRow(ys, y, t, b, eb)
+		}
+		lessOut[i], leqOut[i] = a, ea
+		lessOut[j], leqOut[j] = b, eb
+	}
+	if n1%2 == 1 {
+		x, sb := xs[n1-1], max(b, lo[n1-1])
+		b, eb := walkRow(ys, x, t, sb, sb)
+		lessOut[n1-1], leqOut[n1-1] = b, eb
+	}
+	for i := range n1 {
+		less += int64(lessOut[i])
+		leq += int64(leqOut[i])
+	}
+	return less, leq
+}
+
+// walkRow finishes counting x's row of differences below t (from a) and
+// at most t (from b ≥ a) one column at a time, every column before a below
+// t and every one before b at most t; padded's NaNs stop it at n2.
+func walkRow(padded []float64, x, t float64, a, b int) (int, int) {
+	if a == b {
+		for padded[a]-x < t {
+			a++
+		}
+		b = a
+	}
+	for padded[b]-x <= t {
+		b++
+	}
+	return a, b
+}
+
+// b2i is 1 for true and 0 for false, without a branch.
+func b2i(c bool) int {
+	if c {
+		return 1
+	}
+	return 0
 }
 
 // kth returns the k-th smallest difference (1-based, 1 ≤ k ≤ n1·n2).
@@ -211,7 +299,7 @@ func (s *diffSelector) kth(k int64) float64 {
 		iLo, iHi := int(at-2.5*sd-1), int(at+2.5*sd+1)
 		if iLo >= 0 {
 			pLo := selectKth(sample, iLo)
-			lessLo, leqLo := s.countBelow(pLo)
+			lessLo, leqLo := s.countBand(pLo)
 			switch {
 			case k <= lessLo: // below the lower pivot
 				for i := range n1 {
@@ -227,7 +315,7 @@ func (s *diffSelector) kth(k int64) float64 {
 			// Selecting pLo left the sample's values above it past iLo.
 			from := max(iLo+1, 0)
 			pHi := selectKth(sample[from:], iHi-from)
-			lessHi, leqHi := s.countBelow(pHi)
+			lessHi, leqHi := s.countBand(pHi)
 			switch {
 			case k <= lessHi: // between the pivots (or below the upper)
 				for i := range n1 {
@@ -287,6 +375,9 @@ func (s *diffSelector) bracket(kLo, kHi int64) {
 	for i := range s.lo {
 		s.lo[i], s.hi[i] = 0, n2
 	}
+	if s.leq2 == nil {
+		s.leq2 = make([]int, n1)
+	}
 	sample := make([]float64, s.sampleSize())
 	S := len(sample)
 	for {
@@ -302,22 +393,27 @@ func (s *diffSelector) bracket(kLo, kHi int64) {
 			break
 		}
 		s.sampleCandidates(sample, cand)
-		narrowed := false
+		// Both pivots are counted in the round's band (countBand's
+		// premise), before either narrows it.
+		raiseLo, narrowed := false, false
 		if iLo >= 0 {
-			if _, leq := s.countBelow(selectKth(sample, iLo)); kLo > leq {
-				for i := range n1 {
-					s.lo[i] = max(s.lo[i], s.leq[i])
-				}
-				narrowed = true
+			if _, leq := s.countBand(selectKth(sample, iLo)); kLo > leq {
+				copy(s.leq2, s.leq)
+				raiseLo, narrowed = true, true
 			}
 		}
 		if iHi < S {
 			from := max(iLo+1, 0)
-			if less, _ := s.countBelow(selectKth(sample[from:], iHi-from)); kHi <= less {
+			if less, _ := s.countBand(selectKth(sample[from:], iHi-from)); kHi <= less {
 				for i := range n1 {
 					s.hi[i] = min(s.hi[i], s.less[i])
 				}
 				narrowed = true
+			}
+		}
+		if raiseLo {
+			for i := range n1 {
+				s.lo[i] = max(s.lo[i], s.leq2[i])
 			}
 		}
 		if !narrowed {

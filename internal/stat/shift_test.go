@@ -206,3 +206,77 @@ func TestDiffSelectorLargerMatchesSort(t *testing.T) {
 		}
 	}
 }
+
+// TestCountBandMatchesCountBelow: for a pivot among the candidates of a
+// band cut by a lower and an upper pivot, as kth and bracket cut theirs,
+// countBand fills the rows' counts and returns the sums countBelow does:
+// with and without ties, odd and even row counts, one side far longer than
+// the other (rows that walk past their window), and the whole matrix as
+// the band.
+func TestCountBandMatchesCountBelow(t *testing.T) {
+	rng := rand.New(rand.NewPCG(31, 32))
+	sizes := [][2]int{{1, 1}, {1, 9}, {9, 1}, {2, 3}, {7, 400}, {400, 7}, {301, 300}, {64, 65}}
+	for trial := range 400 {
+		var n1, n2 int
+		if trial < len(sizes) {
+			n1, n2 = sizes[trial][0], sizes[trial][1]
+		} else {
+			n1, n2 = 1+rng.IntN(120), 1+rng.IntN(120)
+		}
+		xs := randomSample(rng, n1, 0, trial%2 == 0)
+		ys := randomSample(rng, n2, 0.1, trial%3 == 0)
+		d := allDiffs(xs, ys)
+		band := newDiffSelector(xs, ys)
+		full := newDiffSelector(xs, ys)
+		for i := range n1 {
+			band.lo[i], band.hi[i] = 0, n2
+		}
+		if trial%4 != 0 { // cut the band at two differences
+			r1, r2 := rng.IntN(len(d)), rng.IntN(len(d))
+			lower, upper := d[min(r1, r2)], d[max(r1, r2)]
+			full.countBelow(lower)
+			copy(band.lo, full.leq)
+			full.countBelow(upper)
+			copy(band.hi, full.less)
+		}
+		var cands []float64
+		for i, x := range xs {
+			for j := band.lo[i]; j < band.hi[i]; j++ {
+				cands = append(cands, ys[j]-x)
+			}
+		}
+		if len(cands) == 0 {
+			continue
+		}
+		for range 5 {
+			p := cands[rng.IntN(len(cands))]
+			less, leq := band.countBand(p)
+			wantLess, wantLeq := full.countBelow(p)
+			if less != wantLess || leq != wantLeq || !slices.Equal(band.less, full.less) || !slices.Equal(band.leq, full.leq) {
+				t.Fatalf("trial %d (%d×%d), pivot %v: counts %d, %d (rows %v, %v), want %d, %d (rows %v, %v)",
+					trial, n1, n2, p, less, leq, band.less, band.leq, wantLess, wantLeq, full.less, full.leq)
+			}
+		}
+	}
+}
+
+// TestHodgesLehmannUnbalancedMatchesBruteForce: one side far longer than
+// the other (rows of the difference matrix that count past countBand's
+// window, or hardly move), with and without ties, against the sorted
+// pairwise differences.
+func TestHodgesLehmannUnbalancedMatchesBruteForce(t *testing.T) {
+	rng := rand.New(rand.NewPCG(33, 34))
+	for trial, n := range [][2]int{{5, 900}, {900, 5}, {61, 1400}, {1400, 61}, {333, 1001}, {1001, 333}} {
+		xs := randomSample(rng, n[0], 0, trial%2 == 0)
+		ys := randomSample(rng, n[1], 0.1, trial%2 == 0)
+		d := allDiffs(xs, ys)
+		m := len(d)
+		med := (d[(m-1)/2] + d[m/2]) / 2
+		k := mosesK(xs, ys, 0.05)
+		s := HodgesLehmann(xs, ys, 0.05)
+		if k < 1 || s.Estimate != med || s.K != k || s.Low != d[k-1] || s.High != d[int64(m)-k] {
+			t.Fatalf("trial %d (%d×%d): %v ± [%v, %v] k=%d, want %v ± [%v, %v] k=%d",
+				trial, n[0], n[1], s.Estimate, s.Low, s.High, s.K, med, d[max(k-1, 0)], d[int64(m)-max(k, 1)], k)
+		}
+	}
+}
