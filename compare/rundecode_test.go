@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -725,4 +726,84 @@ func TestRunDecoderEdges(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(runs[0].Models, []string{"x", "b", "c"}) {
 		t.Errorf("models named three times: %q, %v", runs[0].Models, err)
 	}
+}
+
+// refReadStamps is readStamps as it was, with a json.Decoder.
+func refReadStamps(r io.Reader) []stamp {
+	dec := json.NewDecoder(r)
+	var out []stamp
+	for len(out) < 1000 {
+		var doc map[string]json.RawMessage
+		if err := dec.Decode(&doc); err != nil {
+			if err == io.EOF {
+				return out
+			}
+			return nil
+		}
+		var st stamp
+		for _, k := range timeKeys {
+			if t, ok := parseTime(doc[k]); ok {
+				st.time = t
+				break
+			}
+		}
+		for _, k := range commitKeys {
+			var c string
+			if json.Unmarshal(doc[k], &c) == nil && c != "" {
+				st.commit = c
+				break
+			}
+		}
+		out = append(out, st)
+	}
+	return nil
+}
+
+// TestReadStampsMatchesDecoder: readStamps finds the stamps a json.Decoder
+// into maps finds, and fails where it fails, for files of one or more
+// documents with stamps of every kind, named twice, escaped, and mutated.
+func TestReadStampsMatchesDecoder(t *testing.T) {
+	g := newDocGen(3)
+	stampValue := func() string {
+		return g.pick(`"20240102-030405"`, `"2024-01-02T03:04:05Z"`, `"2024-01-02 03:04:05"`, `"2024-01-02"`, `1700000000.5`, `-1`, `0`,
+			`"abc1234"`, `""`, `null`, `true`, `[]`, `{"a":1}`, `"x"`, `"\u0032024-01-02"`, `1e400`)
+	}
+	keys := slices.Concat(timeKeys, commitKeys, []string{"d\\u0061te", "Date", "COMMIT", "ttfts", "other"})
+	doc := func() string {
+		switch g.rng.IntN(12) {
+		case 0:
+			return "null"
+		case 1:
+			return g.any(2)
+		}
+		var parts []string
+		for range g.rng.IntN(6) {
+			k := g.pick(keys...)
+			v := stampValue()
+			if g.rng.IntN(4) == 0 {
+				v = g.any(2)
+			}
+			parts = append(parts, `"`+k+`":`+g.ws()+v)
+		}
+		return "{" + strings.Join(parts, ",") + "}"
+	}
+	check := func(what string, b []byte) {
+		t.Helper()
+		got, want := readStampsFrom(bytes.NewReader(b)), refReadStamps(bytes.NewReader(b))
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: readStamps %v, json.Decoder %v\n%q", what, got, want, b)
+		}
+	}
+	for i := range 1500 {
+		var docs []string
+		for range 1 + g.rng.IntN(3) {
+			docs = append(docs, doc())
+		}
+		b := []byte(strings.Join(docs, g.pick("\n", "", " ", "\n\n")))
+		check(fmt.Sprintf("file %d", i), b)
+		check(fmt.Sprintf("file %d mutated", i), mutate(g.rng, b))
+	}
+	check("1000 documents", bytes.Repeat([]byte(`{"date":"2024-01-02"}`+"\n"), 1000))
+	check("999 documents", bytes.Repeat([]byte(`{"date":"2024-01-02"}`+"\n"), 999))
+	check("empty", nil)
 }
