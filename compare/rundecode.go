@@ -3,6 +3,7 @@ package compare
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"strconv"
 	"unicode"
@@ -534,4 +535,116 @@ func decodeRuns(b []byte) ([]Run, error) {
 		return nil, d.err
 	}
 	return runs, nil
+}
+
+// vllmBenchFields are vllmBench's members as its tags name them.
+var vllmBenchFields = []string{"backend", "endpoint_type", "model_id", "label", "date", "duration", "completed", "num_prompts",
+	"request_rate", "max_concurrency", "input_lens", "output_lens", "start_times", "ttfts", "itls", "latencies", "errors"}
+
+// vllmBenchByName and vllmBenchFolded find a member of vllmBench by its
+// exact and its folded name, as runFieldsByName and runFieldsFolded do.
+var vllmBenchByName, vllmBenchFolded = func() (exact, folded map[string]int) {
+	exact, folded = map[string]int{}, map[string]int{}
+	for i, n := range vllmBenchFields {
+		exact[n] = i
+		folded[string(foldName(nil, []byte(n)))] = i
+	}
+	return exact, folded
+}()
+
+// vllmBench reads one result of a `vllm bench serve` file into b, by
+// runDecoder's rules (json.Decoder.Decode into a vllmBench's): an object,
+// or null for nothing.
+func (d *runDecoder) vllmBench(b *vllmBench) {
+	switch d.s.Peek() {
+	case '{':
+	case 'n':
+		d.s.Literal()
+		return
+	default:
+		d.wrongKind("a result (an object)")
+		return
+	}
+	d.s.Open('{')
+	for first := true; d.s.Member(&first); {
+		key := d.s.Key()
+		i, ok := vllmBenchByName[string(key)]
+		if !ok {
+			var arr [32]byte
+			i, ok = vllmBenchFolded[string(foldName(arr[:0], key))]
+		}
+		if !ok || d.err != nil {
+			d.s.Skip()
+			continue
+		}
+		switch vllmBenchFields[i] {
+		case "backend":
+			d.str(&b.Backend)
+		case "endpoint_type":
+			d.str(&b.EndpointType)
+		case "model_id":
+			d.str(&b.ModelID)
+		case "label":
+			d.str(&b.Label)
+		case "date":
+			d.str(&b.Date)
+		case "duration":
+			d.float(&b.Duration)
+		case "completed":
+			d.integer(&b.Completed)
+		case "num_prompts":
+			d.integer(&b.NumPrompts)
+		case "request_rate":
+			b.RequestRate = append(b.RequestRate[:0], d.s.RawValue()...)
+		case "max_concurrency":
+			b.MaxConcurrency = append(b.MaxConcurrency[:0], d.s.RawValue()...)
+		case "input_lens":
+			decodeList(d, &b.InputLens, d.integer)
+		case "output_lens":
+			decodeList(d, &b.OutputLens, d.integer)
+		case "start_times":
+			decodeList(d, &b.StartTimes, d.float)
+		case "ttfts":
+			decodeList(d, &b.TTFTs, d.float)
+		case "latencies":
+			decodeList(d, &b.Latencies, d.float)
+		case "itls":
+			decodeList(d, &b.ITLs, func(l *[]float64) { decodeList(d, l, d.float) })
+		case "errors":
+			decodeList(d, &b.Errors, d.strPtr)
+		}
+		if d.err != nil {
+			d.err = fmt.Errorf("%s: %w", vllmBenchFields[i], d.err)
+		}
+	}
+}
+
+// strPtr reads a string into *dst, or null as nil.
+func (d *runDecoder) strPtr(dst **string) {
+	if d.s.Peek() == 'n' {
+		d.s.Literal()
+		*dst = nil
+		return
+	}
+	var v string
+	d.str(&v)
+	*dst = &v
+}
+
+// nextVLLMBench reads the next result of a bench result file from s: io.EOF
+// past the last.
+func nextVLLMBench(s *jsonscan.Scanner) (vllmBench, error) {
+	var b vllmBench
+	if !s.More() {
+		if err := s.Err(); err != nil {
+			return b, err
+		}
+		return b, io.EOF
+	}
+	d := runDecoder{s: s}
+	d.vllmBench(&b)
+	if err := s.Err(); err != nil {
+		return b, err
+	}
+	return b, d.err
 }

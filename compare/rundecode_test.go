@@ -18,6 +18,8 @@ import (
 	"testing/iotest"
 
 	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/internal/jsonscan"
+	"github.com/llmprof/llmprof/internal/shareddata"
 )
 
 // The reference: how readSamples read a document before runDecoder, with
@@ -388,7 +390,20 @@ func (g *docGen) value(t reflect.Type, name string) string {
 	if g.rng.IntN(12) == 0 {
 		return "null"
 	}
-	list := func(elem func() string) string {
+	if name == "schema" {
+		return g.pick(`"llmprof.samples/v1"`, `"llmprof.samples/v1"`, `"llmprof.samples/v1"`, `""`, `"llmprof.samples/v2"`, g.str())
+	}
+	return g.valueOf(t)
+}
+
+// valueOf is a value of the right kind for t, lists with nulls and now
+// and then an element of another kind.
+func (g *docGen) valueOf(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Slice:
+		if t == reflect.TypeFor[json.RawMessage]() {
+			return g.any(2)
+		}
 		var parts []string
 		for range g.rng.IntN(7) {
 			if g.rng.IntN(6) == 0 {
@@ -396,34 +411,26 @@ func (g *docGen) value(t reflect.Type, name string) string {
 			} else if g.rng.IntN(30) == 0 {
 				parts = append(parts, g.any(1))
 			} else {
-				parts = append(parts, elem())
+				parts = append(parts, g.valueOf(t.Elem()))
 			}
 		}
 		return "[" + g.ws() + strings.Join(parts, g.ws()+",") + g.ws() + "]"
-	}
-	switch {
-	case name == "schema":
-		return g.pick(`"llmprof.samples/v1"`, `"llmprof.samples/v1"`, `"llmprof.samples/v1"`, `""`, `"llmprof.samples/v2"`, g.str())
-	case t == reflect.TypeFor[Series]():
-		return list(g.float)
-	case t.Kind() == reflect.Map:
+	case reflect.Map:
 		var parts []string
 		for range g.rng.IntN(4) {
 			k := g.pick(`"prefill"`, `"decode"`, `"queue"`, `"x"`, `""`, g.str())
-			parts = append(parts, k+":"+g.value(reflect.TypeFor[Series](), ""))
+			parts = append(parts, k+":"+g.value(t.Elem(), ""))
 		}
 		return "{" + strings.Join(parts, ",") + "}"
-	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.String:
-		return list(g.str)
-	case t.Kind() == reflect.Slice:
-		return list(func() string { return g.pick(intTexts...) })
-	case t.Kind() == reflect.String:
+	case reflect.Pointer:
+		return g.valueOf(t.Elem())
+	case reflect.String:
 		return g.str()
-	case t.Kind() == reflect.Int:
+	case reflect.Int:
 		return g.pick(intTexts...)
-	case t.Kind() == reflect.Float64:
+	case reflect.Float64:
 		return g.float()
-	case t.Kind() == reflect.Bool:
+	case reflect.Bool:
 		return g.pick("true", "false")
 	}
 	panic(t)
@@ -605,9 +612,9 @@ func TestRunDecoderMatchesEncodingJSON(t *testing.T) {
 		}
 	}
 	g := newDocGen(1)
-	n := 2000
+	n := 1000
 	if testing.Short() {
-		n = 600
+		n = 300
 	}
 	for i := range n {
 		doc := []byte(g.doc())
@@ -794,7 +801,7 @@ func TestReadStampsMatchesDecoder(t *testing.T) {
 			t.Fatalf("%s: readStamps %v, json.Decoder %v\n%q", what, got, want, b)
 		}
 	}
-	for i := range 1500 {
+	for i := range 600 {
 		var docs []string
 		for range 1 + g.rng.IntN(3) {
 			docs = append(docs, doc())
@@ -806,4 +813,101 @@ func TestReadStampsMatchesDecoder(t *testing.T) {
 	check("1000 documents", bytes.Repeat([]byte(`{"date":"2024-01-02"}`+"\n"), 1000))
 	check("999 documents", bytes.Repeat([]byte(`{"date":"2024-01-02"}`+"\n"), 999))
 	check("empty", nil)
+}
+
+// benchResults reads every result of a bench result file, until the end or
+// the first error (whose index is len of the results), with next.
+func benchResults(next func() (vllmBench, error)) ([]vllmBench, error) {
+	var out []vllmBench
+	for {
+		b, err := next()
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		out = append(out, b)
+	}
+}
+
+func sameBenchResults(t *testing.T, what string, doc []byte) {
+	t.Helper()
+	s := &jsonscan.Scanner{MaxDepth: maxJSONDepth}
+	s.ResetReader(bytes.NewReader(doc))
+	got, err := benchResults(func() (vllmBench, error) { return nextVLLMBench(s) })
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	want, wantErr := benchResults(func() (vllmBench, error) {
+		var b vllmBench
+		err := dec.Decode(&b)
+		return b, err
+	})
+	if (err != nil) != (wantErr != nil) || !reflect.DeepEqual(got, want) {
+		t.Fatalf("%s: read %d results, error %v; json.Decoder %d, %v\n%s", what, len(got), err, len(want), wantErr, trimDoc(doc))
+	}
+}
+
+// TestVLLMBenchDecoderMatchesDecoder: a bench result file is read as a
+// json.Decoder reads it into vllmBench, result by result, for the bench
+// results in the shared test data and random and mutated ones.
+func TestVLLMBenchDecoderMatchesDecoder(t *testing.T) {
+	var names []string
+	types := map[string]reflect.Type{}
+	bt := reflect.TypeFor[vllmBench]()
+	for i := range bt.NumField() {
+		name, _, _ := strings.Cut(bt.Field(i).Tag.Get("json"), ",")
+		names = append(names, name)
+		types[name] = bt.Field(i).Type
+	}
+	if !reflect.DeepEqual(names, vllmBenchFields) {
+		t.Fatalf("vllmBench's members are %q, vllmBenchFields %q", names, vllmBenchFields)
+	}
+	g := newDocGen(4)
+	result := func() string {
+		var parts []string
+		for range g.rng.IntN(12) {
+			var k, v string
+			if g.rng.IntN(8) == 0 {
+				k, v = g.pick("generated_texts", "mean_ttft_ms", "Kernels", "\xff"), g.any(2)
+			} else {
+				f := names[g.rng.IntN(len(names))]
+				k, v = g.name(f), g.value(types[f], f)
+			}
+			parts = append(parts, `"`+k+`":`+g.ws()+v)
+		}
+		return "{" + strings.Join(parts, ",") + "}"
+	}
+	for i := range 600 {
+		var docs []string
+		for range 1 + g.rng.IntN(3) {
+			if g.rng.IntN(15) == 0 {
+				docs = append(docs, g.any(1))
+			} else {
+				docs = append(docs, result())
+			}
+		}
+		b := []byte(strings.Join(docs, g.pick("\n", "", " \n")))
+		sameBenchResults(t, fmt.Sprintf("file %d", i), b)
+		sameBenchResults(t, fmt.Sprintf("file %d mutated", i), mutate(g.rng, b))
+	}
+	for _, doc := range []string{
+		`{"itls":[[1,2],[3]],"itls":[[null,null,4]]}`,
+		`{"errors":["a","b"],"errors":[null,"c"],"errors":[null,null]}`,
+		`{"request_rate":"inf","REQUEST_RATE":null}`,
+		`{"duration":1e400}`, `{"completed":1.5}`, `null`, `{} {"date":"x"}`, `{}]`,
+	} {
+		sameBenchResults(t, doc, []byte(doc))
+	}
+	if _, ok := shareddata.Root(); ok {
+		for _, p := range shareddata.Glob(t, "testdata/vllm-bench/*.json") {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sameBenchResults(t, p, b)
+			for i := range 2 {
+				sameBenchResults(t, fmt.Sprintf("%s mutation %d", p, i), mutate(g.rng, b))
+			}
+		}
+	}
 }
