@@ -594,6 +594,17 @@ func fullRun(rng *rand.Rand, n int) Run {
 		TokensEstimated: true}
 }
 
+// trials is how many random documents a test of a decoder against
+// encoding/json checks: long under LLMPROF_LONG (.ci/run sets it), plain
+// otherwise, where TestRunDecoderEdges and its kind check each rule on
+// its own.
+func trials(plain, long int) int {
+	if os.Getenv("LLMPROF_LONG") != "" {
+		return long
+	}
+	return plain
+}
+
 // TestRunDecoderMatchesEncodingJSON: readSamples, decodeRuns and
 // Run.UnmarshalJSON give what encoding/json gives — the same runs (every
 // value, to the bit) and warnings, or an error where it errs — for saved
@@ -607,16 +618,12 @@ func TestRunDecoderMatchesEncodingJSON(t *testing.T) {
 			t.Fatalf("%s: error %v", name, err)
 		}
 		rng := rand.New(rand.NewPCG(uint64(len(doc)), 3))
-		for i := range 30 {
+		for i := range trials(10, 100) {
 			sameDecoding(t, fmt.Sprintf("%s mutation %d", name, i), mutate(rng, doc), false)
 		}
 	}
 	g := newDocGen(1)
-	n := 1000
-	if testing.Short() {
-		n = 300
-	}
-	for i := range n {
+	for i := range trials(400, 20000) {
 		doc := []byte(g.doc())
 		sameDecoding(t, fmt.Sprintf("document %d", i), doc, i%10 == 0)
 		if i%3 == 0 {
@@ -651,7 +658,7 @@ func TestParseFloat(t *testing.T) {
 	for _, s := range floatTexts {
 		check(s)
 	}
-	for range 200000 {
+	for range trials(50000, 1000000) {
 		digits := strconv.FormatUint(rng.Uint64()>>rng.IntN(64), 10)
 		p := rng.IntN(len(digits) + 1)
 		s := digits[:p] + "." + digits[p:]
@@ -801,7 +808,7 @@ func TestReadStampsMatchesDecoder(t *testing.T) {
 			t.Fatalf("%s: readStamps %v, json.Decoder %v\n%q", what, got, want, b)
 		}
 	}
-	for i := range 600 {
+	for i := range trials(250, 10000) {
 		var docs []string
 		for range 1 + g.rng.IntN(3) {
 			docs = append(docs, doc())
@@ -877,7 +884,7 @@ func TestVLLMBenchDecoderMatchesDecoder(t *testing.T) {
 		}
 		return "{" + strings.Join(parts, ",") + "}"
 	}
-	for i := range 600 {
+	for i := range trials(250, 10000) {
 		var docs []string
 		for range 1 + g.rng.IntN(3) {
 			if g.rng.IntN(15) == 0 {
@@ -905,7 +912,7 @@ func TestVLLMBenchDecoderMatchesDecoder(t *testing.T) {
 				t.Fatal(err)
 			}
 			sameBenchResults(t, p, b)
-			for i := range 2 {
+			for i := range trials(1, 20) {
 				sameBenchResults(t, fmt.Sprintf("%s mutation %d", p, i), mutate(g.rng, b))
 			}
 		}
