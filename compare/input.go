@@ -321,51 +321,117 @@ func (out *Input) loadSamples(in *ingest.Input) error {
 }
 
 // readSamples decodes a JSON input that holds runs: a saved analysis (its
-// "samples" and "warnings"), a samples file, or an array of runs.
+// "samples" and "warnings"), a samples file, or an array of runs. It reads
+// the document once, with runDecoder: a top-level object is at the same
+// time taken apart by member (its "schema", "samples" and "warnings",
+// matched exactly) and read as one run (a samples file), and its schema
+// then says which of the two it is.
 func readSamples(in *ingest.Input) ([]Run, []string, error) {
 	rc, err := in.Open()
 	if err != nil {
 		return nil, nil, err
 	}
 	defer rc.Close()
-	dec := json.NewDecoder(rc)
-	var top json.RawMessage
-	if err := dec.Decode(&top); err != nil {
-		return nil, nil, fmt.Errorf("not valid JSON: %w", err)
+	return readSamplesFrom(rc)
+}
+
+// readSamplesFrom is readSamples of the text r reads.
+func readSamplesFrom(r io.Reader) ([]Run, []string, error) {
+	s := &jsonscan.Scanner{MaxDepth: maxJSONDepth}
+	s.ResetReader(r)
+	switch s.Peek() {
+	case '[':
+		d := runDecoder{s: s}
+		runs := d.runs()
+		if err := endDocument(s); err != nil {
+			return nil, nil, err
+		}
+		if d.err != nil {
+			return nil, nil, fmt.Errorf("not an array of runs (%s): %w", SamplesSchema, d.err)
+		}
+		return runs, nil, nil
+	case '{':
+	default:
+		s.Skip()
+		if err := endDocument(s); err != nil {
+			return nil, nil, err
+		}
+		return nil, nil, errors.New("not a JSON object")
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, nil, errors.New("more than one JSON document: not a saved analysis or samples file")
-	}
-	top = bytes.TrimSpace(top)
-	if top[0] == '[' {
-		runs, err := decodeRuns(top)
-		return runs, nil, err
-	}
-	keys, ok := members(top)
-	if !ok {
-		if err := json.Unmarshal(top, &keys); err != nil {
-			return nil, nil, fmt.Errorf("not a JSON object: %w", err)
+
+	var (
+		top        runJSON // the document as one run
+		asRun      = runDecoder{s: s}
+		samples    []Run // its last "samples", read as runs
+		samplesErr error
+		hasSamples bool
+		nullSample bool
+		schemaRaw  []byte // its last "schema", and "warnings"
+		warnRaw    []byte
+		hasSchema  bool
+		hasWarns   bool
+		hasReqs    bool
+	)
+	s.Open('{')
+	for first := true; s.Member(&first); {
+		// Neither "samples" nor "warnings" is a member of a run (see
+		// TestRunDecoderTopMembers): read as a run, the document ignores
+		// them.
+		switch k := s.Key(); string(k) {
+		case "samples":
+			hasSamples, nullSample = true, s.Peek() == 'n'
+			d := runDecoder{s: s, buf: asRun.buf}
+			samples, samplesErr = d.runs(), d.err
+			asRun.buf = d.buf
+		case "warnings":
+			hasWarns = true
+			warnRaw = append(warnRaw[:0], s.RawValue()...)
+		case "schema":
+			hasSchema = true
+			schemaRaw = append(schemaRaw[:0], s.RawValue()...)
+			if s.Err() == nil && asRun.err == nil {
+				// The run's own schema member, read again from its copy.
+				sub := &jsonscan.Scanner{MaxDepth: maxJSONDepth}
+				sub.ResetAt(schemaRaw, 0, 1)
+				d := runDecoder{s: sub}
+				d.member(&top, []byte("schema"))
+				asRun.err = d.err
+			}
+		default:
+			hasReqs = hasReqs || string(k) == "requests"
+			asRun.member(&top, k)
 		}
 	}
+	if err := endDocument(s); err != nil {
+		return nil, nil, err
+	}
+	asRunResult := func() ([]Run, []string, error) {
+		if asRun.err == nil && top.Schema != "" && top.Schema != SamplesSchema {
+			asRun.err = &SchemaError{Got: top.Schema, Want: SamplesSchema}
+		}
+		if asRun.err != nil {
+			return nil, nil, asRun.err
+		}
+		return []Run{Run(top.runFields)}, nil, nil
+	}
+
 	var schema string
-	if s, ok := keys["schema"]; ok {
-		if err := json.Unmarshal(s, &schema); err != nil {
-			return nil, nil, fmt.Errorf("schema is not a string: %s", s)
+	if hasSchema {
+		if err := json.Unmarshal(schemaRaw, &schema); err != nil {
+			return nil, nil, fmt.Errorf("schema is not a string: %s", schemaRaw)
 		}
 	}
 	switch {
 	case schema == AnalysisSchema:
-		samples, ok := keys["samples"]
-		if !ok || string(bytes.TrimSpace(samples)) == "null" {
+		if !hasSamples || nullSample {
 			return nil, nil, errors.New(`saved analysis has no "samples" (write it again with this llmprof's analyze --format json)`)
 		}
-		runs, err := decodeRuns(samples)
-		if err != nil {
-			return nil, nil, err
+		if samplesErr != nil {
+			return nil, nil, fmt.Errorf("samples: %w", samplesErr)
 		}
 		var warns []ingest.Warning
-		if w, ok := keys["warnings"]; ok {
-			if err := json.Unmarshal(w, &warns); err != nil {
+		if hasWarns {
+			if err := json.Unmarshal(warnRaw, &warns); err != nil {
 				return nil, nil, fmt.Errorf("warnings: %w", err)
 			}
 		}
@@ -373,65 +439,35 @@ func readSamples(in *ingest.Input) ([]Run, []string, error) {
 		for _, w := range warns {
 			msgs = append(msgs, w.String())
 		}
-		return runs, msgs, nil
+		return samples, msgs, nil
 	case strings.HasPrefix(schema, "llmprof.report/"):
 		return nil, nil, fmt.Errorf("saved analysis schema %q is not supported (this llmprof reads %q); write it again with this llmprof", schema, AnalysisSchema)
 	case strings.HasPrefix(schema, "llmprof.samples/"):
-		runs, err := decodeRuns(top)
-		return runs, nil, err
+		return asRunResult()
 	case strings.HasPrefix(schema, "llmprof.diff/"):
 		return nil, nil, errors.New("is a diff report, not an analysis: diff compares analyses")
 	case schema != "":
 		return nil, nil, fmt.Errorf("unknown schema %q (want a saved analysis %q or samples %q)", schema, AnalysisSchema, SamplesSchema)
 	}
-	if _, ok := keys["requests"]; ok {
-		runs, err := decodeRuns(top)
-		return runs, nil, err
+	if hasReqs {
+		return asRunResult()
 	}
 	return nil, nil, fmt.Errorf("not a saved analysis (%s) or samples file (%s)", AnalysisSchema, SamplesSchema)
 }
 
-// members returns the members of a JSON object by name, the last of a
-// name winning, as json.Unmarshal into a map does, each value a view of
-// obj; false if obj is not an object or jsonscan cannot read it (nesting
-// past its depth), for json.Unmarshal to say why. The object is a whole
-// saved analysis, already checked by the decoder that read it, which
-// encoding/json would scan twice more.
-func members(obj []byte) (map[string]json.RawMessage, bool) {
-	var s jsonscan.Scanner
-	s.Reset(obj)
-	if s.Peek() != '{' || !s.Open('{') {
-		return nil, false
+// endDocument checks the document read by s: its syntax, and that nothing
+// but white space follows it.
+func endDocument(s *jsonscan.Scanner) error {
+	if err := s.Err(); err != nil {
+		return fmt.Errorf("not valid JSON: %w", err)
 	}
-	keys := map[string]json.RawMessage{}
-	for first := true; s.Member(&first); {
-		k := string(s.Key())
-		keys[k] = s.RawValue()
+	if s.More() {
+		return errTrailing
 	}
-	s.End()
-	return keys, s.Err() == nil
-}
-
-// decodeRuns reads one run or an array of runs; b is valid JSON (it was
-// read by a json.Decoder), so one run goes straight to Run.UnmarshalJSON,
-// which is what json.Unmarshal would call after checking b again.
-func decodeRuns(b json.RawMessage) ([]Run, error) {
-	b = bytes.TrimSpace(b)
-	if len(b) > 0 && b[0] == '[' {
-		var runs []Run
-		if err := json.Unmarshal(b, &runs); err != nil {
-			return nil, fmt.Errorf("not an array of runs (%s): %w", SamplesSchema, err)
-		}
-		if len(runs) == 0 {
-			return nil, errors.New("no runs in the array")
-		}
-		return runs, nil
+	if err := s.Err(); err != nil { // a read error past the value
+		return fmt.Errorf("not valid JSON: %w", err)
 	}
-	var r Run
-	if err := r.UnmarshalJSON(b); err != nil {
-		return nil, err
-	}
-	return []Run{r}, nil
+	return nil
 }
 
 func unwrapPath(err error) error {

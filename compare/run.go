@@ -10,6 +10,7 @@ import (
 	"strconv"
 
 	"github.com/llmprof/llmprof/attribution"
+	"github.com/llmprof/llmprof/internal/jsonscan"
 )
 
 // SamplesSchema names the JSON shape of a Run. `analyze --format json`
@@ -109,16 +110,21 @@ func (r Run) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON reads a run, accepting a missing schema (hand-written files)
-// and refusing any other version.
+// and refusing any other version. It reads b with runDecoder
+// (compare/rundecode.go), which gives what json.Unmarshal into runJSON
+// gives, without reflection.
 func (r *Run) UnmarshalJSON(b []byte) error {
-	var v runJSON
-	if err := json.Unmarshal(b, &v); err != nil {
+	s := &jsonscan.Scanner{MaxDepth: maxJSONDepth}
+	s.Reset(b)
+	d := runDecoder{s: s}
+	v := d.run()
+	if err := endDocument(s); err != nil {
 		return err
 	}
-	if v.Schema != "" && v.Schema != SamplesSchema {
-		return &SchemaError{Got: v.Schema, Want: SamplesSchema}
+	if d.err != nil {
+		return d.err
 	}
-	*r = Run(v.runFields)
+	*r = v
 	return nil
 }
 

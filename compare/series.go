@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/internal/jsonscan"
 )
 
 // SeriesRun is one run of a series: what diff would compare, and where and
@@ -197,31 +198,72 @@ func readStamps(p string) []stamp {
 		return nil
 	}
 	defer f.Close()
-	dec := json.NewDecoder(f)
+	return readStampsFrom(f)
+}
+
+// stampKeys are timeKeys and then commitKeys, by name.
+var stampKeys = func() map[string]int {
+	m := map[string]int{}
+	for i, k := range slices.Concat(timeKeys, commitKeys) {
+		m[k] = i
+	}
+	return m
+}()
+
+// readStampsFrom is readStamps of the text r reads. It reads what a
+// json.Decoder decoding each document into a map[string]json.RawMessage
+// would, and fails where that fails, but only keeps the values of
+// stampKeys (the last of a name, as in the map): a run file is mostly
+// per-request arrays, passed over here with jsonscan (series_test.go
+// checks the two against each other).
+func readStampsFrom(r io.Reader) []stamp {
+	s := &jsonscan.Scanner{MaxDepth: maxJSONDepth}
+	s.ResetReader(r)
 	var out []stamp
+	vals := make([][]byte, len(stampKeys))
 	// A trace in JSON Lines is one run of many documents: its stamps would
 	// not match its one run, so stop early.
 	for len(out) < 1000 {
-		var doc map[string]json.RawMessage
-		if err := dec.Decode(&doc); err != nil {
-			if err == io.EOF {
-				return out
+		if !s.More() {
+			if s.Err() != nil {
+				return nil
 			}
-			return nil
+			return out
 		}
 		var st stamp
-		for _, k := range timeKeys {
-			if t, ok := parseTime(doc[k]); ok {
-				st.time = t
-				break
+		switch s.Peek() {
+		case 'n':
+			s.Literal() // a nil map: a document without stamps
+		case '{':
+			for i := range vals {
+				vals[i] = nil
 			}
+			s.Open('{')
+			for first := true; s.Member(&first); {
+				if i, ok := stampKeys[string(s.Key())]; ok {
+					vals[i] = append(vals[i][:0:0], s.RawValue()...)
+				} else {
+					s.Skip()
+				}
+			}
+			for i := range timeKeys {
+				if t, ok := parseTime(vals[i]); ok {
+					st.time = t
+					break
+				}
+			}
+			for _, raw := range vals[len(timeKeys):] {
+				var c string
+				if json.Unmarshal(raw, &c) == nil && c != "" {
+					st.commit = c
+					break
+				}
+			}
+		default:
+			return nil // not an object
 		}
-		for _, k := range commitKeys {
-			var c string
-			if json.Unmarshal(doc[k], &c) == nil && c != "" {
-				st.commit = c
-				break
-			}
+		if s.Err() != nil {
+			return nil
 		}
 		out = append(out, st)
 	}

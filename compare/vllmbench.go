@@ -10,6 +10,7 @@ import (
 	"slices"
 
 	"github.com/llmprof/llmprof/ingest"
+	"github.com/llmprof/llmprof/internal/jsonscan"
 )
 
 // The result file of `vllm bench serve --save-result` (vllm/benchmarks/serve.py
@@ -69,13 +70,14 @@ func (out *Input) loadVLLMBench(in *ingest.Input) error {
 		return err
 	}
 	defer rc.Close()
-	dec := json.NewDecoder(rc)
+	s := &jsonscan.Scanner{MaxDepth: maxJSONDepth}
+	s.ResetReader(rc)
 	var runs []Run
 	var setups []string
 	derived := false
 	for i := 0; ; i++ {
-		var b vllmBench
-		if err := dec.Decode(&b); err == io.EOF {
+		b, err := nextVLLMBench(s)
+		if err == io.EOF {
 			break
 		} else if err != nil {
 			return fmt.Errorf("%s: vllm bench result %d: %w", p, i+1, err)
