@@ -149,8 +149,11 @@ func sortedKeys(m map[string]string) []string {
 // forwarded signal reaches every process it started (vLLM's engine and
 // workers), and so that a terminal's Ctrl-C reaches record first.
 type child struct {
-	cmd  *exec.Cmd
-	pid  int
+	cmd *exec.Cmd
+	pid int
+	// pgid is the child's process group: the guard's pid where there is
+	// a guard (startGroupGuard), else the child's own.
+	pgid int
 	done chan struct{}
 	err  error // from Wait, other than a non-zero exit
 	// guard, when set, is the child's group guard (startGroupGuard):
@@ -179,6 +182,15 @@ func startChild(cfg childConfig) (*child, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	parentDeathSignal(cmd.SysProcAttr)
 	c := &child{cmd: cmd, done: make(chan struct{})}
+	// The guard first, leading the group the child is then born into: a
+	// guard started after the child left a window in which the child could
+	// start processes of its own (a shell's background job, in its first
+	// millisecond) that a SIGKILL of record then left running (seen under
+	// load: TestRecordKilledTakesGrandchildren).
+	c.startGroupGuard()
+	if c.guardProc != nil {
+		cmd.SysProcAttr.Pgid = c.guardProc.Process.Pid
+	}
 	started := make(chan error, 1)
 	go func() {
 		// The parent-death signal fires when the thread that forked the
@@ -202,10 +214,13 @@ func startChild(cfg childConfig) (*child, error) {
 		close(c.done)
 	}()
 	if err := <-started; err != nil {
+		c.stopGuard()
 		return nil, err
 	}
-	c.pid = cmd.Process.Pid
-	c.startGroupGuard()
+	c.pid, c.pgid = cmd.Process.Pid, cmd.Process.Pid
+	if c.guardProc != nil {
+		c.pgid = c.guardProc.Process.Pid
+	}
 	return c, nil
 }
 
@@ -215,13 +230,14 @@ func startChild(cfg childConfig) (*child, error) {
 // itself, the child and every process the child left in it.
 const groupGuardScript = `trap '' HUP INT QUIT TERM TSTP TTIN TTOU; read -r line; [ "$line" = release ] || kill -s KILL 0`
 
-// startGroupGuard starts a small shell in the child's process group that
-// kills the group when record dies without ending the child — even by
-// SIGKILL, which record cannot catch. The parent-death signal ends only the
-// child; a shell child's background jobs (sh -c 'server & client') would
-// live on. As a member, the guard also keeps the group's id from being
-// reused while it waits. Without /bin/sh there is no guard, and record says
-// nothing: the child itself still dies with record.
+// startGroupGuard starts a small shell, in a process group of its own that
+// the child then joins, that kills the group when record dies without
+// ending the child — even by SIGKILL, which record cannot catch. The
+// parent-death signal ends only the child; a shell child's background jobs
+// (sh -c 'server & client') would live on. As the group's leader, the
+// guard also keeps the group's id from being reused while it waits.
+// Without /bin/sh there is no guard, the child leads its own group, and
+// record says nothing: the child itself still dies with record.
 func (c *child) startGroupGuard() {
 	r, w, err := os.Pipe()
 	if err != nil {
@@ -230,12 +246,24 @@ func (c *child) startGroupGuard() {
 	defer r.Close()
 	g := exec.Command("/bin/sh", "-c", groupGuardScript)
 	g.Stdin = r
-	g.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: c.pid}
+	g.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := g.Start(); err != nil {
 		w.Close()
 		return
 	}
 	c.guard, c.guardProc = w, g
+}
+
+// stopGuard tells the guard that record ends on its own (or that its child
+// never started), and reaps it.
+func (c *child) stopGuard() {
+	if c.guard == nil {
+		return
+	}
+	_, _ = io.WriteString(c.guard, "release\n")
+	c.guard.Close()
+	_ = c.guardProc.Wait()
+	c.guard = nil
 }
 
 // releaseGuard tells the guard that record ends normally and reaps it, once
@@ -251,16 +279,13 @@ func (c *child) releaseGuard() {
 	default:
 		return
 	}
-	_, _ = io.WriteString(c.guard, "release\n")
-	c.guard.Close()
-	_ = c.guardProc.Wait()
-	c.guard = nil
+	c.stopGuard()
 }
 
 // signal sends sig to the child's process group; after the group leader
 // has exited, to whatever is left of the group.
 func (c *child) signal(sig syscall.Signal) error {
-	err := syscall.Kill(-c.pid, sig)
+	err := syscall.Kill(-c.pgid, sig)
 	if errors.Is(err, syscall.ESRCH) {
 		return nil // nobody left
 	}

@@ -319,3 +319,49 @@ func running(pid int) bool {
 	i := strings.LastIndexByte(s, ')')
 	return i >= 0 && len(s) > i+2 && s[i+2] != 'Z' && s[i+2] != 'X'
 }
+
+// The child is born into its guard's process group, the guard leading it:
+// a guard that joined the child's group after the child started left the
+// child's first processes unguarded until it did, and a SIGKILL of record
+// in that window left them running.
+func TestChildBornIntoTheGuardsGroup(t *testing.T) {
+	if _, err := os.Stat("/bin/sh"); err != nil {
+		t.Skip("no /bin/sh for the group guard")
+	}
+	c, err := startChild(childConfig{argv: []string{"sleep", "30"}, env: os.Environ()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = c.signal(syscall.SIGKILL)
+		_ = syscall.Kill(c.pid, syscall.SIGKILL) // also where the group is not the guard's
+		<-c.done
+		c.releaseGuard()
+	}()
+	if c.guardProc == nil {
+		t.Fatal("no guard, though /bin/sh is here")
+	}
+	guard := c.guardProc.Process.Pid
+	pgrp := func(pid int) int {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			t.Skipf("no /proc here: %v", err)
+		}
+		s := string(b)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		g, err := strconv.Atoi(f[2])
+		if err != nil {
+			t.Fatalf("/proc/%d/stat: %q", pid, s)
+		}
+		return g
+	}
+	if got := pgrp(guard); got != guard {
+		t.Errorf("the guard %d is in group %d, want its own", guard, got)
+	}
+	if got := pgrp(c.pid); got != guard {
+		t.Errorf("the child %d is in group %d, want its guard's (%d)", c.pid, got, guard)
+	}
+	if c.pgid != guard {
+		t.Errorf("signals go to group %d, want the guard's %d", c.pgid, guard)
+	}
+}
