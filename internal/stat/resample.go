@@ -168,6 +168,15 @@ func orderKey(v float64) uint64 {
 	return b | 1<<63
 }
 
+// orderValue is the value whose orderKey is k, for any value but −0 (which
+// orderKey maps to +0's key).
+func orderValue(k uint64) float64 {
+	if k>>63 == 1 {
+		return math.Float64frombits(k &^ (1 << 63))
+	}
+	return math.Float64frombits(^k)
+}
+
 // ByUnit returns the view of a series whose i-th value belongs to unit[i]
 // (the tokens of requests): read with the units' multiplicities, its
 // order statistics are those of the series with each value drawn as often

@@ -13,10 +13,10 @@ import (
 const radixFloatsMin = 8192
 
 // SortFloats sorts xs ascending and leaves it exactly as slices.Sort does.
-// From 8 Ki to 1 Mi values free of NaN and −0 it sorts them as order keys
-// (the bits with the sign flipped for positives, all bits for negatives:
-// a bijection that orders as the values do) by radix.Sort, the
-// radix sort NewSortedView uses, and writes the values back from the keys.
+// From 8 Ki to 1 Mi values free of NaN and −0 it sorts their order keys
+// (orderKey, a bijection on them that orders as the values do) by
+// radix.Sort, as NewSortedView does, and writes the values back from the
+// keys (orderValue).
 // Equal values are then equal bit for bit, so any correct sort leaves the
 // same slice. With NaN or −0 (which ties with +0, so where each lands
 // is the sort's choice) it calls slices.Sort, as it does for shorter and
@@ -29,26 +29,14 @@ func SortFloats(xs []float64) {
 	}
 	keys := make([]radix.Keyed, n)
 	for i, v := range xs {
-		b := math.Float64bits(v)
-		if v != v || b == 1<<63 {
+		if v != v || math.Float64bits(v) == 1<<63 {
 			slices.Sort(xs)
 			return
 		}
-		if b>>63 == 1 {
-			b = ^b
-		} else {
-			b |= 1 << 63
-		}
-		keys[i].Key = b
+		keys[i].Key = orderKey(v)
 	}
 	radix.Sort(keys)
 	for i, k := range keys {
-		b := k.Key
-		if b>>63 == 1 {
-			b &^= 1 << 63
-		} else {
-			b = ^b
-		}
-		xs[i] = math.Float64frombits(b)
+		xs[i] = orderValue(k.Key)
 	}
 }
